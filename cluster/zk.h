@@ -1,0 +1,167 @@
+/*
+ * A ZooKeeper session driven from the libuv loop (libzookeeper_st), with
+ * async wrappers for the operations membership and election need.
+ *
+ * Threads: loop thread only. Every callback runs on the loop. A call that
+ * returns 0 fires its callback exactly once, never from inside the call; a
+ * non-zero return means no callback.
+ *
+ * Codes: statuses are 0 or EB_E* codes (err.h). Raw ZooKeeper codes never
+ * leave cluster/ (eb__err_from_zk translates them).
+ *
+ * Session events reach only the owner's event callback; per-path watches get
+ * only node events (the wrapper filters ZOO_SESSION_EVENT out of them).
+ * Watches are one-shot (ZooKeeper 3.8 C client): re-arm from the completion.
+ *
+ * The implementation behind eb_zk is an ops table (cluster/zk_ops.h): the real
+ * libzookeeper backend (cluster/zk.c) or the in-memory fake used by
+ * deterministic unit tests (tests/harness/fakezk.c).
+ */
+#ifndef EB_CLUSTER_ZK_H
+#define EB_CLUSTER_ZK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <ebnode/err.h>
+
+typedef struct eb_zk eb_zk; /* opaque */
+
+typedef enum eb_zk_event {
+	EB_ZK_EV_CONNECTED = 1,   /* a new session is established */
+	EB_ZK_EV_SUSPENDED = 2,   /* connection lost; session may live */
+	EB_ZK_EV_RECONNECTED = 3, /* the same session is back */
+	EB_ZK_EV_EXPIRED = 4,     /* session dead; a new one is being made */
+	EB_ZK_EV_AUTH_FAILED = 5  /* credentials refused; handle dead */
+} eb_zk_event;
+
+typedef enum eb_zk_state {
+	EB_ZK_STATE_CONNECTING = 0, /* no session yet, or a new one pending */
+	EB_ZK_STATE_CONNECTED = 1,
+	EB_ZK_STATE_SUSPENDED = 2,
+	EB_ZK_STATE_CLOSED = 3
+} eb_zk_state;
+
+typedef enum eb_zk_acl {
+	EB_ZK_ACL_OPEN = 0,   /* world:anyone all */
+	EB_ZK_ACL_CREATOR = 1 /* auth (creator) all, world read */
+} eb_zk_acl;
+
+typedef struct eb_zk_opts {
+	const char *connect;            /* "h1:p1,h2:p2"; borrowed until new */
+	uint32_t    session_timeout_ms; /* default 10000 */
+	const char *auth_scheme;        /* NULL or "digest" */
+	const char *auth_credentials;   /* "user:password" for digest */
+	eb_zk_acl   acl;                /* ACL for nodes this client creates */
+} eb_zk_opts;
+
+typedef struct eb_zk_stat {
+	int64_t czxid;
+	int64_t mzxid;
+	int64_t ephemeral_owner; /* session id, 0 if persistent */
+	int32_t version;
+	int32_t cversion;
+	int32_t num_children;
+	int32_t data_length;
+} eb_zk_stat;
+
+/* Node events for one-shot watches. */
+typedef enum eb_zk_watch_type {
+	EB_ZK_WATCH_CREATED = 1,
+	EB_ZK_WATCH_DELETED = 2,
+	EB_ZK_WATCH_CHANGED = 3,
+	EB_ZK_WATCH_CHILD = 4,
+	EB_ZK_WATCH_NOT_WATCHING = 5 /* the server dropped the watch */
+} eb_zk_watch_type;
+
+#define EB_ZK_EPHEMERAL 1
+#define EB_ZK_SEQUENTIAL 2
+
+typedef void (*eb_zk_event_cb)(eb_zk *zk, eb_zk_event ev, void *arg);
+typedef void (*eb_zk_watch_cb)(
+    eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg);
+typedef void (*eb_zk_void_cb)(eb_zk *zk, int status, void *arg);
+typedef void (*eb_zk_create_cb)(
+    eb_zk *zk, int status, const char *path, void *arg);
+typedef void (*eb_zk_stat_cb)(
+    eb_zk *zk, int status, const eb_zk_stat *stat, void *arg);
+typedef void (*eb_zk_data_cb)(eb_zk *zk, int status, const char *data,
+    size_t len, const eb_zk_stat *stat, void *arg);
+typedef void (*eb_zk_children_cb)(eb_zk *zk, int status,
+    const char *const *names, size_t count, void *arg);
+typedef void (*eb_zk_close_cb)(eb_zk *zk, void *arg);
+
+typedef enum eb_zk_op_type {
+	EB_ZK_OP_CREATE = 1,
+	EB_ZK_OP_DELETE = 2,
+	EB_ZK_OP_SET = 3,
+	EB_ZK_OP_CHECK = 4
+} eb_zk_op_type;
+
+/* One operation of a multi; every field is borrowed for the call. */
+typedef struct eb_zk_op {
+	eb_zk_op_type type;
+	const char   *path;
+	const char   *data; /* create, set */
+	size_t        len;
+	int           flags;   /* create: EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL */
+	int32_t       version; /* delete, set, check; -1: any */
+} eb_zk_op;
+
+/* Per-op result of a multi; borrowed for the callback. */
+typedef struct eb_zk_op_result {
+	int         status;
+	const char *path; /* create: the created path, else NULL */
+} eb_zk_op_result;
+
+/* status: 0 when all committed, else the first failing op's code (and
+ * nothing was applied). results has one entry per op in both cases. */
+typedef void (*eb_zk_multi_cb)(eb_zk *zk, int status,
+    const eb_zk_op_result *results, size_t count, void *arg);
+
+void eb_zk_opts_init(eb_zk_opts *opts);
+
+/* Real backend. No I/O until eb_zk_start(). on_event gets session events. */
+int  eb_zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
+     void *arg, eb_zk **zkp);
+int  eb_zk_start(eb_zk *zk);
+/* Exactly once, also after a failed start. Pending operations complete with
+ * EB_ECANCELED; the session is closed without blocking the loop; cb runs on
+ * a later tick, and zk is freed after it returns. */
+void eb_zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg);
+
+eb_zk_state eb_zk_get_state(const eb_zk *zk);
+/* The current session id (0 before the first session). */
+int64_t     eb_zk_session_id(const eb_zk *zk);
+/* The negotiated session timeout in ms (the requested one before). */
+uint32_t    eb_zk_session_timeout_ms(const eb_zk *zk);
+/*
+ * Monotonic ms (eb__mono_ms) at which the most recent request that then
+ * completed successfully was sent: the base of the leader lease (rule 5).
+ * 0 when none yet in this session.
+ */
+uint64_t    eb_zk_last_ok_send_ms(const eb_zk *zk);
+
+int eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
+    int flags, eb_zk_create_cb cb, void *arg);
+int eb_zk_delete(eb_zk *zk, const char *path, int32_t version,
+    eb_zk_void_cb cb, void *arg);
+/* watch may be NULL. EB_EZKNONODE status when absent (the watch is still
+ * armed then, for creation). */
+int eb_zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+    void *watch_arg, eb_zk_stat_cb cb, void *arg);
+int eb_zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+    void *watch_arg, eb_zk_data_cb cb, void *arg);
+int eb_zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+    void *watch_arg, eb_zk_children_cb cb, void *arg);
+int eb_zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
+    int32_t version, eb_zk_stat_cb cb, void *arg);
+int eb_zk_multi(eb_zk *zk, const eb_zk_op *ops, size_t count,
+    eb_zk_multi_cb cb, void *arg);
+/* Creates path and its missing parents as persistent nodes (existing ones
+ * are fine). */
+int eb_zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg);
+
+#endif

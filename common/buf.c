@@ -1,0 +1,73 @@
+/* Growable input buffer; see buf.h. */
+#include "common/buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+
+void
+eb__buf_init(eb__buf *b)
+{
+	b->data = NULL;
+	b->off = 0;
+	b->len = 0;
+	b->cap = 0;
+}
+
+void
+eb__buf_free(eb__buf *b)
+{
+	free(b->data);
+	eb__buf_init(b);
+}
+
+char *
+eb__buf_reserve(eb__buf *b, size_t n)
+{
+	size_t unread = b->len - b->off;
+	size_t want;
+
+	if (b->cap - b->len >= n) {
+		return b->data + b->len;
+	}
+	/* Compact first: reading usually leaves little unread data behind. */
+	if (b->off > 0) {
+		if (unread > 0) {
+			memmove(b->data, b->data + b->off, unread);
+		}
+		b->off = 0;
+		b->len = unread;
+		if (b->cap - b->len >= n) {
+			return b->data + b->len;
+		}
+	}
+	want = b->cap == 0 ? 4096 : b->cap;
+	while (want - b->len < n) {
+		want *= 2;
+	}
+	b->data = eb__realloc(b->data, want);
+	b->cap = want;
+	return b->data + b->len;
+}
+
+void
+eb__buf_append(eb__buf *b, const void *p, size_t n)
+{
+	char *dst = eb__buf_reserve(b, n);
+
+	if (n > 0) {
+		memcpy(dst, p, n);
+	}
+	b->len += n;
+}
+
+void
+eb__buf_consume(eb__buf *b, size_t n)
+{
+	b->off += n;
+	if (b->off >= b->len) {
+		b->off = 0;
+		b->len = 0;
+	}
+}

@@ -1,0 +1,70 @@
+/*
+ * Intrusive circular doubly-linked list. Embed an eb_list in each element and
+ * one as the head; recover the element with EB_CONTAINER_OF. No allocation.
+ */
+#ifndef EB_COMMON_LIST_H
+#define EB_COMMON_LIST_H
+
+#include <stddef.h>
+
+typedef struct eb_list {
+	struct eb_list *next;
+	struct eb_list *prev;
+} eb_list;
+
+#define EB_CONTAINER_OF(ptr, type, field) \
+	((type *) (void *) ((char *) (ptr) -offsetof(type, field)))
+
+/* Iterate with a spare cursor so that the current element may be removed. */
+#define EB_LIST_FOREACH(it, tmp, head)                                \
+	for ((it) = (head)->next, (tmp) = (it)->next; (it) != (head); \
+	     (it) = (tmp), (tmp) = (it)->next)
+
+static inline void
+eb_list_init(eb_list *l)
+{
+	l->next = l;
+	l->prev = l;
+}
+
+static inline int
+eb_list_empty(const eb_list *l)
+{
+	return l->next == l;
+}
+
+static inline void
+eb_list_insert_tail(eb_list *head, eb_list *e)
+{
+	e->next = head;
+	e->prev = head->prev;
+	head->prev->next = e;
+	head->prev = e;
+}
+
+static inline void
+eb_list_insert_head(eb_list *head, eb_list *e)
+{
+	e->prev = head;
+	e->next = head->next;
+	head->next->prev = e;
+	head->next = e;
+}
+
+/* Removes e and leaves it self-linked, so removing twice is harmless. */
+static inline void
+eb_list_remove(eb_list *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	e->next = e;
+	e->prev = e;
+}
+
+static inline eb_list *
+eb_list_first(const eb_list *head)
+{
+	return head->next == head ? NULL : head->next;
+}
+
+#endif

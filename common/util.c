@@ -1,0 +1,70 @@
+/* Clocks, ids and number parsing; see util.h. */
+#include "common/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <uv.h>
+
+#include <ebnode/err.h>
+
+uint64_t
+eb__mono_ms(void)
+{
+	return uv_hrtime() / 1000000u;
+}
+
+uint64_t
+eb__mono_us(void)
+{
+	return uv_hrtime() / 1000u;
+}
+
+uint64_t
+eb__wall_ms(void)
+{
+	struct timespec ts;
+
+	(void) clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+int
+eb__uuid(char out[EB_UUID_STRLEN + 1])
+{
+	unsigned char b[16];
+	int           rv;
+
+	rv = uv_random(NULL, NULL, b, sizeof(b), 0, NULL);
+	if (rv != 0) {
+		return rv;
+	}
+	b[6] = (unsigned char) ((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char) ((b[8] & 0x3f) | 0x80);
+	(void) snprintf(out, EB_UUID_STRLEN + 1,
+	    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%"
+	    "02x",
+	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+	    b[11], b[12], b[13], b[14], b[15]);
+	return 0;
+}
+
+int
+eb__parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char     *end = NULL;
+	long long v;
+
+	if (s == NULL || *s == '\0') {
+		return EB_ECONF;
+	}
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || end == NULL || *end != '\0' || v < min || v > max) {
+		return EB_ECONF;
+	}
+	*out = (int64_t) v;
+	return 0;
+}

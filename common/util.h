@@ -1,0 +1,21 @@
+/* Small helpers: clocks, random ids. Loop thread or any thread. */
+#ifndef EB_COMMON_UTIL_H
+#define EB_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EB_UUID_STRLEN 36
+
+/* Monotonic milliseconds (uv_hrtime based). */
+uint64_t eb__mono_ms(void);
+/* Monotonic microseconds. */
+uint64_t eb__mono_us(void);
+/* Wall-clock milliseconds since the Unix epoch. */
+uint64_t eb__wall_ms(void);
+/* A random (version 4) UUID as 36 lowercase chars plus NUL. 0 or UV error. */
+int eb__uuid(char out[EB_UUID_STRLEN + 1]);
+/* Parses a whole decimal string into [min,max]. 0 or EB_ECONF. */
+int eb__parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#endif

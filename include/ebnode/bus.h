@@ -1,0 +1,145 @@
+/*
+ * The event bus: Vert.x semantics (addresses, consumers, send, publish,
+ * request/reply), local, and clustered through the remote seam
+ * (eventbus/remote.c) when the node joins a cluster.
+ *
+ * Threads: loop thread only. Every callback runs on the loop, never from
+ * inside the call that caused it (sends to local consumers are delivered on a
+ * later loop turn).
+ *
+ * Ownership: bodies and headers passed in are borrowed for the call (the bus
+ * copies or holds what it keeps). eb_bus_msg is refcounted (fan-out): a handler
+ * borrows the message for the duration of the call and calls
+ * eb_bus_msg_hold() to keep it (e.g. to reply later), eb_bus_msg_release()
+ * when done.
+ *
+ * Headers are a JSON object whose values are all strings; NULL means none.
+ * Bodies are any JSON value (NULL: null body). Messages keep the body as its
+ * encoded bytes and parse lazily, so forwarding never re-parses.
+ */
+#ifndef EBNODE_BUS_H
+#define EBNODE_BUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include <ebnode/api.h>
+#include <ebnode/err.h>
+
+typedef struct eb_bus          eb_bus;          /* opaque */
+typedef struct eb_bus_msg      eb_bus_msg;      /* opaque, refcounted */
+typedef struct eb_bus_consumer eb_bus_consumer; /* opaque */
+
+/* Failure types, as on the bridge wire (failureType). */
+typedef enum eb_bus_failure_type {
+	EB_BUS_TIMEOUT = 0,
+	EB_BUS_NO_HANDLERS = 1,
+	EB_BUS_RECIPIENT_FAILURE = 2,
+	EB_BUS_ERROR = 3
+} eb_bus_failure_type;
+
+/* "TIMEOUT", "NO_HANDLERS", "RECIPIENT_FAILURE", "ERROR". */
+EB_API const char *eb_bus_failure_name(eb_bus_failure_type t);
+
+/*
+ * A failed request. message is the exact Vert.x text:
+ *   NO_HANDLERS: "No handlers for address <address>", code -1
+ *   TIMEOUT: "Timed out after waiting <ms>(ms) for a reply. address:
+ *            <reply address>, repliedAddress: <address>", code -1
+ *   RECIPIENT_FAILURE: the consumer's code and message
+ * Borrowed for the duration of the callback.
+ */
+typedef struct eb_bus_failure {
+	eb_bus_failure_type type;
+	int                 code;
+	const char         *message;
+} eb_bus_failure;
+
+typedef struct eb_bus_opts {
+	const char *node_id;            /* for reply addresses; copied */
+	uint64_t    request_timeout_ms; /* default 30000 */
+	uint32_t    consumer_queue_max; /* per consumer, default 10000 */
+} eb_bus_opts;
+
+typedef struct eb_bus_send_opts {
+	uint64_t timeout_ms; /* request only; 0: the bus default */
+	int      local_only; /* deliver only to this node's consumers */
+} eb_bus_send_opts;
+
+EB_API void eb_bus_opts_init(eb_bus_opts *opts);
+EB_API void eb_bus_send_opts_init(eb_bus_send_opts *opts);
+
+typedef void (*eb_bus_close_cb)(eb_bus *bus, void *arg);
+/*
+ * A message for a consumer. msg is borrowed for the call; hold it to keep
+ * it. If eb_bus_msg_reply_address(msg) is non-NULL the sender awaits a
+ * reply: answer with eb_bus_msg_reply() or eb_bus_msg_fail(), now or later.
+ */
+typedef void (*eb_bus_handler_fn)(
+    eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
+/*
+ * The outcome of a request: status 0 and reply (borrowed), or status
+ * EB_ERECIPIENT/EB_ETIMEOUT/EB_ENOHANDLERS/... and failure (borrowed).
+ * Exactly once per successful eb_bus_request() / eb_bus_msg_reply() call
+ * that passed a callback, also when the bus closes (EB_ECANCELED, type ERROR).
+ */
+typedef void (*eb_bus_reply_cb)(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg);
+
+/* No I/O and no callbacks until used. */
+EB_API int eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp);
+/* Exactly once. Pending requests fail with EB_ECANCELED; cb runs on a later
+ * tick and the bus is freed after it returns. */
+EB_API void eb_bus_close(eb_bus *bus, eb_bus_close_cb cb, void *arg);
+
+/*
+ * Registers a consumer; effective synchronously for local senders (a send
+ * right after this returns reaches it). Clustered: the interest propagates
+ * to peers unless local_only.
+ */
+EB_API int  eb_bus_consumer_new(eb_bus *bus, const char *address,
+     int local_only, eb_bus_handler_fn fn, void *arg, eb_bus_consumer **cp);
+/* Unregisters synchronously; queued messages for it are answered
+ * NO_HANDLERS (requests) or dropped and counted (sends/publishes). */
+EB_API void eb_bus_consumer_close(eb_bus_consumer *c);
+EB_API const char *eb_bus_consumer_address(const eb_bus_consumer *c);
+
+/* Point-to-point, round robin across the handlers of the cluster. Returns
+ * 0 or EB_ENOHANDLERS when nobody (reachable) handles address. */
+EB_API int eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts);
+/* Every handler; 0 even with no handlers (Vert.x). */
+EB_API int eb_bus_publish(eb_bus *bus, const char *address,
+    const json_t *body, const json_t *headers, const eb_bus_send_opts *opts);
+/* A send that expects a reply: cb exactly once (reply, failure, timeout). */
+EB_API int eb_bus_request(eb_bus *bus, const char *address,
+    const json_t *body, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_reply_cb cb, void *arg);
+
+/* Message accessors; results borrowed from msg. */
+EB_API const char   *eb_bus_msg_address(const eb_bus_msg *msg);
+EB_API const char   *eb_bus_msg_reply_address(const eb_bus_msg *msg);
+EB_API int           eb_bus_msg_is_send(const eb_bus_msg *msg);
+EB_API const json_t *eb_bus_msg_headers(const eb_bus_msg *msg); /* object */
+/* The body parsed (lazily); NULL for a null body. */
+EB_API const json_t *eb_bus_msg_body(eb_bus_msg *msg);
+/* The body as its compact JSON encoding ("null" for none). */
+EB_API const char *eb_bus_msg_body_bytes(const eb_bus_msg *msg, size_t *len);
+EB_API eb_bus_msg *eb_bus_msg_hold(eb_bus_msg *msg);
+EB_API void        eb_bus_msg_release(eb_bus_msg *msg);
+
+/*
+ * Answers a message whose sender awaits a reply. With cb non-NULL the reply
+ * itself expects a reply (reply-to-reply). Returns EB_EPROTO when msg
+ * expects no reply or was already answered.
+ */
+EB_API int eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
+    void *arg);
+/* Fails the request with RECIPIENT_FAILURE (code, message). */
+EB_API int eb_bus_msg_fail(eb_bus_msg *msg, int code, const char *message);
+
+#endif

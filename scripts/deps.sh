@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs ebnode's build and test dependencies from Debian when any is missing.
+# Idempotent: does nothing (and needs no root) when everything is present.
+set -euo pipefail
+
+PKGS=(cmake gcc clang libclang-rt-14-dev clang-format libuv1-dev libjansson-dev
+      libssl-dev libzookeeper-st-dev zookeeper libhttp-parser-dev libcmocka-dev
+      openssl procps python3 nodejs npm)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing+=("$p")
+	fi
+done
+# nodejs/npm may come from outside Debian (e.g. a preinstalled toolchain):
+# accept any working node and npm on PATH instead of the packages.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+	keep=()
+	for p in "${missing[@]}"; do
+		case "$p" in nodejs|npm) ;; python3) command -v python3 >/dev/null 2>&1 || keep+=("$p") ;; *) keep+=("$p") ;; esac
+	done
+	missing=("${keep[@]+"${keep[@]}"}")
+fi
+
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "deps: installing: ${missing[*]}" >&2
+	SUDO=""
+	if [ "$(id -u)" -ne 0 ]; then
+		SUDO="sudo"
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -q
+	$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+	echo "deps: all Debian packages present" >&2
+fi
+
+# The Node bridge client used by the interop test (tests/interop).
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -f "$here/tests/interop/package.json" ] && [ ! -d "$here/tests/interop/node_modules/vertx3-tcp-eventbus-client" ]; then
+	echo "deps: npm install in tests/interop" >&2
+	(cd "$here/tests/interop" && npm install --no-audit --no-fund --silent)
+fi

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The test command (README): installs what is missing, then builds and runs
+# the whole suite twice -- gcc with -Werror, and clang with ASan+UBSan (also
+# -Werror) -- after the clang-format and include-edge checks.
+#
+#   scripts/test.sh            everything (what CI runs)
+#   scripts/test.sh --quick    one gcc build, no sanitizers (for development)
+#   extra arguments after -- go to ctest, e.g. scripts/test.sh --quick -- -L unit
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+
+quick=0
+ctest_args=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--) shift; ctest_args=("$@"); break ;;
+	*) echo "test.sh: unknown argument: $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+bash scripts/deps.sh
+jobs="$(nproc)"
+
+bash tools/check-format.sh
+bash tools/check-includes.sh
+
+run_suite() { # name, cc, extra cmake args...
+	local name="$1" cc="$2"
+	shift 2
+	local dir="build/$name"
+	echo "== $name: configure ($cc $*)"
+	cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" "$@" >/dev/null
+	echo "== $name: build"
+	cmake --build "$dir" -j "$jobs"
+	echo "== $name: test"
+	(cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 300 "${ctest_args[@]+"${ctest_args[@]}"}")
+}
+
+if [ "$quick" = 1 ]; then
+	run_suite dev gcc -DEB_WERROR=ON
+	exit 0
+fi
+run_suite gcc-werror gcc -DEB_WERROR=ON
+ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+EB_TEST_TIMEOUT_MULTIPLIER=3 \
+	run_suite clang-asan clang -DEB_WERROR=ON -DEB_SANITIZE=address,undefined
+echo "== all suites passed"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Enforces the module dependency DAG (DESIGN.md, STYLE.md B2): a module may
+# include only its own files, the public headers and the modules it depends
+# on; OpenSSL only in bridge/ (and cluster/ links); ZooKeeper only in cluster/.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+allowed() { # module -> allowed repo-rooted include prefixes
+	case "$1" in
+	common)   echo "common" ;;
+	cluster)  echo "cluster common" ;;
+	election) echo "election cluster common" ;;
+	eventbus) echo "eventbus cluster common" ;;
+	bridge)   echo "bridge eventbus common" ;;
+	conf)     echo "conf common" ;;
+	node)     echo "node conf bridge eventbus election cluster common" ;;
+	*)        echo "" ;;
+	esac
+}
+
+bad=0
+for m in common cluster election eventbus bridge conf node; do
+	[ -d "$m" ] || continue
+	ok="$(allowed "$m")"
+	while IFS= read -r line; do
+		file="${line%%:*}"
+		inc="$(sed -E 's/.*#include "([^"/]+)\/.*/\1/' <<<"$line")"
+		case " $ok " in
+		*" $inc "*) ;;
+		*) echo "check-includes: $file includes \"$inc/...\" ($m may use: $ok)" >&2; bad=1 ;;
+		esac
+	done < <(grep -HnE '^#include "[^"]+/' -r "$m" --include='*.c' --include='*.h' || true)
+	if [ "$m" != cluster ] && grep -rlE '#include <zookeeper/' "$m" >/dev/null 2>&1; then
+		echo "check-includes: ZooKeeper headers outside cluster/: $(grep -rlE '#include <zookeeper/' "$m")" >&2
+		bad=1
+	fi
+	case "$m" in
+	bridge|cluster|node) ;;
+	*) if grep -rlE '#include <openssl/' "$m" >/dev/null 2>&1; then
+		echo "check-includes: OpenSSL headers in $m/" >&2; bad=1
+	   fi ;;
+	esac
+done
+[ "$bad" = 0 ] && echo "check-includes: module edges ok"
+exit "$bad"
