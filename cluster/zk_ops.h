@@ -1,0 +1,73 @@
+/*
+ * The backend seam behind eb_zk (STYLE B9): cluster/ code and its owners call
+ * only the eb_zk_* functions of zk.h; those check the common state and
+ * dispatch to an ops table. Two backends exist:
+ *   - the real one over libzookeeper_st driven from the loop (cluster/zk.c);
+ *   - an in-memory fake for deterministic unit tests (tests/harness/fakezk.c).
+ *
+ * Contract for a backend:
+ *   - every op returns 0 and then calls its callback exactly once on a later
+ *     loop turn (never from inside the op), or returns an EB_E* code and never
+ *     calls it; statuses are EB_E* codes, never raw ZooKeeper codes;
+ *   - watch callbacks get node events only, never session events;
+ *   - session changes are reported with eb__zk_emit(), which keeps state,
+ *     session_id and timeout_ms in the common struct and calls the owner;
+ *   - close() fails pending ops with EB_ECANCELED, releases the backend's
+ *     handles without blocking the loop and then calls eb__zk_closed() once,
+ *     on a later loop turn;
+ *   - last_ok_send_ms is updated by the backend (eb__zk_note_ok()).
+ * Loop thread only.
+ */
+#ifndef EB_CLUSTER_ZK_OPS_H
+#define EB_CLUSTER_ZK_OPS_H
+
+#include "cluster/zk.h"
+
+typedef struct eb__zk_ops {
+	int (*start)(eb_zk *zk);
+	void (*close)(eb_zk *zk);
+	int (*create)(eb_zk *zk, const char *path, const char *data,
+	    size_t len, int flags, eb_zk_create_cb cb, void *arg);
+	int (*delete_node)(eb_zk *zk, const char *path, int32_t version,
+	    eb_zk_void_cb cb, void *arg);
+	int (*exists)(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+	    void *watch_arg, eb_zk_stat_cb cb, void *arg);
+	int (*get)(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+	    void *watch_arg, eb_zk_data_cb cb, void *arg);
+	int (*get_children)(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+	    void *watch_arg, eb_zk_children_cb cb, void *arg);
+	int (*set)(eb_zk *zk, const char *path, const char *data, size_t len,
+	    int32_t version, eb_zk_stat_cb cb, void *arg);
+	int (*multi)(eb_zk *zk, const eb_zk_op *ops, size_t count,
+	    eb_zk_multi_cb cb, void *arg);
+} eb__zk_ops;
+
+struct eb_zk {
+	uv_loop_t        *loop; /* borrowed */
+	const eb__zk_ops *ops;  /* borrowed (static table) */
+	void             *impl; /* backend state, owned by the backend */
+	eb_zk_event_cb    on_event;
+	void             *event_arg;
+	eb_zk_state       state;
+	int64_t           session_id;
+	uint32_t          timeout_ms;
+	uint64_t          last_ok_send_ms;
+	int               started;
+	int               closing;
+	eb_zk_close_cb    close_cb;
+	void             *close_arg;
+};
+
+/* Allocates the common part around a backend; used by eb_zk_new() and by
+ * the fake. impl is handed over to the backend's close(). */
+int eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
+    uint32_t timeout_ms, eb_zk_event_cb on_event, void *arg, eb_zk **zkp);
+/* Backend -> common: a session event; updates state and calls the owner. */
+void eb__zk_emit(eb_zk *zk, eb_zk_event ev, int64_t session_id);
+/* Backend -> common: a request sent at send_ms succeeded. */
+void eb__zk_note_ok(eb_zk *zk, uint64_t send_ms);
+/* Backend -> common: the backend has closed; calls the owner's close cb and
+ * frees zk. */
+void eb__zk_closed(eb_zk *zk);
+
+#endif
