@@ -1,0 +1,157 @@
+/*
+ * The TCP event-bus bridge: a server on the node's loop that speaks the
+ * Vert.x 4.x TCP EventBus Bridge wire protocol (BRIDGE-PROTOCOL.md), plain or
+ * TLS, and turns client frames into calls on an eb_bus. Where Vert.x wedges
+ * or grows without bound the bridge answers and stays bounded (unknown_type,
+ * maximum frame size, bounded write queue, idle timeout, connection limit).
+ *
+ * Threads: loop thread only.
+ *
+ * Ownership: eb_bridge_new() copies everything it keeps from the options
+ * (strings, permitted lists); the bus is borrowed and must outlive the bridge
+ * (close the bridge first, then the bus).
+ */
+#ifndef EBNODE_BRIDGE_H
+#define EBNODE_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <ebnode/api.h>
+#include <ebnode/bus.h>
+#include <ebnode/err.h>
+
+typedef struct eb_bridge eb_bridge; /* opaque */
+
+/*
+ * One permitted entry (Vert.x PermittedOptions). address set: exact match;
+ * else address_regex set: POSIX extended regex matched against the whole
+ * address (anchored at both ends); both NULL ({}): matches every address.
+ */
+typedef struct eb_bridge_permitted {
+	const char *address;       /* borrowed by opts */
+	const char *address_regex; /* borrowed by opts */
+} eb_bridge_permitted;
+
+typedef enum eb_bridge_client_auth {
+	EB_BRIDGE_CLIENT_AUTH_NONE = 0,     /* SSL_VERIFY_NONE */
+	EB_BRIDGE_CLIENT_AUTH_REQUEST = 1,  /* verify a certificate if sent */
+	EB_BRIDGE_CLIENT_AUTH_REQUIRED = 2, /* and fail without one */
+} eb_bridge_client_auth;
+
+typedef enum eb_bridge_auth_mode {
+	EB_BRIDGE_AUTH_OFF = 0,   /* no token */
+	EB_BRIDGE_AUTH_EVERY = 1, /* headers.token on every frame but ping */
+	EB_BRIDGE_AUTH_FIRST = 2, /* on the first non-ping frame; else close */
+} eb_bridge_auth_mode;
+
+typedef struct eb_bridge_opts {
+	const char *host;            /* listen address, default "127.0.0.1" */
+	int         port;            /* 0: pick one, see eb_bridge_port() */
+	int         backlog;         /* default 128 */
+	uint32_t    max_frame_bytes; /* inbound payload cap, 1 MiB */
+	size_t      write_queue_max_bytes; /* per connection, default 8 MiB */
+	uint64_t    idle_timeout_ms;       /* 0: none (default) */
+	uint32_t    max_connections;       /* default 1024; extra refused */
+	uint64_t    reply_ttl_ms; /* pending server->client reply, 30000 */
+
+	/* Permitted lists (copied). An empty list denies everything. */
+	const eb_bridge_permitted *inbound; /* send/publish */
+	size_t                     inbound_count;
+	const eb_bridge_permitted *outbound; /* register/unregister */
+	size_t                     outbound_count;
+
+	/* TLS: enabled when tls_cert is non-NULL (PEM files). */
+	const char           *tls_cert;
+	const char           *tls_key;
+	const char           *tls_ca; /* verify client certificates */
+	eb_bridge_client_auth tls_client_auth;
+
+	/* Token authentication on headers.token; the token is never logged. */
+	eb_bridge_auth_mode auth_mode;
+	const char         *auth_token;
+} eb_bridge_opts;
+
+EB_API void eb_bridge_opts_init(eb_bridge_opts *opts);
+
+/*
+ * Validates and copies the options, compiles the regexes and loads the TLS
+ * material. No I/O, no callbacks. Returns 0, EB_ECONF (bad option or regex)
+ * or EB_ETLS (certificate/key/CA), with detail in err when non-NULL.
+ */
+EB_API int eb_bridge_new(uv_loop_t *loop, eb_bus *bus,
+    const eb_bridge_opts *opts, eb_errbuf *err, eb_bridge **bridgep);
+/* Binds and listens. Returns 0 or a libuv error (UV_EADDRINUSE...). */
+EB_API int eb_bridge_start(eb_bridge *b, eb_errbuf *err);
+/* The bound port after a successful start, else 0. */
+EB_API int eb_bridge_port(const eb_bridge *b);
+
+typedef void (*eb_bridge_close_cb)(eb_bridge *b, void *arg);
+/*
+ * Exactly once, also after a failed start. Stops listening, closes every
+ * connection (their consumers are unregistered at once) and runs cb on a later
+ * tick, after every handle has closed; the bridge is freed after cb returns.
+ */
+EB_API void eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg);
+
+/* Frame types counted per direction. */
+typedef enum eb_bridge_frame_kind {
+	EB_BRIDGE_IN_SEND = 0,
+	EB_BRIDGE_IN_PUBLISH,
+	EB_BRIDGE_IN_REGISTER,
+	EB_BRIDGE_IN_UNREGISTER,
+	EB_BRIDGE_IN_PING,
+	EB_BRIDGE_IN_UNKNOWN,   /* unknown or missing type */
+	EB_BRIDGE_IN_MALFORMED, /* not JSON or not an object (skipped) */
+	EB_BRIDGE_IN_KINDS
+} eb_bridge_frame_kind;
+
+typedef enum eb_bridge_out_kind {
+	EB_BRIDGE_OUT_MESSAGE = 0,
+	EB_BRIDGE_OUT_ERR,
+	EB_BRIDGE_OUT_PONG,
+	EB_BRIDGE_OUT_KINDS
+} eb_bridge_out_kind;
+
+/* Counters since eb_bridge_new(). */
+typedef struct eb_bridge_stats {
+	uint64_t conns_open;
+	uint64_t conns_total;       /* accepted */
+	uint64_t conns_refused;     /* over max_connections */
+	uint64_t conns_closed_slow; /* write queue over its bound */
+	uint64_t conns_closed_idle;
+	uint64_t conns_closed_frame; /* oversize or negative length */
+	uint64_t frames_in[EB_BRIDGE_IN_KINDS];
+	uint64_t frames_out[EB_BRIDGE_OUT_KINDS];
+	uint64_t denied;      /* access_denied answers (permissions) */
+	uint64_t auth_failed; /* access_denied answers (token) */
+	uint64_t tls_failed;  /* handshake or record errors */
+	uint64_t errors;      /* err frames sent, all kinds */
+	uint64_t consumers;   /* current registrations, all connections */
+} eb_bridge_stats;
+
+EB_API void eb_bridge_stats_get(const eb_bridge *b, eb_bridge_stats *out);
+EB_API const char *eb_bridge_in_kind_name(eb_bridge_frame_kind k);
+EB_API const char *eb_bridge_out_kind_name(eb_bridge_out_kind k);
+
+/* A snapshot of one connection, borrowed for the iterator callback. */
+typedef struct eb_bridge_conn_info {
+	uint64_t    id;
+	const char *peer; /* "host:port" */
+	int         tls;
+	uint64_t    age_ms;
+	uint64_t    frames_in;
+	uint64_t    frames_out;
+	size_t      queued_bytes; /* written, not yet sent */
+	size_t      consumers;
+	size_t      pending_replies;
+} eb_bridge_conn_info;
+
+/* Calls fn for every open connection, in accept order; fn must not close
+ * the bridge. Returns the number of connections visited. */
+EB_API size_t eb_bridge_conn_foreach(const eb_bridge *b,
+    void (*fn)(const eb_bridge_conn_info *info, void *arg), void *arg);
+
+#endif
