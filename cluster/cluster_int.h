@@ -1,0 +1,28 @@
+/*
+ * cluster/ internals shared by the module's own files and the modules above
+ * it (election, eventbus/remote.c): eb__ names, not installed.
+ *
+ * Codes: raw ZooKeeper return codes (ZOK, ZNONODE, ...) exist only inside
+ * cluster/. eb__err_from_zk() is the one place where they become EB_E* codes;
+ * it must be applied before any status leaves the module, because
+ * ZSYSTEMERROR (-1) collides with -EPERM (UV_EPERM).
+ * Loop thread or any thread (pure functions).
+ */
+#ifndef EB_CLUSTER_CLUSTER_INT_H
+#define EB_CLUSTER_CLUSTER_INT_H
+
+#include <stddef.h>
+
+/*
+ * Maps a ZooKeeper C client return code (enum ZOO_ERRORS) to 0 or an EB_E*
+ * code. ZOK is 0; every other known code has a fixed EB_EZK* mapping (the
+ * table is in docs/ZOOKEEPER.md); unknown codes map to EB_EZKSYSTEM. Never
+ * returns a libuv code.
+ */
+int eb__err_from_zk(int zrc);
+
+/* The ZooKeeper symbol for a raw code ("ZNONODE"), for log lines; never
+ * NULL ("Z?" for unknown codes). */
+const char *eb__zk_rc_name(int zrc);
+
+#endif

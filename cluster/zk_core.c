@@ -1,0 +1,397 @@
+/*
+ * The backend-independent half of eb_zk (zk.h, zk_ops.h): argument and state
+ * checks, dispatch to the ops table, session bookkeeping (state, session id,
+ * negotiated timeout, the lease base) and eb_zk_ensure_path, which is built
+ * on eb_zk_create and so works on every backend.
+ *
+ * Invariants: zk->closing is set by eb_zk_close() and never cleared; after it
+ * every public operation returns EB_ECLOSED and no session event reaches the
+ * owner. The backend frees nothing of the common part; eb__zk_closed() does.
+ * Loop thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+
+#include "cluster/zk.h"
+#include "cluster/zk_ops.h"
+#include "common/alloc.h"
+
+#define ZK_DEFAULT_TIMEOUT_MS 10000u
+
+void
+eb_zk_opts_init(eb_zk_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->connect = NULL;
+	opts->session_timeout_ms = ZK_DEFAULT_TIMEOUT_MS;
+	opts->auth_scheme = NULL;
+	opts->auth_credentials = NULL;
+	opts->acl = EB_ZK_ACL_OPEN;
+}
+
+int
+eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
+    uint32_t timeout_ms, eb_zk_event_cb on_event, void *arg, eb_zk **zkp)
+{
+	eb_zk *zk;
+
+	if (loop == NULL || ops == NULL || zkp == NULL) {
+		return EB_EZKBADARGS;
+	}
+	zk = eb__calloc(1, sizeof(*zk));
+	zk->loop = loop;
+	zk->ops = ops;
+	zk->impl = impl;
+	zk->on_event = on_event;
+	zk->event_arg = arg;
+	zk->state = EB_ZK_STATE_CONNECTING;
+	zk->session_id = 0;
+	zk->timeout_ms = timeout_ms != 0 ? timeout_ms : ZK_DEFAULT_TIMEOUT_MS;
+	zk->last_ok_send_ms = 0;
+	*zkp = zk;
+	return 0;
+}
+
+static const char *
+zk_event_name(eb_zk_event ev)
+{
+	switch (ev) {
+	case EB_ZK_EV_CONNECTED:
+		return "connected";
+	case EB_ZK_EV_SUSPENDED:
+		return "suspended";
+	case EB_ZK_EV_RECONNECTED:
+		return "reconnected";
+	case EB_ZK_EV_EXPIRED:
+		return "expired";
+	case EB_ZK_EV_AUTH_FAILED:
+		return "auth-failed";
+	}
+	return "?";
+}
+
+void
+eb__zk_emit(eb_zk *zk, eb_zk_event ev, int64_t session_id)
+{
+	if (zk->closing) {
+		return; /* the owner asked for silence */
+	}
+	switch (ev) {
+	case EB_ZK_EV_CONNECTED:
+		/* A new session: nothing of the old one counts for the lease.
+		 */
+		zk->state = EB_ZK_STATE_CONNECTED;
+		zk->session_id = session_id;
+		zk->last_ok_send_ms = 0;
+		break;
+	case EB_ZK_EV_RECONNECTED:
+		zk->state = EB_ZK_STATE_CONNECTED;
+		zk->session_id = session_id;
+		break;
+	case EB_ZK_EV_SUSPENDED:
+		zk->state = EB_ZK_STATE_SUSPENDED;
+		break;
+	case EB_ZK_EV_EXPIRED:
+	case EB_ZK_EV_AUTH_FAILED:
+		/* The session is gone; session_id keeps naming the dead one
+		 * until the next CONNECTED, so the owner can log it. */
+		zk->state = EB_ZK_STATE_CONNECTING;
+		zk->last_ok_send_ms = 0;
+		break;
+	}
+	EB_LOG_INFO("zk", "session-%s: session=0x%llx timeout_ms=%u",
+	    zk_event_name(ev), (unsigned long long) zk->session_id,
+	    zk->timeout_ms);
+	if (zk->on_event != NULL) {
+		zk->on_event(zk, ev, zk->event_arg);
+	}
+}
+
+void
+eb__zk_note_ok(eb_zk *zk, uint64_t send_ms)
+{
+	/* Completions can arrive out of send order across reconnects: keep
+	 * the latest send time, the lease must never move backwards. */
+	if (send_ms > zk->last_ok_send_ms) {
+		zk->last_ok_send_ms = send_ms;
+	}
+}
+
+void
+eb__zk_closed(eb_zk *zk)
+{
+	eb_zk_close_cb cb = zk->close_cb;
+	void          *arg = zk->close_arg;
+
+	zk->state = EB_ZK_STATE_CLOSED;
+	if (cb != NULL) {
+		cb(zk, arg);
+	}
+	free(zk);
+}
+
+int
+eb_zk_start(eb_zk *zk)
+{
+	if (zk->closing) {
+		return EB_ECLOSED;
+	}
+	if (zk->started) {
+		return EB_EZKINVALIDSTATE;
+	}
+	zk->started = 1;
+	return zk->ops->start(zk);
+}
+
+void
+eb_zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg)
+{
+	if (zk->closing) {
+		/* Programmer error (close is exactly once); ignore rather than
+		 * free twice. */
+		EB_LOG_ERR("zk", "close-twice: ignored");
+		return;
+	}
+	zk->closing = 1;
+	zk->state = EB_ZK_STATE_CLOSED;
+	zk->close_cb = cb;
+	zk->close_arg = arg;
+	zk->ops->close(zk);
+}
+
+eb_zk_state
+eb_zk_get_state(const eb_zk *zk)
+{
+	return zk->state;
+}
+
+int64_t
+eb_zk_session_id(const eb_zk *zk)
+{
+	return zk->session_id;
+}
+
+uint32_t
+eb_zk_session_timeout_ms(const eb_zk *zk)
+{
+	return zk->timeout_ms;
+}
+
+uint64_t
+eb_zk_last_ok_send_ms(const eb_zk *zk)
+{
+	return zk->last_ok_send_ms;
+}
+
+/* Common checks of every operation: 0 when it may be dispatched. */
+static int
+zk_op_check(const eb_zk *zk, const char *path, int has_cb)
+{
+	if (zk->closing) {
+		return EB_ECLOSED;
+	}
+	if (!zk->started) {
+		return EB_EZKINVALIDSTATE;
+	}
+	if (path == NULL || path[0] != '/' || !has_cb) {
+		return EB_EZKBADARGS;
+	}
+	return 0;
+}
+
+int
+eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
+    int flags, eb_zk_create_cb cb, void *arg)
+{
+	int rv = zk_op_check(zk, path, cb != NULL);
+
+	if (rv != 0) {
+		return rv;
+	}
+	if ((flags & ~(EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL)) != 0) {
+		return EB_EZKBADARGS;
+	}
+	return zk->ops->create(zk, path, data, len, flags, cb, arg);
+}
+
+int
+eb_zk_delete(
+    eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg)
+{
+	int rv = zk_op_check(zk, path, cb != NULL);
+
+	return rv != 0 ? rv : zk->ops->delete_node(zk, path, version, cb, arg);
+}
+
+int
+eb_zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
+    eb_zk_stat_cb cb, void *arg)
+{
+	int rv = zk_op_check(zk, path, cb != NULL);
+
+	return rv != 0 ? rv
+	               : zk->ops->exists(zk, path, watch, watch_arg, cb, arg);
+}
+
+int
+eb_zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
+    eb_zk_data_cb cb, void *arg)
+{
+	int rv = zk_op_check(zk, path, cb != NULL);
+
+	return rv != 0 ? rv : zk->ops->get(zk, path, watch, watch_arg, cb, arg);
+}
+
+int
+eb_zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+    void *watch_arg, eb_zk_children_cb cb, void *arg)
+{
+	int rv = zk_op_check(zk, path, cb != NULL);
+
+	return rv != 0
+	           ? rv
+	           : zk->ops->get_children(zk, path, watch, watch_arg, cb, arg);
+}
+
+int
+eb_zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
+    int32_t version, eb_zk_stat_cb cb, void *arg)
+{
+	int rv = zk_op_check(zk, path, cb != NULL);
+
+	return rv != 0 ? rv
+	               : zk->ops->set(zk, path, data, len, version, cb, arg);
+}
+
+int
+eb_zk_multi(
+    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg)
+{
+	size_t i;
+	int    rv = zk_op_check(zk, "/", cb != NULL);
+
+	if (rv != 0) {
+		return rv;
+	}
+	if (ops == NULL || count == 0) {
+		return EB_EZKBADARGS;
+	}
+	for (i = 0; i < count; i++) {
+		if (ops[i].path == NULL || ops[i].path[0] != '/' ||
+		    ops[i].type < EB_ZK_OP_CREATE ||
+		    ops[i].type > EB_ZK_OP_CHECK) {
+			return EB_EZKBADARGS;
+		}
+	}
+	return zk->ops->multi(zk, ops, count, cb, arg);
+}
+
+/*
+ * eb_zk_ensure_path: creates each missing ancestor top-down, one create at a
+ * time; EB_EZKNODEEXISTS for a level is success. Going top-down costs one
+ * round trip per level even when most exist, but it needs no exists()
+ * probing and is race-free against a concurrent creator.
+ */
+struct ensure_req {
+	eb_zk_void_cb cb;
+	void         *arg;
+	char         *path; /* owned: the full path */
+	size_t        done; /* length of the prefix known to exist */
+};
+
+static int ensure_next(eb_zk *zk, struct ensure_req *r);
+
+static void
+ensure_finish(eb_zk *zk, struct ensure_req *r, int status)
+{
+	r->cb(zk, status, r->arg);
+	free(r->path);
+	free(r);
+}
+
+static void
+ensure_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+{
+	struct ensure_req *r = arg;
+	int                rv;
+
+	(void) path;
+	if (status != 0 && status != EB_EZKNODEEXISTS) {
+		ensure_finish(zk, r, status);
+		return;
+	}
+	if (r->path[r->done] == '\0') {
+		ensure_finish(zk, r, 0);
+		return;
+	}
+	rv = ensure_next(zk, r);
+	if (rv != 0) {
+		/* We are inside a completion already, so this is "later". */
+		ensure_finish(zk, r, rv);
+	}
+}
+
+static void
+ensure_root_cb(eb_zk *zk, int status, const eb_zk_stat *stat, void *arg)
+{
+	struct ensure_req *r = arg;
+
+	(void) stat;
+	ensure_finish(zk, r, status);
+}
+
+/* Issues the create for the next level; 0 or an immediate error. */
+static int
+ensure_next(eb_zk *zk, struct ensure_req *r)
+{
+	char  *slash;
+	size_t end;
+	int    rv;
+
+	slash = strchr(r->path + r->done + 1, '/');
+	end = slash != NULL ? (size_t) (slash - r->path) : strlen(r->path);
+	r->path[end] = '\0';
+	rv = zk->ops->create(zk, r->path, NULL, 0, 0, ensure_create_cb, r);
+	if (slash != NULL) {
+		r->path[end] = '/';
+	}
+	if (rv == 0) {
+		r->done = end;
+	}
+	return rv;
+}
+
+int
+eb_zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
+{
+	struct ensure_req *r;
+	size_t             n;
+	int                rv = zk_op_check(zk, path, cb != NULL);
+
+	if (rv != 0) {
+		return rv;
+	}
+	n = strlen(path);
+	if (n > 1 && (path[n - 1] == '/' || strstr(path, "//") != NULL)) {
+		return EB_EZKBADARGS;
+	}
+	r = eb__calloc(1, sizeof(*r));
+	r->cb = cb;
+	r->arg = arg;
+	r->path = eb__strdup(path);
+	r->done = 0;
+	if (n == 1) {
+		/* "/" always exists; an exists() gives the one later callback
+		 * (and a real status if the session is gone). */
+		rv = zk->ops->exists(zk, "/", NULL, NULL, ensure_root_cb, r);
+	} else {
+		rv = ensure_next(zk, r);
+	}
+	if (rv != 0) {
+		free(r->path);
+		free(r);
+	}
+	return rv;
+}
