@@ -1,0 +1,318 @@
+/*
+ * ebbaseline: the simplest length-prefixed relay/echo server on libuv, the
+ * physical reference for the bridge framing on this machine. ebbench drives
+ * it exactly like a bridge; docs/PERFORMANCE.md documents what it does and,
+ * above all, what it does not do.
+ *
+ * Per frame (a big-endian 32-bit length, then the payload) it looks only at
+ * the first bytes of the payload, never parses JSON:
+ *   1. payload == {"type":"ping"}            -> answers {"type":"pong"};
+ *   2. payload starts {"type":"register"     -> the connection becomes a sink;
+ *   3. frame from a sink                      -> dropped;
+ *   4. any sink connected                     -> forwarded verbatim to every
+ *                                                sink (relay: fire/egress);
+ *   5. otherwise                              -> echoed verbatim (rr/pipe).
+ * The output of one read callback is gathered per destination and written
+ * with one uv_write. There is no backpressure, no write-queue bound, no
+ * permissions, no addressing: it is a floor, not a server.
+ *
+ * Usage: ebbaseline [--host H] [--port P]; prints "READY bridge=H:P" on
+ * stdout once listening and runs until SIGINT/SIGTERM. One thread, one loop.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/frame.h"
+#include "common/list.h"
+
+#define BASE_MAX_FRAME (16u * 1024u * 1024u)
+#define BASE_PING      "{\"type\":\"ping\"}"
+#define BASE_PONG      "{\"type\":\"pong\"}"
+#define BASE_REGISTER  "{\"type\":\"register\""
+
+typedef struct base_conn {
+	uv_tcp_t          tcp;
+	eb_list           link; /* in base_server.conns */
+	eb__frame_dec     dec;
+	eb__buf           out;    /* gathered output of the current read */
+	int               sink;   /* registered: receives relayed frames */
+	int               queued; /* on the flush list of this read */
+	struct base_conn *next_flush;
+} base_conn;
+
+typedef struct base_wreq {
+	uv_write_t req;
+	char      *data; /* owned */
+} base_wreq;
+
+typedef struct base_server {
+	uv_loop_t  *loop;
+	uv_tcp_t    listener;
+	uv_signal_t sigint;
+	uv_signal_t sigterm;
+	eb_list     conns;
+	int         nsinks;
+	base_conn  *flush_head; /* destinations touched by the current read */
+} base_server;
+
+static base_server g_srv;
+
+static void
+conn_closed_cb(uv_handle_t *h)
+{
+	base_conn *c = h->data;
+
+	eb__frame_dec_free(&c->dec);
+	eb__buf_free(&c->out);
+	free(c);
+}
+
+static void
+conn_close(base_conn *c)
+{
+	if (uv_is_closing((uv_handle_t *) &c->tcp)) {
+		return;
+	}
+	if (c->sink) {
+		g_srv.nsinks--;
+	}
+	eb_list_remove(&c->link);
+	uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
+}
+
+static void
+write_cb(uv_write_t *req, int status)
+{
+	base_wreq *w = (base_wreq *) req;
+
+	(void) status; /* a failed write shows up as a read error */
+	free(w->data);
+	free(w);
+}
+
+static void
+out_append(base_conn *dst, const char *payload, uint32_t len)
+{
+	unsigned char hdr[EB_FRAME_HDR];
+
+	eb__frame_put_len(hdr, len);
+	eb__buf_append(&dst->out, hdr, sizeof(hdr));
+	eb__buf_append(&dst->out, payload, len);
+	if (!dst->queued) {
+		dst->queued = 1;
+		dst->next_flush = g_srv.flush_head;
+		g_srv.flush_head = dst;
+	}
+}
+
+static void
+flush_all(void)
+{
+	base_conn *c;
+	base_wreq *w;
+	uv_buf_t   b;
+
+	while ((c = g_srv.flush_head) != NULL) {
+		g_srv.flush_head = c->next_flush;
+		c->queued = 0;
+		if (eb__buf_avail(&c->out) == 0) {
+			continue;
+		}
+		w = eb__malloc(sizeof(*w));
+		w->data =
+		    eb__memdup(eb__buf_head(&c->out), eb__buf_avail(&c->out));
+		b = uv_buf_init(w->data, (unsigned int) eb__buf_avail(&c->out));
+		eb__buf_consume(&c->out, eb__buf_avail(&c->out));
+		if (uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1,
+		        write_cb) != 0) {
+			free(w->data);
+			free(w);
+		}
+	}
+}
+
+static void
+handle_frame(base_conn *c, const char *p, uint32_t n)
+{
+	eb_list   *it;
+	eb_list   *tmp;
+	base_conn *d;
+
+	if (n == sizeof(BASE_PING) - 1 && memcmp(p, BASE_PING, n) == 0) {
+		out_append(c, BASE_PONG, sizeof(BASE_PONG) - 1);
+		return;
+	}
+	if (n >= sizeof(BASE_REGISTER) - 1 &&
+	    memcmp(p, BASE_REGISTER, sizeof(BASE_REGISTER) - 1) == 0) {
+		if (!c->sink) {
+			c->sink = 1;
+			g_srv.nsinks++;
+		}
+		return;
+	}
+	if (c->sink) {
+		return;
+	}
+	if (g_srv.nsinks == 0) {
+		out_append(c, p, n);
+		return;
+	}
+	EB_LIST_FOREACH (it, tmp, &g_srv.conns) {
+		d = EB_CONTAINER_OF(it, base_conn, link);
+		if (d->sink) {
+			out_append(d, p, n);
+		}
+	}
+}
+
+static void
+alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	base_conn *c = h->data;
+
+	(void) hint;
+	buf->base = eb__buf_reserve(&c->dec.in, 65536);
+	buf->len = 65536;
+}
+
+static void
+read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	base_conn  *c = s->data;
+	const char *p;
+	uint32_t    n;
+	int         rv;
+
+	(void) buf;
+	if (nread < 0) {
+		conn_close(c);
+		return;
+	}
+	/* The read landed in the decoder's own buffer (alloc_cb). */
+	c->dec.in.len += (size_t) nread;
+	while ((rv = eb__frame_dec_next(&c->dec, &p, &n)) == 0) {
+		handle_frame(c, p, n);
+	}
+	flush_all();
+	if (rv != UV_EAGAIN) {
+		fprintf(stderr, "ebbaseline: bad frame length, closing\n");
+		conn_close(c);
+	}
+}
+
+static void
+connection_cb(uv_stream_t *server, int status)
+{
+	base_conn *c;
+
+	if (status != 0) {
+		return;
+	}
+	c = eb__calloc(1, sizeof(*c));
+	eb__frame_dec_init(&c->dec, BASE_MAX_FRAME);
+	eb__buf_init(&c->out);
+	uv_tcp_init(g_srv.loop, &c->tcp);
+	c->tcp.data = c;
+	if (uv_accept(server, (uv_stream_t *) &c->tcp) != 0) {
+		uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
+		return;
+	}
+	(void) uv_tcp_nodelay(&c->tcp, 1);
+	eb_list_insert_tail(&g_srv.conns, &c->link);
+	(void) uv_read_start((uv_stream_t *) &c->tcp, alloc_cb, read_cb);
+}
+
+static void
+close_walk_cb(uv_handle_t *h, void *arg)
+{
+	(void) arg;
+	if (uv_is_closing(h)) {
+		return;
+	}
+	if (h->type == UV_TCP && h != (uv_handle_t *) &g_srv.listener) {
+		conn_close(h->data);
+		return;
+	}
+	uv_close(h, NULL);
+}
+
+static void
+signal_cb(uv_signal_t *sig, int signum)
+{
+	(void) signum;
+	uv_walk(sig->loop, close_walk_cb, NULL);
+}
+
+static int
+parse_args(int argc, char **argv, const char **host, int *port)
+{
+	int   i;
+	char *end;
+	long  v;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--host") == 0 && i + 1 < argc) {
+			*host = argv[++i];
+		} else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
+			v = strtol(argv[++i], &end, 10);
+			if (*end != '\0' || v < 0 || v > 65535) {
+				return -1;
+			}
+			*port = (int) v;
+		} else {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char        *host = "127.0.0.1";
+	int                port = 0;
+	struct sockaddr_in sa;
+	struct sockaddr_in bound;
+	int                len = sizeof(bound);
+	char               name[64];
+	int                rv;
+
+	if (parse_args(argc, argv, &host, &port) != 0) {
+		fprintf(stderr, "usage: ebbaseline [--host H] [--port P]\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	g_srv.loop = uv_default_loop();
+	eb_list_init(&g_srv.conns);
+	if ((rv = uv_ip4_addr(host, port, &sa)) != 0) {
+		fprintf(stderr, "ebbaseline: bad host %s: %s\n", host,
+		    uv_strerror(rv));
+		return 1;
+	}
+	uv_tcp_init(g_srv.loop, &g_srv.listener);
+	if ((rv = uv_tcp_bind(&g_srv.listener, (struct sockaddr *) &sa, 0)) !=
+	        0 ||
+	    (rv = uv_listen(
+	         (uv_stream_t *) &g_srv.listener, 1024, connection_cb)) != 0) {
+		fprintf(stderr, "ebbaseline: listen %s:%d: %s\n", host, port,
+		    uv_strerror(rv));
+		return 1;
+	}
+	uv_tcp_getsockname(&g_srv.listener, (struct sockaddr *) &bound, &len);
+	uv_ip4_name(&bound, name, sizeof(name));
+	uv_signal_init(g_srv.loop, &g_srv.sigint);
+	uv_signal_init(g_srv.loop, &g_srv.sigterm);
+	uv_signal_start(&g_srv.sigint, signal_cb, SIGINT);
+	uv_signal_start(&g_srv.sigterm, signal_cb, SIGTERM);
+	printf("READY bridge=%s:%d\n", name, ntohs(bound.sin_port));
+	fflush(stdout);
+	uv_run(g_srv.loop, UV_RUN_DEFAULT);
+	(void) uv_loop_close(g_srv.loop);
+	return 0;
+}
