@@ -1,0 +1,144 @@
+/*
+ * Bridge internals shared by server.c, conn.c, proto.c and perm.c.
+ *
+ * Ownership: the bridge owns its connections (list conns); a connection owns
+ * its stream, its consumers, its replies map (each entry holds one reference
+ * on a bus message) and its in-flight requests. A request outlives its
+ * connection when the connection closes first: the connection detaches it
+ * (req->conn = NULL) and the bus callback, which then touches nothing but the
+ * request, frees it later (the bus may outlive the bridge).
+ *
+ * Threads: loop thread only.
+ */
+#ifndef EB_BRIDGE_INT_H
+#define EB_BRIDGE_INT_H
+
+#include <regex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <openssl/ssl.h>
+#include <uv.h>
+
+#include <ebnode/bridge.h>
+#include <ebnode/bus.h>
+
+#include "bridge/stream.h"
+#include "common/frame.h"
+#include "common/list.h"
+
+/* ---- permissions (perm.c) ---- */
+
+typedef struct eb__perm_entry {
+	char   *address; /* owned, or NULL */
+	regex_t re;
+	int     has_re;
+} eb__perm_entry;
+
+typedef struct eb__perm_list {
+	eb__perm_entry *v; /* owned */
+	size_t          n;
+} eb__perm_list;
+
+/* Copies and compiles; 0 or EB_ECONF (bad regex, detail in err). */
+int  eb__perm_init(eb__perm_list *l, const eb_bridge_permitted *v, size_t n,
+     const char *what, eb_errbuf *err);
+void eb__perm_free(eb__perm_list *l);
+/* 1 when address matches an entry (first match wins), else 0. */
+int eb__perm_allows(const eb__perm_list *l, const char *address);
+
+/* ---- frames (proto.c) ---- */
+
+typedef enum eb__bframe_type {
+	EB__BF_SEND = 0,
+	EB__BF_PUBLISH,
+	EB__BF_REGISTER,
+	EB__BF_UNREGISTER,
+	EB__BF_PING,
+	EB__BF_UNKNOWN
+} eb__bframe_type;
+
+/* A decoded client frame. Strings and body are borrowed from root. */
+typedef struct eb__bframe {
+	json_t         *root; /* owned */
+	eb__bframe_type type;
+	const char     *address;       /* NULL: missing or not a string */
+	const char     *reply_address; /* NULL: none or not a string */
+	const json_t   *body;          /* NULL: absent or JSON null */
+	json_t     *headers; /* owned: stringified, option keys removed; NULL */
+	const char *token;   /* headers.token (string) or NULL; borrowed */
+	uint64_t    timeout_ms; /* 0: not given */
+	int         local_only;
+	int         has_failure; /* failureCode present (an integer) */
+	int         failure_code;
+	const char *failure_message; /* "" when absent */
+} eb__bframe;
+
+/*
+ * Decodes one payload. Returns 0, or EB_EFRAME when it is not JSON or not an
+ * object (the caller skips it). strip_token removes "token" from the
+ * forwarded headers. Free with eb__bframe_free() after 0.
+ */
+int  eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f);
+void eb__bframe_free(eb__bframe *f);
+
+/*
+ * Outgoing frames: each returns one malloc'd buffer (4-byte length + compact
+ * JSON), to be written with a single write.
+ */
+void eb__bout_err(const char *message, char **out, size_t *len);
+void eb__bout_pong(char **out, size_t *len);
+/* A failed request: address = the client's token, source = the address. */
+void eb__bout_failure(const char *token, const char *source, int code,
+    const char *type, const char *message, char **out, size_t *len);
+/* A message frame; body_bytes NULL or "null" omits body. */
+void eb__bout_message(const char *address, const char *reply_address,
+    const json_t *headers, const char *body_bytes, size_t body_len, int send,
+    char **out, size_t *len);
+
+/* ---- connections (conn.c) and server (server.c) ---- */
+
+typedef struct eb__bconn eb__bconn;
+
+struct eb_bridge {
+	uv_loop_t     *loop;  /* borrowed */
+	eb_bus        *bus;   /* borrowed */
+	eb_bridge_opts opts;  /* strings point into the copies below */
+	char          *host;  /* owned */
+	char          *token; /* owned */
+	eb__perm_list  inbound;
+	eb__perm_list  outbound;
+	SSL_CTX       *tls; /* owned, NULL without TLS */
+
+	uv_tcp_t   listener;
+	uv_timer_t sweep; /* idle and reply expiry, once a second */
+	int        port;
+	int        started;
+	int        listener_inited;
+
+	eb_list  conns; /* of eb__bconn (open, not closing) */
+	unsigned live;  /* accepted sockets whose handle has not closed */
+	uint64_t next_conn_id;
+
+	eb_bridge_stats stats;
+
+	int                closing;
+	int                open_handles;
+	eb_bridge_close_cb close_cb;
+	void              *close_arg;
+};
+
+/* Accepts one pending connection from the listener (server.c calls). */
+void eb__bconn_accept(eb_bridge *b);
+/* Closes a connection (idempotent); reason for the log. */
+void eb__bconn_close(eb__bconn *c, const char *reason);
+/* Periodic work: idle timeout and reply expiry. */
+void eb__bconn_sweep(eb__bconn *c, uint64_t now_ms);
+void eb__bconn_info(
+    const eb__bconn *c, uint64_t now_ms, eb_bridge_conn_info *info);
+eb__bconn *eb__bconn_from_link(eb_list *l);
+/* A socket's handle closed (live--); server.c may finish closing. */
+void eb__bridge_conn_gone(eb_bridge *b);
+
+#endif

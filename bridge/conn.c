@@ -1,0 +1,741 @@
+/*
+ * One bridge connection: frame decoding, the per-frame protocol logic of
+ * BRIDGE-PROTOCOL.md section 2 (with the section 12 improvements), the
+ * socket's consumers, its replies map and its in-flight requests, and the
+ * bounded write path.
+ *
+ * Invariants: a connection on b->conns is not closing; once closing it has
+ * no consumers, no replies and no attached requests, and it is freed when its
+ * socket handle has closed. Every outgoing frame is one buffer and one write.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include <ebnode/err.h>
+#include <ebnode/log.h>
+
+#include "bridge/bridge_int.h"
+#include "common/alloc.h"
+#include "common/util.h"
+
+#define BCONN_TLS_HANDSHAKE_MS 10000u
+
+struct eb__bconn {
+	eb_list       link; /* in b->conns while open */
+	eb_bridge    *b;    /* borrowed */
+	uint64_t      id;
+	eb__stream    stream;
+	eb__frame_dec dec;
+	char          peer[64];
+	uint64_t      started_ms;
+	uint64_t      active_ms; /* last read or write */
+	uint64_t      frames_in;
+	uint64_t      frames_out;
+	eb_list       consumers; /* of bconn_consumer, owned */
+	eb_list       replies;   /* of bconn_reply, owned */
+	eb_list       reqs;      /* of bconn_req, attached */
+	size_t        n_consumers;
+	size_t        n_replies;
+	int           authenticated;
+	int           closing;
+};
+
+typedef struct bconn_consumer {
+	eb_list          link;
+	eb__bconn       *c;       /* borrowed: the consumer dies first */
+	eb_bus_consumer *bc;      /* owned */
+	char            *address; /* owned */
+} bconn_consumer;
+
+/* A server->client request awaiting the client's answer (one-shot). */
+typedef struct bconn_reply {
+	eb_list     link;
+	char       *address; /* owned: the bus reply address */
+	eb_bus_msg *msg;     /* one reference held */
+	uint64_t    expires_ms;
+} bconn_reply;
+
+/* A client request in flight on the bus. */
+typedef struct bconn_req {
+	eb_list    link;
+	eb__bconn *c;      /* NULL once the connection closed */
+	char      *token;  /* owned: the client's replyAddress */
+	char      *source; /* owned: the address it was sent to */
+} bconn_req;
+
+eb__bconn *
+eb__bconn_from_link(eb_list *l)
+{
+	return EB_CONTAINER_OF(l, eb__bconn, link);
+}
+
+/* ---- writing ---- */
+
+static void
+conn_write(eb__bconn *c, char *buf, size_t len, eb_bridge_out_kind kind)
+{
+	eb_bridge *b = c->b;
+	int        rv;
+
+	if (c->closing) {
+		free(buf);
+		return;
+	}
+	if (c->stream.queued + len > b->opts.write_queue_max_bytes) {
+		/* The client does not read: bound its memory (redis
+		 * client-output-buffer-limit) instead of queueing forever. */
+		b->stats.conns_closed_slow++;
+		EB_LOG_WARN("bridge",
+		    "slow-consumer-closed: peer=%s queued=%zu frame=%zu "
+		    "max=%zu",
+		    c->peer, c->stream.queued, len,
+		    b->opts.write_queue_max_bytes);
+		free(buf);
+		eb__bconn_close(c, "slow-consumer");
+		return;
+	}
+	rv = c->stream.ops->write(&c->stream, buf, len);
+	if (rv != 0) {
+		eb__bconn_close(c, eb_err_name(rv));
+		return;
+	}
+	c->frames_out++;
+	c->active_ms = eb__mono_ms();
+	b->stats.frames_out[kind]++;
+	if (kind == EB_BRIDGE_OUT_ERR) {
+		b->stats.errors++;
+	}
+}
+
+static void
+conn_err(eb__bconn *c, const char *message)
+{
+	char  *buf;
+	size_t len;
+
+	eb__bout_err(message, &buf, &len);
+	conn_write(c, buf, len, EB_BRIDGE_OUT_ERR);
+}
+
+static void
+conn_denied(eb__bconn *c, const char *what, const char *address)
+{
+	c->b->stats.denied++;
+	EB_LOG_INFO("bridge", "access-denied: peer=%s op=%s address=%s",
+	    c->peer, what, address);
+	conn_err(c, "access_denied");
+}
+
+static void
+conn_failure(eb__bconn *c, const char *token, const char *source, int code,
+    const char *type, const char *message)
+{
+	char  *buf;
+	size_t len;
+
+	eb__bout_failure(token, source, code, type, message, &buf, &len);
+	conn_write(c, buf, len, EB_BRIDGE_OUT_ERR);
+}
+
+/* ---- replies map ---- */
+
+static bconn_reply *
+reply_find(eb__bconn *c, const char *address)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &c->replies) {
+		bconn_reply *r = EB_CONTAINER_OF(it, bconn_reply, link);
+
+		if (strcmp(r->address, address) == 0) {
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static void
+reply_free(eb__bconn *c, bconn_reply *r)
+{
+	eb_list_remove(&r->link);
+	c->n_replies--;
+	eb_bus_msg_release(r->msg);
+	free(r->address);
+	free(r);
+}
+
+static void
+reply_add(eb__bconn *c, const char *address, eb_bus_msg *msg)
+{
+	bconn_reply *r = reply_find(c, address);
+
+	if (r != NULL) {
+		reply_free(c, r);
+	}
+	r = eb__calloc(1, sizeof(*r));
+	r->address = eb__strdup(address);
+	r->msg = eb_bus_msg_hold(msg);
+	r->expires_ms = eb__mono_ms() + c->b->opts.reply_ttl_ms;
+	eb_list_insert_tail(&c->replies, &r->link);
+	c->n_replies++;
+}
+
+/* ---- messages from the bus ---- */
+
+static void
+conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
+{
+	const char *ra = eb_bus_msg_reply_address(msg);
+	const char *body;
+	size_t      body_len = 0;
+	char       *buf;
+	size_t      len;
+
+	if (ra != NULL) {
+		reply_add(c, ra, msg);
+	}
+	body = eb_bus_msg_body_bytes(msg, &body_len);
+	eb__bout_message(address, ra, eb_bus_msg_headers(msg), body, body_len,
+	    eb_bus_msg_is_send(msg), &buf, &len);
+	conn_write(c, buf, len, EB_BRIDGE_OUT_MESSAGE);
+}
+
+static void
+consumer_cb(eb_bus_consumer *bc, eb_bus_msg *msg, void *arg)
+{
+	bconn_consumer *k = arg;
+
+	(void) bc;
+	if (k->c->closing) {
+		return;
+	}
+	conn_message(k->c, k->address, msg);
+}
+
+static void
+req_free(bconn_req *r)
+{
+	eb_list_remove(&r->link);
+	free(r->token);
+	free(r->source);
+	free(r);
+}
+
+static void
+req_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	bconn_req *r = arg;
+	eb__bconn *c = r->c;
+
+	(void) bus;
+	if (c == NULL || c->closing) {
+		req_free(r); /* the client is gone: drop the answer */
+		return;
+	}
+	if (status == 0 && reply != NULL) {
+		conn_message(c, r->token, reply);
+	} else if (failure != NULL) {
+		conn_failure(c, r->token, r->source, failure->code,
+		    eb_bus_failure_name(failure->type), failure->message);
+	} else {
+		conn_failure(c, r->token, r->source, -1,
+		    eb_bus_failure_name(EB_BUS_ERROR), eb_strerror(status));
+	}
+	req_free(r);
+}
+
+static bconn_req *
+req_new(eb__bconn *c, const char *token, const char *source)
+{
+	bconn_req *r = eb__calloc(1, sizeof(*r));
+
+	r->c = c;
+	r->token = eb__strdup(token);
+	r->source = eb__strdup(source);
+	eb_list_insert_tail(&c->reqs, &r->link);
+	return r;
+}
+
+/* A request the bus refused synchronously (no callback will come). */
+static void
+req_refused(eb__bconn *c, bconn_req *r, int rv)
+{
+	char msg[600];
+
+	if (rv == EB_ENOHANDLERS) {
+		(void) snprintf(
+		    msg, sizeof(msg), "No handlers for address %s", r->source);
+		conn_failure(c, r->token, r->source, -1,
+		    eb_bus_failure_name(EB_BUS_NO_HANDLERS), msg);
+	} else {
+		conn_failure(c, r->token, r->source, -1,
+		    eb_bus_failure_name(EB_BUS_ERROR), eb_strerror(rv));
+	}
+	req_free(r);
+}
+
+/* ---- client frames ---- */
+
+static void
+frame_send(eb__bconn *c, const eb__bframe *f)
+{
+	eb_bridge       *b = c->b;
+	bconn_reply     *reply = reply_find(c, f->address);
+	eb_bus_send_opts so;
+	bconn_req       *r;
+	int              rv;
+
+	if (reply == NULL && !eb__perm_allows(&b->inbound, f->address)) {
+		conn_denied(c, "send", f->address);
+		return;
+	}
+	eb_bus_send_opts_init(&so);
+	so.timeout_ms = f->timeout_ms;
+	so.local_only = f->local_only;
+	if (reply != NULL) {
+		/* One-shot: the entry goes whatever the outcome. */
+		if (f->reply_address != NULL) {
+			r = req_new(c, f->reply_address, f->address);
+			rv = eb_bus_msg_reply(
+			    reply->msg, f->body, f->headers, &so, req_cb, r);
+			if (rv != 0) {
+				req_refused(c, r, rv);
+			}
+		} else if (f->has_failure) {
+			(void) eb_bus_msg_fail(
+			    reply->msg, f->failure_code, f->failure_message);
+		} else {
+			(void) eb_bus_msg_reply(
+			    reply->msg, f->body, f->headers, &so, NULL, NULL);
+		}
+		reply_free(c, reply);
+		return;
+	}
+	if (f->reply_address != NULL) {
+		r = req_new(c, f->reply_address, f->address);
+		rv = eb_bus_request(
+		    b->bus, f->address, f->body, f->headers, &so, req_cb, r);
+		if (rv != 0) {
+			req_refused(c, r, rv);
+		}
+		return;
+	}
+	/* A plain send to nobody is silent, as in Vert.x. */
+	(void) eb_bus_send(b->bus, f->address, f->body, f->headers, &so);
+}
+
+static bconn_consumer *
+consumer_find(eb__bconn *c, const char *address)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &c->consumers) {
+		bconn_consumer *k = EB_CONTAINER_OF(it, bconn_consumer, link);
+
+		if (strcmp(k->address, address) == 0) {
+			return k;
+		}
+	}
+	return NULL;
+}
+
+static void
+consumer_free(eb__bconn *c, bconn_consumer *k)
+{
+	eb_list_remove(&k->link);
+	c->n_consumers--;
+	c->b->stats.consumers--;
+	eb_bus_consumer_close(k->bc);
+	free(k->address);
+	free(k);
+}
+
+static void
+frame_register(eb__bconn *c, const eb__bframe *f)
+{
+	bconn_consumer *k;
+	int             rv;
+
+	if (!eb__perm_allows(&c->b->outbound, f->address)) {
+		conn_denied(c, "register", f->address);
+		return;
+	}
+	if (consumer_find(c, f->address) != NULL) {
+		return; /* idempotent: one consumer per (socket, address) */
+	}
+	k = eb__calloc(1, sizeof(*k));
+	k->c = c;
+	k->address = eb__strdup(f->address);
+	rv = eb_bus_consumer_new(
+	    c->b->bus, f->address, 0, consumer_cb, k, &k->bc);
+	if (rv != 0) {
+		EB_LOG_WARN("bridge",
+		    "register-failed: peer=%s address=%s "
+		    "err=%s",
+		    c->peer, f->address, eb_err_name(rv));
+		free(k->address);
+		free(k);
+		return;
+	}
+	eb_list_insert_tail(&c->consumers, &k->link);
+	c->n_consumers++;
+	c->b->stats.consumers++;
+}
+
+static void
+frame_unregister(eb__bconn *c, const eb__bframe *f)
+{
+	bconn_consumer *k;
+
+	if (!eb__perm_allows(&c->b->outbound, f->address)) {
+		conn_denied(c, "unregister", f->address);
+		return;
+	}
+	k = consumer_find(c, f->address);
+	if (k == NULL) {
+		conn_err(c, "unknown_address");
+		return;
+	}
+	consumer_free(c, k);
+}
+
+static int
+token_ok(const eb_bridge *b, const char *token)
+{
+	size_t n = strlen(b->token);
+
+	return token != NULL && strlen(token) == n &&
+	       CRYPTO_memcmp(token, b->token, n) == 0;
+}
+
+/* 1 when the frame may proceed; otherwise it was answered (and in "first"
+ * mode the connection closed). The token is never logged. */
+static int
+frame_auth(eb__bconn *c, const eb__bframe *f)
+{
+	eb_bridge *b = c->b;
+
+	if (b->opts.auth_mode == EB_BRIDGE_AUTH_OFF || f->type == EB__BF_PING) {
+		return 1;
+	}
+	if (b->opts.auth_mode == EB_BRIDGE_AUTH_FIRST && c->authenticated) {
+		return 1;
+	}
+	if (token_ok(b, f->token)) {
+		c->authenticated = 1;
+		return 1;
+	}
+	b->stats.auth_failed++;
+	EB_LOG_NOTICE("bridge", "auth-failed: peer=%s token=%s", c->peer,
+	    f->token == NULL ? "missing" : "wrong");
+	conn_err(c, "access_denied");
+	if (b->opts.auth_mode == EB_BRIDGE_AUTH_FIRST) {
+		eb__bconn_close(c, "auth-failed");
+	}
+	return 0;
+}
+
+static void
+conn_frame(eb__bconn *c, const char *p, uint32_t n)
+{
+	eb_bridge *b = c->b;
+	eb__bframe f;
+
+	c->frames_in++;
+	if (eb__bframe_parse(
+	        p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, &f) != 0) {
+		/* Vert.x logs and skips; the socket keeps working. */
+		b->stats.frames_in[EB_BRIDGE_IN_MALFORMED]++;
+		EB_LOG_INFO(
+		    "bridge", "malformed-frame: peer=%s len=%u", c->peer, n);
+		return;
+	}
+	b->stats.frames_in[(int) f.type]++;
+	if (!frame_auth(c, &f)) {
+		goto done;
+	}
+	if (f.type == EB__BF_UNKNOWN) {
+		conn_err(c, "unknown_type");
+		goto done;
+	}
+	if (f.type == EB__BF_PING) {
+		char  *buf;
+		size_t len;
+
+		eb__bout_pong(&buf, &len);
+		conn_write(c, buf, len, EB_BRIDGE_OUT_PONG);
+		goto done;
+	}
+	if (f.address == NULL) {
+		conn_err(c, "missing_address");
+		goto done;
+	}
+	switch (f.type) {
+	case EB__BF_SEND:
+		frame_send(c, &f);
+		break;
+	case EB__BF_PUBLISH: {
+		eb_bus_send_opts so;
+
+		if (!eb__perm_allows(&b->inbound, f.address)) {
+			conn_denied(c, "publish", f.address);
+			break;
+		}
+		eb_bus_send_opts_init(&so);
+		so.local_only = f.local_only;
+		(void) eb_bus_publish(
+		    b->bus, f.address, f.body, f.headers, &so);
+		break;
+	}
+	case EB__BF_REGISTER:
+		frame_register(c, &f);
+		break;
+	case EB__BF_UNREGISTER:
+		frame_unregister(c, &f);
+		break;
+	default:
+		break;
+	}
+done:
+	eb__bframe_free(&f);
+}
+
+/* ---- stream events ---- */
+
+static void
+conn_read_cb(eb__stream *s, const char *data, size_t n)
+{
+	eb__bconn  *c = s->data;
+	const char *p;
+	uint32_t    len;
+	int         rv;
+
+	c->active_ms = eb__mono_ms();
+	eb__frame_dec_feed(&c->dec, data, n);
+	while (!c->closing) {
+		rv = eb__frame_dec_next(&c->dec, &p, &len);
+		if (rv == UV_EAGAIN) {
+			break;
+		}
+		if (rv != 0) {
+			/* Cannot resynchronise after a bad length. */
+			c->b->stats.conns_closed_frame++;
+			EB_LOG_WARN("bridge",
+			    "frame-too-big: peer=%s len=%lld max=%u", c->peer,
+			    (long long) c->dec.bad_len, c->dec.max_frame);
+			eb__bconn_close(c, "bad-frame-length");
+			break;
+		}
+		conn_frame(c, p, len);
+	}
+}
+
+static void
+conn_error_cb(eb__stream *s, int status)
+{
+	eb__bconn *c = s->data;
+
+	if (status == EB_ETLS) {
+		c->b->stats.tls_failed++;
+		EB_LOG_NOTICE("bridge", "tls-failed: peer=%s reason=%s",
+		    c->peer, s->tls_err);
+		eb__bconn_close(c, "tls");
+		return;
+	}
+	eb__bconn_close(c, status == UV_EOF ? "eof" : uv_err_name(status));
+}
+
+static void
+conn_closed_cb(eb__stream *s)
+{
+	eb__bconn *c = s->data;
+	eb_bridge *b = c->b;
+
+	eb__frame_dec_free(&c->dec);
+	free(c);
+	eb__bridge_conn_gone(b);
+}
+
+void
+eb__bconn_close(eb__bconn *c, const char *reason)
+{
+	eb_bridge *b = c->b;
+	eb_list   *it;
+	eb_list   *tmp;
+
+	if (c->closing) {
+		return;
+	}
+	c->closing = 1;
+	eb_list_remove(&c->link);
+	b->stats.conns_open--;
+	/* Consumers go first so that nothing more is delivered. */
+	EB_LIST_FOREACH (it, tmp, &c->consumers) {
+		consumer_free(c, EB_CONTAINER_OF(it, bconn_consumer, link));
+	}
+	EB_LIST_FOREACH (it, tmp, &c->replies) {
+		reply_free(c, EB_CONTAINER_OF(it, bconn_reply, link));
+	}
+	EB_LIST_FOREACH (it, tmp, &c->reqs) {
+		bconn_req *r = EB_CONTAINER_OF(it, bconn_req, link);
+
+		eb_list_remove(&r->link); /* req_free's remove is a no-op */
+		r->c = NULL;
+	}
+	EB_LOG_INFO("bridge",
+	    "conn-closed: peer=%s id=%llu reason=%s frames_in=%llu "
+	    "frames_out=%llu",
+	    c->peer, (unsigned long long) c->id, reason,
+	    (unsigned long long) c->frames_in,
+	    (unsigned long long) c->frames_out);
+	c->stream.ops->close(&c->stream);
+}
+
+/* ---- accept, sweep, info ---- */
+
+static void
+peer_name(uv_tcp_t *tcp, char *out, size_t n)
+{
+	struct sockaddr_storage ss;
+	int                     len = (int) sizeof(ss);
+	char                    host[INET6_ADDRSTRLEN] = "?";
+	int                     port = 0;
+
+	if (uv_tcp_getpeername(tcp, (struct sockaddr *) &ss, &len) == 0) {
+		if (ss.ss_family == AF_INET) {
+			const struct sockaddr_in *a = (void *) &ss;
+
+			(void) uv_ip4_name(a, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (void *) &ss;
+
+			(void) uv_ip6_name(a, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		}
+	}
+	(void) snprintf(out, n, "%s:%d", host, port);
+}
+
+static void
+refused_closed_cb(uv_handle_t *h)
+{
+	eb_bridge *b = h->data;
+
+	free(h);
+	eb__bridge_conn_gone(b);
+}
+
+static const eb__stream_cbs conn_cbs = {
+	.read_cb = conn_read_cb,
+	.error_cb = conn_error_cb,
+	.closed_cb = conn_closed_cb,
+};
+
+static void
+accept_refused(eb_bridge *b)
+{
+	uv_tcp_t *t = eb__malloc(sizeof(*t));
+
+	(void) uv_tcp_init(b->loop, t);
+	t->data = b;
+	b->live++;
+	(void) uv_accept((uv_stream_t *) &b->listener, (uv_stream_t *) t);
+	b->stats.conns_refused++;
+	EB_LOG_NOTICE("bridge", "conn-refused: open=%llu max=%u",
+	    (unsigned long long) b->stats.conns_open, b->opts.max_connections);
+	uv_close((uv_handle_t *) t, refused_closed_cb);
+}
+
+void
+eb__bconn_accept(eb_bridge *b)
+{
+	eb__bconn *c;
+	int        rv;
+
+	if (b->stats.conns_open >= b->opts.max_connections) {
+		accept_refused(b);
+		return;
+	}
+	c = eb__calloc(1, sizeof(*c));
+	c->b = b;
+	c->id = ++b->next_conn_id;
+	eb_list_init(&c->link);
+	eb_list_init(&c->consumers);
+	eb_list_init(&c->replies);
+	eb_list_init(&c->reqs);
+	eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
+	c->started_ms = eb__mono_ms();
+	c->active_ms = c->started_ms;
+	(void) uv_tcp_init(b->loop, &c->stream.tcp);
+	b->live++;
+	b->stats.conns_open++;
+	b->stats.conns_total++;
+	eb_list_insert_tail(&b->conns, &c->link);
+	rv = eb__stream_init(&c->stream, b->tls, &conn_cbs, c);
+	if (rv == 0) {
+		rv = uv_accept((uv_stream_t *) &b->listener,
+		    (uv_stream_t *) &c->stream.tcp);
+	}
+	if (rv == 0) {
+		(void) uv_tcp_nodelay(&c->stream.tcp, 1);
+		peer_name(&c->stream.tcp, c->peer, sizeof(c->peer));
+		rv = c->stream.ops->start(&c->stream);
+	}
+	if (rv != 0) {
+		(void) snprintf(c->peer, sizeof(c->peer), "?");
+		eb__bconn_close(c, eb_err_name(rv));
+		return;
+	}
+	EB_LOG_DEBUG("bridge", "conn-open: peer=%s id=%llu tls=%d", c->peer,
+	    (unsigned long long) c->id, b->tls != NULL);
+}
+
+void
+eb__bconn_sweep(eb__bconn *c, uint64_t now)
+{
+	eb_bridge *b = c->b;
+	eb_list   *it;
+	eb_list   *tmp;
+
+	if (b->opts.idle_timeout_ms > 0 &&
+	    now - c->active_ms >= b->opts.idle_timeout_ms) {
+		b->stats.conns_closed_idle++;
+		eb__bconn_close(c, "idle");
+		return;
+	}
+	if (b->tls != NULL && !c->stream.handshake_done &&
+	    now - c->started_ms >= BCONN_TLS_HANDSHAKE_MS) {
+		b->stats.tls_failed++;
+		eb__bconn_close(c, "tls-handshake-timeout");
+		return;
+	}
+	EB_LIST_FOREACH (it, tmp, &c->replies) {
+		bconn_reply *r = EB_CONTAINER_OF(it, bconn_reply, link);
+
+		if (now >= r->expires_ms) {
+			reply_free(c, r);
+		}
+	}
+}
+
+void
+eb__bconn_info(const eb__bconn *c, uint64_t now, eb_bridge_conn_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->id = c->id;
+	info->peer = c->peer;
+	info->tls = c->stream.ops == &eb__stream_tls_ops;
+	info->age_ms = now - c->started_ms;
+	info->frames_in = c->frames_in;
+	info->frames_out = c->frames_out;
+	info->queued_bytes = c->stream.queued;
+	info->consumers = c->n_consumers;
+	info->pending_replies = c->n_replies;
+}

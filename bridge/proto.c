@@ -1,0 +1,297 @@
+/*
+ * The bridge's frame codec: client frames (JSON objects) to eb__bframe, and
+ * the server frames (message, err, pong) with Vert.x's key order, each as one
+ * buffer holding the 4-byte length and the compact JSON.
+ *
+ * Decoding is lenient as BRIDGE-PROTOCOL.md section 1 asks (any key order,
+ * pretty-printed JSON, "headers":null, "body":null). Values of the wrong type
+ * never throw: a non-string address or type counts as missing, a non-string
+ * replyAddress or a non-object headers is ignored, header values that are not
+ * strings are stringified as Java's toString() would (true -> "true", 5 ->
+ * "5", 1.5 -> "1.5", objects and arrays as compact JSON).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/err.h>
+
+#include "bridge/bridge_int.h"
+#include "common/alloc.h"
+
+static eb__bframe_type
+bframe_type(const json_t *t)
+{
+	static const struct {
+		const char     *name;
+		eb__bframe_type type;
+	} types[] = {
+		{ "send", EB__BF_SEND },
+		{ "publish", EB__BF_PUBLISH },
+		{ "register", EB__BF_REGISTER },
+		{ "unregister", EB__BF_UNREGISTER },
+		{ "ping", EB__BF_PING },
+	};
+	size_t i;
+
+	if (!json_is_string(t)) {
+		return EB__BF_UNKNOWN; /* Vert.x defaults to "message" */
+	}
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (strcmp(json_string_value(t), types[i].name) == 0) {
+			return types[i].type;
+		}
+	}
+	return EB__BF_UNKNOWN;
+}
+
+/* A header value as Java's toString() prints it; NULL for JSON null. */
+static json_t *
+header_string(const json_t *v)
+{
+	char   *s;
+	json_t *out;
+
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return json_stringn(
+		    json_string_value(v), json_string_length(v));
+	case JSON_TRUE:
+		return json_string("true");
+	case JSON_FALSE:
+		return json_string("false");
+	case JSON_NULL:
+		return NULL;
+	default:
+		s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (s == NULL) {
+			return NULL;
+		}
+		out = json_string(s);
+		free(s);
+		return out;
+	}
+}
+
+/* Consumes the option headers and copies the rest as strings. */
+static void
+bframe_headers(eb__bframe *f, const json_t *h, int strip_token)
+{
+	const char *key;
+	json_t     *v;
+
+	json_object_foreach((json_t *) (uintptr_t) h, key, v)
+	{
+		json_t *s;
+
+		if (strcmp(key, "timeout") == 0) {
+			if (json_is_integer(v) && json_integer_value(v) > 0) {
+				f->timeout_ms =
+				    (uint64_t) json_integer_value(v);
+			} else if (json_is_real(v) && json_real_value(v) >= 1 &&
+			           json_real_value(v) < 9.2e18) {
+				f->timeout_ms = (uint64_t) json_real_value(v);
+			}
+			continue;
+		}
+		if (strcmp(key, "localOnly") == 0) {
+			f->local_only =
+			    json_is_true(v) ||
+			    (json_is_string(v) &&
+			        strcmp(json_string_value(v), "true") == 0);
+			continue;
+		}
+		if (strcmp(key, "codecName") == 0) {
+			continue; /* Vert.x codecs mean nothing here */
+		}
+		if (strcmp(key, "token") == 0) {
+			f->token =
+			    json_is_string(v) ? json_string_value(v) : NULL;
+			if (strip_token) {
+				continue; /* never forwarded */
+			}
+		}
+		s = header_string(v);
+		if (s == NULL) {
+			continue;
+		}
+		if (f->headers == NULL) {
+			f->headers = json_object();
+		}
+		(void) json_object_set_new(f->headers, key, s);
+	}
+}
+
+int
+eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
+{
+	json_error_t jerr;
+	json_t      *v;
+
+	memset(f, 0, sizeof(*f));
+	f->failure_message = "";
+	if (n == 0) {
+		return EB_EFRAME;
+	}
+	/* Without JSON_DECODE_ANY jansson still accepts a top-level array. */
+	f->root = json_loadb(p, n, 0, &jerr);
+	if (f->root == NULL) {
+		return EB_EFRAME;
+	}
+	if (!json_is_object(f->root)) {
+		json_decref(f->root);
+		f->root = NULL;
+		return EB_EFRAME;
+	}
+	f->type = bframe_type(json_object_get(f->root, "type"));
+	v = json_object_get(f->root, "address");
+	f->address = json_is_string(v) ? json_string_value(v) : NULL;
+	v = json_object_get(f->root, "replyAddress");
+	f->reply_address = json_is_string(v) ? json_string_value(v) : NULL;
+	v = json_object_get(f->root, "body");
+	f->body = (v == NULL || json_is_null(v)) ? NULL : v;
+	v = json_object_get(f->root, "headers");
+	if (json_is_object(v)) {
+		bframe_headers(f, v, strip_token);
+	}
+	v = json_object_get(f->root, "failureCode");
+	if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
+	    json_integer_value(v) <= INT32_MAX) {
+		f->has_failure = 1;
+		f->failure_code = (int) json_integer_value(v);
+		v = json_object_get(f->root, "message");
+		if (json_is_string(v)) {
+			f->failure_message = json_string_value(v);
+		}
+	}
+	return 0;
+}
+
+void
+eb__bframe_free(eb__bframe *f)
+{
+	json_decref(f->headers);
+	json_decref(f->root);
+	memset(f, 0, sizeof(*f));
+}
+
+/* ---- outgoing ---- */
+
+static void
+bout_json(json_t *j, char **out, size_t *len)
+{
+	int rv = eb__frame_encode_json(j, 0, out, len);
+
+	/* Our own frames are valid UTF-8 objects far below 2 GiB. */
+	if (rv != 0) {
+		abort();
+	}
+	json_decref(j);
+}
+
+void
+eb__bout_err(const char *message, char **out, size_t *len)
+{
+	json_t *j = json_object();
+
+	(void) json_object_set_new(j, "type", json_string("err"));
+	(void) json_object_set_new(j, "message", json_string(message));
+	bout_json(j, out, len);
+}
+
+void
+eb__bout_pong(char **out, size_t *len)
+{
+	json_t *j = json_object();
+
+	(void) json_object_set_new(j, "type", json_string("pong"));
+	bout_json(j, out, len);
+}
+
+void
+eb__bout_failure(const char *token, const char *source, int code,
+    const char *type, const char *message, char **out, size_t *len)
+{
+	json_t *j = json_object();
+
+	(void) json_object_set_new(j, "type", json_string("err"));
+	(void) json_object_set_new(j, "address", json_string(token));
+	(void) json_object_set_new(j, "sourceAddress", json_string(source));
+	(void) json_object_set_new(j, "failureCode", json_integer(code));
+	(void) json_object_set_new(j, "failureType", json_string(type));
+	(void) json_object_set_new(
+	    j, "message", json_string(message != NULL ? message : ""));
+	bout_json(j, out, len);
+}
+
+/* Appends the compact encoding of j to b. */
+static void
+sb_json(eb__buf *b, const json_t *j)
+{
+	const size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
+	size_t       n = json_dumpb(j, NULL, 0, flags);
+	char        *dst = eb__buf_reserve(b, n);
+
+	if (json_dumpb(j, dst, n, flags) != n) {
+		abort();
+	}
+	b->len += n;
+}
+
+static void
+sb_str(eb__buf *b, const char *s)
+{
+	eb__buf_append(b, s, strlen(s));
+}
+
+static void
+sb_string(eb__buf *b, const char *s)
+{
+	json_t *j = json_string(s);
+
+	if (j == NULL) {
+		/* Not UTF-8 (addresses come from JSON, so never). */
+		j = json_string("");
+	}
+	sb_json(b, j);
+	json_decref(j);
+}
+
+/*
+ * The message frame is assembled as text so that the body, which the bus
+ * keeps as its compact encoding, is spliced in without a parse/dump cycle.
+ */
+void
+eb__bout_message(const char *address, const char *reply_address,
+    const json_t *headers, const char *body_bytes, size_t body_len, int send,
+    char **out, size_t *len)
+{
+	eb__buf b;
+	size_t  payload;
+
+	eb__buf_init(&b);
+	eb__buf_append(&b, "\0\0\0\0", EB_FRAME_HDR);
+	sb_str(&b, "{\"type\":\"message\",\"address\":");
+	sb_string(&b, address);
+	if (reply_address != NULL) {
+		sb_str(&b, ",\"replyAddress\":");
+		sb_string(&b, reply_address);
+	}
+	sb_str(&b, ",\"headers\":");
+	if (headers != NULL && json_is_object(headers)) {
+		sb_json(&b, headers);
+	} else {
+		sb_str(&b, "{}");
+	}
+	if (body_bytes != NULL && body_len > 0 &&
+	    !(body_len == 4 && memcmp(body_bytes, "null", 4) == 0)) {
+		sb_str(&b, ",\"body\":");
+		eb__buf_append(&b, body_bytes, body_len);
+	}
+	sb_str(&b, send ? ",\"send\":true}" : ",\"send\":false}");
+	payload = b.len - EB_FRAME_HDR;
+	eb__frame_put_len((unsigned char *) b.data, (uint32_t) payload);
+	*out = b.data; /* off is 0: nothing was consumed */
+	*len = b.len;
+}

@@ -1,0 +1,404 @@
+/*
+ * The bridge server: options, TLS context, the listening socket, the sweep
+ * timer (idle timeout, reply expiry, TLS handshake bound), close, and the
+ * read-only views for the node (stats, connection iterator).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+
+#include <ebnode/bridge.h>
+#include <ebnode/log.h>
+
+#include "bridge/bridge_int.h"
+#include "common/alloc.h"
+#include "common/util.h"
+
+#define BRIDGE_DEFAULT_MAX_FRAME   (1024u * 1024u)
+#define BRIDGE_DEFAULT_WRITE_QUEUE ((size_t) 8 * 1024 * 1024)
+#define BRIDGE_DEFAULT_MAX_CONNS   1024u
+#define BRIDGE_DEFAULT_REPLY_TTL   30000u
+#define BRIDGE_SWEEP_MAX_MS        1000u
+#define BRIDGE_SWEEP_MIN_MS        50u
+
+void
+eb_bridge_opts_init(eb_bridge_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->host = "127.0.0.1";
+	opts->port = 0;
+	opts->backlog = 128;
+	opts->max_frame_bytes = BRIDGE_DEFAULT_MAX_FRAME;
+	opts->write_queue_max_bytes = BRIDGE_DEFAULT_WRITE_QUEUE;
+	opts->idle_timeout_ms = 0;
+	opts->max_connections = BRIDGE_DEFAULT_MAX_CONNS;
+	opts->reply_ttl_ms = BRIDGE_DEFAULT_REPLY_TTL;
+	opts->tls_client_auth = EB_BRIDGE_CLIENT_AUTH_NONE;
+	opts->auth_mode = EB_BRIDGE_AUTH_OFF;
+}
+
+static int
+tls_error(eb_errbuf *err, const char *what, const char *path)
+{
+	char          reason[160] = "unknown";
+	unsigned long e = ERR_get_error();
+
+	if (e != 0) {
+		ERR_error_string_n(e, reason, sizeof(reason));
+	}
+	ERR_clear_error();
+	return eb_errf(err, EB_ETLS, "bridge tls: %s %s: %s", what,
+	    path != NULL ? path : "", reason);
+}
+
+static int
+tls_ctx_new(const eb_bridge_opts *o, eb_errbuf *err, SSL_CTX **out)
+{
+	SSL_CTX *ctx;
+	int      mode = SSL_VERIFY_NONE;
+	int      rv;
+
+	if (o->tls_key == NULL) {
+		return eb_errf(err, EB_ECONF, "bridge tls: cert without key");
+	}
+	if (o->tls_client_auth != EB_BRIDGE_CLIENT_AUTH_NONE &&
+	    o->tls_ca == NULL) {
+		return eb_errf(
+		    err, EB_ECONF, "bridge tls: client auth needs a CA file");
+	}
+	ctx = SSL_CTX_new(TLS_server_method());
+	if (ctx == NULL) {
+		return tls_error(err, "context", NULL);
+	}
+	(void) SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* Idle connections keep no 34 KiB record buffers (1000s of them). */
+	(void) SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1) {
+		rv = tls_error(err, "certificate", o->tls_cert);
+		goto fail;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) !=
+	        1 ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		rv = tls_error(err, "key", o->tls_key);
+		goto fail;
+	}
+	if (o->tls_ca != NULL) {
+		STACK_OF(X509_NAME) * names;
+
+		if (SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) != 1) {
+			rv = tls_error(err, "ca", o->tls_ca);
+			goto fail;
+		}
+		names = SSL_load_client_CA_file(o->tls_ca);
+		if (names != NULL) {
+			SSL_CTX_set_client_CA_list(ctx, names); /* takes it */
+		}
+	}
+	if (o->tls_client_auth == EB_BRIDGE_CLIENT_AUTH_REQUEST) {
+		mode = SSL_VERIFY_PEER;
+	} else if (o->tls_client_auth == EB_BRIDGE_CLIENT_AUTH_REQUIRED) {
+		mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+	}
+	SSL_CTX_set_verify(ctx, mode, NULL);
+	ERR_clear_error();
+	*out = ctx;
+	return 0;
+fail:
+	SSL_CTX_free(ctx);
+	return rv;
+}
+
+static int
+opts_check(const eb_bridge_opts *o, eb_errbuf *err)
+{
+	if (o->port < 0 || o->port > 65535) {
+		return eb_errf(err, EB_ECONF, "bridge.port out of range");
+	}
+	if (o->max_frame_bytes < 16 || o->max_frame_bytes > 0x7fffffffu) {
+		return eb_errf(err, EB_ECONF,
+		    "bridge.max_frame_bytes out of "
+		    "range");
+	}
+	if (o->write_queue_max_bytes < 1024) {
+		return eb_errf(err, EB_ECONF,
+		    "bridge.write_queue_max_bytes "
+		    "below 1024");
+	}
+	if (o->max_connections == 0) {
+		return eb_errf(err, EB_ECONF, "bridge.max_connections is 0");
+	}
+	if (o->auth_mode != EB_BRIDGE_AUTH_OFF &&
+	    (o->auth_token == NULL || o->auth_token[0] == '\0')) {
+		return eb_errf(err, EB_ECONF, "bridge.auth needs a token");
+	}
+	return 0;
+}
+
+int
+eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
+    eb_errbuf *err, eb_bridge **bridgep)
+{
+	eb_bridge *b;
+	int        rv;
+
+	rv = opts_check(opts, err);
+	if (rv != 0) {
+		return rv;
+	}
+	b = eb__calloc(1, sizeof(*b));
+	b->loop = loop;
+	b->bus = bus;
+	b->opts = *opts;
+	b->host = eb__strdup(opts->host != NULL ? opts->host : "127.0.0.1");
+	b->token = eb__strdup(opts->auth_token != NULL ? opts->auth_token : "");
+	b->opts.host = b->host;
+	b->opts.auth_token = NULL; /* only b->token holds it */
+	/* Paths and lists are used only here; do not keep borrowed ones. */
+	b->opts.tls_cert = NULL;
+	b->opts.tls_key = NULL;
+	b->opts.tls_ca = NULL;
+	b->opts.inbound = NULL;
+	b->opts.outbound = NULL;
+	eb_list_init(&b->conns);
+	rv = eb__perm_init(
+	    &b->inbound, opts->inbound, opts->inbound_count, "inbound", err);
+	if (rv != 0) {
+		goto fail;
+	}
+	rv = eb__perm_init(&b->outbound, opts->outbound, opts->outbound_count,
+	    "outbound", err);
+	if (rv != 0) {
+		goto fail;
+	}
+	if (opts->tls_cert != NULL) {
+		rv = tls_ctx_new(opts, err, &b->tls);
+		if (rv != 0) {
+			goto fail;
+		}
+	}
+	*bridgep = b;
+	return 0;
+fail:
+	eb__perm_free(&b->outbound);
+	eb__perm_free(&b->inbound);
+	free(b->token);
+	free(b->host);
+	free(b);
+	return rv;
+}
+
+static void
+listener_cb(uv_stream_t *server, int status)
+{
+	eb_bridge *b = server->data;
+
+	if (b->closing) {
+		return;
+	}
+	if (status < 0) {
+		EB_LOG_WARN(
+		    "bridge", "accept-failed: err=%s", uv_err_name(status));
+		return;
+	}
+	eb__bconn_accept(b);
+}
+
+static void
+sweep_cb(uv_timer_t *t)
+{
+	eb_bridge *b = t->data;
+	uint64_t   now = eb__mono_ms();
+	eb_list   *it;
+	eb_list   *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &b->conns) {
+		eb__bconn_sweep(eb__bconn_from_link(it), now);
+	}
+}
+
+static uint64_t
+sweep_interval(const eb_bridge *b)
+{
+	uint64_t ms = BRIDGE_SWEEP_MAX_MS;
+
+	if (b->opts.idle_timeout_ms > 0 && b->opts.idle_timeout_ms / 4 < ms) {
+		ms = b->opts.idle_timeout_ms / 4;
+	}
+	return ms < BRIDGE_SWEEP_MIN_MS ? BRIDGE_SWEEP_MIN_MS : ms;
+}
+
+static int
+bind_addr(const char *host, int port, struct sockaddr_storage *ss)
+{
+	if (uv_ip4_addr(host, port, (struct sockaddr_in *) ss) == 0) {
+		return 0;
+	}
+	return uv_ip6_addr(host, port, (struct sockaddr_in6 *) ss);
+}
+
+int
+eb_bridge_start(eb_bridge *b, eb_errbuf *err)
+{
+	struct sockaddr_storage ss;
+	int                     len = (int) sizeof(ss);
+	int                     rv;
+
+	if (b->started || b->closing) {
+		return eb_errf(err, EB_ECLOSED, "bridge already started");
+	}
+	rv = bind_addr(b->host, b->opts.port, &ss);
+	if (rv != 0) {
+		return eb_errf(
+		    err, rv, "bridge.host \"%s\": not an IP address", b->host);
+	}
+	b->started = 1;
+	(void) uv_tcp_init(b->loop, &b->listener);
+	(void) uv_timer_init(b->loop, &b->sweep);
+	b->listener.data = b;
+	b->sweep.data = b;
+	b->listener_inited = 1;
+	rv = uv_tcp_bind(&b->listener, (const struct sockaddr *) &ss, 0);
+	if (rv == 0) {
+		rv = uv_listen(
+		    (uv_stream_t *) &b->listener, b->opts.backlog, listener_cb);
+	}
+	if (rv != 0) {
+		return eb_errf(err, rv, "bridge listen %s:%d: %s", b->host,
+		    b->opts.port, uv_strerror(rv));
+	}
+	if (uv_tcp_getsockname(&b->listener, (struct sockaddr *) &ss, &len) ==
+	    0) {
+		b->port = ntohs(ss.ss_family == AF_INET6
+		                    ? ((struct sockaddr_in6 *) &ss)->sin6_port
+		                    : ((struct sockaddr_in *) &ss)->sin_port);
+	}
+	(void) uv_timer_start(
+	    &b->sweep, sweep_cb, sweep_interval(b), sweep_interval(b));
+	uv_unref((uv_handle_t *) &b->sweep);
+	EB_LOG_INFO("bridge", "listening: addr=%s:%d tls=%d max_frame=%u",
+	    b->host, b->port, b->tls != NULL, b->opts.max_frame_bytes);
+	return 0;
+}
+
+int
+eb_bridge_port(const eb_bridge *b)
+{
+	return b->port;
+}
+
+static void
+bridge_free(eb_bridge *b)
+{
+	eb__perm_free(&b->outbound);
+	eb__perm_free(&b->inbound);
+	SSL_CTX_free(b->tls); /* accepts NULL */
+	free(b->token);
+	free(b->host);
+	free(b);
+}
+
+static void
+bridge_maybe_done(eb_bridge *b)
+{
+	if (!b->closing || b->open_handles > 0 || b->live > 0) {
+		return;
+	}
+	b->close_cb(b, b->close_arg);
+	bridge_free(b); /* nothing may touch b after this line */
+}
+
+void
+eb__bridge_conn_gone(eb_bridge *b)
+{
+	b->live--;
+	bridge_maybe_done(b);
+}
+
+static void
+bridge_handle_closed_cb(uv_handle_t *h)
+{
+	eb_bridge *b = h->data;
+
+	b->open_handles--;
+	bridge_maybe_done(b);
+}
+
+static void
+bridge_close_deferred_cb(uv_timer_t *t)
+{
+	/* Used only when nothing was started: makes cb run on a later tick. */
+	eb_bridge *b = t->data;
+
+	uv_close((uv_handle_t *) t, bridge_handle_closed_cb);
+	(void) b;
+}
+
+void
+eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	b->closing = 1;
+	b->close_cb = cb;
+	b->close_arg = arg;
+	EB_LIST_FOREACH (it, tmp, &b->conns) {
+		eb__bconn_close(eb__bconn_from_link(it), "bridge-closing");
+	}
+	if (b->listener_inited) {
+		b->open_handles += 2;
+		uv_close((uv_handle_t *) &b->listener, bridge_handle_closed_cb);
+		uv_close((uv_handle_t *) &b->sweep, bridge_handle_closed_cb);
+		return;
+	}
+	/* Never started: borrow the sweep timer to reach a later tick. */
+	(void) uv_timer_init(b->loop, &b->sweep);
+	b->sweep.data = b;
+	b->open_handles = 1;
+	(void) uv_timer_start(&b->sweep, bridge_close_deferred_cb, 0, 0);
+}
+
+void
+eb_bridge_stats_get(const eb_bridge *b, eb_bridge_stats *out)
+{
+	*out = b->stats;
+}
+
+const char *
+eb_bridge_in_kind_name(eb_bridge_frame_kind k)
+{
+	static const char *const names[EB_BRIDGE_IN_KINDS] = { "send",
+		"publish", "register", "unregister", "ping", "unknown",
+		"malformed" };
+
+	return (unsigned) k < EB_BRIDGE_IN_KINDS ? names[k] : "?";
+}
+
+const char *
+eb_bridge_out_kind_name(eb_bridge_out_kind k)
+{
+	static const char *const names[EB_BRIDGE_OUT_KINDS] = { "message",
+		"err", "pong" };
+
+	return (unsigned) k < EB_BRIDGE_OUT_KINDS ? names[k] : "?";
+}
+
+size_t
+eb_bridge_conn_foreach(const eb_bridge *b,
+    void (*fn)(const eb_bridge_conn_info *info, void *arg), void *arg)
+{
+	eb_bridge_conn_info info;
+	uint64_t            now = eb__mono_ms();
+	const eb_list      *it;
+	size_t              n = 0;
+
+	for (it = b->conns.next; it != &b->conns; it = it->next) {
+		eb__bconn_info(eb__bconn_from_link((eb_list *) (uintptr_t) it),
+		    now, &info);
+		fn(&info, arg);
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,76 @@
+/*
+ * A byte stream over an accepted TCP socket, plain (stream_tcp.c) or TLS
+ * (stream_tls.c), behind one ops table (like redis ConnectionType). libuv
+ * owns the socket; TLS runs OpenSSL over memory BIOs and moves ciphertext
+ * between the BIOs and the socket.
+ *
+ * The owner embeds an eb__stream, calls eb__stream_init() after uv_accept()
+ * succeeded on s->tcp, then start(). Events go to the callbacks:
+ *   read_cb:   plaintext bytes (borrowed for the call);
+ *   error_cb:  the peer closed (UV_EOF), a socket error, or EB_ETLS; the owner
+ *              then calls close (never the stream itself);
+ *   closed_cb: after close, once the handle has closed; the owner may free
+ *              the memory holding the stream when it returns.
+ * Callbacks never run from inside start/write/close. Any callback may call
+ * close; the stream then delivers nothing more but closed_cb.
+ *
+ * Threads: loop thread only.
+ */
+#ifndef EB_BRIDGE_STREAM_H
+#define EB_BRIDGE_STREAM_H
+
+#include <stddef.h>
+
+#include <openssl/ssl.h>
+#include <uv.h>
+
+typedef struct eb__stream eb__stream;
+
+typedef struct eb__stream_cbs {
+	void (*read_cb)(eb__stream *s, const char *data, size_t n);
+	void (*error_cb)(eb__stream *s, int status);
+	void (*closed_cb)(eb__stream *s);
+} eb__stream_cbs;
+
+typedef struct eb__stream_ops {
+	const char *name; /* "tcp" | "tls" */
+	int (*start)(eb__stream *s);
+	/* Takes ownership of buf (malloc'd), which goes out in one write for
+	 * TCP (one TLS record sequence for TLS). 0 or an error; buf is freed
+	 * either way. */
+	int (*write)(eb__stream *s, char *buf, size_t len);
+	void (*close)(eb__stream *s);
+} eb__stream_ops;
+
+struct eb__stream {
+	const eb__stream_ops *ops;
+	uv_tcp_t              tcp;
+	eb__stream_cbs        cbs;
+	void                 *data;    /* the owner's */
+	size_t                queued;  /* bytes in uv_write not yet done */
+	int                   closing; /* close was called */
+	/* TLS only */
+	SSL *ssl;  /* owned */
+	BIO *rbio; /* borrowed from ssl: ciphertext in */
+	BIO *wbio; /* borrowed from ssl: ciphertext out */
+	int  handshake_done;
+	char tls_err[128]; /* the OpenSSL reason of the last EB_ETLS */
+};
+
+extern const eb__stream_ops eb__stream_tcp_ops;
+extern const eb__stream_ops eb__stream_tls_ops;
+
+/* Initializes the stream fields around an accepted s->tcp (already
+ * uv_tcp_init'ed and accepted). tls non-NULL selects TLS (server side);
+ * returns 0 or EB_ETLS (no SSL object; the owner still closes). */
+int eb__stream_init(
+    eb__stream *s, SSL_CTX *tls, const eb__stream_cbs *cbs, void *data);
+
+/* Shared by both implementations (stream_tcp.c). */
+int  eb__stream_raw_write(eb__stream *s, char *buf, size_t len);
+void eb__stream_raw_close(eb__stream *s);
+int  eb__stream_read_start(eb__stream *s, uv_read_cb cb);
+/* stream_tls.c: the SSL object and its memory BIOs; 0 or EB_ETLS. */
+int eb__stream_tls_setup(eb__stream *s, SSL_CTX *tls);
+
+#endif

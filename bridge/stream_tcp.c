@@ -1,0 +1,159 @@
+/*
+ * Plain TCP streams, and the socket plumbing both stream kinds share: one
+ * uv_write per buffer (a frame's header and payload go out together) and the
+ * byte count of writes still in flight, which the connection bounds.
+ */
+#include <stdlib.h>
+
+#include <ebnode/err.h>
+
+#include "bridge/stream.h"
+#include "common/alloc.h"
+
+#define STREAM_READ_CHUNK 65536
+
+typedef struct stream_wreq {
+	uv_write_t  req;
+	eb__stream *s;   /* borrowed: valid until closed_cb, after this cb */
+	char       *buf; /* owned */
+	size_t      len;
+} stream_wreq;
+
+/*
+ * One read buffer per thread: libuv calls alloc_cb and read_cb back to back
+ * for one stream at a time, and read_cb consumes (copies) the bytes before
+ * returning, so the buffer is never shared between two reads.
+ */
+static _Thread_local char stream_rbuf[STREAM_READ_CHUNK];
+
+static void
+stream_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	(void) h;
+	(void) hint;
+	buf->base = stream_rbuf;
+	buf->len = sizeof(stream_rbuf);
+}
+
+static void
+stream_write_cb(uv_write_t *req, int status)
+{
+	stream_wreq *w = (stream_wreq *) req;
+	eb__stream  *s = w->s;
+
+	s->queued -= w->len;
+	free(w->buf);
+	free(w);
+	/* Writes still queued at close complete with UV_ECANCELED. */
+	if (status < 0 && !s->closing) {
+		s->cbs.error_cb(s, status);
+	}
+}
+
+int
+eb__stream_raw_write(eb__stream *s, char *buf, size_t len)
+{
+	stream_wreq *w;
+	uv_buf_t     ub;
+	int          rv;
+
+	if (s->closing) {
+		free(buf);
+		return EB_ECLOSED;
+	}
+	w = eb__malloc(sizeof(*w));
+	w->s = s;
+	w->buf = buf;
+	w->len = len;
+	ub = uv_buf_init(buf, (unsigned int) len);
+	rv =
+	    uv_write(&w->req, (uv_stream_t *) &s->tcp, &ub, 1, stream_write_cb);
+	if (rv != 0) {
+		free(buf);
+		free(w);
+		return rv;
+	}
+	s->queued += len;
+	return 0;
+}
+
+static void
+stream_closed_cb(uv_handle_t *h)
+{
+	eb__stream *s = h->data;
+
+	if (s->ssl != NULL) {
+		SSL_free(s->ssl); /* frees both memory BIOs */
+		s->ssl = NULL;
+	}
+	s->cbs.closed_cb(s);
+}
+
+void
+eb__stream_raw_close(eb__stream *s)
+{
+	if (s->closing) {
+		return;
+	}
+	s->closing = 1;
+	(void) uv_read_stop((uv_stream_t *) &s->tcp);
+	uv_close((uv_handle_t *) &s->tcp, stream_closed_cb);
+}
+
+static void
+tcp_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+	eb__stream *s = st->data;
+
+	if (s->closing) {
+		return;
+	}
+	if (nread > 0) {
+		s->cbs.read_cb(s, buf->base, (size_t) nread);
+	} else if (nread < 0) {
+		(void) uv_read_stop(st);
+		s->cbs.error_cb(s, (int) nread);
+	}
+}
+
+static int
+tcp_start(eb__stream *s)
+{
+	return uv_read_start(
+	    (uv_stream_t *) &s->tcp, stream_alloc_cb, tcp_read_cb);
+}
+
+int
+eb__stream_read_start(eb__stream *s, uv_read_cb cb)
+{
+	return uv_read_start((uv_stream_t *) &s->tcp, stream_alloc_cb, cb);
+}
+
+const eb__stream_ops eb__stream_tcp_ops = {
+	.name = "tcp",
+	.start = tcp_start,
+	.write = eb__stream_raw_write,
+	.close = eb__stream_raw_close,
+};
+
+int
+eb__stream_init(
+    eb__stream *s, SSL_CTX *tls, const eb__stream_cbs *cbs, void *data)
+{
+	s->cbs = *cbs;
+	s->data = data;
+	s->queued = 0;
+	s->closing = 0;
+	s->ssl = NULL;
+	s->rbio = NULL;
+	s->wbio = NULL;
+	s->handshake_done = 0;
+	s->tls_err[0] = '\0';
+	s->tcp.data = s;
+	if (tls == NULL) {
+		s->ops = &eb__stream_tcp_ops;
+		return 0;
+	}
+	s->ops = &eb__stream_tls_ops;
+	return eb__stream_tls_setup(s, tls);
+}
