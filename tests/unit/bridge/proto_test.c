@@ -1,0 +1,238 @@
+/* Unit tests for the bridge frame codec: lenient decoding, header
+ * stringification, option headers, and byte-exact outgoing frames. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/err.h>
+
+#include "bridge/bridge_int.h"
+#include "tests/harness/th.h"
+
+static int
+parse(const char *s, int strip, eb__bframe *f)
+{
+	return eb__bframe_parse(s, strlen(s), strip, f);
+}
+
+/* The payload of an encoded frame must equal want, after a correct header. */
+static void
+assert_frame(char *buf, size_t len, const char *want)
+{
+	size_t n = strlen(want);
+
+	assert_int_equal(len, n + 4);
+	assert_int_equal(eb__frame_get_len((unsigned char *) buf), n);
+	assert_memory_equal(buf + 4, want, n);
+	free(buf);
+}
+
+static void
+test_send_full(void **state)
+{
+	eb__bframe f;
+
+	(void) state;
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":\"a\","
+	                       "\"replyAddress\":\"#r\",\"body\":{\"v\":1},"
+	                       "\"headers\":{\"x\":\"y\"}}",
+	                     0, &f),
+	    0);
+	assert_int_equal(f.type, EB__BF_SEND);
+	assert_string_equal(f.address, "a");
+	assert_string_equal(f.reply_address, "#r");
+	assert_true(json_is_object(f.body));
+	assert_string_equal(
+	    json_string_value(json_object_get(f.headers, "x")), "y");
+	assert_int_equal(f.has_failure, 0);
+	eb__bframe_free(&f);
+}
+
+static void
+test_lenient(void **state)
+{
+	eb__bframe f;
+
+	(void) state;
+	/* Pretty-printed, address first, null headers and body (Go, C). */
+	assert_int_equal(parse("{\n  \"address\" : \"a\",\n  \"type\" : "
+	                       "\"publish\",\n \"headers\":null,\"body\":null}",
+	                     0, &f),
+	    0);
+	assert_int_equal(f.type, EB__BF_PUBLISH);
+	assert_null(f.body);
+	assert_null(f.headers);
+	eb__bframe_free(&f);
+}
+
+static void
+test_types(void **state)
+{
+	static const struct {
+		const char     *json;
+		eb__bframe_type t;
+	} cases[] = {
+		{ "{\"type\":\"ping\"}", EB__BF_PING },
+		{ "{\"type\":\"register\"}", EB__BF_REGISTER },
+		{ "{\"type\":\"unregister\"}", EB__BF_UNREGISTER },
+		{ "{\"type\":\"message\"}", EB__BF_UNKNOWN },
+		{ "{\"type\":\"auth\"}", EB__BF_UNKNOWN },
+		{ "{\"address\":\"a\"}", EB__BF_UNKNOWN },
+		{ "{\"type\":7}", EB__BF_UNKNOWN },
+		{ "{\"type\":\"PING\"}", EB__BF_UNKNOWN },
+	};
+	size_t i;
+
+	(void) state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		eb__bframe f;
+
+		assert_int_equal(parse(cases[i].json, 0, &f), 0);
+		assert_int_equal(f.type, cases[i].t);
+		eb__bframe_free(&f);
+	}
+}
+
+static void
+test_malformed(void **state)
+{
+	static const char *bad[] = { "", "[1,2]", "\"str\"", "42", "null",
+		"{\"type\":", "{\"a\":1}}", "{\"a\":99999999999999999999}",
+		"\xff\xfe{}" };
+	size_t             i;
+
+	(void) state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		eb__bframe f;
+
+		assert_int_equal(
+		    eb__bframe_parse(bad[i], strlen(bad[i]), 0, &f), EB_EFRAME);
+		assert_null(f.root);
+	}
+}
+
+static void
+test_wrong_value_types(void **state)
+{
+	eb__bframe f;
+
+	(void) state;
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":5,"
+	                       "\"replyAddress\":[],\"headers\":\"h\","
+	                       "\"failureCode\":\"x\"}",
+	                     0, &f),
+	    0);
+	assert_null(f.address);
+	assert_null(f.reply_address);
+	assert_null(f.headers);
+	assert_int_equal(f.has_failure, 0);
+	eb__bframe_free(&f);
+}
+
+static void
+test_headers(void **state)
+{
+	eb__bframe f;
+	json_t    *h;
+
+	(void) state;
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":\"a\","
+	                       "\"headers\":{\"b\":true,\"f\":false,\"n\":5,"
+	                       "\"d\":1.5,\"z\":null,\"o\":{\"k\":[1]},"
+	                       "\"timeout\":100,\"localOnly\":true,"
+	                       "\"codecName\":\"x\",\"token\":\"s3cret\"}}",
+	                     1, &f),
+	    0);
+	h = f.headers;
+	assert_string_equal(json_string_value(json_object_get(h, "b")), "true");
+	assert_string_equal(
+	    json_string_value(json_object_get(h, "f")), "false");
+	assert_string_equal(json_string_value(json_object_get(h, "n")), "5");
+	assert_string_equal(json_string_value(json_object_get(h, "d")), "1.5");
+	assert_string_equal(
+	    json_string_value(json_object_get(h, "o")), "{\"k\":[1]}");
+	assert_null(json_object_get(h, "z"));
+	assert_null(json_object_get(h, "timeout"));
+	assert_null(json_object_get(h, "localOnly"));
+	assert_null(json_object_get(h, "codecName"));
+	assert_null(json_object_get(h, "token")); /* stripped */
+	assert_int_equal(json_object_size(h), 5);
+	assert_int_equal(f.timeout_ms, 100);
+	assert_int_equal(f.local_only, 1);
+	assert_string_equal(f.token, "s3cret");
+	eb__bframe_free(&f);
+
+	/* Token kept when auth is off; string timeout ignored. */
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":\"a\","
+	                       "\"headers\":{\"token\":\"t\",\"timeout\":"
+	                       "\"100\"}}",
+	                     0, &f),
+	    0);
+	assert_string_equal(
+	    json_string_value(json_object_get(f.headers, "token")), "t");
+	assert_int_equal(f.timeout_ms, 0);
+	eb__bframe_free(&f);
+}
+
+static void
+test_failure_fields(void **state)
+{
+	eb__bframe f;
+
+	(void) state;
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":\"r\","
+	                       "\"failureCode\":1234,\"message\":\"ooops!\"}",
+	                     0, &f),
+	    0);
+	assert_int_equal(f.has_failure, 1);
+	assert_int_equal(f.failure_code, 1234);
+	assert_string_equal(f.failure_message, "ooops!");
+	eb__bframe_free(&f);
+}
+
+static void
+test_out_frames(void **state)
+{
+	char   *buf;
+	size_t  len;
+	json_t *h = json_pack("{s:s}", "k", "v/é");
+
+	(void) state;
+	eb__bout_err("access_denied", &buf, &len);
+	assert_frame(
+	    buf, len, "{\"type\":\"err\",\"message\":\"access_denied\"}");
+	eb__bout_pong(&buf, &len);
+	assert_frame(buf, len, "{\"type\":\"pong\"}");
+	eb__bout_failure("r1", "nobody", -1, "NO_HANDLERS",
+	    "No handlers for address nobody", &buf, &len);
+	assert_frame(buf, len,
+	    "{\"type\":\"err\",\"address\":\"r1\",\"sourceAddress\":\"nobody\","
+	    "\"failureCode\":-1,\"failureType\":\"NO_HANDLERS\",\"message\":"
+	    "\"No handlers for address nobody\"}");
+	eb__bout_message("#backtrack", NULL, NULL,
+	    "{\"value\":\"Hello vert.x\"}", 24, 1, &buf, &len);
+	assert_frame(buf, len,
+	    "{\"type\":\"message\",\"address\":\"#backtrack\",\"headers\":{},"
+	    "\"body\":{\"value\":\"Hello vert.x\"},\"send\":true}");
+	eb__bout_message("a", "__vertx.reply.1", h, "null", 4, 0, &buf, &len);
+	assert_frame(buf, len,
+	    "{\"type\":\"message\",\"address\":\"a\",\"replyAddress\":"
+	    "\"__vertx.reply.1\",\"headers\":{\"k\":\"v/é\"},\"send\":false}");
+	json_decref(h);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_send_full),
+		cmocka_unit_test(test_lenient),
+		cmocka_unit_test(test_types),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_wrong_value_types),
+		cmocka_unit_test(test_headers),
+		cmocka_unit_test(test_failure_fields),
+		cmocka_unit_test(test_out_frames),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
