@@ -100,11 +100,11 @@ EB_API void eb_bus_close(eb_bus *bus, eb_bus_close_cb cb, void *arg);
  * right after this returns reaches it). Clustered: the interest propagates
  * to peers unless local_only.
  */
-EB_API int  eb_bus_consumer_new(eb_bus *bus, const char *address,
-     int local_only, eb_bus_handler_fn fn, void *arg, eb_bus_consumer **cp);
+EB_API int eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
+    eb_bus_handler_fn fn, void *arg, eb_bus_consumer **cp);
 /* Unregisters synchronously; queued messages for it are answered
  * NO_HANDLERS (requests) or dropped and counted (sends/publishes). */
-EB_API void eb_bus_consumer_close(eb_bus_consumer *c);
+EB_API void        eb_bus_consumer_close(eb_bus_consumer *c);
 EB_API const char *eb_bus_consumer_address(const eb_bus_consumer *c);
 
 /* Point-to-point, round robin across the handlers of the cluster. Returns
@@ -112,12 +112,12 @@ EB_API const char *eb_bus_consumer_address(const eb_bus_consumer *c);
 EB_API int eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts);
 /* Every handler; 0 even with no handlers (Vert.x). */
-EB_API int eb_bus_publish(eb_bus *bus, const char *address,
-    const json_t *body, const json_t *headers, const eb_bus_send_opts *opts);
+EB_API int eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts);
 /* A send that expects a reply: cb exactly once (reply, failure, timeout). */
-EB_API int eb_bus_request(eb_bus *bus, const char *address,
-    const json_t *body, const json_t *headers, const eb_bus_send_opts *opts,
-    eb_bus_reply_cb cb, void *arg);
+EB_API int eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
+    void *arg);
 
 /* Message accessors; results borrowed from msg. */
 EB_API const char   *eb_bus_msg_address(const eb_bus_msg *msg);
@@ -141,5 +141,39 @@ EB_API int eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body,
     void *arg);
 /* Fails the request with RECIPIENT_FAILURE (code, message). */
 EB_API int eb_bus_msg_fail(eb_bus_msg *msg, int code, const char *message);
+
+/*
+ * Statistics (admin GET /subscriptions, metrics). Counters are per address
+ * record; a record exists while the address has local consumers or remote
+ * interest, and its counters go with it.
+ *   sent/published: originated on this node; received: handler invocations
+ *   here; replied: replies by handlers here; failed: fail() by handlers here
+ *   plus requests the bus failed (no handlers, timeout, overflow); dropped:
+ *   queue overflow, a consumer closed with messages queued, late replies.
+ */
+typedef struct eb_bus_addr_stats {
+	const char *address;             /* borrowed for the callback */
+	uint32_t    handlers;            /* local consumers */
+	uint32_t    local_only_handlers; /* of which local-only */
+	uint32_t    remote_handlers;     /* on other nodes (reachable) */
+	uint32_t    remote_nodes;        /* nodes with handlers */
+	uint64_t    sent, published, received, replied, failed, dropped;
+} eb_bus_addr_stats;
+
+typedef struct eb_bus_totals {
+	uint32_t addresses;        /* address records */
+	uint32_t pending_requests; /* awaiting a reply */
+	uint64_t no_handlers;      /* sends/requests that found nobody */
+	uint64_t sent, published, received, replied, failed, dropped;
+} eb_bus_totals;
+
+typedef void (*eb_bus_stats_fn)(const eb_bus_addr_stats *s, void *arg);
+/* Calls fn once per address record, in no particular order. fn must not
+ * change the bus (no consumer_new/close, no send). */
+EB_API void eb_bus_stats_foreach(eb_bus *bus, eb_bus_stats_fn fn, void *arg);
+/* Bus-wide counters (they survive address records). */
+EB_API void eb_bus_stats_totals(eb_bus *bus, eb_bus_totals *out);
+/* This bus's node id (opts.node_id, or a generated uuid). */
+EB_API const char *eb_bus_node_id(const eb_bus *bus);
 
 #endif

@@ -1,0 +1,240 @@
+/*
+ * The address table: a string-keyed intrusive hash map and the per-address
+ * records (local consumers, remote interest, counters), plus the statistics
+ * iteration of the public API. Loop thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "eventbus/eventbus_int.h"
+
+#define HMAP_MIN_BUCKETS 16u
+
+static uint32_t
+hmap_hash(const char *s)
+{
+	/* FNV-1a: short keys, no adversarial flooding concern beyond what a
+	 * bounded address count allows. */
+	uint32_t h = 2166136261u;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char) *s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+void
+eb__hmap_init(eb__hmap *m)
+{
+	m->buckets = NULL;
+	m->nbuckets = 0;
+	m->count = 0;
+}
+
+void
+eb__hmap_free(eb__hmap *m)
+{
+	free(m->buckets);
+	eb__hmap_init(m);
+}
+
+eb__hent *
+eb__hmap_get(const eb__hmap *m, const char *key)
+{
+	uint32_t  h;
+	eb__hent *e;
+
+	if (m->nbuckets == 0) {
+		return NULL;
+	}
+	h = hmap_hash(key);
+	for (e = m->buckets[h & (m->nbuckets - 1)]; e != NULL; e = e->next) {
+		if (e->hash == h && strcmp(e->key, key) == 0) {
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static void
+hmap_resize(eb__hmap *m, uint32_t n)
+{
+	eb__hent **nb = eb__calloc(n, sizeof(*nb));
+	uint32_t   i;
+
+	for (i = 0; i < m->nbuckets; i++) {
+		eb__hent *e = m->buckets[i];
+
+		while (e != NULL) {
+			eb__hent *next = e->next;
+			uint32_t  b = e->hash & (n - 1);
+
+			e->next = nb[b];
+			nb[b] = e;
+			e = next;
+		}
+	}
+	free(m->buckets);
+	m->buckets = nb;
+	m->nbuckets = n;
+}
+
+void
+eb__hmap_put(eb__hmap *m, eb__hent *e)
+{
+	uint32_t b;
+
+	if (m->nbuckets == 0) {
+		hmap_resize(m, HMAP_MIN_BUCKETS);
+	} else if (m->count >= m->nbuckets) {
+		hmap_resize(m, m->nbuckets * 2); /* load factor <= 1 */
+	}
+	e->hash = hmap_hash(e->key);
+	b = e->hash & (m->nbuckets - 1);
+	e->next = m->buckets[b];
+	m->buckets[b] = e;
+	m->count++;
+}
+
+void
+eb__hmap_del(eb__hmap *m, eb__hent *e)
+{
+	eb__hent **pp = &m->buckets[e->hash & (m->nbuckets - 1)];
+
+	while (*pp != NULL) {
+		if (*pp == e) {
+			*pp = e->next;
+			e->next = NULL;
+			m->count--;
+			return;
+		}
+		pp = &(*pp)->next;
+	}
+}
+
+eb__bus_addr *
+eb__bus_addr_find(eb_bus *bus, const char *address)
+{
+	eb__hent *e = eb__hmap_get(&bus->addrs, address);
+
+	return e == NULL ? NULL : EB_CONTAINER_OF(e, eb__bus_addr, hent);
+}
+
+eb__bus_addr *
+eb__bus_addr_get(eb_bus *bus, const char *address)
+{
+	eb__bus_addr *a = eb__bus_addr_find(bus, address);
+
+	if (a != NULL) {
+		return a;
+	}
+	a = eb__calloc(1, sizeof(*a));
+	a->address = eb__strdup(address);
+	a->hent.key = a->address;
+	eb_list_init(&a->consumers);
+	eb__hmap_put(&bus->addrs, &a->hent);
+	return a;
+}
+
+static void
+addr_free(eb_bus *bus, eb__bus_addr *a)
+{
+	if (bus->rops != NULL && a->remote != NULL) {
+		bus->rops->addr_free(bus->rctx, a);
+	}
+	free(a->address);
+	free(a);
+}
+
+void
+eb__bus_addr_maybe_free(eb_bus *bus, eb__bus_addr *a)
+{
+	/* Counters go with the record: an address nobody handles anywhere
+	 * costs nothing, so random addresses cannot grow the table. */
+	if (a->n_local > 0 || a->n_remote > 0 || a->remote != NULL) {
+		return;
+	}
+	eb__hmap_del(&bus->addrs, &a->hent);
+	addr_free(bus, a);
+}
+
+void
+eb__bus_addr_free_all(eb_bus *bus)
+{
+	uint32_t i;
+
+	for (i = 0; i < bus->addrs.nbuckets; i++) {
+		eb__hent *e = bus->addrs.buckets[i];
+
+		while (e != NULL) {
+			eb__hent     *next = e->next;
+			eb__bus_addr *a =
+			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
+			eb_list *it;
+
+			while ((it = eb_list_first(&a->consumers)) != NULL) {
+				eb_bus_consumer *c =
+				    EB_CONTAINER_OF(it, eb_bus_consumer, link);
+
+				eb_list_remove(it);
+				eb__bus_consumer_free(c);
+			}
+			addr_free(bus, a);
+			e = next;
+		}
+	}
+	eb__hmap_free(&bus->addrs);
+}
+
+static void
+stats_fill(eb_bus_addr_stats *s, const eb__bus_counters *c)
+{
+	s->sent = c->sent;
+	s->published = c->published;
+	s->received = c->received;
+	s->replied = c->replied;
+	s->failed = c->failed;
+	s->dropped = c->dropped;
+}
+
+void
+eb_bus_stats_foreach(eb_bus *bus, eb_bus_stats_fn fn, void *arg)
+{
+	uint32_t i;
+
+	for (i = 0; i < bus->addrs.nbuckets; i++) {
+		eb__hent *e;
+
+		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+			eb__bus_addr *a =
+			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
+			eb_bus_addr_stats s;
+
+			memset(&s, 0, sizeof(s));
+			s.address = a->address;
+			s.handlers = a->n_local;
+			s.local_only_handlers = a->n_local_only;
+			s.remote_handlers = a->n_remote;
+			s.remote_nodes = a->n_remote_nodes;
+			stats_fill(&s, &a->c);
+			fn(&s, arg);
+		}
+	}
+}
+
+void
+eb_bus_stats_totals(eb_bus *bus, eb_bus_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->addresses = bus->addrs.count;
+	out->pending_requests = bus->reqs.count;
+	out->no_handlers = bus->no_handlers;
+	out->sent = bus->totals.sent;
+	out->published = bus->totals.published;
+	out->received = bus->totals.received;
+	out->replied = bus->totals.replied;
+	out->failed = bus->totals.failed;
+	out->dropped = bus->totals.dropped;
+}

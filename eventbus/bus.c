@@ -1,0 +1,424 @@
+/*
+ * The bus object: construction, close, the idle handle that runs handlers
+ * and reply callbacks, and routing of send, publish and request.
+ *
+ * Routing: a send (or request) picks one handler in the cluster, weighted
+ * by handler count per node: the cursor a->rr runs over all handlers (local
+ * ones first, then each interested node's count), so N sends to H handlers
+ * reach each handler N/H +- 1 times. A local pick rotates the address's
+ * consumer list; a remote pick is forwarded and the remote node rotates its
+ * own. A publish queues one copy per local consumer and forwards one per
+ * interested node. Without a remote seam (standalone) only local consumers
+ * exist.
+ *
+ * Close: eb_bus_close() marks the bus closing (API calls then return
+ * EB_ECLOSED); on the next idle turn pending requests fail with
+ * EB_ECANCELED exactly once, held messages are detached, the handles close
+ * and the close callback runs last; then everything is freed.
+ *
+ * Loop thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "common/util.h"
+#include "eventbus/eventbus_int.h"
+
+const char *
+eb_bus_failure_name(eb_bus_failure_type t)
+{
+	switch (t) {
+	case EB_BUS_TIMEOUT:
+		return "TIMEOUT";
+	case EB_BUS_NO_HANDLERS:
+		return "NO_HANDLERS";
+	case EB_BUS_RECIPIENT_FAILURE:
+		return "RECIPIENT_FAILURE";
+	case EB_BUS_ERROR:
+	default:
+		return "ERROR";
+	}
+}
+
+void
+eb_bus_opts_init(eb_bus_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->request_timeout_ms = 30000;
+	opts->consumer_queue_max = 10000;
+}
+
+void
+eb_bus_send_opts_init(eb_bus_send_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+}
+
+static void bus_idle_cb(uv_idle_t *h);
+
+int
+eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
+{
+	eb_bus_opts def;
+	eb_bus     *bus;
+	char        uuid[EB_UUID_STRLEN + 1];
+	int         rv;
+
+	if (loop == NULL || busp == NULL) {
+		return UV_EINVAL;
+	}
+	if (opts == NULL) {
+		eb_bus_opts_init(&def);
+		opts = &def;
+	}
+	if (opts->request_timeout_ms == 0 || opts->consumer_queue_max == 0) {
+		return UV_EINVAL;
+	}
+	if (opts->node_id == NULL && (rv = eb__uuid(uuid)) != 0) {
+		return rv;
+	}
+	bus = eb__calloc(1, sizeof(*bus));
+	bus->loop = loop;
+	bus->node_id = eb__strdup(opts->node_id != NULL ? opts->node_id : uuid);
+	bus->request_timeout_ms = opts->request_timeout_ms;
+	bus->queue_max = opts->consumer_queue_max;
+	eb__hmap_init(&bus->addrs);
+	eb__hmap_init(&bus->reqs);
+	eb_list_init(&bus->deadlines);
+	eb_list_init(&bus->resolved);
+	eb_list_init(&bus->ready);
+	eb_list_init(&bus->reply_msgs);
+	/* Both inits cannot fail on a live loop; they are the last steps. */
+	(void) uv_idle_init(loop, &bus->idle);
+	(void) uv_timer_init(loop, &bus->timer);
+	bus->idle.data = bus;
+	bus->timer.data = bus;
+	*busp = bus;
+	return 0;
+}
+
+const char *
+eb_bus_node_id(const eb_bus *bus)
+{
+	return bus->node_id;
+}
+
+void
+eb__bus_wake(eb_bus *bus)
+{
+	if (!bus->idle_active && !bus->shut) {
+		bus->idle_active = 1;
+		(void) uv_idle_start(&bus->idle, bus_idle_cb);
+	}
+}
+
+static void
+bus_free(eb_bus *bus)
+{
+	eb__bus_addr_free_all(bus);
+	eb__hmap_free(&bus->reqs);
+	free(bus->node_id);
+	free(bus);
+}
+
+static void
+bus_handle_closed_cb(uv_handle_t *h)
+{
+	eb_bus *bus = h->data;
+
+	if (--bus->open_handles > 0) {
+		return;
+	}
+	if (bus->close_cb != NULL) {
+		bus->close_cb(bus, bus->close_arg);
+	}
+	bus_free(bus); /* nothing may touch bus after this line */
+}
+
+static void
+bus_shutdown(eb_bus *bus)
+{
+	eb_list *it;
+
+	bus->shut = 1;
+	(void) uv_idle_stop(&bus->idle);
+	(void) uv_timer_stop(&bus->timer);
+	eb__bus_req_cancel_all(bus);
+	/* Held messages outlive the bus: cut their way back to it. */
+	while ((it = eb_list_first(&bus->reply_msgs)) != NULL) {
+		eb__bus_msg_detach(EB_CONTAINER_OF(it, eb_bus_msg, bus_link));
+	}
+	bus->open_handles = 2;
+	uv_close((uv_handle_t *) &bus->idle, bus_handle_closed_cb);
+	uv_close((uv_handle_t *) &bus->timer, bus_handle_closed_cb);
+}
+
+void
+eb_bus_close(eb_bus *bus, eb_bus_close_cb cb, void *arg)
+{
+	if (bus->closing) {
+		EB_LOG_ERR("eventbus", "close-twice: node=%s", bus->node_id);
+		return;
+	}
+	bus->closing = 1;
+	bus->close_cb = cb;
+	bus->close_arg = arg;
+	bus->idle_active = 1;
+	(void) uv_idle_start(&bus->idle, bus_idle_cb);
+}
+
+static void
+bus_idle_cb(uv_idle_t *h)
+{
+	eb_bus *bus = h->data;
+
+	bus->draining = 1;
+	if (!bus->closing) {
+		eb__bus_run_resolved(bus);
+	}
+	if (!bus->closing) {
+		eb__bus_deliver_ready(bus);
+	}
+	bus->draining = 0;
+	if (bus->closing) {
+		bus_shutdown(bus);
+		return;
+	}
+	if (eb_list_empty(&bus->ready) && eb_list_empty(&bus->resolved)) {
+		bus->idle_active = 0;
+		(void) uv_idle_stop(&bus->idle);
+	}
+}
+
+static int
+route_check(eb_bus *bus, const char *address)
+{
+	if (bus == NULL || address == NULL || address[0] == '\0') {
+		return UV_EINVAL;
+	}
+	return bus->closing ? EB_ECLOSED : 0;
+}
+
+/*
+ * Picks the target of a point-to-point message: *cp a local consumer, or
+ * *nodep a peer. Returns 0, or EB_ENOHANDLERS.
+ */
+static int
+route_pick(eb_bus *bus, eb__bus_addr *a, int local_only, eb_bus_consumer **cp,
+    uint32_t *nodep)
+{
+	uint64_t total;
+	uint64_t i;
+
+	*cp = NULL;
+	*nodep = 0;
+	if (a == NULL) {
+		return EB_ENOHANDLERS;
+	}
+	total = a->n_local;
+	if (!local_only && bus->rops != NULL) {
+		total += a->n_remote;
+	}
+	if (total == 0) {
+		return EB_ENOHANDLERS;
+	}
+	i = a->rr++ % total;
+	if (i < a->n_local) {
+		*cp = eb__bus_consumer_pick(a, 0);
+		return 0;
+	}
+	*nodep = bus->rops->pick(bus->rctx, a, i - a->n_local);
+	return *nodep != 0 ? 0 : EB_ENOHANDLERS;
+}
+
+/* Queues or forwards msg to its one target. 0, EB_ENOHANDLERS, EB_EFULL or
+ * a link error. */
+static int
+route_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
+    eb__bus_req *r)
+{
+	eb_bus_consumer *c;
+	uint32_t         node;
+	int              rv;
+
+	if ((rv = route_pick(bus, a, local_only, &c, &node)) != 0) {
+		return rv;
+	}
+	if (c != NULL) {
+		return eb__bus_consumer_push(c, msg);
+	}
+	if (r != NULL) {
+		r->node = node; /* fails at once if that link drops */
+	}
+	return bus->rops->forward(bus->rctx, node, msg, EB__BUS_FWD_SEND);
+}
+
+static int
+send_prepare(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, int is_send, eb_bus_msg **msgp)
+{
+	int rv;
+
+	if ((rv = route_check(bus, address)) != 0) {
+		return rv;
+	}
+	return eb__bus_msg_new(address, body, headers, is_send, msgp);
+}
+
+int
+eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts)
+{
+	eb_bus_msg   *msg;
+	eb__bus_addr *a;
+	int           rv;
+
+	if ((rv = send_prepare(bus, address, body, headers, 1, &msg)) != 0) {
+		return rv;
+	}
+	a = eb__bus_addr_find(bus, address);
+	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, NULL);
+	eb_bus_msg_release(msg);
+	if (rv == EB_ENOHANDLERS) {
+		bus->no_handlers++;
+		return rv;
+	}
+	bus->totals.sent++;
+	a->c.sent++;
+	if (rv != 0 && rv != EB_EFULL) {
+		/* The chosen peer's link failed under us: counted, like an
+		 * overflow; the selector skips it from now on. */
+		bus->totals.dropped++;
+		a->c.dropped++;
+	}
+	return rv;
+}
+
+struct publish_ctx {
+	eb_bus     *bus;
+	eb_bus_msg *msg;
+};
+
+static void
+publish_node_cb(void *fnarg, uint32_t node)
+{
+	struct publish_ctx *p = fnarg;
+
+	if (p->bus->rops->forward(
+	        p->bus->rctx, node, p->msg, EB__BUS_FWD_PUBLISH) != 0) {
+		p->bus->totals.dropped++;
+	}
+}
+
+int
+eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts)
+{
+	eb_bus_msg   *msg;
+	eb__bus_addr *a;
+	eb_list      *it;
+	int           rv;
+
+	if ((rv = send_prepare(bus, address, body, headers, 0, &msg)) != 0) {
+		return rv;
+	}
+	bus->totals.published++;
+	a = eb__bus_addr_find(bus, address);
+	if (a != NULL) {
+		a->c.published++;
+		for (it = a->consumers.next; it != &a->consumers;
+		     it = it->next) {
+			/* Overflow is counted per consumer in push. */
+			(void) eb__bus_consumer_push(
+			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg);
+		}
+		if (bus->rops != NULL && a->n_remote > 0 &&
+		    !(opts != NULL && opts->local_only)) {
+			struct publish_ctx p = { bus, msg };
+
+			bus->rops->each_node(bus->rctx, a, publish_node_cb, &p);
+		}
+	}
+	eb_bus_msg_release(msg);
+	return 0;
+}
+
+int
+eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
+    void *arg)
+{
+	eb_bus_msg   *msg;
+	eb__bus_addr *a;
+	eb__bus_req  *r;
+	int           rv;
+
+	if (cb == NULL) {
+		return UV_EINVAL;
+	}
+	if ((rv = send_prepare(bus, address, body, headers, 1, &msg)) != 0) {
+		return rv;
+	}
+	r = eb__bus_req_new(
+	    bus, address, opts != NULL ? opts->timeout_ms : 0, cb, arg);
+	eb__bus_msg_set_reply(bus, msg, r->reply_address, 0);
+	a = eb__bus_addr_find(bus, address);
+	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, r);
+	eb_bus_msg_release(msg);
+	if (rv == EB_ENOHANDLERS) {
+		bus->no_handlers++;
+		eb__bus_req_fail_no_handlers(bus, r);
+		return 0;
+	}
+	bus->totals.sent++;
+	a->c.sent++;
+	if (rv == EB_EFULL) {
+		eb__bus_req_fail(
+		    bus, r, EB_EFULL, EB_BUS_ERROR, -1, "consumer queue full");
+	} else if (rv != 0) {
+		eb__bus_req_fail(bus, r, rv, EB_BUS_ERROR, -1, eb_strerror(rv));
+	}
+	return 0;
+}
+
+void
+eb__bus_deliver_remote(eb_bus *bus, eb_bus_msg *msg, int publish)
+{
+	eb__bus_addr    *a = eb__bus_addr_find(bus, msg->address);
+	eb_bus_consumer *c;
+	eb_list         *it;
+	int              rv;
+
+	if (publish) {
+		if (a == NULL) {
+			return;
+		}
+		for (it = a->consumers.next; it != &a->consumers;
+		     it = it->next) {
+			c = EB_CONTAINER_OF(it, eb_bus_consumer, link);
+			if (!c->local_only) {
+				(void) eb__bus_consumer_push(c, msg);
+			}
+		}
+		return;
+	}
+	c = a != NULL ? eb__bus_consumer_pick(a, 1) : NULL;
+	rv = c != NULL ? eb__bus_consumer_push(c, msg) : EB_ENOHANDLERS;
+	if (rv == 0 || msg->reply_address == NULL) {
+		if (rv == EB_ENOHANDLERS) {
+			bus->totals.dropped++; /* unregistered meanwhile */
+		}
+		return;
+	}
+	/* A request this node cannot take: answer at once (Vert.x would
+	 * let it time out). */
+	if (rv == EB_ENOHANDLERS) {
+		eb__bus_answer_fail(bus, msg, rv, EB_BUS_NO_HANDLERS, -1, NULL);
+	} else {
+		eb__bus_answer_fail(
+		    bus, msg, rv, EB_BUS_ERROR, -1, "consumer queue full");
+	}
+}

@@ -1,0 +1,254 @@
+/*
+ * Event bus internals, shared by the files of eventbus/ (bus.c addr.c
+ * consumer.c msg.c request.c remote.c). Not installed.
+ *
+ * Owns: the address table (eb__bus_addr, one per address with local
+ * consumers or remote interest), the consumers and their bounded delivery
+ * queues, the pending requests (by reply address, with one deadline list and
+ * one timer), and the per-address counters.
+ *
+ * Invariants:
+ * - A consumer with queued messages is on bus->ready; the idle handle is
+ *   active while bus->ready or bus->resolved is non-empty (or the bus is
+ *   closing). Handlers and reply callbacks run only from that idle handle,
+ *   never from inside an API call.
+ * - A pending request is in bus->reqs (by reply address) and on
+ *   bus->deadlines until it is resolved; then it is on bus->resolved, out of
+ *   the map (a late reply finds nothing), until its callback ran.
+ * - A message that expects a reply (reply_address != NULL) is on
+ *   bus->reply_msgs while msg->bus is set; eb_bus_close detaches them, so a
+ *   message held past the bus answers EB_ECLOSED instead of touching it.
+ *
+ * Threads: loop thread only.
+ */
+#ifndef EB_EVENTBUS_INT_H
+#define EB_EVENTBUS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include <ebnode/bus.h>
+
+#include "common/list.h"
+
+#define EB_BUS_REPLY_PREFIX "__vertx.reply."
+/* "__vertx.reply." plus a 64-bit decimal and NUL. */
+#define EB_BUS_REPLY_ADDR_MAX 40
+
+/* ---- string-keyed intrusive hash map (addr.c) ---- */
+
+typedef struct eb__hent {
+	struct eb__hent *next;
+	uint32_t         hash;
+	const char      *key; /* borrowed from the containing object */
+} eb__hent;
+
+typedef struct eb__hmap {
+	eb__hent **buckets; /* owned */
+	uint32_t   nbuckets;
+	uint32_t   count;
+} eb__hmap;
+
+void      eb__hmap_init(eb__hmap *m);
+void      eb__hmap_free(eb__hmap *m); /* the bucket array only */
+eb__hent *eb__hmap_get(const eb__hmap *m, const char *key);
+/* e->key must be set; the key must not be present already. */
+void eb__hmap_put(eb__hmap *m, eb__hent *e);
+void eb__hmap_del(eb__hmap *m, eb__hent *e);
+/* Iteration: for (i = 0; i < m->nbuckets; i++) for (e = buckets[i]; ...). */
+
+/* ---- counters ---- */
+
+typedef struct eb__bus_counters {
+	uint64_t sent;      /* send/request originated on this node */
+	uint64_t published; /* publish originated on this node */
+	uint64_t received;  /* handler invocations on this node */
+	uint64_t replied;   /* replies by this node's handlers */
+	uint64_t failed;  /* fail() by handlers + requests failed by the bus */
+	uint64_t dropped; /* queue overflow, consumer closed, late replies */
+} eb__bus_counters;
+
+/* ---- addresses ---- */
+
+typedef struct eb__bus_addr {
+	eb__hent         hent;
+	char            *address;   /* owned */
+	eb_list          consumers; /* of eb_bus_consumer, local, in RR order */
+	uint32_t         n_local;   /* local consumers */
+	uint32_t         n_local_only;
+	uint32_t         n_remote;       /* handlers on other nodes (sum) */
+	uint32_t         n_remote_nodes; /* nodes with n > 0 */
+	uint64_t         rr;             /* cluster-wide weighted RR cursor */
+	eb__bus_counters c;
+	void            *remote; /* owned by remote.c: per-node interest */
+} eb__bus_addr;
+
+/* ---- messages ---- */
+
+struct eb_bus_msg {
+	uint32_t refs;
+	int      is_send;
+	int      answered;      /* reply() or fail() was called */
+	char    *address;       /* owned */
+	char    *reply_address; /* owned; NULL: the sender awaits no reply */
+	uint32_t origin;        /* 0: the requester is local; else its peer */
+	json_t  *headers;       /* owned reference, always an object */
+	char    *body;          /* owned, encoded, NUL-terminated */
+	size_t   body_len;
+	json_t  *body_json; /* owned, parsed lazily */
+	int      body_parsed;
+	eb_bus  *bus;      /* borrowed; set while a reply is possible */
+	eb_list  bus_link; /* in bus->reply_msgs while bus != NULL */
+};
+
+/* ---- consumers ---- */
+
+struct eb_bus_consumer {
+	eb_list           link;       /* in addr->consumers */
+	eb_list           ready_link; /* in bus->ready while queue non-empty */
+	eb_bus           *bus;        /* borrowed */
+	eb__bus_addr     *addr;       /* borrowed; NULL once closed */
+	char             *address;    /* owned copy */
+	eb_bus_handler_fn fn;
+	void             *arg;
+	int               local_only;
+	int               closed;
+	int               in_handler;
+	int               overflowing; /* logged this overflow episode */
+	eb_list           queue;       /* of struct eb__bus_qent, owned */
+	uint32_t          qlen;
+};
+
+typedef struct eb__bus_qent {
+	eb_list     link;
+	eb_bus_msg *msg; /* held */
+} eb__bus_qent;
+
+/* ---- requests ---- */
+
+typedef struct eb__bus_req {
+	eb__hent        hent;
+	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
+	eb_list         link;    /* bus->deadlines, then bus->resolved */
+	char           *address; /* owned: where the request went */
+	uint64_t        timeout_ms;
+	uint64_t        deadline; /* loop time, ms */
+	eb_bus_reply_cb cb;
+	void           *arg;
+	uint32_t        node; /* the peer it went to; 0: local or none */
+	int             resolved;
+	int             status;
+	eb_bus_failure  failure; /* message owned (fmsg) */
+	char           *fmsg;    /* owned */
+	eb_bus_msg     *reply;   /* held */
+} eb__bus_req;
+
+/* ---- remote seam (remote.c); NULL ops: standalone ---- */
+
+/* What remote.c learns from the bus, and what it asks of peers. */
+typedef struct eb__bus_remote_ops {
+	/* The clustered (non-local-only) local handler count of address
+	 * changed to count. */
+	void (*interest)(void *ctx, const char *address, uint32_t count);
+	/* Delivers msg to node: kind EB__BUS_FWD_*; 0 or a negative error
+	 * (the peer is unreachable: the caller fails or drops). */
+	int (*forward)(void *ctx, uint32_t node, eb_bus_msg *msg, int kind);
+	/* Answers the remote requester of a message with a failure. */
+	int (*fail)(void *ctx, uint32_t node, const char *reply_address,
+	    eb_bus_failure_type type, int code, const char *message);
+	/* Picks the node for the index-th remote handler of address
+	 * (0 <= index < addr->n_remote); 0 when none. */
+	uint32_t (*pick)(void *ctx, eb__bus_addr *a, uint64_t index);
+	/* Calls fn for every node with interest in address. */
+	void (*each_node)(void *ctx, eb__bus_addr        *a,
+	    void (*fn)(void *fnarg, uint32_t node), void *fnarg);
+	/* The bus is closing: drop per-address state (a->remote). */
+	void (*addr_free)(void *ctx, eb__bus_addr *a);
+} eb__bus_remote_ops;
+
+enum { EB__BUS_FWD_SEND = 1, EB__BUS_FWD_PUBLISH = 2, EB__BUS_FWD_REPLY = 3 };
+
+/* ---- the bus ---- */
+
+struct eb_bus {
+	uv_loop_t       *loop; /* borrowed */
+	char            *node_id;
+	uint64_t         request_timeout_ms;
+	uint32_t         queue_max;
+	eb__hmap         addrs; /* of eb__bus_addr, owned */
+	eb__hmap         reqs;  /* of eb__bus_req, owned */
+	eb_list          deadlines;
+	eb_list          resolved;
+	eb_list          ready;
+	eb_list          reply_msgs;
+	uint64_t         next_req_id;
+	uv_idle_t        idle;
+	uv_timer_t       timer;
+	int              idle_active;
+	int              draining;
+	int              closing;
+	int              shut;
+	int              open_handles;
+	eb_bus_close_cb  close_cb;
+	void            *close_arg;
+	eb__bus_counters totals;
+	uint64_t         no_handlers; /* sends/requests that found nobody */
+
+	const eb__bus_remote_ops *rops; /* NULL: standalone */
+	void                     *rctx; /* borrowed */
+};
+
+/* addr.c */
+eb__bus_addr *eb__bus_addr_find(eb_bus *bus, const char *address);
+eb__bus_addr *eb__bus_addr_get(eb_bus *bus, const char *address); /* make */
+/* Frees a when it has no local consumers and no remote interest. */
+void eb__bus_addr_maybe_free(eb_bus *bus, eb__bus_addr *a);
+void eb__bus_addr_free_all(eb_bus *bus);
+
+/* msg.c */
+int eb__bus_headers_check(const json_t *headers);
+int eb__bus_msg_new(const char *address, const json_t *body,
+    const json_t *headers, int is_send, eb_bus_msg **msgp);
+/* From already encoded parts (remote); body bytes copied, headers held. */
+eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,
+    size_t body_len, json_t *headers, int is_send);
+/* Makes msg answerable on bus (reply_address copied, origin set). */
+void eb__bus_msg_set_reply(
+    eb_bus *bus, eb_bus_msg *msg, const char *reply_address, uint32_t origin);
+void eb__bus_msg_detach(eb_bus_msg *msg);
+
+/* consumer.c */
+/* Queues msg on c; 0 or EB_EFULL (counted and logged, msg not queued). */
+int eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg);
+/* The next local consumer of a in round robin order, skipping local-only
+ * ones when remote_sender; NULL when none. */
+eb_bus_consumer *eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender);
+void             eb__bus_deliver_ready(eb_bus *bus);
+void             eb__bus_consumer_free(eb_bus_consumer *c);
+
+/* request.c */
+eb__bus_req *eb__bus_req_new(eb_bus *bus, const char *address,
+    uint64_t timeout_ms, eb_bus_reply_cb cb, void *arg);
+eb__bus_req *eb__bus_req_find(eb_bus *bus, const char *reply_address);
+/* Resolves r (at most once) with a reply (held) or a failure; the callback
+ * runs from the idle handle. */
+void eb__bus_req_reply(eb_bus *bus, eb__bus_req *r, eb_bus_msg *reply);
+void eb__bus_req_fail(eb_bus *bus, eb__bus_req *r, int status,
+    eb_bus_failure_type type, int code, const char *message);
+void eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r);
+void eb__bus_run_resolved(eb_bus *bus);
+void eb__bus_req_cancel_all(eb_bus *bus);
+void eb__bus_timer_update(eb_bus *bus);
+/* Answers the requester of msg (local or remote) with a failure. */
+void eb__bus_answer_fail(eb_bus *bus, eb_bus_msg *msg, int status,
+    eb_bus_failure_type type, int code, const char *message);
+
+/* bus.c */
+void eb__bus_wake(eb_bus *bus); /* makes sure the idle handle runs */
+/* Delivers a message that arrived from a peer to the local consumers. */
+void eb__bus_deliver_remote(eb_bus *bus, eb_bus_msg *msg, int publish);
+
+#endif

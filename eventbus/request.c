@@ -1,0 +1,357 @@
+/*
+ * Requests and replies: the pending-request table (keyed by reply address),
+ * the deadline list behind one timer, resolution (reply, failure, timeout,
+ * cancel; exactly once) and eb_bus_msg_reply()/eb_bus_msg_fail().
+ *
+ * A resolved request leaves the table at once, so a second or late reply
+ * finds nothing (counted as dropped); its callback runs from the idle
+ * handle, never from inside the call that resolved it.
+ *
+ * Loop thread only.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "eventbus/eventbus_int.h"
+
+eb__bus_req *
+eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
+    eb_bus_reply_cb cb, void *arg)
+{
+	eb__bus_req *r = eb__calloc(1, sizeof(*r));
+	eb_list     *it;
+
+	(void) snprintf(r->reply_address, sizeof(r->reply_address),
+	    EB_BUS_REPLY_PREFIX "%" PRIu64, ++bus->next_req_id);
+	r->hent.key = r->reply_address;
+	r->address = eb__strdup(address);
+	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->request_timeout_ms;
+	r->deadline = uv_now(bus->loop) + r->timeout_ms;
+	r->cb = cb;
+	r->arg = arg;
+	eb__hmap_put(&bus->reqs, &r->hent);
+	/* Keep the list sorted by deadline; with one timeout for most
+	 * requests the place is at (or near) the tail. */
+	for (it = bus->deadlines.prev; it != &bus->deadlines; it = it->prev) {
+		eb__bus_req *o = EB_CONTAINER_OF(it, eb__bus_req, link);
+
+		if (o->deadline <= r->deadline) {
+			break;
+		}
+	}
+	eb_list_insert_head(it, &r->link); /* after it */
+	if (bus->deadlines.next == &r->link) {
+		eb__bus_timer_update(bus);
+	}
+	return r;
+}
+
+eb__bus_req *
+eb__bus_req_find(eb_bus *bus, const char *reply_address)
+{
+	eb__hent *e = eb__hmap_get(&bus->reqs, reply_address);
+
+	return e == NULL ? NULL : EB_CONTAINER_OF(e, eb__bus_req, hent);
+}
+
+static void
+req_resolve(eb_bus *bus, eb__bus_req *r)
+{
+	int was_first = bus->deadlines.next == &r->link;
+
+	r->resolved = 1;
+	eb__hmap_del(&bus->reqs, &r->hent);
+	eb_list_remove(&r->link);
+	eb_list_insert_tail(&bus->resolved, &r->link);
+	if (was_first) {
+		eb__bus_timer_update(bus);
+	}
+	eb__bus_wake(bus);
+}
+
+void
+eb__bus_req_reply(eb_bus *bus, eb__bus_req *r, eb_bus_msg *reply)
+{
+	if (r->resolved) {
+		return;
+	}
+	r->status = 0;
+	r->reply = eb_bus_msg_hold(reply);
+	req_resolve(bus, r);
+}
+
+void
+eb__bus_req_fail(eb_bus *bus, eb__bus_req *r, int status,
+    eb_bus_failure_type type, int code, const char *message)
+{
+	eb__bus_addr *a;
+
+	if (r->resolved) {
+		return;
+	}
+	r->status = status;
+	r->failure.type = type;
+	r->failure.code = code;
+	r->fmsg = eb__strdup(message != NULL ? message : "");
+	r->failure.message = r->fmsg;
+	if (status != EB_ERECIPIENT) {
+		/* A recipient's fail() was counted where it was called. */
+		bus->totals.failed++;
+		if ((a = eb__bus_addr_find(bus, r->address)) != NULL) {
+			a->c.failed++;
+		}
+	}
+	req_resolve(bus, r);
+}
+
+void
+eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r)
+{
+	char *text = NULL;
+	int   n;
+
+	n = snprintf(NULL, 0, "No handlers for address %s", r->address);
+	text = eb__malloc((size_t) n + 1);
+	(void) snprintf(
+	    text, (size_t) n + 1, "No handlers for address %s", r->address);
+	eb__bus_req_fail(bus, r, EB_ENOHANDLERS, EB_BUS_NO_HANDLERS, -1, text);
+	free(text);
+}
+
+static void
+req_free(eb__bus_req *r)
+{
+	eb_bus_msg_release(r->reply);
+	free(r->fmsg);
+	free(r->address);
+	free(r);
+}
+
+void
+eb__bus_run_resolved(eb_bus *bus)
+{
+	eb_list  batch;
+	eb_list *it;
+
+	if (eb_list_empty(&bus->resolved)) {
+		return;
+	}
+	batch.next = bus->resolved.next;
+	batch.prev = bus->resolved.prev;
+	batch.next->prev = &batch;
+	batch.prev->next = &batch;
+	eb_list_init(&bus->resolved);
+	while ((it = eb_list_first(&batch)) != NULL) {
+		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
+
+		eb_list_remove(it);
+		if (bus->closing) {
+			/* eb_bus_close() came first: cancel below, once. */
+			eb_list_insert_tail(&bus->resolved, it);
+			continue;
+		}
+		r->cb(bus, r->status, r->reply,
+		    r->status == 0 ? NULL : &r->failure, r->arg);
+		req_free(r);
+	}
+}
+
+void
+eb__bus_req_cancel_all(eb_bus *bus)
+{
+	static const eb_bus_failure canceled = { EB_BUS_ERROR, -1,
+		"event bus closed" };
+	eb_list                    *it;
+
+	/* Everything not yet called back, resolved or not, gets ECANCELED
+	 * exactly once; the bus refuses new requests by now. */
+	while ((it = eb_list_first(&bus->deadlines)) != NULL) {
+		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
+
+		eb_list_remove(it);
+		eb__hmap_del(&bus->reqs, &r->hent);
+		eb_list_insert_tail(&bus->resolved, it);
+	}
+	while ((it = eb_list_first(&bus->resolved)) != NULL) {
+		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
+
+		eb_list_remove(it);
+		r->cb(bus, EB_ECANCELED, NULL, &canceled, r->arg);
+		req_free(r);
+	}
+}
+
+static void
+timer_cb(uv_timer_t *t)
+{
+	eb_bus  *bus = t->data;
+	uint64_t now = uv_now(bus->loop);
+	eb_list *it;
+
+	while ((it = eb_list_first(&bus->deadlines)) != NULL) {
+		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
+		char        *text;
+		int          n;
+
+		if (r->deadline > now) {
+			break;
+		}
+		n = snprintf(NULL, 0,
+		    "Timed out after waiting %" PRIu64
+		    "(ms) for a reply. address: %s, repliedAddress: %s",
+		    r->timeout_ms, r->reply_address, r->address);
+		text = eb__malloc((size_t) n + 1);
+		(void) snprintf(text, (size_t) n + 1,
+		    "Timed out after waiting %" PRIu64
+		    "(ms) for a reply. address: %s, repliedAddress: %s",
+		    r->timeout_ms, r->reply_address, r->address);
+		eb__bus_req_fail(bus, r, EB_ETIMEOUT, EB_BUS_TIMEOUT, -1, text);
+		free(text);
+	}
+	eb__bus_timer_update(bus);
+}
+
+void
+eb__bus_timer_update(eb_bus *bus)
+{
+	eb_list     *it = eb_list_first(&bus->deadlines);
+	eb__bus_req *r;
+	uint64_t     now;
+
+	if (bus->shut) {
+		return;
+	}
+	if (it == NULL) {
+		(void) uv_timer_stop(&bus->timer);
+		return;
+	}
+	r = EB_CONTAINER_OF(it, eb__bus_req, link);
+	now = uv_now(bus->loop);
+	(void) uv_timer_start(&bus->timer, timer_cb,
+	    r->deadline > now ? r->deadline - now : 0, 0);
+}
+
+void
+eb__bus_answer_fail(eb_bus *bus, eb_bus_msg *msg, int status,
+    eb_bus_failure_type type, int code, const char *message)
+{
+	eb__bus_req *r;
+	char        *text = NULL;
+	int          n;
+
+	msg->answered = 1;
+	if (type == EB_BUS_NO_HANDLERS && message == NULL) {
+		n = snprintf(
+		    NULL, 0, "No handlers for address %s", msg->address);
+		text = eb__malloc((size_t) n + 1);
+		(void) snprintf(text, (size_t) n + 1,
+		    "No handlers for address %s", msg->address);
+		message = text;
+	}
+	if (msg->origin != 0) {
+		if (bus->rops == NULL ||
+		    bus->rops->fail(bus->rctx, msg->origin, msg->reply_address,
+		        type, code, message) != 0) {
+			bus->totals
+			    .dropped++; /* the requester's link is gone */
+		}
+	} else if ((r = eb__bus_req_find(bus, msg->reply_address)) != NULL) {
+		eb__bus_req_fail(bus, r, status, type, code, message);
+	} else {
+		bus->totals.dropped++; /* timed out or canceled meanwhile */
+	}
+	free(text);
+}
+
+static int
+msg_answer_check(const eb_bus_msg *msg)
+{
+	if (msg == NULL) {
+		return UV_EINVAL;
+	}
+	if (msg->reply_address == NULL || msg->answered) {
+		return EB_EPROTO;
+	}
+	if (msg->bus == NULL || msg->bus->closing) {
+		return EB_ECLOSED;
+	}
+	return 0;
+}
+
+static void
+count_answer(eb_bus *bus, const eb_bus_msg *msg, int failed)
+{
+	eb__bus_addr *a = eb__bus_addr_find(bus, msg->address);
+
+	if (failed) {
+		bus->totals.failed++;
+	} else {
+		bus->totals.replied++;
+	}
+	if (a != NULL) {
+		if (failed) {
+			a->c.failed++;
+		} else {
+			a->c.replied++;
+		}
+	}
+}
+
+int
+eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
+    const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
+{
+	eb_bus      *bus;
+	eb_bus_msg  *reply;
+	eb__bus_req *r;
+	int          rv;
+
+	if ((rv = msg_answer_check(msg)) != 0) {
+		return rv;
+	}
+	bus = msg->bus;
+	rv = eb__bus_msg_new(msg->reply_address, body, headers, 1, &reply);
+	if (rv != 0) {
+		return rv;
+	}
+	if (cb != NULL) {
+		/* Reply-to-reply: the reply is itself a request, answerable
+		 * by whoever receives it, wherever that is. */
+		r = eb__bus_req_new(bus, msg->reply_address,
+		    opts != NULL ? opts->timeout_ms : 0, cb, arg);
+		eb__bus_msg_set_reply(bus, reply, r->reply_address, 0);
+		r->node = msg->origin;
+	}
+	msg->answered = 1;
+	count_answer(bus, msg, 0);
+	if (msg->origin != 0) {
+		if (bus->rops == NULL ||
+		    bus->rops->forward(bus->rctx, msg->origin, reply,
+		        EB__BUS_FWD_REPLY) != 0) {
+			bus->totals.dropped++;
+		}
+	} else if ((r = eb__bus_req_find(bus, msg->reply_address)) != NULL) {
+		eb__bus_req_reply(bus, r, reply);
+	} else {
+		bus->totals.dropped++; /* the requester gave up */
+	}
+	eb_bus_msg_release(reply);
+	return 0;
+}
+
+int
+eb_bus_msg_fail(eb_bus_msg *msg, int code, const char *message)
+{
+	int rv;
+
+	if ((rv = msg_answer_check(msg)) != 0) {
+		return rv;
+	}
+	count_answer(msg->bus, msg, 1);
+	eb__bus_answer_fail(msg->bus, msg, EB_ERECIPIENT,
+	    EB_BUS_RECIPIENT_FAILURE, code, message != NULL ? message : "");
+	return 0;
+}

@@ -1,0 +1,335 @@
+/* Unit tests for request.c: request/reply, reply-to-reply, timeouts (exact
+ * Vert.x text), recipient failures, NO_HANDLERS, answering rules. */
+#include <stdio.h>
+
+#include <ebnode/bus.h>
+
+#include "tests/unit/eventbus/bus_th.h"
+
+static void
+test_request_reply(void **state)
+{
+	th_loop *t = *state;
+	eb_bus  *bus = bus_open(t, 0, 0);
+	rec      r = { .reply = 1 };
+	outcome  o = { 0 };
+
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "echo", 0, rec_handler, &r, &r.c), 0);
+	assert_int_equal(request_int(bus, "echo", 5, 0, &o), 0);
+	assert_int_equal(o.calls, 0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(o.calls, 1);
+	assert_int_equal(o.status, 0);
+	assert_int_equal(o.val, 1005);
+	bus_shut(t, bus);
+}
+
+static void
+test_no_handlers(void **state)
+{
+	th_loop *t = *state;
+	eb_bus  *bus = bus_open(t, 0, 0);
+	outcome  o = { 0 };
+
+	assert_int_equal(request_int(bus, "nobody", 1, 0, &o), 0);
+	assert_int_equal(o.calls, 0); /* never from inside the call */
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(o.calls, 1);
+	assert_int_equal(o.status, EB_ENOHANDLERS);
+	assert_int_equal(o.type, EB_BUS_NO_HANDLERS);
+	assert_int_equal(o.code, -1);
+	assert_string_equal(o.message, "No handlers for address nobody");
+	bus_shut(t, bus);
+}
+
+static void
+test_recipient_failure(void **state)
+{
+	th_loop *t = *state;
+	eb_bus  *bus = bus_open(t, 0, 0);
+	rec      r = { .fail_code = 1234 };
+	outcome  o = { 0 };
+
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "f", 0, rec_handler, &r, &r.c), 0);
+	assert_int_equal(request_int(bus, "f", 1, 0, &o), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(o.calls, 1);
+	assert_int_equal(o.status, EB_ERECIPIENT);
+	assert_int_equal(o.type, EB_BUS_RECIPIENT_FAILURE);
+	assert_int_equal(o.code, 1234);
+	assert_string_equal(o.message, "oops!");
+	bus_shut(t, bus);
+}
+
+static eb_bus_msg *held;
+
+static void
+hold_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(*(int *) arg)++;
+	held = eb_bus_msg_hold(msg);
+}
+
+static void
+test_timeout_and_late_reply(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 60000, 0);
+	eb_bus_consumer *c;
+	int              calls = 0;
+	outcome          o = { 0 };
+	char             want[256];
+	uint64_t         t0;
+	uint64_t         dt;
+
+	held = NULL;
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "slow", 0, hold_handler, &calls, &c), 0);
+	t0 = uv_hrtime();
+	/* The per-message timeout overrides the bus default (60 s). */
+	assert_int_equal(request_int(bus, "slow", 1, 50, &o), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	dt = (uv_hrtime() - t0) / 1000000u;
+	assert_int_equal(calls, 1);
+	assert_int_equal(o.calls, 1);
+	assert_int_equal(o.status, EB_ETIMEOUT);
+	assert_int_equal(o.type, EB_BUS_TIMEOUT);
+	assert_int_equal(o.code, -1);
+	assert_true(dt >= 49 && dt < 1000 * th_timeout_multiplier());
+	(void) snprintf(want, sizeof(want),
+	    "Timed out after waiting 50(ms) for a reply. address: %s, "
+	    "repliedAddress: slow",
+	    eb_bus_msg_reply_address(held));
+	assert_string_equal(o.message, want);
+	assert_true(
+	    strncmp(eb_bus_msg_reply_address(held), "__vertx.reply.", 14) == 0);
+	/* Replying after the timeout is accepted and dropped. */
+	assert_int_equal(
+	    eb_bus_msg_reply(held, NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(
+	    eb_bus_msg_reply(held, NULL, NULL, NULL, NULL, NULL), EB_EPROTO);
+	assert_int_equal(eb_bus_msg_fail(held, 1, "x"), EB_EPROTO);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(o.calls, 1);
+	eb_bus_msg_release(held);
+	bus_shut(t, bus);
+}
+
+/* The requester answers the reply (reply-to-reply), three legs deep. */
+static int     rtr_legs;
+static int     rtr_canceled;
+static outcome rtr_final;
+
+static void
+rtr_leg3_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	json_t *b = json_integer(4);
+
+	(void) bus;
+	(void) arg;
+	if (status == EB_ECANCELED) {
+		assert_non_null(failure);
+		rtr_canceled++;
+		json_decref(b);
+		return;
+	}
+	assert_int_equal(status, 0);
+	rtr_legs++;
+	/* Leg 3: the consumer's answer to our answer; end with a plain
+	 * reply the consumer receives in rtr_final. */
+	assert_int_equal(json_integer_value(eb_bus_msg_body(reply)), 3);
+	assert_int_equal(eb_bus_msg_reply(reply, b, NULL, NULL, NULL, NULL), 0);
+	json_decref(b);
+}
+
+static void
+rtr_leg1_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	json_t *b = json_integer(2);
+
+	(void) bus;
+	(void) arg;
+	(void) failure;
+	assert_int_equal(status, 0);
+	assert_non_null(eb_bus_msg_reply_address(reply));
+	rtr_legs++;
+	assert_int_equal(
+	    eb_bus_msg_reply(reply, b, NULL, NULL, rtr_leg3_cb, NULL), 0);
+	json_decref(b);
+}
+
+static void
+rtr_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	json_t *b = json_integer(1);
+
+	(void) c;
+	(void) arg;
+	rtr_legs++;
+	assert_int_equal(
+	    eb_bus_msg_reply(msg, b, NULL, NULL, outcome_cb, &rtr_final), 0);
+	json_decref(b);
+}
+
+static void
+test_reply_to_reply(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 0, 0);
+	eb_bus_consumer *c;
+
+	rtr_legs = 0;
+	rtr_canceled = 0;
+	memset(&rtr_final, 0, sizeof(rtr_final));
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "rtr", 0, rtr_handler, NULL, &c), 0);
+	assert_int_equal(
+	    eb_bus_request(bus, "rtr", NULL, NULL, NULL, rtr_leg1_cb, NULL), 0);
+	/* The unanswered leg-3 request keeps the loop alive: wait for the
+	 * consumer's outcome instead of an idle loop. */
+	assert_int_equal(
+	    th_run_until(t, th_flag_set, &rtr_final.calls, 1000), 0);
+	/* handler, leg-1 callback; the consumer's outcome_cb got our reply
+	 * (2) with a reply address: it did not answer, so no leg 3. */
+	assert_int_equal(rtr_legs, 2);
+	assert_int_equal(rtr_final.calls, 1);
+	assert_int_equal(rtr_final.status, 0);
+	assert_int_equal(rtr_final.val, 2);
+	assert_true(
+	    strncmp(rtr_final.reply_address, "__vertx.reply.", 14) == 0);
+	assert_int_equal(rtr_canceled, 0);
+	bus_shut(t, bus); /* the unanswered leg-2 request is canceled */
+	assert_int_equal(rtr_canceled, 1);
+}
+
+static void
+rtr_leg2_handler_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	json_t *b = json_integer(3);
+
+	(void) bus;
+	(void) failure;
+	(void) arg;
+	assert_int_equal(status, 0);
+	rtr_legs++;
+	assert_int_equal(json_integer_value(eb_bus_msg_body(reply)), 2);
+	assert_int_equal(
+	    eb_bus_msg_reply(reply, b, NULL, NULL, outcome_cb, &rtr_final), 0);
+	json_decref(b);
+}
+
+static void
+rtr3_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	json_t *b = json_integer(1);
+
+	(void) c;
+	(void) arg;
+	rtr_legs++;
+	assert_int_equal(
+	    eb_bus_msg_reply(msg, b, NULL, NULL, rtr_leg2_handler_cb, NULL), 0);
+	json_decref(b);
+}
+
+static void
+test_reply_to_reply_chain(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 0, 0);
+	eb_bus_consumer *c;
+
+	rtr_legs = 0;
+	memset(&rtr_final, 0, sizeof(rtr_final));
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "rtr3", 0, rtr3_handler, NULL, &c), 0);
+	assert_int_equal(
+	    eb_bus_request(bus, "rtr3", NULL, NULL, NULL, rtr_leg1_cb, NULL),
+	    0);
+	assert_int_equal(th_loop_run(t), 0);
+	/* handler(1) -> requester leg1 replies 2 -> handler's leg2 cb
+	 * replies 3 -> requester leg3 replies 4 -> rtr_final. */
+	assert_int_equal(rtr_legs, 4);
+	assert_int_equal(rtr_final.calls, 1);
+	assert_int_equal(rtr_final.status, 0);
+	assert_int_equal(rtr_final.val, 4);
+	bus_shut(t, bus);
+}
+
+static void
+test_reply_rules(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 0, 0);
+	eb_bus_consumer *c;
+	int              calls = 0;
+
+	held = NULL;
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "h", 0, hold_handler, &calls, &c), 0);
+	assert_int_equal(send_int(bus, "h", 1), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_non_null(held);
+	assert_null(eb_bus_msg_reply_address(held));
+	assert_true(eb_bus_msg_is_send(held));
+	/* A plain send expects no reply. */
+	assert_int_equal(
+	    eb_bus_msg_reply(held, NULL, NULL, NULL, NULL, NULL), EB_EPROTO);
+	assert_int_equal(eb_bus_msg_fail(held, 1, "x"), EB_EPROTO);
+	eb_bus_msg_release(held);
+	bus_shut(t, bus);
+}
+
+static void
+test_held_request_outlives_bus(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 0, 0);
+	eb_bus_consumer *c;
+	int              calls = 0;
+	outcome          o = { 0 };
+
+	held = NULL;
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "h", 0, hold_handler, &calls, &c), 0);
+	assert_int_equal(request_int(bus, "h", 1, 0, &o), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &calls, 1000), 0);
+	bus_shut(t, bus);
+	assert_int_equal(o.calls, 1);
+	assert_int_equal(o.status, EB_ECANCELED);
+	/* The bus is gone; the message knows it. */
+	assert_int_equal(
+	    eb_bus_msg_reply(held, NULL, NULL, NULL, NULL, NULL), EB_ECLOSED);
+	eb_bus_msg_release(held);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_request_reply, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_no_handlers, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_recipient_failure, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_timeout_and_late_reply, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reply_to_reply, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reply_to_reply_chain, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reply_rules, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_held_request_outlives_bus, th_setup, th_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
