@@ -1,0 +1,380 @@
+/*
+ * ebctl output: tables for people, compact JSON for scripts. Tolerant of
+ * whatever the admin endpoint returns: known fields get friendly columns,
+ * unknown ones are printed too, missing ones are left out.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "ctl/ctl.h"
+
+#define MAX_COLS 32
+
+/* The /nodes columns in display order, with their headings. */
+static const struct {
+	const char *key;
+	const char *title;
+} g_node_cols[] = {
+	{ "node_id", "NODE" },
+	{ "address", "ADDRESS" },
+	{ "host", "HOST" },
+	{ "cluster_port", "CLUSTER" },
+	{ "bridge_port", "BRIDGE" },
+	{ "admin_port", "ADMIN" },
+	{ "sequence", "SEQ" },
+	{ "epoch", "EPOCH" },
+	{ "czxid", "CZXID" },
+	{ "joined_ms", "JOINED" },
+	{ "leader", "LEADER" },
+	{ "self", "SELF" },
+};
+
+#define NNODE_COLS (sizeof(g_node_cols) / sizeof(g_node_cols[0]))
+
+static void
+print_json_line(FILE *out, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	fprintf(out, "%s\n", s != NULL ? s : "null");
+	free(s);
+}
+
+char *
+eb__ctl_cell(json_t *v)
+{
+	char *s;
+
+	if (v == NULL || json_is_null(v)) {
+		return eb__strdup("-");
+	}
+	if (json_is_string(v)) {
+		return eb__strdup(json_string_value(v));
+	}
+	if (json_is_boolean(v)) {
+		return eb__strdup(json_is_true(v) ? "yes" : "no");
+	}
+	s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	return s != NULL ? s : eb__strdup("?");
+}
+
+/* joined_ms as UTC time, which people read better than epoch millis. */
+static char *
+time_cell(json_t *v)
+{
+	struct tm tm;
+	time_t    secs;
+	char      buf[40];
+
+	if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+		return eb__ctl_cell(v);
+	}
+	secs = (time_t) (json_integer_value(v) / 1000);
+	if (gmtime_r(&secs, &tm) == NULL ||
+	    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+		return eb__ctl_cell(v);
+	}
+	return eb__strdup(buf);
+}
+
+static char *
+headers_text(json_t *headers)
+{
+	const char *k;
+	json_t     *v;
+	size_t      cap = 1;
+	char       *s;
+	char       *cell;
+
+	s = eb__calloc(1, 1);
+	json_object_foreach(headers, k, v)
+	{
+		cell = eb__ctl_cell(v);
+		cap += strlen(k) + strlen(cell) + 2;
+		s = eb__realloc(s, cap);
+		if (s[0] != '\0') {
+			strcat(s, " ");
+		}
+		strcat(s, k);
+		strcat(s, "=");
+		strcat(s, cell);
+		free(cell);
+	}
+	return s;
+}
+
+void
+eb__ctl_print_message(FILE *out, json_t *frame, int json)
+{
+	json_t     *h = json_object_get(frame, "headers");
+	json_t     *body = json_object_get(frame, "body");
+	const char *addr = json_string_value(json_object_get(frame, "address"));
+	char       *ht;
+	char       *bt;
+
+	if (json) {
+		print_json_line(out, frame);
+		return;
+	}
+	ht = json_is_object(h) ? headers_text(h) : eb__strdup("");
+	bt = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY)
+	                  : NULL;
+	fprintf(out, "%s%s%s  %s%s\n", addr != NULL ? addr : "-",
+	    ht[0] != '\0' ? "  " : "", ht, bt != NULL ? bt : "null",
+	    json_is_false(json_object_get(frame, "send")) ? "  (publish)" : "");
+	free(bt);
+	free(ht);
+}
+
+void
+eb__ctl_print_reply(FILE *out, json_t *frame, int json)
+{
+	json_t *body = json_object_get(frame, "body");
+	json_t *o;
+	char   *s;
+
+	if (json) {
+		o = json_object();
+		json_object_set(
+		    o, "address", json_object_get(frame, "address"));
+		json_object_set_new(o, "headers",
+		    json_is_object(json_object_get(frame, "headers"))
+		        ? json_copy(json_object_get(frame, "headers"))
+		        : json_object());
+		json_object_set_new(
+		    o, "body", body != NULL ? json_copy(body) : json_null());
+		print_json_line(out, o);
+		json_decref(o);
+		return;
+	}
+	if (body == NULL || json_is_null(body)) {
+		fprintf(out, "null\n");
+		return;
+	}
+	if (json_is_string(body)) {
+		fprintf(out, "%s\n", json_string_value(body));
+		return;
+	}
+	s = json_dumps(body, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	fprintf(out, "%s\n", s != NULL ? s : "?");
+	free(s);
+}
+
+void
+eb__ctl_format_err(json_t *frame, char *buf, size_t len)
+{
+	const char *type =
+	    json_string_value(json_object_get(frame, "failureType"));
+	const char *msg = json_string_value(json_object_get(frame, "message"));
+	json_t     *code = json_object_get(frame, "failureCode");
+
+	if (type != NULL) {
+		(void) snprintf(buf, len, "%s (%lld): %s", type,
+		    json_is_integer(code) ? (long long) json_integer_value(code)
+		                          : -1LL,
+		    msg != NULL ? msg : "");
+	} else {
+		(void) snprintf(
+		    buf, len, "%s", msg != NULL ? msg : "err frame");
+	}
+}
+
+/* Column widths, then the rows: cells[r * ncols + c], row 0 the titles. */
+static void
+print_table(FILE *out, char **cells, size_t nrows, size_t ncols)
+{
+	size_t w[MAX_COLS] = { 0 };
+	size_t r;
+	size_t c;
+	size_t l;
+
+	for (r = 0; r < nrows; r++) {
+		for (c = 0; c < ncols; c++) {
+			l = strlen(cells[r * ncols + c]);
+			w[c] = l > w[c] ? l : w[c];
+		}
+	}
+	for (r = 0; r < nrows; r++) {
+		for (c = 0; c < ncols; c++) {
+			if (c + 1 == ncols) {
+				fprintf(out, "%s\n", cells[r * ncols + c]);
+			} else {
+				fprintf(out, "%-*s  ", (int) w[c],
+				    cells[r * ncols + c]);
+			}
+		}
+	}
+}
+
+static int
+has_key(json_t *nodes, const char *key)
+{
+	size_t  i;
+	json_t *n;
+
+	json_array_foreach(nodes, i, n)
+	{
+		if (json_object_get(n, key) != NULL) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int
+is_known_col(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < NNODE_COLS; i++) {
+		if (strcmp(g_node_cols[i].key, key) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Picks the columns: known keys present in any node, then unknown ones in
+ * first-seen order. keys[] are borrowed from the JSON or the table. */
+static size_t
+pick_columns(json_t *nodes, const char **keys, const char **titles)
+{
+	size_t      n = 0;
+	size_t      i;
+	size_t      j;
+	json_t     *node;
+	const char *k;
+	json_t     *v;
+	int         seen;
+
+	for (i = 0; i < NNODE_COLS; i++) {
+		if (has_key(nodes, g_node_cols[i].key)) {
+			keys[n] = g_node_cols[i].key;
+			titles[n++] = g_node_cols[i].title;
+		}
+	}
+	json_array_foreach(nodes, i, node)
+	{
+		json_object_foreach(node, k, v)
+		{
+			seen = is_known_col(k);
+			for (j = 0; j < n && !seen; j++) {
+				seen = strcmp(keys[j], k) == 0;
+			}
+			if (!seen && n < MAX_COLS) {
+				keys[n] = k;
+				titles[n++] = NULL; /* upper-cased key */
+			}
+		}
+	}
+	return n;
+}
+
+static char *
+upper_dup(const char *s)
+{
+	char  *u = eb__strdup(s);
+	size_t i;
+
+	for (i = 0; u[i] != '\0'; i++) {
+		if (u[i] >= 'a' && u[i] <= 'z') {
+			u[i] = (char) (u[i] - 'a' + 'A');
+		}
+	}
+	return u;
+}
+
+static void
+print_node_table(FILE *out, json_t *nodes)
+{
+	const char *keys[MAX_COLS];
+	const char *titles[MAX_COLS];
+	size_t      ncols = pick_columns(nodes, keys, titles);
+	size_t      nrows = json_array_size(nodes) + 1;
+	char      **cells;
+	size_t      r;
+	size_t      c;
+	json_t     *v;
+
+	if (ncols == 0) {
+		fprintf(out, "(no nodes)\n");
+		return;
+	}
+	cells = eb__calloc(nrows * ncols, sizeof(*cells));
+	for (c = 0; c < ncols; c++) {
+		cells[c] = titles[c] != NULL ? eb__strdup(titles[c])
+		                             : upper_dup(keys[c]);
+	}
+	for (r = 1; r < nrows; r++) {
+		for (c = 0; c < ncols; c++) {
+			v = json_object_get(
+			    json_array_get(nodes, r - 1), keys[c]);
+			cells[r * ncols + c] = strcmp(keys[c], "joined_ms") == 0
+			                           ? time_cell(v)
+			                           : eb__ctl_cell(v);
+		}
+	}
+	print_table(out, cells, nrows, ncols);
+	for (r = 0; r < nrows * ncols; r++) {
+		free(cells[r]);
+	}
+	free(cells);
+}
+
+void
+eb__ctl_print_nodes(FILE *out, json_t *resp, int json)
+{
+	json_t     *nodes;
+	const char *k;
+	json_t     *v;
+	char       *cell;
+
+	if (json) {
+		print_json_line(out, resp);
+		return;
+	}
+	nodes = json_is_array(resp) ? resp : json_object_get(resp, "nodes");
+	if (json_is_object(resp)) {
+		/* Summary fields (leader, epoch, ...) above the table. */
+		json_object_foreach(resp, k, v)
+		{
+			if (strcmp(k, "nodes") != 0) {
+				cell = eb__ctl_cell(v);
+				fprintf(out, "%s: %s\n", k, cell);
+				free(cell);
+			}
+		}
+	}
+	if (!json_is_array(nodes) || json_array_size(nodes) == 0) {
+		fprintf(out, "(no nodes)\n");
+		return;
+	}
+	print_node_table(out, nodes);
+}
+
+void
+eb__ctl_print_object(FILE *out, json_t *obj, int json)
+{
+	const char *k;
+	json_t     *v;
+	char       *cell;
+	size_t      w = 0;
+
+	if (json || !json_is_object(obj)) {
+		print_json_line(out, obj);
+		return;
+	}
+	json_object_foreach(obj, k, v)
+	{
+		w = strlen(k) > w ? strlen(k) : w;
+	}
+	json_object_foreach(obj, k, v)
+	{
+		cell = strcmp(k, "joined_ms") == 0 ? time_cell(v)
+		                                   : eb__ctl_cell(v);
+		fprintf(out, "%s:%*s %s\n", k, (int) (w - strlen(k)), "", cell);
+		free(cell);
+	}
+}
