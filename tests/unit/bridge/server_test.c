@@ -1,0 +1,400 @@
+/*
+ * Unit tests for the bridge server on a private loop with a real local bus:
+ * lifecycle, option errors, and a libuv client speaking raw frames
+ * (ping/pong, register/publish, request to nobody, connection limit,
+ * oversize length, consumers removed on close, stats and the iterator).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/bridge.h>
+#include <ebnode/bus.h>
+#include <ebnode/err.h>
+
+#include "common/frame.h"
+#include "tests/harness/th.h"
+
+#define MAX_FRAMES 16
+
+typedef struct tclient {
+	uv_tcp_t      tcp;
+	uv_connect_t  conn;
+	eb__frame_dec dec;
+	char         *frames[MAX_FRAMES];
+	int           nframes;
+	int           connected;
+	int           eof;
+	int           closed;
+} tclient;
+
+typedef struct fixture {
+	th_loop   *t;
+	eb_bus    *bus;
+	eb_bridge *b;
+	int        bridge_closed;
+	int        bus_closed;
+} fixture;
+
+static void
+alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	static char rbuf[65536];
+
+	(void) h;
+	(void) hint;
+	buf->base = rbuf;
+	buf->len = sizeof(rbuf);
+}
+
+static void
+read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	tclient    *c = s->data;
+	const char *p;
+	uint32_t    len;
+
+	if (n < 0) {
+		c->eof = 1;
+		(void) uv_read_stop(s);
+		return;
+	}
+	eb__frame_dec_feed(&c->dec, buf->base, (size_t) n);
+	while (eb__frame_dec_next(&c->dec, &p, &len) == 0) {
+		if (c->nframes < MAX_FRAMES) {
+			c->frames[c->nframes] = calloc(1, len + 1);
+			memcpy(c->frames[c->nframes], p, len);
+		}
+		c->nframes++;
+	}
+}
+
+static void
+connect_cb(uv_connect_t *req, int status)
+{
+	tclient *c = req->data;
+
+	assert_int_equal(status, 0);
+	c->connected = 1;
+	assert_int_equal(
+	    uv_read_start((uv_stream_t *) &c->tcp, alloc_cb, read_cb), 0);
+}
+
+static void
+tclient_connect(fixture *f, tclient *c)
+{
+	struct sockaddr_in a;
+
+	memset(c, 0, sizeof(*c));
+	eb__frame_dec_init(&c->dec, 1u << 20);
+	assert_int_equal(uv_tcp_init(&f->t->loop, &c->tcp), 0);
+	c->tcp.data = c;
+	c->conn.data = c;
+	assert_int_equal(uv_ip4_addr("127.0.0.1", eb_bridge_port(f->b), &a), 0);
+	assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp,
+	                     (const struct sockaddr *) &a, connect_cb),
+	    0);
+	assert_int_equal(
+	    th_run_until(f->t, th_flag_set, &c->connected, 2000), 0);
+}
+
+typedef struct twrite {
+	uv_write_t req;
+	char       data[]; /* the bytes, freed with the request */
+} twrite;
+
+static void
+write_cb(uv_write_t *w, int status)
+{
+	(void) status;
+	free(w); /* req is the first member of twrite */
+}
+
+/* Writes a copy of p (freed when the write completes). */
+static void
+tclient_raw(tclient *c, const void *p, size_t n)
+{
+	twrite  *w = malloc(sizeof(*w) + n);
+	uv_buf_t b;
+
+	memcpy(w->data, p, n);
+	b = uv_buf_init(w->data, (unsigned) n);
+	assert_int_equal(
+	    uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1, write_cb), 0);
+}
+
+static void
+tclient_frame(tclient *c, const char *json)
+{
+	size_t n = strlen(json);
+	char  *buf = malloc(n + 4);
+
+	eb__frame_put_len((unsigned char *) buf, (uint32_t) n);
+	memcpy(buf + 4, json, n);
+	tclient_raw(c, buf, n + 4);
+	free(buf);
+}
+
+typedef struct want {
+	tclient *c;
+	int      n;
+} want;
+
+static int
+have_frames(void *arg)
+{
+	want *w = arg;
+
+	return w->c->nframes >= w->n || w->c->eof;
+}
+
+static void
+expect_frame(fixture *f, tclient *c, int idx, const char *json)
+{
+	want w = { c, idx + 1 };
+
+	assert_int_equal(th_run_until(f->t, have_frames, &w, 2000), 0);
+	assert_true(c->nframes > idx);
+	assert_string_equal(c->frames[idx], json);
+}
+
+static void
+tclient_closed_cb(uv_handle_t *h)
+{
+	tclient *c = h->data;
+
+	c->closed = 1;
+}
+
+static void
+tclient_close(fixture *f, tclient *c)
+{
+	int i;
+
+	uv_close((uv_handle_t *) &c->tcp, tclient_closed_cb);
+	assert_int_equal(th_run_until(f->t, th_flag_set, &c->closed, 2000), 0);
+	for (i = 0; i < c->nframes && i < MAX_FRAMES; i++) {
+		free(c->frames[i]);
+	}
+	eb__frame_dec_free(&c->dec);
+}
+
+static void
+bridge_closed_cb(eb_bridge *b, void *arg)
+{
+	fixture *f = arg;
+
+	(void) b;
+	f->bridge_closed++;
+}
+
+static void
+bus_closed_cb(eb_bus *bus, void *arg)
+{
+	fixture *f = arg;
+
+	(void) bus;
+	f->bus_closed++;
+}
+
+static fixture *
+fixture_new(th_loop *t, eb_bridge_opts *o)
+{
+	fixture    *f = calloc(1, sizeof(*f));
+	eb_bus_opts bo;
+
+	f->t = t;
+	eb_bus_opts_init(&bo);
+	assert_int_equal(eb_bus_new(&t->loop, &bo, &f->bus), 0);
+	assert_int_equal(eb_bridge_new(&t->loop, f->bus, o, NULL, &f->b), 0);
+	assert_int_equal(eb_bridge_start(f->b, NULL), 0);
+	assert_true(eb_bridge_port(f->b) > 0);
+	return f;
+}
+
+static void
+fixture_free(fixture *f)
+{
+	eb_bridge_close(f->b, bridge_closed_cb, f);
+	assert_int_equal(f->bridge_closed, 0);
+	assert_int_equal(
+	    th_run_until(f->t, th_flag_set, &f->bridge_closed, 2000), 0);
+	assert_int_equal(f->bridge_closed, 1);
+	eb_bus_close(f->bus, bus_closed_cb, f);
+	assert_int_equal(th_loop_run(f->t), 0);
+	assert_int_equal(f->bus_closed, 1);
+	free(f);
+}
+
+static void
+test_close_without_start(void **state)
+{
+	th_loop       *t = *state;
+	eb_bridge_opts o;
+	eb_bridge     *b;
+	fixture        f;
+
+	memset(&f, 0, sizeof(f));
+	eb_bridge_opts_init(&o);
+	assert_int_equal(eb_bridge_new(&t->loop, NULL, &o, NULL, &b), 0);
+	assert_int_equal(eb_bridge_port(b), 0);
+	eb_bridge_close(b, bridge_closed_cb, &f);
+	assert_int_equal(f.bridge_closed, 0); /* never synchronous */
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(f.bridge_closed, 1);
+}
+
+static void
+test_bad_options(void **state)
+{
+	th_loop                  *t = *state;
+	eb_bridge_opts            o;
+	eb_bridge                *b = NULL;
+	eb_errbuf                 err;
+	const eb_bridge_permitted bad[] = { { NULL, "(" } };
+
+	eb_bridge_opts_init(&o);
+	o.inbound = bad;
+	o.inbound_count = 1;
+	assert_int_equal(eb_bridge_new(&t->loop, NULL, &o, &err, &b), EB_ECONF);
+	assert_non_null(strstr(err.msg, "inbound[0]"));
+	eb_bridge_opts_init(&o);
+	o.tls_cert = "/nonexistent/cert.pem";
+	o.tls_key = "/nonexistent/key.pem";
+	assert_int_equal(eb_bridge_new(&t->loop, NULL, &o, &err, &b), EB_ETLS);
+	o.tls_client_auth = EB_BRIDGE_CLIENT_AUTH_REQUIRED;
+	assert_int_equal(eb_bridge_new(&t->loop, NULL, &o, &err, &b), EB_ECONF);
+	eb_bridge_opts_init(&o);
+	o.auth_mode = EB_BRIDGE_AUTH_EVERY;
+	assert_int_equal(eb_bridge_new(&t->loop, NULL, &o, &err, &b), EB_ECONF);
+	assert_null(b);
+}
+
+static void
+count_conn(const eb_bridge_conn_info *info, void *arg)
+{
+	int *n = arg;
+
+	assert_non_null(strstr(info->peer, "127.0.0.1:"));
+	assert_int_equal(info->tls, 0);
+	(*n)++;
+}
+
+static void
+test_protocol(void **state)
+{
+	th_loop                  *t = *state;
+	const eb_bridge_permitted all[] = { { NULL, NULL } };
+	eb_bridge_opts            o;
+	eb_bridge_stats           st;
+	fixture                  *f;
+	tclient                   c;
+	int                       n = 0;
+
+	eb_bridge_opts_init(&o);
+	o.inbound = all;
+	o.inbound_count = 1;
+	o.outbound = all;
+	o.outbound_count = 1;
+	f = fixture_new(t, &o);
+	tclient_connect(f, &c);
+	tclient_frame(&c, "{\"type\":\"ping\"}");
+	expect_frame(f, &c, 0, "{\"type\":\"pong\"}");
+	tclient_frame(&c, "{\"type\":\"register\",\"address\":\"a\"}");
+	tclient_frame(&c, "{\"type\":\"register\",\"address\":\"a\"}");
+	tclient_frame(&c, "{\"type\":\"publish\",\"address\":\"a\","
+	                  "\"body\":{\"v\":1},\"headers\":{\"h\":5}}");
+	expect_frame(f, &c, 1,
+	    "{\"type\":\"message\",\"address\":\"a\",\"headers\":{\"h\":\"5\"},"
+	    "\"body\":{\"v\":1},\"send\":false}");
+	tclient_frame(&c, "{\"type\":\"send\",\"address\":\"nobody\","
+	                  "\"replyAddress\":\"r1\"}");
+	expect_frame(f, &c, 2,
+	    "{\"type\":\"err\",\"address\":\"r1\",\"sourceAddress\":"
+	    "\"nobody\",\"failureCode\":-1,\"failureType\":\"NO_HANDLERS\","
+	    "\"message\":\"No handlers for address nobody\"}");
+	tclient_frame(&c, "{\"type\":\"bogus\"}");
+	expect_frame(
+	    f, &c, 3, "{\"type\":\"err\",\"message\":\"unknown_type\"}");
+	tclient_frame(&c, "not json");
+	tclient_frame(&c, "{\"type\":\"unregister\",\"address\":\"zz\"}");
+	expect_frame(
+	    f, &c, 4, "{\"type\":\"err\",\"message\":\"unknown_address\"}");
+	assert_int_equal(c.nframes, 5); /* one publish, delivered once */
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.conns_open, 1);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_REGISTER], 2);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_MALFORMED], 1);
+	assert_int_equal(st.frames_out[EB_BRIDGE_OUT_PONG], 1);
+	assert_int_equal(st.frames_out[EB_BRIDGE_OUT_ERR], 3);
+	assert_int_equal(st.consumers, 1);
+	assert_int_equal(eb_bridge_conn_foreach(f->b, count_conn, &n), 1);
+	assert_int_equal(n, 1);
+	tclient_close(f, &c);
+	/* The bridge sees EOF and drops the socket's consumer. */
+	while (st.consumers != 0) {
+		assert_int_equal(uv_run(&t->loop, UV_RUN_ONCE) >= 0, 1);
+		eb_bridge_stats_get(f->b, &st);
+	}
+	assert_int_equal(
+	    eb_bus_send(f->bus, "a", NULL, NULL, NULL), EB_ENOHANDLERS);
+	fixture_free(f);
+}
+
+static void
+test_limits(void **state)
+{
+	th_loop        *t = *state;
+	eb_bridge_opts  o;
+	eb_bridge_stats st;
+	fixture        *f;
+	tclient         c1;
+	tclient         c2;
+	unsigned char   hdr[4];
+
+	eb_bridge_opts_init(&o);
+	o.max_connections = 1;
+	o.max_frame_bytes = 100;
+	f = fixture_new(t, &o);
+	tclient_connect(f, &c1);
+	tclient_connect(f, &c2);
+	{
+		want w = { &c2, 1 };
+
+		assert_int_equal(th_run_until(t, have_frames, &w, 2000), 0);
+	}
+	assert_int_equal(c2.eof, 1); /* refused: closed at once */
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.conns_refused, 1);
+	/* A length above max_frame_bytes closes the connection. */
+	eb__frame_put_len(hdr, 101);
+	tclient_raw(&c1, hdr, 4);
+	{
+		want w = { &c1, 1 };
+
+		assert_int_equal(th_run_until(t, have_frames, &w, 2000), 0);
+	}
+	assert_int_equal(c1.eof, 1);
+	assert_int_equal(c1.nframes, 0);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.conns_closed_frame, 1);
+	tclient_close(f, &c1);
+	tclient_close(f, &c2);
+	fixture_free(f);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_close_without_start, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_bad_options, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_protocol, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_limits, th_setup, th_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
