@@ -1,0 +1,609 @@
+/*
+ * The load pipeline: defaults < file < environment < --set, then the
+ * computed defaults and the rules that span keys, all or nothing.
+ *
+ * Each source goes through the same schema setters (schema.c); what
+ * differs is the origin used in messages. The origin of every key's final
+ * value is remembered so that a cross-key rule (bridge.tls.cert without
+ * bridge.tls.key) blames the place where the offending value was set.
+ * Loop-free; any thread.
+ */
+#include "conf/conf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "conf/conf_int.h"
+
+#define CONF_MAX_FILE_BYTES (16u << 20)
+
+/* Everything one eb_conf_load() call needs. */
+typedef struct load_ctx {
+	eb_conf        *conf;
+	const char     *file;
+	eb__conf_posidx idx;
+	int            *origin; /* per schema row: enum eb__conf_src_kind */
+	eb_errbuf      *err;
+} load_ctx;
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* The position of path, or of its nearest enclosing path that has one. */
+static void
+file_pos(
+    const eb__conf_src *src, const char *path, bool at_key, int *line, int *col)
+{
+	char                buf[256];
+	const eb__conf_pos *p = NULL;
+	char               *cut;
+
+	*line = src->line > 0 ? src->line : 1;
+	*col = src->col > 0 ? src->col : 1;
+	if (src->idx == NULL) {
+		return;
+	}
+	(void) snprintf(buf, sizeof(buf), "%s", path);
+	while (buf[0] != '\0' &&
+	       (p = eb__conf_posidx_find(src->idx, buf)) == NULL) {
+		cut = strrchr(buf, '.');
+		if (strrchr(buf, '[') > cut) {
+			cut = strrchr(buf, '[');
+		}
+		if (cut == NULL) {
+			break;
+		}
+		*cut = '\0';
+		at_key = false; /* an enclosing value: point at its start */
+	}
+	if (p != NULL) {
+		*line = at_key ? p->kline : p->vline;
+		*col = at_key ? p->kcol : p->vcol;
+	}
+}
+
+int
+eb__conf_errf(const eb__conf_src *src, eb_errbuf *err, const char *path,
+    bool at_key, const char *fmt, ...)
+{
+	char    text[200], origin[200];
+	int     line, col;
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void) vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	switch (src->kind) {
+	case EB__CONF_SRC_FILE:
+		file_pos(src, path, at_key, &line, &col);
+		(void) snprintf(
+		    origin, sizeof(origin), "%s:%d:%d", src->name, line, col);
+		break;
+	case EB__CONF_SRC_ENV:
+		(void) snprintf(
+		    origin, sizeof(origin), "environment %s", src->name);
+		break;
+	case EB__CONF_SRC_FLAG:
+		(void) snprintf(origin, sizeof(origin), "--set %s", src->name);
+		if (strcmp(src->name, path) == 0) {
+			path = "";
+		}
+		break;
+	default:
+		(void) snprintf(origin, sizeof(origin), "%s",
+		    src->name != NULL ? src->name : "default");
+		break;
+	}
+	if (path[0] == '\0') {
+		return eb_errf(err, EB_ECONF, "%s: %s", origin, text);
+	}
+	return eb_errf(err, EB_ECONF, "%s: %s: %s", origin, path, text);
+}
+
+int
+eb_conf_env_name(const char *path, char *out, size_t n)
+{
+	size_t k, plen = strlen(path);
+
+	if (n < plen + 8) {
+		return EB_ECONF;
+	}
+	memcpy(out, "EBNODE_", 7);
+	for (k = 0; k < plen; k++) {
+		char c = path[k];
+
+		if (c == '.') {
+			c = '_';
+		} else if (c >= 'a' && c <= 'z') {
+			c = (char) (c - 'a' + 'A');
+		}
+		out[7 + k] = c;
+	}
+	out[7 + plen] = '\0';
+	return 0;
+}
+
+static size_t
+row_of(const eb__conf_entry *e)
+{
+	return (size_t) (e - eb__conf_schema);
+}
+
+/* ---- the file ----------------------------------------------------------- */
+
+static int
+read_file(const char *path, char **textp, size_t *lenp, eb_errbuf *err)
+{
+	FILE  *f = fopen(path, "rb");
+	char  *text = NULL;
+	size_t len = 0, cap = 0, got;
+	int    saved;
+
+	if (f == NULL) {
+		return eb_errf(err, EB_ECONF, "%s: cannot open: %s", path,
+		    strerror(errno));
+	}
+	do {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			text = eb__realloc(text, cap + 1);
+		}
+		got = fread(text + len, 1, cap - len, f);
+		len += got;
+	} while (got > 0 && len <= CONF_MAX_FILE_BYTES);
+	saved = ferror(f) ? errno : 0;
+	(void) fclose(f);
+	if (saved != 0 || len > CONF_MAX_FILE_BYTES) {
+		free(text);
+		return eb_errf(err, EB_ECONF, "%s: cannot read: %s", path,
+		    saved != 0 ? strerror(saved) : "larger than 16 MiB");
+	}
+	text[len] = '\0';
+	*textp = text;
+	*lenp = len;
+	return 0;
+}
+
+/* Applies one object of the file, recursing into sections. */
+static int
+walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
+{
+	const char *key;
+	json_t     *v;
+	char        path[256], got[64];
+
+	if (!json_is_object(obj)) {
+		eb__conf_describe(obj, got, sizeof(got));
+		return eb__conf_errf(src, lc->err, prefix, false,
+		    "expected an object, got %s", got);
+	}
+	json_object_foreach((json_t *) obj, key, v)
+	{
+		const eb__conf_entry *e;
+
+		(void) snprintf(path, sizeof(path), "%s%s%s", prefix,
+		    prefix[0] != '\0' ? "." : "", key);
+		if ((e = eb__conf_find(path)) != NULL) {
+			if (eb__conf_set(lc->conf, e, v, src, lc->err) != 0) {
+				return EB_ECONF;
+			}
+			lc->origin[row_of(e)] = EB__CONF_SRC_FILE;
+		} else if (eb__conf_is_section(path)) {
+			if (walk(lc, v, path, src) != 0) {
+				return EB_ECONF;
+			}
+		} else {
+			return eb__conf_errf(
+			    src, lc->err, path, true, "unknown key");
+		}
+	}
+	return 0;
+}
+
+static int
+load_file(load_ctx *lc)
+{
+	eb__conf_src        src = { EB__CONF_SRC_FILE, lc->file, NULL, 0, 0 };
+	const eb__conf_pos *near;
+	json_error_t        jerr;
+	json_t             *root = NULL;
+	char               *text = NULL;
+	size_t              len = 0;
+	int                 rv, line, col;
+
+	if ((rv = read_file(lc->file, &text, &len, lc->err)) != 0) {
+		return rv;
+	}
+	if (eb__conf_strip_comments(text, len, &line, &col) != 0) {
+		rv = eb_errf(lc->err, EB_ECONF,
+		    "%s:%d:%d: unterminated comment", lc->file, line, col);
+		goto fail;
+	}
+	eb__conf_posidx_build(&lc->idx, text, len);
+	if (lc->idx.dup_path != NULL) {
+		rv = eb_errf(lc->err, EB_ECONF, "%s:%d:%d: %s: duplicate key",
+		    lc->file, lc->idx.dup_line, lc->idx.dup_col,
+		    lc->idx.dup_path);
+		goto fail;
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		near = eb__conf_posidx_before(&lc->idx, jerr.line, jerr.column);
+		rv = eb_errf(lc->err, EB_ECONF, "%s:%d:%d: %s%s%s: %s",
+		    lc->file, jerr.line, jerr.column, "syntax error",
+		    near != NULL ? " after " : "",
+		    near != NULL ? near->path : "", jerr.text);
+		goto fail;
+	}
+	src.idx = &lc->idx;
+	rv = walk(lc, root, "", &src);
+fail:
+	json_decref(root);
+	free(text);
+	return rv;
+}
+
+/* ---- environment and flags --------------------------------------------- */
+
+static const char *
+env_lookup(const char *const *env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; *env != NULL; env++) {
+		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=') {
+			return *env + n + 1;
+		}
+	}
+	return NULL;
+}
+
+static int
+apply_text(load_ctx *lc, const eb__conf_entry *e, const char *text,
+    const eb__conf_src *src)
+{
+	json_t *v = NULL;
+	int     rv;
+
+	if ((rv = eb__conf_parse_text(e, text, &v, src, lc->err)) != 0) {
+		return rv;
+	}
+	rv = eb__conf_set(lc->conf, e, v, src, lc->err);
+	json_decref(v);
+	if (rv == 0) {
+		lc->origin[row_of(e)] = src->kind;
+	}
+	return rv;
+}
+
+static int
+load_env(load_ctx *lc, const char *const *env)
+{
+	char   name[128];
+	size_t k;
+
+	for (k = 0; k < eb__conf_schema_len; k++) {
+		const eb__conf_entry *e = &eb__conf_schema[k];
+		eb__conf_src src = { EB__CONF_SRC_ENV, name, NULL, 0, 0 };
+		const char  *text;
+
+		if (eb_conf_env_name(e->path, name, sizeof(name)) != 0 ||
+		    (text = env_lookup(env, name)) == NULL) {
+			continue;
+		}
+		if (apply_text(lc, e, text, &src) != 0) {
+			return EB_ECONF;
+		}
+	}
+	return 0;
+}
+
+static int
+load_set(load_ctx *lc, const char *arg)
+{
+	const char           *eq = strchr(arg, '=');
+	char                  key[128];
+	eb__conf_src          src = { EB__CONF_SRC_FLAG, key, NULL, 0, 0 };
+	const eb__conf_entry *e;
+
+	if (eq == NULL || eq == arg || (size_t) (eq - arg) >= sizeof(key)) {
+		(void) snprintf(key, sizeof(key), "%.100s", arg);
+		return eb__conf_errf(
+		    &src, lc->err, "", false, "expected KEY=VALUE");
+	}
+	memcpy(key, arg, (size_t) (eq - arg));
+	key[eq - arg] = '\0';
+	if ((e = eb__conf_find(key)) == NULL) {
+		return eb__conf_errf(&src, lc->err, "", false, "%s",
+		    eb__conf_is_section(key)
+		        ? "a section, not a key: set its keys one by one"
+		        : "unknown key");
+	}
+	return apply_text(lc, e, eq + 1, &src);
+}
+
+/* ---- computed defaults and cross-key rules ------------------------------ */
+
+static void
+derive(eb_conf *c, const int *origin)
+{
+	const eb__conf_entry *inbound = eb__conf_find("bridge.inbound");
+	char                  host[256], addr[300];
+
+	if (c->node.address == NULL) {
+		if (gethostname(host, sizeof(host)) != 0 || host[0] == '\0') {
+			(void) snprintf(host, sizeof(host), "localhost");
+		}
+		host[sizeof(host) - 1] = '\0';
+		(void) snprintf(addr, sizeof(addr), "ebnode-%s", host);
+		c->node.address = eb__strdup(addr);
+	}
+	if (c->node.id == NULL) {
+		c->node.id = eb__strdup(c->node.address);
+	}
+	if (origin[row_of(inbound)] == EB__CONF_SRC_DEFAULT) {
+		/* Absent: clients may send to the ingress address only. */
+		c->bridge.inbound = eb__calloc(1, sizeof(eb_conf_permit));
+		c->bridge.inbound[0].address = eb__strdup(c->ingress.address);
+		c->bridge.n_inbound = 1;
+	}
+}
+
+/* The origin of the value of path, for a message about it. */
+static void
+blame(const load_ctx *lc, const char *path, eb__conf_src *src, char *name,
+    size_t n)
+{
+	const eb__conf_entry *e = eb__conf_find(path);
+	int kind = e != NULL ? lc->origin[row_of(e)] : EB__CONF_SRC_DEFAULT;
+
+	memset(src, 0, sizeof(*src));
+	src->kind = kind;
+	src->name = name;
+	switch (kind) {
+	case EB__CONF_SRC_FILE:
+		src->name = lc->file;
+		src->idx = &lc->idx;
+		break;
+	case EB__CONF_SRC_ENV:
+		(void) eb_conf_env_name(path, name, n);
+		break;
+	case EB__CONF_SRC_FLAG:
+		(void) snprintf(name, n, "%s", path);
+		break;
+	default:
+		(void) snprintf(name, n, "default");
+		break;
+	}
+}
+
+/* eb__conf_errf() with the origin of key's value. */
+#define RULE_FAIL(lc, key, ...)                                   \
+	do {                                                      \
+		eb__conf_src src_;                                \
+		char         name_[128];                          \
+		blame((lc), (key), &src_, name_, sizeof(name_));  \
+		return eb__conf_errf(                             \
+		    &src_, (lc)->err, (key), false, __VA_ARGS__); \
+	} while (0)
+
+static bool
+set(const char *s)
+{
+	return s != NULL && s[0] != '\0';
+}
+
+static int
+check_zookeeper(load_ctx *lc)
+{
+	const eb_conf_zookeeper *z = &lc->conf->zookeeper;
+	size_t                   n = strlen(z->root);
+
+	if (n < 2 || z->root[0] != '/' || z->root[n - 1] == '/' ||
+	    strstr(z->root, "//") != NULL) {
+		RULE_FAIL(lc, "zookeeper.root",
+		    "expected a path that starts with \"/\" and does not end "
+		    "with \"/\", got \"%.60s\"",
+		    z->root);
+	}
+	if (z->auth_scheme == EB_CONF_ZK_SCHEME_DIGEST &&
+	    (strchr(z->auth_credentials, ':') == NULL ||
+	        z->auth_credentials[0] == ':')) {
+		RULE_FAIL(lc, "zookeeper.auth.credentials",
+		    "scheme \"digest\" requires credentials "
+		    "\"user:password\"");
+	}
+	if (z->auth_scheme == EB_CONF_ZK_SCHEME_NONE &&
+	    set(z->auth_credentials)) {
+		RULE_FAIL(lc, "zookeeper.auth.credentials",
+		    "requires zookeeper.auth.scheme \"digest\"");
+	}
+	if (z->acl == EB_CONF_ZK_ACL_CREATOR &&
+	    z->auth_scheme == EB_CONF_ZK_SCHEME_NONE) {
+		RULE_FAIL(lc, "zookeeper.acl",
+		    "\"creator\" requires zookeeper.auth.scheme \"digest\"");
+	}
+	return 0;
+}
+
+static int
+check_tls(load_ctx *lc)
+{
+	const eb_conf_cluster *cl = &lc->conf->cluster;
+	const eb_conf_bridge  *br = &lc->conf->bridge;
+	int n = set(cl->tls_cert) + set(cl->tls_key) + set(cl->tls_ca);
+
+	if (n != 0 && n != 3) {
+		const char *first = set(cl->tls_cert)  ? "cluster.tls.cert"
+		                    : set(cl->tls_key) ? "cluster.tls.key"
+		                                       : "cluster.tls.ca";
+
+		RULE_FAIL(lc, first,
+		    "cluster.tls.cert, cluster.tls.key and cluster.tls.ca must "
+		    "be set together");
+	}
+	if (set(br->tls_cert) && !set(br->tls_key)) {
+		RULE_FAIL(lc, "bridge.tls.cert", "requires bridge.tls.key");
+	}
+	if (set(br->tls_key) && !set(br->tls_cert)) {
+		RULE_FAIL(lc, "bridge.tls.key", "requires bridge.tls.cert");
+	}
+	if (set(br->tls_ca) && !set(br->tls_cert)) {
+		RULE_FAIL(lc, "bridge.tls.ca", "requires bridge.tls.cert");
+	}
+	if (br->tls_client_auth != EB_CONF_CLIENT_AUTH_NONE &&
+	    !set(br->tls_ca)) {
+		RULE_FAIL(lc, "bridge.tls.client_auth",
+		    "\"%s\" requires bridge.tls.ca",
+		    br->tls_client_auth == EB_CONF_CLIENT_AUTH_REQUIRED
+		        ? "required"
+		        : "request");
+	}
+	return 0;
+}
+
+static int
+check_ports(load_ctx *lc)
+{
+	const eb_conf *c = lc->conf;
+
+	if (c->bridge.enabled && c->admin.enabled && c->admin.port != 0 &&
+	    c->admin.port == c->bridge.port &&
+	    strcmp(c->admin.listen, c->bridge.listen) == 0) {
+		RULE_FAIL(lc, "admin.port", "same as bridge.port (%lld)",
+		    (long long) c->bridge.port);
+	}
+	if (c->cluster.port != 0 &&
+	    strcmp(c->cluster.listen, c->bridge.listen) == 0 &&
+	    c->bridge.enabled && c->cluster.port == c->bridge.port) {
+		RULE_FAIL(lc, "cluster.port", "same as bridge.port (%lld)",
+		    (long long) c->bridge.port);
+	}
+	if (c->cluster.port != 0 &&
+	    strcmp(c->cluster.listen, c->admin.listen) == 0 &&
+	    c->admin.enabled && c->cluster.port == c->admin.port) {
+		RULE_FAIL(lc, "cluster.port", "same as admin.port (%lld)",
+		    (long long) c->admin.port);
+	}
+	return 0;
+}
+
+/* A route to the ingress address itself would loop forever. */
+static int
+check_ingress(load_ctx *lc)
+{
+	const eb_conf_ingress *in = &lc->conf->ingress;
+	char                   path[64];
+	size_t                 k;
+
+	for (k = 0; k < in->n_routes; k++) {
+		if (strcmp(in->routes[k].to, in->address) == 0) {
+			eb__conf_src src;
+			char         name[128];
+
+			blame(lc, "ingress.routes", &src, name, sizeof(name));
+			(void) snprintf(
+			    path, sizeof(path), "ingress.routes[%zu].to", k);
+			return eb__conf_errf(&src, lc->err, path, false,
+			    "routes back to ingress.address \"%.60s\"",
+			    in->address);
+		}
+	}
+	if (in->default_route != NULL &&
+	    strcmp(in->default_route->to, in->address) == 0) {
+		RULE_FAIL(lc, "ingress.default_route",
+		    "routes back to ingress.address \"%.60s\"", in->address);
+	}
+	return 0;
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+int
+eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
+{
+	load_ctx lc;
+	size_t   k;
+	int      rv = 0;
+
+	memset(&lc, 0, sizeof(lc));
+	lc.conf = eb__calloc(1, sizeof(*lc.conf));
+	lc.origin = eb__calloc(eb__conf_schema_len, sizeof(*lc.origin));
+	lc.file = src->file;
+	lc.err = err;
+	eb__conf_defaults(lc.conf);
+	if (src->file != NULL) {
+		rv = load_file(&lc);
+	}
+	if (rv == 0 && src->env != NULL) {
+		rv = load_env(&lc, src->env);
+	}
+	for (k = 0; rv == 0 && k < src->n_sets; k++) {
+		rv = load_set(&lc, src->sets[k]);
+	}
+	if (rv == 0) {
+		derive(lc.conf, lc.origin);
+		if ((rv = check_zookeeper(&lc)) == 0 &&
+		    (rv = check_tls(&lc)) == 0 &&
+		    (rv = check_ports(&lc)) == 0) {
+			rv = check_ingress(&lc);
+		}
+	}
+	eb__conf_posidx_free(&lc.idx);
+	free(lc.origin);
+	if (rv != 0) {
+		eb_conf_free(lc.conf);
+		return rv;
+	}
+	*confp = lc.conf;
+	return 0;
+}
+
+void
+eb_conf_free(eb_conf *conf)
+{
+	if (conf == NULL) {
+		return;
+	}
+	eb__conf_release(conf);
+	free(conf);
+}
+
+/* Sets value at a dotted path, creating the sections on the way. */
+static void
+json_set_path(json_t *root, const char *path, json_t *value)
+{
+	char    buf[256], *p = buf, *dot;
+	json_t *obj = root, *next;
+
+	(void) snprintf(buf, sizeof(buf), "%s", path);
+	while ((dot = strchr(p, '.')) != NULL) {
+		*dot = '\0';
+		if ((next = json_object_get(obj, p)) == NULL) {
+			next = json_object();
+			(void) json_object_set_new(obj, p, next);
+		}
+		obj = next;
+		p = dot + 1;
+	}
+	(void) json_object_set_new(obj, p, value);
+}
+
+json_t *
+eb_conf_to_json(const eb_conf *conf, bool show_secrets)
+{
+	json_t *root = json_object();
+	size_t  k;
+
+	for (k = 0; k < eb__conf_schema_len; k++) {
+		const eb__conf_entry *e = &eb__conf_schema[k];
+
+		json_set_path(
+		    root, e->path, eb__conf_get_json(conf, e, show_secrets));
+	}
+	return root;
+}

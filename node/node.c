@@ -1,0 +1,360 @@
+/*
+ * The node's lifecycle: start the subsystems in order (node_int.h), print
+ * READY, and on a signal or a fatal error stop them in reverse order, then
+ * close the node's own handles so that the loop ends by itself.
+ *
+ * A step table drives both directions. Exactly one step is in flight at a
+ * time (step_busy); a stop requested while a start step runs is acted on
+ * when that step completes, so no subsystem is ever stopped half-started.
+ * Loop thread only.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+#include <ebnode/version.h>
+
+#include "common/alloc.h"
+#include "common/util.h"
+#include "node/node_int.h"
+
+/* A graceful stop longer than this is cut short (exit code 1). */
+#define NODE_STOP_TIMEOUT_MS 30000
+
+typedef int (*step_start_fn)(eb_node *n, eb__node_done_cb cb);
+typedef void (*step_stop_fn)(eb_node *n, eb__node_done_cb cb);
+
+static const struct node_step {
+	const char   *name;
+	step_start_fn start;
+	step_stop_fn  stop;
+} node_steps[] = {
+	{ "bus", eb__node_bus_start, eb__node_bus_stop },
+	{ "bridge", eb__node_bridge_start, eb__node_bridge_stop },
+	{ "admin", eb__node_admin_start, eb__node_admin_stop },
+	{ "cluster", eb__node_cluster_start, eb__node_cluster_stop },
+};
+#define NODE_NSTEPS (sizeof(node_steps) / sizeof(node_steps[0]))
+
+static void start_next(eb_node *n);
+static void stop_next(eb_node *n);
+static void begin_stop(eb_node *n);
+
+/* ---- deferred completions ----------------------------------------------- */
+
+struct node_completion {
+	eb_node         *n;
+	eb__node_done_cb cb;
+	int              status;
+};
+
+static void
+completion_run(void *arg)
+{
+	struct node_completion c = *(struct node_completion *) arg;
+
+	free(arg);
+	c.cb(c.n, c.status);
+}
+
+void
+eb__node_complete(eb_node *n, eb__node_done_cb cb, int status)
+{
+	struct node_completion *c = eb__malloc(sizeof(*c));
+
+	c->n = n;
+	c->cb = cb;
+	c->status = status;
+	eb__defer(&n->defer, completion_run, c);
+}
+
+int
+eb__node_exit_code(int err)
+{
+	if (err == 0) {
+		return EB_NODE_EXIT_OK;
+	}
+	return err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR : EB_NODE_EXIT_FATAL;
+}
+
+/* ---- creation -------------------------------------------------------------
+ */
+
+int
+eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
+{
+	eb_node *n = eb__calloc(1, sizeof(*n));
+
+	n->loop = loop;
+	n->conf = conf;
+	n->phase = EB__NODE_NEW;
+	n->exit_code = EB_NODE_EXIT_OK;
+	*np = n;
+	return 0;
+}
+
+void
+eb__node_free(eb_node *n)
+{
+	free(n);
+}
+
+/* ---- READY ----------------------------------------------------------------
+ */
+
+static void
+hostport(char *out, size_t size, const char *host, int port)
+{
+	if (port <= 0) {
+		(void) snprintf(out, size, "-");
+	} else if (strchr(host, ':') != NULL) {
+		(void) snprintf(out, size, "[%s]:%d", host, port); /* IPv6 */
+	} else {
+		(void) snprintf(out, size, "%s:%d", host, port);
+	}
+}
+
+static void
+print_ready(eb_node *n)
+{
+	const eb_conf *c = n->conf;
+	char           admin[300], bridge[300], cluster[300];
+
+	hostport(admin, sizeof(admin), c->admin.listen, n->admin_port);
+	hostport(bridge, sizeof(bridge), c->bridge.listen, n->bridge_port);
+	hostport(cluster, sizeof(cluster), c->cluster.listen, n->cluster_port);
+	/* The one line on stdout: tests and supervisors wait for it. */
+	(void) printf("READY admin=%s bridge=%s cluster=%s node=%s\n", admin,
+	    bridge, cluster, c->node.id);
+	(void) fflush(stdout);
+	EB_LOG_NOTICE("node",
+	    "ready: node=%s address=%s admin=%s bridge=%s cluster=%s "
+	    "mode=%s startup_ms=%llu",
+	    c->node.id, c->node.address, admin, bridge, cluster,
+	    c->zookeeper.connect[0] != '\0' ? "clustered" : "standalone",
+	    (unsigned long long) (eb__mono_ms() - n->start_ms));
+}
+
+/* ---- start ----------------------------------------------------------------
+ */
+
+static void
+start_done_cb(eb_node *n, int status)
+{
+	const struct node_step *s = &node_steps[n->started];
+
+	n->step_busy = false;
+	if (status != 0) {
+		EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
+		    eb_err_name(status), eb_strerror(status));
+		n->exit_code = eb__node_exit_code(status);
+		begin_stop(n);
+		return;
+	}
+	EB_LOG_DEBUG("node", "started: step=%s", s->name);
+	n->started++;
+	start_next(n);
+}
+
+static void
+start_next(eb_node *n)
+{
+	const struct node_step *s;
+	int                     rv;
+
+	if (n->stop_requested) {
+		begin_stop(n);
+		return;
+	}
+	if (n->started == NODE_NSTEPS) {
+		n->phase = EB__NODE_RUNNING;
+		print_ready(n);
+		return;
+	}
+	s = &node_steps[n->started];
+	n->step_busy = true;
+	if ((rv = s->start(n, start_done_cb)) != 0) {
+		n->step_busy = false;
+		EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
+		    eb_err_name(rv), eb_strerror(rv));
+		n->exit_code = eb__node_exit_code(rv);
+		begin_stop(n);
+	}
+}
+
+static void
+start_first(void *arg)
+{
+	eb_node *n = arg;
+
+	n->phase = EB__NODE_STARTING;
+	start_next(n);
+}
+
+/* ---- stop -----------------------------------------------------------------
+ */
+
+static void
+handle_closed_cb(uv_handle_t *h)
+{
+	eb_node *n = h->data;
+
+	n->open_handles--;
+}
+
+static void
+defer_closed_cb(eb__deferq *q)
+{
+	eb_node *n = EB_CONTAINER_OF(q, eb_node, defer);
+
+	n->open_handles--;
+	n->phase = EB__NODE_DONE;
+}
+
+/* Every subsystem is down: close the node's own handles; the loop ends. */
+static void
+close_own_handles(eb_node *n)
+{
+	EB_LOG_NOTICE("node", "stopped: exit_code=%d", n->exit_code);
+	uv_close((uv_handle_t *) &n->sigterm, handle_closed_cb);
+	uv_close((uv_handle_t *) &n->sigint, handle_closed_cb);
+	uv_close((uv_handle_t *) &n->stop_timer, handle_closed_cb);
+	eb__deferq_close(&n->defer, defer_closed_cb);
+}
+
+static void
+stop_done_cb(eb_node *n, int status)
+{
+	n->step_busy = false;
+	if (status != 0) {
+		EB_LOG_WARN("node", "stop-failed: step=%s err=%s",
+		    node_steps[n->started].name, eb_err_name(status));
+	}
+	stop_next(n);
+}
+
+static void
+stop_next(eb_node *n)
+{
+	if (n->started == 0) {
+		close_own_handles(n);
+		return;
+	}
+	n->started--;
+	n->step_busy = true;
+	EB_LOG_DEBUG("node", "stopping: step=%s", node_steps[n->started].name);
+	node_steps[n->started].stop(n, stop_done_cb);
+}
+
+static void
+stop_timer_cb(uv_timer_t *t)
+{
+	eb_node *n = t->data;
+
+	EB_LOG_ERR("node", "stop-timeout: after_ms=%d step=%s",
+	    NODE_STOP_TIMEOUT_MS, node_steps[n->started].name);
+	n->exit_code = EB_NODE_EXIT_FATAL;
+	n->forced = true;
+	uv_stop(n->loop);
+}
+
+/* Starts the reverse walk, unless a start step is still in flight. */
+static void
+begin_stop(eb_node *n)
+{
+	n->stop_requested = true;
+	if (n->phase == EB__NODE_STOPPING || n->phase == EB__NODE_DONE ||
+	    n->step_busy) {
+		return; /* in progress, or start_done_cb will call us */
+	}
+	n->phase = EB__NODE_STOPPING;
+	EB_LOG_NOTICE("node", "stopping: started_steps=%u", n->started);
+	(void) uv_timer_start(
+	    &n->stop_timer, stop_timer_cb, NODE_STOP_TIMEOUT_MS, 0);
+	uv_unref((uv_handle_t *) &n->stop_timer);
+	stop_next(n);
+}
+
+void
+eb__node_shutdown(eb_node *n)
+{
+	begin_stop(n);
+}
+
+void
+eb__node_fail(eb_node *n, int err)
+{
+	EB_LOG_ERR(
+	    "node", "fatal: err=%s (%s)", eb_err_name(err), eb_strerror(err));
+	if (n->exit_code == EB_NODE_EXIT_OK) {
+		n->exit_code = eb__node_exit_code(err);
+	}
+	begin_stop(n);
+}
+
+static void
+signal_cb(uv_signal_t *h, int signum)
+{
+	eb_node *n = h->data;
+
+	n->signals++;
+	if (n->signals > 1) {
+		/* The operator insists: leave without a graceful stop. */
+		EB_LOG_WARN("node", "forced-exit: signal=%d", signum);
+		n->exit_code = EB_NODE_EXIT_FATAL;
+		n->forced = true;
+		uv_stop(n->loop);
+		return;
+	}
+	EB_LOG_NOTICE("node", "stop-requested: signal=%s",
+	    signum == SIGTERM ? "SIGTERM" : "SIGINT");
+	begin_stop(n);
+}
+
+/* ---- run ------------------------------------------------------------------
+ */
+
+int
+eb__node_run(eb_node *n)
+{
+	struct sigaction sa;
+	int              rv;
+
+	/* Writes to a closed socket must fail with EPIPE, not kill us. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	(void) sigemptyset(&sa.sa_mask);
+	(void) sigaction(SIGPIPE, &sa, NULL);
+	eb_log_set_level((eb_log_level) n->conf->log.level);
+	n->start_ms = eb__mono_ms();
+
+	if ((rv = eb__deferq_init(n->loop, &n->defer)) != 0) {
+		EB_LOG_ERR("node", "init-failed: err=%s", eb_err_name(rv));
+		return EB_NODE_EXIT_FATAL;
+	}
+	n->open_handles = 4;
+	(void) uv_signal_init(n->loop, &n->sigterm);
+	(void) uv_signal_init(n->loop, &n->sigint);
+	(void) uv_timer_init(n->loop, &n->stop_timer);
+	n->sigterm.data = n;
+	n->sigint.data = n;
+	n->stop_timer.data = n;
+	(void) uv_signal_start(&n->sigterm, signal_cb, SIGTERM);
+	(void) uv_signal_start(&n->sigint, signal_cb, SIGINT);
+
+	EB_LOG_INFO("node",
+	    "starting: version=%s node=%s address=%s zookeeper=%s",
+	    EB_VERSION_STRING, n->conf->node.id, n->conf->node.address,
+	    n->conf->zookeeper.connect[0] != '\0' ? n->conf->zookeeper.connect
+	                                          : "-");
+	eb__defer(&n->defer, start_first, n);
+	(void) uv_run(n->loop, UV_RUN_DEFAULT);
+	if (!n->forced && n->open_handles != 0) {
+		EB_LOG_ERR("node", "loop-ended-early: open_handles=%d",
+		    n->open_handles);
+		return EB_NODE_EXIT_FATAL;
+	}
+	return n->exit_code;
+}
