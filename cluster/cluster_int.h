@@ -12,6 +12,9 @@
 #define EB_CLUSTER_CLUSTER_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "cluster/zk.h"
 
 /*
  * Maps a ZooKeeper C client return code (enum ZOO_ERRORS) to 0 or an EB_E*
@@ -24,5 +27,16 @@ int eb__err_from_zk(int zrc);
 /* The ZooKeeper symbol for a raw code ("ZNONODE"), for log lines; never
  * NULL ("Z?" for unknown codes). */
 const char *eb__zk_rc_name(int zrc);
+
+/*
+ * Test and diagnostics hooks of the real backend (cluster/zk.c); both return
+ * 0 for another backend.
+ *   eb__zk_connected_port: the server port of the current connection, 0 when
+ *   not connected (lets ensemble tests find the server to kill).
+ *   eb__zk_poll_generation: how many uv_poll handles were made so far (one
+ *   or more per connection attempt).
+ */
+int      eb__zk_connected_port(const eb_zk *zk);
+uint64_t eb__zk_poll_generation(const eb_zk *zk);
 
 #endif
