@@ -1,0 +1,66 @@
+/*
+ * A cache of the children of one znode (<root>/members), with their data,
+ * kept current by one-shot watches: the equivalent of Curator's
+ * PathChildrenCache without its races.
+ *
+ *   - initial load: list the children (arming the child watch), then get
+ *     each child's data (arming a data watch);
+ *   - the child watch is re-armed from every list completion; a child
+ *     event re-lists (one list at a time; events during a list coalesce
+ *     into one more list);
+ *   - added/removed/updated events carry the parsed member (eb_member);
+ *   - every reconnect re-lists (events may have been missed); a new
+ *     session rebuilds: re-list and re-get everything, then diff against
+ *     the cache so that only real changes are reported;
+ *   - a child that vanishes between the list and its get is dropped
+ *     silently (it was never reported as added).
+ *
+ * Members are kept ordered by the sequence suffix (rule 3); children whose
+ * names are not member names are ignored. Session events must be
+ * forwarded by the zk owner. Loop thread only; zk is borrowed and must
+ * outlive the cache. Members passed to the callback and returned by the
+ * accessors are borrowed until the next loop turn that changes the cache.
+ */
+#ifndef EB_CLUSTER_CHILDCACHE_H
+#define EB_CLUSTER_CHILDCACHE_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "cluster/member.h"
+#include "cluster/zk.h"
+
+typedef struct eb_childcache eb_childcache; /* opaque */
+
+typedef enum eb_childcache_event {
+	EB_CC_ADDED = 1,
+	EB_CC_REMOVED = 2,
+	EB_CC_UPDATED = 3,
+	EB_CC_SYNCED = 4 /* a listing and all its gets completed; m NULL */
+} eb_childcache_event;
+
+typedef void (*eb_childcache_cb)(
+    eb_childcache *c, eb_childcache_event ev, const eb_member *m, void *arg);
+typedef void (*eb_childcache_close_cb)(eb_childcache *c, void *arg);
+
+/* No I/O until start. 0 or UV_EINVAL. */
+int eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
+    eb_childcache_cb cb, void *arg, eb_childcache **cp);
+/* Loads as soon as the session is connected (now or later). */
+int  eb__childcache_start(eb_childcache *c);
+void eb__childcache_session_event(eb_childcache *c, eb_zk_event ev);
+/* Exactly once; no callback after it; cb on a later turn. */
+void eb__childcache_close(
+    eb_childcache *c, eb_childcache_close_cb cb, void *arg);
+
+/* Loaded members, in sequence order. */
+size_t           eb__childcache_count(const eb_childcache *c);
+const eb_member *eb__childcache_at(const eb_childcache *c, size_t i);
+const eb_member *eb__childcache_find(const eb_childcache *c, const char *name);
+/* 1 once a complete listing has been loaded in the current session. */
+int eb__childcache_synced(const eb_childcache *c);
+/* Lists issued so far (tests: re-list on reconnect). */
+unsigned eb__childcache_lists(const eb_childcache *c);
+
+#endif

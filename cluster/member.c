@@ -1,0 +1,209 @@
+/* Member names and data, address encoding and live ids; see member.h. */
+#include "cluster/member.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/err.h>
+
+#include "common/alloc.h"
+#include "common/list.h"
+
+int
+eb__member_parse_name(const char *name, int64_t *seq, char *uuid)
+{
+	size_t  n;
+	size_t  i;
+	int64_t v = 0;
+
+	if (name == NULL || strncmp(name, EB_MEMBER_PREFIX, 2) != 0) {
+		return EB_EPROTO;
+	}
+	n = strlen(name);
+	/* "m-" + 36 + "-" + 10 digits */
+	if (n != 2 + 36 + 1 + 10 || name[38] != '-') {
+		return EB_EPROTO;
+	}
+	for (i = 39; i < n; i++) {
+		if (name[i] < '0' || name[i] > '9') {
+			return EB_EPROTO;
+		}
+		v = v * 10 + (name[i] - '0');
+	}
+	*seq = v;
+	if (uuid != NULL) {
+		memcpy(uuid, name + 2, 36);
+		uuid[36] = '\0';
+	}
+	return 0;
+}
+
+static char *
+dup_str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return eb__strdup(s != NULL ? s : "");
+}
+
+static int
+get_port(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > 65535) {
+		return 0;
+	}
+	return (int) json_integer_value(v);
+}
+
+int
+eb__member_init(eb_member *m, const char *name, const char *data, size_t len,
+    int64_t czxid, int64_t owner, int32_t version)
+{
+	json_t *v;
+	int     rv;
+
+	memset(m, 0, sizeof(*m));
+	rv = eb__member_parse_name(name, &m->seq, m->uuid);
+	if (rv != 0) {
+		return rv;
+	}
+	m->name = eb__strdup(name);
+	m->czxid = czxid;
+	m->owner = owner;
+	m->version = version;
+	m->eligible = 1;
+	m->data =
+	    data != NULL && len > 0 ? json_loadb(data, len, 0, NULL) : NULL;
+	if (m->data != NULL && !json_is_object(m->data)) {
+		json_decref(m->data);
+		m->data = NULL;
+	}
+	m->node_id = dup_str(m->data, "node_id");
+	m->address = dup_str(m->data, "address");
+	m->host = dup_str(m->data, "host");
+	m->version_str = dup_str(m->data, "version");
+	m->cluster_port = get_port(m->data, "cluster_port");
+	m->bridge_port = get_port(m->data, "bridge_port");
+	m->admin_port = get_port(m->data, "admin_port");
+	v = json_object_get(m->data, "started_ms");
+	if (json_is_integer(v) && json_integer_value(v) > 0) {
+		m->started_ms = (uint64_t) json_integer_value(v);
+	}
+	if (json_is_false(json_object_get(m->data, "eligible"))) {
+		m->eligible = 0;
+	}
+	return 0;
+}
+
+void
+eb__member_free(eb_member *m)
+{
+	free(m->name);
+	free(m->node_id);
+	free(m->address);
+	free(m->host);
+	free(m->version_str);
+	if (m->data != NULL) {
+		json_decref(m->data);
+	}
+	memset(m, 0, sizeof(*m));
+}
+
+void
+eb__member_copy(eb_member *out, const eb_member *m)
+{
+	*out = *m;
+	out->name = eb__strdup(m->name);
+	out->node_id = eb__strdup(m->node_id);
+	out->address = eb__strdup(m->address);
+	out->host = eb__strdup(m->host);
+	out->version_str = eb__strdup(m->version_str);
+	if (m->data != NULL) {
+		out->data = json_incref(m->data);
+	}
+}
+
+char *
+eb__member_encode_address(const char *address)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t            n = strlen(address);
+	char             *out = eb__malloc(n * 3 + 1);
+	size_t            o = 0;
+	size_t            i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char) address[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		    c == '~' || (c == '.' && n > 2)) {
+			out[o++] = (char) c;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* ---- live ids ---- */
+
+typedef struct live_ent {
+	eb_list  link;
+	uint64_t id;
+	void    *obj; /* borrowed */
+} live_ent;
+
+static eb_list  live_list = { &live_list, &live_list };
+static uint64_t live_next = 1;
+
+uint64_t
+eb__live_add(void *obj)
+{
+	live_ent *e = eb__calloc(1, sizeof(*e));
+
+	e->id = live_next++;
+	e->obj = obj;
+	eb_list_insert_head(&live_list, &e->link);
+	return e->id;
+}
+
+void *
+eb__live_get(uint64_t id)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &live_list) {
+		live_ent *e = EB_CONTAINER_OF(it, live_ent, link);
+
+		if (e->id == id) {
+			return e->obj;
+		}
+	}
+	return NULL;
+}
+
+void
+eb__live_del(uint64_t id)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &live_list) {
+		live_ent *e = EB_CONTAINER_OF(it, live_ent, link);
+
+		if (e->id == id) {
+			eb_list_remove(it);
+			free(e);
+			return;
+		}
+	}
+}

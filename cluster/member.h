@@ -1,0 +1,84 @@
+/*
+ * Member znodes and small helpers shared by membership (registry.c), the
+ * child cache (childcache.c) and the election (election/):
+ *
+ *   - the member name "m-<attempt-uuid>-<seq10>" and its parts. Members are
+ *     ordered by the sequence suffix only (correctness rule 3): the uuid
+ *     prefix makes full names sort randomly.
+ *   - the member data {"address","node_id","host","cluster_port",
+ *     "bridge_port","admin_port","version","started_ms","eligible"}
+ *     parsed into eb_member.
+ *   - "live ids": objects that hand themselves to ZooKeeper as a watch or
+ *     completion argument register here and pass (void *) id instead of a
+ *     pointer (STYLE B4.5). A watch that fires after the object was closed
+ *     finds nothing instead of freed memory; watches cannot be cancelled in
+ *     the 3.8 C client, so this is the only safe way.
+ *
+ * Loop thread only (the live-id table is process-global).
+ */
+#ifndef EB_CLUSTER_MEMBER_H
+#define EB_CLUSTER_MEMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define EB_MEMBER_PREFIX "m-"
+
+typedef struct eb_member {
+	char    *name; /* owned: "m-<uuid>-<seq10>" */
+	int64_t  seq;  /* the sequence suffix */
+	char     uuid[37];
+	int64_t  czxid;   /* creation zxid: the leader epoch (rule 6) */
+	int64_t  owner;   /* ephemeral owner session */
+	int32_t  version; /* data version */
+	char    *node_id; /* owned, "" if absent */
+	char    *address; /* owned, "" if absent */
+	char    *host;    /* owned, "" if absent */
+	int      cluster_port;
+	int      bridge_port;
+	int      admin_port;
+	char    *version_str; /* owned, "" if absent */
+	uint64_t started_ms;
+	int      eligible; /* 1 unless the data says "eligible": false */
+	json_t  *data;     /* owned reference: the parsed data (or NULL) */
+} eb_member;
+
+/*
+ * Parses "m-<uuid>-<seq10>": 0 with seq (and uuid if non-NULL, 37 bytes),
+ * or EB_EPROTO for any other name (foreign children are ignored).
+ */
+int eb__member_parse_name(const char *name, int64_t *seq, char *uuid);
+
+/* Fills m from name, data and stat fields. 0 or EB_EPROTO (bad name). Bad
+ * or missing JSON leaves the data fields empty (the member still counts). */
+int  eb__member_init(eb_member *m, const char *name, const char *data,
+     size_t len, int64_t czxid, int64_t owner, int32_t version);
+void eb__member_free(eb_member *m); /* the fields, not m itself */
+/* A deep copy of m into out. */
+void eb__member_copy(eb_member *out, const eb_member *m);
+
+/* Percent-encodes an address for use as one znode name component
+ * (RFC 3986 unreserved characters pass through). Returns a malloc'd
+ * string. */
+char *eb__member_encode_address(const char *address);
+
+/* Live ids: never 0. */
+uint64_t eb__live_add(void *obj);
+void    *eb__live_get(uint64_t id); /* NULL when gone */
+void     eb__live_del(uint64_t id);
+
+static inline void *
+eb__live_arg(uint64_t id)
+{
+	return (void *) (uintptr_t) id;
+}
+
+static inline uint64_t
+eb__live_id(void *arg)
+{
+	return (uint64_t) (uintptr_t) arg;
+}
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * election/ internals for node/ (the composition root): construction on top
+ * of a ZooKeeper session and the membership registry, and the plumbing of
+ * session and registry events, which the zk owner forwards.
+ * Loop thread only.
+ */
+#ifndef EB_ELECTION_ELECTION_INT_H
+#define EB_ELECTION_ELECTION_INT_H
+
+#include <ebnode/election.h>
+
+#include "cluster/registry.h"
+#include "cluster/zk.h"
+
+/*
+ * zk and reg are borrowed and must outlive the election; both NULL means
+ * standalone (elected with epoch 1 after start). No I/O until start.
+ */
+int  eb__election_new(uv_loop_t *loop, eb_zk *zk, eb_registry *reg,
+     const eb_election_opts *opts, eb_election_elected_cb elected,
+     eb_election_revoked_cb revoked, void *arg, eb_election **ep);
+int  eb__election_start(eb_election *e);
+void eb__election_session_event(eb_election *e, eb_zk_event ev);
+/* The registry reported REGISTERED (new member) or LOST/FAILED. */
+void eb__election_registry_event(eb_election *e, eb_registry_event ev);
+/* The node id recorded in <root>/leader. */
+void eb__election_set_identity(
+    eb_election *e, const char *node_id, const char *address);
+
+#endif

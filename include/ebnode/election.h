@@ -1,0 +1,74 @@
+/*
+ * Leader election among the cluster members (DESIGN.md rules 4, 5, 6).
+ *
+ * The leader is the eligible member with the lowest sequence suffix. Each
+ * eligible node watches only its eligible predecessor (an exists watch);
+ * when that node is deleted it re-lists and re-checks, so a leader's death
+ * wakes exactly one node (no herd effect). Members that joined with
+ * "eligible": false in their member data are skipped: they are never
+ * leader and never anybody's predecessor.
+ *
+ * Before acting as leader a node verifies that its own member node exists
+ * and is owned by its current session, and records
+ * <root>/leader = {"epoch","node_id","address"} with a multi that checks
+ * its own member node. The epoch is the czxid of the leader's member znode
+ * (rule 6): it only increases from one leader to the next.
+ *
+ * Leadership is revoked synchronously (the revoked callback runs inside the
+ * session event) when the ZooKeeper connection is suspended, and is guarded
+ * by a local lease: eb_election_is_leader() is true only while
+ * now - (send time of the last successful ZooKeeper request) < lease_ms
+ * (default session_timeout/2); a heartbeat request every heartbeat_ms
+ * (default session_timeout/4) keeps it fresh while leading.
+ *
+ * Without ZooKeeper (standalone) the node is its own leader: elected with
+ * epoch 1 on a later turn after start.
+ *
+ * Callbacks run on the loop; elected and revoked alternate strictly
+ * (elected, revoked, elected, ...). Loop thread only.
+ */
+#ifndef EBNODE_ELECTION_H
+#define EBNODE_ELECTION_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <ebnode/api.h>
+
+typedef struct eb_election eb_election; /* opaque */
+
+typedef struct eb_election_opts {
+	int      eligible;     /* default 1; 0: member, never leader */
+	uint32_t lease_ms;     /* 0: session timeout / 2 */
+	uint32_t heartbeat_ms; /* 0: session timeout / 4 */
+} eb_election_opts;
+
+typedef void (*eb_election_elected_cb)(
+    eb_election *e, int64_t epoch, void *arg);
+/* reason: "zk-suspended", "zk-expired", "lease-expired", "member-gone",
+ * "step-down", "shutdown", "not-lowest". Borrowed for the call. */
+typedef void (*eb_election_revoked_cb)(
+    eb_election *e, const char *reason, void *arg);
+typedef void (*eb_election_close_cb)(eb_election *e, void *arg);
+
+EB_API void eb_election_opts_init(eb_election_opts *opts);
+/* Leadership right now, with the lease checked at this call. */
+EB_API int eb_election_is_leader(eb_election *e);
+/* The epoch of the current (or last) leadership of this node; 0 never. */
+EB_API int64_t eb_election_epoch(const eb_election *e);
+/*
+ * Releases leadership and rejoins at the back of the member order (delete
+ * and re-create the member under a new attempt; the address claim is
+ * kept). 0, or EB_ENOTLEADER when this node is not the leader.
+ */
+EB_API int eb_election_step_down(eb_election *e);
+/* Stops electing; a leader is revoked ("shutdown") synchronously. */
+EB_API void eb_election_stop(eb_election *e);
+/* Exactly once; no callback after it; cb on a later turn. */
+EB_API void eb_election_close(
+    eb_election *e, eb_election_close_cb cb, void *arg);
+/* How many times this node ran the election check (list + compare). */
+EB_API unsigned eb_election_checks(const eb_election *e);
+
+#endif

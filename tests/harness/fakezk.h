@@ -1,0 +1,88 @@
+/*
+ * fakezk: an in-memory ZooKeeper behind the eb__zk_ops seam (STYLE B9), for
+ * deterministic unit tests of membership, the child cache and the election.
+ *
+ * One fakezk_server holds the tree (persistent, ephemeral and sequential
+ * nodes with czxid/mzxid/version/ephemeral owner), the sessions and the
+ * one-shot watches. Any number of eb_zk clients (one per simulated node) are
+ * attached to it with fakezk_client_new(). Requests and watch events are
+ * queued and delivered on later loop turns, in FIFO order, by one uv_idle
+ * handle that is active only while the queue is non-empty.
+ *
+ * Fault injection, per client:
+ *   - fakezk_disconnect(): the client loses its connection. It emits
+ *     SUSPENDED at once; queued requests complete with EB_EZKLOSS; new ones
+ *     fail with EB_EZKLOSS until fakezk_reconnect(). The session lives on.
+ *   - fakezk_reconnect(): RECONNECTED when the session is alive, otherwise
+ *     EXPIRED followed (one turn later) by CONNECTED with a new session.
+ *     Watch events that happened while disconnected are delivered then.
+ *   - fakezk_expire(): the server expires the session now (ephemerals are
+ *     deleted, watches fire for others). A connected client gets EXPIRED and
+ *     then CONNECTED with a new session; a disconnected one on reconnect.
+ *   - fakezk_lose_next_reply(): the next request is applied by the server
+ *     but its reply is lost: it completes with EB_EZKLOSS and the client is
+ *     disconnected (the ambiguous case of correctness rule 2).
+ *   - fakezk_stall(): requests and events are held (the server does not
+ *     answer, but the TCP connection looks fine): the leader lease case.
+ *   - fakezk_kill(): the process dies without closing its session; the
+ *     session expires only by fakezk_server_expire_session().
+ *   - fakezk_fail_next(): the next request fails with a given code, nothing
+ *     applied.
+ *
+ * Loop thread only. Not thread-safe. Ownership: the server must outlive its
+ * clients; close every client (eb_zk_close) before fakezk_server_close().
+ */
+#ifndef EB_TEST_FAKEZK_H
+#define EB_TEST_FAKEZK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "cluster/zk.h"
+
+typedef struct fakezk_server fakezk_server;
+
+fakezk_server *fakezk_server_new(uv_loop_t *loop);
+/* Closes the idle handle; cb (may be NULL) runs when it has closed and the
+ * server is freed after it. Clients must be closed before. */
+void fakezk_server_close(fakezk_server *s, void (*cb)(void *arg), void *arg);
+
+/* A client; no session until eb_zk_start() (CONNECTED on a later turn). */
+int fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
+    eb_zk_event_cb on_event, void *arg, eb_zk **zkp);
+
+void fakezk_disconnect(eb_zk *zk);
+void fakezk_reconnect(eb_zk *zk);
+void fakezk_expire(eb_zk *zk);
+void fakezk_lose_next_reply(eb_zk *zk);
+/* The same, for the next multi only (other requests pass normally). */
+void fakezk_lose_next_multi(eb_zk *zk);
+/* The next multi fails with status without being applied. */
+void fakezk_fail_next_multi(eb_zk *zk, int status);
+void fakezk_stall(eb_zk *zk, int on);
+void fakezk_kill(eb_zk *zk);
+void fakezk_fail_next(eb_zk *zk, int status);
+/* Expires a session by id (e.g. of a killed client). */
+void fakezk_server_expire_session(fakezk_server *s, int64_t session_id);
+
+/* Inspection. */
+int64_t fakezk_session(const eb_zk *zk); /* the server-side session */
+int     fakezk_exists(fakezk_server *s, const char *path);
+/* Copies the node's data (NUL-terminated); 0, or -1 when absent. */
+int fakezk_get(fakezk_server *s, const char *path, char *buf, size_t cap,
+    eb_zk_stat *stat);
+/* Number of children of path (0 when absent). */
+size_t fakezk_child_count(fakezk_server *s, const char *path);
+/* Watch events delivered to this client so far. */
+unsigned fakezk_watch_events(const eb_zk *zk);
+/* Requests this client has issued so far. */
+unsigned fakezk_requests(const eb_zk *zk);
+/* Directly creates/deletes a node, as another client would (for tests that
+ * need a conflicting node); fires watches. 0 or an EB_EZK* code. */
+int fakezk_put(
+    fakezk_server *s, const char *path, const char *data, int64_t owner);
+int fakezk_del(fakezk_server *s, const char *path);
+
+#endif
