@@ -232,6 +232,10 @@ load_file(load_ctx *lc)
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
+		/* jansson says column 0 at an end of file; columns start at 1
+		 */
+		jerr.column = jerr.column > 0 ? jerr.column : 1;
+		jerr.line = jerr.line > 0 ? jerr.line : 1;
 		near = eb__conf_posidx_before(&lc->idx, jerr.line, jerr.column);
 		rv = eb_errf(lc->err, EB_ECONF, "%s:%d:%d: %s%s%s: %s",
 		    lc->file, jerr.line, jerr.column, "syntax error",

@@ -1,0 +1,556 @@
+/*
+ * Unit tests for the configuration loader: every error message is asserted
+ * in full (origin, key path, text), plus defaults, comments, environment and
+ * --set overrides and their precedence.
+ *
+ * The tests chdir into a private temp dir and write "ebnode.json" there, so
+ * messages read "ebnode.json:LINE:COL: ...".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <ebnode/err.h>
+
+#include "conf/conf.h"
+#include "conf/conf_int.h"
+#include "tests/harness/th.h"
+
+static char tmpdir[64];
+static char olddir[4096];
+
+static int
+group_setup(void **state)
+{
+	(void) state;
+	(void) snprintf(tmpdir, sizeof(tmpdir), "/tmp/ebconf-test-XXXXXX");
+	if (mkdtemp(tmpdir) == NULL || getcwd(olddir, sizeof(olddir)) == NULL ||
+	    chdir(tmpdir) != 0) {
+		return -1;
+	}
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void) state;
+	(void) unlink("ebnode.json");
+	if (chdir(olddir) != 0) {
+		return -1;
+	}
+	return rmdir(tmpdir);
+}
+
+static void
+write_file(const char *text)
+{
+	FILE *f = fopen("ebnode.json", "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static const char *const no_env[] = { NULL };
+
+/* Loads text (NULL: no file) + env + sets; returns the rv. */
+static int
+load(const char *text, const char *const *env, const char *const *sets,
+    size_t n_sets, eb_conf **c, eb_errbuf *e)
+{
+	eb_conf_sources src;
+
+	memset(&src, 0, sizeof(src));
+	if (text != NULL) {
+		write_file(text);
+		src.file = "ebnode.json";
+	}
+	src.env = env != NULL ? env : no_env;
+	src.sets = sets;
+	src.n_sets = n_sets;
+	e->msg[0] = '\0';
+	*c = NULL;
+	return eb_conf_load(&src, c, e);
+}
+
+static void
+expect_err(const char *text, const char *const *env, const char *const *sets,
+    size_t n_sets, const char *msg)
+{
+	eb_conf  *c;
+	eb_errbuf e;
+
+	assert_int_equal(load(text, env, sets, n_sets, &c, &e), EB_ECONF);
+	assert_null(c);
+	assert_string_equal(e.msg, msg);
+}
+
+static eb_conf *
+expect_ok(const char *text, const char *const *env, const char *const *sets,
+    size_t n_sets)
+{
+	eb_conf  *c;
+	eb_errbuf e;
+	int       rv = load(text, env, sets, n_sets, &c, &e);
+
+	if (rv != 0) {
+		fail_msg("unexpected error: %s", e.msg);
+	}
+	assert_non_null(c);
+	return c;
+}
+
+/* ---- bad input: exact messages ----------------------------------------- */
+
+static void
+test_err_out_of_range(void **state)
+{
+	(void) state;
+	expect_err("{\n  \"bridge\": {\n    \"port\": 70000\n  }\n}\n", NULL,
+	    NULL, 0,
+	    "ebnode.json:3:13: bridge.port: expected an integer in 0..65535, "
+	    "got 70000");
+}
+
+static void
+test_err_unknown_key(void **state)
+{
+	(void) state;
+	expect_err("{\"bridge\": {\"prot\": 1}}", NULL, NULL, 0,
+	    "ebnode.json:1:13: bridge.prot: unknown key");
+	expect_err("{\n  \"brige\": {}\n}", NULL, NULL, 0,
+	    "ebnode.json:2:3: brige: unknown key");
+}
+
+static void
+test_err_wrong_type(void **state)
+{
+	(void) state;
+	expect_err("{\"admin\": {\"enabled\": \"yes\"}}", NULL, NULL, 0,
+	    "ebnode.json:1:23: admin.enabled: expected true or false, got "
+	    "\"yes\"");
+	expect_err("{\"bus\": {\"request_timeout_ms\": 1.5}}", NULL, NULL, 0,
+	    "ebnode.json:1:32: bus.request_timeout_ms: expected an integer in "
+	    "1..3600000, got 1.5");
+	expect_err("{\"bridge\": 5}", NULL, NULL, 0,
+	    "ebnode.json:1:12: bridge: expected an object, got 5");
+	expect_err("[1]", NULL, NULL, 0,
+	    "ebnode.json:1:1: expected an object, got [1]");
+}
+
+static void
+test_err_duplicate_key(void **state)
+{
+	(void) state;
+	expect_err("{\"admin\": {\"port\": 1,\n           \"port\": 2}}", NULL,
+	    NULL, 0, "ebnode.json:2:12: admin.port: duplicate key");
+}
+
+static void
+test_err_syntax(void **state)
+{
+	(void) state;
+	expect_err("{\"admin\": {\"port\": 1,}}", NULL, NULL, 0,
+	    "ebnode.json:1:22: syntax error after admin.port: string or '}' "
+	    "expected near '}'");
+	expect_err("", NULL, NULL, 0,
+	    "ebnode.json:1:1: syntax error: '[' or '{' expected near end of "
+	    "file");
+}
+
+static void
+test_err_missing_file(void **state)
+{
+	eb_conf_sources src;
+	eb_conf        *c = NULL;
+	eb_errbuf       e;
+
+	(void) state;
+	memset(&src, 0, sizeof(src));
+	src.file = "missing.json";
+	assert_int_equal(eb_conf_load(&src, &c, &e), EB_ECONF);
+	assert_null(c);
+	assert_string_equal(
+	    e.msg, "missing.json: cannot open: No such file or directory");
+}
+
+static void
+test_err_bad_enum(void **state)
+{
+	(void) state;
+	expect_err("{\"bridge\": {\"tls\": {\"client_auth\": \"maybe\"}}}",
+	    NULL, NULL, 0,
+	    "ebnode.json:1:36: bridge.tls.client_auth: expected one of "
+	    "none|request|required, got \"maybe\"");
+	expect_err("{\"log\": {\"level\": 3}}", NULL, NULL, 0,
+	    "ebnode.json:1:19: log.level: expected one of "
+	    "err|warn|notice|info|debug, got 3");
+	expect_err("{\"zookeeper\": {\"auth\": {\"scheme\": \"sasl\"}}}", NULL,
+	    NULL, 0,
+	    "ebnode.json:1:35: zookeeper.auth.scheme: expected one of "
+	    "\"\"|digest, got \"sasl\"");
+}
+
+static void
+test_err_bad_regex(void **state)
+{
+	char msg[256];
+
+	(void) state;
+	/* glibc's regerror text for an unmatched bracket. */
+	(void) snprintf(msg, sizeof(msg),
+	    "ebnode.json:4:35: ingress.routes[0].regex: invalid regular "
+	    "expression \"([a-z\": %s",
+	    "Unmatched [, [^, [:, [., or [=");
+	expect_err("{\n"
+	           "  \"ingress\": {\n"
+	           "    \"routes\": [\n"
+	           "      {\"header\": \"kind\", \"regex\": \"([a-z\", \"to\": "
+	           "\"x\"}\n"
+	           "    ]\n"
+	           "  }\n"
+	           "}\n",
+	    NULL, NULL, 0, msg);
+	expect_err(
+	    "{\"bridge\": {\"inbound\": [{}, {\"addressRegex\": \"a(\"}]}}",
+	    NULL, NULL, 0,
+	    "ebnode.json:1:46: bridge.inbound[1].addressRegex: invalid regular "
+	    "expression \"a(\": Unmatched ( or \\(");
+}
+
+static void
+test_err_route_shape(void **state)
+{
+	(void) state;
+	expect_err("{\"ingress\": {\"routes\": [{\"field\": \"k\", \"equals\": "
+	           "\"v\"}]}}",
+	    NULL, NULL, 0,
+	    "ebnode.json:1:25: ingress.routes[0]: missing required key \"to\"");
+	expect_err("{\"ingress\": {\"routes\": [{\"field\": \"k\", \"header\": "
+	           "\"h\", \"equals\": \"v\", \"to\": \"t\"}]}}",
+	    NULL, NULL, 0,
+	    "ebnode.json:1:25: ingress.routes[0]: expected exactly one of "
+	    "\"header\" or \"field\"");
+	expect_err("{\"ingress\": {\"routes\": [{\"field\": \"k\", \"to\": "
+	           "\"t\"}]}}",
+	    NULL, NULL, 0,
+	    "ebnode.json:1:25: ingress.routes[0]: expected exactly one of "
+	    "\"equals\", \"prefix\" or \"regex\"");
+	expect_err("{\"ingress\": {\"routes\": [{\"field\": \"k\", \"prefix\": "
+	           "\"p\", \"to\": \"t\", \"mode\": \"broadcast\"}]}}",
+	    NULL, NULL, 0,
+	    "ebnode.json:1:74: ingress.routes[0].mode: expected one of "
+	    "send|publish, got \"broadcast\"");
+	expect_err("{\"ingress\": {\"default_route\": {\"to\": "
+	           "\"external.ingress\"}}}",
+	    NULL, NULL, 0,
+	    "ebnode.json:1:31: ingress.default_route: routes back to "
+	    "ingress.address \"external.ingress\"");
+}
+
+static void
+test_err_combos(void **state)
+{
+	const char *sets[] = { "cluster.tls.ca=/ca.pem" };
+	const char *env[] = { "EBNODE_ZOOKEEPER_ACL=creator", NULL };
+
+	(void) state;
+	expect_err("{\"bridge\": {\"tls\": {\"cert\": \"/c.pem\"}}}", NULL,
+	    NULL, 0,
+	    "ebnode.json:1:29: bridge.tls.cert: requires bridge.tls.key");
+	expect_err(NULL, NULL, sets, 1,
+	    "--set cluster.tls.ca: cluster.tls.cert, cluster.tls.key and "
+	    "cluster.tls.ca must be set together");
+	expect_err(NULL, env, NULL, 0,
+	    "environment EBNODE_ZOOKEEPER_ACL: zookeeper.acl: \"creator\" "
+	    "requires zookeeper.auth.scheme \"digest\"");
+	expect_err("{\"admin\": {\"port\": 7000}}", NULL, NULL, 0,
+	    "ebnode.json:1:20: admin.port: same as bridge.port (7000)");
+}
+
+static void
+test_err_env(void **state)
+{
+	const char *env1[] = { "EBNODE_BRIDGE_PORT=abc", NULL };
+	const char *env2[] = { "EBNODE_ZOOKEEPER_ROOT=/a/", NULL };
+	const char *env3[] = { "EBNODE_BRIDGE_OUTBOUND=[{\"x\": 1}]", NULL };
+	const char *env4[] = { "EBNODE_NODE_ELIGIBLE=maybe", NULL };
+
+	(void) state;
+	expect_err(NULL, env1, NULL, 0,
+	    "environment EBNODE_BRIDGE_PORT: bridge.port: expected an integer "
+	    "in 0..65535, got \"abc\"");
+	expect_err(NULL, env2, NULL, 0,
+	    "environment EBNODE_ZOOKEEPER_ROOT: zookeeper.root: expected a "
+	    "path that starts with \"/\" and does not end with \"/\", got "
+	    "\"/a/\"");
+	expect_err(NULL, env3, NULL, 0,
+	    "environment EBNODE_BRIDGE_OUTBOUND: bridge.outbound[0].x: "
+	    "unknown key");
+	expect_err(NULL, env4, NULL, 0,
+	    "environment EBNODE_NODE_ELIGIBLE: node.eligible: expected true "
+	    "or false, got \"maybe\"");
+}
+
+static void
+test_err_flags(void **state)
+{
+	const char *s1[] = { "bridge.port=70000" };
+	const char *s2[] = { "bridge.prot=1" };
+	const char *s3[] = { "bridge.port" };
+	const char *s4[] = { "bridge={}" };
+	const char *s5[] = { "ingress.routes=[{\"header\": " };
+
+	(void) state;
+	expect_err(NULL, NULL, s1, 1,
+	    "--set bridge.port: expected an integer in 0..65535, got 70000");
+	expect_err(NULL, NULL, s2, 1, "--set bridge.prot: unknown key");
+	expect_err(NULL, NULL, s3, 1, "--set bridge.port: expected KEY=VALUE");
+	expect_err(NULL, NULL, s4, 1,
+	    "--set bridge: a section, not a key: set its keys one by one");
+	expect_err(NULL, NULL, s5, 1,
+	    "--set ingress.routes: invalid JSON at column 12: unexpected "
+	    "token near end of file");
+}
+
+static void
+test_err_comments_and_columns(void **state)
+{
+	(void) state;
+	expect_err("{ /* never closed", NULL, NULL, 0,
+	    "ebnode.json:1:3: unterminated comment");
+	/* A multi-byte character counts as one column. */
+	expect_err("{\"node\": {\"id\": \"\xc3\xa9\", \"host\": 5}}", NULL,
+	    NULL, 0, "ebnode.json:1:30: node.host: expected a string, got 5");
+	/* Comments before a value do not shift its position. */
+	expect_err("{ // c1\n  /* c2 */ \"cluster\": {\"port\": -1}}", NULL,
+	    NULL, 0,
+	    "ebnode.json:2:32: cluster.port: expected an integer in 0..65535, "
+	    "got -1");
+	expect_err("{\"node\": {\"id\": \"\"}}", NULL, NULL, 0,
+	    "ebnode.json:1:17: node.id: expected a non-empty string, got \"\"");
+}
+
+/* ---- good input --------------------------------------------------------- */
+
+static void
+test_defaults(void **state)
+{
+	eb_conf *c = expect_ok(NULL, NULL, NULL, 0);
+
+	(void) state;
+	assert_int_equal(c->bridge.port, 7000);
+	assert_int_equal(c->admin.port, 7100);
+	assert_int_equal(c->cluster.port, 0);
+	assert_int_equal(c->log.level, 3);
+	assert_true(c->node.eligible);
+	assert_true(c->bridge.enabled);
+	assert_string_equal(c->zookeeper.connect, "");
+	assert_string_equal(c->zookeeper.root, "/ebnode/default");
+	assert_int_equal(c->zookeeper.session_timeout_ms, 10000);
+	assert_int_equal(c->bridge.max_frame_bytes, 1048576);
+	assert_int_equal(c->bridge.write_queue_bytes, 4194304);
+	assert_int_equal(c->bus.request_timeout_ms, 30000);
+	assert_int_equal(c->ingress.hold_max, 1000);
+	assert_int_equal(c->bridge.auth_mode, EB_CONF_AUTH_EVERY);
+	assert_int_equal(strncmp(c->node.address, "ebnode-", 7), 0);
+	assert_string_equal(c->node.id, c->node.address);
+	/* inbound absent: the ingress address only. */
+	assert_int_equal(c->bridge.n_inbound, 1);
+	assert_string_equal(c->bridge.inbound[0].address, "external.ingress");
+	assert_null(c->bridge.inbound[0].address_regex);
+	assert_int_equal(c->bridge.n_outbound, 0);
+	assert_int_equal(c->ingress.n_routes, 0);
+	assert_null(c->ingress.default_route);
+	eb_conf_free(c);
+}
+
+static void
+test_comments_and_values(void **state)
+{
+	eb_conf *c = expect_ok(
+	    "// leading comment\n"
+	    "{\n"
+	    "  /* block\n     comment */\n"
+	    "  \"node\": {\"address\": \"http://a/*b*/\"}, // trailing\n"
+	    "  \"ingress\": {\n"
+	    "    \"address\": \"in\",\n"
+	    "    \"routes\": [\n"
+	    "      {\"header\": \"kind\", \"equals\": \"order\", \"to\": "
+	    "\"orders\"},\n"
+	    "      {\"field\": \"type\", \"regex\": \"^a.*\", \"to\": \"as\", "
+	    "\"mode\": \"publish\"}\n"
+	    "    ],\n"
+	    "    \"default_route\": {\"to\": \"rest\"}\n"
+	    "  },\n"
+	    "  \"bridge\": {\"outbound\": [{\"addressRegex\": \"out\\\\..+\"}, "
+	    "{}]}\n"
+	    "}\n",
+	    NULL, NULL, 0);
+
+	(void) state;
+	assert_string_equal(c->node.address, "http://a/*b*/");
+	assert_string_equal(c->node.id, "http://a/*b*/");
+	assert_int_equal(c->ingress.n_routes, 2);
+	assert_string_equal(c->ingress.routes[0].header, "kind");
+	assert_string_equal(c->ingress.routes[0].equals, "order");
+	assert_int_equal(c->ingress.routes[0].mode, EB_CONF_MODE_SEND);
+	assert_string_equal(c->ingress.routes[1].field, "type");
+	assert_string_equal(c->ingress.routes[1].regex, "^a.*");
+	assert_int_equal(c->ingress.routes[1].mode, EB_CONF_MODE_PUBLISH);
+	assert_non_null(c->ingress.default_route);
+	assert_string_equal(c->ingress.default_route->to, "rest");
+	assert_int_equal(c->ingress.default_route->mode, EB_CONF_MODE_SEND);
+	/* inbound absent: follows ingress.address */
+	assert_int_equal(c->bridge.n_inbound, 1);
+	assert_string_equal(c->bridge.inbound[0].address, "in");
+	assert_int_equal(c->bridge.n_outbound, 2);
+	assert_string_equal(c->bridge.outbound[0].address_regex, "out\\..+");
+	assert_null(c->bridge.outbound[1].address);
+	assert_null(c->bridge.outbound[1].address_regex);
+	eb_conf_free(c);
+}
+
+static void
+test_precedence(void **state)
+{
+	const char *file =
+	    "{\"bridge\": {\"port\": 1, \"listen\": \"0.0.0.0\"}, "
+	    "\"admin\": {\"port\": 11}}";
+	const char *env[] = { "EBNODE_BIN=/x/ebnode", "EBNODE_BRIDGE_PORT=2",
+		"EBNODE_ADMIN_PORT=12", "EBNODE_UNRELATED=1", NULL };
+	const char *sets[] = { "bridge.port=3", "bridge.port=4" };
+	eb_conf    *c;
+
+	(void) state;
+	c = expect_ok(file, NULL, NULL, 0);
+	assert_int_equal(c->bridge.port, 1);
+	eb_conf_free(c);
+	c = expect_ok(file, env, NULL, 0);
+	assert_int_equal(c->bridge.port, 2);
+	assert_int_equal(c->admin.port, 12);
+	assert_string_equal(c->bridge.listen, "0.0.0.0"); /* file kept */
+	eb_conf_free(c);
+	c = expect_ok(file, env, sets, 2);
+	assert_int_equal(c->bridge.port, 4); /* the last flag wins */
+	assert_int_equal(c->admin.port, 12);
+	eb_conf_free(c);
+}
+
+static void
+test_env_and_flag_types(void **state)
+{
+	const char *env[] = { "EBNODE_INGRESS_ROUTES=[{\"field\": \"k\", "
+		              "\"prefix\": \"p\", \"to\": \"t\", \"mode\": "
+		              "\"publish\"}]",
+		"EBNODE_NODE_ELIGIBLE=false", "EBNODE_LOG_LEVEL=debug",
+		"EBNODE_ZOOKEEPER_AUTH_SCHEME=digest",
+		"EBNODE_ZOOKEEPER_AUTH_CREDENTIALS=u:p", NULL };
+	const char *sets[] = { "bridge.enabled=off", "node.id=n-1",
+		"ingress.default_route={\"to\": \"d\", \"mode\": \"publish\"}",
+		"bridge.inbound=[]", "zookeeper.acl=creator" };
+	eb_conf    *c = expect_ok(NULL, env, sets, 5);
+
+	(void) state;
+	assert_int_equal(c->ingress.n_routes, 1);
+	assert_string_equal(c->ingress.routes[0].prefix, "p");
+	assert_int_equal(c->ingress.routes[0].mode, EB_CONF_MODE_PUBLISH);
+	assert_false(c->node.eligible);
+	assert_int_equal(c->log.level, 4);
+	assert_false(c->bridge.enabled);
+	assert_string_equal(c->node.id, "n-1");
+	assert_int_equal(strncmp(c->node.address, "ebnode-", 7), 0);
+	assert_string_equal(c->ingress.default_route->to, "d");
+	assert_int_equal(c->ingress.default_route->mode, EB_CONF_MODE_PUBLISH);
+	assert_int_equal(c->bridge.n_inbound, 0); /* explicit: deny all */
+	assert_int_equal(c->zookeeper.auth_scheme, EB_CONF_ZK_SCHEME_DIGEST);
+	assert_int_equal(c->zookeeper.acl, EB_CONF_ZK_ACL_CREATOR);
+	eb_conf_free(c);
+}
+
+static void
+test_to_json_round_trip(void **state)
+{
+	const char *sets[] = { "bridge.auth.token=s3cret",
+		"ingress.routes=[{\"header\": \"h\", \"equals\": \"v\", "
+		"\"to\": \"t\"}]" };
+	eb_conf    *c = expect_ok(NULL, NULL, sets, 2), *c2;
+	json_t     *j, *j2;
+	char       *text;
+
+	(void) state;
+	j = eb_conf_to_json(c, false);
+	assert_string_equal(
+	    json_string_value(json_object_get(
+	        json_object_get(json_object_get(j, "bridge"), "auth"),
+	        "token")),
+	    "<redacted>");
+	json_decref(j);
+	/* With secrets: printing and loading again gives the same config. */
+	j = eb_conf_to_json(c, true);
+	text = json_dumps(j, JSON_INDENT(2));
+	assert_non_null(text);
+	c2 = expect_ok(text, NULL, NULL, 0);
+	j2 = eb_conf_to_json(c2, true);
+	assert_true(json_equal(j, j2));
+	free(text);
+	json_decref(j);
+	json_decref(j2);
+	eb_conf_free(c);
+	eb_conf_free(c2);
+}
+
+static void
+test_env_names(void **state)
+{
+	char   a[128], b[128];
+	size_t i, k;
+
+	(void) state;
+	assert_int_equal(eb_conf_env_name("bridge.tls.client_auth", a, 128), 0);
+	assert_string_equal(a, "EBNODE_BRIDGE_TLS_CLIENT_AUTH");
+	assert_int_equal(eb_conf_env_name("bridge.port", a, 8), EB_ECONF);
+	/* No two keys share an environment variable. */
+	for (i = 0; i < eb__conf_schema_len; i++) {
+		assert_int_equal(
+		    eb_conf_env_name(eb__conf_schema[i].path, a, 128), 0);
+		for (k = i + 1; k < eb__conf_schema_len; k++) {
+			assert_int_equal(
+			    eb_conf_env_name(eb__conf_schema[k].path, b, 128),
+			    0);
+			assert_string_not_equal(a, b);
+		}
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_err_out_of_range),
+		cmocka_unit_test(test_err_unknown_key),
+		cmocka_unit_test(test_err_wrong_type),
+		cmocka_unit_test(test_err_duplicate_key),
+		cmocka_unit_test(test_err_syntax),
+		cmocka_unit_test(test_err_missing_file),
+		cmocka_unit_test(test_err_bad_enum),
+		cmocka_unit_test(test_err_bad_regex),
+		cmocka_unit_test(test_err_route_shape),
+		cmocka_unit_test(test_err_combos),
+		cmocka_unit_test(test_err_env),
+		cmocka_unit_test(test_err_flags),
+		cmocka_unit_test(test_err_comments_and_columns),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_comments_and_values),
+		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_env_and_flag_types),
+		cmocka_unit_test(test_to_json_round_trip),
+		cmocka_unit_test(test_env_names),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
