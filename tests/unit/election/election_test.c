@@ -1,0 +1,500 @@
+/*
+ * The election state machine (election/election.c) over membership and the
+ * in-memory ZooKeeper: lowest sequence wins, predecessor watch only (no
+ * herd), synchronous revoke on suspend, lease expiry, step-down, expiry and
+ * re-registration, ambiguous create adoption, ineligible members, the
+ * <root>/leader record and standalone mode.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <ebnode/election.h>
+
+#include "cluster/registry.h"
+#include "election/election_int.h"
+#include "tests/harness/fakezk.h"
+#include "tests/harness/th.h"
+
+#define ROOT    "/ebnode/e"
+#define MEMBERS ROOT "/members"
+#define NMAX    6
+
+typedef struct sim {
+	eb_zk       *zk;
+	eb_registry *reg;
+	eb_election *el;
+	int          registered;
+	int          failed;
+	int          elected;
+	int          revoked;
+	int          leader;
+	int64_t      epoch;
+	char         reason[32];
+	int          closed;
+	int          open;
+	char         id[16];
+} sim;
+
+static fakezk_server *srv;
+static int            srv_closed;
+static sim            nodes[NMAX];
+
+static void
+sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+{
+	sim *s = arg;
+
+	(void) zk;
+	if (s->reg == NULL) {
+		return;
+	}
+	eb__registry_session_event(s->reg, ev);
+	eb__election_session_event(s->el, ev);
+}
+
+static void
+sim_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
+{
+	sim *s = arg;
+
+	(void) r;
+	(void) status;
+	if (ev == EB_REGISTRY_REGISTERED) {
+		s->registered++;
+	} else if (ev == EB_REGISTRY_FAILED) {
+		s->failed++;
+	}
+	eb__election_registry_event(s->el, ev);
+}
+
+static void
+sim_elected_cb(eb_election *e, int64_t epoch, void *arg)
+{
+	sim *s = arg;
+
+	(void) e;
+	s->elected++;
+	s->leader = 1;
+	s->epoch = epoch;
+}
+
+static void
+sim_revoked_cb(eb_election *e, const char *reason, void *arg)
+{
+	sim *s = arg;
+
+	(void) e;
+	s->revoked++;
+	s->leader = 0;
+	(void) snprintf(s->reason, sizeof(s->reason), "%s", reason);
+}
+
+static void
+sim_open(th_loop *t, int i, int eligible, uint32_t timeout_ms)
+{
+	sim             *s = &nodes[i];
+	eb_registry_opts o;
+	eb_election_opts eo;
+	char             addr[32];
+
+	memset(s, 0, sizeof(*s));
+	(void) snprintf(s->id, sizeof(s->id), "n%d", i);
+	(void) snprintf(addr, sizeof(addr), "addr-%d", i);
+	assert_int_equal(
+	    fakezk_client_new(srv, timeout_ms, sim_event_cb, s, &s->zk), 0);
+	eb__registry_opts_init(&o);
+	o.root = ROOT;
+	o.node_id = s->id;
+	o.address = addr;
+	o.eligible = eligible;
+	assert_int_equal(
+	    eb__registry_new(&t->loop, s->zk, &o, sim_reg_cb, s, &s->reg), 0);
+	eb_election_opts_init(&eo);
+	eo.eligible = eligible;
+	assert_int_equal(eb__election_new(&t->loop, s->zk, s->reg, &eo,
+	                     sim_elected_cb, sim_revoked_cb, s, &s->el),
+	    0);
+	eb__election_set_identity(s->el, s->id, addr);
+	assert_int_equal(eb_zk_start(s->zk), 0);
+	assert_int_equal(eb__registry_start(s->reg), 0);
+	assert_int_equal(eb__election_start(s->el), 0);
+	s->open = 1;
+}
+
+static int
+registered_pred(void *arg)
+{
+	return ((sim *) arg)->registered > 0;
+}
+
+/* Opens nodes one by one, so that node i gets the i-th sequence. */
+static void
+open_in_order(th_loop *t, int n, uint32_t timeout_ms)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		sim_open(t, i, 1, timeout_ms);
+		assert_int_equal(
+		    th_run_until(t, registered_pred, &nodes[i], 2000), 0);
+	}
+}
+
+static void
+sim_el_closed_cb(eb_election *e, void *arg)
+{
+	(void) e;
+	((sim *) arg)->closed++;
+}
+
+static void
+sim_reg_closed_cb(eb_registry *r, void *arg)
+{
+	(void) r;
+	((sim *) arg)->closed++;
+}
+
+static void
+sim_zk_closed_cb(eb_zk *zk, void *arg)
+{
+	(void) zk;
+	((sim *) arg)->closed++;
+}
+
+static int
+sim_closed_pred(void *arg)
+{
+	return ((sim *) arg)->closed == 3;
+}
+
+/* Closes a node: its session closes gracefully (ephemerals deleted). */
+static void
+sim_close(th_loop *t, int i)
+{
+	sim *s = &nodes[i];
+
+	if (!s->open) {
+		return;
+	}
+	s->open = 0;
+	eb_election_close(s->el, sim_el_closed_cb, s);
+	eb__registry_close(s->reg, sim_reg_closed_cb, s);
+	s->reg = NULL;
+	eb_zk_close(s->zk, sim_zk_closed_cb, s);
+	assert_int_equal(th_run_until(t, sim_closed_pred, s, 2000), 0);
+}
+
+static void
+srv_closed_cb(void *arg)
+{
+	(void) arg;
+	srv_closed = 1;
+}
+
+static int
+setup(void **state)
+{
+	th_loop *t;
+
+	assert_int_equal(th_setup(state), 0);
+	t = *state;
+	srv = fakezk_server_new(&t->loop);
+	srv_closed = 0;
+	memset(nodes, 0, sizeof(nodes));
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	th_loop *t = *state;
+	int      i;
+
+	for (i = 0; i < NMAX; i++) {
+		sim_close(t, i);
+	}
+	fakezk_server_close(srv, srv_closed_cb, NULL);
+	(void) th_loop_run(t);
+	assert_int_equal(srv_closed, 1);
+	return th_teardown(state);
+}
+
+static int
+leaders(void)
+{
+	int i;
+	int n = 0;
+
+	for (i = 0; i < NMAX; i++) {
+		n += nodes[i].open && nodes[i].leader ? 1 : 0;
+	}
+	return n;
+}
+
+static int
+leader_pred(void *arg)
+{
+	return ((sim *) arg)->leader;
+}
+
+static void
+test_lowest_sequence_wins(void **state)
+{
+	th_loop *t = *state;
+	char     buf[256];
+	json_t  *o;
+	int      i;
+
+	open_in_order(t, 3, 2000);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	/* Let everything settle, then exactly one leader: the lowest. */
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
+	assert_int_equal(leaders(), 1);
+	assert_true(eb_election_is_leader(nodes[0].el));
+	for (i = 1; i < 3; i++) {
+		assert_false(eb_election_is_leader(nodes[i].el));
+		assert_int_equal(nodes[i].elected, 0);
+	}
+	/* Epoch = czxid of the leader's member znode (rule 6). */
+	assert_int_equal(
+	    nodes[0].epoch, eb__registry_member_czxid(nodes[0].reg));
+	assert_int_equal(eb_election_epoch(nodes[0].el), nodes[0].epoch);
+	/* The leader record. */
+	assert_int_equal(
+	    fakezk_get(srv, ROOT "/leader", buf, sizeof(buf), NULL), 0);
+	o = json_loads(buf, 0, NULL);
+	assert_string_equal(
+	    json_string_value(json_object_get(o, "node_id")), "n0");
+	assert_string_equal(
+	    json_string_value(json_object_get(o, "address")), "addr-0");
+	assert_int_equal(
+	    json_integer_value(json_object_get(o, "epoch")), nodes[0].epoch);
+	json_decref(o);
+}
+
+static void
+test_predecessor_watch_only(void **state)
+{
+	th_loop *t = *state;
+	unsigned checks[NMAX];
+	unsigned watches[NMAX];
+	int64_t  epoch;
+	int      i;
+
+	open_in_order(t, 5, 2000);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
+	for (i = 2; i < 5; i++) {
+		checks[i] = eb_election_checks(nodes[i].el);
+		watches[i] = fakezk_watch_events(nodes[i].zk);
+	}
+	epoch = nodes[0].epoch;
+	sim_close(t, 0); /* the leader goes */
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 2000), 0);
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
+	assert_int_equal(leaders(), 1);
+	assert_true(nodes[1].epoch > epoch);
+	/* Nobody but the successor woke up or ran a check. */
+	for (i = 2; i < 5; i++) {
+		assert_int_equal(eb_election_checks(nodes[i].el), checks[i]);
+		assert_int_equal(fakezk_watch_events(nodes[i].zk), watches[i]);
+	}
+}
+
+static void
+test_revoke_on_suspend(void **state)
+{
+	th_loop *t = *state;
+	int64_t  epoch;
+
+	open_in_order(t, 2, 2000);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	epoch = nodes[0].epoch;
+	fakezk_disconnect(nodes[0].zk);
+	/* Synchronous: revoked before the loop ran again (rule 5). */
+	assert_int_equal(nodes[0].revoked, 1);
+	assert_string_equal(nodes[0].reason, "zk-suspended");
+	assert_false(eb_election_is_leader(nodes[0].el));
+	/* Same session back: the same node leads again, same epoch. */
+	fakezk_reconnect(nodes[0].zk);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	assert_int_equal(nodes[0].epoch, epoch);
+	assert_int_equal(nodes[1].elected, 0);
+}
+
+static int
+revoked_pred(void *arg)
+{
+	return ((sim *) arg)->revoked > 0;
+}
+
+static void
+test_lease_expiry(void **state)
+{
+	th_loop *t = *state;
+	uint64_t t0;
+
+	/* 400 ms session: lease 200 ms, heartbeat 100 ms. */
+	open_in_order(t, 2, 400);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	/* Heartbeats keep the lease valid well past its length. */
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 450);
+	assert_true(eb_election_is_leader(nodes[0].el));
+	assert_int_equal(nodes[0].revoked, 0);
+	/* The server stops answering (no disconnect event). */
+	t0 = uv_now(&t->loop);
+	fakezk_stall(nodes[0].zk, 1);
+	assert_int_equal(th_run_until(t, revoked_pred, &nodes[0], 2000), 0);
+	assert_string_equal(nodes[0].reason, "lease-expired");
+	assert_true(uv_now(&t->loop) - t0 <= 250);
+	assert_false(eb_election_is_leader(nodes[0].el));
+	fakezk_stall(nodes[0].zk, 0);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	assert_int_equal(nodes[0].elected, 2);
+}
+
+static void
+test_step_down(void **state)
+{
+	th_loop *t = *state;
+	int64_t  seq;
+
+	open_in_order(t, 3, 2000);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	assert_int_equal(eb_election_step_down(nodes[1].el), EB_ENOTLEADER);
+	seq = eb__registry_member_seq(nodes[0].reg);
+	assert_int_equal(eb_election_step_down(nodes[0].el), 0);
+	assert_int_equal(nodes[0].revoked, 1);
+	assert_string_equal(nodes[0].reason, "step-down");
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 2000), 0);
+	assert_true(nodes[1].epoch > nodes[0].epoch);
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
+	/* The old leader is at the back now. */
+	assert_true(eb__registry_member_seq(nodes[0].reg) >
+	            eb__registry_member_seq(nodes[2].reg));
+	assert_true(eb__registry_member_seq(nodes[0].reg) > seq);
+	assert_int_equal(leaders(), 1);
+	assert_int_equal(fakezk_child_count(srv, MEMBERS), 3);
+}
+
+static int
+registered2_pred(void *arg)
+{
+	return ((sim *) arg)->registered >= 2;
+}
+
+static void
+test_expiry_reregisters_as_follower(void **state)
+{
+	th_loop *t = *state;
+
+	open_in_order(t, 2, 2000);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	fakezk_disconnect(nodes[0].zk);
+	assert_string_equal(nodes[0].reason, "zk-suspended");
+	fakezk_server_expire_session(srv, fakezk_session(nodes[0].zk));
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 2000), 0);
+	fakezk_reconnect(nodes[0].zk);
+	assert_int_equal(th_run_until(t, registered_pred, &nodes[0], 2000), 0);
+	assert_int_equal(th_run_until(t, registered2_pred, &nodes[0], 2000), 0);
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
+	assert_int_equal(nodes[0].elected, 1);
+	assert_int_equal(leaders(), 1);
+	assert_true(nodes[1].leader);
+	assert_true(eb__registry_member_seq(nodes[0].reg) >
+	            eb__registry_member_seq(nodes[1].reg));
+}
+
+static void
+test_ambiguous_create_adopted(void **state)
+{
+	th_loop *t = *state;
+
+	sim_open(t, 0, 1, 2000);
+	fakezk_lose_next_multi(nodes[0].zk);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 100), -1);
+	fakezk_reconnect(nodes[0].zk);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	assert_int_equal(fakezk_child_count(srv, MEMBERS), 1);
+	assert_int_equal(
+	    nodes[0].epoch, eb__registry_member_czxid(nodes[0].reg));
+}
+
+static void
+test_not_eligible(void **state)
+{
+	th_loop *t = *state;
+	int64_t  epoch;
+
+	sim_open(t, 0, 0, 2000); /* lowest sequence, not eligible */
+	assert_int_equal(th_run_until(t, registered_pred, &nodes[0], 2000), 0);
+	sim_open(t, 1, 1, 2000);
+	assert_int_equal(th_run_until(t, registered_pred, &nodes[1], 2000), 0);
+	sim_open(t, 2, 1, 2000);
+	assert_int_equal(th_run_until(t, registered_pred, &nodes[2], 2000), 0);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 2000), 0);
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
+	assert_int_equal(nodes[0].elected, 0);
+	assert_int_equal(eb_election_checks(nodes[0].el), 0);
+	epoch = nodes[1].epoch;
+	sim_close(t, 1);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[2], 2000), 0);
+	assert_true(nodes[2].epoch > epoch);
+	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
+	assert_int_equal(nodes[0].elected, 0);
+	assert_int_equal(leaders(), 1);
+}
+
+static void
+test_standalone(void **state)
+{
+	th_loop     *t = *state;
+	sim          s;
+	eb_election *e;
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(eb__election_new(&t->loop, NULL, NULL, NULL,
+	                     sim_elected_cb, sim_revoked_cb, &s, &e),
+	    0);
+	assert_int_equal(eb__election_start(e), 0);
+	assert_int_equal(s.elected, 0); /* never from inside start */
+	assert_int_equal(th_run_until(t, leader_pred, &s, 2000), 0);
+	assert_int_equal(s.epoch, 1);
+	assert_true(eb_election_is_leader(e));
+	eb_election_stop(e);
+	assert_int_equal(s.revoked, 1);
+	assert_string_equal(s.reason, "shutdown");
+	eb_election_close(e, sim_el_closed_cb, &s);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(s.closed, 1);
+}
+
+int
+main(void)
+{
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_lowest_sequence_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_predecessor_watch_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_revoke_on_suspend, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lease_expiry, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_step_down, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_expiry_reregisters_as_follower, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_ambiguous_create_adopted, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_not_eligible, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_standalone, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
