@@ -21,7 +21,7 @@
 #define CTL_EXIT_USAGE 2
 
 #define CTL_DEFAULT_BRIDGE  "127.0.0.1:7000"
-#define CTL_DEFAULT_ADMIN   "127.0.0.1:7080"
+#define CTL_DEFAULT_ADMIN   "127.0.0.1:7100"
 #define CTL_DEFAULT_TIMEOUT 5000 /* ms */
 #define CTL_HOST_MAX        256
 

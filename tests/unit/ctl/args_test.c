@@ -51,7 +51,7 @@ test_defaults(void **state)
 	assert_string_equal(a.bridge.host, "127.0.0.1");
 	assert_int_equal(a.bridge.port, 7000);
 	assert_string_equal(a.admin.host, "127.0.0.1");
-	assert_int_equal(a.admin.port, 7080);
+	assert_int_equal(a.admin.port, 7100);
 	assert_int_equal(a.timeout_ms, CTL_DEFAULT_TIMEOUT);
 	assert_int_equal(a.timeout_set, 0);
 	assert_int_equal(a.json, 0);
