@@ -81,7 +81,7 @@ def ebnode_bin():
                            "ENVIRONMENT EBNODE_BIN=$<TARGET_FILE:ebnode>)")
     if not os.access(path, os.X_OK):
         raise RuntimeError("EBNODE_BIN=%s is not executable" % path)
-    return path
+    return os.path.abspath(path)  # the node runs in its own cwd
 
 
 # ---------------------------------------------------------------------------
@@ -210,8 +210,8 @@ def run_ebnode(args, config=None, env=None, timeout=20, cwd=None,
     """Runs ebnode with args to completion and returns Completed.
 
     If config is given (dict, or str for raw text), it is written to a temp
-    file and "-c <file>" is prepended to args; the file name is
-    config_name, so error messages read "<config_name>:L:C: ...".
+    dir (the process's cwd unless cwd is given) and "-c <config_name>" is
+    prepended to args, so error messages read "<config_name>:L:C: ...".
     env entries are added to (not replacing) the current environment;
     a value of None removes that variable. Raises EbNodeError on timeout
     (after killing the process)."""
@@ -219,7 +219,10 @@ def run_ebnode(args, config=None, env=None, timeout=20, cwd=None,
     try:
         argv = [ebnode_bin()]
         if config is not None:
-            argv += ["-c", _write_config(tmp, config, config_name)]
+            path = _write_config(tmp, config, config_name)
+            # Relative to the temp dir (the cwd), so messages read
+            # "<config_name>:L:C: ...", unless the caller chose a cwd.
+            argv += ["-c", config_name if cwd is None else path]
         argv += list(args)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE,
@@ -314,11 +317,20 @@ class EbNode:
         self._failed = False
         self._closed = False
         self._log = open(self.log_path, "wb")
-        argv = [ebnode_bin(), "-c", self.config_path] + list(args)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE,
-                                     stderr=self._log,
-                                     env=_merged_env(env), cwd=self.dir)
+        # Relative to the node's dir (its cwd): messages read
+        # "ebnode.json:L:C: ...".
+        argv = [ebnode_bin(), "-c", os.path.basename(self.config_path)]
+        argv += list(args)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE,
+                                         stderr=self._log,
+                                         env=_merged_env(env), cwd=self.dir)
+        except BaseException:
+            self._log.close()
+            if self._own_tmp:
+                shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         _track(self.proc)
         # stdout is drained by a thread for the whole life of the process,
         # so a chatty node can never block on a full pipe.
