@@ -119,6 +119,7 @@ static void
 bus_free(eb_bus *bus)
 {
 	eb__bus_addr_free_all(bus);
+	eb__bus_remote_free(bus); /* after the records that point into it */
 	eb__hmap_free(&bus->reqs);
 	free(bus->node_id);
 	free(bus);
@@ -144,6 +145,7 @@ bus_shutdown(eb_bus *bus)
 	eb_list *it;
 
 	bus->shut = 1;
+	eb__bus_remote_detach(bus);
 	(void) uv_idle_stop(&bus->idle);
 	(void) uv_timer_stop(&bus->timer);
 	eb__bus_req_cancel_all(bus);

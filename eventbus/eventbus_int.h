@@ -158,7 +158,8 @@ typedef struct eb__bus_remote_ops {
 	int (*forward)(void *ctx, uint32_t node, eb_bus_msg *msg, int kind);
 	/* Answers the remote requester of a message with a failure. */
 	int (*fail)(void *ctx, uint32_t node, const char *reply_address,
-	    eb_bus_failure_type type, int code, const char *message);
+	    int status, eb_bus_failure_type type, int code,
+	    const char *message);
 	/* Picks the node for the index-th remote handler of address
 	 * (0 <= index < addr->n_remote); 0 when none. */
 	uint32_t (*pick)(void *ctx, eb__bus_addr *a, uint64_t index);
@@ -245,6 +246,12 @@ void eb__bus_timer_update(eb_bus *bus);
 /* Answers the requester of msg (local or remote) with a failure. */
 void eb__bus_answer_fail(eb_bus *bus, eb_bus_msg *msg, int status,
     eb_bus_failure_type type, int code, const char *message);
+
+/* remote.c */
+/* The bus is shutting down: stop hearing from the links. */
+void eb__bus_remote_detach(eb_bus *bus);
+/* Frees the remote state (after every address record is gone). */
+void eb__bus_remote_free(eb_bus *bus);
 
 /* bus.c */
 void eb__bus_wake(eb_bus *bus); /* makes sure the idle handle runs */

@@ -254,9 +254,9 @@ eb__bus_answer_fail(eb_bus *bus, eb_bus_msg *msg, int status,
 	if (msg->origin != 0) {
 		if (bus->rops == NULL ||
 		    bus->rops->fail(bus->rctx, msg->origin, msg->reply_address,
-		        type, code, message) != 0) {
-			bus->totals
-			    .dropped++; /* the requester's link is gone */
+		        status, type, code, message) != 0) {
+			/* The requester's link is gone. */
+			bus->totals.dropped++;
 		}
 	} else if ((r = eb__bus_req_find(bus, msg->reply_address)) != NULL) {
 		eb__bus_req_fail(bus, r, status, type, code, message);

@@ -173,6 +173,18 @@ typedef void (*eb_bus_stats_fn)(const eb_bus_addr_stats *s, void *arg);
 EB_API void eb_bus_stats_foreach(eb_bus *bus, eb_bus_stats_fn fn, void *arg);
 /* Bus-wide counters (they survive address records). */
 EB_API void eb_bus_stats_totals(eb_bus *bus, eb_bus_totals *out);
+/*
+ * Clustering: routes over the node links of links (include/ebnode/link.h):
+ * interest propagates to every linked peer, sends pick a node weighted by
+ * its handler count, publishes reach every interested node, replies go back
+ * to the requester's node. A request in flight to a peer whose link drops
+ * fails at once with status EB_ELINKDOWN, type ERROR, code -1. Call once,
+ * before eb_link_mgr_start(). Either object may be closed first; the other
+ * then runs standalone. 0, UV_EBUSY (already attached) or EB_ECLOSED.
+ */
+typedef struct eb_link_mgr eb_link_mgr;
+EB_API int eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links);
+
 /* This bus's node id (opts.node_id, or a generated uuid). */
 EB_API const char *eb_bus_node_id(const eb_bus *bus);
 

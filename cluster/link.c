@@ -1,0 +1,666 @@
+/*
+ * The node link manager: options, the listener, the peer table, dialing
+ * with capped jittered back-off, the tick timer, coalesced output and the
+ * upper-layer interface (cluster/link.h). Connection I/O is link_conn.c.
+ *
+ * One link per node pair: only the node whose id is lower (strcmp) dials.
+ * An inbound hello from a lower id is accepted even for a peer we have not
+ * been told about yet (membership may lag); it becomes a peer without an
+ * address. An inbound connection from a peer that already has a link
+ * replaces it: the dialer only dials when it has none, so the old one is
+ * dead from the dialer's side.
+ *
+ * Threads: loop thread only.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+
+#include "cluster/link_int.h"
+#include "common/alloc.h"
+
+void
+eb_link_opts_init(eb_link_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cluster_name = "ebnode";
+	o->host = "127.0.0.1";
+	o->heartbeat_ms = 1000;
+	o->dead_ms = 3500;
+	o->connect_timeout_ms = 3000;
+	o->backoff_min_ms = 50;
+	o->backoff_max_ms = 5000;
+	o->max_frame_bytes = 16u * 1024 * 1024;
+	o->max_out_bytes = 64u * 1024 * 1024;
+}
+
+static uint32_t
+clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static int
+mgr_opts_check(const eb_link_opts *o, eb_errbuf *err)
+{
+	int tls = (o->tls_ca_file != NULL) + (o->tls_cert_file != NULL) +
+	          (o->tls_key_file != NULL);
+
+	if (o->node_id == NULL || o->node_id[0] == '\0' ||
+	    strlen(o->node_id) > 1024) {
+		return eb_errf(err, UV_EINVAL, "link: node_id missing");
+	}
+	if (o->cluster_name == NULL || o->host == NULL || o->port < 0 ||
+	    o->port > 65535 || o->heartbeat_ms == 0 ||
+	    o->dead_ms <= o->heartbeat_ms || o->backoff_min_ms == 0 ||
+	    o->backoff_max_ms < o->backoff_min_ms ||
+	    o->max_frame_bytes < 1024 || o->connect_timeout_ms == 0) {
+		return eb_errf(err, UV_EINVAL, "link: invalid options");
+	}
+	if (tls != 0 && tls != 3) {
+		return eb_errf(err, UV_EINVAL,
+		    "link: TLS needs tls_ca_file, tls_cert_file and "
+		    "tls_key_file together");
+	}
+	return 0;
+}
+
+int
+eb_link_mgr_new(
+    uv_loop_t *loop, const eb_link_opts *o, eb_link_mgr **mgrp, eb_errbuf *err)
+{
+	eb_link_mgr *m;
+	void        *tls = NULL;
+	int          rv;
+
+	if (loop == NULL || o == NULL || mgrp == NULL) {
+		return UV_EINVAL;
+	}
+	if ((rv = mgr_opts_check(o, err)) != 0) {
+		return rv;
+	}
+	if (o->tls_ca_file != NULL &&
+	    (rv = eb__link_tls_ctx_new(o, &tls, err)) != 0) {
+		return rv;
+	}
+	m = eb__calloc(1, sizeof(*m));
+	m->loop = loop;
+	m->node_id = eb__strdup(o->node_id);
+	m->cluster = eb__strdup(o->cluster_name);
+	m->host = eb__strdup(o->host);
+	m->port = o->port;
+	m->heartbeat_ms = o->heartbeat_ms;
+	m->dead_ms = o->dead_ms;
+	m->connect_timeout_ms = o->connect_timeout_ms;
+	m->backoff_min_ms = o->backoff_min_ms;
+	m->backoff_max_ms = o->backoff_max_ms;
+	/* One tick serves heartbeats, timeouts and reconnects. */
+	m->tick_ms = clamp_u32(o->heartbeat_ms / 4 < o->backoff_min_ms / 2
+	                           ? o->heartbeat_ms / 4
+	                           : o->backoff_min_ms / 2,
+	    5, 100);
+	m->max_frame = o->max_frame_bytes;
+	m->max_out = o->max_out_bytes;
+	m->tls_ctx = tls;
+	m->next_peer_id = 1;
+	eb_list_init(&m->peers);
+	eb_list_init(&m->conns);
+	eb_list_init(&m->dirty);
+	(void) uv_tcp_init(loop, &m->listener);
+	(void) uv_timer_init(loop, &m->timer);
+	(void) uv_idle_init(loop, &m->idle);
+	m->listener.data = m;
+	m->timer.data = m;
+	m->idle.data = m;
+	*mgrp = m;
+	return 0;
+}
+
+int
+eb_link_mgr_port(const eb_link_mgr *m)
+{
+	return m->bound_port;
+}
+
+void
+eb__link_mgr_set_handler(eb_link_mgr *m, const eb__link_handler *h, void *ctx)
+{
+	m->h = h;
+	m->hctx = ctx;
+}
+
+/* ---- peers ---- */
+
+link_peer *
+eb__link_peer_find(eb_link_mgr *m, const char *node_id)
+{
+	eb_list *it;
+
+	for (it = m->peers.next; it != &m->peers; it = it->next) {
+		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
+
+		if (strcmp(p->node_id, node_id) == 0) {
+			return p;
+		}
+	}
+	return NULL;
+}
+
+link_peer *
+eb__link_peer_by_id(eb_link_mgr *m, uint32_t id)
+{
+	eb_list *it;
+
+	for (it = m->peers.next; it != &m->peers; it = it->next) {
+		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
+
+		if (p->id == id) {
+			return p;
+		}
+	}
+	return NULL;
+}
+
+link_peer *
+eb__link_peer_new(eb_link_mgr *m, const char *node_id)
+{
+	link_peer *p = eb__calloc(1, sizeof(*p));
+
+	p->id = m->next_peer_id++;
+	p->node_id = eb__strdup(node_id);
+	p->dialer = strcmp(m->node_id, node_id) < 0;
+	eb_list_insert_tail(&m->peers, &p->link);
+	return p;
+}
+
+static void
+peer_dial_cb(uv_connect_t *req, int status)
+{
+	link_conn *c = req->data;
+
+	if (status != 0) {
+		if (status != UV_ECANCELED) {
+			EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
+			    c->peer_addr, eb_err_name(status));
+			eb__link_conn_close(c, NULL);
+		}
+		return;
+	}
+	eb__link_conn_start(c);
+}
+
+static void
+peer_dial(eb_link_mgr *m, link_peer *p)
+{
+	struct sockaddr_storage sa;
+	link_conn              *c;
+	int                     rv;
+
+	rv = uv_ip4_addr(p->host, p->port, (struct sockaddr_in *) &sa);
+	if (rv != 0) {
+		rv = uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *) &sa);
+	}
+	if (rv != 0) {
+		/* Membership data is expected to carry IP literals. */
+		EB_LOG_WARN("link", "bad-peer-host: node=%s host=%s",
+		    p->node_id, p->host);
+		p->retry_at = uv_now(m->loop) + m->backoff_max_ms;
+		return;
+	}
+	c = eb__link_conn_new(m, 1);
+	c->peer = p;
+	p->dialing = c;
+	(void) snprintf(
+	    c->peer_addr, sizeof(c->peer_addr), "%s:%d", p->host, p->port);
+	c->creq.data = c;
+	rv = uv_tcp_connect(
+	    &c->creq, &c->tcp, (const struct sockaddr *) &sa, peer_dial_cb);
+	if (rv != 0) {
+		EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
+		    c->peer_addr, eb_err_name(rv));
+		eb__link_conn_close(c, NULL);
+	}
+}
+
+static void
+peer_maybe_dial(eb_link_mgr *m, link_peer *p, uint64_t now)
+{
+	if (p->dialer && p->host != NULL && p->conn == NULL &&
+	    p->dialing == NULL && now >= p->retry_at && !m->closing &&
+	    m->listening) {
+		peer_dial(m, p);
+	}
+}
+
+void
+eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
+{
+	link_conn *old = p->conn;
+
+	if (old != NULL && old != c) {
+		EB_LOG_INFO("link", "link-replaced: node=%s", p->node_id);
+		eb__link_conn_close(old, NULL); /* reports down first */
+	}
+	if (p->dialing == c) {
+		p->dialing = NULL;
+	}
+	p->conn = c;
+	p->attempts = 0;
+	p->ups++;
+	EB_LOG_INFO("link", "link-up: node=%s peer=%s dir=%s", p->node_id,
+	    c->peer_addr, c->outbound ? "out" : "in");
+	if (m->h != NULL) {
+		m->h->up(m->hctx, p->id, p->node_id);
+	}
+}
+
+static uint64_t
+backoff_ms(eb_link_mgr *m, uint32_t attempts)
+{
+	uint64_t d = m->backoff_min_ms;
+	uint32_t i;
+
+	for (i = 1; i < attempts && d < m->backoff_max_ms; i++) {
+		d *= 2;
+	}
+	if (d > m->backoff_max_ms) {
+		d = m->backoff_max_ms;
+	}
+	/* Jitter in [d/2, d]: peers that lost each other together do not
+	 * reconnect in lockstep. */
+	return d / 2 + (uint64_t) rand() % (d / 2 + 1);
+}
+
+void
+eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c)
+{
+	if (p->dialing == c) {
+		p->dialing = NULL;
+		p->attempts++;
+		p->retry_at = uv_now(m->loop) + backoff_ms(m, p->attempts);
+	}
+	if (p->conn == c) {
+		p->conn = NULL;
+		EB_LOG_INFO("link", "link-down: node=%s", p->node_id);
+		if (m->h != NULL) {
+			m->h->down(m->hctx, p->id);
+		}
+		/* Reconnect soon, but not in a tight loop with a peer that
+		 * accepts and drops us at once. */
+		p->attempts++;
+		p->retry_at = uv_now(m->loop) + backoff_ms(m, p->attempts);
+	}
+}
+
+int
+eb_link_mgr_peer_add(
+    eb_link_mgr *m, const char *node_id, const char *host, int port)
+{
+	link_peer *p;
+
+	if (node_id == NULL || host == NULL || port <= 0 || port > 65535) {
+		return UV_EINVAL;
+	}
+	if (m->closing) {
+		return EB_ECLOSED;
+	}
+	if (strcmp(node_id, m->node_id) == 0) {
+		return 0;
+	}
+	if ((p = eb__link_peer_find(m, node_id)) == NULL) {
+		p = eb__link_peer_new(m, node_id);
+	}
+	if (p->host == NULL || strcmp(p->host, host) != 0 || p->port != port) {
+		free(p->host);
+		p->host = eb__strdup(host);
+		p->port = port;
+		p->retry_at = 0; /* a new address: try at once */
+	}
+	peer_maybe_dial(m, p, uv_now(m->loop));
+	return 0;
+}
+
+static void
+peer_free(eb_link_mgr *m, link_peer *p)
+{
+	eb_list *it;
+
+	/* Close its connections first (reporting down), then cut their back
+	 * pointers so that their close callbacks do not touch p. */
+	if (p->conn != NULL) {
+		eb__link_conn_close(p->conn, NULL);
+	}
+	if (p->dialing != NULL) {
+		eb__link_conn_close(p->dialing, NULL);
+	}
+	for (it = m->conns.next; it != &m->conns; it = it->next) {
+		link_conn *c = EB_CONTAINER_OF(it, link_conn, link);
+
+		if (c->peer == p) {
+			c->peer = NULL;
+		}
+	}
+	eb_list_remove(&p->link);
+	free(p->node_id);
+	free(p->host);
+	free(p);
+}
+
+int
+eb_link_mgr_peer_remove(eb_link_mgr *m, const char *node_id)
+{
+	link_peer *p;
+
+	if (node_id == NULL) {
+		return UV_EINVAL;
+	}
+	if ((p = eb__link_peer_find(m, node_id)) == NULL) {
+		return 0;
+	}
+	EB_LOG_INFO("link", "peer-removed: node=%s", node_id);
+	peer_free(m, p);
+	return 0;
+}
+
+int
+eb_link_mgr_peer_up(const eb_link_mgr *m, const char *node_id)
+{
+	/* The lookup does not modify; it takes a non-const manager. */
+	link_peer *p =
+	    eb__link_peer_find((eb_link_mgr *) (uintptr_t) m, node_id);
+
+	return p != NULL && p->conn != NULL;
+}
+
+const char *
+eb__link_peer_node_id(eb_link_mgr *m, uint32_t peer)
+{
+	link_peer *p = eb__link_peer_by_id(m, peer);
+
+	return p != NULL && p->conn != NULL ? p->node_id : NULL;
+}
+
+void
+eb__link_foreach_up(
+    eb_link_mgr *m, void (*fn)(void *arg, uint32_t peer), void *arg)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &m->peers) {
+		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
+
+		if (p->conn != NULL) {
+			fn(arg, p->id);
+		}
+	}
+}
+
+void
+eb_link_mgr_stats_foreach(eb_link_mgr *m, eb_link_stats_fn fn, void *arg)
+{
+	eb_list *it;
+
+	for (it = m->peers.next; it != &m->peers; it = it->next) {
+		link_peer         *p = EB_CONTAINER_OF(it, link_peer, link);
+		eb_link_peer_stats s;
+
+		memset(&s, 0, sizeof(s));
+		s.node_id = p->node_id;
+		s.host = p->host;
+		s.port = p->port;
+		s.up = p->conn != NULL;
+		s.dialer = p->dialer;
+		s.frames_out = p->frames_out;
+		s.frames_in = p->frames_in;
+		s.bytes_out = p->bytes_out;
+		s.bytes_in = p->bytes_in;
+		s.ups = p->ups;
+		if (p->conn != NULL) {
+			s.queued =
+			    p->conn->inflight + eb__buf_avail(&p->conn->out);
+		}
+		fn(&s, arg);
+	}
+}
+
+/* ---- frames out ---- */
+
+eb__buf *
+eb__link_frame_begin(eb_link_mgr *m, uint32_t peer, uint8_t type)
+{
+	link_peer *p = eb__link_peer_by_id(m, peer);
+	link_conn *c;
+	char      *hdr;
+
+	if (p == NULL || (c = p->conn) == NULL || c->doomed ||
+	    c->state != LINK_UP) {
+		return NULL;
+	}
+	LINK_ASSERT(m->cur == NULL);
+	m->cur = c;
+	c->frame_off = c->out.len;
+	hdr = eb__buf_reserve(&c->out, EB_FRAME_HDR + 1);
+	hdr[EB_FRAME_HDR] = (char) type;
+	c->out.len += EB_FRAME_HDR + 1;
+	return &c->out;
+}
+
+int
+eb__link_frame_end(eb_link_mgr *m, uint32_t peer)
+{
+	link_conn *c = m->cur;
+	size_t     n;
+
+	(void) peer;
+	m->cur = NULL;
+	LINK_ASSERT(c != NULL);
+	n = c->out.len - c->frame_off - EB_FRAME_HDR;
+	if (n > m->max_frame) {
+		EB_LOG_ERR("link", "frame-too-big: node=%s len=%zu max=%u",
+		    c->peer->node_id, n, m->max_frame);
+		c->out.len = c->frame_off; /* take it back */
+		return EB_ELINKDOWN;
+	}
+	eb__frame_put_len(
+	    (unsigned char *) c->out.data + c->frame_off, (uint32_t) n);
+	c->peer->frames_out++;
+	c->peer->bytes_out += n + EB_FRAME_HDR;
+	if (c->inflight + eb__buf_avail(&c->out) > m->max_out) {
+		/* A peer that does not read: cut it off rather than grow. */
+		EB_LOG_WARN("link",
+		    "peer-too-slow: node=%s queued=%zu max=%llu",
+		    c->peer->node_id, eb__buf_avail(&c->out) + c->inflight,
+		    (unsigned long long) m->max_out);
+		c->doomed = 1;
+	}
+	eb__link_conn_mark_dirty(c);
+	return c->doomed ? EB_ELINKDOWN : 0;
+}
+
+/* ---- listener, tick, idle ---- */
+
+static void
+listener_cb(uv_stream_t *server, int status)
+{
+	eb_link_mgr *m = server->data;
+	link_conn   *c;
+
+	if (status != 0) {
+		EB_LOG_WARN(
+		    "link", "accept-failed: err=%s", eb_err_name(status));
+		return;
+	}
+	c = eb__link_conn_new(m, 0);
+	if (uv_accept(server, (uv_stream_t *) &c->tcp) != 0) {
+		eb__link_conn_close(c, NULL);
+		return;
+	}
+	eb__link_conn_start(c);
+}
+
+static void
+mgr_tick_cb(uv_timer_t *t)
+{
+	eb_link_mgr *m = t->data;
+	uint64_t     now = uv_now(m->loop);
+	eb_list     *it;
+	eb_list     *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &m->conns) {
+		eb__link_conn_tick(EB_CONTAINER_OF(it, link_conn, link), now);
+	}
+	EB_LIST_FOREACH (it, tmp, &m->peers) {
+		peer_maybe_dial(m, EB_CONTAINER_OF(it, link_peer, link), now);
+	}
+}
+
+static void
+mgr_idle_cb(uv_idle_t *h)
+{
+	eb_link_mgr *m = h->data;
+	eb_list     *it;
+
+	while ((it = eb_list_first(&m->dirty)) != NULL) {
+		link_conn *c = EB_CONTAINER_OF(it, link_conn, flush_link);
+
+		eb_list_remove(it);
+		if (c->doomed) {
+			eb__link_conn_close(c, "queue overflow");
+		} else {
+			eb__link_conn_flush(c);
+		}
+	}
+	m->idle_active = 0;
+	(void) uv_idle_stop(&m->idle);
+}
+
+void
+eb__link_conn_mark_dirty(link_conn *c)
+{
+	eb_link_mgr *m = c->mgr;
+
+	if (eb_list_empty(&c->flush_link)) {
+		eb_list_insert_tail(&m->dirty, &c->flush_link);
+	}
+	if (!m->idle_active && !m->closing) {
+		m->idle_active = 1;
+		(void) uv_idle_start(&m->idle, mgr_idle_cb);
+	}
+}
+
+int
+eb_link_mgr_start(eb_link_mgr *m)
+{
+	struct sockaddr_storage sa;
+	int                     len = sizeof(sa);
+	int                     rv;
+
+	if (m->closing || m->listening) {
+		return m->closing ? EB_ECLOSED : 0;
+	}
+	rv = uv_ip4_addr(m->host, m->port, (struct sockaddr_in *) &sa);
+	if (rv != 0) {
+		rv = uv_ip6_addr(m->host, m->port, (struct sockaddr_in6 *) &sa);
+	}
+	if (rv != 0) {
+		return rv;
+	}
+	if ((rv = uv_tcp_bind(
+	         &m->listener, (const struct sockaddr *) &sa, 0)) != 0 ||
+	    (rv = uv_listen((uv_stream_t *) &m->listener, 128, listener_cb)) !=
+	        0) {
+		EB_LOG_ERR("link", "listen-failed: host=%s port=%d err=%s",
+		    m->host, m->port, eb_err_name(rv));
+		return rv;
+	}
+	(void) uv_tcp_getsockname(&m->listener, (struct sockaddr *) &sa, &len);
+	m->bound_port = ntohs(((struct sockaddr_in *) &sa)->sin_port);
+	m->listening = 1;
+	(void) uv_timer_start(&m->timer, mgr_tick_cb, m->tick_ms, m->tick_ms);
+	EB_LOG_INFO("link", "listening: node=%s host=%s port=%d tls=%s",
+	    m->node_id, m->host, m->bound_port, m->tls_ctx ? "yes" : "no");
+	mgr_tick_cb(&m->timer); /* dial peers added before start */
+	return 0;
+}
+
+/* ---- close ---- */
+
+static void
+mgr_free(eb_link_mgr *m)
+{
+	eb_list *it;
+
+	while ((it = eb_list_first(&m->peers)) != NULL) {
+		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
+
+		eb_list_remove(it);
+		free(p->node_id);
+		free(p->host);
+		free(p);
+	}
+	eb__link_tls_ctx_free(m->tls_ctx);
+	free(m->node_id);
+	free(m->cluster);
+	free(m->host);
+	free(m);
+}
+
+static void
+mgr_handle_closed_cb(uv_handle_t *h)
+{
+	eb_link_mgr_close_cb cb;
+	eb_link_mgr         *m = h->data;
+	void                *arg;
+
+	if (--m->open_handles > 0) {
+		return;
+	}
+	if (m->h != NULL && m->h->detach != NULL) {
+		m->h->detach(m->hctx);
+	}
+	cb = m->close_cb;
+	arg = m->close_arg;
+	if (cb != NULL) {
+		cb(m, arg);
+	}
+	mgr_free(m);
+}
+
+void
+eb__link_mgr_conn_gone(eb_link_mgr *m)
+{
+	if (m->closing && eb_list_empty(&m->conns) && m->open_handles == 0) {
+		m->open_handles = 3;
+		uv_close((uv_handle_t *) &m->listener, mgr_handle_closed_cb);
+		uv_close((uv_handle_t *) &m->timer, mgr_handle_closed_cb);
+		uv_close((uv_handle_t *) &m->idle, mgr_handle_closed_cb);
+	}
+}
+
+void
+eb_link_mgr_close(eb_link_mgr *m, eb_link_mgr_close_cb cb, void *arg)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	if (m->closing) {
+		EB_LOG_ERR("link", "close-twice: node=%s", m->node_id);
+		return;
+	}
+	m->closing = 1;
+	m->close_cb = cb;
+	m->close_arg = arg;
+	(void) uv_timer_stop(&m->timer);
+	(void) uv_idle_stop(&m->idle);
+	m->idle_active = 0;
+	/* Connections close first (their down reports run from their close
+	 * path), then the manager's own handles. */
+	EB_LIST_FOREACH (it, tmp, &m->conns) {
+		eb__link_conn_close(EB_CONTAINER_OF(it, link_conn, link), NULL);
+	}
+	eb__link_mgr_conn_gone(m);
+}

@@ -1,0 +1,406 @@
+/*
+ * One node link connection: reading and frame decoding, the hello
+ * exchange, heartbeats and timeouts, coalesced writes, TLS in between when
+ * configured, and close. The manager (link.c) decides what a connection is
+ * for; this file moves its bytes.
+ *
+ * Wire: every frame is a big-endian u32 length, then a type byte, then the
+ * body. Hello (type 1): u16 version, str16 node id, str16 cluster name.
+ * Heartbeat (type 2): empty. Types >= 16 go to the upper layer unread.
+ *
+ * Threads: loop thread only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+
+#include "cluster/link_int.h"
+#include "common/alloc.h"
+
+struct link_write {
+	uv_write_t req;
+	link_conn *conn; /* borrowed: a write completes before close */
+	char      *data; /* owned */
+	size_t     len;
+};
+
+link_conn *
+eb__link_conn_new(eb_link_mgr *m, int outbound)
+{
+	link_conn *c = eb__calloc(1, sizeof(*c));
+
+	c->mgr = m;
+	c->outbound = outbound;
+	c->state = outbound ? LINK_CONNECTING : LINK_HELLO;
+	c->started = uv_now(m->loop);
+	c->last_rx = c->started;
+	c->last_tx = c->started;
+	eb__frame_dec_init(&c->dec, m->max_frame);
+	eb__buf_init(&c->out);
+	eb_list_init(&c->flush_link);
+	eb_list_insert_tail(&m->conns, &c->link);
+	(void) uv_tcp_init(m->loop, &c->tcp);
+	c->tcp.data = c;
+	(void) snprintf(c->peer_addr, sizeof(c->peer_addr), "?");
+	return c;
+}
+
+static void
+conn_closed_cb(uv_handle_t *h)
+{
+	link_conn   *c = h->data;
+	eb_link_mgr *m = c->mgr;
+
+	eb_list_remove(&c->link);
+	eb_list_remove(&c->flush_link);
+	eb__frame_dec_free(&c->dec);
+	eb__buf_free(&c->out);
+	eb__link_tls_conn_free(c);
+	free(c);
+	eb__link_mgr_conn_gone(m);
+}
+
+void
+eb__link_conn_close(link_conn *c, const char *why)
+{
+	if (c->state == LINK_CLOSING) {
+		return;
+	}
+	if (why != NULL) {
+		EB_LOG_WARN("link", "link-closed: node=%s peer=%s reason=%s",
+		    c->peer != NULL ? c->peer->node_id : "?", c->peer_addr,
+		    why);
+	}
+	c->state = LINK_CLOSING;
+	eb_list_remove(&c->flush_link);
+	if (c->peer != NULL) {
+		/* Report down now: senders must skip this peer from here on. */
+		eb__link_peer_lost(c->mgr, c->peer, c);
+	}
+	if (c->mgr->cur == c) {
+		c->mgr->cur = NULL;
+	}
+	uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
+}
+
+static void
+write_cb(uv_write_t *req, int status)
+{
+	struct link_write *w = (struct link_write *) req;
+	link_conn         *c = w->conn;
+
+	c->inflight -= w->len;
+	free(w->data);
+	free(w);
+	if (status != 0 && status != UV_ECANCELED) {
+		eb__link_conn_close(c, eb_err_name(status));
+	}
+}
+
+void
+eb__link_conn_write_raw(link_conn *c, char *data, size_t n)
+{
+	struct link_write *w;
+	uv_buf_t           b;
+	int                rv;
+
+	if (n == 0) {
+		free(data);
+		return;
+	}
+	w = eb__malloc(sizeof(*w));
+	w->conn = c;
+	w->data = data;
+	w->len = n;
+	b = uv_buf_init(data, (unsigned int) n);
+	c->inflight += n;
+	rv = uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1, write_cb);
+	if (rv != 0) {
+		c->inflight -= n;
+		free(data);
+		free(w);
+		eb__link_conn_close(c, eb_err_name(rv));
+	}
+}
+
+void
+eb__link_conn_flush(link_conn *c)
+{
+	size_t n = eb__buf_avail(&c->out);
+	char  *data;
+
+	if (n == 0 || c->state == LINK_CLOSING || c->state == LINK_CONNECTING) {
+		return;
+	}
+	c->last_tx = uv_now(c->mgr->loop);
+	if (c->tls != NULL) {
+		if (!c->tls_done) {
+			return; /* sent once the handshake completes */
+		}
+		if (eb__link_tls_output(c, eb__buf_head(&c->out), n) != 0) {
+			eb__link_conn_close(c, "TLS write failed");
+			return;
+		}
+		c->out.off = c->out.len = 0;
+		return;
+	}
+	/* Hand the whole buffer to libuv: no copy. */
+	data = c->out.data;
+	if (c->out.off > 0) {
+		memmove(data, data + c->out.off, n);
+	}
+	eb__buf_init(&c->out);
+	eb__link_conn_write_raw(c, data, n);
+}
+
+static void
+conn_put_frame_hdr(link_conn *c, uint8_t type, size_t *off)
+{
+	char *h = eb__buf_reserve(&c->out, EB_FRAME_HDR + 1);
+
+	*off = c->out.len;
+	h[EB_FRAME_HDR] = (char) type;
+	c->out.len += EB_FRAME_HDR + 1;
+}
+
+static void
+conn_end_frame(link_conn *c, size_t off)
+{
+	eb__frame_put_len((unsigned char *) c->out.data + off,
+	    (uint32_t) (c->out.len - off - EB_FRAME_HDR));
+	eb__link_conn_mark_dirty(c);
+}
+
+static void
+conn_send_hello(link_conn *c)
+{
+	eb_link_mgr *m = c->mgr;
+	size_t       off;
+
+	conn_put_frame_hdr(c, LINK_FRAME_HELLO, &off);
+	eb__link_put_u16(&c->out, EB_LINK_PROTOCOL_VERSION);
+	(void) eb__link_put_str16(&c->out, m->node_id, strlen(m->node_id));
+	(void) eb__link_put_str16(&c->out, m->cluster, strlen(m->cluster));
+	conn_end_frame(c, off);
+}
+
+static void
+conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	link_conn *c = h->data;
+
+	(void) hint;
+	/* Input is consumed (copied into the decoder) before the next read
+	 * callback, so one manager-wide buffer serves every connection. */
+	*buf = uv_buf_init(c->mgr->rbuf, sizeof(c->mgr->rbuf));
+}
+
+static void
+conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	link_conn *c = s->data;
+	int        rv;
+
+	if (nread == 0) {
+		return;
+	}
+	if (nread < 0) {
+		eb__link_conn_close(
+		    c, nread == UV_EOF ? NULL : eb_err_name((int) nread));
+		return;
+	}
+	c->last_rx = uv_now(c->mgr->loop);
+	if (c->tls != NULL) {
+		rv = eb__link_tls_input(c, buf->base, (size_t) nread);
+	} else {
+		rv = eb__link_conn_input(c, buf->base, (size_t) nread);
+	}
+	if (rv != 0 && c->state != LINK_CLOSING) {
+		eb__link_conn_close(c, eb_strerror(rv));
+	}
+}
+
+void
+eb__link_conn_start(link_conn *c)
+{
+	eb_link_mgr            *m = c->mgr;
+	struct sockaddr_storage sa;
+	int                     len = sizeof(sa);
+	char                    ip[48] = "?";
+
+	c->state = LINK_HELLO;
+	if (!c->outbound &&
+	    uv_tcp_getpeername(&c->tcp, (struct sockaddr *) &sa, &len) == 0) {
+		if (sa.ss_family == AF_INET) {
+			(void) uv_ip4_name(
+			    (struct sockaddr_in *) &sa, ip, sizeof(ip));
+			(void) snprintf(c->peer_addr, sizeof(c->peer_addr),
+			    "%s:%d", ip,
+			    ntohs(((struct sockaddr_in *) &sa)->sin_port));
+		}
+	}
+	(void) uv_tcp_nodelay(&c->tcp, 1);
+	if (uv_read_start(
+	        (uv_stream_t *) &c->tcp, conn_alloc_cb, conn_read_cb) != 0) {
+		eb__link_conn_close(c, "read failed");
+		return;
+	}
+	if (m->tls_ctx != NULL) {
+		if (eb__link_tls_conn_new(c, !c->outbound) != 0 ||
+		    eb__link_tls_handshake(c) != 0) {
+			eb__link_conn_close(c, "TLS setup failed");
+			return;
+		}
+	}
+	conn_send_hello(c);
+}
+
+static int
+conn_on_hello(link_conn *c, eb__link_rd *r)
+{
+	eb_link_mgr *m = c->mgr;
+	uint16_t     version = eb__link_get_u16(r);
+	size_t       nid_len;
+	size_t       cl_len;
+	const char  *nid = eb__link_get_str16(r, &nid_len);
+	const char  *cl = eb__link_get_str16(r, &cl_len);
+	char        *node_id;
+	link_peer   *p;
+
+	if (r->bad || nid_len == 0) {
+		return EB_EPROTO;
+	}
+	if (version != EB_LINK_PROTOCOL_VERSION) {
+		EB_LOG_WARN("link", "hello-version: peer=%s version=%u want=%u",
+		    c->peer_addr, version, EB_LINK_PROTOCOL_VERSION);
+		return EB_EPROTO;
+	}
+	if (cl_len != strlen(m->cluster) ||
+	    memcmp(cl, m->cluster, cl_len) != 0) {
+		EB_LOG_WARN("link",
+		    "hello-cluster: peer=%s cluster=%.*s want=%s", c->peer_addr,
+		    (int) cl_len, cl, m->cluster);
+		return EB_EPROTO;
+	}
+	node_id = eb__strndup(nid, nid_len);
+	if (c->outbound) {
+		/* We dialed a known peer: it must be who we think it is. */
+		if (c->peer == NULL || strcmp(c->peer->node_id, node_id) != 0) {
+			EB_LOG_WARN("link", "hello-wrong-node: peer=%s node=%s",
+			    c->peer_addr, node_id);
+			free(node_id);
+			return EB_EPROTO;
+		}
+		p = c->peer;
+	} else {
+		/* Only the lower id dials; anything else is a misconfigured
+		 * or confused peer (or ourselves). */
+		if (strcmp(node_id, m->node_id) >= 0) {
+			EB_LOG_WARN("link", "hello-not-dialer: peer=%s node=%s",
+			    c->peer_addr, node_id);
+			free(node_id);
+			return EB_EPROTO;
+		}
+		if ((p = eb__link_peer_find(m, node_id)) == NULL) {
+			p = eb__link_peer_new(m, node_id);
+		}
+		c->peer = p;
+	}
+	free(node_id);
+	c->state = LINK_UP;
+	eb__link_peer_up(m, p, c);
+	return 0;
+}
+
+static int
+conn_on_frame(link_conn *c, const char *payload, uint32_t len)
+{
+	eb_link_mgr *m = c->mgr;
+	eb__link_rd  r;
+	uint8_t      type;
+
+	if (len < 1) {
+		return EB_EPROTO;
+	}
+	type = (uint8_t) payload[0];
+	if (c->peer != NULL) {
+		c->peer->frames_in++;
+		c->peer->bytes_in += len + EB_FRAME_HDR;
+	}
+	if (type == LINK_FRAME_HEARTBEAT) {
+		return 0;
+	}
+	if (type == LINK_FRAME_HELLO) {
+		if (c->state != LINK_HELLO) {
+			return EB_EPROTO;
+		}
+		r.p = payload + 1;
+		r.n = len - 1;
+		r.bad = 0;
+		return conn_on_hello(c, &r);
+	}
+	if (c->state != LINK_UP || type < EB_LINK_FRAME_USER) {
+		return EB_EPROTO;
+	}
+	if (m->h != NULL) {
+		m->h->frame(m->hctx, c->peer->id, type, payload + 1, len - 1);
+	}
+	return 0;
+}
+
+int
+eb__link_conn_input(link_conn *c, const char *p, size_t n)
+{
+	const char *payload;
+	uint32_t    len;
+	int         rv;
+
+	eb__frame_dec_feed(&c->dec, p, n);
+	for (;;) {
+		rv = eb__frame_dec_next(&c->dec, &payload, &len);
+		if (rv == UV_EAGAIN) {
+			return 0;
+		}
+		if (rv != 0) {
+			EB_LOG_WARN("link",
+			    "bad-frame: peer=%s len=%lld max=%u", c->peer_addr,
+			    (long long) c->dec.bad_len, c->mgr->max_frame);
+			return rv;
+		}
+		if ((rv = conn_on_frame(c, payload, len)) != 0) {
+			return rv;
+		}
+		if (c->state == LINK_CLOSING) {
+			return 0; /* the upper layer closed us */
+		}
+	}
+}
+
+void
+eb__link_conn_tick(link_conn *c, uint64_t now)
+{
+	eb_link_mgr *m = c->mgr;
+	size_t       off;
+
+	if (c->state == LINK_CLOSING) {
+		return;
+	}
+	if (c->state != LINK_UP) {
+		if (now - c->started >= m->connect_timeout_ms) {
+			eb__link_conn_close(c, "connect/hello timeout");
+		}
+		return;
+	}
+	if (now - c->last_rx >= m->dead_ms) {
+		eb__link_conn_close(c, "heartbeat timeout");
+		return;
+	}
+	if (now - c->last_tx >= m->heartbeat_ms &&
+	    eb__buf_avail(&c->out) == 0) {
+		conn_put_frame_hdr(c, LINK_FRAME_HEARTBEAT, &off);
+		conn_end_frame(c, off);
+		c->last_tx = now;
+	}
+}

@@ -1,0 +1,152 @@
+/*
+ * Node link internals shared by cluster/link*.c only.
+ *
+ * Ownership: the manager owns its peers (list) and connections (list).
+ * A peer has at most one up connection (peer->conn) and, when this node is
+ * the dialer, at most one connection being dialed (peer->dialing). A
+ * connection points back to its peer (borrowed) once known: at once for
+ * outbound ones, after the hello for inbound ones; removing a peer clears
+ * those back pointers before it frees the peer.
+ *
+ * Timing: one manager timer ticks every tick_ms and drives reconnects,
+ * heartbeats, dead-link detection and connect/hello timeouts. Output is
+ * coalesced per connection and written from the manager's idle handle,
+ * which is active only while some connection has output pending.
+ *
+ * Threads: loop thread only.
+ */
+#ifndef EB_CLUSTER_LINK_INT_H
+#define EB_CLUSTER_LINK_INT_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <uv.h>
+
+#include <ebnode/link.h>
+
+#include "cluster/link.h"
+#include "common/buf.h"
+#include "common/frame.h"
+#include "common/list.h"
+
+/* Programmer errors only (never peer input); stays on in release builds. */
+#define LINK_ASSERT(x)           \
+	do {                     \
+		if (!(x)) {      \
+			abort(); \
+		}                \
+	} while (0)
+
+enum { LINK_FRAME_HELLO = 1, LINK_FRAME_HEARTBEAT = 2 };
+
+enum link_state {
+	LINK_CONNECTING = 0, /* outbound TCP connect in progress */
+	LINK_HELLO = 1,      /* connected, waiting for the peer's hello */
+	LINK_UP = 2,
+	LINK_CLOSING = 3
+};
+
+typedef struct link_peer {
+	eb_list  link; /* in mgr->peers */
+	uint32_t id;
+	char    *node_id; /* owned */
+	char    *host;    /* owned; NULL: known only from an inbound link */
+	int      port;
+	int      dialer;            /* our node id is the lower one: we dial */
+	struct link_conn *conn;     /* borrowed: the up connection */
+	struct link_conn *dialing;  /* borrowed: outbound attempt */
+	uint64_t          retry_at; /* loop ms; next dial not before */
+	uint32_t          attempts; /* failed dials since the last up */
+	uint64_t          frames_out, frames_in, bytes_out, bytes_in, ups;
+} link_peer;
+
+typedef struct link_conn {
+	eb_list         link;       /* in mgr->conns */
+	eb_list         flush_link; /* in mgr->dirty while output pending */
+	eb_link_mgr    *mgr;        /* borrowed */
+	link_peer      *peer;       /* borrowed; NULL until known */
+	uv_tcp_t        tcp;
+	uv_connect_t    creq;
+	enum link_state state;
+	int             outbound;
+	int             doomed;  /* close on the next idle turn */
+	uint64_t        started; /* loop ms */
+	uint64_t        last_rx;
+	uint64_t        last_tx;
+	eb__frame_dec   dec;
+	eb__buf         out;       /* plaintext frames not yet written */
+	size_t          frame_off; /* start of the frame being built */
+	uint64_t        inflight;  /* bytes handed to uv_write, unfinished */
+	void           *tls;       /* owned SSL*, NULL: plain TCP */
+	int             tls_done;  /* handshake complete */
+	char            peer_addr[64]; /* for log lines */
+} link_conn;
+
+struct eb_link_mgr {
+	uv_loop_t              *loop; /* borrowed */
+	char                   *node_id;
+	char                   *cluster;
+	char                   *host;
+	int                     port;
+	int                     bound_port;
+	uint32_t                heartbeat_ms, dead_ms, connect_timeout_ms;
+	uint32_t                backoff_min_ms, backoff_max_ms, tick_ms;
+	uint32_t                max_frame;
+	uint64_t                max_out;
+	void                   *tls_ctx; /* owned SSL_CTX*, NULL: plain */
+	uv_tcp_t                listener;
+	uv_timer_t              timer;
+	uv_idle_t               idle;
+	int                     idle_active;
+	int                     listening;
+	int                     closing;
+	int                     open_handles;
+	eb_list                 peers; /* of link_peer, owned */
+	eb_list                 conns; /* of link_conn, owned */
+	eb_list                 dirty; /* of link_conn with output pending */
+	uint32_t                next_peer_id;
+	link_conn              *cur; /* the frame being built (begin/end) */
+	eb_link_mgr_close_cb    close_cb;
+	void                   *close_arg;
+	const eb__link_handler *h; /* borrowed */
+	void                   *hctx;
+	char rbuf[65536]; /* read buffer: input is consumed at once */
+};
+
+/* link.c */
+link_peer *eb__link_peer_find(eb_link_mgr *m, const char *node_id);
+link_peer *eb__link_peer_by_id(eb_link_mgr *m, uint32_t id);
+link_peer *eb__link_peer_new(eb_link_mgr *m, const char *node_id);
+/* A connection finished its hello: make it peer's link (replacing an old
+ * one) and tell the upper layer. */
+void eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c);
+/* A connection of p went away (c was its up link or its dial). */
+void eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c);
+void eb__link_mgr_conn_gone(eb_link_mgr *m); /* for close accounting */
+
+/* link_conn.c */
+link_conn *eb__link_conn_new(eb_link_mgr *m, int outbound);
+void       eb__link_conn_start(link_conn *c); /* connected: TLS, hello */
+void       eb__link_conn_close(link_conn *c, const char *why);
+void       eb__link_conn_tick(link_conn *c, uint64_t now);
+void       eb__link_conn_flush(link_conn *c);
+void       eb__link_conn_mark_dirty(link_conn *c);
+/* Plaintext input (after TLS, if any). 0 or an error: close. */
+int eb__link_conn_input(link_conn *c, const char *p, size_t n);
+/* Raw output to the socket (after TLS, if any); takes ownership of data. */
+void eb__link_conn_write_raw(link_conn *c, char *data, size_t n);
+
+/* link_tls.c */
+int  eb__link_tls_ctx_new(const eb_link_opts *o, void **ctxp, eb_errbuf *err);
+void eb__link_tls_ctx_free(void *ctx);
+int  eb__link_tls_conn_new(link_conn *c, int server);
+void eb__link_tls_conn_free(link_conn *c);
+/* Ciphertext in: plaintext goes to eb__link_conn_input. 0 or EB_ETLS. */
+int eb__link_tls_input(link_conn *c, const char *p, size_t n);
+/* Plaintext out (after the handshake): ciphertext goes to write_raw. */
+int eb__link_tls_output(link_conn *c, const char *p, size_t n);
+/* Drives the handshake (and writes what it produced). 0 or EB_ETLS. */
+int eb__link_tls_handshake(link_conn *c);
+
+#endif

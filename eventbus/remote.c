@@ -1,0 +1,606 @@
+/*
+ * Clustered delivery: the bus's remote seam (eb__bus_remote_ops) over node
+ * links (cluster/link.h). The only file of eventbus/ that knows clusters.
+ *
+ * Interest: each address record holds, in a->remote, the handler count of
+ * every peer that advertised it. On link up each side sends its whole table
+ * (non-local-only handler counts), then one INTEREST entry per change; on
+ * link down the peer's entries go at once, and requests in flight to it
+ * fail (ERROR, EB_ELINKDOWN) instead of waiting for their timeout.
+ *
+ * Frames (types >= EB_LINK_FRAME_USER, big-endian, str16 = u16 len+bytes,
+ * bytes32 = u32 len+bytes):
+ *   MSG      u8 kind (1 send, 2 publish), str16 address, str16 reply address
+ *            ("" = none), bytes32 headers JSON, bytes32 body JSON
+ *   REPLY    str16 requester's reply address, str16 own reply address
+ *            ("" = none), bytes32 headers, bytes32 body
+ *   FAIL     str16 requester's reply address, u8 type, u32 code, u32
+ *            status (both two's complement), bytes32 message
+ *   INTEREST u32 n, n x (str16 address, u32 handler count; 0 = none)
+ * Bodies travel as the bytes the sender encoded; nobody re-parses them on
+ * the way.
+ *
+ * Threads: loop thread only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/link.h>
+#include <ebnode/log.h>
+
+#include "cluster/link.h"
+#include "common/alloc.h"
+#include "common/frame.h"
+#include "eventbus/eventbus_int.h"
+
+enum {
+	FRAME_MSG = EB_LINK_FRAME_USER,
+	FRAME_REPLY = EB_LINK_FRAME_USER + 1,
+	FRAME_FAIL = EB_LINK_FRAME_USER + 2,
+	FRAME_INTEREST = EB_LINK_FRAME_USER + 3
+};
+
+/* Keep full-table frames well below any sane max_frame_bytes. */
+#define INTEREST_FRAME_SOFT_MAX (256u * 1024)
+
+typedef struct remote_entry {
+	uint32_t peer;
+	uint32_t count;
+} remote_entry;
+
+typedef struct addr_remote {
+	uint32_t     n;
+	uint32_t     cap;
+	remote_entry v[]; /* peers with count > 0 */
+} addr_remote;
+
+typedef struct bus_remote {
+	eb_bus      *bus; /* borrowed */
+	eb_link_mgr *mgr; /* borrowed; NULL once it detached */
+} bus_remote;
+
+/* ---- per-address interest ---- */
+
+static void
+interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
+{
+	addr_remote *r = a->remote;
+	uint32_t     i;
+
+	for (i = 0; r != NULL && i < r->n; i++) {
+		if (r->v[i].peer == peer) {
+			break;
+		}
+	}
+	if (r != NULL && i < r->n) {
+		a->n_remote -= r->v[i].count;
+		if (count == 0) {
+			r->v[i] = r->v[--r->n];
+			a->n_remote_nodes--;
+		} else {
+			r->v[i].count = count;
+			a->n_remote += count;
+		}
+	} else if (count > 0) {
+		if (r == NULL || r->n == r->cap) {
+			uint32_t cap = r == NULL ? 4 : r->cap * 2;
+
+			r = eb__realloc(r, sizeof(*r) + cap * sizeof(r->v[0]));
+			if (a->remote == NULL) {
+				r->n = 0;
+			}
+			r->cap = cap;
+			a->remote = r;
+		}
+		r->v[r->n].peer = peer;
+		r->v[r->n].count = count;
+		r->n++;
+		a->n_remote += count;
+		a->n_remote_nodes++;
+	}
+	if (r != NULL && r->n == 0) {
+		free(r);
+		a->remote = NULL;
+	}
+	eb__bus_addr_maybe_free(bus, a);
+}
+
+/* ---- frame writers ---- */
+
+static void
+put_msg_parts(eb__buf *b, const eb_bus_msg *msg)
+{
+	char *h = json_dumps(msg->headers, JSON_COMPACT);
+
+	/* Headers are a checked object of strings: dumping cannot fail
+	 * short of memory, and then "{}" is the safe fallback. */
+	eb__link_put_bytes32(
+	    b, h != NULL ? h : "{}", h != NULL ? strlen(h) : 2);
+	free(h);
+	eb__link_put_bytes32(b, msg->body, msg->body_len);
+}
+
+static int
+remote_forward(void *ctx, uint32_t node, eb_bus_msg *msg, int kind)
+{
+	bus_remote *st = ctx;
+	const char *ra = msg->reply_address != NULL ? msg->reply_address : "";
+	size_t      alen = strlen(msg->address);
+	size_t      rlen = strlen(ra);
+	eb__buf    *b;
+
+	if (alen > UINT16_MAX || rlen > UINT16_MAX) {
+		return UV_EINVAL; /* not routable between nodes */
+	}
+	if (st->mgr == NULL) {
+		return EB_ELINKDOWN;
+	}
+	b = eb__link_frame_begin(
+	    st->mgr, node, kind == EB__BUS_FWD_REPLY ? FRAME_REPLY : FRAME_MSG);
+	if (b == NULL) {
+		return EB_ELINKDOWN;
+	}
+	if (kind != EB__BUS_FWD_REPLY) {
+		eb__link_put_u8(b, kind == EB__BUS_FWD_PUBLISH ? 2 : 1);
+	}
+	/* For a reply, msg->address is the requester's reply address. */
+	(void) eb__link_put_str16(b, msg->address, alen);
+	(void) eb__link_put_str16(b, ra, rlen);
+	put_msg_parts(b, msg);
+	return eb__link_frame_end(st->mgr, node);
+}
+
+static int
+remote_fail(void *ctx, uint32_t node, const char *reply_address, int status,
+    eb_bus_failure_type type, int code, const char *message)
+{
+	bus_remote *st = ctx;
+	eb__buf    *b;
+
+	if (strlen(reply_address) > UINT16_MAX) {
+		return UV_EINVAL;
+	}
+	if (st->mgr == NULL ||
+	    (b = eb__link_frame_begin(st->mgr, node, FRAME_FAIL)) == NULL) {
+		return EB_ELINKDOWN;
+	}
+	(void) eb__link_put_str16(b, reply_address, strlen(reply_address));
+	eb__link_put_u8(b, (uint8_t) type);
+	eb__link_put_u32(b, (uint32_t) code);
+	eb__link_put_u32(b, (uint32_t) status);
+	eb__link_put_bytes32(b, message, strlen(message));
+	return eb__link_frame_end(st->mgr, node);
+}
+
+static void remote_interest(void *ctx, const char *address, uint32_t count);
+
+static uint32_t
+remote_pick(void *ctx, eb__bus_addr *a, uint64_t index)
+{
+	const addr_remote *r = a->remote;
+	uint32_t           i;
+
+	(void) ctx;
+	for (i = 0; r != NULL && i < r->n; i++) {
+		if (index < r->v[i].count) {
+			return r->v[i].peer;
+		}
+		index -= r->v[i].count;
+	}
+	return 0;
+}
+
+static void
+remote_each_node(void *ctx, eb__bus_addr         *a,
+    void (*fn)(void *fnarg, uint32_t node), void *fnarg)
+{
+	const addr_remote *r = a->remote;
+	uint32_t           i;
+
+	(void) ctx;
+	for (i = 0; r != NULL && i < r->n; i++) {
+		fn(fnarg, r->v[i].peer);
+	}
+}
+
+static void
+remote_addr_free(void *ctx, eb__bus_addr *a)
+{
+	(void) ctx;
+	free(a->remote);
+	a->remote = NULL;
+}
+
+static const eb__bus_remote_ops remote_ops = {
+	.interest = remote_interest,
+	.forward = remote_forward,
+	.fail = remote_fail,
+	.pick = remote_pick,
+	.each_node = remote_each_node,
+	.addr_free = remote_addr_free,
+};
+
+/* ---- interest out ---- */
+
+struct interest_one {
+	bus_remote *st;
+	const char *address;
+	uint32_t    count;
+};
+
+static void
+interest_one_cb(void *arg, uint32_t peer)
+{
+	struct interest_one *io = arg;
+	eb__buf             *b;
+
+	b = eb__link_frame_begin(io->st->mgr, peer, FRAME_INTEREST);
+	if (b == NULL) {
+		return;
+	}
+	eb__link_put_u32(b, 1);
+	(void) eb__link_put_str16(b, io->address, strlen(io->address));
+	eb__link_put_u32(b, io->count);
+	(void) eb__link_frame_end(io->st->mgr, peer);
+}
+
+static void
+remote_interest(void *ctx, const char *address, uint32_t count)
+{
+	bus_remote         *st = ctx;
+	struct interest_one io = { st, address, count };
+
+	if (st->mgr != NULL && strlen(address) <= UINT16_MAX) {
+		eb__link_foreach_up(st->mgr, interest_one_cb, &io);
+	}
+}
+
+/* Sends the whole table to a peer whose link just came up, in frames of
+ * bounded size. */
+static void
+interest_full(bus_remote *st, uint32_t peer)
+{
+	eb_bus  *bus = st->bus;
+	eb__buf *b = NULL;
+	size_t   count_off = 0;
+	uint32_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < bus->addrs.nbuckets; i++) {
+		eb__hent *e;
+
+		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+			eb__bus_addr *a =
+			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
+			uint32_t cnt = a->n_local - a->n_local_only;
+			size_t   alen = strlen(a->address);
+
+			if (cnt == 0 || alen > UINT16_MAX) {
+				continue;
+			}
+			if (b == NULL) {
+				b = eb__link_frame_begin(
+				    st->mgr, peer, FRAME_INTEREST);
+				if (b == NULL) {
+					return;
+				}
+				count_off = b->len;
+				eb__link_put_u32(b, 0);
+				n = 0;
+			}
+			(void) eb__link_put_str16(b, a->address, alen);
+			eb__link_put_u32(b, cnt);
+			n++;
+			if (b->len - count_off > INTEREST_FRAME_SOFT_MAX) {
+				eb__frame_put_len(
+				    (unsigned char *) b->data + count_off, n);
+				(void) eb__link_frame_end(st->mgr, peer);
+				b = NULL;
+			}
+		}
+	}
+	if (b != NULL) {
+		eb__frame_put_len((unsigned char *) b->data + count_off, n);
+		(void) eb__link_frame_end(st->mgr, peer);
+	}
+}
+
+/* ---- link events ---- */
+
+static void
+link_up_cb(void *ctx, uint32_t peer, const char *node_id)
+{
+	bus_remote *st = ctx;
+
+	EB_LOG_DEBUG("eventbus", "peer-up: node=%s id=%u", node_id, peer);
+	interest_full(st, peer);
+}
+
+static void
+link_down_cb(void *ctx, uint32_t peer)
+{
+	bus_remote *st = ctx;
+	eb_bus     *bus = st->bus;
+	eb_list    *it;
+	eb_list    *tmp;
+	uint32_t    i;
+	char        text[128];
+
+	/* Forget the peer's interest: the selector skips it from now on. */
+	for (i = 0; i < bus->addrs.nbuckets; i++) {
+		eb__hent *e = bus->addrs.buckets[i];
+
+		while (e != NULL) {
+			eb__hent     *next = e->next;
+			eb__bus_addr *a =
+			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
+
+			if (a->remote != NULL) {
+				interest_set(bus, a, peer, 0);
+			}
+			e = next;
+		}
+	}
+	/* Requests in flight to it fail now, not at their timeout. */
+	(void) snprintf(text, sizeof(text),
+	    "Link to the handler's node lost (peer %u)", peer);
+	EB_LIST_FOREACH (it, tmp, &bus->deadlines) {
+		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
+
+		if (r->node == peer) {
+			eb__bus_req_fail(
+			    bus, r, EB_ELINKDOWN, EB_BUS_ERROR, -1, text);
+		}
+	}
+}
+
+static void
+link_detach_cb(void *ctx)
+{
+	bus_remote *st = ctx;
+
+	st->mgr = NULL;
+}
+
+/* ---- frames in ---- */
+
+static char *
+rd_strdup(eb__link_rd *r)
+{
+	size_t      n;
+	const char *p = eb__link_get_str16(r, &n);
+
+	return r->bad || memchr(p, '\0', n) != NULL ? NULL : eb__strndup(p, n);
+}
+
+static json_t *
+rd_headers(eb__link_rd *r)
+{
+	size_t       n;
+	const char  *p = eb__link_get_bytes32(r, &n);
+	json_error_t jerr;
+	json_t      *h;
+
+	if (r->bad) {
+		return NULL;
+	}
+	if (n == 2 && memcmp(p, "{}", 2) == 0) {
+		return json_object();
+	}
+	h = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+	if (h != NULL && eb__bus_headers_check(h) != 0) {
+		json_decref(h);
+		h = NULL;
+	}
+	return h;
+}
+
+/* Reads headers and body and makes the message; NULL on a bad frame. */
+static eb_bus_msg *
+rd_msg(eb__link_rd *r, const char *address, int is_send)
+{
+	json_t     *h = rd_headers(r);
+	size_t      blen;
+	const char *body = eb__link_get_bytes32(r, &blen);
+	eb_bus_msg *m;
+
+	if (h == NULL || r->bad || blen == 0) {
+		json_decref(h);
+		return NULL;
+	}
+	m = eb__bus_msg_from_bytes(address, body, blen, h, is_send);
+	json_decref(h);
+	return m;
+}
+
+static int
+on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r)
+{
+	uint8_t     kind = eb__link_get_u8(r);
+	char       *address = rd_strdup(r);
+	char       *reply = rd_strdup(r);
+	eb_bus_msg *m = NULL;
+
+	if (address != NULL && reply != NULL && (kind == 1 || kind == 2)) {
+		m = rd_msg(r, address, kind == 1);
+	}
+	if (m != NULL) {
+		if (reply[0] != '\0' && kind == 1) {
+			eb__bus_msg_set_reply(st->bus, m, reply, peer);
+		}
+		eb__bus_deliver_remote(st->bus, m, kind == 2);
+		eb_bus_msg_release(m);
+	}
+	free(address);
+	free(reply);
+	return m != NULL ? 0 : EB_EPROTO;
+}
+
+static int
+on_reply(bus_remote *st, uint32_t peer, eb__link_rd *r)
+{
+	char        *target = rd_strdup(r);
+	char        *own = rd_strdup(r);
+	eb_bus_msg  *m = NULL;
+	eb__bus_req *req;
+
+	if (target != NULL && own != NULL) {
+		m = rd_msg(r, target, 1);
+	}
+	if (m != NULL) {
+		if ((req = eb__bus_req_find(st->bus, target)) == NULL) {
+			st->bus->totals.dropped++; /* timed out meanwhile */
+		} else {
+			if (own[0] != '\0') {
+				eb__bus_msg_set_reply(st->bus, m, own, peer);
+			}
+			eb__bus_req_reply(st->bus, req, m);
+		}
+		eb_bus_msg_release(m);
+	}
+	free(target);
+	free(own);
+	return m != NULL ? 0 : EB_EPROTO;
+}
+
+static int
+on_fail(bus_remote *st, eb__link_rd *r)
+{
+	char        *target = rd_strdup(r);
+	uint8_t      type = eb__link_get_u8(r);
+	int32_t      code = (int32_t) eb__link_get_u32(r);
+	int32_t      status = (int32_t) eb__link_get_u32(r);
+	size_t       n;
+	const char  *p = eb__link_get_bytes32(r, &n);
+	char        *text;
+	eb__bus_req *req;
+
+	if (target == NULL || r->bad || type > EB_BUS_ERROR || status >= 0) {
+		free(target);
+		return EB_EPROTO;
+	}
+	if ((req = eb__bus_req_find(st->bus, target)) != NULL) {
+		text = eb__strndup(p, n);
+		eb__bus_req_fail(st->bus, req, status,
+		    (eb_bus_failure_type) type, code, text);
+		free(text);
+	} else {
+		st->bus->totals.dropped++;
+	}
+	free(target);
+	return 0;
+}
+
+static int
+on_interest(bus_remote *st, uint32_t peer, eb__link_rd *r)
+{
+	uint32_t n = eb__link_get_u32(r);
+	uint32_t i;
+
+	for (i = 0; i < n && !r->bad; i++) {
+		char    *address = rd_strdup(r);
+		uint32_t count = eb__link_get_u32(r);
+
+		if (address == NULL || r->bad) {
+			free(address);
+			return EB_EPROTO;
+		}
+		if (count > 0) {
+			interest_set(st->bus,
+			    eb__bus_addr_get(st->bus, address), peer, count);
+		} else {
+			eb__bus_addr *a = eb__bus_addr_find(st->bus, address);
+
+			if (a != NULL) {
+				interest_set(st->bus, a, peer, 0);
+			}
+		}
+		free(address);
+	}
+	return r->bad ? EB_EPROTO : 0;
+}
+
+static void
+link_frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t n)
+{
+	bus_remote *st = ctx;
+	eb__link_rd r = { p, n, 0 };
+	int         rv;
+
+	if (st->bus->closing) {
+		return;
+	}
+	switch (type) {
+	case FRAME_MSG:
+		rv = on_msg(st, peer, &r);
+		break;
+	case FRAME_REPLY:
+		rv = on_reply(st, peer, &r);
+		break;
+	case FRAME_FAIL:
+		rv = on_fail(st, &r);
+		break;
+	case FRAME_INTEREST:
+		rv = on_interest(st, peer, &r);
+		break;
+	default:
+		rv = EB_EPROTO; /* a newer peer: ignore what we do not know */
+		break;
+	}
+	if (rv != 0) {
+		EB_LOG_WARN("eventbus",
+		    "bad-link-frame: peer=%u type=%u len=%zu", peer, type, n);
+	}
+}
+
+static const eb__link_handler link_handler = {
+	.up = link_up_cb,
+	.down = link_down_cb,
+	.frame = link_frame_cb,
+	.detach = link_detach_cb,
+};
+
+/* ---- attach / detach ---- */
+
+int
+eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links)
+{
+	bus_remote *st;
+
+	if (bus == NULL || links == NULL) {
+		return UV_EINVAL;
+	}
+	if (bus->closing) {
+		return EB_ECLOSED;
+	}
+	if (bus->rops != NULL) {
+		return UV_EBUSY;
+	}
+	st = eb__calloc(1, sizeof(*st));
+	st->bus = bus;
+	st->mgr = links;
+	bus->rops = &remote_ops;
+	bus->rctx = st;
+	eb__link_mgr_set_handler(links, &link_handler, st);
+	return 0;
+}
+
+void
+eb__bus_remote_detach(eb_bus *bus)
+{
+	bus_remote *st = bus->rctx;
+
+	if (st != NULL && st->mgr != NULL) {
+		eb__link_mgr_set_handler(st->mgr, NULL, NULL);
+		st->mgr = NULL;
+	}
+}
+
+void
+eb__bus_remote_free(eb_bus *bus)
+{
+	free(bus->rctx);
+	bus->rctx = NULL;
+	bus->rops = NULL;
+}

@@ -1,0 +1,93 @@
+/*
+ * Node links: one logical TCP (optionally mutual-TLS) link from this node to
+ * every peer it knows about, carrying length-prefixed binary frames. The
+ * event bus runs its clustered routing over them (eb_bus_cluster_attach in
+ * bus.h); membership (which peers exist, where) comes from outside, e.g. the
+ * ZooKeeper child cache, through eb_link_mgr_peer_add/_peer_remove.
+ *
+ * One link per node pair: only the node with the lower node id (strcmp)
+ * dials; the other accepts. So simultaneous connects cannot happen, and a
+ * new inbound connection from a peer replaces an older one (the dialer only
+ * dials when it has no link). Each side opens with a hello (node id,
+ * cluster name, EB_LINK_PROTOCOL_VERSION); a mismatch closes the connection.
+ * Heartbeats every heartbeat_ms; a link with no input for dead_ms is closed.
+ * The dialer reconnects with capped, jittered exponential back-off.
+ *
+ * Threads: loop thread only. Ownership: strings passed in are copied.
+ */
+#ifndef EBNODE_LINK_H
+#define EBNODE_LINK_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <ebnode/api.h>
+#include <ebnode/err.h>
+
+#define EB_LINK_PROTOCOL_VERSION 1
+
+typedef struct eb_link_mgr eb_link_mgr; /* opaque */
+
+typedef struct eb_link_opts {
+	const char *node_id;      /* required; unique in the cluster */
+	const char *cluster_name; /* default "ebnode"; must match peers */
+	const char *host;         /* listen address, default "127.0.0.1" */
+	int         port;         /* 0: pick one, see eb_link_mgr_port() */
+	uint32_t    heartbeat_ms; /* default 1000 */
+	uint32_t    dead_ms;      /* no input for this long: down; 3500 */
+	uint32_t    connect_timeout_ms; /* TCP connect + hello, 3000 */
+	uint32_t    backoff_min_ms;     /* first reconnect delay, 50 */
+	uint32_t    backoff_max_ms;     /* cap, 5000 */
+	uint32_t    max_frame_bytes;    /* default 16 MiB */
+	uint64_t    max_out_bytes; /* queued per link, default 64 MiB: close */
+	/* Mutual TLS (all three set) with a private CA: both sides present a
+	 * certificate signed by ca_file and verify the other's. */
+	const char *tls_ca_file;
+	const char *tls_cert_file;
+	const char *tls_key_file;
+} eb_link_opts;
+
+typedef void (*eb_link_mgr_close_cb)(eb_link_mgr *mgr, void *arg);
+
+EB_API void eb_link_opts_init(eb_link_opts *opts);
+/* No I/O and no callbacks. EB_ETLS (detail in err) when the TLS files do
+ * not load; UV_EINVAL for a missing node id. */
+EB_API int eb_link_mgr_new(uv_loop_t *loop, const eb_link_opts *opts,
+    eb_link_mgr **mgrp, eb_errbuf *err);
+/* Binds and listens. 0 or a libuv error (e.g. UV_EADDRINUSE). */
+EB_API int eb_link_mgr_start(eb_link_mgr *mgr);
+/* The bound port after start (useful with port 0), else 0. */
+EB_API int eb_link_mgr_port(const eb_link_mgr *mgr);
+/* Exactly once; links close (peers see them drop), cb on a later tick. */
+EB_API void eb_link_mgr_close(
+    eb_link_mgr *mgr, eb_link_mgr_close_cb cb, void *arg);
+
+/*
+ * A peer to keep a link to (again: updates host/port). Ignored for our own
+ * node id. Returns 0, UV_EINVAL, or EB_ECLOSED.
+ */
+EB_API int eb_link_mgr_peer_add(
+    eb_link_mgr *mgr, const char *node_id, const char *host, int port);
+/* Drops the peer and its link (the bus forgets its interest at once). */
+EB_API int eb_link_mgr_peer_remove(eb_link_mgr *mgr, const char *node_id);
+/* 1 when the link to node_id is up (hello exchanged), else 0. */
+EB_API int eb_link_mgr_peer_up(const eb_link_mgr *mgr, const char *node_id);
+
+/* Counters for the admin endpoint and metrics. */
+typedef struct eb_link_peer_stats {
+	const char *node_id; /* borrowed for the callback */
+	const char *host;    /* NULL: known only from its inbound link */
+	int         port;
+	int         up;
+	int         dialer; /* this node dials it */
+	uint64_t    frames_out, frames_in, bytes_out, bytes_in;
+	uint64_t    ups;    /* times the link came up */
+	uint64_t    queued; /* bytes waiting to be written */
+} eb_link_peer_stats;
+
+typedef void (*eb_link_stats_fn)(const eb_link_peer_stats *s, void *arg);
+EB_API void eb_link_mgr_stats_foreach(
+    eb_link_mgr *mgr, eb_link_stats_fn fn, void *arg);
+
+#endif

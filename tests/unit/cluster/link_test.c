@@ -1,0 +1,461 @@
+/* Unit tests for the node link manager (cluster/link*.c) over real TCP on
+ * 127.0.0.1: hello, who dials, frames, removal, reconnect, cluster and
+ * version mismatches, heartbeat timeout, oversized frames. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/link.h>
+
+#include "cluster/link.h"
+#include "cluster/link_int.h"
+#include "tests/harness/th.h"
+
+typedef struct node {
+	eb_link_mgr *mgr;
+	int          ups;
+	int          downs;
+	int          frames;
+	int          closed;
+	uint32_t     last_peer;
+	char         last_node[64];
+	char         last_body[64];
+} node;
+
+static void
+up_cb(void *ctx, uint32_t peer, const char *node_id)
+{
+	node *n = ctx;
+
+	n->ups++;
+	n->last_peer = peer;
+	(void) snprintf(n->last_node, sizeof(n->last_node), "%s", node_id);
+}
+
+static void
+down_cb(void *ctx, uint32_t peer)
+{
+	node *n = ctx;
+
+	(void) peer;
+	n->downs++;
+}
+
+static void
+frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t len)
+{
+	node *n = ctx;
+
+	(void) peer;
+	assert_int_equal(type, EB_LINK_FRAME_USER);
+	n->frames++;
+	(void) snprintf(
+	    n->last_body, sizeof(n->last_body), "%.*s", (int) len, p);
+}
+
+static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL };
+
+static void
+node_open(th_loop *t, node *n, const char *id, const char *cluster, uint32_t hb,
+    uint32_t dead)
+{
+	eb_link_opts o;
+
+	memset(n, 0, sizeof(*n));
+	eb_link_opts_init(&o);
+	o.node_id = id;
+	if (cluster != NULL) {
+		o.cluster_name = cluster;
+	}
+	if (hb != 0) {
+		o.heartbeat_ms = hb;
+		o.dead_ms = dead;
+	}
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &n->mgr, NULL), 0);
+	eb__link_mgr_set_handler(n->mgr, &handler, n);
+	assert_int_equal(eb_link_mgr_start(n->mgr), 0);
+	assert_true(eb_link_mgr_port(n->mgr) > 0);
+}
+
+static void
+closed_cb(eb_link_mgr *m, void *arg)
+{
+	(void) m;
+	((node *) arg)->closed++;
+}
+
+static void
+node_close(th_loop *t, node *n)
+{
+	eb_link_mgr_close(n->mgr, closed_cb, n);
+	assert_int_equal(th_run_until(t, th_flag_set, &n->closed, 2000), 0);
+	assert_int_equal(n->closed, 1);
+}
+
+static int
+ge1_ups2(void *arg)
+{
+	node **n = arg;
+
+	return n[0]->ups >= 1 && n[1]->ups >= 1;
+}
+
+static int
+downs_ge1(void *arg)
+{
+	return ((node *) arg)->downs >= 1;
+}
+
+static int
+ups_ge2(void *arg)
+{
+	return ((node *) arg)->ups >= 2;
+}
+
+static int
+frames_ge1(void *arg)
+{
+	return ((node *) arg)->frames >= 1;
+}
+
+static void
+send_text(node *n, uint32_t peer, const char *text)
+{
+	eb__buf *b = eb__link_frame_begin(n->mgr, peer, EB_LINK_FRAME_USER);
+
+	assert_non_null(b);
+	eb__buf_append(b, text, strlen(text));
+	assert_int_equal(eb__link_frame_end(n->mgr, peer), 0);
+}
+
+static void
+test_link_up_and_frames(void **state)
+{
+	th_loop *t = *state;
+	node     a;
+	node     b;
+	node    *both[2] = { &a, &b };
+
+	node_open(t, &a, "node-a", NULL, 0, 0);
+	node_open(t, &b, "node-b", NULL, 0, 0);
+	/* b is the higher id: adding a does not dial. */
+	assert_int_equal(eb_link_mgr_peer_add(b.mgr, "node-a", "127.0.0.1",
+	                     eb_link_mgr_port(a.mgr)),
+	    0);
+	assert_int_equal(
+	    eb_link_mgr_peer_add(b.mgr, "node-b", "127.0.0.1", 1), 0);
+	assert_int_equal(eb_link_mgr_peer_add(a.mgr, "node-b", "127.0.0.1",
+	                     eb_link_mgr_port(b.mgr)),
+	    0);
+	assert_int_equal(th_run_until(t, ge1_ups2, both, 2000), 0);
+	assert_string_equal(a.last_node, "node-b");
+	assert_string_equal(b.last_node, "node-a");
+	assert_true(eb_link_mgr_peer_up(a.mgr, "node-b"));
+	assert_true(eb_link_mgr_peer_up(b.mgr, "node-a"));
+	assert_string_equal(
+	    eb__link_peer_node_id(a.mgr, a.last_peer), "node-b");
+	send_text(&a, a.last_peer, "ping");
+	assert_int_equal(th_run_until(t, frames_ge1, &b, 2000), 0);
+	assert_string_equal(b.last_body, "ping");
+	send_text(&b, b.last_peer, "pong");
+	assert_int_equal(th_run_until(t, frames_ge1, &a, 2000), 0);
+	assert_string_equal(a.last_body, "pong");
+	assert_int_equal(a.ups + b.ups, 2); /* one link, no flapping */
+	/* Removing the peer drops the link on both sides. */
+	assert_int_equal(eb_link_mgr_peer_remove(a.mgr, "node-b"), 0);
+	assert_int_equal(a.downs, 1); /* at once */
+	assert_null(
+	    eb__link_frame_begin(a.mgr, a.last_peer, EB_LINK_FRAME_USER));
+	assert_int_equal(th_run_until(t, downs_ge1, &b, 2000), 0);
+	node_close(t, &a);
+	node_close(t, &b);
+}
+
+static void
+test_reconnect_after_drop(void **state)
+{
+	th_loop   *t = *state;
+	node       a;
+	node       b;
+	node      *both[2] = { &a, &b };
+	link_peer *p;
+
+	node_open(t, &a, "a", NULL, 0, 0);
+	node_open(t, &b, "b", NULL, 0, 0);
+	assert_int_equal(eb_link_mgr_peer_add(
+	                     a.mgr, "b", "127.0.0.1", eb_link_mgr_port(b.mgr)),
+	    0);
+	assert_int_equal(th_run_until(t, ge1_ups2, both, 2000), 0);
+	/* b drops the connection (as if the network cut it): a redials
+	 * after its back-off and both see the link again. */
+	p = eb__link_peer_find(b.mgr, "a");
+	assert_non_null(p);
+	eb__link_conn_close(p->conn, "test");
+	assert_int_equal(b.downs, 1);
+	assert_int_equal(th_run_until(t, ups_ge2, &a, 3000), 0);
+	assert_int_equal(th_run_until(t, ups_ge2, &b, 3000), 0);
+	assert_int_equal(a.downs, 1);
+	node_close(t, &b);
+	assert_int_equal(th_run_until(t, downs_ge1, &a, 2000), 0);
+	assert_int_equal(a.downs, 2);
+	node_close(t, &a);
+}
+
+static void
+test_restarted_peer(void **state)
+{
+	th_loop *t = *state;
+	node     a;
+	node     b;
+	node     b2;
+	node    *both[2] = { &a, &b };
+	node    *both2[2] = { &a, &b2 };
+
+	node_open(t, &a, "a", NULL, 0, 0);
+	node_open(t, &b, "b", NULL, 0, 0);
+	assert_int_equal(eb_link_mgr_peer_add(
+	                     a.mgr, "b", "127.0.0.1", eb_link_mgr_port(b.mgr)),
+	    0);
+	assert_int_equal(th_run_until(t, ge1_ups2, both, 2000), 0);
+	node_close(t, &b);
+	assert_int_equal(th_run_until(t, downs_ge1, &a, 2000), 0);
+	/* The same node id comes back elsewhere (membership update). */
+	node_open(t, &b2, "b", NULL, 0, 0);
+	a.ups = 0;
+	assert_int_equal(eb_link_mgr_peer_add(
+	                     a.mgr, "b", "127.0.0.1", eb_link_mgr_port(b2.mgr)),
+	    0);
+	assert_int_equal(th_run_until(t, ge1_ups2, both2, 2000), 0);
+	node_close(t, &a);
+	node_close(t, &b2);
+}
+
+static int
+attempts_ge3(void *arg)
+{
+	link_peer *p = arg;
+
+	return p->attempts >= 3;
+}
+
+static void
+test_cluster_mismatch(void **state)
+{
+	th_loop   *t = *state;
+	node       a;
+	node       b;
+	link_peer *p;
+
+	node_open(t, &a, "a", "red", 0, 0);
+	node_open(t, &b, "b", "blue", 0, 0);
+	assert_int_equal(eb_link_mgr_peer_add(
+	                     a.mgr, "b", "127.0.0.1", eb_link_mgr_port(b.mgr)),
+	    0);
+	p = eb__link_peer_find(a.mgr, "b");
+	assert_non_null(p);
+	/* Rejected again and again, with growing back-off, never up. */
+	assert_int_equal(th_run_until(t, attempts_ge3, p, 3000), 0);
+	assert_int_equal(a.ups + b.ups, 0);
+	node_close(t, &a);
+	node_close(t, &b);
+}
+
+/* ---- a raw client speaking the wire by hand ---- */
+
+typedef struct raw {
+	uv_tcp_t     tcp;
+	uv_connect_t creq;
+	uv_write_t   wreq;
+	char         out[256];
+	size_t       outlen;
+	int          connected;
+	int          eof;
+	int          closed;
+	char         in[4096];
+	size_t       inlen;
+} raw;
+
+static void
+raw_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	raw *r = h->data;
+
+	(void) hint;
+	*buf = uv_buf_init(
+	    r->in + r->inlen, (unsigned) (sizeof(r->in) - r->inlen));
+}
+
+static void
+raw_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	raw *r = s->data;
+
+	(void) buf;
+	if (n < 0) {
+		r->eof = 1;
+		(void) uv_read_stop(s);
+	} else {
+		r->inlen += (size_t) n;
+	}
+}
+
+static void
+raw_write_cb(uv_write_t *req, int status)
+{
+	(void) req;
+	(void) status;
+}
+
+static void
+raw_connect_cb(uv_connect_t *req, int status)
+{
+	raw     *r = req->data;
+	uv_buf_t b = uv_buf_init(r->out, (unsigned) r->outlen);
+
+	assert_int_equal(status, 0);
+	r->connected = 1;
+	(void) uv_read_start(
+	    (uv_stream_t *) &r->tcp, raw_alloc_cb, raw_read_cb);
+	(void) uv_write(&r->wreq, (uv_stream_t *) &r->tcp, &b, 1, raw_write_cb);
+}
+
+static void
+raw_closed_cb(uv_handle_t *h)
+{
+	((raw *) h->data)->closed = 1;
+}
+
+static void
+raw_hello(raw *r, uint16_t version, const char *id, const char *cluster)
+{
+	eb__buf b;
+	size_t  n;
+
+	eb__buf_init(&b);
+	eb__link_put_u32(&b, 0);
+	eb__link_put_u8(&b, 1);
+	eb__link_put_u16(&b, version);
+	(void) eb__link_put_str16(&b, id, strlen(id));
+	(void) eb__link_put_str16(&b, cluster, strlen(cluster));
+	n = eb__buf_avail(&b);
+	eb__frame_put_len((unsigned char *) b.data, (uint32_t) (n - 4));
+	memcpy(r->out + r->outlen, b.data, n);
+	r->outlen += n;
+	eb__buf_free(&b);
+}
+
+static void
+raw_connect(th_loop *t, raw *r, int port)
+{
+	struct sockaddr_in sa;
+
+	(void) uv_ip4_addr("127.0.0.1", port, &sa);
+	(void) uv_tcp_init(&t->loop, &r->tcp);
+	r->tcp.data = r;
+	r->creq.data = r;
+	assert_int_equal(uv_tcp_connect(&r->creq, &r->tcp,
+	                     (const struct sockaddr *) &sa, raw_connect_cb),
+	    0);
+}
+
+static void
+raw_close(th_loop *t, raw *r)
+{
+	uv_close((uv_handle_t *) &r->tcp, raw_closed_cb);
+	assert_int_equal(th_run_until(t, th_flag_set, &r->closed, 2000), 0);
+}
+
+static void
+test_heartbeat_timeout(void **state)
+{
+	th_loop *t = *state;
+	node     b;
+	raw     *r = calloc(1, sizeof(*r));
+	uint64_t t0;
+	uint64_t dt;
+
+	node_open(t, &b, "b", NULL, 20, 100);
+	/* A valid hello from a lower id, then silence. */
+	raw_hello(r, EB_LINK_PROTOCOL_VERSION, "a", "ebnode");
+	raw_connect(t, r, eb_link_mgr_port(b.mgr));
+	assert_int_equal(th_run_until(t, th_flag_set, &b.ups, 2000), 0);
+	t0 = uv_now(&t->loop);
+	assert_int_equal(th_run_until(t, downs_ge1, &b, 2000), 0);
+	dt = uv_now(&t->loop) - t0;
+	assert_true(dt >= 60 && dt < 500 * th_timeout_multiplier());
+	assert_int_equal(th_run_until(t, th_flag_set, &r->eof, 2000), 0);
+	/* It heard b's hello and heartbeats meanwhile. */
+	assert_true(r->inlen > 20);
+	raw_close(t, r);
+	node_close(t, &b);
+	free(r);
+}
+
+static void
+test_bad_hellos(void **state)
+{
+	th_loop *t = *state;
+	node     b;
+	raw     *r = calloc(3, sizeof(*r));
+	char     big[4] = { 0x7f, 0, 0, 0 };
+
+	node_open(t, &b, "b", NULL, 0, 0);
+	raw_hello(&r[0], 99, "a", "ebnode"); /* wrong version */
+	raw_hello(
+	    &r[1], EB_LINK_PROTOCOL_VERSION, "c", "ebnode"); /* not dialer */
+	memcpy(r[2].out, big, 4); /* 2 GiB frame: rejected before allocation */
+	r[2].outlen = 4;
+	for (int i = 0; i < 3; i++) {
+		raw_connect(t, &r[i], eb_link_mgr_port(b.mgr));
+	}
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(
+		    th_run_until(t, th_flag_set, &r[i].eof, 2000), 0);
+		raw_close(t, &r[i]);
+	}
+	assert_int_equal(b.ups, 0);
+	node_close(t, &b);
+	free(r);
+}
+
+static void
+test_options(void **state)
+{
+	th_loop     *t = *state;
+	eb_link_opts o;
+	eb_link_mgr *m;
+	eb_errbuf    e;
+
+	eb_link_opts_init(&o);
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &m, &e), UV_EINVAL);
+	o.node_id = "x";
+	o.tls_ca_file = "/nonexistent/ca.pem";
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &m, &e), UV_EINVAL);
+	o.tls_cert_file = "/nonexistent/c.pem";
+	o.tls_key_file = "/nonexistent/k.pem";
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &m, &e), EB_ETLS);
+	assert_non_null(strstr(e.msg, "/nonexistent/ca.pem"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_link_up_and_frames, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reconnect_after_drop, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_restarted_peer, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_mismatch, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_heartbeat_timeout, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_bad_hellos, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_options, th_setup, th_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
