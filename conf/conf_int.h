@@ -120,15 +120,15 @@ typedef struct eb__conf_objdesc {
 
 typedef struct eb__conf_entry {
 	const char             *path;
-	eb__conf_type           type;
 	size_t                  off;   /* of the value in eb_conf */
 	size_t                  off_n; /* arrays: of the size_t count */
 	const char             *def_str;
 	int64_t                 def_int; /* int, bool (0/1), enum index */
 	int64_t                 min, max;
-	unsigned                flags;
 	const char *const      *words; /* enum: NULL-terminated */
 	const eb__conf_objdesc *obj;   /* array and object */
+	eb__conf_type           type;
+	unsigned                flags;
 } eb__conf_entry;
 
 extern const eb__conf_entry eb__conf_schema[];

@@ -82,29 +82,34 @@ static const eb__conf_objdesc target_desc = { sizeof(eb_conf_target),
 
 /* ---- the table ---------------------------------------------------------- */
 
-#define S(p, f, d, fl)                                                  \
-	{                                                               \
-		p, EB__CT_STRING, OFF(f), 0, d, 0, 0, 0, fl, NULL, NULL \
+#define S(p, f, d, fl)                                                     \
+	{                                                                  \
+		.path = (p), .off = OFF(f), .def_str = (d), .flags = (fl), \
+		.type = EB__CT_STRING                                      \
 	}
 #define I(p, f, d, lo, hi)                                               \
 	{                                                                \
-		p, EB__CT_INT, OFF(f), 0, NULL, d, lo, hi, 0, NULL, NULL \
+		.path = (p), .off = OFF(f), .def_int = (d), .min = (lo), \
+		.max = (hi), .type = EB__CT_INT                          \
 	}
-#define B(p, f, d)                                                      \
-	{                                                               \
-		p, EB__CT_BOOL, OFF(f), 0, NULL, d, 0, 1, 0, NULL, NULL \
+#define B(p, f, d)                                                    \
+	{                                                             \
+		.path = (p), .off = OFF(f), .def_int = (d), .min = 0, \
+		.max = 1, .type = EB__CT_BOOL                         \
 	}
-#define E(p, f, d, w)                                                \
-	{                                                            \
-		p, EB__CT_ENUM, OFF(f), 0, NULL, d, 0, 0, 0, w, NULL \
+#define E(p, f, d, w)                                                     \
+	{                                                                 \
+		.path = (p), .off = OFF(f), .def_int = (d), .words = (w), \
+		.type = EB__CT_ENUM                                       \
 	}
 #define A(p, f, n, fl, o)                                                   \
 	{                                                                   \
-		p, EB__CT_ARRAY, OFF(f), OFF(n), NULL, 0, 0, 0, fl, NULL, o \
+		.path = (p), .off = OFF(f), .off_n = OFF(n), .flags = (fl), \
+		.obj = (o), .type = EB__CT_ARRAY                            \
 	}
-#define O(p, f, o)                                                     \
-	{                                                              \
-		p, EB__CT_OBJECT, OFF(f), 0, NULL, 0, 0, 0, 0, NULL, o \
+#define O(p, f, o)                                                            \
+	{                                                                     \
+		.path = (p), .off = OFF(f), .obj = (o), .type = EB__CT_OBJECT \
 	}
 
 const eb__conf_entry eb__conf_schema[] = {

@@ -444,11 +444,12 @@ test_precedence(void **state)
 static void
 test_env_and_flag_types(void **state)
 {
-	const char *env[] = { "EBNODE_INGRESS_ROUTES=[{\"field\": \"k\", "
-		              "\"prefix\": \"p\", \"to\": \"t\", \"mode\": "
-		              "\"publish\"}]",
-		"EBNODE_NODE_ELIGIBLE=false", "EBNODE_LOG_LEVEL=debug",
-		"EBNODE_ZOOKEEPER_AUTH_SCHEME=digest",
+	static const char routes[] =
+	    "EBNODE_INGRESS_ROUTES=[{\"field\": \"k\", "
+	    "\"prefix\": \"p\", \"to\": \"t\", "
+	    "\"mode\": \"publish\"}]";
+	const char *env[] = { routes, "EBNODE_NODE_ELIGIBLE=false",
+		"EBNODE_LOG_LEVEL=debug", "EBNODE_ZOOKEEPER_AUTH_SCHEME=digest",
 		"EBNODE_ZOOKEEPER_AUTH_CREDENTIALS=u:p", NULL };
 	const char *sets[] = { "bridge.enabled=off", "node.id=n-1",
 		"ingress.default_route={\"to\": \"d\", \"mode\": \"publish\"}",
