@@ -8,10 +8,20 @@
  * the first bytes of the payload, never parses JSON:
  *   1. payload == {"type":"ping"}            -> answers {"type":"pong"};
  *   2. payload starts {"type":"register"     -> the connection becomes a sink;
- *   3. frame from a sink                      -> dropped;
+ *   3. frame from a sink                      -> if requests are waiting
+ *                                                (see 4), forwarded to the
+ *                                                oldest one's connection (a
+ *                                                reply), else dropped;
  *   4. any sink connected                     -> forwarded verbatim to every
  *                                                sink (relay: fire/egress);
+ *                                                if the payload contains
+ *                                                "replyAddress", the sender
+ *                                                is queued (FIFO) for the
+ *                                                reply (relayed rr/pipe);
  *   5. otherwise                              -> echoed verbatim (rr/pipe).
+ * Rule 3/4 is request/reply through a responder with the same socket hops
+ * as a bridge (client -> server -> responder -> server -> client); it
+ * assumes one responder answering in order, which ebbench's does.
  * The output of one read callback is gathered per destination and written
  * with one uv_write. There is no backpressure, no write-queue bound, no
  * permissions, no addressing: it is a floor, not a server.
@@ -19,6 +29,7 @@
  * Usage: ebbaseline [--host H] [--port P]; prints "READY bridge=H:P" on
  * stdout once listening and runs until SIGINT/SIGTERM. One thread, one loop.
  */
+#define _GNU_SOURCE /* memmem */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +70,10 @@ typedef struct base_server {
 	eb_list     conns;
 	int         nsinks;
 	base_conn  *flush_head; /* destinations touched by the current read */
+	base_conn **waiting;    /* FIFO ring of requesters awaiting replies */
+	size_t      wcap;
+	size_t      whead;
+	size_t      wlen;
 } base_server;
 
 static base_server g_srv;
@@ -81,6 +96,14 @@ conn_close(base_conn *c)
 	}
 	if (c->sink) {
 		g_srv.nsinks--;
+	}
+	/* Replies for a closed requester are dropped, not misdelivered. */
+	for (size_t i = 0; i < g_srv.wlen; i++) {
+		size_t k = (g_srv.whead + i) % g_srv.wcap;
+
+		if (g_srv.waiting[k] == c) {
+			g_srv.waiting[k] = NULL;
+		}
 	}
 	eb_list_remove(&c->link);
 	uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
@@ -138,6 +161,37 @@ flush_all(void)
 }
 
 static void
+waiting_push(base_conn *c)
+{
+	size_t      i;
+	size_t      ncap;
+	base_conn **nw;
+
+	if (g_srv.wlen == g_srv.wcap) {
+		ncap = g_srv.wcap ? g_srv.wcap * 2 : 64;
+		nw = eb__malloc(ncap * sizeof(*nw));
+		for (i = 0; i < g_srv.wlen; i++) {
+			nw[i] = g_srv.waiting[(g_srv.whead + i) % g_srv.wcap];
+		}
+		free(g_srv.waiting);
+		g_srv.waiting = nw;
+		g_srv.wcap = ncap;
+		g_srv.whead = 0;
+	}
+	g_srv.waiting[(g_srv.whead + g_srv.wlen++) % g_srv.wcap] = c;
+}
+
+static base_conn *
+waiting_pop(void)
+{
+	base_conn *c = g_srv.waiting[g_srv.whead];
+
+	g_srv.whead = (g_srv.whead + 1) % g_srv.wcap;
+	g_srv.wlen--;
+	return c;
+}
+
+static void
 handle_frame(base_conn *c, const char *p, uint32_t n)
 {
 	eb_list   *it;
@@ -157,11 +211,18 @@ handle_frame(base_conn *c, const char *p, uint32_t n)
 		return;
 	}
 	if (c->sink) {
+		if (g_srv.wlen > 0 && (d = waiting_pop()) != NULL) {
+			out_append(d, p, n);
+		}
 		return;
 	}
 	if (g_srv.nsinks == 0) {
 		out_append(c, p, n);
 		return;
+	}
+	/* A substring search: the baseline never parses JSON. */
+	if (memmem(p, n, "\"replyAddress\"", 14) != NULL) {
+		waiting_push(c);
 	}
 	EB_LIST_FOREACH (it, tmp, &g_srv.conns) {
 		d = EB_CONTAINER_OF(it, base_conn, link);
@@ -314,5 +375,6 @@ main(int argc, char **argv)
 	fflush(stdout);
 	uv_run(g_srv.loop, UV_RUN_DEFAULT);
 	(void) uv_loop_close(g_srv.loop);
+	free(g_srv.waiting);
 	return 0;
 }

@@ -108,6 +108,11 @@ for r in $(seq "$runs"); do
 			--duration "$duration" --body "$body" --label baseline "${extra[@]+"${extra[@]}"}" >>"$out"
 		"$ebbench" --json --mode "$m" --port "$node_port" --server-pid "$node_pid" \
 			--duration "$duration" --body "$body" --label ebnode "${resp[@]+"${resp[@]}"}" >>"$out"
+		if [ "${#resp[@]}" -gt 0 ]; then
+			# The same hops as ebnode: through ebbench's responder.
+			"$ebbench" --json --mode "$m" --port "$base_port" --server-pid "$base_pid" \
+				--duration "$duration" --body "$body" --label baseline-relay --responder >>"$out"
+		fi
 	done
 	echo "run.sh: run $r/$runs done" >&2
 done
@@ -125,12 +130,14 @@ modes = [m for m in ("rr", "pipe", "fire", "egress") if any(r["mode"] == m for r
 print("\nmedians of %d runs per cell (frames: %d-byte JSON bodies)" %
       (len([r for r in rows if r["label"] == "baseline"]) // max(len(modes), 1),
        rows[0]["body_bytes"] if rows else 0))
-hdr = "%-7s %-9s %12s %9s %9s %9s %10s %9s" % ("mode", "server", "ops/s", "p50 us",
+hdr = "%-7s %-14s %12s %9s %9s %9s %10s %9s" % ("mode", "server", "ops/s", "p50 us",
       "p99 us", "p99.9 us", "cpu us/op", "lost")
 print(hdr); print("-" * len(hdr))
 for m in modes:
-    for s in ("baseline", "ebnode"):
-        print("%-7s %-9s %12.0f %9.1f %9.1f %9.1f %10.3f %9d" % (
+    for s in ("baseline", "baseline-relay", "ebnode"):
+        if not any(r["label"] == s and r["mode"] == m for r in rows):
+            continue
+        print("%-7s %-14s %12.0f %9.1f %9.1f %9.1f %10.3f %9d" % (
             m, s, med(s, m, lambda r: r["rate_per_s"]),
             med(s, m, lambda r: r["latency_us"]["p50"]),
             med(s, m, lambda r: r["latency_us"]["p99"]),
@@ -138,15 +145,18 @@ for m in modes:
             med(s, m, lambda r: r["server"]["cpu_us_per_op"]),
             max([r["lost"] for r in rows if r["label"] == s and r["mode"] == m] or [0])))
 print("\nebnode / baseline (same run):")
-def ratio(m, f):
-    b = med("baseline", m, f)
+def ratio(m, f, base="baseline"):
+    b = med(base, m, f)
     return med("ebnode", m, f) / b if b else float("nan")
 for m in modes:
-    print("  %-7s rate x%.3f   p50 x%.2f   p99 x%.2f   cpu/op x%.1f" % (
-        m, ratio(m, lambda r: r["rate_per_s"]),
-        ratio(m, lambda r: r["latency_us"]["p50"]),
-        ratio(m, lambda r: r["latency_us"]["p99"]),
-        ratio(m, lambda r: r["server"]["cpu_us_per_op"])))
+    for base in ("baseline", "baseline-relay"):
+        if not any(r["label"] == base and r["mode"] == m for r in rows):
+            continue
+        print("  %-7s vs %-14s rate x%.3f   p50 x%.2f   p99 x%.2f   cpu/op x%.1f" % (
+            m, base, ratio(m, lambda r: r["rate_per_s"], base),
+            ratio(m, lambda r: r["latency_us"]["p50"], base),
+            ratio(m, lambda r: r["latency_us"]["p99"], base),
+            ratio(m, lambda r: r["server"]["cpu_us_per_op"], base)))
 print("\ntargets (issue 6):")
 def verdict(ok):
     return "met" if ok else "MISSED"
@@ -157,7 +167,9 @@ if "fire" in modes:
     print("  fire server CPU <= 1 us/frame:     %6.2f us %s" % (cpu, verdict(cpu <= 1.0)))
 if "rr" in modes:
     rr = ratio("rr", lambda r: r["latency_us"]["p50"])
-    print("  rr p50 RTT <= 1.5x baseline:       x%.2f    %s" % (rr, verdict(rr <= 1.5)))
+    print("  rr p50 RTT <= 1.5x baseline echo:  x%.2f    %s" % (rr, verdict(rr <= 1.5)))
+    rr2 = ratio("rr", lambda r: r["latency_us"]["p50"], "baseline-relay")
+    print("  (same hops: vs baseline relay      x%.2f    %s)" % (rr2, verdict(rr2 <= 1.5)))
 print("  idle RSS <= 8 MB:                  %.1f MB  %s (baseline %.1f MB)" % (
     node_idle / 1024, verdict(node_idle <= 8192), base_idle / 1024))
 print("  ebnode RSS after the runs: %.1f MB, peak %.1f MB" % (node_end / 1024, node_hwm / 1024))
