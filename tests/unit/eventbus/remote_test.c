@@ -1,0 +1,547 @@
+/*
+ * Unit tests for remote.c: several buses with link managers on one loop,
+ * real TCP on 127.0.0.1. Round robin across nodes, publish per node,
+ * request/reply and failures across nodes, NO_HANDLERS from a node that
+ * just unregistered, in-flight requests failing when a link dies, order of
+ * 100 000 messages, and how fast a registration becomes reachable.
+ */
+#include <stdio.h>
+
+#include <ebnode/bus.h>
+#include <ebnode/link.h>
+
+#include "tests/unit/eventbus/bus_th.h"
+
+typedef struct cnode {
+	eb_bus      *bus;
+	eb_link_mgr *mgr;
+	char         id[16];
+	int          mgr_closed;
+} cnode;
+
+static int n_bus_closed;
+
+static void
+cbus_closed_cb(eb_bus *bus, void *arg)
+{
+	(void) bus;
+	(void) arg;
+	n_bus_closed++;
+}
+
+static void
+cmgr_closed_cb(eb_link_mgr *m, void *arg)
+{
+	(void) m;
+	((cnode *) arg)->mgr_closed = 1;
+}
+
+struct all_up {
+	cnode *n;
+	int    count;
+};
+
+static int
+all_up_pred(void *arg)
+{
+	struct all_up *u = arg;
+
+	for (int i = 0; i < u->count; i++) {
+		for (int j = 0; j < u->count; j++) {
+			if (i != j &&
+			    !eb_link_mgr_peer_up(u->n[i].mgr, u->n[j].id)) {
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
+static void
+cluster_open(th_loop *t, cnode *n, int count, uint32_t queue_max)
+{
+	for (int i = 0; i < count; i++) {
+		eb_bus_opts  bo;
+		eb_link_opts lo;
+
+		memset(&n[i], 0, sizeof(n[i]));
+		(void) snprintf(n[i].id, sizeof(n[i].id), "node-%c", 'a' + i);
+		eb_bus_opts_init(&bo);
+		bo.node_id = n[i].id;
+		if (queue_max != 0) {
+			bo.consumer_queue_max = queue_max;
+		}
+		assert_int_equal(eb_bus_new(&t->loop, &bo, &n[i].bus), 0);
+		eb_link_opts_init(&lo);
+		lo.node_id = n[i].id;
+		assert_int_equal(
+		    eb_link_mgr_new(&t->loop, &lo, &n[i].mgr, NULL), 0);
+		assert_int_equal(eb_bus_cluster_attach(n[i].bus, n[i].mgr), 0);
+		assert_int_equal(
+		    eb_bus_cluster_attach(n[i].bus, n[i].mgr), UV_EBUSY);
+		assert_int_equal(eb_link_mgr_start(n[i].mgr), 0);
+	}
+	for (int i = 0; i < count; i++) {
+		for (int j = 0; j < count; j++) {
+			assert_int_equal(
+			    eb_link_mgr_peer_add(n[i].mgr, n[j].id, "127.0.0.1",
+			        eb_link_mgr_port(n[j].mgr)),
+			    0);
+		}
+	}
+	struct all_up u = { n, count };
+	assert_int_equal(th_run_until(t, all_up_pred, &u, 3000), 0);
+}
+
+static int
+cluster_closed_pred(void *arg)
+{
+	struct all_up *u = arg;
+
+	for (int i = 0; i < u->count; i++) {
+		if (!u->n[i].mgr_closed) {
+			return 0;
+		}
+	}
+	return n_bus_closed == u->count;
+}
+
+static void
+cluster_close(th_loop *t, cnode *n, int count)
+{
+	struct all_up u = { n, count };
+
+	n_bus_closed = 0;
+	for (int i = 0; i < count; i++) {
+		eb_bus_close(n[i].bus, cbus_closed_cb, NULL);
+		if (!n[i].mgr_closed) {
+			eb_link_mgr_close(n[i].mgr, cmgr_closed_cb, &n[i]);
+		}
+	}
+	assert_int_equal(th_run_until(t, cluster_closed_pred, &u, 3000), 0);
+}
+
+struct remote_seen {
+	const char *address;
+	uint32_t    remote_handlers;
+	uint32_t    remote_nodes;
+};
+
+static void
+remote_stats_cb(const eb_bus_addr_stats *s, void *arg)
+{
+	struct remote_seen *r = arg;
+
+	if (strcmp(s->address, r->address) == 0) {
+		r->remote_handlers = s->remote_handlers;
+		r->remote_nodes = s->remote_nodes;
+	}
+}
+
+static uint32_t
+remote_handlers(eb_bus *bus, const char *address)
+{
+	struct remote_seen r = { address, 0, 0 };
+
+	eb_bus_stats_foreach(bus, remote_stats_cb, &r);
+	return r.remote_handlers;
+}
+
+struct wait_remote {
+	eb_bus     *bus;
+	const char *address;
+	uint32_t    want;
+};
+
+static int
+remote_pred(void *arg)
+{
+	struct wait_remote *w = arg;
+
+	return remote_handlers(w->bus, w->address) == w->want;
+}
+
+static void
+wait_remote(th_loop *t, eb_bus *bus, const char *address, uint32_t want)
+{
+	struct wait_remote w = { bus, address, want };
+
+	assert_int_equal(th_run_until(t, remote_pred, &w, 2000), 0);
+}
+
+struct count_at_least {
+	rec *r;
+	int  n;
+	int  want;
+};
+
+static int
+total_pred(void *arg)
+{
+	struct count_at_least *c = arg;
+	int                    sum = 0;
+
+	for (int i = 0; i < c->n; i++) {
+		sum += c->r[i].n;
+	}
+	return sum >= c->want;
+}
+
+static void
+test_round_robin_across_nodes(void **state)
+{
+	th_loop              *t = *state;
+	cnode                 n[2];
+	rec                  *r = calloc(4, sizeof(*r));
+	struct count_at_least c = { r, 4, 400 };
+	eb_bus_consumer      *lo;
+	rec                   lor = { 0 };
+
+	cluster_open(t, n, 2, 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(eb_bus_consumer_new(n[i / 2].bus, "w", 0,
+		                     rec_handler, &r[i], &r[i].c),
+		    0);
+	}
+	/* A local-only consumer on b is not advertised. */
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "w", 1, rec_handler, &lor, &lo), 0);
+	lor.c = lo;
+	wait_remote(t, n[0].bus, "w", 2);
+	for (int i = 0; i < 400; i++) {
+		assert_int_equal(send_int(n[0].bus, "w", i), 0);
+	}
+	assert_int_equal(th_run_until(t, total_pred, &c, 3000), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_true(r[i].n >= 99 && r[i].n <= 101);
+	}
+	assert_int_equal(lor.n, 0);
+	cluster_close(t, n, 2);
+	free(r);
+}
+
+static void
+test_publish_each_handler_once(void **state)
+{
+	th_loop              *t = *state;
+	cnode                 n[3];
+	rec                  *r = calloc(5, sizeof(*r));
+	struct count_at_least c = { r, 5, 4 };
+	json_t               *b = json_integer(42);
+
+	cluster_open(t, n, 3, 0);
+	/* a: 1, b: 2 (+1 local-only), c: 1 */
+	assert_int_equal(
+	    eb_bus_consumer_new(n[0].bus, "p", 0, rec_handler, &r[0], &r[0].c),
+	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "p", 0, rec_handler, &r[1], &r[1].c),
+	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "p", 0, rec_handler, &r[2], &r[2].c),
+	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "p", 1, rec_handler, &r[3], &r[3].c),
+	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[2].bus, "p", 0, rec_handler, &r[4], &r[4].c),
+	    0);
+	wait_remote(t, n[0].bus, "p", 3);
+	assert_int_equal(eb_bus_publish(n[0].bus, "p", b, NULL, NULL), 0);
+	assert_int_equal(th_run_until(t, total_pred, &c, 3000), 0);
+	/* Give stray duplicates a chance to show up. */
+	c.want = 5;
+	assert_int_equal(th_run_until(t, total_pred, &c, 100), -1);
+	assert_int_equal(r[0].n, 1);
+	assert_int_equal(r[1].n, 1);
+	assert_int_equal(r[2].n, 1);
+	assert_int_equal(r[3].n, 0);
+	assert_int_equal(r[4].n, 1);
+	assert_int_equal(r[4].vals[0], 42);
+	json_decref(b);
+	cluster_close(t, n, 3);
+	free(r);
+}
+
+static void
+test_request_reply_across_nodes(void **state)
+{
+	th_loop *t = *state;
+	cnode    n[2];
+	rec      echo = { .reply = 1 };
+	rec      failer = { .fail_code = 77 };
+	outcome  o[3];
+
+	memset(o, 0, sizeof(o));
+	cluster_open(t, n, 2, 0);
+	assert_int_equal(eb_bus_consumer_new(
+	                     n[1].bus, "echo", 0, rec_handler, &echo, &echo.c),
+	    0);
+	assert_int_equal(eb_bus_consumer_new(n[1].bus, "fail", 0, rec_handler,
+	                     &failer, &failer.c),
+	    0);
+	wait_remote(t, n[0].bus, "echo", 1);
+	wait_remote(t, n[0].bus, "fail", 1);
+	assert_int_equal(request_int(n[0].bus, "echo", 7, 2000, &o[0]), 0);
+	assert_int_equal(request_int(n[0].bus, "fail", 7, 2000, &o[1]), 0);
+	assert_int_equal(request_int(n[0].bus, "none", 7, 2000, &o[2]), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &o[0].calls, 2000), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &o[1].calls, 2000), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &o[2].calls, 2000), 0);
+	assert_int_equal(o[0].status, 0);
+	assert_int_equal(o[0].val, 1007);
+	assert_int_equal(o[1].status, EB_ERECIPIENT);
+	assert_int_equal(o[1].type, EB_BUS_RECIPIENT_FAILURE);
+	assert_int_equal(o[1].code, 77);
+	assert_string_equal(o[1].message, "oops!");
+	assert_int_equal(o[2].status, EB_ENOHANDLERS);
+	cluster_close(t, n, 2);
+}
+
+/* Reply-to-reply across nodes: b's handler answers with a reply that
+ * expects an answer; a answers it; b's callback sees a's answer. */
+static outcome rtr_b;
+
+static void
+rtr_b_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	json_t *v = json_integer(1);
+
+	(void) c;
+	(void) arg;
+	assert_int_equal(
+	    eb_bus_msg_reply(msg, v, NULL, NULL, outcome_cb, &rtr_b), 0);
+	json_decref(v);
+}
+
+static void
+rtr_a_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	json_t *v = json_integer(2);
+
+	(void) bus;
+	(void) failure;
+	(*(int *) arg)++;
+	assert_int_equal(status, 0);
+	assert_non_null(eb_bus_msg_reply_address(reply));
+	assert_int_equal(eb_bus_msg_reply(reply, v, NULL, NULL, NULL, NULL), 0);
+	json_decref(v);
+}
+
+static void
+test_reply_to_reply_across_nodes(void **state)
+{
+	th_loop         *t = *state;
+	cnode            n[2];
+	eb_bus_consumer *c;
+	int              a_calls = 0;
+
+	memset(&rtr_b, 0, sizeof(rtr_b));
+	cluster_open(t, n, 2, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "rtr", 0, rtr_b_handler, NULL, &c),
+	    0);
+	wait_remote(t, n[0].bus, "rtr", 1);
+	assert_int_equal(eb_bus_request(n[0].bus, "rtr", NULL, NULL, NULL,
+	                     rtr_a_cb, &a_calls),
+	    0);
+	assert_int_equal(th_run_until(t, th_flag_set, &rtr_b.calls, 2000), 0);
+	assert_int_equal(a_calls, 1);
+	assert_int_equal(rtr_b.status, 0);
+	assert_int_equal(rtr_b.val, 2);
+	cluster_close(t, n, 2);
+}
+
+static void
+test_no_handlers_after_unregister(void **state)
+{
+	th_loop *t = *state;
+	cnode    n[2];
+	rec      r = { 0 };
+	outcome  o = { 0 };
+
+	cluster_open(t, n, 2, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "gone", 0, rec_handler, &r, &r.c), 0);
+	wait_remote(t, n[0].bus, "gone", 1);
+	/* b unregisters; a still believes b serves it and sends: b answers
+	 * NO_HANDLERS at once (Vert.x would let it time out). */
+	eb_bus_consumer_close(r.c);
+	assert_int_equal(request_int(n[0].bus, "gone", 1, 5000, &o), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &o.calls, 1000), 0);
+	assert_int_equal(o.status, EB_ENOHANDLERS);
+	assert_int_equal(o.type, EB_BUS_NO_HANDLERS);
+	assert_int_equal(o.code, -1);
+	assert_string_equal(o.message, "No handlers for address gone");
+	/* Then the interest delta arrives and a stops routing there. */
+	wait_remote(t, n[0].bus, "gone", 0);
+	assert_int_equal(send_int(n[0].bus, "gone", 1), EB_ENOHANDLERS);
+	cluster_close(t, n, 2);
+}
+
+static eb_bus_msg *held_req;
+
+static void
+hold_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(*(int *) arg)++;
+	held_req = eb_bus_msg_hold(msg);
+}
+
+static void
+test_inflight_fails_on_link_loss(void **state)
+{
+	th_loop         *t = *state;
+	cnode            n[2];
+	eb_bus_consumer *c;
+	int              got = 0;
+	outcome          o = { 0 };
+	uint64_t         t0;
+	uint64_t         dt;
+
+	held_req = NULL;
+	cluster_open(t, n, 2, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "slow", 0, hold_handler, &got, &c),
+	    0);
+	wait_remote(t, n[0].bus, "slow", 1);
+	assert_int_equal(request_int(n[0].bus, "slow", 1, 30000, &o), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &got, 2000), 0);
+	/* b's links die (its process would be gone): a fails the request
+	 * at once instead of after 30 s. */
+	t0 = uv_hrtime();
+	eb_link_mgr_close(n[1].mgr, cmgr_closed_cb, &n[1]);
+	assert_int_equal(th_run_until(t, th_flag_set, &o.calls, 1000), 0);
+	dt = (uv_hrtime() - t0) / 1000000u;
+	printf("in-flight request failed %llu ms after the link died\n",
+	    (unsigned long long) dt);
+	assert_true(dt < 100 * th_timeout_multiplier());
+	assert_int_equal(o.status, EB_ELINKDOWN);
+	assert_int_equal(o.type, EB_BUS_ERROR);
+	/* Its interest is gone: the selector skips b. */
+	assert_int_equal(remote_handlers(n[0].bus, "slow"), 0);
+	assert_int_equal(send_int(n[0].bus, "slow", 1), EB_ENOHANDLERS);
+	/* A reply to the dead link is dropped, not a crash. */
+	assert_int_equal(
+	    eb_bus_msg_reply(held_req, NULL, NULL, NULL, NULL, NULL), 0);
+	eb_bus_msg_release(held_req);
+	assert_int_equal(
+	    th_run_until(t, th_flag_set, &n[1].mgr_closed, 2000), 0);
+	cluster_close(t, n, 2);
+}
+
+#define ORDER_N 100000
+
+typedef struct order_rec {
+	int n;
+	int bad;
+} order_rec;
+
+static void
+order_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	order_rec *o = arg;
+
+	(void) c;
+	if (json_integer_value(eb_bus_msg_body(msg)) != o->n) {
+		o->bad++;
+	}
+	o->n++;
+}
+
+static int
+order_done(void *arg)
+{
+	return ((order_rec *) arg)->n >= ORDER_N;
+}
+
+static void
+test_order_100k(void **state)
+{
+	th_loop         *t = *state;
+	cnode            n[2];
+	eb_bus_consumer *c;
+	order_rec        o = { 0, 0 };
+
+	th_watchdog_ms(t, 30000);
+	cluster_open(t, n, 2, ORDER_N);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "ord", 0, order_handler, &o, &c), 0);
+	wait_remote(t, n[0].bus, "ord", 1);
+	for (int i = 0; i < ORDER_N; i++) {
+		assert_int_equal(send_int(n[0].bus, "ord", i), 0);
+	}
+	assert_int_equal(th_run_until(t, order_done, &o, 20000), 0);
+	assert_int_equal(o.n, ORDER_N);
+	assert_int_equal(o.bad, 0);
+	cluster_close(t, n, 2);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *) a;
+	uint64_t y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+test_registration_latency(void **state)
+{
+	th_loop *t = *state;
+	cnode    n[2];
+	uint64_t us[100];
+	char     address[32];
+
+	cluster_open(t, n, 2, 0);
+	for (int i = 0; i < 100; i++) {
+		eb_bus_consumer *c;
+		rec              r = { 0 };
+		uint64_t         t0;
+
+		(void) snprintf(address, sizeof(address), "reg.%d", i);
+		t0 = uv_hrtime();
+		assert_int_equal(eb_bus_consumer_new(
+		                     n[1].bus, address, 0, rec_handler, &r, &c),
+		    0);
+		wait_remote(t, n[0].bus, address, 1);
+		us[i] = (uv_hrtime() - t0) / 1000u;
+		eb_bus_consumer_close(c);
+		wait_remote(t, n[0].bus, address, 0);
+	}
+	qsort(us, 100, sizeof(us[0]), cmp_u64);
+	printf("registration reachable from the peer: median %llu us, "
+	       "worst %llu us\n",
+	    (unsigned long long) us[50], (unsigned long long) us[99]);
+	assert_true(us[50] < 10000);
+	assert_true(us[99] < 10000 * th_timeout_multiplier());
+	cluster_close(t, n, 2);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_round_robin_across_nodes, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_publish_each_handler_once, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_request_reply_across_nodes, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reply_to_reply_across_nodes, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_no_handlers_after_unregister, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_inflight_fails_on_link_loss, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_order_100k, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_registration_latency, th_setup, th_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
