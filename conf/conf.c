@@ -357,13 +357,20 @@ derive(eb_conf *c, const int *origin)
 	}
 }
 
+static int
+origin_of(const load_ctx *lc, const char *path)
+{
+	const eb__conf_entry *e = eb__conf_find(path);
+
+	return e != NULL ? lc->origin[row_of(e)] : EB__CONF_SRC_DEFAULT;
+}
+
 /* The origin of the value of path, for a message about it. */
 static void
 blame(const load_ctx *lc, const char *path, eb__conf_src *src, char *name,
     size_t n)
 {
-	const eb__conf_entry *e = eb__conf_find(path);
-	int kind = e != NULL ? lc->origin[row_of(e)] : EB__CONF_SRC_DEFAULT;
+	int kind = origin_of(lc, path);
 
 	memset(src, 0, sizeof(*src));
 	src->kind = kind;
@@ -415,11 +422,16 @@ check_zookeeper(load_ctx *lc)
 		    z->root);
 	}
 	if (z->auth_scheme == EB_CONF_ZK_SCHEME_DIGEST &&
+	    !set(z->auth_credentials)) {
+		RULE_FAIL(lc, "zookeeper.auth.scheme",
+		    "\"digest\" requires zookeeper.auth.credentials "
+		    "\"user:password\"");
+	}
+	if (z->auth_scheme == EB_CONF_ZK_SCHEME_DIGEST &&
 	    (strchr(z->auth_credentials, ':') == NULL ||
 	        z->auth_credentials[0] == ':')) {
 		RULE_FAIL(lc, "zookeeper.auth.credentials",
-		    "scheme \"digest\" requires credentials "
-		    "\"user:password\"");
+		    "expected \"user:password\"");
 	}
 	if (z->auth_scheme == EB_CONF_ZK_SCHEME_NONE &&
 	    set(z->auth_credentials)) {
@@ -478,6 +490,12 @@ check_ports(load_ctx *lc)
 	if (c->bridge.enabled && c->admin.enabled && c->admin.port != 0 &&
 	    c->admin.port == c->bridge.port &&
 	    strcmp(c->admin.listen, c->bridge.listen) == 0) {
+		/* Blame the one that was set, not the default. */
+		if (origin_of(lc, "admin.port") == EB__CONF_SRC_DEFAULT) {
+			RULE_FAIL(lc, "bridge.port",
+			    "same as admin.port (%lld)",
+			    (long long) c->admin.port);
+		}
 		RULE_FAIL(lc, "admin.port", "same as bridge.port (%lld)",
 		    (long long) c->bridge.port);
 	}

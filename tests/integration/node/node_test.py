@@ -149,6 +149,34 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(port(args=["-s", "bridge.port=4",
                                     "--set=bridge.port=5"]), 5)
 
+    def test_docs_list_every_key(self):
+        """docs/CONFIG.md and the example file name every key and its
+        environment variable (the effective config lists them all)."""
+        r = run(["--print-config"])
+        self.assertEqual(r.code, 0, r)
+        keys = []
+
+        def walk(obj, prefix):
+            for k, v in obj.items():
+                path = prefix + k
+                if isinstance(v, dict) and path != "ingress.default_route":
+                    walk(v, path + ".")
+                else:
+                    keys.append(path)
+        walk(json.loads(r.stdout), "")
+        self.assertGreater(len(keys), 40)
+        with open(os.path.join(SOURCE_DIR, "docs", "CONFIG.md"),
+                  encoding="utf-8") as f:
+            doc = f.read()
+        with open(os.path.join(SOURCE_DIR, "etc", "ebnode.example.jsonc"),
+                  encoding="utf-8") as f:
+            example = f.read()
+        for k in keys:
+            env = "EBNODE_" + k.upper().replace(".", "_")
+            self.assertIn("| `%s` |" % k, doc, k)
+            self.assertIn("`%s`" % env, doc, env)
+            self.assertIn('"%s"' % k.rsplit(".", 1)[1], example, k)
+
     def test_print_config_round_trip(self):
         r = run(["--print-config", "--set", "admin.token=s3cret",
                  "--set", 'ingress.routes=[{"field":"k","equals":"v",'

@@ -257,6 +257,9 @@ test_err_combos(void **state)
 {
 	const char *sets[] = { "cluster.tls.ca=/ca.pem" };
 	const char *env[] = { "EBNODE_ZOOKEEPER_ACL=creator", NULL };
+	const char *s_port[] = { "bridge.port=7100" };
+	const char *s_digest[] = { "zookeeper.auth.scheme=digest",
+		"zookeeper.auth.credentials=nocolon" };
 
 	(void) state;
 	expect_err("{\"bridge\": {\"tls\": {\"cert\": \"/c.pem\"}}}", NULL,
@@ -270,6 +273,14 @@ test_err_combos(void **state)
 	    "requires zookeeper.auth.scheme \"digest\"");
 	expect_err("{\"admin\": {\"port\": 7000}}", NULL, NULL, 0,
 	    "ebnode.json:1:20: admin.port: same as bridge.port (7000)");
+	/* The key that was set is blamed, not the default it collides with. */
+	expect_err(NULL, NULL, s_port, 1,
+	    "--set bridge.port: same as admin.port (7100)");
+	expect_err(NULL, NULL, s_digest, 1,
+	    "--set zookeeper.auth.scheme: \"digest\" requires "
+	    "zookeeper.auth.credentials \"user:password\"");
+	expect_err(NULL, NULL, s_digest, 2,
+	    "--set zookeeper.auth.credentials: expected \"user:password\"");
 }
 
 static void
