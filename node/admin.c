@@ -1,16 +1,764 @@
 /*
- * The admin HTTP endpoint (GET /health, /nodes, /leader, /metrics, ...),
- * wired into the node.
+ * The admin HTTP/1.1 endpoint on the node's loop: GET /health, /nodes,
+ * /leader and POST /leader/release (more routes: one line in the table,
+ * see admin.h).
  *
- * STUB: succeeds and does nothing (READY shows admin=-); the owner of #3
- * replaces this file.
- * TODO(#3): listen on conf->admin.listen:port, set n->admin_port.
+ * Bounded everywhere: at most ADMIN_MAX_CONNS connections (more are
+ * answered 503 and closed), a request head of at most 8 KiB and a body of
+ * at most 64 KiB (413), an idle timeout per connection, one request at a
+ * time per connection (pipelined requests wait in the parser's input).
+ * Malformed requests get 400 and the connection is closed; keep-alive is
+ * honoured otherwise. With admin.token set, every route requires
+ * "Authorization: Bearer <token>" (401 otherwise; compared in constant
+ * time). Bound to admin.listen (loopback by default). Loop thread only.
  */
+#include "node/admin.h"
+
+#include <http_parser.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "common/list.h"
+#include "node/node_cluster.h"
 #include "node/node_int.h"
+
+#define ADMIN_MAX_CONNS 64
+#define ADMIN_MAX_HEAD  8192u
+#define ADMIN_MAX_BODY  65536u
+#define ADMIN_MAX_URL   2048u
+#define ADMIN_IDLE_MS   10000u
+#define ADMIN_HDR_MAX   1024u
+
+static void route_health(
+    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
+static void route_nodes(
+    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
+static void route_leader(
+    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
+static void route_release(
+    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
+
+/* The route table: one line per route. */
+static const struct admin_route {
+	const char       *method;
+	const char       *path;
+	eb__admin_handler fn;
+} admin_routes[] = {
+	{ "GET", "/health", route_health },
+	{ "GET", "/nodes", route_nodes },
+	{ "GET", "/leader", route_leader },
+	{ "POST", "/leader/release", route_release },
+};
+#define ADMIN_NROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
+
+typedef struct admin_conn admin_conn;
+
+struct eb__node_admin {
+	eb_node         *n; /* borrowed */
+	uv_tcp_t         listener;
+	eb_list          conns;
+	int              nconns;
+	int              open; /* handles whose close is pending */
+	eb__node_done_cb stop_cb;
+	char            *token; /* owned, NULL: no auth */
+};
+
+typedef struct admin_write {
+	uv_write_t  req;
+	admin_conn *c;
+	char       *buf; /* owned */
+	int         close_after;
+} admin_write;
+
+enum hdr_field { HDR_NONE = 0, HDR_AUTH, HDR_OTHER };
+
+struct admin_conn {
+	eb_list                link;
+	struct eb__node_admin *a; /* borrowed */
+	uv_tcp_t               tcp;
+	uv_timer_t             idle;
+	int                    open; /* handles whose close is pending */
+	int                    closing;
+	int                    writing; /* a response is being written */
+	http_parser            parser;
+	size_t                 head_bytes;
+	char                   url[ADMIN_MAX_URL + 1];
+	size_t                 url_len;
+	char                   auth[ADMIN_HDR_MAX + 1];
+	size_t                 auth_len;
+	enum hdr_field         field;
+	char                  *body; /* owned */
+	size_t                 body_len;
+	int                    too_big;
+	int                    complete;
+};
+
+static void conn_close(admin_conn *c);
+
+/* ---- responses ---- */
+
+void
+eb__admin_reply_json(eb__admin_resp *rs, int status, json_t *v)
+{
+	char *s =
+	    v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+	free(rs->body);
+	if (s == NULL) {
+		/* A handler bug (a failed json_pack): answer, never crash. */
+		status = 500;
+		s = eb__strdup("{\"error\":\"internal\"}");
+	}
+	rs->status = status;
+	rs->content_type = "application/json";
+	rs->body_len = s != NULL ? strlen(s) : 0;
+	rs->body = s;
+}
+
+void
+eb__admin_reply_error(
+    eb__admin_resp *rs, int status, const char *code, const char *msg)
+{
+	json_t *o = json_pack("{s:s, s:s}", "error", code, "message", msg);
+
+	eb__admin_reply_json(rs, status, o);
+	json_decref(o);
+}
+
+void
+eb__admin_reply_text(eb__admin_resp *rs, int status, const char *content_type,
+    const char *body, size_t len)
+{
+	free(rs->body);
+	rs->status = status;
+	rs->content_type = content_type;
+	rs->body = eb__malloc(len + 1);
+	memcpy(rs->body, body, len);
+	rs->body[len] = '\0';
+	rs->body_len = len;
+}
+
+static const char *
+status_text(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 409:
+		return "Conflict";
+	case 413:
+		return "Payload Too Large";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Internal Server Error";
+	}
+}
+
+static void
+write_cb(uv_write_t *req, int status)
+{
+	admin_write *w = (admin_write *) req;
+	admin_conn  *c = w->c;
+
+	c->writing = 0;
+	if (status != 0 || w->close_after) {
+		conn_close(c);
+	}
+	free(w->buf);
+	free(w);
+}
+
+static void
+conn_send(admin_conn *c, const eb__admin_resp *rs, int keep_alive,
+    const char *extra_headers)
+{
+	admin_write *w;
+	uv_buf_t     b;
+	int          n;
+	size_t       cap = rs->body_len + 512;
+
+	w = eb__calloc(1, sizeof(*w));
+	w->c = c;
+	w->close_after = !keep_alive;
+	w->buf = eb__malloc(cap);
+	n = snprintf(w->buf, cap,
+	    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+	    "Cache-Control: no-store\r\nConnection: %s\r\n%s\r\n",
+	    rs->status, status_text(rs->status), rs->content_type, rs->body_len,
+	    keep_alive ? "keep-alive" : "close",
+	    extra_headers != NULL ? extra_headers : "");
+	if (n < 0 || (size_t) n + rs->body_len > cap) {
+		free(w->buf);
+		free(w);
+		conn_close(c);
+		return;
+	}
+	memcpy(w->buf + n, rs->body, rs->body_len);
+	b = uv_buf_init(w->buf, (unsigned) ((size_t) n + rs->body_len));
+	c->writing = 1;
+	if (uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1, write_cb) != 0) {
+		c->writing = 0;
+		free(w->buf);
+		free(w);
+		conn_close(c);
+	}
+}
+
+static void
+send_error(admin_conn *c, int status, const char *code, const char *msg,
+    int keep_alive)
+{
+	eb__admin_resp rs;
+
+	memset(&rs, 0, sizeof(rs));
+	eb__admin_reply_error(&rs, status, code, msg);
+	conn_send(c, &rs, keep_alive,
+	    status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+	free(rs.body);
+}
+
+/* ---- routes ---- */
+
+static void
+route_health(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
+{
+	const char *reason = "?";
+	int         ok = eb__node_cluster_health(n, &reason);
+	json_t     *o;
+
+	(void) rq;
+	o = json_pack("{s:s, s:s, s:s, s:b}", "status", ok ? "ok" : "unhealthy",
+	    "reason", reason, "node_id", n->conf->node.id, "leader",
+	    eb__node_cluster_is_leader(n));
+	eb__admin_reply_json(rs, ok ? 200 : 503, o);
+	json_decref(o);
+}
+
+static void
+route_nodes(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
+{
+	json_t *o = eb__node_cluster_nodes_json(n);
+
+	(void) rq;
+	eb__admin_reply_json(rs, 200, o);
+	json_decref(o);
+}
+
+static void
+route_leader(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
+{
+	json_t *o = eb__node_cluster_leader_json(n);
+
+	(void) rq;
+	if (o == NULL) {
+		eb__admin_reply_error(rs, 503, "no_leader", "no leader known");
+		return;
+	}
+	eb__admin_reply_json(rs, 200, o);
+	json_decref(o);
+}
+
+static void
+route_release(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
+{
+	int     rv = eb__node_cluster_release(n);
+	json_t *o;
+
+	(void) rq;
+	if (rv == EB_ENOTLEADER) {
+		eb__admin_reply_error(
+		    rs, 409, "not_leader", "this node is not the leader");
+		return;
+	}
+	if (rv != 0) {
+		eb__admin_reply_error(rs, 503, "unavailable", eb_strerror(rv));
+		return;
+	}
+	o = json_pack("{s:b, s:s, s:I}", "released", 1, "node_id",
+	    n->conf->node.id, "epoch", (json_int_t) eb__node_cluster_epoch(n));
+	eb__admin_reply_json(rs, 200, o);
+	json_decref(o);
+}
+
+/* ---- request dispatch ---- */
+
+/* Constant-time comparison of the bearer token. */
+static int
+token_ok(const struct eb__node_admin *a, const char *auth, size_t len)
+{
+	static const char prefix[] = "Bearer ";
+	size_t            tl;
+	size_t            i;
+	unsigned char     diff = 0;
+
+	if (a->token == NULL) {
+		return 1;
+	}
+	if (len < sizeof(prefix) - 1 ||
+	    strncasecmp(auth, prefix, sizeof(prefix) - 1) != 0) {
+		return 0;
+	}
+	auth += sizeof(prefix) - 1;
+	len -= sizeof(prefix) - 1;
+	tl = strlen(a->token);
+	if (len != tl) {
+		return 0;
+	}
+	for (i = 0; i < tl; i++) {
+		diff |= (unsigned char) (auth[i] ^ a->token[i]);
+	}
+	return diff == 0;
+}
+
+static void
+dispatch(admin_conn *c)
+{
+	struct http_parser_url u;
+	eb__admin_req          rq;
+	eb__admin_resp         rs;
+	char                   path[ADMIN_MAX_URL + 1];
+	char                   query[ADMIN_MAX_URL + 1];
+	const char            *method = http_method_str(c->parser.method);
+	int                    keep = http_should_keep_alive(&c->parser);
+	int                    path_known = 0;
+	size_t                 i;
+
+	memset(&rs, 0, sizeof(rs));
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 ||
+	    !(u.field_set & (1 << UF_PATH))) {
+		send_error(
+		    c, 400, "bad_request", "malformed request target", 0);
+		return;
+	}
+	(void) snprintf(path, sizeof(path), "%.*s",
+	    (int) u.field_data[UF_PATH].len,
+	    c->url + u.field_data[UF_PATH].off);
+	query[0] = '\0';
+	if (u.field_set & (1 << UF_QUERY)) {
+		(void) snprintf(query, sizeof(query), "%.*s",
+		    (int) u.field_data[UF_QUERY].len,
+		    c->url + u.field_data[UF_QUERY].off);
+	}
+	if (!token_ok(c->a, c->auth, c->auth_len)) {
+		EB_LOG_WARN("admin", "unauthorized: path=%s", path);
+		send_error(
+		    c, 401, "unauthorized", "missing or wrong token", keep);
+		return;
+	}
+	rq.method = method;
+	rq.path = path;
+	rq.query = query;
+	rq.body = c->body != NULL ? c->body : "";
+	rq.body_len = c->body_len;
+	for (i = 0; i < ADMIN_NROUTES; i++) {
+		if (strcmp(admin_routes[i].path, path) != 0) {
+			continue;
+		}
+		path_known = 1;
+		if (strcmp(admin_routes[i].method, method) == 0) {
+			admin_routes[i].fn(c->a->n, &rq, &rs);
+			break;
+		}
+	}
+	if (rs.status == 0) {
+		if (i < ADMIN_NROUTES) {
+			eb__admin_reply_error(
+			    &rs, 500, "internal", "no response");
+		} else if (path_known) {
+			eb__admin_reply_error(&rs, 405, "method_not_allowed",
+			    "method not allowed for this path");
+		} else {
+			eb__admin_reply_error(
+			    &rs, 404, "not_found", "no such route");
+		}
+	}
+	EB_LOG_DEBUG("admin", "request: method=%s path=%s status=%d", method,
+	    path, rs.status);
+	conn_send(c, &rs, keep, NULL);
+	free(rs.body);
+}
+
+/* ---- http-parser callbacks ---- */
+
+static int
+on_message_begin(http_parser *p)
+{
+	admin_conn *c = p->data;
+
+	c->url_len = 0;
+	c->auth_len = 0;
+	c->field = HDR_NONE;
+	free(c->body);
+	c->body = NULL;
+	c->body_len = 0;
+	c->too_big = 0;
+	c->complete = 0;
+	c->head_bytes = 0;
+	return 0;
+}
+
+static int
+on_url(http_parser *p, const char *at, size_t len)
+{
+	admin_conn *c = p->data;
+
+	if (c->url_len + len > ADMIN_MAX_URL) {
+		c->too_big = 1;
+		return 1;
+	}
+	memcpy(c->url + c->url_len, at, len);
+	c->url_len += len;
+	c->url[c->url_len] = '\0';
+	return 0;
+}
+
+static int
+head_bound(admin_conn *c, size_t len)
+{
+	c->head_bytes += len;
+	if (c->head_bytes > ADMIN_MAX_HEAD) {
+		c->too_big = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+on_header_field(http_parser *p, const char *at, size_t len)
+{
+	admin_conn *c = p->data;
+
+	if (head_bound(c, len)) {
+		return 1;
+	}
+	/* Header names arrive in pieces only across reads; compare the
+	 * whole name when it comes in one piece, which covers real clients
+	 * (a split name is merely ignored, never misread). */
+	c->field = len == 13 && strncasecmp(at, "Authorization", 13) == 0
+	               ? HDR_AUTH
+	               : HDR_OTHER;
+	return 0;
+}
+
+static int
+on_header_value(http_parser *p, const char *at, size_t len)
+{
+	admin_conn *c = p->data;
+
+	if (head_bound(c, len)) {
+		return 1;
+	}
+	if (c->field == HDR_AUTH) {
+		if (c->auth_len + len > ADMIN_HDR_MAX) {
+			c->too_big = 1;
+			return 1;
+		}
+		memcpy(c->auth + c->auth_len, at, len);
+		c->auth_len += len;
+		c->auth[c->auth_len] = '\0';
+	}
+	return 0;
+}
+
+static int
+on_headers_complete(http_parser *p)
+{
+	admin_conn *c = p->data;
+
+	if (p->content_length != ULLONG_MAX &&
+	    p->content_length > ADMIN_MAX_BODY) {
+		c->too_big = 2;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+on_body(http_parser *p, const char *at, size_t len)
+{
+	admin_conn *c = p->data;
+
+	if (c->body_len + len > ADMIN_MAX_BODY) {
+		c->too_big = 2;
+		return 1;
+	}
+	c->body = eb__realloc(c->body, c->body_len + len + 1);
+	memcpy(c->body + c->body_len, at, len);
+	c->body_len += len;
+	c->body[c->body_len] = '\0';
+	return 0;
+}
+
+static int
+on_message_complete(http_parser *p)
+{
+	admin_conn *c = p->data;
+
+	c->complete = 1;
+	http_parser_pause(p, 1); /* one request at a time */
+	return 0;
+}
+
+static const http_parser_settings admin_settings = {
+	.on_message_begin = on_message_begin,
+	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
+/* ---- connections ---- */
+
+static void
+conn_handle_closed_cb(uv_handle_t *h)
+{
+	admin_conn            *c = h->data;
+	struct eb__node_admin *a = c->a;
+
+	if (--c->open > 0) {
+		return;
+	}
+	free(c->body);
+	free(c);
+	if (--a->open == 0 && a->stop_cb != NULL) {
+		eb__node_done_cb cb = a->stop_cb;
+		eb_node         *n = a->n;
+
+		free(a->token);
+		free(a);
+		n->admin = NULL;
+		cb(n, 0);
+	}
+}
+
+static void
+conn_close(admin_conn *c)
+{
+	if (c->closing) {
+		return;
+	}
+	c->closing = 1;
+	eb_list_remove(&c->link);
+	c->a->nconns--;
+	uv_close((uv_handle_t *) &c->tcp, conn_handle_closed_cb);
+	uv_close((uv_handle_t *) &c->idle, conn_handle_closed_cb);
+}
+
+static void
+idle_cb(uv_timer_t *t)
+{
+	conn_close(t->data);
+}
+
+static void
+alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	(void) h;
+	(void) suggested;
+	buf->base = eb__malloc(4096);
+	buf->len = 4096;
+}
+
+static void
+read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	admin_conn *c = s->data;
+	size_t      done;
+
+	if (nread < 0 || c->closing || c->writing) {
+		/* EOF, error; or a client that does not wait for our answer
+		 * (pipelining is not supported): close. */
+		free(buf->base);
+		if (nread != 0) {
+			conn_close(c);
+		}
+		return;
+	}
+	(void) uv_timer_again(&c->idle);
+	http_parser_pause(&c->parser, 0);
+	done = http_parser_execute(
+	    &c->parser, &admin_settings, buf->base, (size_t) nread);
+	free(buf->base);
+	if (c->too_big == 2) {
+		send_error(c, 413, "too_large", "request body too large", 0);
+	} else if (c->too_big) {
+		send_error(c, 413, "too_large", "request head too large", 0);
+	} else if (c->complete) {
+		c->complete = 0;
+		dispatch(c);
+		if (done < (size_t) nread) {
+			/* Bytes after a complete request: no pipelining. */
+			c->writing = 1;
+		}
+	} else if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
+		EB_LOG_DEBUG("admin", "bad-request: err=%s",
+		    http_errno_name(HTTP_PARSER_ERRNO(&c->parser)));
+		send_error(c, 400, "bad_request", "malformed HTTP request", 0);
+	}
+}
+
+static void
+free_handle_cb(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void
+refuse_write_cb(uv_write_t *req, int status)
+{
+	(void) status;
+	uv_close((uv_handle_t *) req->handle, free_handle_cb);
+	free(req);
+}
+
+static void
+connection_cb(uv_stream_t *server, int status)
+{
+	struct eb__node_admin *a = server->data;
+	admin_conn            *c;
+	static char            busy[] =
+	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 23\r\nConnection: "
+	    "close\r\n\r\n{\"error\":\"too_many\"}\n\n\n";
+
+	if (status != 0 || a->stop_cb != NULL) {
+		return;
+	}
+	if (a->nconns >= ADMIN_MAX_CONNS) {
+		uv_tcp_t   *t = eb__malloc(sizeof(*t));
+		uv_write_t *w = eb__malloc(sizeof(*w));
+		uv_buf_t    b = uv_buf_init(busy, sizeof(busy) - 1);
+
+		(void) uv_tcp_init(server->loop, t);
+		if (uv_accept(server, (uv_stream_t *) t) != 0 ||
+		    uv_write(w, (uv_stream_t *) t, &b, 1, refuse_write_cb) !=
+		        0) {
+			free(w);
+			uv_close((uv_handle_t *) t, free_handle_cb);
+		}
+		return;
+	}
+	c = eb__calloc(1, sizeof(*c));
+	c->a = a;
+	(void) uv_tcp_init(server->loop, &c->tcp);
+	(void) uv_timer_init(server->loop, &c->idle);
+	c->tcp.data = c;
+	c->idle.data = c;
+	c->open = 2;
+	a->open++;
+	a->nconns++;
+	eb_list_insert_tail(&a->conns, &c->link);
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	if (uv_accept(server, (uv_stream_t *) &c->tcp) != 0 ||
+	    uv_read_start((uv_stream_t *) &c->tcp, alloc_cb, read_cb) != 0) {
+		conn_close(c);
+		return;
+	}
+	(void) uv_timer_start(&c->idle, idle_cb, ADMIN_IDLE_MS, ADMIN_IDLE_MS);
+}
+
+/* ---- start/stop ---- */
+
+static int
+admin_bind(struct eb__node_admin *a, const char *host, int port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_storage bound;
+	int                     len = sizeof(bound);
+	int                     rv;
+
+	if (uv_ip4_addr(host, port, (struct sockaddr_in *) &ss) != 0 &&
+	    (rv = uv_ip6_addr(host, port, (struct sockaddr_in6 *) &ss)) != 0) {
+		return rv;
+	}
+	if ((rv = uv_tcp_bind(&a->listener, (struct sockaddr *) &ss, 0)) != 0 ||
+	    (rv = uv_listen((uv_stream_t *) &a->listener, 64, connection_cb)) !=
+	        0 ||
+	    (rv = uv_tcp_getsockname(
+	         &a->listener, (struct sockaddr *) &bound, &len)) != 0) {
+		return rv;
+	}
+	return ntohs(((struct sockaddr_in *) &bound)->sin_port);
+}
+
+static void
+listener_closed_cb(uv_handle_t *h)
+{
+	struct eb__node_admin *a = h->data;
+
+	if (--a->open == 0) {
+		eb__node_done_cb cb = a->stop_cb;
+		eb_node         *n = a->n;
+
+		free(a->token);
+		free(a);
+		n->admin = NULL;
+		if (cb != NULL) {
+			cb(n, 0);
+		}
+	}
+}
+
+static void
+failed_closed_cb(uv_handle_t *h)
+{
+	struct eb__node_admin *a = h->data;
+
+	free(a->token);
+	free(a);
+}
 
 int
 eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
 {
+	const eb_conf_admin   *c = &n->conf->admin;
+	struct eb__node_admin *a;
+	int                    rv;
+
+	if (!c->enabled) {
+		n->admin_port = 0;
+		eb__node_complete(n, cb, 0);
+		return 0;
+	}
+	a = eb__calloc(1, sizeof(*a));
+	a->n = n;
+	eb_list_init(&a->conns);
+	a->token = c->token != NULL && c->token[0] != '\0'
+	               ? eb__strdup(c->token)
+	               : NULL;
+	(void) uv_tcp_init(n->loop, &a->listener);
+	a->listener.data = a;
+	a->open = 1;
+	rv = admin_bind(a, c->listen, (int) c->port);
+	if (rv < 0) {
+		EB_LOG_ERR("admin", "listen-failed: listen=%s port=%lld err=%s",
+		    c->listen, (long long) c->port, eb_err_name(rv));
+		uv_close((uv_handle_t *) &a->listener, failed_closed_cb);
+		return rv;
+	}
+	n->admin = a;
+	n->admin_port = rv;
+	EB_LOG_INFO("admin", "listening: listen=%s port=%d auth=%s", c->listen,
+	    rv, a->token != NULL ? "bearer" : "none");
 	eb__node_complete(n, cb, 0);
 	return 0;
 }
@@ -18,5 +766,17 @@ eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
 void
 eb__node_admin_stop(eb_node *n, eb__node_done_cb cb)
 {
-	eb__node_complete(n, cb, 0);
+	struct eb__node_admin *a = n->admin;
+	eb_list               *it;
+	eb_list               *tmp;
+
+	if (a == NULL) {
+		eb__node_complete(n, cb, 0);
+		return;
+	}
+	a->stop_cb = cb;
+	EB_LIST_FOREACH (it, tmp, &a->conns) {
+		conn_close(EB_CONTAINER_OF(it, admin_conn, link));
+	}
+	uv_close((uv_handle_t *) &a->listener, listener_closed_cb);
 }

@@ -1,0 +1,40 @@
+/*
+ * node/ internals of the cluster wiring (node_cluster.c) for the other
+ * wiring files: the admin endpoint (admin.c) and the ingress wiring.
+ *
+ * Leadership listeners may be registered before the cluster step starts;
+ * they are called on every change (leader=true with the epoch, then
+ * leader=false), synchronously from the election's callbacks, so a revoke
+ * reaches them before anything else happens (rule 5, rule 8).
+ * Loop thread only.
+ */
+#ifndef EB_NODE_NODE_CLUSTER_H
+#define EB_NODE_NODE_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "node/node_int.h"
+
+typedef void (*eb__node_leader_cb)(
+    eb_node *n, bool leader, int64_t epoch, void *arg);
+
+/* At most 8 listeners per node. 0 or UV_ENOBUFS. */
+int eb__node_cluster_on_leader(eb_node *n, eb__node_leader_cb cb, void *arg);
+/* Leadership now (the election lease is checked at this call). */
+bool    eb__node_cluster_is_leader(eb_node *n);
+int64_t eb__node_cluster_epoch(eb_node *n);
+/* 1 when the node is a registered member with a live session (or
+ * standalone and running); else 0 with a short reason. */
+int eb__node_cluster_health(eb_node *n, const char **reason);
+/* {"leader","epoch","self","standalone","nodes":[...]} (new reference). */
+json_t *eb__node_cluster_nodes_json(eb_node *n);
+/* {"node_id","address","epoch","self",...} or NULL when no leader is known
+ * (new reference). */
+json_t *eb__node_cluster_leader_json(eb_node *n);
+/* Step down: 0, EB_ENOTLEADER, or EB_ECLOSED when not running. */
+int eb__node_cluster_release(eb_node *n);
+
+#endif
