@@ -1,0 +1,356 @@
+/*
+ * Unit tests for the node's lifecycle (node/node.c) with fake subsystem
+ * wiring: start order, reverse stop order, failed starts (exit codes 1 and
+ * 3), a stop requested while a start step is in flight, a run-time fatal
+ * error, and the second signal that forces the exit.
+ *
+ * The fakes below replace node_bus.c, node_bridge.c, admin.c and
+ * node_cluster.c (this executable links node.c alone). Each one records
+ * "start:<name>" / "stop:<name>" and completes as its mode says.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include <ebnode/err.h>
+#include <ebnode/log.h>
+
+#include "conf/conf.h"
+#include "node/node_int.h"
+#include "tests/harness/th.h"
+
+enum fake_mode {
+	FAKE_OK = 0,     /* complete with 0 on the next turn */
+	FAKE_SYNC_FAIL,  /* start returns an error: no callback */
+	FAKE_ASYNC_FAIL, /* complete with fake.err on the next turn */
+	FAKE_HOLD        /* complete only when the test releases it */
+};
+
+enum { BUS, BRIDGE, ADMIN, CLUSTER, NSTEPS };
+static const char *const step_names[NSTEPS] = { "bus", "bridge", "admin",
+	"cluster" };
+
+static struct fake {
+	int              start_mode[NSTEPS];
+	int              stop_mode[NSTEPS];
+	int              err;
+	char             events[512];
+	eb__node_done_cb held_cb; /* a FAKE_HOLD step's callback */
+	eb_node         *node;
+	int              shutdown_after_ready; /* 1: shutdown, 2: fail */
+	uv_timer_t       timer;
+	int              signals_to_send;
+} fake;
+
+static void
+record(const char *what, int step)
+{
+	size_t n = strlen(fake.events);
+
+	(void) snprintf(fake.events + n, sizeof(fake.events) - n, "%s%s:%s",
+	    n > 0 ? " " : "", what, step_names[step]);
+}
+
+static void
+after_ready(void *arg)
+{
+	eb_node *n = arg;
+
+	if (fake.shutdown_after_ready == 1) {
+		eb__node_shutdown(n);
+	} else if (fake.shutdown_after_ready == 2) {
+		eb__node_fail(n, EB_EDUPADDR);
+	}
+}
+
+static int
+fake_start(int step, eb_node *n, eb__node_done_cb cb)
+{
+	fake.node = n;
+	record("start", step);
+	switch (fake.start_mode[step]) {
+	case FAKE_SYNC_FAIL:
+		return UV_EADDRINUSE;
+	case FAKE_ASYNC_FAIL:
+		eb__node_complete(n, cb, fake.err);
+		return 0;
+	case FAKE_HOLD:
+		fake.held_cb = cb;
+		return 0;
+	default:
+		eb__node_complete(n, cb, 0);
+		if (step == CLUSTER && fake.shutdown_after_ready != 0) {
+			/* Queued after the completion: runs after READY. */
+			eb__defer(&n->defer, after_ready, n);
+		}
+		return 0;
+	}
+}
+
+static void
+fake_stop(int step, eb_node *n, eb__node_done_cb cb)
+{
+	record("stop", step);
+	if (fake.stop_mode[step] == FAKE_HOLD) {
+		fake.held_cb = cb;
+		return;
+	}
+	eb__node_complete(n, cb, 0);
+}
+
+/* The wiring functions node.c calls. */
+int
+eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
+{
+	return fake_start(BUS, n, cb);
+}
+void
+eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
+{
+	fake_stop(BUS, n, cb);
+}
+int
+eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
+{
+	return fake_start(BRIDGE, n, cb);
+}
+void
+eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb)
+{
+	fake_stop(BRIDGE, n, cb);
+}
+int
+eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
+{
+	return fake_start(ADMIN, n, cb);
+}
+void
+eb__node_admin_stop(eb_node *n, eb__node_done_cb cb)
+{
+	fake_stop(ADMIN, n, cb);
+}
+int
+eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
+{
+	return fake_start(CLUSTER, n, cb);
+}
+void
+eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
+{
+	fake_stop(CLUSTER, n, cb);
+}
+
+/* ---- helpers --------------------------------------------------------------
+ */
+
+static eb_conf *
+default_conf(void)
+{
+	static const char *const env[] = { NULL };
+	eb_conf_sources          src;
+	eb_conf                 *c = NULL;
+	eb_errbuf                e;
+
+	memset(&src, 0, sizeof(src));
+	src.env = env;
+	assert_int_equal(eb_conf_load(&src, &c, &e), 0);
+	return c;
+}
+
+static int
+setup(void **state)
+{
+	memset(&fake, 0, sizeof(fake));
+	eb_log_set_level(EB_LOG_LEVEL_WARN);
+	return th_setup(state);
+}
+
+/* Runs a node to its end; returns the exit code. */
+static int
+run_node(th_loop *t, eb_conf *c, eb_node **np)
+{
+	eb_node *n = NULL;
+	int      code;
+
+	assert_int_equal(eb__node_new(&t->loop, c, &n), 0);
+	code = eb__node_run(n);
+	*np = n;
+	return code;
+}
+
+static void
+release_held_cb(uv_timer_t *h)
+{
+	eb__node_done_cb cb = fake.held_cb;
+
+	(void) h;
+	if (fake.signals_to_send > 0) {
+		fake.signals_to_send--;
+		assert_int_equal(uv_kill(getpid(), SIGTERM), 0);
+		(void) uv_timer_start(&fake.timer, release_held_cb, 20, 0);
+		return;
+	}
+	if (cb != NULL) {
+		fake.held_cb = NULL;
+		cb(fake.node, 0);
+	}
+	uv_close((uv_handle_t *) &fake.timer, NULL);
+}
+
+/* ---- tests ----------------------------------------------------------------
+ */
+
+static void
+test_start_and_stop_in_order(void **state)
+{
+	th_loop *t = *state;
+	eb_conf *c = default_conf();
+	eb_node *n;
+
+	fake.shutdown_after_ready = 1;
+	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_OK);
+	assert_string_equal(fake.events,
+	    "start:bus start:bridge start:admin start:cluster "
+	    "stop:cluster stop:admin stop:bridge stop:bus");
+	assert_int_equal(n->phase, EB__NODE_DONE);
+	assert_int_equal(n->started, 0);
+	eb__node_free(n);
+	eb_conf_free(c);
+}
+
+static void
+test_duplicate_address_exits_3(void **state)
+{
+	th_loop *t = *state;
+	eb_conf *c = default_conf();
+	eb_node *n;
+
+	fake.start_mode[CLUSTER] = FAKE_ASYNC_FAIL;
+	fake.err = EB_EDUPADDR;
+	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_DUPADDR);
+	/* The failed step is not stopped; the others are, in reverse. */
+	assert_string_equal(fake.events,
+	    "start:bus start:bridge start:admin start:cluster "
+	    "stop:admin stop:bridge stop:bus");
+	eb__node_free(n);
+	eb_conf_free(c);
+}
+
+static void
+test_sync_start_failure_exits_1(void **state)
+{
+	th_loop *t = *state;
+	eb_conf *c = default_conf();
+	eb_node *n;
+
+	fake.start_mode[BRIDGE] = FAKE_SYNC_FAIL;
+	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_FATAL);
+	assert_string_equal(fake.events, "start:bus start:bridge stop:bus");
+	eb__node_free(n);
+	eb_conf_free(c);
+}
+
+static void
+test_signal_during_start_step(void **state)
+{
+	th_loop *t = *state;
+	eb_conf *c = default_conf();
+	eb_node *n;
+
+	/* admin's start is in flight when SIGTERM arrives; once it
+	 * completes, the node stops instead of starting the cluster. */
+	fake.start_mode[ADMIN] = FAKE_HOLD;
+	fake.signals_to_send = 1;
+	assert_int_equal(uv_timer_init(&t->loop, &fake.timer), 0);
+	assert_int_equal(
+	    uv_timer_start(&fake.timer, release_held_cb, 20, 0), 0);
+	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_OK);
+	assert_string_equal(fake.events,
+	    "start:bus start:bridge start:admin stop:admin stop:bridge "
+	    "stop:bus");
+	assert_int_equal(n->signals, 1);
+	eb__node_free(n);
+	eb_conf_free(c);
+}
+
+static void
+test_fatal_after_ready(void **state)
+{
+	th_loop *t = *state;
+	eb_conf *c = default_conf();
+	eb_node *n;
+
+	fake.shutdown_after_ready = 2; /* eb__node_fail(EB_EDUPADDR) */
+	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_DUPADDR);
+	assert_string_equal(fake.events,
+	    "start:bus start:bridge start:admin start:cluster "
+	    "stop:cluster stop:admin stop:bridge stop:bus");
+	eb__node_free(n);
+	eb_conf_free(c);
+}
+
+static void
+close_any_cb(uv_handle_t *h, void *arg)
+{
+	th_loop *t = arg;
+
+	/* The watchdog belongs to th_teardown. */
+	if (h != (uv_handle_t *) &t->watchdog && !uv_is_closing(h)) {
+		uv_close(h, NULL);
+	}
+}
+
+static void
+test_second_signal_forces_exit(void **state)
+{
+	th_loop *t = *state;
+	eb_conf *c = default_conf();
+	eb_node *n;
+
+	/* The cluster's stop never completes (a hung hand-over): the second
+	 * SIGTERM ends the run with open handles and exit code 1. */
+	fake.shutdown_after_ready = 1;
+	fake.stop_mode[CLUSTER] = FAKE_HOLD;
+	fake.signals_to_send = 2;
+	assert_int_equal(uv_timer_init(&t->loop, &fake.timer), 0);
+	assert_int_equal(
+	    uv_timer_start(&fake.timer, release_held_cb, 20, 0), 0);
+	/* The stop starts from eb__node_shutdown(); the first signal finds
+	 * it in progress, the second one forces the exit. */
+	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_FATAL);
+	assert_true(n->forced);
+	assert_int_equal(n->signals, 2);
+	assert_string_equal(fake.events,
+	    "start:bus start:bridge start:admin start:cluster stop:cluster");
+	/* What main would leave to _Exit(): close it here for the leak check.
+	 */
+	fake.held_cb = NULL;
+	uv_walk(&t->loop, close_any_cb, t);
+	(void) uv_run(&t->loop, UV_RUN_DEFAULT);
+	eb__node_free(n);
+	eb_conf_free(c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_start_and_stop_in_order, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_duplicate_address_exits_3, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_sync_start_failure_exits_1, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_signal_during_start_step, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_fatal_after_ready, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_second_signal_forces_exit, setup, th_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
