@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -218,6 +219,27 @@ class LifecycleTest(unittest.TestCase):
             log = n.log_text()
             self.assertIn("stop-requested: signal=SIGTERM", log)
             self.assertIn("stopped: exit_code=0", log)
+
+    def test_ready_ports_accept_connections(self):
+        with ebtest.EbNode(standalone("it-node-5"), name="n5",
+                           env=CLEAN_ENV) as n:
+            for part in ("admin", "bridge", "cluster"):
+                hp = getattr(n, part)
+                if hp is not None:
+                    self.assertNotEqual(hp[1], 0)
+                    socket.create_connection(
+                        hp, timeout=ebtest.scaled(5)).close()
+            self.assertEqual(n.stop(), 0)
+
+    def test_disabled_parts_print_dash(self):
+        cfg = standalone("it-node-6")
+        cfg["bridge"]["enabled"] = False
+        cfg["admin"]["enabled"] = False
+        with ebtest.EbNode(cfg, name="n6", env=CLEAN_ENV) as n:
+            self.assertIsNone(n.bridge)
+            self.assertIsNone(n.admin)
+            self.assertIn(" admin=- bridge=- ", n.stdout_lines()[0])
+            self.assertEqual(n.stop(), 0)
 
     def test_sigint(self):
         with ebtest.EbNode(standalone("it-node-2"), name="n2") as n:
