@@ -57,6 +57,7 @@ eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
 		bus->rops->interest(
 		    bus->rctx, address, a->n_local - a->n_local_only);
 	}
+	eb__bus_watch_notify(bus, a);
 	*cp = c;
 	return 0;
 }
@@ -134,6 +135,7 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 		bus->rops->interest(
 		    bus->rctx, a->address, a->n_local - a->n_local_only);
 	}
+	eb__bus_watch_notify(bus, a);
 	consumer_flush(bus, c, a);
 	eb__bus_addr_maybe_free(bus, a);
 	if (!c->in_handler) {

@@ -196,6 +196,8 @@ struct eb_bus {
 	eb_bus_close_cb  close_cb;
 	void            *close_arg;
 	eb__bus_counters totals;
+	eb_bus_watch_fn  watch_fn; /* handler-count observer (watch.c) */
+	void            *watch_arg;
 	uint64_t         no_handlers; /* sends/requests that found nobody */
 
 	const eb__bus_remote_ops *rops; /* NULL: standalone */
@@ -208,6 +210,9 @@ eb__bus_addr *eb__bus_addr_get(eb_bus *bus, const char *address); /* make */
 /* Frees a when it has no local consumers and no remote interest. */
 void eb__bus_addr_maybe_free(eb_bus *bus, eb__bus_addr *a);
 void eb__bus_addr_free_all(eb_bus *bus);
+
+/* watch.c: tells the observer that a's reachable handler count changed. */
+void eb__bus_watch_notify(eb_bus *bus, const eb__bus_addr *a);
 
 /* msg.c */
 int eb__bus_headers_check(const json_t *headers);

@@ -103,6 +103,7 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 		free(r);
 		a->remote = NULL;
 	}
+	eb__bus_watch_notify(bus, a);
 	eb__bus_addr_maybe_free(bus, a);
 }
 

@@ -12,14 +12,15 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	election) echo "election cluster common" ;;
 	eventbus) echo "eventbus cluster common" ;;
 	bridge)   echo "bridge eventbus common" ;;
+	ingress)  echo "ingress eventbus common" ;;
 	conf)     echo "conf common" ;;
-	node)     echo "node conf bridge eventbus election cluster common" ;;
+	node)     echo "node conf bridge ingress eventbus election cluster common" ;;
 	*)        echo "" ;;
 	esac
 }
 
 bad=0
-for m in common cluster election eventbus bridge conf node; do
+for m in common cluster election eventbus bridge ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do

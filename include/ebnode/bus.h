@@ -185,6 +185,21 @@ EB_API void eb_bus_stats_totals(eb_bus *bus, eb_bus_totals *out);
 typedef struct eb_link_mgr eb_link_mgr;
 EB_API int eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links);
 
+/*
+ * Handlers a sender on this node can reach for address: every local
+ * consumer plus the handlers advertised by linked peers.
+ */
+EB_API uint32_t eb_bus_handler_count(eb_bus *bus, const char *address);
+/*
+ * One observer of reachable handler counts: fn runs whenever the count of
+ * an address changes (local registration, peer interest, link loss). It may
+ * run from inside eb_bus_consumer_new/close: it must not call back into the
+ * bus; defer any work (the ingress gateway arms a timer).
+ */
+typedef void (*eb_bus_watch_fn)(
+    eb_bus *bus, const char *address, uint32_t count, void *arg);
+EB_API void eb_bus_set_watch(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
+
 /* This bus's node id (opts.node_id, or a generated uuid). */
 EB_API const char *eb_bus_node_id(const eb_bus *bus);
 

@@ -1,0 +1,144 @@
+/*
+ * Leader-routed ingress (DESIGN.md "Leader-routed ingress").
+ *
+ * Every node runs an ingress object with two parts:
+ *
+ * - the gateway: a local-only consumer on the ingress address (default
+ *   "external.ingress"). Whatever a bridge client or an embedded bus client
+ *   sends, publishes or requests to the ingress address on this node lands
+ *   here. The gateway forwards it as a request to the internal leader address
+ *   (EB_INGRESS_LEADER_ADDRESS), which only the current leader consumes. While
+ *   no leader is reachable it holds messages in a bounded FIFO (hold_max
+ *   messages, hold_ms each) and flushes them in order when one appears. What
+ *   overflows or expires is failed back to a requester (RECIPIENT_FAILURE,
+ *   code 503) or, for a fire-and-forget send, counted and logged. A forwarded
+ *   message whose leader fails before answering (link lost, leadership lost)
+ *   is retried once (at-least-once for requests and sends).
+ *
+ * - the router: while this node leads (eb_ingress_lead()), a consumer on the
+ *   leader address. Before each message it checks the leadership lease
+ *   (is_leader callback); it stamps the message with the headers
+ *   ebnode.epoch, ebnode.seq (per epoch, from 1, no gaps among routed
+ *   messages) and ebnode.entry (the node where it entered), routes it by the
+ *   configured rules (or hands it to a custom handler installed with
+ *   eb_ingress_set_handler()) and answers the gateway with an acknowledgement
+ *   {"status":"ok","epoch":E,"seq":S,"to":A} or a failure.
+ *
+ * Threads: loop thread only. Ownership: the bus is borrowed and must outlive
+ * the ingress; options are copied.
+ */
+#ifndef EBNODE_INGRESS_H
+#define EBNODE_INGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <ebnode/api.h>
+#include <ebnode/bus.h>
+#include <ebnode/err.h>
+
+#define EB_INGRESS_LEADER_ADDRESS "__ebnode.ingress.leader"
+#define EB_INGRESS_HDR_EPOCH      "ebnode.epoch"
+#define EB_INGRESS_HDR_SEQ        "ebnode.seq"
+#define EB_INGRESS_HDR_ENTRY      "ebnode.entry"
+
+typedef struct eb_ingress eb_ingress; /* opaque */
+
+/* Failure codes the ingress answers with (failureType RECIPIENT_FAILURE). */
+typedef enum eb_ingress_code {
+	EB_INGRESS_NO_ROUTE = 404,     /* no rule matched, no default route */
+	EB_INGRESS_NO_TARGET = 502,    /* the route's target has no handlers */
+	EB_INGRESS_NOT_LEADER = 503,   /* lease lost; the gateway retries */
+	EB_INGRESS_HOLD_TIMEOUT = 504, /* no leader within hold_ms */
+	EB_INGRESS_HOLD_FULL = 507,    /* hold queue full */
+	EB_INGRESS_CLOSING = 599       /* the node is shutting down */
+} eb_ingress_code;
+
+typedef enum eb_ingress_match {
+	EB_INGRESS_MATCH_EQUALS = 0,
+	EB_INGRESS_MATCH_PREFIX = 1,
+	EB_INGRESS_MATCH_REGEX = 2 /* POSIX extended, whole string */
+} eb_ingress_match;
+
+/* A routing rule: header or (top-level body) field, compared with value. */
+typedef struct eb_ingress_route {
+	const char      *header; /* exactly one of header, field */
+	const char      *field;
+	eb_ingress_match match;
+	const char      *value;
+	const char      *to;      /* target address */
+	int              publish; /* 0: send, 1: publish */
+} eb_ingress_route;
+
+typedef struct eb_ingress_opts {
+	const char *address;            /* default "external.ingress" */
+	uint32_t    hold_max;           /* default 1000 */
+	uint64_t    hold_ms;            /* default 5000 */
+	uint64_t    timeout_ms;         /* forward timeout, 0: bus default */
+	const eb_ingress_route *routes; /* copied */
+	size_t                  route_count;
+	const eb_ingress_route *default_route; /* NULL: none; copied */
+} eb_ingress_opts;
+
+/* The stamp of one routed message, borrowed for the handler call. */
+typedef struct eb_ingress_stamp {
+	uint64_t    epoch;
+	uint64_t    seq;
+	const char *entry_node;
+} eb_ingress_stamp;
+
+/*
+ * A custom router (embedders): called on the leader for every ingress message
+ * instead of the rules. msg (borrowed; hold it to keep it) carries the stamp
+ * headers and always expects a reply: answer with eb_ingress_ack() or
+ * eb_bus_msg_fail().
+ */
+typedef void (*eb_ingress_handler_fn)(
+    eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *stamp, void *arg);
+/* The leadership lease check (rule 5): non-zero while leadership is valid. */
+typedef int (*eb_ingress_leader_fn)(void *arg);
+
+typedef struct eb_ingress_stats {
+	uint64_t received;  /* entered through this node's gateway */
+	uint64_t forwarded; /* sent to a leader (retries included) */
+	uint64_t acked;     /* acknowledged by a leader */
+	uint64_t held;      /* had to wait for a leader */
+	uint64_t holding;   /* waiting now */
+	uint64_t retried;
+	uint64_t failed;   /* answered with a failure */
+	uint64_t dropped;  /* fire-and-forget sends that could not be routed */
+	uint64_t routed;   /* routed by this node as leader */
+	uint64_t unrouted; /* no rule matched / no handler for the target */
+	uint64_t leader_epochs; /* times this node started leading */
+} eb_ingress_stats;
+
+EB_API void eb_ingress_opts_init(eb_ingress_opts *opts);
+/* Validates (regexes) and copies. No I/O. 0 or EB_ECONF with detail. */
+EB_API int  eb_ingress_new(uv_loop_t *loop, eb_bus *bus,
+     const eb_ingress_opts *opts, eb_errbuf *err, eb_ingress **inp);
+EB_API void eb_ingress_set_handler(
+    eb_ingress *in, eb_ingress_handler_fn fn, void *arg);
+EB_API void eb_ingress_set_leader_check(
+    eb_ingress *in, eb_ingress_leader_fn fn, void *arg);
+/* Registers the gateway. */
+EB_API int eb_ingress_start(eb_ingress *in);
+/* Starts routing as leader of epoch (registers the leader consumer). */
+EB_API int eb_ingress_lead(eb_ingress *in, uint64_t epoch);
+/* Stops routing at once (unregisters the leader consumer). Idempotent. */
+EB_API void eb_ingress_unlead(eb_ingress *in);
+EB_API int  eb_ingress_is_leading(const eb_ingress *in);
+/* The bus's handler count for the leader address may have changed: flush
+ * held messages if a leader is reachable now. */
+EB_API void eb_ingress_kick(eb_ingress *in);
+/* Acknowledges msg with its stamp (for custom handlers). */
+EB_API int eb_ingress_ack(
+    eb_bus_msg *msg, const eb_ingress_stamp *stamp, const char *to);
+EB_API void eb_ingress_stats_get(const eb_ingress *in, eb_ingress_stats *out);
+
+typedef void (*eb_ingress_close_cb)(eb_ingress *in, void *arg);
+/* Exactly once. Held messages are failed (requests) or counted (sends). */
+EB_API void eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg);
+
+#endif

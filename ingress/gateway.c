@@ -1,0 +1,319 @@
+/*
+ * The ingress gateway: every node's local-only consumer on the ingress
+ * address. It forwards each message as a request to the leader address,
+ * holds messages in order while no leader is reachable, retries a forward
+ * once when the leader it went to fails, and answers the original sender.
+ * See include/ebnode/ingress.h for the guarantees. Loop thread only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <ebnode/ingress.h>
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "ingress/ingress_int.h"
+
+static void flush(eb_ingress *in);
+
+/* Answers the original sender with a failure; counts it either way. */
+static void
+answer_failure(eb_ingress *in, eb__ingress_held *h, int code, const char *why)
+{
+	if (eb_bus_msg_reply_address(h->msg) != NULL) {
+		(void) eb_bus_msg_fail(h->msg, code, why);
+		in->st.failed++;
+		return;
+	}
+	/* A fire-and-forget send cannot be answered: count and log it, never
+	 * drop it silently. The first and every 1000th are logged. */
+	in->st.dropped++;
+	if (in->st.dropped % 1000 == 1) {
+		EB_LOG_WARN("ingress",
+		    "send-dropped: code=%d reason=\"%s\" total=%llu", code, why,
+		    (unsigned long long) in->st.dropped);
+	}
+}
+
+static void
+held_free(eb__ingress_held *h)
+{
+	eb_bus_msg_release(h->msg);
+	free(h);
+}
+
+static void arm_timer(eb_ingress *in);
+
+static void
+hold(eb_ingress *in, eb__ingress_held *h, int at_head)
+{
+	char why[128];
+
+	if (in->n_held >= in->hold_max) {
+		(void) snprintf(why, sizeof(why),
+		    "ebnode: ingress hold queue full (%u messages) and no "
+		    "leader reachable",
+		    in->hold_max);
+		answer_failure(in, h, EB_INGRESS_HOLD_FULL, why);
+		held_free(h);
+		return;
+	}
+	h->since_ms = uv_now(in->loop);
+	if (at_head) {
+		eb_list_insert_head(&in->held, &h->link);
+	} else {
+		eb_list_insert_tail(&in->held, &h->link);
+	}
+	if (in->n_held++ == 0) {
+		EB_LOG_NOTICE("ingress",
+		    "holding: reason=no-leader max=%u ms=%llu", in->hold_max,
+		    (unsigned long long) in->hold_ms);
+	}
+	in->st.held++;
+	arm_timer(in);
+}
+
+static void forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg);
+
+/* 0: in flight; EB_ENOHANDLERS: no leader reachable; else an error. */
+static int
+try_forward(eb_ingress *in, eb__ingress_held *h)
+{
+	eb_bus_send_opts o;
+	json_t          *headers;
+	int              rv;
+
+	/* The bus answers a request without handlers asynchronously; ask
+	 * first so that the message is held instead of failed. */
+	if (eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) == 0) {
+		return EB_ENOHANDLERS;
+	}
+	headers = json_copy((json_t *) (uintptr_t) eb_bus_msg_headers(h->msg));
+	if (headers == NULL) {
+		headers = json_object();
+	}
+	if (json_object_get(headers, EB_INGRESS_HDR_ENTRY) == NULL) {
+		(void) json_object_set_new(headers, EB_INGRESS_HDR_ENTRY,
+		    json_string(eb_bus_node_id(in->bus)));
+	}
+	eb_bus_send_opts_init(&o);
+	o.timeout_ms = in->timeout_ms;
+	rv = eb_bus_request(in->bus, EB_INGRESS_LEADER_ADDRESS,
+	    eb_bus_msg_body(h->msg), headers, &o, forward_cb, h);
+	json_decref(headers);
+	if (rv == 0) {
+		eb_list_insert_tail(&in->inflight, &h->link);
+		in->st.forwarded++;
+	}
+	return rv;
+}
+
+static void
+submit(eb_ingress *in, eb__ingress_held *h, int at_head)
+{
+	int rv;
+
+	/* Arrivals queue behind held messages to keep their order. */
+	if (!eb_list_empty(&in->held)) {
+		hold(in, h, at_head);
+		flush(in);
+		return;
+	}
+	rv = try_forward(in, h);
+	if (rv == EB_ENOHANDLERS) {
+		hold(in, h, at_head);
+	} else if (rv != 0) {
+		answer_failure(in, h, -1, eb_strerror(rv));
+		held_free(h);
+	}
+}
+
+static int
+retryable(int status, const eb_bus_failure *failure)
+{
+	if (status == EB_ELINKDOWN || status == EB_ENOHANDLERS) {
+		return 1; /* the leader's node went away */
+	}
+	return failure != NULL && failure->type == EB_BUS_RECIPIENT_FAILURE &&
+	       failure->code == EB_INGRESS_NOT_LEADER;
+}
+
+static void
+forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	eb__ingress_held *h = arg;
+	eb_ingress       *in = h->in;
+
+	(void) bus;
+	eb_list_remove(&h->link);
+	if (in == NULL) {
+		held_free(h); /* the ingress closed and answered it already */
+		return;
+	}
+	if (status == 0) {
+		in->st.acked++;
+		if (eb_bus_msg_reply_address(h->msg) != NULL) {
+			(void) eb_bus_msg_reply(h->msg, eb_bus_msg_body(reply),
+			    eb_bus_msg_headers(reply), NULL, NULL, NULL);
+		}
+		held_free(h);
+		return;
+	}
+	if (!h->retried && retryable(status, failure)) {
+		/* At-least-once: the leader may have routed it before it
+		 * failed; the new leader's stamp tells the copies apart. */
+		h->retried = 1;
+		in->st.retried++;
+		submit(in, h, 1);
+		return;
+	}
+	answer_failure(in, h, failure != NULL ? failure->code : -1,
+	    failure != NULL ? failure->message : eb_strerror(status));
+	held_free(h);
+}
+
+static void
+flush(eb_ingress *in)
+{
+	eb_list *it;
+
+	while ((it = eb_list_first(&in->held)) != NULL) {
+		eb__ingress_held *h =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+		int rv;
+
+		eb_list_remove(it);
+		in->n_held--;
+		rv = try_forward(in, h);
+		if (rv == EB_ENOHANDLERS) {
+			eb_list_insert_head(
+			    &in->held, it); /* still no leader */
+			in->n_held++;
+			return;
+		}
+		if (rv != 0) {
+			answer_failure(in, h, -1, eb_strerror(rv));
+			held_free(h);
+		}
+	}
+	EB_LOG_NOTICE("ingress", "flushed: reason=leader-reachable");
+}
+
+static void
+hold_timer_cb(uv_timer_t *t)
+{
+	eb_ingress *in = t->data;
+	uint64_t    now = uv_now(in->loop);
+	eb_list    *it;
+	eb_list    *tmp;
+	char        why[128];
+	uint64_t    expired = 0;
+
+	in->timer_armed = 0;
+	if (!eb_list_empty(&in->held) &&
+	    eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) > 0) {
+		flush(in);
+	}
+	(void) snprintf(why, sizeof(why),
+	    "ebnode: no ingress leader within %llu ms",
+	    (unsigned long long) in->hold_ms);
+	EB_LIST_FOREACH (it, tmp, &in->held) {
+		eb__ingress_held *h =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+
+		if (now - h->since_ms >= in->hold_ms) {
+			eb_list_remove(it);
+			in->n_held--;
+			answer_failure(in, h, EB_INGRESS_HOLD_TIMEOUT, why);
+			held_free(h);
+			expired++;
+		}
+	}
+	if (expired > 0) {
+		EB_LOG_WARN("ingress", "hold-expired: count=%llu ms=%llu",
+		    (unsigned long long) expired,
+		    (unsigned long long) in->hold_ms);
+	}
+	arm_timer(in);
+}
+
+static void
+arm_timer(eb_ingress *in)
+{
+	uint64_t oldest = UINT64_MAX;
+	uint64_t now = uv_now(in->loop);
+	eb_list *it;
+	eb_list *tmp;
+
+	if (in->timer_armed || in->closing) {
+		return;
+	}
+	EB_LIST_FOREACH (it, tmp, &in->held) {
+		eb__ingress_held *h =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+
+		if (h->since_ms < oldest) {
+			oldest = h->since_ms;
+		}
+	}
+	if (oldest == UINT64_MAX) {
+		return;
+	}
+	in->timer_armed = 1;
+	(void) uv_timer_start(&in->hold_timer, hold_timer_cb,
+	    oldest + in->hold_ms > now ? oldest + in->hold_ms - now : 0, 0);
+}
+
+void
+eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	eb_ingress       *in = arg;
+	eb__ingress_held *h;
+
+	(void) c;
+	in->st.received++;
+	h = eb__calloc(1, sizeof(*h));
+	h->msg = eb_bus_msg_hold(msg);
+	h->in = in;
+	submit(in, h, 0);
+}
+
+void
+eb_ingress_kick(eb_ingress *in)
+{
+	/* On a later loop turn: the caller may be inside the bus. */
+	if (!in->closing && !eb_list_empty(&in->held)) {
+		in->timer_armed = 1;
+		(void) uv_timer_start(&in->hold_timer, hold_timer_cb, 0, 0);
+	}
+}
+
+void
+eb__ingress_fail_all(eb_ingress *in)
+{
+	eb_list *it;
+
+	while ((it = eb_list_first(&in->held)) != NULL) {
+		eb__ingress_held *h =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+
+		eb_list_remove(it);
+		in->n_held--;
+		answer_failure(
+		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
+		held_free(h);
+	}
+	/* In-flight forwards stay with the bus until their callback; answer
+	 * their senders now and let the callback only free them. */
+	while ((it = eb_list_first(&in->inflight)) != NULL) {
+		eb__ingress_held *h =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+
+		eb_list_remove(it);
+		answer_failure(
+		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
+		h->in = NULL;
+	}
+}

@@ -1,0 +1,168 @@
+/* Ingress object lifecycle; see include/ebnode/ingress.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/ingress.h>
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "ingress/ingress_int.h"
+
+void
+eb_ingress_opts_init(eb_ingress_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->address = "external.ingress";
+	opts->hold_max = 1000;
+	opts->hold_ms = 5000;
+}
+
+int
+eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
+    eb_errbuf *err, eb_ingress **inp)
+{
+	eb_ingress *in;
+	int         rv;
+
+	if (opts->address == NULL || opts->address[0] == '\0') {
+		return eb_errf(err, EB_ECONF, "ingress address is empty");
+	}
+	if (opts->hold_max == 0 || opts->hold_ms == 0) {
+		return eb_errf(
+		    err, EB_ECONF, "ingress hold bounds must be > 0");
+	}
+	in = eb__calloc(1, sizeof(*in));
+	rv = eb__ingress_rules_copy(in, opts, err);
+	if (rv != 0) {
+		free(in);
+		return rv;
+	}
+	in->loop = loop;
+	in->bus = bus;
+	in->address = eb__strdup(opts->address);
+	in->hold_max = opts->hold_max;
+	in->hold_ms = opts->hold_ms;
+	in->timeout_ms = opts->timeout_ms;
+	eb_list_init(&in->held);
+	eb_list_init(&in->inflight);
+	(void) uv_timer_init(loop, &in->hold_timer);
+	in->hold_timer.data = in;
+	*inp = in;
+	return 0;
+}
+
+void
+eb_ingress_set_handler(eb_ingress *in, eb_ingress_handler_fn fn, void *arg)
+{
+	in->handler = fn;
+	in->handler_arg = arg;
+}
+
+void
+eb_ingress_set_leader_check(eb_ingress *in, eb_ingress_leader_fn fn, void *arg)
+{
+	in->is_leader = fn;
+	in->is_leader_arg = arg;
+}
+
+static void
+watch_cb(eb_bus *bus, const char *address, uint32_t count, void *arg)
+{
+	(void) bus;
+	if (count > 0 && strcmp(address, EB_INGRESS_LEADER_ADDRESS) == 0) {
+		eb_ingress_kick(arg);
+	}
+}
+
+int
+eb_ingress_start(eb_ingress *in)
+{
+	if (in->gateway != NULL || in->closing) {
+		return UV_EBUSY;
+	}
+	/* The ingress owns the bus's handler-count observer: a leader that
+	 * becomes reachable flushes the held messages. */
+	eb_bus_set_watch(in->bus, watch_cb, in);
+	/* Local-only: the ingress address is served on every node by its own
+	 * gateway and never advertised to peers. */
+	return eb_bus_consumer_new(
+	    in->bus, in->address, 1, eb__ingress_gateway_cb, in, &in->gateway);
+}
+
+int
+eb_ingress_lead(eb_ingress *in, uint64_t epoch)
+{
+	int rv;
+
+	if (in->closing) {
+		return EB_ECLOSED;
+	}
+	eb_ingress_unlead(in);
+	rv = eb_bus_consumer_new(in->bus, EB_INGRESS_LEADER_ADDRESS, 0,
+	    eb__ingress_router_cb, in, &in->leader);
+	if (rv != 0) {
+		return rv;
+	}
+	in->epoch = epoch;
+	in->next_seq = 1;
+	in->st.leader_epochs++;
+	EB_LOG_NOTICE("ingress", "leading: epoch=%llu address=%s",
+	    (unsigned long long) epoch, in->address);
+	return 0; /* the bus watch flushes what this node holds */
+}
+
+void
+eb_ingress_unlead(eb_ingress *in)
+{
+	if (in->leader == NULL) {
+		return;
+	}
+	eb_bus_consumer_close(in->leader);
+	in->leader = NULL;
+	EB_LOG_NOTICE("ingress", "stopped-leading: epoch=%llu routed=%llu",
+	    (unsigned long long) in->epoch,
+	    (unsigned long long) (in->next_seq - 1));
+}
+
+int
+eb_ingress_is_leading(const eb_ingress *in)
+{
+	return in->leader != NULL;
+}
+
+void
+eb_ingress_stats_get(const eb_ingress *in, eb_ingress_stats *out)
+{
+	*out = in->st;
+	out->holding = in->n_held;
+}
+
+static void
+timer_closed_cb(uv_handle_t *h)
+{
+	eb_ingress *in = h->data;
+
+	if (in->close_cb != NULL) {
+		in->close_cb(in, in->close_arg);
+	}
+	eb__ingress_rules_free(in);
+	free(in->address);
+	free(in);
+}
+
+void
+eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
+{
+	in->closing = 1;
+	in->close_cb = cb;
+	in->close_arg = arg;
+	eb_ingress_unlead(in);
+	if (in->gateway != NULL) {
+		eb_bus_set_watch(in->bus, NULL, NULL);
+		eb_bus_consumer_close(in->gateway);
+		in->gateway = NULL;
+	}
+	eb__ingress_fail_all(in);
+	(void) uv_timer_stop(&in->hold_timer);
+	uv_close((uv_handle_t *) &in->hold_timer, timer_closed_cb);
+}

@@ -1,0 +1,84 @@
+/*
+ * Ingress internals shared by gateway.c and router.c. Not installed.
+ *
+ * Invariants:
+ * - A held message (struct held) is on in->held in arrival order, holds a
+ *   reference to the original bus message, and is either waiting (no leader
+ *   reachable) or nothing: in-flight forwards are not on the list, they live
+ *   in their request's callback argument.
+ * - While in->held is non-empty, new arrivals queue behind it, so messages
+ *   from this node reach the leader in the order they entered.
+ * - in->leader is non-NULL exactly while this node routes as leader.
+ * Threads: loop thread only.
+ */
+#ifndef EB_INGRESS_INT_H
+#define EB_INGRESS_INT_H
+
+#include <regex.h>
+#include <stdint.h>
+
+#include <ebnode/ingress.h>
+
+#include "common/list.h"
+
+typedef struct eb__ingress_rule {
+	char            *header; /* owned; NULL for a body field rule */
+	char            *field;  /* owned */
+	eb_ingress_match match;
+	char            *value; /* owned */
+	regex_t          re;    /* compiled when match is REGEX */
+	int              has_re;
+	char            *to; /* owned */
+	int              publish;
+} eb__ingress_rule;
+
+struct eb_ingress {
+	uv_loop_t        *loop; /* borrowed */
+	eb_bus           *bus;  /* borrowed */
+	char             *address;
+	uint32_t          hold_max;
+	uint64_t          hold_ms;
+	uint64_t          timeout_ms;
+	eb__ingress_rule *rules; /* owned, rule_count entries */
+	size_t            rule_count;
+	eb__ingress_rule *default_rule; /* owned or NULL */
+
+	eb_bus_consumer *gateway; /* owned registration */
+	eb_bus_consumer *leader;  /* owned registration while leading */
+	uint64_t         epoch;
+	uint64_t         next_seq;
+
+	eb_ingress_handler_fn handler;
+	void                 *handler_arg;
+	eb_ingress_leader_fn  is_leader;
+	void                 *is_leader_arg;
+
+	eb_list    held; /* of struct eb__ingress_held, owned */
+	uint32_t   n_held;
+	uv_timer_t hold_timer;
+	int        timer_armed;
+	eb_list    inflight; /* of struct eb__ingress_held being forwarded */
+	int        closing;
+	eb_ingress_close_cb close_cb;
+	void               *close_arg;
+	eb_ingress_stats    st;
+};
+
+typedef struct eb__ingress_held {
+	eb_list     link;     /* in->held or in->inflight */
+	eb_bus_msg *msg;      /* held reference to the original message */
+	uint64_t    since_ms; /* loop time when it started waiting */
+	int         retried;
+	eb_ingress *in; /* borrowed; NULL once the ingress closed */
+} eb__ingress_held;
+
+/* gateway.c */
+void eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
+void eb__ingress_fail_all(eb_ingress *in);
+/* router.c */
+void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
+void eb__ingress_rules_free(eb_ingress *in);
+int  eb__ingress_rules_copy(
+     eb_ingress *in, const eb_ingress_opts *opts, eb_errbuf *err);
+
+#endif

@@ -1,0 +1,291 @@
+/*
+ * The ingress router: the leader's consumer on the leader address. It checks
+ * the leadership lease before each message (rule 5), stamps the message with
+ * epoch, per-epoch sequence and entry node (rule 6), routes it by the rules
+ * or hands it to a custom handler, and acknowledges it. Sequence numbers are
+ * taken only by messages that were routed, so acknowledged sequences of one
+ * epoch have no gaps. Loop thread only.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/ingress.h>
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "ingress/ingress_int.h"
+
+static void
+rule_free(eb__ingress_rule *r)
+{
+	free(r->header);
+	free(r->field);
+	free(r->value);
+	free(r->to);
+	if (r->has_re) {
+		regfree(&r->re);
+	}
+}
+
+void
+eb__ingress_rules_free(eb_ingress *in)
+{
+	size_t i;
+
+	for (i = 0; i < in->rule_count; i++) {
+		rule_free(&in->rules[i]);
+	}
+	free(in->rules);
+	in->rules = NULL;
+	in->rule_count = 0;
+	if (in->default_rule != NULL) {
+		rule_free(in->default_rule);
+		free(in->default_rule);
+		in->default_rule = NULL;
+	}
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s != NULL ? eb__strdup(s) : NULL;
+}
+
+static int
+rule_copy(eb__ingress_rule *dst, const eb_ingress_route *src, int is_default,
+    size_t index, eb_errbuf *err)
+{
+	char   anchored[1024];
+	size_t n;
+
+	memset(dst, 0, sizeof(*dst));
+	if (src->to == NULL || src->to[0] == '\0') {
+		return eb_errf(
+		    err, EB_ECONF, "ingress route %zu: missing \"to\"", index);
+	}
+	if (!is_default) {
+		if ((src->header == NULL) == (src->field == NULL)) {
+			return eb_errf(err, EB_ECONF,
+			    "ingress route %zu: exactly one of header, field",
+			    index);
+		}
+		if (src->value == NULL) {
+			return eb_errf(err, EB_ECONF,
+			    "ingress route %zu: missing match value", index);
+		}
+	}
+	dst->header = dup_or_null(src->header);
+	dst->field = dup_or_null(src->field);
+	dst->value = dup_or_null(src->value);
+	dst->to = eb__strdup(src->to);
+	dst->match = src->match;
+	dst->publish = src->publish != 0;
+	if (!is_default && src->match == EB_INGRESS_MATCH_REGEX) {
+		n = strlen(src->value);
+		if (n + 5 > sizeof(anchored)) {
+			rule_free(dst);
+			return eb_errf(err, EB_ECONF,
+			    "ingress route %zu: regex too long", index);
+		}
+		/* Whole-string match, like the bridge's permitted lists. */
+		(void) snprintf(
+		    anchored, sizeof(anchored), "^(%s)$", src->value);
+		if (regcomp(&dst->re, anchored, REG_EXTENDED | REG_NOSUB) !=
+		    0) {
+			rule_free(dst);
+			return eb_errf(err, EB_ECONF,
+			    "ingress route %zu: invalid regex \"%s\"", index,
+			    src->value);
+		}
+		dst->has_re = 1;
+	}
+	return 0;
+}
+
+int
+eb__ingress_rules_copy(
+    eb_ingress *in, const eb_ingress_opts *opts, eb_errbuf *err)
+{
+	size_t i;
+	int    rv;
+
+	in->rules = eb__calloc(opts->route_count, sizeof(*in->rules));
+	for (i = 0; i < opts->route_count; i++) {
+		rv = rule_copy(&in->rules[i], &opts->routes[i], 0, i, err);
+		if (rv != 0) {
+			eb__ingress_rules_free(in);
+			return rv;
+		}
+		in->rule_count = i + 1;
+	}
+	if (opts->default_route != NULL) {
+		in->default_rule = eb__calloc(1, sizeof(*in->default_rule));
+		rv =
+		    rule_copy(in->default_rule, opts->default_route, 1, 0, err);
+		if (rv != 0) {
+			free(in->default_rule);
+			in->default_rule = NULL;
+			eb__ingress_rules_free(in);
+			return rv;
+		}
+	}
+	return 0;
+}
+
+/* The value a rule looks at, as text; NULL when absent or not scalar. */
+static const char *
+rule_subject(const eb__ingress_rule *r, eb_bus_msg *msg, char *tmp, size_t n)
+{
+	const json_t *v;
+	const json_t *body;
+
+	if (r->header != NULL) {
+		v = json_object_get(eb_bus_msg_headers(msg), r->header);
+	} else {
+		body = eb_bus_msg_body(msg);
+		v = json_is_object(body) ? json_object_get(body, r->field)
+		                         : NULL;
+	}
+	if (json_is_string(v)) {
+		return json_string_value(v);
+	}
+	if (json_is_integer(v)) {
+		(void) snprintf(
+		    tmp, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return tmp;
+	}
+	if (json_is_boolean(v)) {
+		return json_is_true(v) ? "true" : "false";
+	}
+	return NULL;
+}
+
+static const eb__ingress_rule *
+route_pick(eb_ingress *in, eb_bus_msg *msg)
+{
+	char        tmp[32];
+	const char *s;
+	size_t      i;
+
+	for (i = 0; i < in->rule_count; i++) {
+		const eb__ingress_rule *r = &in->rules[i];
+
+		s = rule_subject(r, msg, tmp, sizeof(tmp));
+		if (s == NULL) {
+			continue;
+		}
+		switch (r->match) {
+		case EB_INGRESS_MATCH_EQUALS:
+			if (strcmp(s, r->value) == 0) {
+				return r;
+			}
+			break;
+		case EB_INGRESS_MATCH_PREFIX:
+			if (strncmp(s, r->value, strlen(r->value)) == 0) {
+				return r;
+			}
+			break;
+		case EB_INGRESS_MATCH_REGEX:
+			if (regexec(&r->re, s, 0, NULL, 0) == 0) {
+				return r;
+			}
+			break;
+		}
+	}
+	return in->default_rule;
+}
+
+int
+eb_ingress_ack(eb_bus_msg *msg, const eb_ingress_stamp *stamp, const char *to)
+{
+	json_t *ack;
+	int     rv;
+
+	if (eb_bus_msg_reply_address(msg) == NULL) {
+		return 0; /* nobody asked */
+	}
+	ack = json_pack("{s:s,s:I,s:I}", "status", "ok", "epoch",
+	    (json_int_t) stamp->epoch, "seq", (json_int_t) stamp->seq);
+	if (to != NULL) {
+		(void) json_object_set_new(ack, "to", json_string(to));
+	}
+	rv = eb_bus_msg_reply(msg, ack, NULL, NULL, NULL, NULL);
+	json_decref(ack);
+	return rv;
+}
+
+static json_t *
+stamped_headers(eb_bus_msg *msg, const eb_ingress_stamp *st)
+{
+	json_t *h = json_copy((json_t *) (uintptr_t) eb_bus_msg_headers(msg));
+	char    num[24];
+
+	if (h == NULL) {
+		h = json_object();
+	}
+	(void) snprintf(num, sizeof(num), "%" PRIu64, st->epoch);
+	(void) json_object_set_new(h, EB_INGRESS_HDR_EPOCH, json_string(num));
+	(void) snprintf(num, sizeof(num), "%" PRIu64, st->seq);
+	(void) json_object_set_new(h, EB_INGRESS_HDR_SEQ, json_string(num));
+	(void) json_object_set_new(
+	    h, EB_INGRESS_HDR_ENTRY, json_string(st->entry_node));
+	return h;
+}
+
+void
+eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	eb_ingress             *in = arg;
+	const eb__ingress_rule *r;
+	eb_ingress_stamp        st;
+	const json_t           *entry;
+	json_t                 *headers;
+	char                    why[300];
+	int                     rv;
+
+	(void) c;
+	if (in->leader == NULL ||
+	    (in->is_leader != NULL && !in->is_leader(in->is_leader_arg))) {
+		/* Never act on stale leadership: the gateway retries once. */
+		(void) eb_bus_msg_fail(msg, EB_INGRESS_NOT_LEADER,
+		    "ebnode: this node is not the ingress leader");
+		return;
+	}
+	entry = json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_ENTRY);
+	st.epoch = in->epoch;
+	st.seq = in->next_seq;
+	st.entry_node = json_is_string(entry) ? json_string_value(entry)
+	                                      : eb_bus_node_id(in->bus);
+	if (in->handler != NULL) {
+		in->next_seq++;
+		in->st.routed++;
+		in->handler(in, msg, &st, in->handler_arg);
+		return;
+	}
+	r = route_pick(in, msg);
+	if (r == NULL) {
+		in->st.unrouted++;
+		(void) eb_bus_msg_fail(msg, EB_INGRESS_NO_ROUTE,
+		    "ebnode: no ingress route matches the message");
+		return;
+	}
+	headers = stamped_headers(msg, &st);
+	rv = r->publish ? eb_bus_publish(in->bus, r->to, eb_bus_msg_body(msg),
+	                      headers, NULL)
+	                : eb_bus_send(in->bus, r->to, eb_bus_msg_body(msg),
+	                      headers, NULL);
+	json_decref(headers);
+	if (rv != 0) {
+		/* Not routed: the sequence number is not used. */
+		in->st.unrouted++;
+		(void) snprintf(
+		    why, sizeof(why), "No handlers for address %s", r->to);
+		(void) eb_bus_msg_fail(msg, EB_INGRESS_NO_TARGET, why);
+		return;
+	}
+	in->next_seq++;
+	in->st.routed++;
+	(void) eb_ingress_ack(msg, &st, r->to);
+}

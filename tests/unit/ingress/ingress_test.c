@@ -1,0 +1,411 @@
+/* Unit tests for leader-routed ingress over the local bus. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/bus.h>
+#include <ebnode/ingress.h>
+
+#include "tests/harness/th.h"
+
+typedef struct fx {
+	th_loop    *t;
+	eb_bus     *bus;
+	eb_ingress *in;
+	/* replies to the test's requests, in order */
+	int       n_replies;
+	int       status[64];
+	long long seq[64];
+	long long epoch[64];
+	int       fcode[64];
+	char      fmsg[64][160];
+	/* what the target consumer got */
+	int  n_target;
+	char target_seq[64][24];
+	char target_entry[64][64];
+	char target_body[64][64];
+} fx;
+
+static fx F;
+
+static void
+reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	int i = F.n_replies++;
+
+	(void) bus;
+	(void) arg;
+	F.status[i] = status;
+	if (status == 0) {
+		const json_t *b = eb_bus_msg_body(reply);
+
+		F.seq[i] =
+		    (long long) json_integer_value(json_object_get(b, "seq"));
+		F.epoch[i] =
+		    (long long) json_integer_value(json_object_get(b, "epoch"));
+	} else {
+		F.fcode[i] = failure->code;
+		(void) snprintf(
+		    F.fmsg[i], sizeof(F.fmsg[i]), "%s", failure->message);
+	}
+}
+
+static void
+target_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	const json_t *h = eb_bus_msg_headers(msg);
+	size_t        n;
+	const char   *b = eb_bus_msg_body_bytes(msg, &n);
+	int           i = F.n_target++;
+
+	(void) c;
+	(void) arg;
+	(void) snprintf(F.target_seq[i], sizeof(F.target_seq[i]), "%s",
+	    json_string_value(json_object_get(h, EB_INGRESS_HDR_SEQ)));
+	(void) snprintf(F.target_entry[i], sizeof(F.target_entry[i]), "%s",
+	    json_string_value(json_object_get(h, EB_INGRESS_HDR_ENTRY)));
+	(void) snprintf(
+	    F.target_body[i], sizeof(F.target_body[i]), "%.*s", (int) n, b);
+}
+
+static int
+setup(void **state)
+{
+	eb_bus_opts bo;
+
+	if (th_setup(state) != 0) {
+		return -1;
+	}
+	memset(&F, 0, sizeof(F));
+	F.t = *state;
+	eb_bus_opts_init(&bo);
+	bo.node_id = "n1";
+	assert_int_equal(eb_bus_new(&F.t->loop, &bo, &F.bus), 0);
+	return 0;
+}
+
+static void
+closed_cb(eb_ingress *in, void *arg)
+{
+	(void) in;
+	(*(int *) arg)++;
+}
+
+static void
+bus_closed_cb(eb_bus *bus, void *arg)
+{
+	(void) bus;
+	(*(int *) arg)++;
+}
+
+static int
+teardown(void **state)
+{
+	int closed = 0;
+	int expect = 1;
+
+	if (F.in != NULL) {
+		eb_ingress_close(F.in, closed_cb, &closed);
+		F.in = NULL;
+		expect = 2;
+	}
+	eb_bus_close(F.bus, bus_closed_cb, &closed);
+	assert_int_equal(th_loop_run(F.t), 0);
+	assert_int_equal(closed, expect);
+	return th_teardown(state);
+}
+
+static void
+make(const eb_ingress_route *routes, size_t n, const eb_ingress_route *def,
+    uint32_t hold_max, uint64_t hold_ms)
+{
+	eb_ingress_opts o;
+	eb_errbuf       e;
+
+	eb_ingress_opts_init(&o);
+	o.routes = routes;
+	o.route_count = n;
+	o.default_route = def;
+	if (hold_max > 0) {
+		o.hold_max = hold_max;
+	}
+	if (hold_ms > 0) {
+		o.hold_ms = hold_ms;
+	}
+	assert_int_equal(eb_ingress_new(&F.t->loop, F.bus, &o, &e, &F.in), 0);
+	assert_int_equal(eb_ingress_start(F.in), 0);
+}
+
+static void
+request(const char *body_json, const char *hk, const char *hv)
+{
+	json_t *body = json_loads(body_json, JSON_DECODE_ANY, NULL);
+	json_t *h = hk != NULL ? json_pack("{s:s}", hk, hv) : NULL;
+
+	assert_int_equal(eb_bus_request(F.bus, "external.ingress", body, h,
+	                     NULL, reply_cb, NULL),
+	    0);
+	json_decref(body);
+	json_decref(h);
+}
+
+static int
+replies_at_least(void *arg)
+{
+	return F.n_replies >= *(int *) arg;
+}
+
+static void
+wait_replies(int n)
+{
+	assert_int_equal(th_run_until(F.t, replies_at_least, &n, 3000), 0);
+}
+
+static const eb_ingress_route def_route = { .to = "orders" };
+
+static void
+test_routes_stamps_and_acks(void **state)
+{
+	eb_bus_consumer *tc;
+
+	(void) state;
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(F.bus, "orders", 0, target_cb, NULL, &tc), 0);
+	assert_int_equal(eb_ingress_lead(F.in, 77), 0);
+	request("{\"n\":1}", NULL, NULL);
+	request("{\"n\":2}", NULL, NULL);
+	wait_replies(2);
+	assert_int_equal(F.status[0], 0);
+	assert_int_equal(F.epoch[0], 77);
+	assert_int_equal(F.seq[0], 1);
+	assert_int_equal(F.seq[1], 2);
+	assert_int_equal(F.n_target, 2);
+	assert_string_equal(F.target_seq[1], "2");
+	assert_string_equal(F.target_entry[0], "n1");
+	assert_string_equal(F.target_body[1], "{\"n\":2}");
+	eb_bus_consumer_close(tc);
+}
+
+static void
+test_held_until_leader_then_in_order(void **state)
+{
+	eb_bus_consumer *tc;
+	eb_ingress_stats st;
+	int              i;
+	char             b[32];
+
+	(void) state;
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(F.bus, "orders", 0, target_cb, NULL, &tc), 0);
+	for (i = 0; i < 5; i++) {
+		(void) snprintf(b, sizeof(b), "{\"i\":%d}", i);
+		request(b, NULL, NULL);
+	}
+	/* Nothing answers while no leader exists. */
+	assert_int_equal(
+	    th_run_until(F.t, replies_at_least, &(int){ 1 }, 100), -1);
+	eb_ingress_stats_get(F.in, &st);
+	assert_int_equal(st.holding, 5);
+	assert_int_equal(eb_ingress_lead(F.in, 3), 0);
+	wait_replies(5);
+	for (i = 0; i < 5; i++) {
+		(void) snprintf(b, sizeof(b), "{\"i\":%d}", i);
+		assert_int_equal(F.status[i], 0);
+		assert_int_equal(F.seq[i], i + 1);
+		assert_string_equal(F.target_body[i], b);
+	}
+	eb_bus_consumer_close(tc);
+}
+
+static void
+test_hold_overflow_and_timeout(void **state)
+{
+	(void) state;
+	make(NULL, 0, &def_route, 2, 150);
+	request("1", NULL, NULL);
+	request("2", NULL, NULL);
+	request("3", NULL, NULL); /* over the bound: failed at once */
+	wait_replies(1);
+	assert_int_equal(F.fcode[0], EB_INGRESS_HOLD_FULL);
+	assert_string_equal(F.fmsg[0],
+	    "ebnode: ingress hold queue full (2 messages) and no leader "
+	    "reachable");
+	wait_replies(3);
+	assert_int_equal(F.fcode[1], EB_INGRESS_HOLD_TIMEOUT);
+	assert_int_equal(F.fcode[2], EB_INGRESS_HOLD_TIMEOUT);
+	assert_string_equal(
+	    F.fmsg[1], "ebnode: no ingress leader within 150 ms");
+}
+
+static void
+test_rules(void **state)
+{
+	eb_bus_consumer       *a;
+	eb_bus_consumer       *b;
+	const eb_ingress_route routes[] = {
+		{ .header = "kind",
+		    .match = EB_INGRESS_MATCH_EQUALS,
+		    .value = "order",
+		    .to = "A" },
+		{ .field = "sku",
+		    .match = EB_INGRESS_MATCH_PREFIX,
+		    .value = "X-",
+		    .to = "B" },
+		{ .field = "n",
+		    .match = EB_INGRESS_MATCH_REGEX,
+		    .value = "4[0-9]",
+		    .to = "B" },
+		{ .field = "dead",
+		    .match = EB_INGRESS_MATCH_EQUALS,
+		    .value = "true",
+		    .to = "nobody" },
+	};
+
+	(void) state;
+	make(routes, 4, NULL, 0, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(F.bus, "A", 0, target_cb, NULL, &a), 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(F.bus, "B", 0, target_cb, NULL, &b), 0);
+	assert_int_equal(eb_ingress_lead(F.in, 1), 0);
+	request("{}", "kind", "order");            /* A, seq 1 */
+	request("{\"sku\":\"X-12\"}", NULL, NULL); /* B, seq 2 */
+	request("{\"n\":42}", NULL, NULL);         /* B, seq 3 */
+	request("{\"n\":420}", NULL, NULL);        /* regex is whole-string */
+	request("{\"dead\":true}", NULL, NULL);    /* target has no handler */
+	request("{}", NULL, NULL);                 /* seq 4: no gap */
+	wait_replies(6);
+	assert_int_equal(F.seq[0], 1);
+	assert_int_equal(F.seq[1], 2);
+	assert_int_equal(F.seq[2], 3);
+	assert_int_equal(F.fcode[3], EB_INGRESS_NO_ROUTE);
+	assert_string_equal(
+	    F.fmsg[3], "ebnode: no ingress route matches the message");
+	assert_int_equal(F.fcode[4], EB_INGRESS_NO_TARGET);
+	assert_string_equal(F.fmsg[4], "No handlers for address nobody");
+	assert_int_equal(F.fcode[5], EB_INGRESS_NO_ROUTE);
+	request("{\"sku\":\"X-9\"}", NULL, NULL);
+	wait_replies(7);
+	assert_int_equal(F.seq[6], 4);
+	assert_int_equal(F.n_target, 4);
+	eb_bus_consumer_close(a);
+	eb_bus_consumer_close(b);
+}
+
+static int lease_ok;
+
+static int
+lease_cb(void *arg)
+{
+	(void) arg;
+	return lease_ok;
+}
+
+static void
+test_lease_lost_is_retried_once_then_failed(void **state)
+{
+	eb_ingress_stats st;
+
+	(void) state;
+	make(NULL, 0, &def_route, 0, 0);
+	eb_ingress_set_leader_check(F.in, lease_cb, NULL);
+	lease_ok = 0;
+	assert_int_equal(eb_ingress_lead(F.in, 9), 0);
+	request("{}", NULL, NULL);
+	wait_replies(1);
+	assert_int_equal(F.fcode[0], EB_INGRESS_NOT_LEADER);
+	eb_ingress_stats_get(F.in, &st);
+	assert_int_equal(st.retried, 1);
+	assert_int_equal(st.routed, 0);
+}
+
+static void
+custom_cb(
+    eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *stamp, void *arg)
+{
+	(void) in;
+	(*(int *) arg)++;
+	assert_int_equal(stamp->epoch, 5);
+	(void) eb_ingress_ack(msg, stamp, "custom");
+}
+
+static void
+test_custom_handler(void **state)
+{
+	int calls = 0;
+
+	(void) state;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(F.in, custom_cb, &calls);
+	assert_int_equal(eb_ingress_lead(F.in, 5), 0);
+	request("{}", NULL, NULL);
+	request("{}", NULL, NULL);
+	wait_replies(2);
+	assert_int_equal(calls, 2);
+	assert_int_equal(F.seq[1], 2);
+}
+
+static void
+test_close_fails_held(void **state)
+{
+	int closed = 0;
+
+	(void) state;
+	make(NULL, 0, &def_route, 0, 0);
+	request("{}", NULL, NULL);
+	assert_int_equal(
+	    th_run_until(F.t, replies_at_least, &(int){ 1 }, 50), -1);
+	eb_ingress_close(F.in, closed_cb, &closed);
+	F.in = NULL;
+	wait_replies(1);
+	assert_int_equal(F.fcode[0], EB_INGRESS_CLOSING);
+	assert_int_equal(th_run_until(F.t, th_flag_set, &closed, 1000), 0);
+}
+
+static void
+test_bad_regex_rejected(void **state)
+{
+	eb_ingress_opts        o;
+	eb_errbuf              e;
+	eb_ingress            *in = NULL;
+	const eb_ingress_route r = { .field = "x",
+		.match = EB_INGRESS_MATCH_REGEX,
+		.value = "(",
+		.to = "A" };
+
+	(void) state;
+	eb_ingress_opts_init(&o);
+	o.routes = &r;
+	o.route_count = 1;
+	assert_int_equal(
+	    eb_ingress_new(&F.t->loop, F.bus, &o, &e, &in), EB_ECONF);
+	assert_string_equal(e.msg, "ingress route 0: invalid regex \"(\"");
+	assert_null(in);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_routes_stamps_and_acks, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_held_until_leader_then_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_hold_overflow_and_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lease_lost_is_retried_once_then_failed, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_custom_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_close_fails_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_bad_regex_rejected, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
