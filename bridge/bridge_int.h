@@ -131,6 +131,13 @@ struct eb_bridge {
 
 /* Accepts one pending connection from the listener (server.c calls). */
 void eb__bconn_accept(eb_bridge *b);
+/*
+ * A connection without a socket (null stream: output discarded), fed with
+ * eb__bconn_feed(): the frame-handling entry point for the fuzzer and tests.
+ * Close it with eb__bconn_close() like any other.
+ */
+eb__bconn *eb__bconn_open_detached(eb_bridge *b);
+void       eb__bconn_feed(eb__bconn *c, const char *data, size_t n);
 /* Closes a connection (idempotent); reason for the log. */
 void eb__bconn_close(eb__bconn *c, const char *reason);
 /* Periodic work: idle timeout and reply expiry. */

@@ -697,6 +697,39 @@ eb__bconn_accept(eb_bridge *b)
 	    (unsigned long long) c->id, b->tls != NULL);
 }
 
+eb__bconn *
+eb__bconn_open_detached(eb_bridge *b)
+{
+	eb__bconn *c = eb__calloc(1, sizeof(*c));
+
+	c->b = b;
+	c->id = ++b->next_conn_id;
+	eb_list_init(&c->consumers);
+	eb_list_init(&c->replies);
+	eb_list_init(&c->reqs);
+	eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
+	c->started_ms = eb__mono_ms();
+	c->active_ms = c->started_ms;
+	(void) snprintf(c->peer, sizeof(c->peer), "detached:%llu",
+	    (unsigned long long) c->id);
+	(void) uv_tcp_init(b->loop, &c->stream.tcp);
+	b->live++;
+	b->stats.conns_open++;
+	b->stats.conns_total++;
+	eb_list_insert_tail(&b->conns, &c->link);
+	(void) eb__stream_init(&c->stream, NULL, &conn_cbs, c);
+	eb__stream_make_null(&c->stream);
+	return c;
+}
+
+void
+eb__bconn_feed(eb__bconn *c, const char *data, size_t n)
+{
+	if (!c->closing && n > 0) {
+		conn_read_cb(&c->stream, data, n);
+	}
+}
+
 void
 eb__bconn_sweep(eb__bconn *c, uint64_t now)
 {

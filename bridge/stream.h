@@ -59,12 +59,18 @@ struct eb__stream {
 
 extern const eb__stream_ops eb__stream_tcp_ops;
 extern const eb__stream_ops eb__stream_tls_ops;
+/* A stream on an initialized but unconnected handle: start does nothing,
+ * writes are counted and discarded. For fuzzing and tests only. */
+extern const eb__stream_ops eb__stream_null_ops;
 
 /* Initializes the stream fields around an accepted s->tcp (already
  * uv_tcp_init'ed and accepted). tls non-NULL selects TLS (server side);
  * returns 0 or EB_ETLS (no SSL object; the owner still closes). */
 int eb__stream_init(
     eb__stream *s, SSL_CTX *tls, const eb__stream_cbs *cbs, void *data);
+
+/* Selects the null ops after eb__stream_init(s, NULL, ...). */
+void eb__stream_make_null(eb__stream *s);
 
 /* Shared by both implementations (stream_tcp.c). */
 int  eb__stream_raw_write(eb__stream *s, char *buf, size_t len);

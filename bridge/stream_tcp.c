@@ -136,6 +136,35 @@ const eb__stream_ops eb__stream_tcp_ops = {
 	.close = eb__stream_raw_close,
 };
 
+static int
+null_start(eb__stream *s)
+{
+	(void) s;
+	return 0;
+}
+
+static int
+null_write(eb__stream *s, char *buf, size_t len)
+{
+	(void) s;
+	(void) len;
+	free(buf);
+	return 0;
+}
+
+const eb__stream_ops eb__stream_null_ops = {
+	.name = "null",
+	.start = null_start,
+	.write = null_write,
+	.close = eb__stream_raw_close,
+};
+
+void
+eb__stream_make_null(eb__stream *s)
+{
+	s->ops = &eb__stream_null_ops;
+}
+
 int
 eb__stream_init(
     eb__stream *s, SSL_CTX *tls, const eb__stream_cbs *cbs, void *data)
