@@ -1,0 +1,233 @@
+/*
+ * it.zk.session: session loss through the TCP fault proxy against the shared
+ * `zk` fixture (the server itself is never touched).
+ *   - cut for longer than the session timeout: SUSPENDED, then EXPIRED, then
+ *     CONNECTED with a new session id once the network heals; the server
+ *     really expired the old session (its ephemeral is gone);
+ *   - a silent network (pause) for longer than the session timeout: the same
+ *     sequence, SUSPENDED only after the client's read timeout;
+ *   - a short cut: SUSPENDED then RECONNECTED with the same session, and a
+ *     watch armed before the cut still fires.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/zk.h"
+#include "common/util.h"
+#include "tests/harness/proxy.h"
+#include "tests/harness/th.h"
+#include "tests/integration/zk/zkit.h"
+
+#define SESSION_MS 2000u
+
+static char *connect_str;
+
+static int
+group_setup(void **state)
+{
+	(void) state;
+	connect_str = zkit_connect();
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void) state;
+	free(connect_str);
+	return 0;
+}
+
+static int
+port_of(const char *connect)
+{
+	const char *c = strrchr(connect, ':');
+
+	return c != NULL ? atoi(c + 1) : 0;
+}
+
+struct get_res {
+	int done;
+	int status;
+};
+
+static void
+get_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *stat, void *arg)
+{
+	struct get_res *g = arg;
+
+	(void) zk;
+	(void) data;
+	(void) len;
+	(void) stat;
+	g->done++;
+	g->status = status;
+}
+
+static void
+run_partition_longer_than_session(th_loop *t, int silent)
+{
+	zkit_events    e = { .n = 0 };
+	zkit_events    ew = { .n = 0 };
+	zkit_res       r;
+	zkit_watch     gone = { 0 };
+	th_proxy      *px;
+	eb_zk         *zk;
+	eb_zk         *witness;
+	char           via[64], root[128], eph[192];
+	int64_t        sid1;
+	uint64_t       t_loss, t_exp;
+	struct get_res g = { 0, 0 };
+
+	th_watchdog_ms(t, 60000);
+	assert_int_equal(
+	    th_proxy_new(&t->loop, 0, "127.0.0.1", port_of(connect_str), &px),
+	    0);
+	(void) snprintf(via, sizeof(via), "127.0.0.1:%d", th_proxy_port(px));
+	zkit_unique_root(root, sizeof(root));
+	(void) snprintf(eph, sizeof(eph), "%s/eph", root);
+
+	zk = zkit_open(t, via, SESSION_MS, &e);
+	sid1 = eb_zk_session_id(zk);
+	assert_int_equal(zkit_ensure(t, zk, root), 0);
+	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
+	/* A direct client watches the ephemeral: the server's view. */
+	witness = zkit_open(t, connect_str, 10000, &ew);
+	assert_int_equal(
+	    zkit_exists(t, witness, eph, zkit_on_watch, &gone, &r), 0);
+	assert_int_equal(r.stat.ephemeral_owner, sid1);
+
+	t_loss = eb__mono_ms();
+	if (silent) {
+		th_proxy_pause(px);
+	} else {
+		th_proxy_cut(px);
+	}
+	/* SUSPENDED: at once for a cut, after the read timeout (2/3 of the
+	 * session timeout) for a silent network. */
+	assert_int_equal(zkit_wait_events(t, &e, 2, 10000), 0);
+	assert_int_equal(e.ev[1], EB_ZK_EV_SUSPENDED);
+	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_SUSPENDED);
+	fprintf(stderr, "MEASURE %s: suspended_after_ms=%llu\n",
+	    silent ? "pause" : "cut",
+	    (unsigned long long) (e.at_ms[1] - t_loss));
+	/* A request while suspended completes once, with a failure. */
+	assert_int_equal(eb_zk_get(zk, eph, NULL, NULL, get_cb, &g), 0);
+
+	/* EXPIRED: decided locally one session timeout after SUSPENDED,
+	 * while the partition lasts. */
+	assert_int_equal(zkit_wait_events(t, &e, 3, 10000), 0);
+	assert_int_equal(e.ev[2], EB_ZK_EV_EXPIRED);
+	t_exp = e.at_ms[2];
+	assert_true(t_exp - e.at_ms[1] >= SESSION_MS - 100);
+	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTING);
+	assert_int_equal(eb_zk_last_ok_send_ms(zk), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &g.done, 5000), 0);
+	assert_int_equal(g.done, 1);
+	assert_true(g.status == EB_EZKLOSS || g.status == EB_EZKEXPIRED ||
+	            g.status == EB_EZKOPTIMEOUT);
+	/* The server expired it too: the ephemeral is gone. */
+	assert_int_equal(th_run_until(t, th_flag_set, &gone.fired, 10000), 0);
+	assert_int_equal(gone.type, EB_ZK_WATCH_DELETED);
+
+	/* Heal: a new session. */
+	if (silent) {
+		th_proxy_cut(px); /* drop the stalled connections */
+		th_proxy_resume(px);
+	}
+	th_proxy_heal(px);
+	assert_int_equal(zkit_wait_events(t, &e, 4, 15000), 0);
+	assert_int_equal(e.ev[3], EB_ZK_EV_CONNECTED);
+	assert_true(eb_zk_session_id(zk) != 0);
+	assert_true(eb_zk_session_id(zk) != sid1);
+	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	fprintf(stderr,
+	    "MEASURE %s: expired_after_suspended_ms=%llu old=0x%llx "
+	    "new=0x%llx\n",
+	    silent ? "pause" : "cut", (unsigned long long) (t_exp - e.at_ms[1]),
+	    (unsigned long long) sid1,
+	    (unsigned long long) eb_zk_session_id(zk));
+	/* The new session works. */
+	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
+	assert_int_equal(zkit_exists(t, zk, eph, NULL, NULL, &r), 0);
+	assert_int_equal(r.stat.ephemeral_owner, eb_zk_session_id(zk));
+	assert_int_equal(e.n, 4);
+	assert_int_equal(e.ev[0], EB_ZK_EV_CONNECTED);
+
+	zkit_close(t, zk);
+	zkit_close(t, witness);
+	th_proxy_close(px, NULL, NULL);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
+static void
+test_cut_longer_than_session(void **state)
+{
+	run_partition_longer_than_session(*state, 0);
+}
+
+static void
+test_silent_longer_than_session(void **state)
+{
+	run_partition_longer_than_session(*state, 1);
+}
+
+static void
+test_short_cut_resumes_session(void **state)
+{
+	th_loop    *t = *state;
+	zkit_events e = { .n = 0 };
+	zkit_res    r;
+	zkit_watch  w = { 0 };
+	th_proxy   *px;
+	eb_zk      *zk;
+	char        via[64], root[128], node[192];
+	int64_t     sid;
+
+	th_watchdog_ms(t, 60000);
+	assert_int_equal(
+	    th_proxy_new(&t->loop, 0, "127.0.0.1", port_of(connect_str), &px),
+	    0);
+	(void) snprintf(via, sizeof(via), "127.0.0.1:%d", th_proxy_port(px));
+	zkit_unique_root(root, sizeof(root));
+	(void) snprintf(node, sizeof(node), "%s/w", root);
+	zk = zkit_open(t, via, 8000, &e);
+	sid = eb_zk_session_id(zk);
+	assert_int_equal(zkit_ensure(t, zk, root), 0);
+	assert_int_equal(
+	    zkit_exists(t, zk, node, zkit_on_watch, &w, &r), EB_EZKNONODE);
+
+	th_proxy_cut(px);
+	assert_int_equal(zkit_wait_events(t, &e, 2, 5000), 0);
+	assert_int_equal(e.ev[1], EB_ZK_EV_SUSPENDED);
+	th_proxy_heal(px);
+	assert_int_equal(zkit_wait_events(t, &e, 3, 8000), 0);
+	assert_int_equal(e.ev[2], EB_ZK_EV_RECONNECTED);
+	assert_int_equal(eb_zk_session_id(zk), sid);
+	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	/* The watch armed before the cut survived the reconnect. */
+	assert_int_equal(zkit_create(t, zk, node, NULL, 0, &r), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &w.fired, 5000), 0);
+	assert_int_equal(w.type, EB_ZK_WATCH_CREATED);
+	assert_int_equal(e.n, 3);
+	zkit_close(t, zk);
+	th_proxy_close(px, NULL, NULL);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_short_cut_resumes_session, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cut_longer_than_session, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_silent_longer_than_session, th_setup, th_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
