@@ -205,7 +205,7 @@ walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
 }
 
 static int
-load_file(load_ctx *lc)
+load_file(load_ctx *lc, const eb_conf_sources *in)
 {
 	eb__conf_src        src = { EB__CONF_SRC_FILE, lc->file, NULL, 0, 0 };
 	const eb__conf_pos *near;
@@ -215,7 +215,13 @@ load_file(load_ctx *lc)
 	size_t              len = 0;
 	int                 rv, line, col;
 
-	if ((rv = read_file(lc->file, &text, &len, lc->err)) != 0) {
+	if (in->text != NULL) {
+		/* Given in memory (tests, fuzzing): a private copy to strip. */
+		text = eb__malloc(in->text_len + 1);
+		memcpy(text, in->text, in->text_len);
+		text[in->text_len] = '\0';
+		len = in->text_len;
+	} else if ((rv = read_file(lc->file, &text, &len, lc->err)) != 0) {
 		return rv;
 	}
 	if (eb__conf_strip_comments(text, len, &line, &col) != 0) {
@@ -555,11 +561,11 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	memset(&lc, 0, sizeof(lc));
 	lc.conf = eb__calloc(1, sizeof(*lc.conf));
 	lc.origin = eb__calloc(eb__conf_schema_len, sizeof(*lc.origin));
-	lc.file = src->file;
+	lc.file = src->file != NULL ? src->file : "-";
 	lc.err = err;
 	eb__conf_defaults(lc.conf);
-	if (src->file != NULL) {
-		rv = load_file(&lc);
+	if (src->file != NULL || src->text != NULL) {
+		rv = load_file(&lc, src);
 	}
 	if (rv == 0 && src->env != NULL) {
 		rv = load_env(&lc, src->env);

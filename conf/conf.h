@@ -157,6 +157,8 @@ typedef struct eb_conf {
 /* Where the configuration comes from. Every field may be NULL/0. */
 typedef struct eb_conf_sources {
 	const char        *file; /* path, as it should appear in messages */
+	const char        *text; /* non-NULL: the file's content (not read) */
+	size_t             text_len;
 	const char *const *env;  /* "NAME=value" list, NULL-terminated */
 	const char *const *sets; /* "key.path=value" list, in flag order */
 	size_t             n_sets;
