@@ -6,6 +6,9 @@
  *     really expired the old session (its ephemeral is gone);
  *   - a silent network (pause) for longer than the session timeout: the same
  *     sequence, SUSPENDED only after the client's read timeout;
+ *   - a silent network that heals after the server expired the session but
+ *     before the local expiry: the server says so on reconnect (EXPIRED from
+ *     the library's own expired state), then CONNECTED with a new session;
  *   - a short cut: SUSPENDED then RECONNECTED with the same session, and a
  *     watch armed before the cut still fires.
  */
@@ -217,6 +220,60 @@ test_short_cut_resumes_session(void **state)
 	assert_int_equal(th_loop_run(t), 0);
 }
 
+static void
+test_server_side_expiry(void **state)
+{
+	th_loop    *t = *state;
+	zkit_events e = { .n = 0 };
+	zkit_events ew = { .n = 0 };
+	zkit_res    r;
+	zkit_watch  gone = { 0 };
+	th_proxy   *px;
+	eb_zk      *zk;
+	eb_zk      *witness;
+	char        via[64], root[128], eph[192];
+	int64_t     sid1;
+	uint32_t    timeout;
+
+	th_watchdog_ms(t, 60000);
+	assert_int_equal(
+	    th_proxy_new(&t->loop, 0, "127.0.0.1", port_of(connect_str), &px),
+	    0);
+	(void) snprintf(via, sizeof(via), "127.0.0.1:%d", th_proxy_port(px));
+	zkit_unique_root(root, sizeof(root));
+	(void) snprintf(eph, sizeof(eph), "%s/eph", root);
+	zk = zkit_open(t, via, 4000, &e);
+	timeout = eb_zk_session_timeout_ms(zk);
+	sid1 = eb_zk_session_id(zk);
+	assert_int_equal(zkit_ensure(t, zk, root), 0);
+	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
+	witness = zkit_open(t, connect_str, 10000, &ew);
+	assert_int_equal(
+	    zkit_exists(t, witness, eph, zkit_on_watch, &gone, &r), 0);
+
+	th_proxy_pause(px);
+	assert_int_equal(zkit_wait_events(t, &e, 2, 10000), 0);
+	assert_int_equal(e.ev[1], EB_ZK_EV_SUSPENDED);
+	/* The server expires it (the witness sees the ephemeral go) ... */
+	assert_int_equal(th_run_until(t, th_flag_set, &gone.fired, 10000), 0);
+	assert_int_equal(e.n, 2);
+	/* ... and the network heals before our local expiry would. */
+	th_proxy_resume(px);
+	assert_int_equal(zkit_wait_events(t, &e, 3, 10000), 0);
+	assert_int_equal(e.ev[2], EB_ZK_EV_EXPIRED);
+	assert_true(e.at_ms[2] - e.at_ms[1] < timeout);
+	assert_int_equal(zkit_wait_events(t, &e, 4, 10000), 0);
+	assert_int_equal(e.ev[3], EB_ZK_EV_CONNECTED);
+	assert_true(eb_zk_session_id(zk) != sid1);
+	fprintf(stderr,
+	    "MEASURE server-expiry: expired_after_suspended_ms=%llu\n",
+	    (unsigned long long) (e.at_ms[2] - e.at_ms[1]));
+	zkit_close(t, zk);
+	zkit_close(t, witness);
+	th_proxy_close(px, NULL, NULL);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
 int
 main(void)
 {
@@ -227,6 +284,8 @@ main(void)
 		    test_cut_longer_than_session, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_silent_longer_than_session, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_server_side_expiry, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
