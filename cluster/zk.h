@@ -76,7 +76,7 @@ typedef enum eb_zk_watch_type {
 	EB_ZK_WATCH_NOT_WATCHING = 5 /* the server dropped the watch */
 } eb_zk_watch_type;
 
-#define EB_ZK_EPHEMERAL 1
+#define EB_ZK_EPHEMERAL  1
 #define EB_ZK_SEQUENTIAL 2
 
 typedef void (*eb_zk_event_cb)(eb_zk *zk, eb_zk_event ev, void *arg);
@@ -89,8 +89,8 @@ typedef void (*eb_zk_stat_cb)(
     eb_zk *zk, int status, const eb_zk_stat *stat, void *arg);
 typedef void (*eb_zk_data_cb)(eb_zk *zk, int status, const char *data,
     size_t len, const eb_zk_stat *stat, void *arg);
-typedef void (*eb_zk_children_cb)(eb_zk *zk, int status,
-    const char *const *names, size_t count, void *arg);
+typedef void (*eb_zk_children_cb)(
+    eb_zk *zk, int status, const char *const *names, size_t count, void *arg);
 typedef void (*eb_zk_close_cb)(eb_zk *zk, void *arg);
 
 typedef enum eb_zk_op_type {
@@ -124,9 +124,9 @@ typedef void (*eb_zk_multi_cb)(eb_zk *zk, int status,
 void eb_zk_opts_init(eb_zk_opts *opts);
 
 /* Real backend. No I/O until eb_zk_start(). on_event gets session events. */
-int  eb_zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
-     void *arg, eb_zk **zkp);
-int  eb_zk_start(eb_zk *zk);
+int eb_zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
+    void *arg, eb_zk **zkp);
+int eb_zk_start(eb_zk *zk);
 /* Exactly once, also after a failed start. Pending operations complete with
  * EB_ECANCELED; the session is closed without blocking the loop; cb runs on
  * a later tick, and zk is freed after it returns. */
@@ -134,20 +134,20 @@ void eb_zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg);
 
 eb_zk_state eb_zk_get_state(const eb_zk *zk);
 /* The current session id (0 before the first session). */
-int64_t     eb_zk_session_id(const eb_zk *zk);
+int64_t eb_zk_session_id(const eb_zk *zk);
 /* The negotiated session timeout in ms (the requested one before). */
-uint32_t    eb_zk_session_timeout_ms(const eb_zk *zk);
+uint32_t eb_zk_session_timeout_ms(const eb_zk *zk);
 /*
  * Monotonic ms (eb__mono_ms) at which the most recent request that then
  * completed successfully was sent: the base of the leader lease (rule 5).
  * 0 when none yet in this session.
  */
-uint64_t    eb_zk_last_ok_send_ms(const eb_zk *zk);
+uint64_t eb_zk_last_ok_send_ms(const eb_zk *zk);
 
 int eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
     int flags, eb_zk_create_cb cb, void *arg);
-int eb_zk_delete(eb_zk *zk, const char *path, int32_t version,
-    eb_zk_void_cb cb, void *arg);
+int eb_zk_delete(
+    eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg);
 /* watch may be NULL. EB_EZKNONODE status when absent (the watch is still
  * armed then, for creation). */
 int eb_zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
@@ -158,8 +158,8 @@ int eb_zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
     void *watch_arg, eb_zk_children_cb cb, void *arg);
 int eb_zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
     int32_t version, eb_zk_stat_cb cb, void *arg);
-int eb_zk_multi(eb_zk *zk, const eb_zk_op *ops, size_t count,
-    eb_zk_multi_cb cb, void *arg);
+int eb_zk_multi(
+    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg);
 /* Creates path and its missing parents as persistent nodes (existing ones
  * are fine). */
 int eb_zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg);

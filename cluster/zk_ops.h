@@ -26,8 +26,8 @@
 typedef struct eb__zk_ops {
 	int (*start)(eb_zk *zk);
 	void (*close)(eb_zk *zk);
-	int (*create)(eb_zk *zk, const char *path, const char *data,
-	    size_t len, int flags, eb_zk_create_cb cb, void *arg);
+	int (*create)(eb_zk *zk, const char *path, const char *data, size_t len,
+	    int flags, eb_zk_create_cb cb, void *arg);
 	int (*delete_node)(eb_zk *zk, const char *path, int32_t version,
 	    eb_zk_void_cb cb, void *arg);
 	int (*exists)(eb_zk *zk, const char *path, eb_zk_watch_cb watch,

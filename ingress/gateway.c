@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <ebnode/ingress.h>
 #include <ebnode/log.h>
@@ -135,8 +136,12 @@ retryable(int status, const eb_bus_failure *failure)
 	if (status == EB_ELINKDOWN || status == EB_ENOHANDLERS) {
 		return 1; /* the leader's node went away */
 	}
+	/* Only the router's own answer, not a target's failure that happens
+	 * to use the same code. */
 	return failure != NULL && failure->type == EB_BUS_RECIPIENT_FAILURE &&
-	       failure->code == EB_INGRESS_NOT_LEADER;
+	       failure->code == EB_INGRESS_NOT_LEADER &&
+	       failure->message != NULL &&
+	       strcmp(failure->message, EB_INGRESS_NOT_LEADER_TEXT) == 0;
 }
 
 static void

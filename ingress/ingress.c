@@ -43,6 +43,7 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	in->hold_max = opts->hold_max;
 	in->hold_ms = opts->hold_ms;
 	in->timeout_ms = opts->timeout_ms;
+	in->relay_replies = opts->relay_replies != 0;
 	eb_list_init(&in->held);
 	eb_list_init(&in->inflight);
 	(void) uv_timer_init(loop, &in->hold_timer);

@@ -39,6 +39,7 @@ struct eb_ingress {
 	uint32_t          hold_max;
 	uint64_t          hold_ms;
 	uint64_t          timeout_ms;
+	int               relay_replies;
 	eb__ingress_rule *rules; /* owned, rule_count entries */
 	size_t            rule_count;
 	eb__ingress_rule *default_rule; /* owned or NULL */

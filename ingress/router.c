@@ -234,6 +234,48 @@ stamped_headers(eb_bus_msg *msg, const eb_ingress_stamp *st)
 	return h;
 }
 
+static void
+relay_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	eb_bus_msg *msg = arg;
+
+	(void) bus;
+	if (status == 0) {
+		(void) eb_bus_msg_reply(msg, eb_bus_msg_body(reply),
+		    eb_bus_msg_headers(reply), NULL, NULL, NULL);
+	} else {
+		(void) eb_bus_msg_fail(msg,
+		    failure != NULL ? failure->code : -1,
+		    failure != NULL ? failure->message : eb_strerror(status));
+	}
+	eb_bus_msg_release(msg);
+}
+
+/* Forwards a request to the target and relays its answer. 0 when sent. */
+static int
+relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
+    const json_t *headers)
+{
+	char why[300];
+	int  rv = EB_ENOHANDLERS;
+
+	if (eb_bus_handler_count(in->bus, r->to) > 0) {
+		rv = eb_bus_request(in->bus, r->to, eb_bus_msg_body(msg),
+		    headers, NULL, relay_cb, eb_bus_msg_hold(msg));
+		if (rv != 0) {
+			eb_bus_msg_release(msg);
+		}
+	}
+	if (rv != 0) {
+		in->st.unrouted++;
+		(void) snprintf(
+		    why, sizeof(why), "No handlers for address %s", r->to);
+		(void) eb_bus_msg_fail(msg, EB_INGRESS_NO_TARGET, why);
+	}
+	return rv;
+}
+
 void
 eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 {
@@ -249,8 +291,8 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	if (in->leader == NULL ||
 	    (in->is_leader != NULL && !in->is_leader(in->is_leader_arg))) {
 		/* Never act on stale leadership: the gateway retries once. */
-		(void) eb_bus_msg_fail(msg, EB_INGRESS_NOT_LEADER,
-		    "ebnode: this node is not the ingress leader");
+		(void) eb_bus_msg_fail(
+		    msg, EB_INGRESS_NOT_LEADER, EB_INGRESS_NOT_LEADER_TEXT);
 		return;
 	}
 	entry = json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_ENTRY);
@@ -272,6 +314,16 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 		return;
 	}
 	headers = stamped_headers(msg, &st);
+	if (in->relay_replies && !r->publish &&
+	    eb_bus_msg_reply_address(msg) != NULL) {
+		rv = relay(in, r, msg, headers);
+		json_decref(headers);
+		if (rv == 0) {
+			in->next_seq++;
+			in->st.routed++;
+		}
+		return;
+	}
 	rv = r->publish ? eb_bus_publish(in->bus, r->to, eb_bus_msg_body(msg),
 	                      headers, NULL)
 	                : eb_bus_send(in->bus, r->to, eb_bus_msg_body(msg),

@@ -32,6 +32,7 @@ static const struct node_step {
 	step_stop_fn  stop;
 } node_steps[] = {
 	{ "bus", eb__node_bus_start, eb__node_bus_stop },
+	{ "ingress", eb__node_ingress_start, eb__node_ingress_stop },
 	{ "bridge", eb__node_bridge_start, eb__node_bridge_stop },
 	{ "admin", eb__node_admin_start, eb__node_admin_stop },
 	{ "cluster", eb__node_cluster_start, eb__node_cluster_stop },

@@ -79,6 +79,7 @@ struct eb_node {
 
 	/* Subsystem slots, filled by the wiring files. */
 	eb_bus                  *bus;     /* owned, node_bus.c */
+	eb_link_mgr             *links;   /* owned, node_bus.c (clustered) */
 	eb_bridge               *bridge;  /* owned, node_bridge.c */
 	struct eb__node_cluster *cluster; /* owned, node_cluster.c: zk,
 	                                     membership, election, links */
@@ -133,12 +134,21 @@ void eb__node_shutdown(eb_node *n);
 
 /* ---- subsystem wiring (one file each, owned by that subsystem) -------- */
 
-/* node_bus.c: the event bus (TODO(#4)). */
+/* node_bus.c: the event bus and the node links. */
 int  eb__node_bus_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bus_stop(eb_node *n, eb__node_done_cb cb);
+/* The member cache changed (node_cluster.c calls it on every event):
+ * reconciles the link peers with it. */
+struct eb_childcache;
+void eb__node_bus_members(eb_node *n, const struct eb_childcache *cc);
 /* node_bridge.c: the TCP event-bus bridge (TODO(#5)). */
 int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
+/* node_ingress.c: leader-routed ingress (gateway + leader router). */
+int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
+void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);
+/* The node's ingress object (NULL before the ingress step), for admin. */
+struct eb_ingress *eb__node_ingress(eb_node *n);
 /* admin.c: the admin HTTP endpoint (TODO(#3)). */
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);

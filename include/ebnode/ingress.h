@@ -73,14 +73,23 @@ typedef struct eb_ingress_route {
 } eb_ingress_route;
 
 typedef struct eb_ingress_opts {
-	const char *address;            /* default "external.ingress" */
-	uint32_t    hold_max;           /* default 1000 */
-	uint64_t    hold_ms;            /* default 5000 */
-	uint64_t    timeout_ms;         /* forward timeout, 0: bus default */
+	const char *address;    /* default "external.ingress" */
+	uint32_t    hold_max;   /* default 1000 */
+	uint64_t    hold_ms;    /* default 5000 */
+	uint64_t    timeout_ms; /* forward timeout, 0: bus default */
+	/*
+	 * 0 (default): the leader acknowledges each routed request itself.
+	 * 1: a request routed by send is forwarded to the target as a request
+	 *    and the target's reply (or failure) goes back to the sender.
+	 */
+	int                     relay_replies;
 	const eb_ingress_route *routes; /* copied */
 	size_t                  route_count;
 	const eb_ingress_route *default_route; /* NULL: none; copied */
 } eb_ingress_opts;
+
+/* The failure text of EB_INGRESS_NOT_LEADER (the gateway retries it). */
+#define EB_INGRESS_NOT_LEADER_TEXT "ebnode: this node is not the ingress leader"
 
 /* The stamp of one routed message, borrowed for the handler call. */
 typedef struct eb_ingress_stamp {

@@ -29,9 +29,9 @@ enum fake_mode {
 	FAKE_HOLD        /* complete only when the test releases it */
 };
 
-enum { BUS, BRIDGE, ADMIN, CLUSTER, NSTEPS };
-static const char *const step_names[NSTEPS] = { "bus", "bridge", "admin",
-	"cluster" };
+enum { BUS, INGRESS, BRIDGE, ADMIN, CLUSTER, NSTEPS };
+static const char *const step_names[NSTEPS] = { "bus", "ingress", "bridge",
+	"admin", "cluster" };
 
 static struct fake {
 	int              start_mode[NSTEPS];
@@ -111,6 +111,16 @@ void
 eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
 {
 	fake_stop(BUS, n, cb);
+}
+int
+eb__node_ingress_start(eb_node *n, eb__node_done_cb cb)
+{
+	return fake_start(INGRESS, n, cb);
+}
+void
+eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb)
+{
+	fake_stop(INGRESS, n, cb);
 }
 int
 eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
@@ -213,8 +223,8 @@ test_start_and_stop_in_order(void **state)
 	fake.shutdown_after_ready = 1;
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_OK);
 	assert_string_equal(fake.events,
-	    "start:bus start:bridge start:admin start:cluster "
-	    "stop:cluster stop:admin stop:bridge stop:bus");
+	    "start:bus start:ingress start:bridge start:admin start:cluster "
+	    "stop:cluster stop:admin stop:bridge stop:ingress stop:bus");
 	assert_int_equal(n->phase, EB__NODE_DONE);
 	assert_int_equal(n->started, 0);
 	eb__node_free(n);
@@ -233,8 +243,8 @@ test_duplicate_address_exits_3(void **state)
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_DUPADDR);
 	/* The failed step is not stopped; the others are, in reverse. */
 	assert_string_equal(fake.events,
-	    "start:bus start:bridge start:admin start:cluster "
-	    "stop:admin stop:bridge stop:bus");
+	    "start:bus start:ingress start:bridge start:admin start:cluster "
+	    "stop:admin stop:bridge stop:ingress stop:bus");
 	eb__node_free(n);
 	eb_conf_free(c);
 }
@@ -248,7 +258,8 @@ test_sync_start_failure_exits_1(void **state)
 
 	fake.start_mode[BRIDGE] = FAKE_SYNC_FAIL;
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_FATAL);
-	assert_string_equal(fake.events, "start:bus start:bridge stop:bus");
+	assert_string_equal(fake.events,
+	    "start:bus start:ingress start:bridge stop:ingress stop:bus");
 	eb__node_free(n);
 	eb_conf_free(c);
 }
@@ -268,9 +279,9 @@ test_signal_during_start_step(void **state)
 	assert_int_equal(
 	    uv_timer_start(&fake.timer, release_held_cb, 20, 0), 0);
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_OK);
-	assert_string_equal(fake.events,
-	    "start:bus start:bridge start:admin stop:admin stop:bridge "
-	    "stop:bus");
+	assert_string_equal(fake.events, "start:bus start:ingress start:bridge "
+	                                 "start:admin stop:admin stop:bridge "
+	                                 "stop:ingress stop:bus");
 	assert_int_equal(n->signals, 1);
 	eb__node_free(n);
 	eb_conf_free(c);
@@ -286,8 +297,8 @@ test_fatal_after_ready(void **state)
 	fake.shutdown_after_ready = 2; /* eb__node_fail(EB_EDUPADDR) */
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_DUPADDR);
 	assert_string_equal(fake.events,
-	    "start:bus start:bridge start:admin start:cluster "
-	    "stop:cluster stop:admin stop:bridge stop:bus");
+	    "start:bus start:ingress start:bridge start:admin start:cluster "
+	    "stop:cluster stop:admin stop:bridge stop:ingress stop:bus");
 	eb__node_free(n);
 	eb_conf_free(c);
 }
@@ -324,7 +335,8 @@ test_second_signal_forces_exit(void **state)
 	assert_true(n->forced);
 	assert_int_equal(n->signals, 2);
 	assert_string_equal(fake.events,
-	    "start:bus start:bridge start:admin start:cluster stop:cluster");
+	    "start:bus start:ingress start:bridge start:admin "
+	    "start:cluster stop:cluster");
 	/* What main would leave to _Exit(): close it here for the leak check.
 	 */
 	fake.held_cb = NULL;

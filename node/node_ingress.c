@@ -1,0 +1,160 @@
+/*
+ * Wiring of leader-routed ingress into the node (contract in node_int.h).
+ *
+ * Start (after the bus, before the bridge and the cluster): the ingress
+ * object from conf->ingress, its gateway registered on the bus, the
+ * election's lease check as its leader check, and a leadership listener
+ * that starts routing when this node is elected and stops it synchronously
+ * when leadership is revoked (rule 5) or released on shutdown (rule 8).
+ * Standalone nodes are elected with epoch 1 by the cluster step.
+ *
+ * Stop: routing stops, held messages are failed back to their senders
+ * (never dropped silently), then the ingress closes.
+ * Loop thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/ingress.h>
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "node/node_cluster.h"
+#include "node/node_int.h"
+
+struct eb__node_ingress {
+	eb_ingress      *in; /* owned */
+	eb_node         *n;  /* borrowed */
+	eb__node_done_cb stop_cb;
+};
+
+static int
+leader_check_cb(void *arg)
+{
+	return eb__node_cluster_is_leader(arg) ? 1 : 0;
+}
+
+static void
+leader_cb(eb_node *n, bool leader, int64_t epoch, void *arg)
+{
+	struct eb__node_ingress *ni = arg;
+	int                      rv;
+
+	(void) n;
+	if (ni->in == NULL) {
+		return;
+	}
+	if (!leader) {
+		eb_ingress_unlead(ni->in);
+		return;
+	}
+	rv = eb_ingress_lead(ni->in, (uint64_t) epoch);
+	if (rv != 0) {
+		EB_LOG_ERR("node", "ingress-lead-failed: epoch=%lld err=%s",
+		    (long long) epoch, eb_err_name(rv));
+	}
+}
+
+static void
+route_from_conf(eb_ingress_route *r, const eb_conf_route *c)
+{
+	memset(r, 0, sizeof(*r));
+	r->header = c->header;
+	r->field = c->field;
+	if (c->equals != NULL) {
+		r->match = EB_INGRESS_MATCH_EQUALS;
+		r->value = c->equals;
+	} else if (c->prefix != NULL) {
+		r->match = EB_INGRESS_MATCH_PREFIX;
+		r->value = c->prefix;
+	} else {
+		r->match = EB_INGRESS_MATCH_REGEX;
+		r->value = c->regex;
+	}
+	r->to = c->to;
+	r->publish = c->mode == EB_CONF_MODE_PUBLISH;
+}
+
+int
+eb__node_ingress_start(eb_node *n, eb__node_done_cb cb)
+{
+	const eb_conf_ingress   *c = &n->conf->ingress;
+	struct eb__node_ingress *ni;
+	eb_ingress_opts          o;
+	eb_ingress_route        *routes;
+	eb_ingress_route         def;
+	eb_errbuf                e;
+	size_t                   i;
+	int                      rv;
+
+	eb_ingress_opts_init(&o);
+	o.address = c->address;
+	o.hold_max = (uint32_t) c->hold_max;
+	o.hold_ms = (uint64_t) c->hold_ms;
+	o.relay_replies = !c->ack;
+	routes = eb__calloc(c->n_routes, sizeof(*routes));
+	for (i = 0; i < c->n_routes; i++) {
+		route_from_conf(&routes[i], &c->routes[i]);
+	}
+	o.routes = routes;
+	o.route_count = c->n_routes;
+	if (c->default_route != NULL) {
+		memset(&def, 0, sizeof(def));
+		def.to = c->default_route->to;
+		def.publish = c->default_route->mode == EB_CONF_MODE_PUBLISH;
+		o.default_route = &def;
+	}
+	ni = eb__calloc(1, sizeof(*ni));
+	ni->n = n;
+	rv = eb_ingress_new(n->loop, n->bus, &o, &e, &ni->in);
+	free(routes);
+	if (rv != 0) {
+		EB_LOG_ERR("node", "ingress-failed: err=%s detail=\"%s\"",
+		    eb_err_name(rv), e.msg);
+		free(ni);
+		return rv;
+	}
+	eb_ingress_set_leader_check(ni->in, leader_check_cb, n);
+	rv = eb_ingress_start(ni->in);
+	if (rv == 0) {
+		rv = eb__node_cluster_on_leader(n, leader_cb, ni);
+	}
+	if (rv != 0) {
+		eb_ingress_close(ni->in, NULL, NULL);
+		free(ni);
+		return rv;
+	}
+	n->ingress = ni;
+	eb__node_complete(n, cb, 0);
+	return 0;
+}
+
+static void
+ingress_closed_cb(eb_ingress *in, void *arg)
+{
+	struct eb__node_ingress *ni = arg;
+	eb_node                 *n = ni->n;
+	eb__node_done_cb         cb = ni->stop_cb;
+
+	(void) in;
+	n->ingress = NULL;
+	free(ni);
+	cb(n, 0);
+}
+
+void
+eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb)
+{
+	struct eb__node_ingress *ni = n->ingress;
+	eb_ingress              *in = ni->in;
+
+	ni->stop_cb = cb;
+	ni->in = NULL; /* the leadership listener does nothing from now on */
+	eb_ingress_close(in, ingress_closed_cb, ni);
+}
+
+eb_ingress *
+eb__node_ingress(eb_node *n)
+{
+	return n->ingress != NULL ? n->ingress->in : NULL;
+}
