@@ -1,23 +1,89 @@
 /*
- * Wiring of the event bus into the node: eb_bus_new() with eb_bus_opts from
- * conf->bus and the node id, eb_bus_close() on stop.
+ * Wiring of the event bus and the node links into the node (contract in
+ * node_int.h). Owner: the event bus engineer (#4); the first, local-only
+ * version was written by the bridge engineer (#5).
  *
- * Minimal version written by the bridge engineer (#5) so that ebnode runs a
- * local bus for the bridge; the owner of #4 may take this file over (remote
- * seam, clustered delivery).
+ * Start: the bus from conf->bus and the node id. Clustered (a ZooKeeper
+ * connect string is set) also a link manager from conf->cluster, attached
+ * to the bus and listening, so that n->cluster_port is known before the
+ * cluster step advertises it in the member znode. Standalone nodes have no
+ * links (cluster_port 0).
+ *
+ * Members: node_cluster.c calls eb__node_bus_members() on every child-cache
+ * event; the link manager is reconciled with the cache: every member with a
+ * cluster port becomes a peer (host/port updated), and a peer the cache no
+ * longer lists is removed, unless it is only known from its own inbound
+ * link and that link is up (membership may lag behind the peer). A member
+ * that disappears while another member of the same node id remains (a
+ * re-registration after session expiry) keeps its link.
+ *
+ * Stop (last step): the links close, then the bus; cb after both.
+ * Loop thread only.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <ebnode/bus.h>
+#include <ebnode/link.h>
 #include <ebnode/log.h>
 
+#include "cluster/childcache.h"
 #include "common/alloc.h"
 #include "node/node_int.h"
 
 typedef struct node_bus_close {
 	eb_node         *n;
 	eb__node_done_cb cb;
+	int              pending; /* close callbacks still to come */
+	int              status;  /* for cb: 0 (stop) or the start error */
 } node_bus_close;
+
+static void node_bus_close_all(eb_node *n, eb__node_done_cb cb, int status);
+
+static int
+links_new(eb_node *n)
+{
+	const eb_conf *c = n->conf;
+	eb_link_opts   lo;
+	eb_errbuf      e;
+	int            rv;
+
+	eb_link_opts_init(&lo);
+	lo.node_id = c->node.id;
+	lo.cluster_name = c->cluster.name;
+	lo.host = c->cluster.listen;
+	lo.port = (int) c->cluster.port;
+	lo.heartbeat_ms = (uint32_t) c->cluster.heartbeat_ms;
+	lo.dead_ms = (uint32_t) c->cluster.link_timeout_ms;
+	if (lo.dead_ms <= lo.heartbeat_ms) {
+		/* A link must survive at least a couple of heartbeats. */
+		EB_LOG_WARN("node",
+		    "link-timeout-raised: link_timeout_ms=%u heartbeat_ms=%u "
+		    "using=%u",
+		    lo.dead_ms, lo.heartbeat_ms, lo.heartbeat_ms * 3);
+		lo.dead_ms = lo.heartbeat_ms * 3;
+	}
+	if (c->cluster.tls_cert[0] != '\0') {
+		lo.tls_cert_file = c->cluster.tls_cert;
+		lo.tls_key_file = c->cluster.tls_key;
+		lo.tls_ca_file = c->cluster.tls_ca;
+	}
+	rv = eb_link_mgr_new(n->loop, &lo, &n->links, &e);
+	if (rv != 0) {
+		EB_LOG_ERR("node", "links-failed: err=%s detail=%s",
+		    eb_err_name(rv), e.msg);
+		n->links = NULL;
+		return rv;
+	}
+	if ((rv = eb_bus_cluster_attach(n->bus, n->links)) != 0 ||
+	    (rv = eb_link_mgr_start(n->links)) != 0) {
+		EB_LOG_ERR("node", "links-failed: listen=%s port=%d err=%s",
+		    lo.host, lo.port, eb_err_name(rv));
+		return rv;
+	}
+	n->cluster_port = eb_link_mgr_port(n->links);
+	return 0;
+}
 
 int
 eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
@@ -35,34 +101,148 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 		n->bus = NULL;
 		return rv;
 	}
+	if (n->conf->zookeeper.connect[0] != '\0' && (rv = links_new(n)) != 0) {
+		/* A failed start holds nothing: close what exists, then
+		 * report (on a later turn, from the close callbacks). */
+		n->cluster_port = 0;
+		node_bus_close_all(n, cb, rv);
+		return 0;
+	}
 	eb__node_complete(n, cb, 0);
 	return 0;
+}
+
+/* ---- membership -> peers ---- */
+
+static const eb_member *
+cache_find_node(const eb_childcache *cc, const char *node_id)
+{
+	size_t i;
+
+	for (i = 0; i < eb__childcache_count(cc); i++) {
+		const eb_member *m = eb__childcache_at(cc, i);
+
+		if (strcmp(m->node_id, node_id) == 0 && m->cluster_port > 0) {
+			return m;
+		}
+	}
+	return NULL;
+}
+
+struct stale {
+	const eb_childcache *cc;
+	char               **ids;
+	size_t               n;
+	size_t               cap;
+};
+
+static void
+stale_cb(const eb_link_peer_stats *s, void *arg)
+{
+	struct stale *st = arg;
+
+	if (cache_find_node(st->cc, s->node_id) != NULL) {
+		return;
+	}
+	if (s->host == NULL && s->up) {
+		return; /* it dialed us; the cache will catch up */
+	}
+	if (st->n == st->cap) {
+		st->cap = st->cap == 0 ? 8 : st->cap * 2;
+		st->ids = eb__realloc(st->ids, st->cap * sizeof(*st->ids));
+	}
+	st->ids[st->n++] = eb__strdup(s->node_id);
+}
+
+void
+eb__node_bus_members(eb_node *n, const eb_childcache *cc)
+{
+	struct stale st = { cc, NULL, 0, 0 };
+	size_t       i;
+
+	if (n->links == NULL) {
+		return;
+	}
+	for (i = 0; i < eb__childcache_count(cc); i++) {
+		const eb_member *m = eb__childcache_at(cc, i);
+
+		if (m->node_id[0] == '\0' || m->host[0] == '\0' ||
+		    m->cluster_port <= 0) {
+			continue; /* not linkable (e.g. an older version) */
+		}
+		(void) eb_link_mgr_peer_add(
+		    n->links, m->node_id, m->host, m->cluster_port);
+	}
+	/* Remove after the walk: the stats walk must not change peers. */
+	eb_link_mgr_stats_foreach(n->links, stale_cb, &st);
+	for (i = 0; i < st.n; i++) {
+		(void) eb_link_mgr_peer_remove(n->links, st.ids[i]);
+		free(st.ids[i]);
+	}
+	free(st.ids);
+}
+
+/* ---- stop ---- */
+
+static void
+stop_step_done(node_bus_close *nc)
+{
+	eb_node         *n = nc->n;
+	eb__node_done_cb cb = nc->cb;
+
+	int status = nc->status;
+
+	if (--nc->pending > 0) {
+		return;
+	}
+	free(nc);
+	cb(n, status);
+}
+
+static void
+links_closed_cb(eb_link_mgr *m, void *arg)
+{
+	node_bus_close *nc = arg;
+
+	(void) m;
+	nc->n->links = NULL;
+	stop_step_done(nc);
 }
 
 static void
 node_bus_closed_cb(eb_bus *bus, void *arg)
 {
-	node_bus_close  *nc = arg;
-	eb_node         *n = nc->n;
-	eb__node_done_cb cb = nc->cb;
+	node_bus_close *nc = arg;
 
 	(void) bus;
-	free(nc);
-	n->bus = NULL;
-	cb(n, 0);
+	nc->n->bus = NULL;
+	stop_step_done(nc);
+}
+
+static void
+node_bus_close_all(eb_node *n, eb__node_done_cb cb, int status)
+{
+	node_bus_close *nc = eb__calloc(1, sizeof(*nc));
+
+	nc->n = n;
+	nc->cb = cb;
+	nc->status = status;
+	nc->pending = (n->bus != NULL) + (n->links != NULL);
+	/* Links first: peers see this node's interest vanish at once. */
+	if (n->links != NULL) {
+		eb_link_mgr_close(n->links, links_closed_cb, nc);
+	}
+	if (n->bus != NULL) {
+		eb_bus_close(n->bus, node_bus_closed_cb, nc);
+	}
 }
 
 void
 eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
 {
-	node_bus_close *nc;
-
-	if (n->bus == NULL) {
+	if (n->bus == NULL && n->links == NULL) {
 		eb__node_complete(n, cb, 0);
 		return;
 	}
-	nc = eb__malloc(sizeof(*nc));
-	nc->n = n;
-	nc->cb = cb;
-	eb_bus_close(n->bus, node_bus_closed_cb, nc);
+	node_bus_close_all(n, cb, 0);
 }

@@ -330,11 +330,13 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 static void
 cc_cb(eb_childcache *c, eb_childcache_event ev, const eb_member *m, void *arg)
 {
-	(void) c;
+	node_cluster *nc = arg;
+
 	(void) ev;
 	(void) m;
-	(void) arg;
-	/* The admin endpoint reads the cache on demand. */
+	/* The admin endpoint reads the cache on demand; the node links
+	 * follow it (node_bus.c). */
+	eb__node_bus_members(nc->n, c);
 }
 
 static void
