@@ -182,7 +182,11 @@ tls_setup(ctl_conn *c, const ctl_args *a, char *err, size_t errlen)
 		return -1;
 	}
 	if (!is_ip_literal(name)) {
-		(void) SSL_set_tlsext_host_name(c->ssl, name);
+		/* The macro casts its argument to void *: pass a copy. */
+		char sni[CTL_HOST_MAX];
+
+		(void) snprintf(sni, sizeof(sni), "%s", name);
+		(void) SSL_set_tlsext_host_name(c->ssl, sni);
 	}
 	if (!a->insecure) {
 		if (is_ip_literal(name)) {
