@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -36,6 +37,8 @@ static bench_proc g_proc_ready;
 static bench_proc g_proc_start;
 static bench_proc g_proc_end;
 static int        g_proc_ok;
+static bench_proc g_self_start; /* ebbench itself, responder included */
+static bench_proc g_self_end;
 
 static void
 usage(FILE *out)
@@ -238,6 +241,7 @@ finish(bench *b)
 		return;
 	}
 	b->done = 1;
+	(void) bench_proc_read((int) getpid(), &g_self_end);
 	if (b->o.server_pid > 0) {
 		g_proc_ok = g_proc_ok &&
 		            bench_proc_read(b->o.server_pid, &g_proc_end) == 0;
@@ -283,6 +287,7 @@ start_measuring(bench *b)
 	b->completed_at_start = b->completed;
 	b->sent_at_start = b->sent;
 	bench_hist_reset(&b->hist);
+	(void) bench_proc_read((int) getpid(), &g_self_start);
 	if (b->o.server_pid > 0) {
 		g_proc_ok =
 		    bench_proc_read(b->o.server_pid, &g_proc_start) == 0;
@@ -428,6 +433,7 @@ typedef struct bench_result {
 	uint64_t lost;
 	double   cpu_us_per_op;
 	double   cpu_s;
+	double   client_cpu_us_per_op;
 } bench_result;
 
 static void
@@ -440,6 +446,11 @@ compute(const bench *b, bench_result *r)
 	r->secs = (double) (b->t_last - b->t_start) / 1e9;
 	r->rate = r->secs > 0 ? (double) r->ops / r->secs : 0;
 	r->lost = expect > b->completed ? expect - b->completed : 0;
+	if (r->ops > 0) {
+		r->client_cpu_us_per_op =
+		    (double) (g_self_end.cpu_us - g_self_start.cpu_us) /
+		    (double) r->ops;
+	}
 	if (g_proc_ok && r->ops > 0) {
 		r->cpu_s =
 		    (double) (g_proc_end.cpu_us - g_proc_start.cpu_us) / 1e6;
@@ -470,6 +481,8 @@ report_json(const bench *b, const bench_result *r, uint64_t resp_replies)
 	    (json_int_t) r->ops, "seconds", r->secs, "rate_per_s", r->rate,
 	    "errors", (json_int_t) b->errors, "lost", (json_int_t) r->lost,
 	    "responder_replies", (json_int_t) resp_replies);
+	json_object_set_new(
+	    j, "client_cpu_us_per_op", json_real(r->client_cpu_us_per_op));
 	json_object_set_new(j, "latency_us",
 	    json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "p50", q_us(b, 0.50), "p99",
 	        q_us(b, 0.99), "p999", q_us(b, 0.999), "max",
@@ -504,6 +517,8 @@ report_table(const bench *b, const bench_result *r)
 	printf("  latency us p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
 	    q_us(b, 0.50), q_us(b, 0.99), q_us(b, 0.999),
 	    (double) b->hist.max / 1e3);
+	printf("  client     cpu %.3f us/op (ebbench itself)\n",
+	    r->client_cpu_us_per_op);
 	printf("  errors     %llu  lost %llu\n", (unsigned long long) b->errors,
 	    (unsigned long long) r->lost);
 	if (b->o.server_pid > 0 && g_proc_ok) {
