@@ -777,13 +777,12 @@ run_request(fz_client *c, fz_item *it, int override)
 			fill_stat(s, n, &st);
 		}
 		{
-			char *copy =
-			    n != NULL
-			        ? eb__memdup(n->data != NULL ? n->data : "",
-			              n->len + 1)
-			        : NULL;
+			char *copy = n != NULL ? eb__malloc(n->len + 1) : NULL;
 
 			if (copy != NULL) {
+				if (n->len > 0) {
+					memcpy(copy, n->data, n->len);
+				}
 				copy[n->len] = '\0';
 			}
 			it->cb.data(c->zk, rv, copy, n != NULL ? n->len : 0,
