@@ -127,22 +127,24 @@ def med(server, mode, f):
     v = [f(r) for r in rows if r["label"] == server and r["mode"] == mode]
     return statistics.median(v) if v else float("nan")
 modes = [m for m in ("rr", "pipe", "fire", "egress") if any(r["mode"] == m for r in rows)]
+print("\nload average at the end: %s" % open("/proc/loadavg").read().split()[:3])
 print("\nmedians of %d runs per cell (frames: %d-byte JSON bodies)" %
       (len([r for r in rows if r["label"] == "baseline"]) // max(len(modes), 1),
        rows[0]["body_bytes"] if rows else 0))
-hdr = "%-7s %-14s %12s %9s %9s %9s %10s %9s" % ("mode", "server", "ops/s", "p50 us",
-      "p99 us", "p99.9 us", "cpu us/op", "lost")
+hdr = "%-7s %-14s %12s %9s %9s %9s %10s %10s %6s" % ("mode", "server", "ops/s", "p50 us",
+      "p99 us", "p99.9 us", "srv us/op", "cli us/op", "lost")
 print(hdr); print("-" * len(hdr))
 for m in modes:
     for s in ("baseline", "baseline-relay", "ebnode"):
         if not any(r["label"] == s and r["mode"] == m for r in rows):
             continue
-        print("%-7s %-14s %12.0f %9.1f %9.1f %9.1f %10.3f %9d" % (
+        print("%-7s %-14s %12.0f %9.1f %9.1f %9.1f %10.3f %10.3f %6d" % (
             m, s, med(s, m, lambda r: r["rate_per_s"]),
             med(s, m, lambda r: r["latency_us"]["p50"]),
             med(s, m, lambda r: r["latency_us"]["p99"]),
             med(s, m, lambda r: r["latency_us"]["p999"]),
             med(s, m, lambda r: r["server"]["cpu_us_per_op"]),
+            med(s, m, lambda r: r.get("client_cpu_us_per_op", float("nan"))),
             max([r["lost"] for r in rows if r["label"] == s and r["mode"] == m] or [0])))
 print("\nebnode / baseline (same run):")
 def ratio(m, f, base="baseline"):
