@@ -508,6 +508,16 @@ done:
 
 /* ---- stream events ---- */
 
+/* Negative or oversized length: the stream cannot be resynchronised. */
+static void
+conn_bad_length(eb__bconn *c)
+{
+	c->b->stats.conns_closed_frame++;
+	EB_LOG_WARN("bridge", "frame-too-big: peer=%s len=%lld max=%u", c->peer,
+	    (long long) c->dec.bad_len, c->dec.max_frame);
+	eb__bconn_close(c, "bad-frame-length");
+}
+
 static void
 conn_read_cb(eb__stream *s, const char *data, size_t n)
 {
@@ -524,12 +534,7 @@ conn_read_cb(eb__stream *s, const char *data, size_t n)
 			break;
 		}
 		if (rv != 0) {
-			/* Cannot resynchronise after a bad length. */
-			c->b->stats.conns_closed_frame++;
-			EB_LOG_WARN("bridge",
-			    "frame-too-big: peer=%s len=%lld max=%u", c->peer,
-			    (long long) c->dec.bad_len, c->dec.max_frame);
-			eb__bconn_close(c, "bad-frame-length");
+			conn_bad_length(c);
 			break;
 		}
 		conn_frame(c, p, len);

@@ -76,14 +76,17 @@ header_string(const json_t *v)
 
 /* Consumes the option headers and copies the rest as strings. */
 static void
-bframe_headers(eb__bframe *f, const json_t *h, int strip_token)
+bframe_headers(eb__bframe *f, json_t *h, int strip_token)
 {
-	const char *key;
-	json_t     *v;
+	void *it;
 
-	json_object_foreach((json_t *) (uintptr_t) h, key, v)
-	{
-		json_t *s;
+	/* The iterator API rather than json_object_foreach, whose expansion
+	 * casts integers to pointers. */
+	for (it = json_object_iter(h); it != NULL;
+	     it = json_object_iter_next(h, it)) {
+		const char *key = json_object_iter_key(it);
+		json_t     *v = json_object_iter_value(it);
+		json_t     *s;
 
 		if (strcmp(key, "timeout") == 0) {
 			if (json_is_integer(v) && json_integer_value(v) > 0) {

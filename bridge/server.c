@@ -391,12 +391,11 @@ eb_bridge_conn_foreach(const eb_bridge *b,
 {
 	eb_bridge_conn_info info;
 	uint64_t            now = eb__mono_ms();
-	const eb_list      *it;
+	eb_list            *it;
 	size_t              n = 0;
 
 	for (it = b->conns.next; it != &b->conns; it = it->next) {
-		eb__bconn_info(eb__bconn_from_link((eb_list *) (uintptr_t) it),
-		    now, &info);
+		eb__bconn_info(eb__bconn_from_link(it), now, &info);
 		fn(&info, arg);
 		n++;
 	}

@@ -13,6 +13,8 @@
 #include "bridge/bridge_int.h"
 #include "common/frame.h"
 
+/* libFuzzer's names. */
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void
@@ -52,12 +54,26 @@ use_frame(const char *p, uint32_t n, int strip)
 	eb__bframe_free(&f);
 }
 
+/* Runs every complete frame; 0, or -1 after a bad length (the connection
+ * would close). */
+static int
+drain(eb__frame_dec *d, int strip)
+{
+	const char *p;
+	uint32_t    n;
+	int         rv;
+
+	while ((rv = eb__frame_dec_next(d, &p, &n)) == 0) {
+		use_frame(p, n, strip);
+	}
+	return rv == UV_EAGAIN ? 0 : -1;
+}
+
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	eb__frame_dec d;
-	const char   *p;
-	uint32_t      n;
 	size_t        off = 0;
 	size_t        step;
 	int           strip = size > 0 && (data[0] & 1);
@@ -71,17 +87,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		eb__frame_dec_feed(&d, data + off, step);
 		off += step;
-		for (;;) {
-			int rv = eb__frame_dec_next(&d, &p, &n);
-
-			if (rv != 0) {
-				if (rv != UV_EAGAIN) {
-					off = size; /* bad length: connection
-					               would close */
-				}
-				break;
-			}
-			use_frame(p, n, strip);
+		if (drain(&d, strip) != 0) {
+			break;
 		}
 	}
 	eb__frame_dec_free(&d);

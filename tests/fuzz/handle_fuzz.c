@@ -18,15 +18,21 @@
 
 #include "bridge/bridge_int.h"
 
+/* libFuzzer's names and signatures. */
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uv_loop_t  fz_loop;
 static eb_bus    *fz_bus;
 static eb_bridge *fz_bridge;
 
+/* libFuzzer's signature: */
+/* NOLINTBEGIN(readability-identifier-naming,readability-non-const-parameter) */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
+/* NOLINTEND(readability-identifier-naming,readability-non-const-parameter) */
 {
 	static const eb_bridge_permitted all[] = { { NULL, NULL } };
 	eb_bus_opts                      bo;
@@ -65,6 +71,7 @@ turns(int n)
 	}
 }
 
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
