@@ -53,9 +53,10 @@
 #include "common/list.h"
 #include "common/util.h"
 
-#define ZK_RESOLVE_DELAY_MS 30000 /* re-resolve host names at most this often \
-	                           */
-#define ZK_ERR_RETRY_MS 50        /* timer floor after a failed interest call */
+#define ZK_RESOLVE_DELAY_MS                                            \
+	30000              /* re-resolve host names at most this often \
+	                    */
+#define ZK_ERR_RETRY_MS 50 /* timer floor after a failed interest call */
 
 enum zk_dead { ZK_ALIVE = 0, ZK_DEAD_EXPIRED = 1, ZK_DEAD_AUTH = 2 };
 

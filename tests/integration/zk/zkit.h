@@ -103,6 +103,7 @@ typedef struct zkit_meter {
 	uint64_t   ticks;
 } zkit_meter;
 void zkit_meter_start(th_loop *t, zkit_meter *m);
-void zkit_meter_stop(zkit_meter *m); /* closes the timer */
+/* Closes the timer: run the loop before m goes out of scope. */
+void zkit_meter_stop(zkit_meter *m);
 
 #endif
