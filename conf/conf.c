@@ -187,6 +187,11 @@ walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
 
 		(void) snprintf(path, sizeof(path), "%s%s%s", prefix,
 		    prefix[0] != '\0' ? "." : "", key);
+		if (strchr(key, '.') != NULL) {
+			/* "bridge.port" as one key is not a path. */
+			return eb__conf_errf(
+			    src, lc->err, path, true, "unknown key");
+		}
 		if ((e = eb__conf_find(path)) != NULL) {
 			if (eb__conf_set(lc->conf, e, v, src, lc->err) != 0) {
 				return EB_ECONF;
@@ -551,6 +556,26 @@ check_ingress(load_ctx *lc)
 
 /* ---- entry points ------------------------------------------------------- */
 
+/*
+ * Keys, values and regexes quoted in a message come from the input and may
+ * hold control characters (a "\n" escape in a key): the message stays one
+ * line.
+ */
+static void
+one_line(eb_errbuf *err)
+{
+	char *p;
+
+	if (err == NULL) {
+		return;
+	}
+	for (p = err->msg; *p != '\0'; p++) {
+		if ((unsigned char) *p < 0x20 || *p == 0x7f) {
+			*p = '?';
+		}
+	}
+}
+
 int
 eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 {
@@ -585,6 +610,7 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	free(lc.origin);
 	if (rv != 0) {
 		eb_conf_free(lc.conf);
+		one_line(err);
 		return rv;
 	}
 	*confp = lc.conf;

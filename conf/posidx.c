@@ -188,14 +188,101 @@ idx_add(eb__conf_posidx *idx, char *path, int kl, int kc, int vl, int vc)
 	p->vcol = vc;
 }
 
+static int
+hex4(const scanner *sc, size_t at, unsigned *out)
+{
+	unsigned v = 0;
+	size_t   k;
+
+	if (at + 4 > sc->len) {
+		return -1;
+	}
+	for (k = at; k < at + 4; k++) {
+		char c = sc->s[k];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9') {
+			v |= (unsigned) (c - '0');
+		} else if (c >= 'a' && c <= 'f') {
+			v |= (unsigned) (c - 'a' + 10);
+		} else if (c >= 'A' && c <= 'F') {
+			v |= (unsigned) (c - 'A' + 10);
+		} else {
+			return -1;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+static size_t
+utf8_put(unsigned cp, char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (char) cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char) (0xC0 | (cp >> 6));
+		out[1] = (char) (0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char) (0xE0 | (cp >> 12));
+		out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
+		out[2] = (char) (0x80 | (cp & 0x3F));
+		return 3;
+	}
+	out[0] = (char) (0xF0 | (cp >> 18));
+	out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
+	out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
+	out[3] = (char) (0x80 | (cp & 0x3F));
+	return 4;
+}
+
 /*
- * Reads a string token and returns its text with \" \\ and \/ decoded (other
- * escapes are kept as written), or NULL on a syntax error.
+ * Decodes the escape after a backslash (sc at the escape letter) into out;
+ * returns the bytes written, or 0 on a syntax error. The decoded key must
+ * equal jansson's, or position lookups by path would miss it.
  */
+static size_t
+sc_escape(scanner *sc, char *out)
+{
+	static const char from[] = "\"\\/bfnrtu", to[] = "\"\\/\b\f\n\r\t";
+	const char       *p = strchr(from, sc_peek(sc));
+	unsigned          cp, lo;
+	int               k;
+
+	if (sc_peek(sc) <= 0 || p == NULL) {
+		return 0;
+	}
+	if (*p != 'u') {
+		out[0] = to[p - from];
+		sc_adv(sc);
+		return 1;
+	}
+	if (hex4(sc, sc->i + 1, &cp) != 0) {
+		return 0;
+	}
+	for (k = 0; k < 5; k++) {
+		sc_adv(sc); /* u and 4 hex digits */
+	}
+	if (cp >= 0xD800 && cp < 0xDC00 && sc_peek(sc) == '\\' &&
+	    sc->i + 1 < sc->len && sc->s[sc->i + 1] == 'u' &&
+	    hex4(sc, sc->i + 2, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000) {
+		for (k = 0; k < 6; k++) {
+			sc_adv(sc);
+		}
+		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+	}
+	return utf8_put(cp, out);
+}
+
+/* Reads a string token and returns it decoded, or NULL on a syntax error. */
 static char *
 sc_string(scanner *sc)
 {
-	size_t cap = 16, n = 0;
+	size_t cap = 16, n = 0, k;
 	char  *out = eb__malloc(cap);
 	int    c;
 
@@ -205,21 +292,18 @@ sc_string(scanner *sc)
 			free(out);
 			return NULL;
 		}
+		if (n + 8 >= cap) {
+			cap *= 2;
+			out = eb__realloc(out, cap);
+		}
 		if (c == '\\') {
 			sc_adv(sc);
-			c = sc_peek(sc);
-			if (c < 0) {
+			if ((k = sc_escape(sc, out + n)) == 0) {
 				free(out);
 				return NULL;
 			}
-			if (c != '"' && c != '\\' && c != '/') {
-				out[n++] =
-				    '\\'; /* keep the escape as written */
-			}
-		}
-		if (n + 2 >= cap) {
-			cap *= 2;
-			out = eb__realloc(out, cap);
+			n += k;
+			continue;
 		}
 		out[n++] = (char) c;
 		sc_adv(sc);

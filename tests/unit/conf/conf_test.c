@@ -124,6 +124,16 @@ test_err_unknown_key(void **state)
 	    "ebnode.json:1:13: bridge.prot: unknown key");
 	expect_err("{\n  \"brige\": {}\n}", NULL, NULL, 0,
 	    "ebnode.json:2:3: brige: unknown key");
+	/* A dotted key is not a path; a control character stays on one line. */
+	expect_err("{\"bridge.port\": 1}", NULL, NULL, 0,
+	    "ebnode.json:1:2: bridge.port: unknown key");
+	expect_err("{\"a\\nb\": 1}", NULL, NULL, 0,
+	    "ebnode.json:1:2: a?b: unknown key");
+	/* Escaped keys are found at their own position. */
+	expect_err("{\"bridge\": {\"p\\u00f6rt\": 1, \"\\ud83d\\ude00\": 2}}",
+	    NULL, NULL, 0, "ebnode.json:1:13: bridge.p\xc3\xb6rt: unknown key");
+	expect_err("{\"bridge\": {\"\\ud83d\\ude00\": 2}}", NULL, NULL, 0,
+	    "ebnode.json:1:13: bridge.\xf0\x9f\x98\x80: unknown key");
 }
 
 static void
