@@ -22,6 +22,7 @@
 #include "common/util.h"
 
 #define BCONN_TLS_HANDSHAKE_MS 10000u
+#define CONN_DEC_KEEP          ((size_t) 65536)
 
 struct eb__bconn {
 	eb_list       link; /* in b->conns while open */
@@ -78,21 +79,21 @@ static void
 conn_write(eb__bconn *c, char *buf, size_t len, eb_bridge_out_kind kind)
 {
 	eb_bridge *b = c->b;
+	size_t     backlog = eb__stream_backlog(&c->stream);
 	int        rv;
 
 	if (c->closing) {
 		free(buf);
 		return;
 	}
-	if (c->stream.queued + len > b->opts.write_queue_max_bytes) {
+	if (backlog + len > b->opts.write_queue_max_bytes) {
 		/* The client does not read: bound its memory (redis
 		 * client-output-buffer-limit) instead of queueing forever. */
 		b->stats.conns_closed_slow++;
 		EB_LOG_WARN("bridge",
 		    "slow-consumer-closed: peer=%s queued=%zu frame=%zu "
 		    "max=%zu",
-		    c->peer, c->stream.queued, len,
-		    b->opts.write_queue_max_bytes);
+		    c->peer, backlog, len, b->opts.write_queue_max_bytes);
 		free(buf);
 		eb__bconn_close(c, "slow-consumer");
 		return;
@@ -539,6 +540,13 @@ conn_read_cb(eb__stream *s, const char *data, size_t n)
 		}
 		conn_frame(c, p, len);
 	}
+	/* After a big frame, give the buffer back instead of keeping up to
+	 * max_frame_bytes per idle connection. */
+	if (!c->closing && eb__frame_dec_buffered(&c->dec) == 0 &&
+	    c->dec.in.cap > CONN_DEC_KEEP) {
+		eb__frame_dec_free(&c->dec);
+		eb__frame_dec_init(&c->dec, c->b->opts.max_frame_bytes);
+	}
 }
 
 static void
@@ -773,7 +781,7 @@ eb__bconn_info(const eb__bconn *c, uint64_t now, eb_bridge_conn_info *info)
 	info->age_ms = now - c->started_ms;
 	info->frames_in = c->frames_in;
 	info->frames_out = c->frames_out;
-	info->queued_bytes = c->stream.queued;
+	info->queued_bytes = eb__stream_backlog(&c->stream);
 	info->consumers = c->n_consumers;
 	info->pending_replies = c->n_replies;
 }

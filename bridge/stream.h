@@ -57,6 +57,13 @@ struct eb__stream {
 	char tls_err[128]; /* the OpenSSL reason of the last EB_ETLS */
 };
 
+/*
+ * Bytes handed to write and not yet accepted by the kernel (libuv's write
+ * queue; TLS: ciphertext). This is what a reader that does not read makes
+ * grow; writes the kernel took at once do not count.
+ */
+size_t eb__stream_backlog(const eb__stream *s);
+
 extern const eb__stream_ops eb__stream_tcp_ops;
 extern const eb__stream_ops eb__stream_tls_ops;
 /* A stream on an initialized but unconnected handle: start does nothing,

@@ -77,6 +77,12 @@ eb__stream_raw_write(eb__stream *s, char *buf, size_t len)
 	return 0;
 }
 
+size_t
+eb__stream_backlog(const eb__stream *s)
+{
+	return uv_stream_get_write_queue_size((const uv_stream_t *) &s->tcp);
+}
+
 static void
 stream_closed_cb(uv_handle_t *h)
 {
