@@ -109,6 +109,7 @@ eb_link_mgr_new(
 	eb_list_init(&m->peers);
 	eb_list_init(&m->conns);
 	eb_list_init(&m->dirty);
+	eb_list_init(&m->resolving);
 	(void) uv_tcp_init(loop, &m->listener);
 	(void) uv_timer_init(loop, &m->timer);
 	(void) uv_idle_init(loop, &m->idle);
@@ -193,36 +194,123 @@ peer_dial_cb(uv_connect_t *req, int status)
 }
 
 static void
-peer_dial(eb_link_mgr *m, link_peer *p)
+peer_dial_addr(eb_link_mgr *m, link_peer *p, const struct sockaddr *sa)
 {
-	struct sockaddr_storage sa;
-	link_conn              *c;
-	int                     rv;
+	link_conn *c;
+	int        rv;
 
-	rv = uv_ip4_addr(p->host, p->port, (struct sockaddr_in *) &sa);
-	if (rv != 0) {
-		rv = uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *) &sa);
-	}
-	if (rv != 0) {
-		/* Membership data is expected to carry IP literals. */
-		EB_LOG_WARN("link", "bad-peer-host: node=%s host=%s",
-		    p->node_id, p->host);
-		p->retry_at = uv_now(m->loop) + m->backoff_max_ms;
-		return;
-	}
 	c = eb__link_conn_new(m, 1);
 	c->peer = p;
 	p->dialing = c;
 	(void) snprintf(
 	    c->peer_addr, sizeof(c->peer_addr), "%s:%d", p->host, p->port);
 	c->creq.data = c;
-	rv = uv_tcp_connect(
-	    &c->creq, &c->tcp, (const struct sockaddr *) &sa, peer_dial_cb);
+	rv = uv_tcp_connect(&c->creq, &c->tcp, sa, peer_dial_cb);
 	if (rv != 0) {
 		EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
 		    c->peer_addr, eb_err_name(rv));
 		eb__link_conn_close(c, NULL);
 	}
+}
+
+struct link_resolve {
+	uv_getaddrinfo_t req;
+	eb_list          link; /* in m->resolving */
+	eb_link_mgr     *m;
+	uint32_t         peer; /* an id: the peer may be gone by the answer */
+	char            *host; /* owned: the name that was looked up */
+};
+
+static void
+peer_resolved_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
+{
+	struct link_resolve *r = (struct link_resolve *) req;
+	eb_link_mgr         *m = r->m;
+	link_peer           *p = eb__link_peer_by_id(m, r->peer);
+
+	eb_list_remove(&r->link);
+	if (p != NULL) {
+		p->resolving = 0;
+	}
+	if (m->closing || p == NULL || strcmp(p->host, r->host) != 0 ||
+	    p->conn != NULL || p->dialing != NULL) {
+		/* Too late, or the address changed meanwhile (the tick dials
+		 * the new one). */
+	} else if (status != 0 || ai == NULL) {
+		EB_LOG_WARN("link", "resolve-failed: node=%s host=%s err=%s",
+		    p->node_id, p->host, eb_err_name(status));
+		p->attempts++;
+		p->retry_at = uv_now(m->loop) + m->backoff_max_ms;
+	} else {
+		struct sockaddr_storage sa;
+		const struct addrinfo  *pick = ai;
+		uint32_t                n = 0;
+		uint32_t                i;
+
+		/* A name with several addresses (e.g. ::1 and 127.0.0.1):
+		 * each failed attempt tries the next one. */
+		for (pick = ai; pick != NULL; pick = pick->ai_next) {
+			n++;
+		}
+		pick = ai;
+		for (i = 0; i < p->attempts % n; i++) {
+			pick = pick->ai_next;
+		}
+		memcpy(&sa, pick->ai_addr, pick->ai_addrlen);
+		if (sa.ss_family == AF_INET6) {
+			((struct sockaddr_in6 *) &sa)->sin6_port =
+			    htons((uint16_t) p->port);
+		} else {
+			((struct sockaddr_in *) &sa)->sin_port =
+			    htons((uint16_t) p->port);
+		}
+		peer_dial_addr(m, p, (const struct sockaddr *) &sa);
+	}
+	uv_freeaddrinfo(ai);
+	free(r->host);
+	free(r);
+	eb__link_mgr_conn_gone(m); /* a close may be waiting for us */
+}
+
+static void
+peer_dial(eb_link_mgr *m, link_peer *p)
+{
+	struct sockaddr_storage sa;
+	struct addrinfo         hints;
+	struct link_resolve    *r;
+	int                     rv;
+
+	rv = uv_ip4_addr(p->host, p->port, (struct sockaddr_in *) &sa);
+	if (rv != 0) {
+		rv = uv_ip6_addr(p->host, p->port, (struct sockaddr_in6 *) &sa);
+	}
+	if (rv == 0) {
+		peer_dial_addr(m, p, (const struct sockaddr *) &sa);
+		return;
+	}
+	if (p->resolving) {
+		return;
+	}
+	/* A host name: resolve it on the threadpool, then dial. */
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	r = eb__calloc(1, sizeof(*r));
+	r->m = m;
+	r->peer = p->id;
+	r->host = eb__strdup(p->host);
+	rv = uv_getaddrinfo(
+	    m->loop, &r->req, peer_resolved_cb, p->host, NULL, &hints);
+	if (rv != 0) {
+		EB_LOG_WARN("link", "resolve-failed: node=%s host=%s err=%s",
+		    p->node_id, p->host, eb_err_name(rv));
+		p->retry_at = uv_now(m->loop) + m->backoff_max_ms;
+		free(r->host);
+		free(r);
+		return;
+	}
+	p->resolving = 1;
+	eb_list_insert_tail(&m->resolving, &r->link);
 }
 
 static void
@@ -633,7 +721,8 @@ mgr_handle_closed_cb(uv_handle_t *h)
 void
 eb__link_mgr_conn_gone(eb_link_mgr *m)
 {
-	if (m->closing && eb_list_empty(&m->conns) && m->open_handles == 0) {
+	if (m->closing && eb_list_empty(&m->conns) &&
+	    eb_list_empty(&m->resolving) && m->open_handles == 0) {
 		m->open_handles = 3;
 		uv_close((uv_handle_t *) &m->listener, mgr_handle_closed_cb);
 		uv_close((uv_handle_t *) &m->timer, mgr_handle_closed_cb);
@@ -661,6 +750,12 @@ eb_link_mgr_close(eb_link_mgr *m, eb_link_mgr_close_cb cb, void *arg)
 	 * path), then the manager's own handles. */
 	EB_LIST_FOREACH (it, tmp, &m->conns) {
 		eb__link_conn_close(EB_CONTAINER_OF(it, link_conn, link), NULL);
+	}
+	/* Lookups in flight finish (or are canceled) before we free. */
+	for (it = m->resolving.next; it != &m->resolving; it = it->next) {
+		(void) uv_cancel(
+		    (uv_req_t *) &EB_CONTAINER_OF(it, struct link_resolve, link)
+		        ->req);
 	}
 	eb__link_mgr_conn_gone(m);
 }

@@ -53,11 +53,12 @@ typedef struct link_peer {
 	char    *node_id; /* owned */
 	char    *host;    /* owned; NULL: known only from an inbound link */
 	int      port;
-	int      dialer;            /* our node id is the lower one: we dial */
-	struct link_conn *conn;     /* borrowed: the up connection */
-	struct link_conn *dialing;  /* borrowed: outbound attempt */
-	uint64_t          retry_at; /* loop ms; next dial not before */
-	uint32_t          attempts; /* failed dials since the last up */
+	int      dialer;             /* our node id is the lower one: we dial */
+	struct link_conn *conn;      /* borrowed: the up connection */
+	struct link_conn *dialing;   /* borrowed: outbound attempt */
+	uint64_t          retry_at;  /* loop ms; next dial not before */
+	uint32_t          attempts;  /* failed dials since the last up */
+	int               resolving; /* a host name lookup is in flight */
 	uint64_t          frames_out, frames_in, bytes_out, bytes_in, ups;
 } link_peer;
 
@@ -105,6 +106,7 @@ struct eb_link_mgr {
 	eb_list                 peers; /* of link_peer, owned */
 	eb_list                 conns; /* of link_conn, owned */
 	eb_list                 dirty; /* of link_conn with output pending */
+	eb_list                 resolving; /* of struct link_resolve (link.c) */
 	uint32_t                next_peer_id;
 	link_conn              *cur; /* the frame being built (begin/end) */
 	eb_link_mgr_close_cb    close_cb;

@@ -230,6 +230,30 @@ test_restarted_peer(void **state)
 	node_close(t, &b2);
 }
 
+static void
+test_host_name_resolved(void **state)
+{
+	th_loop *t = *state;
+	node     a;
+	node     b;
+	node    *both[2] = { &a, &b };
+
+	node_open(t, &a, "a", NULL, 0, 0);
+	node_open(t, &b, "b", NULL, 0, 0);
+	/* Not an IP literal: looked up on the threadpool, then dialed. */
+	assert_int_equal(eb_link_mgr_peer_add(
+	                     a.mgr, "b", "localhost", eb_link_mgr_port(b.mgr)),
+	    0);
+	assert_int_equal(th_run_until(t, ge1_ups2, both, 3000), 0);
+	/* A name that does not resolve: no crash, no link, close is clean
+	 * even with the lookup possibly in flight. */
+	assert_int_equal(eb_link_mgr_peer_add(a.mgr, "c",
+	                     "no-such-host.invalid", eb_link_mgr_port(b.mgr)),
+	    0);
+	node_close(t, &a);
+	node_close(t, &b);
+}
+
 static int
 attempts_ge3(void *arg)
 {
@@ -447,6 +471,8 @@ main(void)
 		    test_reconnect_after_drop, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_restarted_peer, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_host_name_resolved, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_mismatch, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
