@@ -189,6 +189,26 @@ test_err_missing_file(void **state)
 }
 
 static void
+test_err_in_memory_text(void **state)
+{
+	static const char text[] = "{\"bridge\": {\"port\": -5}}";
+	eb_conf_sources   src;
+	eb_conf          *c = NULL;
+	eb_errbuf         e;
+
+	(void) state;
+	memset(&src, 0, sizeof(src));
+	src.file = "mem.json"; /* the name only: nothing is read */
+	src.text = text;
+	src.text_len = sizeof(text) - 1;
+	assert_int_equal(eb_conf_load(&src, &c, &e), EB_ECONF);
+	assert_null(c);
+	assert_string_equal(e.msg,
+	    "mem.json:1:21: bridge.port: expected an integer in 0..65535, got "
+	    "-5");
+}
+
+static void
 test_err_bad_enum(void **state)
 {
 	(void) state;
@@ -559,6 +579,7 @@ main(void)
 		cmocka_unit_test(test_err_duplicate_key),
 		cmocka_unit_test(test_err_syntax),
 		cmocka_unit_test(test_err_missing_file),
+		cmocka_unit_test(test_err_in_memory_text),
 		cmocka_unit_test(test_err_bad_enum),
 		cmocka_unit_test(test_err_bad_regex),
 		cmocka_unit_test(test_err_route_shape),
