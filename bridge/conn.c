@@ -291,6 +291,11 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 	bconn_req       *r;
 	int              rv;
 
+	if (reply != NULL && eb__mono_ms() >= reply->expires_ms) {
+		reply_free(c, reply); /* expired, the sweep had not run yet */
+		reply = NULL;
+	}
+
 	if (reply == NULL && !eb__perm_allows(&b->inbound, f->address)) {
 		conn_denied(c, "send", f->address);
 		return;

@@ -265,6 +265,35 @@ class Limits(NodeCase):
                             self.node.log_lines()))
 
 
+class ReplyTtl(NodeCase):
+    bridge = {"inbound": [{"address": "q"}], "outbound": [{"address": "q"}],
+              "reply_ttl_ms": 200}
+
+    def test_pending_reply_expires(self):
+        peer, c = self.connect(), self.connect()
+        c.register("q")
+        c.sync()
+        peer.send("q", {"n": 1}, headers={"timeout": 30000},
+                  reply_address="srv")
+        ra = c.recv_frame()["replyAddress"]
+        time.sleep(0.3)  # let the TTL pass (time itself, not an event)
+        # Expired: the reply address is an ordinary, non-permitted address.
+        c.send(ra, {"late": True})
+        c.expect_exact(self, ERR_DENIED)
+        peer.expect_no_frame(0.3)
+
+    def test_reply_within_ttl_passes(self):
+        peer, c = self.connect(), self.connect()
+        c.register("q")
+        c.sync()
+        peer.send("q", {"n": 1}, reply_address="srv")
+        ra = c.recv_frame()["replyAddress"]
+        c.send(ra, {"ok": True})
+        peer.expect_exact(self, {"type": "message", "address": "srv",
+                                 "headers": {}, "body": {"ok": True},
+                                 "send": True})
+
+
 class AuthEvery(NodeCase):
     bridge = {"inbound": [{}], "outbound": [{}],
               "auth": {"token": "s3cret-Every", "mode": "every"}}
