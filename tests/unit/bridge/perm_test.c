@@ -88,6 +88,25 @@ test_bad_regex(void **state)
 	assert_int_equal(l.n, 0);
 }
 
+static void
+test_java_dialect(void **state)
+{
+	/* The Python client suite's Java regex does not compile as POSIX
+	 * (\w is not a class in brackets: the range w-_ is reversed)... */
+	const eb_bridge_permitted java[] = { { NULL, "[\\w-_ ]*" } };
+	/* ...its POSIX spelling does, with the same meaning. */
+	const eb_bridge_permitted posix[] = { { NULL, "[[:alnum:]_ -]*" } };
+	eb__perm_list             l;
+
+	(void) state;
+	assert_int_equal(eb__perm_init(&l, java, 1, "inbound", NULL), EB_ECONF);
+	assert_int_equal(eb__perm_init(&l, posix, 1, "inbound", NULL), 0);
+	assert_int_equal(eb__perm_allows(&l, "echo-back two_2"), 1);
+	assert_int_equal(eb__perm_allows(&l, ""), 1);
+	assert_int_equal(eb__perm_allows(&l, "#-Bad_Address$"), 0);
+	eb__perm_free(&l);
+}
+
 int
 main(void)
 {
@@ -97,6 +116,7 @@ main(void)
 		cmocka_unit_test(test_alternation_anchored),
 		cmocka_unit_test(test_match_all),
 		cmocka_unit_test(test_bad_regex),
+		cmocka_unit_test(test_java_dialect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
