@@ -105,6 +105,22 @@ class TlsRequired(unittest.TestCase):
         handshake_fails(self, self.node, ctx)
 
 
+class TlsRequest(unittest.TestCase):
+    def test_request_mode_accepts_with_and_without_client_cert(self):
+        node = bt.start_node("tlsrequest", bridge=bt.tls_bridge(
+            "request", inbound=[{}], outbound=[{}]))
+        try:
+            for ctx in (bt.client_tls(), bt.client_tls(certname="client")):
+                c = bt.connect(node, ctx, "localhost")
+                c.ping()
+                c.expect_exact(self, {"type": "pong"})
+                c.close()
+            # A certificate that does not verify is still refused.
+            handshake_fails(self, node, bt.client_tls(certname="wrong"))
+        finally:
+            node.stop()
+
+
 class TlsExpired(unittest.TestCase):
     def test_expired_server_certificate_rejected_by_client(self):
         node = bt.start_node("tlsexp", bridge=bt.tls_bridge(
