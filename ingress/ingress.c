@@ -27,10 +27,6 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	if (opts->address == NULL || opts->address[0] == '\0') {
 		return eb_errf(err, EB_ECONF, "ingress address is empty");
 	}
-	if (opts->hold_max == 0 || opts->hold_ms == 0) {
-		return eb_errf(
-		    err, EB_ECONF, "ingress hold bounds must be > 0");
-	}
 	in = eb__calloc(1, sizeof(*in));
 	rv = eb__ingress_rules_copy(in, opts, err);
 	if (rv != 0) {

@@ -74,7 +74,7 @@ typedef struct eb_ingress_route {
 
 typedef struct eb_ingress_opts {
 	const char *address;    /* default "external.ingress" */
-	uint32_t    hold_max;   /* default 1000 */
+	uint32_t    hold_max;   /* default 1000; 0: never hold */
 	uint64_t    hold_ms;    /* default 5000 */
 	uint64_t    timeout_ms; /* forward timeout, 0: bus default */
 	/*
