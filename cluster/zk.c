@@ -247,6 +247,32 @@ zk_no_session_status(const struct zk_real *r)
 	return EB_EZKEXPIRED;
 }
 
+/* The library hands our pointers back as const void *; C11 allows reading
+ * them through a union, which keeps the const-correctness warnings on. */
+static struct zk_req *
+req_of(const void *data)
+{
+	union {
+		const void    *c;
+		struct zk_req *q;
+	} u;
+
+	u.c = data;
+	return u.q;
+}
+
+static struct zk_conn *
+conn_of(const void *data)
+{
+	union {
+		const void     *c;
+		struct zk_conn *conn;
+	} u;
+
+	u.c = data;
+	return u.conn;
+}
+
 static void
 watch_free(struct zk_watch *w)
 {
@@ -356,6 +382,29 @@ timer_cb(uv_timer_t *h)
 	lib_process(h->data, 0);
 }
 
+/* A new uv_poll on fd; 0 or the libuv error (then only the timer drives). */
+static int
+poll_new(struct zk_real *r, int fd, int state)
+{
+	int rv;
+
+	r->poll = eb__malloc(sizeof(*r->poll));
+	rv = uv_poll_init(r->zk->loop, r->poll, fd);
+	if (rv != 0) {
+		EB_LOG_WARN("zk", "poll-init-failed: fd=%d err=%s", fd,
+		    eb_err_name(rv));
+		free(r->poll);
+		r->poll = NULL;
+		return rv;
+	}
+	r->open_handles++;
+	r->poll->data = r;
+	r->poll_fd = fd;
+	r->poll_state = state;
+	r->poll_generation++;
+	return 0;
+}
+
 /* Makes the poll match (fd, interest); see the file comment for when a new
  * uv_poll is made. */
 static void
@@ -363,7 +412,6 @@ poll_update(struct zk_real *r, int fd, int interest)
 {
 	int state = zoo_state(r->conn->zh);
 	int events = 0;
-	int rv;
 
 	if (fd == -1) {
 		poll_drop(r);
@@ -373,20 +421,9 @@ poll_update(struct zk_real *r, int fd, int interest)
 	    state != ZOO_CONNECTED_STATE ||
 	    r->poll_state != ZOO_CONNECTED_STATE) {
 		poll_drop(r);
-		r->poll = eb__malloc(sizeof(*r->poll));
-		rv = uv_poll_init(r->zk->loop, r->poll, fd);
-		if (rv != 0) {
-			EB_LOG_WARN("zk", "poll-init-failed: fd=%d err=%s", fd,
-			    eb_err_name(rv));
-			free(r->poll);
-			r->poll = NULL;
-			return; /* the timer still drives the client */
+		if (poll_new(r, fd, state) != 0) {
+			return;
 		}
-		r->open_handles++;
-		r->poll->data = r;
-		r->poll_fd = fd;
-		r->poll_state = state;
-		r->poll_generation++;
 	}
 	events |= (interest & ZOOKEEPER_READ) ? UV_READABLE : 0;
 	events |= (interest & ZOOKEEPER_WRITE) ? UV_WRITABLE : 0;
@@ -524,7 +561,7 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 static void
 auth_cb(int rc, const void *data)
 {
-	struct zk_conn *conn = (struct zk_conn *) (uintptr_t) data;
+	struct zk_conn *conn = conn_of(data);
 
 	if (conn->retired || rc == ZOK || conn->r->zk->closing) {
 		return;
@@ -741,7 +778,7 @@ req_settle_watch(struct zk_req *q, int rc, int exists)
 static void
 create_done(int rc, const char *value, const void *data)
 {
-	struct zk_req *q = (struct zk_req *) (uintptr_t) data;
+	struct zk_req *q = req_of(data);
 	int            st = eb__err_from_zk(rc);
 
 	if (!req_deliverable(q)) {
@@ -755,7 +792,7 @@ create_done(int rc, const char *value, const void *data)
 static void
 void_done(int rc, const void *data)
 {
-	struct zk_req *q = (struct zk_req *) (uintptr_t) data;
+	struct zk_req *q = req_of(data);
 	int            st = eb__err_from_zk(rc);
 
 	if (!req_deliverable(q)) {
@@ -769,7 +806,7 @@ void_done(int rc, const void *data)
 static void
 stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	struct zk_req *q = (struct zk_req *) (uintptr_t) data;
+	struct zk_req *q = req_of(data);
 	int            st = eb__err_from_zk(rc);
 	eb_zk_stat     s;
 
@@ -791,7 +828,7 @@ static void
 data_done(int rc, const char *value, int len, const struct Stat *stat,
     const void *data)
 {
-	struct zk_req *q = (struct zk_req *) (uintptr_t) data;
+	struct zk_req *q = req_of(data);
 	int            st = eb__err_from_zk(rc);
 	eb_zk_stat     s;
 
@@ -815,7 +852,7 @@ data_done(int rc, const char *value, int len, const struct Stat *stat,
 static void
 children_done(int rc, const struct String_vector *v, const void *data)
 {
-	struct zk_req *q = (struct zk_req *) (uintptr_t) data;
+	struct zk_req *q = req_of(data);
 	int            st = eb__err_from_zk(rc);
 	size_t         n = 0;
 
@@ -835,7 +872,7 @@ children_done(int rc, const struct String_vector *v, const void *data)
 static void
 multi_done(int rc, const void *data)
 {
-	struct zk_req   *q = (struct zk_req *) (uintptr_t) data;
+	struct zk_req   *q = req_of(data);
 	int              st = eb__err_from_zk(rc);
 	eb_zk_op_result *res;
 	size_t           i;

@@ -3,6 +3,8 @@
  * where raw ZooKeeper codes are translated; ZSYSTEMERROR (-1) must never be
  * mistaken for -EPERM, so nothing passes through unchanged.
  */
+#include <stddef.h>
+
 #include <zookeeper/zookeeper.h>
 
 #include <ebnode/err.h>
@@ -45,32 +47,45 @@
 	XX(ZSESSIONCLOSEDREQUIRESASLAUTH, EB_EZKAUTH)      \
 	XX(ZTHROTTLEDOP, EB_EZKLOSS)
 
+struct zk_rc_row {
+	int         zrc;
+	int         eb;
+	const char *name;
+};
+
+static const struct zk_rc_row zk_rc_rows[] = {
+#define XX(code, eb) { code, eb, #code },
+	EB_ZK_RC_MAP(XX)
+#undef XX
+};
+
+static const struct zk_rc_row *
+zk_rc_find(int zrc)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(zk_rc_rows) / sizeof(zk_rc_rows[0]); i++) {
+		if (zk_rc_rows[i].zrc == zrc) {
+			return &zk_rc_rows[i];
+		}
+	}
+	return NULL;
+}
+
 int
 eb__err_from_zk(int zrc)
 {
-	switch (zrc) {
-#define XX(code, eb) \
-	case code:   \
-		return eb;
-		EB_ZK_RC_MAP(XX)
-#undef XX
-	default:
-		/* A code newer than this table: a failure, never a pass-through
-		 * (a raw negative ZooKeeper code would read as an errno). */
-		return EB_EZKSYSTEM;
-	}
+	const struct zk_rc_row *row = zk_rc_find(zrc);
+
+	/* A code newer than this table is a failure, never a pass-through:
+	 * a raw negative ZooKeeper code would read as an errno. */
+	return row != NULL ? row->eb : EB_EZKSYSTEM;
 }
 
 const char *
 eb__zk_rc_name(int zrc)
 {
-	switch (zrc) {
-#define XX(code, eb) \
-	case code:   \
-		return #code;
-		EB_ZK_RC_MAP(XX)
-#undef XX
-	default:
-		return "Z?";
-	}
+	const struct zk_rc_row *row = zk_rc_find(zrc);
+
+	return row != NULL ? row->name : "Z?";
 }

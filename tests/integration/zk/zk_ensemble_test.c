@@ -27,7 +27,7 @@ server_index(const char *dir, int port)
 		(void) snprintf(path, sizeof(path), "%s/connect.%d", dir, i);
 		line = zkit_read_line(path);
 		if (line != NULL && strrchr(line, ':') != NULL &&
-		    atoi(strrchr(line, ':') + 1) == port) {
+		    strtol(strrchr(line, ':') + 1, NULL, 10) == port) {
 			found = i;
 		}
 		free(line);
@@ -64,8 +64,8 @@ test_kill_connected_server(void **state)
 	victim = server_index(dir, port);
 	assert_true(victim >= 1 && victim <= 3);
 	(void) snprintf(idx, sizeof(idx), "%d", victim);
-	fprintf(stderr, "zk-ensemble: connected to server %d (port %d)\n",
-	    victim, port);
+	(void) fprintf(stderr,
+	    "zk-ensemble: connected to server %d (port %d)\n", victim, port);
 
 	t0 = eb__mono_ms();
 	zkit_script_start(t, &proc, kill_args);
@@ -79,7 +79,7 @@ test_kill_connected_server(void **state)
 	assert_int_equal(eb_zk_session_id(zk), sid);
 	port2 = eb__zk_connected_port(zk);
 	assert_true(port2 != 0 && port2 != port);
-	fprintf(stderr,
+	(void) fprintf(stderr,
 	    "MEASURE ensemble-failover: killed=%d suspended_after_ms=%llu "
 	    "reconnected_after_ms=%llu new_server=%d\n",
 	    victim, (unsigned long long) (e.at_ms[1] - t0),

@@ -198,6 +198,30 @@ multi_cb(
 	}
 }
 
+/* A failing check (the fencing pattern): nothing is set. */
+static void
+multi_failing_check(th_loop *t, eb_zk *zk, const char *p)
+{
+	struct multi_res m;
+	zkit_res         r;
+	eb_zk_op         ops[2] = {
+		        { .type = EB_ZK_OP_CHECK, .path = p, .version = 0 },
+		        { .type = EB_ZK_OP_SET,
+		            .path = p,
+		            .data = "v2",
+		            .len = 2,
+		            .version = -1 },
+	};
+
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(eb_zk_multi(zk, ops, 2, multi_cb, &m), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &m.done, 5000), 0);
+	assert_int_equal(m.status, EB_EZKBADVERSION);
+	assert_int_equal(m.st[0], EB_EZKBADVERSION);
+	assert_int_equal(zkit_get(t, zk, p, NULL, NULL, &r), 0);
+	assert_string_equal(r.data, "v1");
+}
+
 static void
 test_multi(void **state)
 {
@@ -288,26 +312,7 @@ test_multi(void **state)
 		    zkit_exists(t, zk, m2, NULL, NULL, &r), EB_EZKNONODE);
 		assert_int_equal(zkit_exists(t, zk, m1, NULL, NULL, &r), 0);
 	}
-	{
-		/* A failing check (the fencing pattern). */
-		eb_zk_op ops[2] = {
-			{ .type = EB_ZK_OP_CHECK, .path = p, .version = 0 },
-			{ .type = EB_ZK_OP_SET,
-			    .path = p,
-			    .data = "v2",
-			    .len = 2,
-			    .version = -1 },
-		};
-
-		memset(&m, 0, sizeof(m));
-		assert_int_equal(eb_zk_multi(zk, ops, 2, multi_cb, &m), 0);
-		assert_int_equal(
-		    th_run_until(t, th_flag_set, &m.done, 5000), 0);
-		assert_int_equal(m.status, EB_EZKBADVERSION);
-		assert_int_equal(m.st[0], EB_EZKBADVERSION);
-		assert_int_equal(zkit_get(t, zk, p, NULL, NULL, &r), 0);
-		assert_string_equal(r.data, "v1");
-	}
+	multi_failing_check(t, zk, p);
 	zkit_close(t, zk);
 }
 
@@ -430,14 +435,14 @@ test_close_cancels_in_flight(void **state)
 	assert_int_equal(c.done, 1);
 	assert_int_equal(c.status, EB_ECANCELED);
 	assert_int_equal(closed, 1);
-	fprintf(stderr,
+	(void) fprintf(stderr,
 	    "MEASURE close-live: call_us=%llu close_cb_ms=%llu "
 	    "max_loop_gap_ms=%llu\n",
 	    (unsigned long long) (call_ns / 1000),
 	    (unsigned long long) (done_ns / 1000000),
 	    (unsigned long long) (m.max_gap_ns / 1000000));
-	assert_true(call_ns < 5u * 1000u * 1000u);
-	assert_true(m.max_gap_ns < 200u * 1000u * 1000u);
+	assert_true(call_ns < UINT64_C(5000000));
+	assert_true(m.max_gap_ns < UINT64_C(200000000));
 	/* The meter lives on this stack: let its close finish here. */
 	assert_int_equal(th_loop_run(t), 0);
 }
@@ -447,7 +452,7 @@ port_of(const char *connect)
 {
 	const char *c = strrchr(connect, ':');
 
-	return c != NULL ? atoi(c + 1) : 0;
+	return c != NULL ? (int) strtol(c + 1, NULL, 10) : 0;
 }
 
 /*
@@ -482,16 +487,16 @@ test_close_unresponsive_does_not_block(void **state)
 	assert_int_equal(th_run_until(t, th_flag_set, &closed, 20000), 0);
 	done_ns = uv_hrtime() - t0;
 	zkit_meter_stop(&m);
-	fprintf(stderr,
+	(void) fprintf(stderr,
 	    "MEASURE close-unresponsive: call_us=%llu close_cb_ms=%llu "
 	    "max_loop_gap_ms=%llu ticks=%llu\n",
 	    (unsigned long long) (call_ns / 1000),
 	    (unsigned long long) (done_ns / 1000000),
 	    (unsigned long long) (m.max_gap_ns / 1000000),
 	    (unsigned long long) m.ticks);
-	assert_true(call_ns < 5u * 1000u * 1000u);
+	assert_true(call_ns < UINT64_C(5000000));
 	/* The loop ran all along, even while the close took seconds. */
-	assert_true(m.max_gap_ns < 200u * 1000u * 1000u);
+	assert_true(m.max_gap_ns < UINT64_C(200000000));
 	assert_int_equal(closed, 1);
 	th_proxy_close(px, NULL, NULL);
 	(void) pclosed;

@@ -52,7 +52,7 @@ test_restart_within_session_timeout(void **state)
 	assert_int_equal(zkit_script_wait(t, &proc, 60000), 0);
 	assert_int_equal(zkit_wait_events(t, &e, 3, 20000), 0);
 	assert_int_equal(e.ev[2], EB_ZK_EV_RECONNECTED);
-	fprintf(stderr,
+	(void) fprintf(stderr,
 	    "MEASURE restart: suspended_after_ms=%llu "
 	    "reconnected_after_ms=%llu\n",
 	    (unsigned long long) (e.at_ms[1] - t0),

@@ -47,7 +47,7 @@ port_of(const char *connect)
 {
 	const char *c = strrchr(connect, ':');
 
-	return c != NULL ? atoi(c + 1) : 0;
+	return c != NULL ? (int) strtol(c + 1, NULL, 10) : 0;
 }
 
 struct get_res {
@@ -67,6 +67,40 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 	(void) stat;
 	g->done++;
 	g->status = status;
+}
+
+/* Heals the partition and checks the new session (events 4: CONNECTED). */
+static void
+heal_and_check(th_loop *t, th_proxy *px, eb_zk *zk, zkit_events *ev,
+    int64_t sid1, const char *eph, int silent)
+{
+	zkit_res r;
+	uint64_t t_exp = ev->at_ms[2];
+
+	/* Heal: a new session. */
+	if (silent) {
+		th_proxy_cut(px); /* drop the stalled connections */
+		th_proxy_resume(px);
+	}
+	th_proxy_heal(px);
+	assert_int_equal(zkit_wait_events(t, ev, 4, 15000), 0);
+	assert_int_equal(ev->ev[3], EB_ZK_EV_CONNECTED);
+	assert_true(eb_zk_session_id(zk) != 0);
+	assert_true(eb_zk_session_id(zk) != sid1);
+	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	(void) fprintf(stderr,
+	    "MEASURE %s: expired_after_suspended_ms=%llu old=0x%llx "
+	    "new=0x%llx\n",
+	    silent ? "pause" : "cut",
+	    (unsigned long long) (t_exp - ev->at_ms[1]),
+	    (unsigned long long) sid1,
+	    (unsigned long long) eb_zk_session_id(zk));
+	/* The new session works. */
+	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
+	assert_int_equal(zkit_exists(t, zk, eph, NULL, NULL, &r), 0);
+	assert_int_equal(r.stat.ephemeral_owner, eb_zk_session_id(zk));
+	assert_int_equal(ev->n, 4);
+	assert_int_equal(ev->ev[0], EB_ZK_EV_CONNECTED);
 }
 
 static void
@@ -113,7 +147,7 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	assert_int_equal(zkit_wait_events(t, &e, 2, 10000), 0);
 	assert_int_equal(e.ev[1], EB_ZK_EV_SUSPENDED);
 	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_SUSPENDED);
-	fprintf(stderr, "MEASURE %s: suspended_after_ms=%llu\n",
+	(void) fprintf(stderr, "MEASURE %s: suspended_after_ms=%llu\n",
 	    silent ? "pause" : "cut",
 	    (unsigned long long) (e.at_ms[1] - t_loss));
 	/* A request while suspended completes once, with a failure. */
@@ -135,30 +169,7 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	assert_int_equal(th_run_until(t, th_flag_set, &gone.fired, 10000), 0);
 	assert_int_equal(gone.type, EB_ZK_WATCH_DELETED);
 
-	/* Heal: a new session. */
-	if (silent) {
-		th_proxy_cut(px); /* drop the stalled connections */
-		th_proxy_resume(px);
-	}
-	th_proxy_heal(px);
-	assert_int_equal(zkit_wait_events(t, &e, 4, 15000), 0);
-	assert_int_equal(e.ev[3], EB_ZK_EV_CONNECTED);
-	assert_true(eb_zk_session_id(zk) != 0);
-	assert_true(eb_zk_session_id(zk) != sid1);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
-	fprintf(stderr,
-	    "MEASURE %s: expired_after_suspended_ms=%llu old=0x%llx "
-	    "new=0x%llx\n",
-	    silent ? "pause" : "cut", (unsigned long long) (t_exp - e.at_ms[1]),
-	    (unsigned long long) sid1,
-	    (unsigned long long) eb_zk_session_id(zk));
-	/* The new session works. */
-	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
-	assert_int_equal(zkit_exists(t, zk, eph, NULL, NULL, &r), 0);
-	assert_int_equal(r.stat.ephemeral_owner, eb_zk_session_id(zk));
-	assert_int_equal(e.n, 4);
-	assert_int_equal(e.ev[0], EB_ZK_EV_CONNECTED);
-
+	heal_and_check(t, px, zk, &e, sid1, eph, silent);
 	zkit_close(t, zk);
 	zkit_close(t, witness);
 	th_proxy_close(px, NULL, NULL);
@@ -265,7 +276,7 @@ test_server_side_expiry(void **state)
 	assert_int_equal(zkit_wait_events(t, &e, 4, 10000), 0);
 	assert_int_equal(e.ev[3], EB_ZK_EV_CONNECTED);
 	assert_true(eb_zk_session_id(zk) != sid1);
-	fprintf(stderr,
+	(void) fprintf(stderr,
 	    "MEASURE server-expiry: expired_after_suspended_ms=%llu\n",
 	    (unsigned long long) (e.at_ms[2] - e.at_ms[1]));
 	zkit_close(t, zk);

@@ -20,7 +20,7 @@ zkit_on_event(eb_zk *zk, eb_zk_event ev, void *arg)
 	e->sid[e->n] = eb_zk_session_id(zk);
 	e->at_ms[e->n] = eb__mono_ms();
 	e->n++;
-	fprintf(stderr, "zkit: event %d sid=0x%llx\n", (int) ev,
+	(void) fprintf(stderr, "zkit: event %d sid=0x%llx\n", (int) ev,
 	    (unsigned long long) eb_zk_session_id(zk));
 }
 
@@ -309,6 +309,19 @@ proc_exit_cb(uv_process_t *p, int64_t status, int sig)
 	uv_close((uv_handle_t *) p, NULL);
 }
 
+/* uv_process_options_t wants char **; libuv does not write to them. */
+static char *
+unconst(const char *s)
+{
+	union {
+		const char *c;
+		char       *m;
+	} u;
+
+	u.c = s;
+	return u.m;
+}
+
 void
 zkit_script_start(th_loop *t, zkit_proc *p, const char *const *args)
 {
@@ -323,9 +336,9 @@ zkit_script_start(th_loop *t, zkit_proc *p, const char *const *args)
 	}
 	memset(p, 0, sizeof(*p));
 	memset(&o, 0, sizeof(o));
-	argv[0] = (char *) (uintptr_t) script;
+	argv[0] = unconst(script);
 	for (i = 0; args[i] != NULL && i < 6; i++) {
-		argv[i + 1] = (char *) (uintptr_t) args[i];
+		argv[i + 1] = unconst(args[i]);
 	}
 	argv[i + 1] = NULL;
 	io[0].flags = UV_IGNORE;
