@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster_int.h"
 #include "cluster/zk.h"
 #include "common/util.h"
 #include "tests/harness/proxy.h"
@@ -199,6 +200,7 @@ test_short_cut_resumes_session(void **state)
 	eb_zk      *zk;
 	char        via[64], root[128], node[192];
 	int64_t     sid;
+	uint64_t    gen;
 
 	th_watchdog_ms(t, 60000);
 	assert_int_equal(
@@ -213,12 +215,18 @@ test_short_cut_resumes_session(void **state)
 	assert_int_equal(
 	    zkit_exists(t, zk, node, zkit_on_watch, &w, &r), EB_EZKNONODE);
 
+	gen = eb__zk_poll_generation(zk);
+	assert_true(gen >= 1);
 	th_proxy_cut(px);
 	assert_int_equal(zkit_wait_events(t, &e, 2, 5000), 0);
 	assert_int_equal(e.ev[1], EB_ZK_EV_SUSPENDED);
 	th_proxy_heal(px);
 	assert_int_equal(zkit_wait_events(t, &e, 3, 8000), 0);
 	assert_int_equal(e.ev[2], EB_ZK_EV_RECONNECTED);
+	/* A new socket got a new uv_poll; session events never reached the
+	 * per-path watch. */
+	assert_true(eb__zk_poll_generation(zk) > gen);
+	assert_int_equal(w.fired, 0);
 	assert_int_equal(eb_zk_session_id(zk), sid);
 	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
 	/* The watch armed before the cut survived the reconnect. */
