@@ -348,11 +348,11 @@ lib_process(struct zk_real *r, int zevents)
 {
 	struct zk_conn *conn = r->conn;
 
-	if (conn == NULL || conn->retired || conn->dead || r->zk->closing) {
-		return;
-	}
 	if (r->poll != NULL) {
 		(void) uv_poll_stop(r->poll); /* first, always */
+	}
+	if (conn == NULL || conn->retired || conn->dead || r->zk->closing) {
+		return; /* the pending retire/close step takes over */
 	}
 	r->in_lib = 1;
 	(void) zookeeper_process(conn->zh, zevents); /* results: callbacks */
@@ -1244,6 +1244,9 @@ real_close(eb_zk *zk)
 
 	/* Never close the handle here: we may be inside a ZooKeeper
 	 * callback. The next loop turn does it. */
+	if (r->poll != NULL) {
+		(void) uv_poll_stop(r->poll);
+	}
 	(void) uv_timer_stop(&r->timer);
 	(void) uv_timer_stop(&r->lost_timer);
 	eb__defer(&r->dq, close_step, r);
