@@ -29,7 +29,6 @@
  * Usage: ebbaseline [--host H] [--port P]; prints "READY bridge=H:P" on
  * stdout once listening and runs until SIGINT/SIGTERM. One thread, one loop.
  */
-#define _GNU_SOURCE /* memmem */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@
 
 #include <uv.h>
 
+#include "bench/scan.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/frame.h"
@@ -62,18 +62,23 @@ typedef struct base_wreq {
 	char      *data; /* owned */
 } base_wreq;
 
+/* One requester awaiting a reply (NULL once it closed). */
+typedef struct base_waiter {
+	base_conn *conn;
+} base_waiter;
+
 typedef struct base_server {
-	uv_loop_t  *loop;
-	uv_tcp_t    listener;
-	uv_signal_t sigint;
-	uv_signal_t sigterm;
-	eb_list     conns;
-	int         nsinks;
-	base_conn  *flush_head; /* destinations touched by the current read */
-	base_conn **waiting;    /* FIFO ring of requesters awaiting replies */
-	size_t      wcap;
-	size_t      whead;
-	size_t      wlen;
+	uv_loop_t   *loop;
+	uv_tcp_t     listener;
+	uv_signal_t  sigint;
+	uv_signal_t  sigterm;
+	eb_list      conns;
+	int          nsinks;
+	base_conn   *flush_head; /* destinations touched by the current read */
+	base_waiter *waiting;    /* FIFO ring of requesters awaiting replies */
+	size_t       wcap;
+	size_t       whead;
+	size_t       wlen;
 } base_server;
 
 static base_server g_srv;
@@ -101,8 +106,8 @@ conn_close(base_conn *c)
 	for (size_t i = 0; i < g_srv.wlen; i++) {
 		size_t k = (g_srv.whead + i) % g_srv.wcap;
 
-		if (g_srv.waiting[k] == c) {
-			g_srv.waiting[k] = NULL;
+		if (g_srv.waiting[k].conn == c) {
+			g_srv.waiting[k].conn = NULL;
 		}
 	}
 	eb_list_remove(&c->link);
@@ -163,9 +168,9 @@ flush_all(void)
 static void
 waiting_push(base_conn *c)
 {
-	size_t      i;
-	size_t      ncap;
-	base_conn **nw;
+	size_t       i;
+	size_t       ncap;
+	base_waiter *nw;
 
 	if (g_srv.wlen == g_srv.wcap) {
 		ncap = g_srv.wcap ? g_srv.wcap * 2 : 64;
@@ -178,13 +183,13 @@ waiting_push(base_conn *c)
 		g_srv.wcap = ncap;
 		g_srv.whead = 0;
 	}
-	g_srv.waiting[(g_srv.whead + g_srv.wlen++) % g_srv.wcap] = c;
+	g_srv.waiting[(g_srv.whead + g_srv.wlen++) % g_srv.wcap].conn = c;
 }
 
 static base_conn *
 waiting_pop(void)
 {
-	base_conn *c = g_srv.waiting[g_srv.whead];
+	base_conn *c = g_srv.waiting[g_srv.whead].conn;
 
 	g_srv.whead = (g_srv.whead + 1) % g_srv.wcap;
 	g_srv.wlen--;
@@ -221,7 +226,7 @@ handle_frame(base_conn *c, const char *p, uint32_t n)
 		return;
 	}
 	/* A substring search: the baseline never parses JSON. */
-	if (memmem(p, n, "\"replyAddress\"", 14) != NULL) {
+	if (bench_memmem(p, n, "\"replyAddress\"", 14) != NULL) {
 		waiting_push(c);
 	}
 	EB_LIST_FOREACH (it, tmp, &g_srv.conns) {
@@ -262,7 +267,8 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	flush_all();
 	if (rv != UV_EAGAIN) {
-		fprintf(stderr, "ebbaseline: bad frame length, closing\n");
+		(void) fprintf(
+		    stderr, "ebbaseline: bad frame length, closing\n");
 		conn_close(c);
 	}
 }
@@ -345,14 +351,15 @@ main(int argc, char **argv)
 	int                rv;
 
 	if (parse_args(argc, argv, &host, &port) != 0) {
-		fprintf(stderr, "usage: ebbaseline [--host H] [--port P]\n");
+		(void) fprintf(
+		    stderr, "usage: ebbaseline [--host H] [--port P]\n");
 		return 2;
 	}
-	signal(SIGPIPE, SIG_IGN);
+	(void) signal(SIGPIPE, SIG_IGN);
 	g_srv.loop = uv_default_loop();
 	eb_list_init(&g_srv.conns);
 	if ((rv = uv_ip4_addr(host, port, &sa)) != 0) {
-		fprintf(stderr, "ebbaseline: bad host %s: %s\n", host,
+		(void) fprintf(stderr, "ebbaseline: bad host %s: %s\n", host,
 		    uv_strerror(rv));
 		return 1;
 	}
@@ -361,8 +368,8 @@ main(int argc, char **argv)
 	        0 ||
 	    (rv = uv_listen(
 	         (uv_stream_t *) &g_srv.listener, 1024, connection_cb)) != 0) {
-		fprintf(stderr, "ebbaseline: listen %s:%d: %s\n", host, port,
-		    uv_strerror(rv));
+		(void) fprintf(stderr, "ebbaseline: listen %s:%d: %s\n", host,
+		    port, uv_strerror(rv));
 		return 1;
 	}
 	uv_tcp_getsockname(&g_srv.listener, (struct sockaddr *) &bound, &len);
@@ -372,7 +379,7 @@ main(int argc, char **argv)
 	uv_signal_start(&g_srv.sigint, signal_cb, SIGINT);
 	uv_signal_start(&g_srv.sigterm, signal_cb, SIGTERM);
 	printf("READY bridge=%s:%d\n", name, ntohs(bound.sin_port));
-	fflush(stdout);
+	(void) fflush(stdout);
 	uv_run(g_srv.loop, UV_RUN_DEFAULT);
 	(void) uv_loop_close(g_srv.loop);
 	free(g_srv.waiting);

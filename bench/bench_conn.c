@@ -5,7 +5,6 @@
  * memmem instead of being parsed: the client must cost as little CPU as
  * possible, because it shares the machine with the server it measures.
  */
-#define _GNU_SOURCE /* memmem */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <jansson.h>
 
 #include "bench/bench.h"
+#include "bench/scan.h"
 #include "common/alloc.h"
 #include "common/list.h"
 
@@ -138,7 +138,7 @@ bench_conn_send(bench_conn *c)
 static uint64_t
 scan_hex_t(const char *p, uint32_t n)
 {
-	const char *q = memmem(p, n, "\"t\":\"", 5);
+	const char *q = bench_memmem(p, n, "\"t\":\"", 5);
 	uint64_t    v = 0;
 	int         i;
 	char        ch;
@@ -166,7 +166,7 @@ scan_hex_t(const char *p, uint32_t n)
 static int
 scan_token(const char *p, uint32_t n, uint64_t *seq)
 {
-	const char *q = memmem(p, n, "\"#b", 3);
+	const char *q = bench_memmem(p, n, "\"#b", 3);
 	const char *end = p + n;
 	uint64_t    v = 0;
 
@@ -195,10 +195,10 @@ conn_handle_frame(bench_conn *c, const char *p, uint32_t n)
 {
 	bench   *b = c->b;
 	uint64_t seq;
-	int      is_err = memmem(p, n, "\"type\":\"err\"", 12) != NULL;
+	int      is_err = bench_memmem(p, n, "\"type\":\"err\"", 12) != NULL;
 
 	if (!c->ready) {
-		if (memmem(p, n, "\"type\":\"pong\"", 13) != NULL) {
+		if (bench_memmem(p, n, "\"type\":\"pong\"", 13) != NULL) {
 			c->ready = 1;
 			if (++b->nready == b->nconns) {
 				bench_on_ready(b);
@@ -416,14 +416,15 @@ responder_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	c->dec.in.len += (size_t) nread;
 	while (eb__frame_dec_next(&c->dec, &p, &n) == 0) {
 		if (!c->ready) {
-			if (memmem(p, n, "\"type\":\"pong\"", 13) != NULL) {
+			if (bench_memmem(p, n, "\"type\":\"pong\"", 13) !=
+			    NULL) {
 				c->ready = 1;
 				r->status = 0;
 				uv_sem_post(&r->started);
-			} else if (memmem(p, n, "\"type\":\"err\"", 12) !=
+			} else if (bench_memmem(p, n, "\"type\":\"err\"", 12) !=
 			           NULL) {
-				fprintf(stderr, "ebbench: responder: %.*s\n",
-				    (int) n, p);
+				(void) fprintf(stderr,
+				    "ebbench: responder: %.*s\n", (int) n, p);
 				r->status = -1;
 				uv_sem_post(&r->started);
 				bench_close_all(&r->loop);
@@ -431,7 +432,7 @@ responder_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			}
 			continue;
 		}
-		if (memmem(p, n, "\"replyAddress\"", 14) != NULL) {
+		if (bench_memmem(p, n, "\"replyAddress\"", 14) != NULL) {
 			responder_reply(c, p, n);
 		}
 	}
@@ -447,7 +448,7 @@ responder_connect_cb(uv_connect_t *req, int status)
 	int              n;
 
 	if (status != 0) {
-		fprintf(stderr, "ebbench: responder: connect: %s\n",
+		(void) fprintf(stderr, "ebbench: responder: connect: %s\n",
 		    uv_strerror(status));
 		r->status = -1;
 		uv_sem_post(&r->started);
@@ -489,7 +490,8 @@ responder_main(void *arg)
 	if ((rv = uv_ip4_addr(r->o.host, r->o.port, &sa)) != 0 ||
 	    (rv = uv_tcp_connect(&c->creq, &c->tcp,
 	         (const struct sockaddr *) &sa, responder_connect_cb)) != 0) {
-		fprintf(stderr, "ebbench: responder: %s\n", uv_strerror(rv));
+		(void) fprintf(
+		    stderr, "ebbench: responder: %s\n", uv_strerror(rv));
 		r->status = -1;
 		uv_sem_post(&r->started);
 		bench_close_all(&r->loop);

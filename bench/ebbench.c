@@ -43,7 +43,7 @@ static bench_proc g_self_end;
 static void
 usage(FILE *out)
 {
-	fprintf(out,
+	(void) fprintf(out,
 	    "Usage: ebbench --port P [options]\n"
 	    "  -m, --mode rr|pipe|fire|egress  (default rr)\n"
 	    "      --host H            server address (default 127.0.0.1)\n"
@@ -113,14 +113,58 @@ is_opt(const char *a, const char *s, const char *l)
 	return (s != NULL && strcmp(a, s) == 0) || strcmp(a, l) == 0;
 }
 
-/* Returns 0, or 2 after printing a usage error. */
+/* Options with a value: 1 if a is one (bad set when val is invalid). */
 static int
-parse_args(int argc, char **argv, bench_opts *o)
+value_opt(bench_opts *o, const char *a, const char *val, int *bad)
 {
-	int    i;
-	double v;
-	int    depth_set = 0;
+	double v = 0;
 
+	if (is_opt(a, "-m", "--mode")) {
+		*bad = parse_mode(val, &o->mode);
+	} else if (is_opt(a, NULL, "--host")) {
+		*bad = val == NULL;
+		o->host = val;
+	} else if (is_opt(a, "-p", "--port")) {
+		*bad = parse_num(val, 1, 65535, &v);
+		o->port = (int) v;
+	} else if (is_opt(a, "-c", "--connections")) {
+		*bad = parse_num(val, 1, 10000, &v);
+		o->connections = (int) v;
+	} else if (is_opt(a, "-b", "--body")) {
+		*bad = parse_num(val, 0, 8e6, &v);
+		o->body = (size_t) v;
+	} else if (is_opt(a, "-d", "--duration")) {
+		*bad = parse_num(val, 0.01, 86400, &o->duration_s);
+	} else if (is_opt(a, "-n", "--count")) {
+		*bad = parse_num(val, 1, 1e12, &v);
+		o->count = (uint64_t) v;
+	} else if (is_opt(a, NULL, "--depth")) {
+		*bad = parse_num(val, 1, 1e6, &v);
+		o->depth = (uint32_t) v;
+	} else if (is_opt(a, NULL, "--warmup")) {
+		*bad = parse_num(val, 0, 3600, &o->warmup_s);
+	} else if (is_opt(a, NULL, "--drain")) {
+		*bad = parse_num(val, 0, 3600, &o->drain_s);
+	} else if (is_opt(a, "-a", "--address")) {
+		/* The address is put into JSON text unescaped. */
+		*bad = val == NULL || strchr(val, '"') != NULL ||
+		       strchr(val, '\\') != NULL;
+		o->address = val;
+	} else if (is_opt(a, NULL, "--server-pid")) {
+		*bad = parse_num(val, 1, 4194304, &v);
+		o->server_pid = (int) v;
+	} else if (is_opt(a, NULL, "--label")) {
+		*bad = val == NULL;
+		o->label = val;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+static void
+set_defaults(bench_opts *o)
+{
 	memset(o, 0, sizeof(*o));
 	o->host = "127.0.0.1";
 	o->port = -1;
@@ -131,73 +175,46 @@ parse_args(int argc, char **argv, bench_opts *o)
 	o->drain_s = 10;
 	o->address = "bench.echo";
 	o->label = "";
+}
+
+/* Returns 0, or 2 after printing a usage error. */
+static int
+parse_args(int argc, char **argv, bench_opts *o)
+{
+	int i;
+	int bad;
+
+	set_defaults(o);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int         bad = 0;
 
+		bad = 0;
 		if (is_opt(a, "-h", "--help")) {
 			usage(stdout);
 			exit(0);
 		} else if (is_opt(a, NULL, "--json")) {
 			o->json = 1;
-			continue;
 		} else if (is_opt(a, NULL, "--responder")) {
 			o->responder = 1;
-			continue;
-		} else if (is_opt(a, "-m", "--mode")) {
-			bad = parse_mode(val, &o->mode);
-		} else if (is_opt(a, NULL, "--host")) {
-			bad = val == NULL;
-			o->host = val;
-		} else if (is_opt(a, "-p", "--port")) {
-			bad = parse_num(val, 1, 65535, &v);
-			o->port = (int) v;
-		} else if (is_opt(a, "-c", "--connections")) {
-			bad = parse_num(val, 1, 10000, &v);
-			o->connections = (int) v;
-		} else if (is_opt(a, "-b", "--body")) {
-			bad = parse_num(val, 0, 8e6, &v);
-			o->body = (size_t) v;
-		} else if (is_opt(a, "-d", "--duration")) {
-			bad = parse_num(val, 0.01, 86400, &o->duration_s);
-		} else if (is_opt(a, "-n", "--count")) {
-			bad = parse_num(val, 1, 1e12, &v);
-			o->count = (uint64_t) v;
-		} else if (is_opt(a, NULL, "--depth")) {
-			bad = parse_num(val, 1, 1e6, &v);
-			o->depth = (uint32_t) v;
-			depth_set = 1;
-		} else if (is_opt(a, NULL, "--warmup")) {
-			bad = parse_num(val, 0, 3600, &o->warmup_s);
-		} else if (is_opt(a, NULL, "--drain")) {
-			bad = parse_num(val, 0, 3600, &o->drain_s);
-		} else if (is_opt(a, "-a", "--address")) {
-			bad = val == NULL || strchr(val, '"') != NULL ||
-			      strchr(val, '\\') != NULL;
-			o->address = val;
-		} else if (is_opt(a, NULL, "--server-pid")) {
-			bad = parse_num(val, 1, 4194304, &v);
-			o->server_pid = (int) v;
-		} else if (is_opt(a, NULL, "--label")) {
-			bad = val == NULL;
-			o->label = val;
+		} else if (value_opt(
+		               o, a, i + 1 < argc ? argv[i + 1] : NULL, &bad)) {
+			i++;
 		} else {
-			fprintf(stderr, "ebbench: unknown option: %s\n", a);
+			(void) fprintf(
+			    stderr, "ebbench: unknown option: %s\n", a);
 			return 2;
 		}
 		if (bad) {
-			fprintf(stderr,
+			(void) fprintf(stderr,
 			    "ebbench: bad or missing value for %s\n", a);
 			return 2;
 		}
-		i++;
 	}
 	if (o->port < 0) {
-		fprintf(stderr, "ebbench: --port is required\n");
+		(void) fprintf(stderr, "ebbench: --port is required\n");
 		return 2;
 	}
-	if (!depth_set) {
+	if (o->depth == 0) {
 		o->depth = o->mode == BENCH_PIPE ? 16 : 1000;
 	}
 	if (o->mode == BENCH_RR) {
@@ -217,11 +234,11 @@ bench_fail(bench *b, const char *fmt, ...)
 	if (b->done) {
 		return;
 	}
-	fprintf(stderr, "ebbench: ");
+	(void) fprintf(stderr, "ebbench: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	(void) vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	(void) fputc('\n', stderr);
 	b->failed = 1;
 	b->done = 1;
 	bench_close_all(b->loop);
@@ -539,7 +556,7 @@ main(int argc, char **argv)
 {
 	bench           *b = &g_b;
 	bench_responder *resp = NULL;
-	bench_result     r;
+	bench_result     r = { 0 };
 	uint64_t         replies = 0;
 	int              rv;
 	int              i;
@@ -548,7 +565,7 @@ main(int argc, char **argv)
 		usage(stderr);
 		return rv;
 	}
-	signal(SIGPIPE, SIG_IGN);
+	(void) signal(SIGPIPE, SIG_IGN);
 	b->loop = uv_default_loop();
 	b->padlen = b->o.body > BODY_OVERHEAD ? b->o.body - BODY_OVERHEAD : 0;
 	b->pad = eb__malloc(b->padlen + 1);
@@ -561,7 +578,8 @@ main(int argc, char **argv)
 	if (b->o.responder &&
 	    (b->o.mode == BENCH_RR || b->o.mode == BENCH_PIPE)) {
 		if (bench_responder_start(&b->o, &resp) != 0) {
-			fprintf(stderr, "ebbench: responder failed to start\n");
+			(void) fprintf(
+			    stderr, "ebbench: responder failed to start\n");
 			bench_responder_stop(resp, NULL);
 			return 1;
 		}

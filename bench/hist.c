@@ -14,7 +14,7 @@ bucket_of(uint64_t v)
 	}
 	/* Shift v down until it fits the sub-bucket range [32, 64): the shift
 	 * count is the exponent, the remaining bits the linear position. */
-	while ((v >> e) >= 2 * BENCH_HIST_SUB) {
+	while ((v >> e) >= (uint64_t) 2 * BENCH_HIST_SUB) {
 		e++;
 	}
 	idx = (e + 1) * BENCH_HIST_SUB + (unsigned) (v >> e) - BENCH_HIST_SUB;

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#define BENCH_HIST_SUB     32
-#define BENCH_HIST_BUCKETS (BENCH_HIST_SUB * 36)
+#define BENCH_HIST_SUB     32u
+#define BENCH_HIST_BUCKETS (BENCH_HIST_SUB * 36u)
 
 typedef struct bench_hist {
 	uint64_t count;

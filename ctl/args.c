@@ -29,7 +29,7 @@ static const struct {
 void
 eb__ctl_usage(FILE *out)
 {
-	fprintf(out,
+	(void) fprintf(out,
 	    "Usage: ebctl [options] COMMAND [arguments]\n"
 	    "\n"
 	    "Bridge commands (--bridge HOST:PORT, default %s):\n"

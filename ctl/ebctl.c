@@ -29,11 +29,11 @@ fail(const ctl_args *a, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "ebctl: %s: ", eb__ctl_cmd_name(a->cmd));
+	(void) fprintf(stderr, "ebctl: %s: ", eb__ctl_cmd_name(a->cmd));
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	(void) vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	(void) fputc('\n', stderr);
 	return CTL_EXIT_FAIL;
 }
 
@@ -143,7 +143,7 @@ cmd_send(const ctl_args *a, const char *type)
 	int       rv;
 
 	if ((body = load_body(a, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "ebctl: %s\n", err);
+		(void) fprintf(stderr, "ebctl: %s\n", err);
 		return CTL_EXIT_USAGE;
 	}
 	if ((c = connect_bridge(a)) == NULL) {
@@ -211,7 +211,7 @@ cmd_request(const ctl_args *a)
 	int       rv;
 
 	if ((body = load_body(a, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "ebctl: %s\n", err);
+		(void) fprintf(stderr, "ebctl: %s\n", err);
 		return CTL_EXIT_USAGE;
 	}
 	if ((c = connect_bridge(a)) == NULL) {
@@ -260,7 +260,7 @@ listen_on_msg(json_t *f, void *arg)
 		return;
 	}
 	eb__ctl_print_message(stdout, f, ls->a->json);
-	fflush(stdout);
+	(void) fflush(stdout);
 	ls->seen++;
 }
 
@@ -405,10 +405,10 @@ main(int argc, char **argv)
 	char     err[ERRLEN];
 	int      rv;
 
-	signal(SIGPIPE, SIG_IGN);
+	(void) signal(SIGPIPE, SIG_IGN);
 	rv = eb__ctl_args_parse(argc, argv, &a, err, sizeof(err));
 	if (rv != CTL_EXIT_OK) {
-		fprintf(stderr, "ebctl: %s\nTry 'ebctl --help'.\n", err);
+		(void) fprintf(stderr, "ebctl: %s\nTry 'ebctl --help'.\n", err);
 		eb__ctl_args_free(&a);
 		return rv;
 	}

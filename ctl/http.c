@@ -19,7 +19,7 @@
 #include "common/util.h"
 #include "ctl/ctl.h"
 
-#define CTL_HTTP_MAX (16u * 1024u * 1024u)
+#define CTL_HTTP_MAX ((size_t) 16 * 1024 * 1024)
 
 typedef struct http_ctx {
 	eb__buf body;

@@ -199,10 +199,12 @@ tls_setup(ctl_conn *c, const ctl_args *a, char *err, size_t errlen)
 	return 0;
 }
 
-/* Runs an SSL call until it completes or the deadline passes: > 0 done,
- * 0 timeout, < 0 error (SSL_get_error code negated). */
+typedef enum tls_op { TLS_OP_CONNECT, TLS_OP_READ, TLS_OP_WRITE } tls_op;
+
+/* Runs an SSL call until it completes or the deadline passes: > 0 done
+ * (bytes for read/write), 0 timeout, < 0 error (SSL_get_error negated). */
 static int
-tls_io(ctl_conn *c, int (*op)(SSL *, void *, int), void *p, int n,
+tls_io(ctl_conn *c, tls_op op, void *rbuf, const void *wbuf, int n,
     uint64_t deadline)
 {
 	int rv;
@@ -210,42 +212,22 @@ tls_io(ctl_conn *c, int (*op)(SSL *, void *, int), void *p, int n,
 
 	for (;;) {
 		ERR_clear_error();
-		rv = op(c->ssl, p, n);
+		rv = op == TLS_OP_CONNECT ? SSL_connect(c->ssl)
+		     : op == TLS_OP_READ  ? SSL_read(c->ssl, rbuf, n)
+		                          : SSL_write(c->ssl, wbuf, n);
 		if (rv > 0) {
 			return rv;
 		}
 		e = SSL_get_error(c->ssl, rv);
-		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-			rv = wait_fd(c->fd,
-			    e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
-			    deadline);
-			if (rv <= 0) {
-				return rv == 0 ? 0 : -SSL_ERROR_SYSCALL;
-			}
-			continue;
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+			return -e;
 		}
-		return -e;
+		rv = wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
+		    deadline);
+		if (rv <= 0) {
+			return rv == 0 ? 0 : -SSL_ERROR_SYSCALL;
+		}
 	}
-}
-
-static int
-op_connect(SSL *s, void *p, int n)
-{
-	(void) p;
-	(void) n;
-	return SSL_connect(s);
-}
-
-static int
-op_read(SSL *s, void *p, int n)
-{
-	return SSL_read(s, p, n);
-}
-
-static int
-op_write(SSL *s, void *p, int n)
-{
-	return SSL_write(s, p, n);
 }
 
 ctl_conn *
@@ -265,7 +247,7 @@ eb__ctl_connect(const ctl_args *a, char *err, size_t errlen)
 		if (tls_setup(c, a, err, errlen) != 0) {
 			goto fail;
 		}
-		rv = tls_io(c, op_connect, NULL, 0, deadline);
+		rv = tls_io(c, TLS_OP_CONNECT, NULL, NULL, 0, deadline);
 		if (rv <= 0) {
 			vr = SSL_get_verify_result(c->ssl);
 			if (rv == 0) {
@@ -306,37 +288,45 @@ eb__ctl_close(ctl_conn *c)
 	free(c);
 }
 
+/* Writes some of p: bytes written (> 0), 0 on timeout, -1 on error. */
+static ssize_t
+write_some(ctl_conn *c, const char *p, size_t n, uint64_t deadline)
+{
+	ssize_t w;
+	int     rv;
+
+	if (c->ssl != NULL) {
+		rv = tls_io(c, TLS_OP_WRITE, NULL, p,
+		    n > 1u << 20 ? 1 << 20 : (int) n, deadline);
+		return rv < 0 ? -1 : rv;
+	}
+	for (;;) {
+		w = send(c->fd, p, n, MSG_NOSIGNAL);
+		if (w >= 0 || (errno != EAGAIN && errno != EINTR)) {
+			return w;
+		}
+		rv = wait_fd(c->fd, POLLOUT, deadline);
+		if (rv <= 0) {
+			return rv;
+		}
+	}
+}
+
 static int
 write_all(ctl_conn *c, const char *p, size_t n, uint64_t deadline, char *err,
     size_t errlen)
 {
 	ssize_t w;
-	int     rv;
 
 	while (n > 0) {
-		if (c->ssl != NULL) {
-			rv = tls_io(c, op_write, (void *) (uintptr_t) p,
-			    n > 1 << 20 ? 1 << 20 : (int) n, deadline);
-			w = rv;
-		} else {
-			w = send(c->fd, p, n, MSG_NOSIGNAL);
-			if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-				rv = wait_fd(c->fd, POLLOUT, deadline);
-				w = rv > 0 ? 0 : rv == 0 ? 0 : -1;
-				if (rv == 0) {
-					(void) snprintf(
-					    err, errlen, "write: timed out");
-					return -1;
-				}
-			}
+		w = write_some(c, p, n, deadline);
+		if (w == 0) {
+			(void) snprintf(err, errlen, "write: timed out");
+			return -1;
 		}
 		if (w < 0) {
 			(void) snprintf(err, errlen, "write: %s",
 			    c->ssl != NULL ? "TLS error" : strerror(errno));
-			return -1;
-		}
-		if (w == 0 && c->ssl != NULL) {
-			(void) snprintf(err, errlen, "write: timed out");
 			return -1;
 		}
 		p += w;
@@ -362,57 +352,70 @@ eb__ctl_send_frame(
 	return rv;
 }
 
+/* TLS read into dst: bytes (> 0), 0 timeout, -1 error/EOF (err set). */
+static ssize_t
+read_tls(ctl_conn *c, char *dst, uint64_t deadline, char *err, size_t errlen)
+{
+	int rv = tls_io(c, TLS_OP_READ, dst, NULL, 65536, deadline);
+
+	if (rv < 0) {
+		(void) snprintf(err, errlen,
+		    rv == -SSL_ERROR_ZERO_RETURN
+		        ? "connection closed by the bridge"
+		        : "TLS read error");
+		ERR_clear_error();
+		return -1;
+	}
+	return rv;
+}
+
+/* Plain read into dst: bytes (> 0), 0 timeout, -1 error/EOF (err set). */
+static ssize_t
+read_plain(ctl_conn *c, char *dst, uint64_t deadline, char *err, size_t errlen)
+{
+	ssize_t r;
+	int     rv;
+
+	for (;;) {
+		r = recv(c->fd, dst, 65536, 0);
+		if (r > 0) {
+			return r;
+		}
+		if (r == 0) {
+			(void) snprintf(
+			    err, errlen, "connection closed by the bridge");
+			return -1;
+		}
+		if (errno != EAGAIN && errno != EINTR) {
+			(void) snprintf(
+			    err, errlen, "read: %s", strerror(errno));
+			return -1;
+		}
+		rv = wait_fd(c->fd, POLLIN, deadline);
+		if (rv < 0) {
+			(void) snprintf(
+			    err, errlen, "poll: %s", strerror(errno));
+			return -1;
+		}
+		if (rv == 0) {
+			return 0;
+		}
+	}
+}
+
 /* Reads some bytes into the decoder: 1 read, 0 timeout, -1 error/EOF. */
 static int
 read_some(ctl_conn *c, uint64_t deadline, char *err, size_t errlen)
 {
 	char   *dst = eb__buf_reserve(&c->dec.in, 65536);
-	ssize_t r;
-	int     rv;
+	ssize_t r = c->ssl != NULL ? read_tls(c, dst, deadline, err, errlen)
+	                           : read_plain(c, dst, deadline, err, errlen);
 
-	for (;;) {
-		if (c->ssl != NULL) {
-			rv = tls_io(c, op_read, dst, 65536, deadline);
-			if (rv == 0) {
-				return 0;
-			}
-			if (rv < 0) {
-				(void) snprintf(err, errlen,
-				    rv == -SSL_ERROR_ZERO_RETURN
-				        ? "connection closed by the bridge"
-				        : "TLS read error");
-				ERR_clear_error();
-				return -1;
-			}
-			r = rv;
-		} else {
-			r = recv(c->fd, dst, 65536, 0);
-			if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-				rv = wait_fd(c->fd, POLLIN, deadline);
-				if (rv <= 0) {
-					if (rv < 0) {
-						(void) snprintf(err, errlen,
-						    "poll: %s",
-						    strerror(errno));
-					}
-					return rv;
-				}
-				continue;
-			}
-			if (r < 0) {
-				(void) snprintf(
-				    err, errlen, "read: %s", strerror(errno));
-				return -1;
-			}
-			if (r == 0) {
-				(void) snprintf(err, errlen,
-				    "connection closed by the bridge");
-				return -1;
-			}
-		}
-		c->dec.in.len += (size_t) r;
-		return 1;
+	if (r <= 0) {
+		return (int) r;
 	}
+	c->dec.in.len += (size_t) r;
+	return 1;
 }
 
 int

@@ -38,7 +38,7 @@ print_json_line(FILE *out, json_t *j)
 {
 	char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
 
-	fprintf(out, "%s\n", s != NULL ? s : "null");
+	(void) fprintf(out, "%s\n", s != NULL ? s : "null");
 	free(s);
 }
 
@@ -79,30 +79,30 @@ time_cell(json_t *v)
 	return eb__strdup(buf);
 }
 
+/* "k=v k2=v2" (malloc'd). */
 static char *
 headers_text(json_t *headers)
 {
 	const char *k;
 	json_t     *v;
-	size_t      cap = 1;
-	char       *s;
+	char       *s = NULL;
+	size_t      len = 0;
+	FILE       *m = open_memstream(&s, &len);
 	char       *cell;
+	const char *sep = "";
 
-	s = eb__calloc(1, 1);
+	if (m == NULL) {
+		return eb__strdup("");
+	}
 	json_object_foreach(headers, k, v)
 	{
 		cell = eb__ctl_cell(v);
-		cap += strlen(k) + strlen(cell) + 2;
-		s = eb__realloc(s, cap);
-		if (s[0] != '\0') {
-			strcat(s, " ");
-		}
-		strcat(s, k);
-		strcat(s, "=");
-		strcat(s, cell);
+		(void) fprintf(m, "%s%s=%s", sep, k, cell);
 		free(cell);
+		sep = " ";
 	}
-	return s;
+	(void) fclose(m);
+	return s != NULL ? s : eb__strdup("");
 }
 
 void
@@ -121,7 +121,7 @@ eb__ctl_print_message(FILE *out, json_t *frame, int json)
 	ht = json_is_object(h) ? headers_text(h) : eb__strdup("");
 	bt = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY)
 	                  : NULL;
-	fprintf(out, "%s%s%s  %s%s\n", addr != NULL ? addr : "-",
+	(void) fprintf(out, "%s%s%s  %s%s\n", addr != NULL ? addr : "-",
 	    ht[0] != '\0' ? "  " : "", ht, bt != NULL ? bt : "null",
 	    json_is_false(json_object_get(frame, "send")) ? "  (publish)" : "");
 	free(bt);
@@ -150,15 +150,15 @@ eb__ctl_print_reply(FILE *out, json_t *frame, int json)
 		return;
 	}
 	if (body == NULL || json_is_null(body)) {
-		fprintf(out, "null\n");
+		(void) fprintf(out, "null\n");
 		return;
 	}
 	if (json_is_string(body)) {
-		fprintf(out, "%s\n", json_string_value(body));
+		(void) fprintf(out, "%s\n", json_string_value(body));
 		return;
 	}
 	s = json_dumps(body, JSON_INDENT(2) | JSON_ENCODE_ANY);
-	fprintf(out, "%s\n", s != NULL ? s : "?");
+	(void) fprintf(out, "%s\n", s != NULL ? s : "?");
 	free(s);
 }
 
@@ -199,9 +199,10 @@ print_table(FILE *out, char **cells, size_t nrows, size_t ncols)
 	for (r = 0; r < nrows; r++) {
 		for (c = 0; c < ncols; c++) {
 			if (c + 1 == ncols) {
-				fprintf(out, "%s\n", cells[r * ncols + c]);
+				(void) fprintf(
+				    out, "%s\n", cells[r * ncols + c]);
 			} else {
-				fprintf(out, "%-*s  ", (int) w[c],
+				(void) fprintf(out, "%-*s  ", (int) w[c],
 				    cells[r * ncols + c]);
 			}
 		}
@@ -299,7 +300,7 @@ print_node_table(FILE *out, json_t *nodes)
 	json_t     *v;
 
 	if (ncols == 0) {
-		fprintf(out, "(no nodes)\n");
+		(void) fprintf(out, "(no nodes)\n");
 		return;
 	}
 	cells = eb__calloc(nrows * ncols, sizeof(*cells));
@@ -342,13 +343,13 @@ eb__ctl_print_nodes(FILE *out, json_t *resp, int json)
 		{
 			if (strcmp(k, "nodes") != 0) {
 				cell = eb__ctl_cell(v);
-				fprintf(out, "%s: %s\n", k, cell);
+				(void) fprintf(out, "%s: %s\n", k, cell);
 				free(cell);
 			}
 		}
 	}
 	if (!json_is_array(nodes) || json_array_size(nodes) == 0) {
-		fprintf(out, "(no nodes)\n");
+		(void) fprintf(out, "(no nodes)\n");
 		return;
 	}
 	print_node_table(out, nodes);
@@ -374,7 +375,8 @@ eb__ctl_print_object(FILE *out, json_t *obj, int json)
 	{
 		cell = strcmp(k, "joined_ms") == 0 ? time_cell(v)
 		                                   : eb__ctl_cell(v);
-		fprintf(out, "%s:%*s %s\n", k, (int) (w - strlen(k)), "", cell);
+		(void) fprintf(
+		    out, "%s:%*s %s\n", k, (int) (w - strlen(k)), "", cell);
 		free(cell);
 	}
 }

@@ -37,7 +37,7 @@ cap_free(capture *c)
 }
 
 static json_t *
-J(const char *text)
+jparse(const char *text)
 {
 	json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
 
@@ -56,7 +56,7 @@ test_cells(void **state)
 
 	(void) state;
 	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
-		json_t *j = J(in[i]);
+		json_t *j = jparse(in[i]);
 		char   *c = eb__ctl_cell(j);
 
 		assert_string_equal(c, want[i]);
@@ -74,12 +74,13 @@ test_cells(void **state)
 static void
 test_format_err(void **state)
 {
-	json_t *e1 = J("{\"type\":\"err\",\"address\":\"r\",\"sourceAddress\":"
-	               "\"x\",\"failureCode\":-1,\"failureType\":"
-	               "\"NO_HANDLERS\",\"message\":\"No handlers for address "
-	               "x\"}");
-	json_t *e2 = J("{\"type\":\"err\",\"message\":\"access_denied\"}");
-	json_t *e3 = J("{\"type\":\"err\"}");
+	json_t *e1 =
+	    jparse("{\"type\":\"err\",\"address\":\"r\",\"sourceAddress\":"
+	           "\"x\",\"failureCode\":-1,\"failureType\":"
+	           "\"NO_HANDLERS\",\"message\":\"No handlers for address "
+	           "x\"}");
+	json_t *e2 = jparse("{\"type\":\"err\",\"message\":\"access_denied\"}");
+	json_t *e3 = jparse("{\"type\":\"err\"}");
 	char    buf[256];
 
 	(void) state;
@@ -97,11 +98,13 @@ test_format_err(void **state)
 static void
 test_message_lines(void **state)
 {
-	json_t *m = J("{\"type\":\"message\",\"address\":\"a.b\",\"headers\":"
-	              "{\"k\":\"v\",\"n\":\"2\"},\"body\":{\"x\":[1]},"
-	              "\"send\":true}");
-	json_t *p = J("{\"type\":\"message\",\"address\":\"a.b\",\"headers\":"
-	              "{},\"send\":false}");
+	json_t *m =
+	    jparse("{\"type\":\"message\",\"address\":\"a.b\",\"headers\":"
+	           "{\"k\":\"v\",\"n\":\"2\"},\"body\":{\"x\":[1]},"
+	           "\"send\":true}");
+	json_t *p =
+	    jparse("{\"type\":\"message\",\"address\":\"a.b\",\"headers\":"
+	           "{},\"send\":false}");
 	capture c;
 
 	(void) state;
@@ -124,11 +127,11 @@ test_message_lines(void **state)
 static void
 test_reply(void **state)
 {
-	json_t *obj = J("{\"type\":\"message\",\"address\":\"ebctl.1\","
-	                "\"headers\":{\"h\":\"1\"},\"body\":{\"a\":1}}");
-	json_t *str = J("{\"type\":\"message\",\"address\":\"r\",\"body\":"
-	                "\"hi\"}");
-	json_t *none = J("{\"type\":\"message\",\"address\":\"r\"}");
+	json_t *obj = jparse("{\"type\":\"message\",\"address\":\"ebctl.1\","
+	                     "\"headers\":{\"h\":\"1\"},\"body\":{\"a\":1}}");
+	json_t *str = jparse("{\"type\":\"message\",\"address\":\"r\",\"body\":"
+	                     "\"hi\"}");
+	json_t *none = jparse("{\"type\":\"message\",\"address\":\"r\"}");
 	capture c;
 
 	(void) state;
@@ -155,11 +158,11 @@ static void
 test_nodes_table(void **state)
 {
 	json_t *r =
-	    J("{\"nodes\":[{\"node_id\":\"n1\",\"host\":\"h\","
-	      "\"bridge_port\":7001,\"leader\":true,\"self\":false,"
-	      "\"joined_ms\":0,\"rack\":\"r1\"},{\"node_id\":\"node-22\","
-	      "\"host\":\"h2\",\"leader\":false,\"extra\":[1]}],"
-	      "\"epoch\":4}");
+	    jparse("{\"nodes\":[{\"node_id\":\"n1\",\"host\":\"h\","
+	           "\"bridge_port\":7001,\"leader\":true,\"self\":false,"
+	           "\"joined_ms\":0,\"rack\":\"r1\"},{\"node_id\":\"node-22\","
+	           "\"host\":\"h2\",\"leader\":false,\"extra\":[1]}],"
+	           "\"epoch\":4}");
 	capture c;
 
 	(void) state;
@@ -183,9 +186,10 @@ test_nodes_table(void **state)
 static void
 test_nodes_edge_cases(void **state)
 {
-	json_t *arr = J("[{\"node_id\":\"a\",\"joined_ms\":1763730000000}]");
-	json_t *empty = J("{\"nodes\":[]}");
-	json_t *odd = J("{\"members\":3}");
+	json_t *arr =
+	    jparse("[{\"node_id\":\"a\",\"joined_ms\":1763730000000}]");
+	json_t *empty = jparse("{\"nodes\":[]}");
+	json_t *odd = jparse("{\"members\":3}");
 	capture c;
 
 	(void) state;
@@ -207,9 +211,9 @@ test_nodes_edge_cases(void **state)
 static void
 test_object(void **state)
 {
-	json_t *o = J("{\"node_id\":\"n1\",\"epoch\":7,\"ok\":true,"
-	              "\"why\":null}");
-	json_t *s = J("\"plain\"");
+	json_t *o = jparse("{\"node_id\":\"n1\",\"epoch\":7,\"ok\":true,"
+	                   "\"why\":null}");
+	json_t *s = jparse("\"plain\"");
 	capture c;
 
 	(void) state;
