@@ -76,19 +76,24 @@ class Proxy:
 
 
 def roundtrip(port, payload=b"ping", timeout=TIMEOUT):
+    """Echo payload through port; b"" when the proxy closed or reset the
+    connection (cut: accepted and closed at once, which may arrive as an
+    RST once our data is unread)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    got = b""
     try:
         s.settimeout(timeout)
         s.sendall(payload)
-        got = b""
         while len(got) < len(payload):
             b = s.recv(65536)
             if not b:
                 break
             got += b
-        return got
+    except (ConnectionResetError, BrokenPipeError):
+        pass
     finally:
         s.close()
+    return got
 
 
 class EbproxyTest(unittest.TestCase):
@@ -120,7 +125,10 @@ class EbproxyTest(unittest.TestCase):
 
         # cut: the open connection ends, new ones are refused until heal.
         self.assertEqual(self.proxy.cmd("cut"), "ok")
-        self.assertEqual(s.recv(4), b"")
+        try:
+            self.assertEqual(s.recv(4), b"")
+        except ConnectionResetError:
+            pass  # closed with unread data: an RST, also "ended"
         s.close()
         self.assertEqual(roundtrip(self.proxy.port, b"x"), b"")
         self.assertEqual(self.proxy.cmd("heal"), "ok")
