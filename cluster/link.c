@@ -33,8 +33,8 @@ eb_link_opts_init(eb_link_opts *o)
 	o->connect_timeout_ms = 3000;
 	o->backoff_min_ms = 50;
 	o->backoff_max_ms = 5000;
-	o->max_frame_bytes = 16u * 1024 * 1024;
-	o->max_out_bytes = 64u * 1024 * 1024;
+	o->max_frame_bytes = (uint32_t) 16 * 1024 * 1024;
+	o->max_out_bytes = (uint64_t) 64 * 1024 * 1024;
 }
 
 static uint32_t
@@ -182,12 +182,13 @@ peer_dial_cb(uv_connect_t *req, int status)
 {
 	link_conn *c = req->data;
 
+	if (status == UV_ECANCELED) {
+		return; /* closed meanwhile */
+	}
 	if (status != 0) {
-		if (status != UV_ECANCELED) {
-			EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
-			    c->peer_addr, eb_err_name(status));
-			eb__link_conn_close(c, NULL);
-		}
+		EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
+		    c->peer_addr, eb_err_name(status));
+		eb__link_conn_close(c, NULL);
 		return;
 	}
 	eb__link_conn_start(c);
@@ -456,11 +457,19 @@ eb_link_mgr_peer_remove(eb_link_mgr *m, const char *node_id)
 int
 eb_link_mgr_peer_up(const eb_link_mgr *m, const char *node_id)
 {
-	/* The lookup does not modify; it takes a non-const manager. */
-	link_peer *p =
-	    eb__link_peer_find((eb_link_mgr *) (uintptr_t) m, node_id);
+	const eb_list *it;
 
-	return p != NULL && p->conn != NULL;
+	for (it = m->peers.next; it != &m->peers; it = it->next) {
+		const link_peer *p =
+		    (const link_peer *) (const void *) ((const char *) it -
+		                                        offsetof(
+		                                            link_peer, link));
+
+		if (strcmp(p->node_id, node_id) == 0) {
+			return p->conn != NULL;
+		}
+	}
+	return 0;
 }
 
 const char *
@@ -681,11 +690,12 @@ static void
 mgr_free(eb_link_mgr *m)
 {
 	eb_list *it;
+	eb_list *tmp;
 
-	while ((it = eb_list_first(&m->peers)) != NULL) {
+	/* Everything goes: no need to unlink one by one. */
+	EB_LIST_FOREACH (it, tmp, &m->peers) {
 		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
 
-		eb_list_remove(it);
 		free(p->node_id);
 		free(p->host);
 		free(p);

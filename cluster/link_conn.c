@@ -257,6 +257,39 @@ eb__link_conn_start(link_conn *c)
 	conn_send_hello(c);
 }
 
+/* The hello of a peer we dialed must name the peer we meant. */
+static link_peer *
+hello_outbound(link_conn *c, const char *node_id)
+{
+	if (c->peer == NULL || strcmp(c->peer->node_id, node_id) != 0) {
+		EB_LOG_WARN("link", "hello-wrong-node: peer=%s node=%s",
+		    c->peer_addr, node_id);
+		return NULL;
+	}
+	return c->peer;
+}
+
+/* Only the lower id dials; anything else is a misconfigured or confused
+ * peer (or ourselves). A node the membership has not reported yet is
+ * accepted: membership may lag behind the peer. */
+static link_peer *
+hello_inbound(link_conn *c, const char *node_id)
+{
+	eb_link_mgr *m = c->mgr;
+	link_peer   *p;
+
+	if (strcmp(node_id, m->node_id) >= 0) {
+		EB_LOG_WARN("link", "hello-not-dialer: peer=%s node=%s",
+		    c->peer_addr, node_id);
+		return NULL;
+	}
+	if ((p = eb__link_peer_find(m, node_id)) == NULL) {
+		p = eb__link_peer_new(m, node_id);
+	}
+	c->peer = p;
+	return p;
+}
+
 static int
 conn_on_hello(link_conn *c, eb__link_rd *r)
 {
@@ -285,30 +318,12 @@ conn_on_hello(link_conn *c, eb__link_rd *r)
 		return EB_EPROTO;
 	}
 	node_id = eb__strndup(nid, nid_len);
-	if (c->outbound) {
-		/* We dialed a known peer: it must be who we think it is. */
-		if (c->peer == NULL || strcmp(c->peer->node_id, node_id) != 0) {
-			EB_LOG_WARN("link", "hello-wrong-node: peer=%s node=%s",
-			    c->peer_addr, node_id);
-			free(node_id);
-			return EB_EPROTO;
-		}
-		p = c->peer;
-	} else {
-		/* Only the lower id dials; anything else is a misconfigured
-		 * or confused peer (or ourselves). */
-		if (strcmp(node_id, m->node_id) >= 0) {
-			EB_LOG_WARN("link", "hello-not-dialer: peer=%s node=%s",
-			    c->peer_addr, node_id);
-			free(node_id);
-			return EB_EPROTO;
-		}
-		if ((p = eb__link_peer_find(m, node_id)) == NULL) {
-			p = eb__link_peer_new(m, node_id);
-		}
-		c->peer = p;
-	}
+	p = c->outbound ? hello_outbound(c, node_id)
+	                : hello_inbound(c, node_id);
 	free(node_id);
+	if (p == NULL) {
+		return EB_EPROTO;
+	}
 	c->state = LINK_UP;
 	eb__link_peer_up(m, p, c);
 	return 0;
@@ -341,13 +356,22 @@ conn_on_frame(link_conn *c, const char *payload, uint32_t len)
 		r.bad = 0;
 		return conn_on_hello(c, &r);
 	}
-	if (c->state != LINK_UP || type < EB_LINK_FRAME_USER) {
+	if (c->state != LINK_UP || c->peer == NULL ||
+	    type < EB_LINK_FRAME_USER) {
 		return EB_EPROTO;
 	}
 	if (m->h != NULL) {
 		m->h->frame(m->hctx, c->peer->id, type, payload + 1, len - 1);
 	}
 	return 0;
+}
+
+static int
+conn_bad_frame(link_conn *c, int rv)
+{
+	EB_LOG_WARN("link", "bad-frame: peer=%s len=%lld max=%u", c->peer_addr,
+	    (long long) c->dec.bad_len, c->mgr->max_frame);
+	return rv;
 }
 
 int
@@ -364,10 +388,7 @@ eb__link_conn_input(link_conn *c, const char *p, size_t n)
 			return 0;
 		}
 		if (rv != 0) {
-			EB_LOG_WARN("link",
-			    "bad-frame: peer=%s len=%lld max=%u", c->peer_addr,
-			    (long long) c->dec.bad_len, c->mgr->max_frame);
-			return rv;
+			return conn_bad_frame(c, rv);
 		}
 		if ((rv = conn_on_frame(c, payload, len)) != 0) {
 			return rv;

@@ -61,7 +61,7 @@ eb__hmap_get(const eb__hmap *m, const char *key)
 static void
 hmap_resize(eb__hmap *m, uint32_t n)
 {
-	eb__hent **nb = eb__calloc(n, sizeof(*nb));
+	eb__hent **nb = eb__calloc(n, sizeof(eb__hent *));
 	uint32_t   i;
 
 	for (i = 0; i < m->nbuckets; i++) {

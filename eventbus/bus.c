@@ -232,6 +232,10 @@ route_pick(eb_bus *bus, eb__bus_addr *a, int local_only, eb_bus_consumer **cp,
 		*cp = eb__bus_consumer_pick(a, 0);
 		return 0;
 	}
+	if (bus->rops == NULL) {
+		return EB_ENOHANDLERS; /* not reached: total counts local only
+		                        */
+	}
 	*nodep = bus->rops->pick(bus->rctx, a, i - a->n_local);
 	return *nodep != 0 ? 0 : EB_ENOHANDLERS;
 }

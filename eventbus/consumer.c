@@ -72,11 +72,12 @@ void
 eb__bus_consumer_free(eb_bus_consumer *c)
 {
 	eb_list *it;
+	eb_list *tmp;
 
-	while ((it = eb_list_first(&c->queue)) != NULL) {
+	/* c goes with its queue: no need to unlink the entries. */
+	EB_LIST_FOREACH (it, tmp, &c->queue) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
-		eb_list_remove(it);
 		eb_bus_msg_release(q->msg);
 		free(q);
 	}
@@ -89,10 +90,11 @@ static void
 consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 {
 	eb_list *it;
+	eb_list *tmp;
 
 	/* Queued requests are answered as if the consumer had never been
 	 * there; everything else is dropped and counted. */
-	while ((it = eb_list_first(&c->queue)) != NULL) {
+	EB_LIST_FOREACH (it, tmp, &c->queue) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 		eb_bus_msg   *m = q->msg;
 
@@ -162,6 +164,22 @@ eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender)
 	return NULL;
 }
 
+static int
+consumer_overflow(eb_bus_consumer *c)
+{
+	eb_bus *bus = c->bus;
+
+	c->addr->c.dropped++;
+	bus->totals.dropped++;
+	if (!c->overflowing) {
+		c->overflowing = 1; /* once per episode */
+		EB_LOG_WARN("eventbus",
+		    "consumer-queue-full: address=%s max=%u", c->address,
+		    bus->queue_max);
+	}
+	return EB_EFULL;
+}
+
 int
 eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg)
 {
@@ -169,15 +187,7 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg)
 	eb__bus_qent *q;
 
 	if (c->qlen >= bus->queue_max) {
-		c->addr->c.dropped++;
-		bus->totals.dropped++;
-		if (!c->overflowing) {
-			c->overflowing = 1;
-			EB_LOG_WARN("eventbus",
-			    "consumer-queue-full: address=%s max=%u",
-			    c->address, bus->queue_max);
-		}
-		return EB_EFULL;
+		return consumer_overflow(c);
 	}
 	q = eb__malloc(sizeof(*q));
 	q->msg = eb_bus_msg_hold(msg);

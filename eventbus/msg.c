@@ -18,6 +18,7 @@ eb__bus_headers_check(const json_t *headers)
 {
 	const char *k;
 	json_t     *v;
+	json_t     *h;
 
 	if (headers == NULL) {
 		return 0;
@@ -25,8 +26,10 @@ eb__bus_headers_check(const json_t *headers)
 	if (!json_is_object(headers)) {
 		return UV_EINVAL;
 	}
-	/* json_object_foreach takes a non-const object; it does not modify. */
-	json_object_foreach((json_t *) (uintptr_t) headers, k, v)
+	/* json_object_foreach takes a non-const object but does not modify
+	 * it: copy the pointer rather than cast the qualifier away. */
+	memcpy(&h, &headers, sizeof(json_t *));
+	json_object_foreach(h, k, v)
 	{
 		if (!json_is_string(v)) {
 			return UV_EINVAL;

@@ -42,7 +42,7 @@ enum {
 };
 
 /* Keep full-table frames well below any sane max_frame_bytes. */
-#define INTEREST_FRAME_SOFT_MAX (256u * 1024)
+#define INTEREST_FRAME_SOFT_MAX ((size_t) 256 * 1024)
 
 typedef struct remote_entry {
 	uint32_t peer;
@@ -259,52 +259,73 @@ remote_interest(void *ctx, const char *address, uint32_t count)
 
 /* Sends the whole table to a peer whose link just came up, in frames of
  * bounded size. */
+struct full_table {
+	bus_remote *st;
+	uint32_t    peer;
+	eb__buf    *b;         /* the frame being filled, NULL: none */
+	size_t      count_off; /* where its entry count goes */
+	uint32_t    n;         /* entries in it */
+};
+
+static void
+full_table_flush(struct full_table *ft)
+{
+	if (ft->b != NULL) {
+		eb__frame_put_len(
+		    (unsigned char *) ft->b->data + ft->count_off, ft->n);
+		(void) eb__link_frame_end(ft->st->mgr, ft->peer);
+		ft->b = NULL;
+	}
+}
+
+/* Adds one address to the table frame; 0, or -1 when the link is gone. */
+static int
+full_table_add(struct full_table *ft, const eb__bus_addr *a)
+{
+	uint32_t cnt = a->n_local - a->n_local_only;
+	size_t   alen = strlen(a->address);
+
+	if (cnt == 0 || alen > UINT16_MAX) {
+		return 0;
+	}
+	if (ft->b == NULL) {
+		ft->b =
+		    eb__link_frame_begin(ft->st->mgr, ft->peer, FRAME_INTEREST);
+		if (ft->b == NULL) {
+			return -1;
+		}
+		ft->count_off = ft->b->len;
+		eb__link_put_u32(ft->b, 0);
+		ft->n = 0;
+	}
+	(void) eb__link_put_str16(ft->b, a->address, alen);
+	eb__link_put_u32(ft->b, cnt);
+	ft->n++;
+	if (ft->b->len - ft->count_off > INTEREST_FRAME_SOFT_MAX) {
+		full_table_flush(ft);
+	}
+	return 0;
+}
+
+/* Sends the whole table to a peer whose link just came up, in frames of
+ * bounded size. */
 static void
 interest_full(bus_remote *st, uint32_t peer)
 {
-	eb_bus  *bus = st->bus;
-	eb__buf *b = NULL;
-	size_t   count_off = 0;
-	uint32_t n = 0;
-	uint32_t i;
+	eb_bus           *bus = st->bus;
+	struct full_table ft = { st, peer, NULL, 0, 0 };
+	uint32_t          i;
+	eb__hent         *e;
 
 	for (i = 0; i < bus->addrs.nbuckets; i++) {
-		eb__hent *e;
-
 		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
-			eb__bus_addr *a =
-			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
-			uint32_t cnt = a->n_local - a->n_local_only;
-			size_t   alen = strlen(a->address);
-
-			if (cnt == 0 || alen > UINT16_MAX) {
-				continue;
-			}
-			if (b == NULL) {
-				b = eb__link_frame_begin(
-				    st->mgr, peer, FRAME_INTEREST);
-				if (b == NULL) {
-					return;
-				}
-				count_off = b->len;
-				eb__link_put_u32(b, 0);
-				n = 0;
-			}
-			(void) eb__link_put_str16(b, a->address, alen);
-			eb__link_put_u32(b, cnt);
-			n++;
-			if (b->len - count_off > INTEREST_FRAME_SOFT_MAX) {
-				eb__frame_put_len(
-				    (unsigned char *) b->data + count_off, n);
-				(void) eb__link_frame_end(st->mgr, peer);
-				b = NULL;
+			if (full_table_add(&ft,
+			        EB_CONTAINER_OF(e, eb__bus_addr, hent)) != 0) {
+				return;
 			}
 		}
 	}
-	if (b != NULL) {
-		eb__frame_put_len((unsigned char *) b->data + count_off, n);
-		(void) eb__link_frame_end(st->mgr, peer);
-	}
+	full_table_flush(&ft);
 }
 
 /* ---- link events ---- */
