@@ -7,6 +7,7 @@ EBNODE_BIN."""
 
 import json
 import os
+import ssl
 import subprocess
 import sys
 import threading
@@ -34,9 +35,9 @@ class Responder(threading.Thread):
     body {"fail": n} -> fails with code n, {"ignore": true} -> no answer,
     anything else -> echoes the body."""
 
-    def __init__(self, node, address):
+    def __init__(self, node, address, client=None):
         super().__init__(daemon=True)
-        self.c = ebtest.BridgeClient(*node.bridge)
+        self.c = client or ebtest.BridgeClient(*node.bridge)
         self.c.register(address)
         self.c.ping()
         self.c.recv_until(lambda f: f.get("type") == "pong")
@@ -183,6 +184,80 @@ class EbctlEbnode(unittest.TestCase):
         rc, out, err = ebctl("leader", "--json", *a)
         self.assertEqual(rc, 0, err)
         self.assertIn("node_id", json.loads(out))
+
+
+CERTS = os.environ.get("EB_CERTS_DIR", "")
+
+
+def cert(name):
+    return os.path.join(CERTS, name)
+
+
+@unittest.skipUnless(CERTS and os.path.exists(cert("ca.pem")),
+                     "no test PKI (EB_CERTS_DIR)")
+class EbctlEbnodeTLS(unittest.TestCase):
+    """ebctl's OpenSSL client against ebnode's TLS bridge (client auth
+    required) and an admin endpoint with a token."""
+
+    @classmethod
+    def setUpClass(cls):
+        cfg = ebtest.standalone_config(
+            bridge={"inbound": [{}], "outbound": [{}],
+                    "tls": {"cert": cert("server.pem"),
+                            "key": cert("server.key"),
+                            "ca": cert("ca.pem"),
+                            "client_auth": "required"}},
+            admin={"token": "t0ken"})
+        cls.node = ebtest.EbNode(cfg, name="ctl-tls")
+        cls.b = ["--bridge", "%s:%d" % cls.node.bridge]
+        cls.client = ["--ca", cert("ca.pem"), "--cert", cert("client.pem"),
+                      "--key", cert("client.key")]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.close()
+
+    def test_tls_request_with_client_cert(self):
+        # The responder needs TLS too: the stdlib client.
+        ctx = ssl.create_default_context(cafile=cert("ca.pem"))
+        ctx.load_cert_chain(cert("client.pem"), cert("client.key"))
+        r = Responder(self.node, "svc.tls", client=ebtest.BridgeClient(
+            *self.node.bridge, tls_context=ctx, server_hostname="localhost"))
+        try:
+            rc, out, err = ebctl("request", "svc.tls", '{"secure":true}',
+                                 *self.client, *self.b)
+        finally:
+            r.stop()
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out), {"secure": True})
+
+    def test_tls_without_client_cert_fails(self):
+        rc, out, err = ebctl("send", "a", "1", "--ca", cert("ca.pem"),
+                             *self.b)
+        self.assertEqual(rc, 1)
+        self.assertIn("ebctl: send:", err)
+
+    def test_tls_wrong_ca_fails(self):
+        rc, out, err = ebctl("send", "a", "1", "--ca", cert("wrongca.pem"),
+                             "--cert", cert("client.pem"), "--key",
+                             cert("client.key"), *self.b)
+        self.assertEqual(rc, 1)
+        self.assertIn("certificate verification failed", err)
+
+    def test_plain_client_against_tls_fails(self):
+        rc, out, err = ebctl("send", "a", "1", "--timeout", "2s", *self.b)
+        self.assertEqual(rc, 1)
+
+    def test_admin_token(self):
+        if self.node.admin is None:
+            self.skipTest("no admin endpoint")
+        a = ["--admin", "%s:%d" % self.node.admin]
+        rc, out, err = ebctl("nodes", *a)
+        self.assertEqual(rc, 1)
+        self.assertIn("HTTP 401 (check --token)", err)
+        rc, out, err = ebctl("nodes", "--token", "t0ken", *a)
+        self.assertEqual(rc, 0, err)
+        self.assertIn(self.node.node_id, out)
 
 
 if __name__ == "__main__":
