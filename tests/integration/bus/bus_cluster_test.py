@@ -17,14 +17,23 @@ import ebtest  # noqa: E402
 OPEN = {"inbound": [{}], "outbound": [{}]}
 
 
-def node_config(root, idx):
+def tls_files():
+    d = os.environ.get("EB_CERTS_DIR", "")
+    return {"cert": os.path.join(d, "server.pem"),
+            "key": os.path.join(d, "server.key"),
+            "ca": os.path.join(d, "ca.pem")}
+
+
+def node_config(root, idx, tls=False):
     node_id = "b%02d" % idx
     cfg = ebtest.cluster_config(root, "addr-%s" % node_id,
                                 bridge=OPEN)
+    cluster = {"heartbeat_ms": 200, "link_timeout_ms": 1000}
+    if tls:
+        cluster["tls"] = tls_files()
     return ebtest.merge(cfg, {"node": {"id": node_id},
                               "zookeeper": {"session_timeout_ms": 4000},
-                              "cluster": {"heartbeat_ms": 200,
-                                          "link_timeout_ms": 1000}})
+                              "cluster": cluster})
 
 
 def is_msg(address):
@@ -33,14 +42,14 @@ def is_msg(address):
 
 
 class Cluster:
-    def __init__(self, count):
+    def __init__(self, count, tls=False):
         self.root = ebtest.unique_root()
         self.nodes = []
         self.clients = []
         try:
             for i in range(count):
-                self.nodes.append(ebtest.EbNode(node_config(self.root, i),
-                                                name="b%02d" % i))
+                self.nodes.append(ebtest.EbNode(
+                    node_config(self.root, i, tls=tls), name="b%02d" % i))
             for n in self.nodes:
                 for m in self.nodes:
                     if m is not n:
@@ -157,6 +166,24 @@ class BusClusterTest(unittest.TestCase):
                 f.get("address") == "r3", timeout=5)
             self.assertEqual(e["failureType"], "NO_HANDLERS")
             self.assertEqual(e["message"], "No handlers for address nobody")
+        finally:
+            cl.close()
+
+    def test_mutual_tls_links(self):
+        cl = Cluster(3, tls=True)
+        try:
+            for n in cl.nodes:
+                self.assertTrue(any("tls=yes" in ln for ln in n.log_lines()),
+                                n.name)
+            requester = cl.client(0)
+            svc = cl.client(2)
+            svc.register("svc")
+            barrier(requester, svc, "barrier.tls")
+            requester.send("svc", {"q": 1}, reply_address="r1")
+            m = svc.recv_until(is_msg("svc"), timeout=5)
+            svc.send(m["replyAddress"], {"a": "over tls"})
+            r = requester.recv_until(is_msg("r1"), timeout=5)
+            self.assertEqual(r["body"], {"a": "over tls"})
         finally:
             cl.close()
 
