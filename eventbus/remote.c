@@ -112,13 +112,18 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 static void
 put_msg_parts(eb__buf *b, const eb_bus_msg *msg)
 {
-	char *h = json_dumps(msg->headers, JSON_COMPACT);
+	char *h;
 
-	/* Headers are a checked object of strings: dumping cannot fail
-	 * short of memory, and then "{}" is the safe fallback. */
-	eb__link_put_bytes32(
-	    b, h != NULL ? h : "{}", h != NULL ? strlen(h) : 2);
-	free(h);
+	if (json_object_size(msg->headers) == 0) {
+		eb__link_put_bytes32(b, "{}", 2); /* the common case: no dump */
+	} else {
+		/* Headers are a checked object of strings: dumping cannot
+		 * fail short of memory, and then "{}" is the safe fallback. */
+		h = json_dumps(msg->headers, JSON_COMPACT);
+		eb__link_put_bytes32(
+		    b, h != NULL ? h : "{}", h != NULL ? strlen(h) : 2);
+		free(h);
+	}
 	eb__link_put_bytes32(b, msg->body, msg->body_len);
 }
 
