@@ -17,10 +17,18 @@
 
 static void flush(eb_ingress *in);
 
+/* The message got its final answer (or, for a send, its final outcome). */
+static void
+record_latency(eb_ingress *in, const eb__ingress_held *h)
+{
+	eb__hist_record_ns(&in->latency, uv_hrtime() - h->recv_ns);
+}
+
 /* Answers the original sender with a failure; counts it either way. */
 static void
 answer_failure(eb_ingress *in, eb__ingress_held *h, int code, const char *why)
 {
+	record_latency(in, h);
 	if (eb_bus_msg_reply_address(h->msg) != NULL) {
 		(void) eb_bus_msg_fail(h->msg, code, why);
 		in->st.failed++;
@@ -159,6 +167,7 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 	}
 	if (status == 0) {
 		in->st.acked++;
+		record_latency(in, h);
 		if (eb_bus_msg_reply_address(h->msg) != NULL) {
 			(void) eb_bus_msg_reply(h->msg, eb_bus_msg_body(reply),
 			    eb_bus_msg_headers(reply), NULL, NULL, NULL);
@@ -282,7 +291,14 @@ eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	h = eb__calloc(1, sizeof(*h));
 	h->msg = eb_bus_msg_hold(msg);
 	h->in = in;
+	h->recv_ns = uv_hrtime();
 	submit(in, h, 0);
+}
+
+const eb__hist *
+eb__ingress_latency(const eb_ingress *in)
+{
+	return &in->latency;
 }
 
 void

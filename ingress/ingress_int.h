@@ -19,6 +19,7 @@
 
 #include <ebnode/ingress.h>
 
+#include "common/hist.h"
 #include "common/list.h"
 
 typedef struct eb__ingress_rule {
@@ -63,6 +64,8 @@ struct eb_ingress {
 	eb_ingress_close_cb close_cb;
 	void               *close_arg;
 	eb_ingress_stats    st;
+	/* Gateway receipt to the answer (ack or failure), every message. */
+	eb__hist latency;
 };
 
 typedef struct eb__ingress_held {
@@ -70,12 +73,15 @@ typedef struct eb__ingress_held {
 	eb_bus_msg *msg;      /* held reference to the original message */
 	uint64_t    since_ms; /* loop time when it started waiting */
 	int         retried;
-	eb_ingress *in; /* borrowed; NULL once the ingress closed */
+	uint64_t    recv_ns; /* uv_hrtime() at gateway receipt */
+	eb_ingress *in;      /* borrowed; NULL once the ingress closed */
 } eb__ingress_held;
 
 /* gateway.c */
 void eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 void eb__ingress_fail_all(eb_ingress *in);
+/* The gateway latency histogram (read by node/metrics.c); borrowed. */
+const eb__hist *eb__ingress_latency(const eb_ingress *in);
 /* router.c */
 void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 void eb__ingress_rules_free(eb_ingress *in);

@@ -1,7 +1,8 @@
 /*
  * The admin HTTP/1.1 endpoint on the node's loop: GET /health, /nodes,
- * /leader and POST /leader/release (more routes: one line in the table,
- * see admin.h).
+ * /leader, POST /leader/release, and (metrics.c) GET /metrics,
+ * /subscriptions, /bridge (more routes: one line in the table, see
+ * admin.h).
  *
  * Bounded everywhere: at most ADMIN_MAX_CONNS connections (more are
  * answered 503 and closed), a request head of at most 8 KiB and a body of
@@ -25,6 +26,7 @@
 
 #include "common/alloc.h"
 #include "common/list.h"
+#include "node/metrics.h"
 #include "node/node_cluster.h"
 #include "node/node_int.h"
 
@@ -54,6 +56,9 @@ static const struct admin_route {
 	{ "GET", "/nodes", route_nodes },
 	{ "GET", "/leader", route_leader },
 	{ "POST", "/leader/release", route_release },
+	{ "GET", "/metrics", eb__admin_metrics },
+	{ "GET", "/subscriptions", eb__admin_subscriptions },
+	{ "GET", "/bridge", eb__admin_bridge },
 };
 #define ADMIN_NROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
 

@@ -61,6 +61,11 @@ struct eb__node_cluster {
 		void              *arg;
 	} listeners[NC_MAX_LISTENERS];
 	size_t nlisteners;
+	/* Observations for the metrics (eb__node_cluster_stats_get). */
+	uint64_t leads;           /* times this node was elected */
+	uint64_t leader_changes;  /* times the known leader changed */
+	uint64_t zk_events[6];    /* by eb_zk_event (1..5) */
+	char     last_leader[64]; /* member name (or node id) last seen */
 };
 
 typedef struct eb__node_cluster node_cluster;
@@ -103,6 +108,10 @@ elected_cb(eb_election *e, int64_t epoch, void *arg)
 	(void) e;
 	nc->leader = 1;
 	nc->epoch = epoch;
+	nc->leads++;
+	if (standalone(nc->n)) {
+		nc->leader_changes++; /* no cache: our own election is all */
+	}
 	notify(nc);
 }
 
@@ -265,6 +274,9 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 	node_cluster *nc = arg;
 
 	(void) zk;
+	if ((size_t) ev < sizeof(nc->zk_events) / sizeof(nc->zk_events[0])) {
+		nc->zk_events[ev]++;
+	}
 	if (nc->reg == NULL) {
 		return;
 	}
@@ -327,6 +339,23 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 	}
 }
 
+static const eb_member *cache_leader(node_cluster *nc);
+
+/* Counts a change of the cluster's leader as this node sees it (a new
+ * lowest eligible member); a gap with no leader is not a change. */
+static void
+observe_leader(node_cluster *nc)
+{
+	const eb_member *l = cache_leader(nc);
+
+	if (l == NULL || strcmp(nc->last_leader, l->name) == 0) {
+		return;
+	}
+	(void) snprintf(
+	    nc->last_leader, sizeof(nc->last_leader), "%s", l->name);
+	nc->leader_changes++;
+}
+
 static void
 cc_cb(eb_childcache *c, eb_childcache_event ev, const eb_member *m, void *arg)
 {
@@ -334,6 +363,7 @@ cc_cb(eb_childcache *c, eb_childcache_event ev, const eb_member *m, void *arg)
 
 	(void) ev;
 	(void) m;
+	observe_leader(nc);
 	/* The admin endpoint reads the cache on demand; the node links
 	 * follow it (node_bus.c). */
 	eb__node_bus_members(nc->n, c);
@@ -619,4 +649,52 @@ eb__node_cluster_leader_json(eb_node *n)
 	    eb__registry_member_name(nc->reg) != NULL &&
 	        strcmp(eb__registry_member_name(nc->reg), leader->name) == 0,
 	    "is_leader_here", eb__node_cluster_is_leader(n), "standalone", 0);
+}
+
+static const char *
+zk_state_name(node_cluster *nc)
+{
+	switch (eb_zk_get_state(nc->zk)) {
+	case EB_ZK_STATE_CONNECTING:
+		return "connecting";
+	case EB_ZK_STATE_CONNECTED:
+		return "connected";
+	case EB_ZK_STATE_SUSPENDED:
+		return "suspended";
+	default:
+		return "closed";
+	}
+}
+
+void
+eb__node_cluster_stats_get(eb_node *n, eb__node_cluster_stats *out)
+{
+	node_cluster *nc = n->cluster;
+
+	memset(out, 0, sizeof(*out));
+	out->zk_state = "down";
+	if (nc == NULL) {
+		return;
+	}
+	out->leads = nc->leads;
+	out->leader_changes = nc->leader_changes;
+	out->zk_connected = nc->zk_events[EB_ZK_EV_CONNECTED];
+	out->zk_suspended = nc->zk_events[EB_ZK_EV_SUSPENDED];
+	out->zk_reconnected = nc->zk_events[EB_ZK_EV_RECONNECTED];
+	out->zk_expired = nc->zk_events[EB_ZK_EV_EXPIRED];
+	out->zk_auth_failed = nc->zk_events[EB_ZK_EV_AUTH_FAILED];
+	if (standalone(n)) {
+		out->zk_state = "standalone";
+		out->members = nc->running ? 1 : 0;
+		out->leader_known = eb__node_cluster_is_leader(n);
+		return;
+	}
+	if (nc->zk != NULL) {
+		out->zk_state = zk_state_name(nc);
+		out->zk_session_id = eb_zk_session_id(nc->zk);
+	}
+	if (nc->cc != NULL) {
+		out->members = (uint32_t) eb__childcache_count(nc->cc);
+		out->leader_known = cache_leader(nc) != NULL;
+	}
 }

@@ -37,4 +37,21 @@ json_t *eb__node_cluster_leader_json(eb_node *n);
 /* Step down: 0, EB_ENOTLEADER, or EB_ECLOSED when not running. */
 int eb__node_cluster_release(eb_node *n);
 
+/* What the metrics show (node/metrics.c). Counters live as long as the
+ * cluster step (from start to the end of its stop). */
+typedef struct eb__node_cluster_stats {
+	/* "standalone", "connecting", "connected", "suspended", "closed",
+	 * or "down" (the cluster step is not running). Static string. */
+	const char *zk_state;
+	int64_t     zk_session_id;  /* 0: none */
+	uint32_t    members;        /* in the member cache (standalone: 1) */
+	int         leader_known;   /* a leader is known (cache or self) */
+	uint64_t    leads;          /* times this node was elected */
+	uint64_t    leader_changes; /* times the known leader changed */
+	/* ZooKeeper session events seen. */
+	uint64_t zk_connected, zk_suspended, zk_reconnected, zk_expired,
+	    zk_auth_failed;
+} eb__node_cluster_stats;
+void eb__node_cluster_stats_get(eb_node *n, eb__node_cluster_stats *out);
+
 #endif
