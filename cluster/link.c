@@ -346,8 +346,8 @@ eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 	}
 }
 
-static uint64_t
-backoff_ms(eb_link_mgr *m, uint32_t attempts)
+uint64_t
+eb__link_backoff_ms(const eb_link_mgr *m, uint32_t attempts)
 {
 	uint64_t d = m->backoff_min_ms;
 	uint32_t i;
@@ -369,7 +369,8 @@ eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c)
 	if (p->dialing == c) {
 		p->dialing = NULL;
 		p->attempts++;
-		p->retry_at = uv_now(m->loop) + backoff_ms(m, p->attempts);
+		p->retry_at =
+		    uv_now(m->loop) + eb__link_backoff_ms(m, p->attempts);
 	}
 	if (p->conn == c) {
 		p->conn = NULL;
@@ -380,7 +381,8 @@ eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c)
 		/* Reconnect soon, but not in a tight loop with a peer that
 		 * accepts and drops us at once. */
 		p->attempts++;
-		p->retry_at = uv_now(m->loop) + backoff_ms(m, p->attempts);
+		p->retry_at =
+		    uv_now(m->loop) + eb__link_backoff_ms(m, p->attempts);
 	}
 }
 
@@ -566,11 +568,13 @@ eb__link_frame_end(eb_link_mgr *m, uint32_t peer)
 	    (unsigned char *) c->out.data + c->frame_off, (uint32_t) n);
 	c->peer->frames_out++;
 	c->peer->bytes_out += n + EB_FRAME_HDR;
-	if (c->inflight + eb__buf_avail(&c->out) > m->max_out) {
-		/* A peer that does not read: cut it off rather than grow. */
+	if (c->inflight > m->max_out && !c->doomed) {
+		/* Bytes the kernel would not take: a peer that does not read.
+		 * Cut it off rather than grow. (The frames of one loop turn
+		 * are not counted: a burst is not a slow peer.) */
 		EB_LOG_WARN("link",
-		    "peer-too-slow: node=%s queued=%zu max=%llu",
-		    c->peer->node_id, eb__buf_avail(&c->out) + c->inflight,
+		    "peer-too-slow: node=%s queued=%llu max=%llu",
+		    c->peer->node_id, (unsigned long long) c->inflight,
 		    (unsigned long long) m->max_out);
 		c->doomed = 1;
 	}

@@ -418,6 +418,10 @@ eb__link_conn_tick(link_conn *c, uint64_t now)
 		eb__link_conn_close(c, "heartbeat timeout");
 		return;
 	}
+	if (c->inflight > m->max_out) {
+		eb__link_conn_close(c, "peer too slow");
+		return;
+	}
 	if (now - c->last_tx >= m->heartbeat_ms &&
 	    eb__buf_avail(&c->out) == 0) {
 		conn_put_frame_hdr(c, LINK_FRAME_HEARTBEAT, &off);

@@ -126,6 +126,9 @@ void eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c);
 /* A connection of p went away (c was its up link or its dial). */
 void eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c);
 void eb__link_mgr_conn_gone(eb_link_mgr *m); /* for close accounting */
+/* The delay before dial attempt attempts + 1: min * 2^(attempts - 1),
+ * capped at max, then drawn in [d/2, d]. */
+uint64_t eb__link_backoff_ms(const eb_link_mgr *m, uint32_t attempts);
 
 /* link_conn.c */
 link_conn *eb__link_conn_new(eb_link_mgr *m, int outbound);

@@ -287,6 +287,7 @@ test_cluster_mismatch(void **state)
 /* ---- a raw client speaking the wire by hand ---- */
 
 typedef struct raw {
+	int          no_read; /* never read: a peer that does not read */
 	uv_tcp_t     tcp;
 	uv_connect_t creq;
 	uv_write_t   wreq;
@@ -338,8 +339,10 @@ raw_connect_cb(uv_connect_t *req, int status)
 
 	assert_int_equal(status, 0);
 	r->connected = 1;
-	(void) uv_read_start(
-	    (uv_stream_t *) &r->tcp, raw_alloc_cb, raw_read_cb);
+	if (!r->no_read) {
+		(void) uv_read_start(
+		    (uv_stream_t *) &r->tcp, raw_alloc_cb, raw_read_cb);
+	}
 	(void) uv_write(&r->wreq, (uv_stream_t *) &r->tcp, &b, 1, raw_write_cb);
 }
 
@@ -443,6 +446,113 @@ test_bad_hellos(void **state)
 }
 
 static void
+test_backoff_capped_and_jittered(void **state)
+{
+	th_loop     *t = *state;
+	eb_link_opts o;
+	eb_link_mgr *m;
+	node         n;
+	uint64_t     seen_min = UINT64_MAX;
+	uint64_t     seen_max = 0;
+
+	memset(&n, 0, sizeof(n));
+	eb_link_opts_init(&o);
+	o.node_id = "x";
+	o.backoff_min_ms = 50;
+	o.backoff_max_ms = 400;
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &m, NULL), 0);
+	for (uint32_t a = 1; a <= 20; a++) {
+		uint64_t d = 50;
+
+		for (uint32_t i = 1; i < a && d < 400; i++) {
+			d *= 2;
+		}
+		d = d > 400 ? 400 : d;
+		for (int k = 0; k < 200; k++) {
+			uint64_t v = eb__link_backoff_ms(m, a);
+
+			assert_true(v >= d / 2 && v <= d);
+			if (a == 20) {
+				seen_min = v < seen_min ? v : seen_min;
+				seen_max = v > seen_max ? v : seen_max;
+			}
+		}
+	}
+	/* Capped at 400 and spread over [200, 400]. */
+	assert_true(seen_max <= 400 && seen_min >= 200);
+	assert_true(seen_max - seen_min >= 100);
+	n.mgr = m;
+	node_close(t, &n);
+}
+
+struct pump {
+	node    *b;
+	uint64_t sent;
+};
+
+static void
+pump_idle_cb(uv_idle_t *h)
+{
+	struct pump *p = h->data;
+	static char  chunk[65536];
+	eb__buf     *buf;
+
+	if (p->b->downs > 0 || p->sent > ((uint64_t) 512 << 20)) {
+		(void) uv_idle_stop(h);
+		return;
+	}
+	buf = eb__link_frame_begin(
+	    p->b->mgr, p->b->last_peer, EB_LINK_FRAME_USER);
+	if (buf == NULL) {
+		return;
+	}
+	eb__buf_append(buf, chunk, sizeof(chunk));
+	(void) eb__link_frame_end(p->b->mgr, p->b->last_peer);
+	p->sent += sizeof(chunk);
+}
+
+static void
+idle_closed_cb(uv_handle_t *h)
+{
+	(void) h;
+}
+
+static void
+test_slow_peer_cut_off(void **state)
+{
+	th_loop     *t = *state;
+	eb_link_opts o;
+	node         b;
+	raw         *r = calloc(1, sizeof(*r));
+	uv_idle_t    idle;
+	struct pump  p = { &b, 0 };
+
+	memset(&b, 0, sizeof(b));
+	eb_link_opts_init(&o);
+	o.node_id = "b";
+	o.max_out_bytes = 256 * 1024;
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &b.mgr, NULL), 0);
+	eb__link_mgr_set_handler(b.mgr, &handler, &b);
+	assert_int_equal(eb_link_mgr_start(b.mgr), 0);
+	/* A peer that says hello and then never reads. */
+	r->no_read = 1;
+	raw_hello(r, EB_LINK_PROTOCOL_VERSION, "a", "ebnode");
+	raw_connect(t, r, eb_link_mgr_port(b.mgr));
+	assert_int_equal(th_run_until(t, th_flag_set, &b.ups, 2000), 0);
+	(void) uv_idle_init(&t->loop, &idle);
+	idle.data = &p;
+	(void) uv_idle_start(&idle, pump_idle_cb);
+	assert_int_equal(th_run_until(t, downs_ge1, &b, 10000), 0);
+	/* Cut off once the kernel buffers were full and 256 KiB more were
+	 * queued, long before the 512 MiB the pump would send. */
+	assert_true(p.sent < ((uint64_t) 512 << 20));
+	uv_close((uv_handle_t *) &idle, idle_closed_cb);
+	raw_close(t, r);
+	node_close(t, &b);
+	free(r);
+}
+
+static void
 test_options(void **state)
 {
 	th_loop     *t = *state;
@@ -479,6 +589,10 @@ main(void)
 		    test_heartbeat_timeout, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_bad_hellos, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_backoff_capped_and_jittered, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_slow_peer_cut_off, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_options, th_setup, th_teardown),
 	};
