@@ -113,9 +113,12 @@ struct eb_bridge {
 
 	uv_tcp_t   listener;
 	uv_timer_t sweep; /* idle and reply expiry, once a second */
+	uv_idle_t  drain; /* runs paused connections' buffered frames */
 	int        port;
 	int        started;
 	int        listener_inited;
+	int        drain_inited;
+	eb_list    paused; /* of eb__bconn that used their frame budget */
 
 	eb_list  conns; /* of eb__bconn (open, not closing) */
 	unsigned live;  /* accepted sockets whose handle has not closed */
@@ -145,6 +148,11 @@ void eb__bconn_sweep(eb__bconn *c, uint64_t now_ms);
 void eb__bconn_info(
     const eb__bconn *c, uint64_t now_ms, eb_bridge_conn_info *info);
 eb__bconn *eb__bconn_from_link(eb_list *l);
+/* Continues a paused connection (drain idle); see conn.c. */
+void       eb__bconn_drain(eb__bconn *c);
+eb__bconn *eb__bconn_from_pause_link(eb_list *l);
+/* Initializes the drain handle if needed and makes it run next turn. */
+void eb__bridge_drain_wake(eb_bridge *b);
 /* A socket's handle closed (live--); server.c may finish closing. */
 void eb__bridge_conn_gone(eb_bridge *b);
 

@@ -23,6 +23,15 @@
 
 #define BCONN_TLS_HANDSHAKE_MS 10000u
 #define CONN_DEC_KEEP          ((size_t) 65536)
+/*
+ * Frames handled per connection per loop turn. A client that pipelines
+ * thousands of frames in one write would otherwise run them all in one
+ * turn, ahead of the bus, which delivers at most 256 queued messages per
+ * consumer per turn and drops beyond its queue bound; it also keeps one
+ * busy connection from starving the others. Beyond the budget the
+ * connection stops reading and continues on the next turn.
+ */
+#define BCONN_FRAME_BUDGET 256u
 
 struct eb__bconn {
 	eb_list       link; /* in b->conns while open */
@@ -40,6 +49,8 @@ struct eb__bconn {
 	eb_list       reqs;      /* of bconn_req, attached */
 	size_t        n_consumers;
 	size_t        n_replies;
+	eb_list       pause_link; /* in b->paused while paused */
+	int           paused;     /* reading stopped: frames buffered */
 	int           authenticated;
 	int           closing;
 };
@@ -71,6 +82,12 @@ eb__bconn *
 eb__bconn_from_link(eb_list *l)
 {
 	return EB_CONTAINER_OF(l, eb__bconn, link);
+}
+
+eb__bconn *
+eb__bconn_from_pause_link(eb_list *l)
+{
+	return EB_CONTAINER_OF(l, eb__bconn, pause_link);
 }
 
 /* ---- writing ---- */
@@ -525,16 +542,44 @@ conn_bad_length(eb__bconn *c)
 }
 
 static void
-conn_read_cb(eb__stream *s, const char *data, size_t n)
+conn_pause(eb__bconn *c)
 {
-	eb__bconn  *c = s->data;
+	if (c->paused) {
+		return;
+	}
+	c->paused = 1;
+	(void) uv_read_stop((uv_stream_t *) &c->stream.tcp);
+	eb_list_insert_tail(&c->b->paused, &c->pause_link);
+	eb__bridge_drain_wake(c->b);
+}
+
+static void
+conn_resume(eb__bconn *c)
+{
+	int rv;
+
+	c->paused = 0;
+	eb_list_remove(&c->pause_link);
+	rv = c->stream.ops->start(&c->stream);
+	if (rv != 0) {
+		eb__bconn_close(c, uv_err_name(rv));
+	}
+}
+
+/* Handles up to BCONN_FRAME_BUDGET buffered frames. */
+static void
+conn_process(eb__bconn *c)
+{
+	unsigned    budget = BCONN_FRAME_BUDGET;
 	const char *p;
 	uint32_t    len;
 	int         rv;
 
-	c->active_ms = eb__mono_ms();
-	eb__frame_dec_feed(&c->dec, data, n);
 	while (!c->closing) {
+		if (budget-- == 0) {
+			conn_pause(c);
+			return;
+		}
 		rv = eb__frame_dec_next(&c->dec, &p, &len);
 		if (rv == UV_EAGAIN) {
 			break;
@@ -545,12 +590,36 @@ conn_read_cb(eb__stream *s, const char *data, size_t n)
 		}
 		conn_frame(c, p, len);
 	}
+	if (c->closing) {
+		return;
+	}
+	if (c->paused) {
+		conn_resume(c);
+	}
 	/* After a big frame, give the buffer back instead of keeping up to
 	 * max_frame_bytes per idle connection. */
-	if (!c->closing && eb__frame_dec_buffered(&c->dec) == 0 &&
+	if (eb__frame_dec_buffered(&c->dec) == 0 &&
 	    c->dec.in.cap > CONN_DEC_KEEP) {
 		eb__frame_dec_free(&c->dec);
 		eb__frame_dec_init(&c->dec, c->b->opts.max_frame_bytes);
+	}
+}
+
+void
+eb__bconn_drain(eb__bconn *c)
+{
+	conn_process(c);
+}
+
+static void
+conn_read_cb(eb__stream *s, const char *data, size_t n)
+{
+	eb__bconn *c = s->data;
+
+	c->active_ms = eb__mono_ms();
+	eb__frame_dec_feed(&c->dec, data, n);
+	if (!c->paused) {
+		conn_process(c); /* else the drain handle continues */
 	}
 }
 
@@ -592,6 +661,10 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 	}
 	c->closing = 1;
 	eb_list_remove(&c->link);
+	if (c->paused) {
+		c->paused = 0;
+		eb_list_remove(&c->pause_link);
+	}
 	b->stats.conns_open--;
 	/* Consumers go first so that nothing more is delivered. */
 	EB_LIST_FOREACH (it, tmp, &c->consumers) {
@@ -685,6 +758,7 @@ eb__bconn_accept(eb_bridge *b)
 	c->b = b;
 	c->id = ++b->next_conn_id;
 	eb_list_init(&c->link);
+	eb_list_init(&c->pause_link);
 	eb_list_init(&c->consumers);
 	eb_list_init(&c->replies);
 	eb_list_init(&c->reqs);
@@ -722,6 +796,7 @@ eb__bconn_open_detached(eb_bridge *b)
 
 	c->b = b;
 	c->id = ++b->next_conn_id;
+	eb_list_init(&c->pause_link);
 	eb_list_init(&c->consumers);
 	eb_list_init(&c->replies);
 	eb_list_init(&c->reqs);

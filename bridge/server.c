@@ -162,6 +162,7 @@ eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
 	b->opts.inbound = NULL;
 	b->opts.outbound = NULL;
 	eb_list_init(&b->conns);
+	eb_list_init(&b->paused);
 	rv = eb__perm_init(
 	    &b->inbound, opts->inbound, opts->inbound_count, "inbound", err);
 	if (rv != 0) {
@@ -216,6 +217,34 @@ sweep_cb(uv_timer_t *t)
 	EB_LIST_FOREACH (it, tmp, &b->conns) {
 		eb__bconn_sweep(eb__bconn_from_link(it), now);
 	}
+}
+
+static void
+drain_cb(uv_idle_t *h)
+{
+	eb_bridge *b = h->data;
+	eb_list   *it;
+	eb_list   *tmp;
+
+	/* Each paused connection either continues paused (more frames than
+	 * its budget) or resumes reading; a close removes only itself. */
+	EB_LIST_FOREACH (it, tmp, &b->paused) {
+		eb__bconn_drain(eb__bconn_from_pause_link(it));
+	}
+	if (eb_list_empty(&b->paused)) {
+		(void) uv_idle_stop(&b->drain);
+	}
+}
+
+void
+eb__bridge_drain_wake(eb_bridge *b)
+{
+	if (!b->drain_inited) {
+		(void) uv_idle_init(b->loop, &b->drain);
+		b->drain.data = b;
+		b->drain_inited = 1;
+	}
+	(void) uv_idle_start(&b->drain, drain_cb);
 }
 
 static uint64_t
@@ -347,6 +376,10 @@ eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 	EB_LIST_FOREACH (it, tmp, &b->conns) {
 		eb__bconn_close(eb__bconn_from_link(it), "bridge-closing");
 	}
+	if (b->drain_inited) {
+		b->open_handles++;
+		uv_close((uv_handle_t *) &b->drain, bridge_handle_closed_cb);
+	}
 	if (b->listener_inited) {
 		b->open_handles += 2;
 		uv_close((uv_handle_t *) &b->listener, bridge_handle_closed_cb);
@@ -356,7 +389,7 @@ eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 	/* Never started: borrow the sweep timer to reach a later tick. */
 	(void) uv_timer_init(b->loop, &b->sweep);
 	b->sweep.data = b;
-	b->open_handles = 1;
+	b->open_handles++;
 	(void) uv_timer_start(&b->sweep, bridge_close_deferred_cb, 0, 0);
 }
 

@@ -8,6 +8,7 @@ import resource
 import socket
 import struct
 import sys
+import threading
 import time
 import unittest
 
@@ -151,6 +152,26 @@ class Robustness(unittest.TestCase):
                               "headers": {}, "body": {"s": "é" * 20},
                               "send": False})
 
+    def test_30000_pipelined_frames_all_delivered_in_order(self):
+        # Far more than the bus delivers per consumer and turn (256) and
+        # than its queue bound (10 000): the bridge handles a bounded number
+        # of frames per connection per turn, so nothing is dropped.
+        c = self.connect()
+        c.register("pipe")
+        c.sync()
+        n = 30000
+        data = b"".join(BridgeClient.encode(
+            {"type": "publish", "address": "pipe", "body": i})
+            for i in range(n))
+        # One writer thread, so that this thread reads while it writes.
+        w = threading.Thread(target=c.send_raw, args=(data,), daemon=True)
+        w.start()
+        for i in range(n):
+            f = c.recv_frame(10)
+            self.assertEqual(f["body"], i)
+        w.join(bt.scaled(10))
+        self.assertEqual(c.sync(), [])
+
     def test_64_frames_in_one_write(self):
         c = self.connect()
         c.register("burst")
@@ -227,6 +248,7 @@ class SlowReader(Robustness):
     # The inherited cases run on the other node only.
     test_1000_concurrent_connections = None
     test_64_frames_in_one_write = None
+    test_30000_pipelined_frames_all_delivered_in_order = None
     test_frame_of_exactly_max_size_accepted = None
     test_frame_split_byte_by_byte = None
     test_negative_length_closes = None
