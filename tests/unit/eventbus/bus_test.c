@@ -267,6 +267,52 @@ test_stats(void **state)
 	bus_shut(t, bus);
 }
 
+struct watch_seen {
+	int      calls;
+	uint32_t last;
+	char     address[32];
+};
+
+static void
+watch_cb(eb_bus *bus, const char *address, uint32_t count, void *arg)
+{
+	struct watch_seen *w = arg;
+
+	(void) bus;
+	w->calls++;
+	w->last = count;
+	(void) snprintf(w->address, sizeof(w->address), "%s", address);
+}
+
+static void
+test_handler_count_watch(void **state)
+{
+	th_loop          *t = *state;
+	eb_bus           *bus = bus_open(t, 0, 0);
+	struct watch_seen w = { 0 };
+	rec               r[2];
+
+	memset(r, 0, sizeof(r));
+	eb_bus_set_watch(bus, watch_cb, &w);
+	assert_int_equal(eb_bus_handler_count(bus, "wc"), 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "wc", 0, rec_handler, &r[0], &r[0].c), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.last, 1);
+	assert_string_equal(w.address, "wc");
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "wc", 1, rec_handler, &r[1], &r[1].c), 0);
+	assert_int_equal(eb_bus_handler_count(bus, "wc"), 2);
+	assert_int_equal(w.last, 2);
+	eb_bus_consumer_close(r[0].c);
+	eb_bus_consumer_close(r[1].c);
+	assert_int_equal(w.calls, 4);
+	assert_int_equal(w.last, 0);
+	assert_int_equal(eb_bus_handler_count(bus, "wc"), 0);
+	eb_bus_set_watch(bus, NULL, NULL);
+	bus_shut(t, bus);
+}
+
 int
 main(void)
 {
@@ -289,6 +335,8 @@ main(void)
 		    test_close_from_handler, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_stats, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_handler_count_watch, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -407,6 +407,8 @@ test_inflight_fails_on_link_loss(void **state)
 	    eb_bus_consumer_new(n[1].bus, "slow", 0, hold_handler, &got, &c),
 	    0);
 	wait_remote(t, n[0].bus, "slow", 1);
+	/* Reachable handlers count the peer's too. */
+	assert_int_equal(eb_bus_handler_count(n[0].bus, "slow"), 1);
 	assert_int_equal(request_int(n[0].bus, "slow", 1, 30000, &o), 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &got, 2000), 0);
 	/* b's links die (its process would be gone): a fails the request
@@ -422,6 +424,7 @@ test_inflight_fails_on_link_loss(void **state)
 	assert_int_equal(o.type, EB_BUS_ERROR);
 	/* Its interest is gone: the selector skips b. */
 	assert_int_equal(remote_handlers(n[0].bus, "slow"), 0);
+	assert_int_equal(eb_bus_handler_count(n[0].bus, "slow"), 0);
 	assert_int_equal(send_int(n[0].bus, "slow", 1), EB_ENOHANDLERS);
 	/* A reply to the dead link is dropped, not a crash. */
 	assert_int_equal(
