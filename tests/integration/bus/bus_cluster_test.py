@@ -6,6 +6,7 @@ vanishing when it leaves. Clients talk to the nodes' bridges only.
 """
 
 import os
+import signal
 import sys
 import time
 import unittest
@@ -184,6 +185,52 @@ class BusClusterTest(unittest.TestCase):
             svc.send(m["replyAddress"], {"a": "over tls"})
             r = requester.recv_until(is_msg("r1"), timeout=5)
             self.assertEqual(r["body"], {"a": "over tls"})
+        finally:
+            cl.close()
+
+    def test_frozen_node_skipped_before_session_expiry(self):
+        # Links time out after 1 s; the ZooKeeper session after 4 s. A
+        # node that stops answering (SIGSTOP) loses its link, and with it
+        # its in-flight requests and its interest, long before ZooKeeper
+        # would notice; when it resumes the link comes back.
+        cl = Cluster(2)
+        try:
+            requester = cl.client(0)
+            svc = cl.client(1)
+            svc.register("svc")
+            barrier(requester, svc, "barrier.svc")
+            requester.send("svc", {"q": 1}, headers={"timeout": 30000},
+                           reply_address="r1")
+            svc.recv_until(is_msg("svc"), timeout=5)
+            t0 = time.monotonic()
+            cl.nodes[1].send_signal(signal.SIGSTOP)
+            try:
+                e = requester.recv_until(
+                    lambda f: f.get("type") == "err" and
+                    f.get("address") == "r1", timeout=10)
+                dt = time.monotonic() - t0
+            finally:
+                cl.nodes[1].send_signal(signal.SIGCONT)
+            sys.stderr.write("in-flight request failed %.0f ms after "
+                             "SIGSTOP (link timeout 1000 ms)\n"
+                             % (dt * 1000))
+            self.assertEqual(e["failureType"], "ERROR")
+            self.assertGreater(dt, 0.5)
+            self.assertLess(dt, ebtest.scaled(3.5))
+            # Back: the link is re-established and requests flow again.
+            b = cl.nodes[1].node_id
+            ebtest.wait_until(
+                lambda: sum("link-up: node=%s" % b in ln
+                            for ln in cl.nodes[0].log_lines()) >= 2,
+                10, "the link to come back")
+            barrier(requester, svc, "barrier.svc2")
+            requester.send("svc", {"q": 2}, reply_address="r2")
+            m = svc.recv_until(
+                lambda f: is_msg("svc")(f) and f["body"] == {"q": 2},
+                timeout=5)
+            svc.send(m["replyAddress"], {"a": 2})
+            r = requester.recv_until(is_msg("r2"), timeout=5)
+            self.assertEqual(r["body"], {"a": 2})
         finally:
             cl.close()
 
