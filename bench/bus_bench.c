@@ -12,6 +12,7 @@
  *   bus_bench [--n 200000] [--window 2000] [--runs 5] [--mode all|send|request]
  *             [--tls ca.pem cert.pem key.pem]
  */
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +312,7 @@ main(int argc, char **argv)
 	uint64_t    t0;
 
 	parse_args(argc, argv);
+	(void) signal(SIGPIPE, SIG_IGN); /* libuv writes with write(2) */
 	eb_log_set_level(EB_LOG_LEVEL_WARN);
 	make_body();
 	(void) uv_sem_init(&b_ready, 0);
