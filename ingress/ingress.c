@@ -100,8 +100,13 @@ eb_ingress_lead(eb_ingress *in, uint64_t epoch)
 	if (rv != 0) {
 		return rv;
 	}
-	in->epoch = epoch;
-	in->next_seq = 1;
+	/* The same session may lead again with the same epoch (a reconnect
+	 * within the session timeout): continue that epoch's sequence, so
+	 * that a stamp (epoch, seq) is never given to two messages. */
+	if (epoch != in->epoch || in->next_seq == 0) {
+		in->epoch = epoch;
+		in->next_seq = 1;
+	}
 	in->st.leader_epochs++;
 	EB_LOG_NOTICE("ingress", "leading: epoch=%llu address=%s",
 	    (unsigned long long) epoch, in->address);
