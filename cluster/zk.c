@@ -30,6 +30,10 @@
  * locally: the server has expired it by then, and the C client would only
  * learn so after reaching a server again.
  *
+ * This file holds the session, the driving and the lifecycle; requests,
+ * completions and watches are in cluster/zk_req.c, the shared structures in
+ * cluster/zk_real.h.
+ *
  * Loop thread only, except the completion/watcher functions, which may run in
  * the close worker for a retired conn and then return at once.
  */
@@ -48,101 +52,19 @@
 
 #include "cluster/cluster_int.h"
 #include "cluster/zk_ops.h"
+#include "cluster/zk_real.h"
 #include "common/alloc.h"
 #include "common/defer.h"
 #include "common/list.h"
 #include "common/util.h"
 
-#define ZK_RESOLVE_DELAY_MS                                            \
-	30000              /* re-resolve host names at most this often \
-	                    */
-#define ZK_ERR_RETRY_MS 50 /* timer floor after a failed interest call */
-
-enum zk_dead { ZK_ALIVE = 0, ZK_DEAD_EXPIRED = 1, ZK_DEAD_AUTH = 2 };
-
-enum zk_req_kind {
-	ZK_REQ_CREATE,
-	ZK_REQ_VOID,
-	ZK_REQ_STAT,
-	ZK_REQ_DATA,
-	ZK_REQ_CHILDREN,
-	ZK_REQ_MULTI
-};
-
-struct zk_real;
-struct zk_conn;
-
-struct zk_watch {
-	eb_list         link; /* in conn->watches */
-	struct zk_conn *conn; /* borrowed */
-	eb_zk_watch_cb  cb;
-	void           *arg;
-};
-
-struct zk_req {
-	eb_list          link; /* in conn->reqs */
-	struct zk_conn  *conn; /* borrowed */
-	enum zk_req_kind kind;
-	union {
-		eb_zk_create_cb   create;
-		eb_zk_void_cb     void_;
-		eb_zk_stat_cb     stat;
-		eb_zk_data_cb     data;
-		eb_zk_children_cb children;
-		eb_zk_multi_cb    multi;
-	} cb;
-	void            *arg;
-	uint64_t         send_ms;
-	int              delivered; /* the owner's callback has run */
-	struct zk_watch *watch;     /* owned until the server registers it */
-	/* multi only, all owned: */
-	size_t           count;
-	zoo_op_t        *ops;
-	zoo_op_result_t *results;
-	char           **paths;
-	struct Stat     *stats;
-};
-
-struct zk_conn {
-	struct zk_real *r;  /* borrowed */
-	zhandle_t      *zh; /* owned; closed by the retire worker */
-	eb_list         reqs;
-	eb_list         watches;
-	int             retired;     /* no callback may touch the loop */
-	int             connected;   /* in CONNECTED state now */
-	int             had_session; /* CONNECTED was seen once */
-	enum zk_dead    dead;
-	int             retire_status;
-	uv_work_t       work;
-};
-
-struct zk_real {
-	eb_zk            *zk; /* borrowed: the common part owns us */
-	char             *hosts;
-	char             *scheme; /* NULL: no authentication */
-	char             *cred;
-	eb_zk_acl         acl;
-	struct ACL        creator_acl[2];
-	struct ACL_vector creator_aclv;
-	struct zk_conn   *conn; /* current session; NULL after auth failure */
-	uv_poll_t        *poll; /* owned; NULL when fd == -1 */
-	int               poll_fd;
-	int               poll_state; /* zoo_state() when the poll was made */
-	uint64_t          poll_generation;
-	uv_timer_t        timer;      /* zookeeper_interest's timeout */
-	uv_timer_t        lost_timer; /* local expiry while SUSPENDED */
-	eb__deferq        dq;
-	int               in_lib; /* inside zookeeper_process/interest */
-	int               dead_scheduled;
-	int               auth_failed;
-	int               retiring; /* conns in the close worker */
-	int               open_handles;
-	int               finishing;
-};
+/* Re-resolve host names at most this often. */
+#define ZK_RESOLVE_DELAY_MS 30000
+/* Timer floor after a failed interest call (no busy loop on refusals). */
+#define ZK_ERR_RETRY_MS 50
 
 static _Thread_local int zk_in_worker; /* log callback: drop, not loop */
 
-static void drive(struct zk_real *r);
 static void schedule_dead(struct zk_real *r);
 static void maybe_finish(struct zk_real *r);
 
@@ -200,66 +122,7 @@ zk_set_lib_log_level(void)
 		break;
 	}
 }
-
-/* ---- small helpers ------------------------------------------------------ */
-
-static void
-stat_from_zk(eb_zk_stat *out, const struct Stat *s)
-{
-	out->czxid = s->czxid;
-	out->mzxid = s->mzxid;
-	out->ephemeral_owner = s->ephemeralOwner;
-	out->version = s->version;
-	out->cversion = s->cversion;
-	out->num_children = s->numChildren;
-	out->data_length = s->dataLength;
-}
-
-static int
-zk_mode(int flags)
-{
-	int eph = (flags & EB_ZK_EPHEMERAL) != 0;
-	int seq = (flags & EB_ZK_SEQUENTIAL) != 0;
-
-	if (eph) {
-		return seq ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_EPHEMERAL;
-	}
-	return seq ? ZOO_PERSISTENT_SEQUENTIAL : ZOO_PERSISTENT;
-}
-
-static const struct ACL_vector *
-zk_acl(struct zk_real *r)
-{
-	return r->acl == EB_ZK_ACL_CREATOR ? &r->creator_aclv
-	                                   : &ZOO_OPEN_ACL_UNSAFE;
-}
-
-/* The status for an operation that finds no live session. */
-static int
-zk_no_session_status(const struct zk_real *r)
-{
-	if (r->auth_failed) {
-		return EB_EZKAUTH;
-	}
-	if (r->conn != NULL && r->conn->dead == ZK_DEAD_AUTH) {
-		return EB_EZKAUTH;
-	}
-	return EB_EZKEXPIRED;
-}
-
-/* The library hands our pointers back as const void *; C11 allows reading
- * them through a union, which keeps the const-correctness warnings on. */
-static struct zk_req *
-req_of(const void *data)
-{
-	union {
-		const void    *c;
-		struct zk_req *q;
-	} u;
-
-	u.c = data;
-	return u.q;
-}
+/* ---- session helpers ---------------------------------------------------- */
 
 static struct zk_conn *
 conn_of(const void *data)
@@ -271,54 +134,6 @@ conn_of(const void *data)
 
 	u.c = data;
 	return u.conn;
-}
-
-static void
-watch_free(struct zk_watch *w)
-{
-	eb_list_remove(&w->link);
-	free(w);
-}
-
-static void
-req_free(struct zk_req *q)
-{
-	size_t i;
-
-	eb_list_remove(&q->link);
-	if (q->paths != NULL) {
-		for (i = 0; i < q->count; i++) {
-			free(q->paths[i]);
-		}
-	}
-	free(q->paths);
-	free(q->stats);
-	free(q->results);
-	free(q->ops);
-	free(q);
-}
-
-/*
- * A completion for q has arrived on the loop: 1 when the owner's callback
- * should run now. After eb_zk_close() the request stays pending and the
- * close step fails it with EB_ECANCELED (exactly once).
- */
-static int
-req_deliverable(struct zk_req *q)
-{
-	if (q->conn->retired || q->delivered) {
-		return 0;
-	}
-	return !q->conn->r->zk->closing;
-}
-
-static void
-req_done(struct zk_req *q, int status)
-{
-	q->delivered = 1;
-	if (status == 0) {
-		eb__zk_note_ok(q->conn->r->zk, q->send_ms);
-	}
 }
 
 /* ---- the poll and the timers ------------------------------------------- */
@@ -357,7 +172,7 @@ lib_process(struct zk_real *r, int zevents)
 	r->in_lib = 1;
 	(void) zookeeper_process(conn->zh, zevents); /* results: callbacks */
 	r->in_lib = 0;
-	drive(r);
+	eb__zkr_drive(r);
 }
 
 static void
@@ -435,8 +250,8 @@ poll_update(struct zk_real *r, int fd, int interest)
 }
 
 /* Asks the client what to wait for and arms the poll and the timer. */
-static void
-drive(struct zk_real *r)
+void
+eb__zkr_drive(struct zk_real *r)
 {
 	struct zk_conn *conn = r->conn;
 	struct timeval  tv = { 0, 0 };
@@ -574,7 +389,7 @@ auth_cb(int rc, const void *data)
 	}
 }
 
-/* A new handle (new session); no I/O until drive(). */
+/* A new handle (new session); no I/O until eb__zkr_drive(). */
 static int
 conn_open(struct zk_real *r)
 {
@@ -630,17 +445,15 @@ retire_after_cb(uv_work_t *w, int status)
 	(void) status;
 	/* The handle is gone: nothing can call into these any more. */
 	EB_LIST_FOREACH (it, tmp, &conn->reqs) {
-		req_free(EB_CONTAINER_OF(it, struct zk_req, link));
+		eb__zkr_req_free(EB_CONTAINER_OF(it, struct zk_req, link));
 	}
 	EB_LIST_FOREACH (it, tmp, &conn->watches) {
-		watch_free(EB_CONTAINER_OF(it, struct zk_watch, link));
+		eb__zkr_watch_free(EB_CONTAINER_OF(it, struct zk_watch, link));
 	}
 	free(conn);
 	r->retiring--;
 	maybe_finish(r);
 }
-
-static void req_fail(struct zk_req *q, int status);
 
 /*
  * Ends the current session's handle: the loop lets go of it, every pending
@@ -677,7 +490,7 @@ conn_retire(struct zk_real *r, int status)
 		struct zk_req *q = EB_CONTAINER_OF(it, struct zk_req, link);
 
 		if (!q->delivered) {
-			req_fail(q, status);
+			eb__zkr_req_fail(q, status);
 		}
 	}
 }
@@ -712,7 +525,7 @@ dead_step(void *arg)
 		EB_LOG_ERR("zk", "new-session-failed: err=%s", eb_err_name(rv));
 		return;
 	}
-	drive(r);
+	eb__zkr_drive(r);
 }
 
 static void
@@ -722,450 +535,6 @@ schedule_dead(struct zk_real *r)
 		r->dead_scheduled = 1;
 		eb__defer(&r->dq, dead_step, r); /* a fresh loop turn */
 	}
-}
-
-/* ---- completions -------------------------------------------------------- */
-
-static void
-req_fail(struct zk_req *q, int status)
-{
-	eb_zk *zk = q->conn->r->zk;
-
-	q->delivered = 1;
-	switch (q->kind) {
-	case ZK_REQ_CREATE:
-		q->cb.create(zk, status, NULL, q->arg);
-		break;
-	case ZK_REQ_VOID:
-		q->cb.void_(zk, status, q->arg);
-		break;
-	case ZK_REQ_STAT:
-		q->cb.stat(zk, status, NULL, q->arg);
-		break;
-	case ZK_REQ_DATA:
-		q->cb.data(zk, status, NULL, 0, NULL, q->arg);
-		break;
-	case ZK_REQ_CHILDREN:
-		q->cb.children(zk, status, NULL, 0, q->arg);
-		break;
-	case ZK_REQ_MULTI: {
-		eb_zk_op_result *res = eb__calloc(q->count, sizeof(*res));
-		size_t           i;
-
-		for (i = 0; i < q->count; i++) {
-			res[i].status = status;
-		}
-		q->cb.multi(zk, status, res, q->count, q->arg);
-		free(res);
-		break;
-	}
-	}
-}
-
-/* The server keeps a watch only for these results (zookeeper.c checkers). */
-static void
-req_settle_watch(struct zk_req *q, int rc, int exists)
-{
-	if (q->watch == NULL) {
-		return;
-	}
-	if (!(rc == ZOK || (exists && rc == ZNONODE))) {
-		watch_free(q->watch);
-	}
-	q->watch = NULL;
-}
-
-static void
-create_done(int rc, const char *value, const void *data)
-{
-	struct zk_req *q = req_of(data);
-	int            st = eb__err_from_zk(rc);
-
-	if (!req_deliverable(q)) {
-		return;
-	}
-	req_done(q, st);
-	q->cb.create(q->conn->r->zk, st, st == 0 ? value : NULL, q->arg);
-	req_free(q);
-}
-
-static void
-void_done(int rc, const void *data)
-{
-	struct zk_req *q = req_of(data);
-	int            st = eb__err_from_zk(rc);
-
-	if (!req_deliverable(q)) {
-		return;
-	}
-	req_done(q, st);
-	q->cb.void_(q->conn->r->zk, st, q->arg);
-	req_free(q);
-}
-
-static void
-stat_done(int rc, const struct Stat *stat, const void *data)
-{
-	struct zk_req *q = req_of(data);
-	int            st = eb__err_from_zk(rc);
-	eb_zk_stat     s;
-
-	if (!req_deliverable(q)) {
-		return;
-	}
-	req_settle_watch(q, rc, 1);
-	/* exists() answering "no node" is a successful request. */
-	req_done(q, rc == ZNONODE ? 0 : st);
-	if (st == 0 && stat != NULL) {
-		stat_from_zk(&s, stat);
-	}
-	q->cb.stat(
-	    q->conn->r->zk, st, st == 0 && stat != NULL ? &s : NULL, q->arg);
-	req_free(q);
-}
-
-static void
-data_done(int rc, const char *value, int len, const struct Stat *stat,
-    const void *data)
-{
-	struct zk_req *q = req_of(data);
-	int            st = eb__err_from_zk(rc);
-	eb_zk_stat     s;
-
-	if (!req_deliverable(q)) {
-		return;
-	}
-	req_settle_watch(q, rc, 0);
-	req_done(q, st);
-	if (st != 0 || len < 0) {
-		value = NULL; /* len -1: the node holds null data */
-		len = 0;
-	}
-	if (st == 0 && stat != NULL) {
-		stat_from_zk(&s, stat);
-	}
-	q->cb.data(q->conn->r->zk, st, value, (size_t) len,
-	    st == 0 && stat != NULL ? &s : NULL, q->arg);
-	req_free(q);
-}
-
-static void
-children_done(int rc, const struct String_vector *v, const void *data)
-{
-	struct zk_req *q = req_of(data);
-	int            st = eb__err_from_zk(rc);
-	size_t         n = 0;
-
-	if (!req_deliverable(q)) {
-		return;
-	}
-	req_settle_watch(q, rc, 0);
-	req_done(q, st);
-	if (st == 0 && v != NULL && v->count > 0) {
-		n = (size_t) v->count;
-	}
-	q->cb.children(q->conn->r->zk, st,
-	    n > 0 ? (const char *const *) v->data : NULL, n, q->arg);
-	req_free(q);
-}
-
-static void
-multi_done(int rc, const void *data)
-{
-	struct zk_req   *q = req_of(data);
-	int              st = eb__err_from_zk(rc);
-	eb_zk_op_result *res;
-	size_t           i;
-
-	if (!req_deliverable(q)) {
-		return;
-	}
-	req_done(q, st);
-	res = eb__calloc(q->count, sizeof(*res));
-	for (i = 0; i < q->count; i++) {
-		/* Codes above ZAPIERROR are client/system failures of the
-		 * whole request: the per-op results were never filled in. */
-		if (rc != ZOK && rc > ZAPIERROR) {
-			res[i].status = st;
-		} else {
-			res[i].status = eb__err_from_zk(q->results[i].err);
-		}
-		res[i].path = NULL;
-		if (rc == ZOK && q->ops[i].type == ZOO_CREATE_OP) {
-			res[i].path = q->paths[i];
-		}
-	}
-	q->cb.multi(q->conn->r->zk, st, res, q->count, q->arg);
-	free(res);
-	req_free(q);
-}
-
-static void
-watch_fire(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-	struct zk_watch *w = ctx;
-	eb_zk_watch_type t;
-
-	(void) zh;
-	(void) state;
-	/* Session events reach every watcher: they are not node events. */
-	if (w->conn->retired || type == ZOO_SESSION_EVENT ||
-	    w->conn->r->zk->closing) {
-		return;
-	}
-	if (type == ZOO_CREATED_EVENT) {
-		t = EB_ZK_WATCH_CREATED;
-	} else if (type == ZOO_DELETED_EVENT) {
-		t = EB_ZK_WATCH_DELETED;
-	} else if (type == ZOO_CHANGED_EVENT) {
-		t = EB_ZK_WATCH_CHANGED;
-	} else if (type == ZOO_CHILD_EVENT) {
-		t = EB_ZK_WATCH_CHILD;
-	} else {
-		t = EB_ZK_WATCH_NOT_WATCHING;
-	}
-	/* One-shot: the library has dropped it; so do we. */
-	w->cb(w->conn->r->zk, t, path, w->arg);
-	watch_free(w);
-}
-
-/* ---- operations --------------------------------------------------------- */
-
-/* A request on the current session, or NULL with *err set. */
-static struct zk_req *
-req_new(struct zk_real *r, enum zk_req_kind kind, void *arg, int *err)
-{
-	struct zk_req *q;
-
-	if (r->conn == NULL || r->conn->dead) {
-		*err = zk_no_session_status(r);
-		return NULL;
-	}
-	q = eb__calloc(1, sizeof(*q));
-	q->conn = r->conn;
-	q->kind = kind;
-	q->arg = arg;
-	q->send_ms = eb__mono_ms();
-	eb_list_insert_tail(&r->conn->reqs, &q->link);
-	return q;
-}
-
-static void
-req_watch(struct zk_req *q, eb_zk_watch_cb cb, void *arg)
-{
-	struct zk_watch *w;
-
-	if (cb == NULL) {
-		return;
-	}
-	w = eb__calloc(1, sizeof(*w));
-	w->conn = q->conn;
-	w->cb = cb;
-	w->arg = arg;
-	eb_list_insert_tail(&q->conn->watches, &w->link);
-	q->watch = w;
-}
-
-/* After a zoo_a* call: 0, or the translated error with q released. */
-static int
-req_issued(struct zk_real *r, struct zk_req *q, int rc)
-{
-	if (rc == ZMARSHALLINGERROR) {
-		/* The completion may be registered already: keep q (inert)
-		 * until the handle is closed. */
-		q->delivered = 1;
-		q->watch = NULL;
-		return eb__err_from_zk(rc);
-	}
-	if (rc != ZOK) {
-		if (q->watch != NULL) {
-			watch_free(q->watch);
-		}
-		req_free(q);
-		return eb__err_from_zk(rc);
-	}
-	drive(r); /* the request may need the socket to become writable */
-	return 0;
-}
-
-static int
-real_create(eb_zk *zk, const char *path, const char *data, size_t len,
-    int flags, eb_zk_create_cb cb, void *arg)
-{
-	struct zk_real *r = zk->impl;
-	struct zk_req  *q;
-	int             err;
-
-	if (len > INT_MAX) {
-		return EB_EZKBADARGS;
-	}
-	if ((q = req_new(r, ZK_REQ_CREATE, arg, &err)) == NULL) {
-		return err;
-	}
-	q->cb.create = cb;
-	return req_issued(r, q,
-	    zoo_acreate(r->conn->zh, path, data, data != NULL ? (int) len : -1,
-	        zk_acl(r), zk_mode(flags), create_done, q));
-}
-
-static int
-real_delete(
-    eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg)
-{
-	struct zk_real *r = zk->impl;
-	struct zk_req  *q;
-	int             err;
-
-	if ((q = req_new(r, ZK_REQ_VOID, arg, &err)) == NULL) {
-		return err;
-	}
-	q->cb.void_ = cb;
-	return req_issued(
-	    r, q, zoo_adelete(r->conn->zh, path, version, void_done, q));
-}
-
-static int
-real_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_stat_cb cb, void *arg)
-{
-	struct zk_real *r = zk->impl;
-	struct zk_req  *q;
-	int             err;
-
-	if ((q = req_new(r, ZK_REQ_STAT, arg, &err)) == NULL) {
-		return err;
-	}
-	q->cb.stat = cb;
-	req_watch(q, watch, watch_arg);
-	return req_issued(r, q,
-	    zoo_awexists(r->conn->zh, path,
-	        q->watch != NULL ? watch_fire : NULL, q->watch, stat_done, q));
-}
-
-static int
-real_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_data_cb cb, void *arg)
-{
-	struct zk_real *r = zk->impl;
-	struct zk_req  *q;
-	int             err;
-
-	if ((q = req_new(r, ZK_REQ_DATA, arg, &err)) == NULL) {
-		return err;
-	}
-	q->cb.data = cb;
-	req_watch(q, watch, watch_arg);
-	return req_issued(r, q,
-	    zoo_awget(r->conn->zh, path, q->watch != NULL ? watch_fire : NULL,
-	        q->watch, data_done, q));
-}
-
-static int
-real_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_children_cb cb, void *arg)
-{
-	struct zk_real *r = zk->impl;
-	struct zk_req  *q;
-	int             err;
-
-	if ((q = req_new(r, ZK_REQ_CHILDREN, arg, &err)) == NULL) {
-		return err;
-	}
-	q->cb.children = cb;
-	req_watch(q, watch, watch_arg);
-	return req_issued(r, q,
-	    zoo_awget_children(r->conn->zh, path,
-	        q->watch != NULL ? watch_fire : NULL, q->watch, children_done,
-	        q));
-}
-
-static int
-real_set(eb_zk *zk, const char *path, const char *data, size_t len,
-    int32_t version, eb_zk_stat_cb cb, void *arg)
-{
-	struct zk_real *r = zk->impl;
-	struct zk_req  *q;
-	int             err;
-
-	if (len > INT_MAX) {
-		return EB_EZKBADARGS;
-	}
-	if ((q = req_new(r, ZK_REQ_STAT, arg, &err)) == NULL) {
-		return err;
-	}
-	q->cb.stat = cb;
-	return req_issued(r, q,
-	    zoo_aset(r->conn->zh, path, data, data != NULL ? (int) len : -1,
-	        version, stat_done, q));
-}
-
-/* Fills q->ops from the caller's (borrowed) ops; 0 or EB_EZKBADARGS. */
-static int
-multi_prepare(struct zk_real *r, struct zk_req *q, const eb_zk_op *ops)
-{
-	size_t i;
-
-	for (i = 0; i < q->count; i++) {
-		const eb_zk_op *o = &ops[i];
-		int             len = o->data != NULL ? (int) o->len : -1;
-		size_t          plen;
-
-		if (o->len > INT_MAX) {
-			return EB_EZKBADARGS;
-		}
-		switch (o->type) {
-		case EB_ZK_OP_CREATE:
-			/* Room for the 10-digit sequence suffix. */
-			plen = strlen(o->path) + 16;
-			q->paths[i] = eb__calloc(1, plen);
-			zoo_create_op_init(&q->ops[i], o->path, o->data, len,
-			    zk_acl(r), zk_mode(o->flags), q->paths[i],
-			    (int) plen);
-			break;
-		case EB_ZK_OP_DELETE:
-			zoo_delete_op_init(&q->ops[i], o->path, o->version);
-			break;
-		case EB_ZK_OP_SET:
-			zoo_set_op_init(&q->ops[i], o->path, o->data, len,
-			    o->version, &q->stats[i]);
-			break;
-		case EB_ZK_OP_CHECK:
-			zoo_check_op_init(&q->ops[i], o->path, o->version);
-			break;
-		default:
-			return EB_EZKBADARGS;
-		}
-	}
-	return 0;
-}
-
-static int
-real_multi(
-    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg)
-{
-	struct zk_real *r = zk->impl;
-	struct zk_req  *q;
-	int             err;
-
-	if (count > INT_MAX) {
-		return EB_EZKBADARGS;
-	}
-	if ((q = req_new(r, ZK_REQ_MULTI, arg, &err)) == NULL) {
-		return err;
-	}
-	q->cb.multi = cb;
-	q->count = count;
-	q->ops = eb__calloc(count, sizeof(*q->ops));
-	q->results = eb__calloc(count, sizeof(*q->results));
-	q->paths = eb__calloc(count, sizeof(*q->paths));
-	q->stats = eb__calloc(count, sizeof(*q->stats));
-	if ((err = multi_prepare(r, q, ops)) != 0) {
-		req_free(q);
-		return err;
-	}
-	return req_issued(r, q,
-	    zoo_amulti(
-	        r->conn->zh, (int) count, q->ops, q->results, multi_done, q));
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -1182,7 +551,7 @@ real_start(eb_zk *zk)
 	}
 	EB_LOG_INFO("zk", "session-start: connect=%s timeout_ms=%u auth=%s",
 	    r->hosts, zk->timeout_ms, r->scheme != NULL ? r->scheme : "none");
-	drive(r);
+	eb__zkr_drive(r);
 	return 0;
 }
 
@@ -1255,13 +624,13 @@ real_close(eb_zk *zk)
 static const eb__zk_ops zk_real_ops = {
 	.start = real_start,
 	.close = real_close,
-	.create = real_create,
-	.delete_node = real_delete,
-	.exists = real_exists,
-	.get = real_get,
-	.get_children = real_get_children,
-	.set = real_set,
-	.multi = real_multi,
+	.create = eb__zkr_create,
+	.delete_node = eb__zkr_delete,
+	.exists = eb__zkr_exists,
+	.get = eb__zkr_get,
+	.get_children = eb__zkr_get_children,
+	.set = eb__zkr_set,
+	.multi = eb__zkr_multi,
 };
 
 static int
