@@ -76,7 +76,6 @@ struct zk_conn {
 	int             connected;   /* in CONNECTED state now */
 	int             had_session; /* CONNECTED was seen once */
 	enum zk_dead    dead;
-	int             retire_status;
 	uv_work_t       work;
 };
 
