@@ -18,6 +18,7 @@
 #include <ebnode/log.h>
 
 #include "bridge/bridge_int.h"
+#include "bridge/smap.h"
 #include "common/alloc.h"
 #include "common/util.h"
 
@@ -45,7 +46,9 @@ struct eb__bconn {
 	uint64_t      frames_in;
 	uint64_t      frames_out;
 	eb_list       consumers; /* of bconn_consumer, owned */
-	eb_list       replies;   /* of bconn_reply, owned */
+	eb_list       replies;   /* of bconn_reply, owned, oldest first */
+	eb__smap      cmap;      /* consumers by address */
+	eb__smap      rmap;      /* replies by address */
 	eb_list       reqs;      /* of bconn_req, attached */
 	size_t        n_consumers;
 	size_t        n_replies;
@@ -57,6 +60,7 @@ struct eb__bconn {
 
 typedef struct bconn_consumer {
 	eb_list          link;
+	eb__smap_node    hnode;   /* in c->cmap */
 	eb__bconn       *c;       /* borrowed: the consumer dies first */
 	eb_bus_consumer *bc;      /* owned */
 	char            *address; /* owned */
@@ -64,10 +68,11 @@ typedef struct bconn_consumer {
 
 /* A server->client request awaiting the client's answer (one-shot). */
 typedef struct bconn_reply {
-	eb_list     link;
-	char       *address; /* owned: the bus reply address */
-	eb_bus_msg *msg;     /* one reference held */
-	uint64_t    expires_ms;
+	eb_list       link;
+	eb__smap_node hnode;   /* in c->rmap */
+	char         *address; /* owned: the bus reply address */
+	eb_bus_msg   *msg;     /* one reference held */
+	uint64_t      expires_ms;
 } bconn_reply;
 
 /* A client request in flight on the bus. */
@@ -163,23 +168,16 @@ conn_failure(eb__bconn *c, const char *token, const char *source, int code,
 static bconn_reply *
 reply_find(eb__bconn *c, const char *address)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__smap_node *n = eb__smap_get(&c->rmap, address);
 
-	EB_LIST_FOREACH (it, tmp, &c->replies) {
-		bconn_reply *r = EB_CONTAINER_OF(it, bconn_reply, link);
-
-		if (strcmp(r->address, address) == 0) {
-			return r;
-		}
-	}
-	return NULL;
+	return n != NULL ? EB_CONTAINER_OF(n, bconn_reply, hnode) : NULL;
 }
 
 static void
 reply_free(eb__bconn *c, bconn_reply *r)
 {
 	eb_list_remove(&r->link);
+	eb__smap_del(&c->rmap, &r->hnode);
 	c->n_replies--;
 	eb_bus_msg_release(r->msg);
 	free(r->address);
@@ -199,6 +197,7 @@ reply_add(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	r->msg = eb_bus_msg_hold(msg);
 	r->expires_ms = eb__mono_ms() + c->b->opts.reply_ttl_ms;
 	eb_list_insert_tail(&c->replies, &r->link);
+	eb__smap_put(&c->rmap, &r->hnode, r->address);
 	c->n_replies++;
 }
 
@@ -355,23 +354,16 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 static bconn_consumer *
 consumer_find(eb__bconn *c, const char *address)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__smap_node *n = eb__smap_get(&c->cmap, address);
 
-	EB_LIST_FOREACH (it, tmp, &c->consumers) {
-		bconn_consumer *k = EB_CONTAINER_OF(it, bconn_consumer, link);
-
-		if (strcmp(k->address, address) == 0) {
-			return k;
-		}
-	}
-	return NULL;
+	return n != NULL ? EB_CONTAINER_OF(n, bconn_consumer, hnode) : NULL;
 }
 
 static void
 consumer_free(eb__bconn *c, bconn_consumer *k)
 {
 	eb_list_remove(&k->link);
+	eb__smap_del(&c->cmap, &k->hnode);
 	c->n_consumers--;
 	c->b->stats.consumers--;
 	eb_bus_consumer_close(k->bc);
@@ -407,6 +399,7 @@ frame_register(eb__bconn *c, const eb__bframe *f)
 		return;
 	}
 	eb_list_insert_tail(&c->consumers, &k->link);
+	eb__smap_put(&c->cmap, &k->hnode, k->address);
 	c->n_consumers++;
 	c->b->stats.consumers++;
 }
@@ -645,6 +638,8 @@ conn_closed_cb(eb__stream *s)
 	eb_bridge *b = c->b;
 
 	eb__frame_dec_free(&c->dec);
+	eb__smap_free(&c->cmap); /* empty since close */
+	eb__smap_free(&c->rmap);
 	free(c);
 	eb__bridge_conn_gone(b);
 }
@@ -842,12 +837,14 @@ eb__bconn_sweep(eb__bconn *c, uint64_t now)
 		eb__bconn_close(c, "tls-handshake-timeout");
 		return;
 	}
+	/* Oldest first and one TTL for all: stop at the first live entry. */
 	EB_LIST_FOREACH (it, tmp, &c->replies) {
 		bconn_reply *r = EB_CONTAINER_OF(it, bconn_reply, link);
 
-		if (now >= r->expires_ms) {
-			reply_free(c, r);
+		if (now < r->expires_ms) {
+			break;
 		}
+		reply_free(c, r);
 	}
 }
 

@@ -172,6 +172,27 @@ class Robustness(unittest.TestCase):
         w.join(bt.scaled(10))
         self.assertEqual(c.sync(), [])
 
+    def test_5000_registrations_on_one_socket(self):
+        c = self.connect()
+        n = 5000
+        enc = BridgeClient.encode
+        c.send_raw(b"".join(enc({"type": "register", "address": "r.%d" % i})
+                            for i in range(n)))
+        c.send_raw(b"".join(enc({"type": "publish", "address": "r.%d" % i,
+                                 "body": i}) for i in range(n)))
+        got = set()
+        for _ in range(n):
+            f = c.recv_frame(10)
+            self.assertEqual(f["address"], "r.%d" % f["body"])
+            got.add(f["body"])
+        self.assertEqual(len(got), n)
+        c.send_raw(b"".join(enc({"type": "unregister",
+                                 "address": "r.%d" % i})
+                            for i in range(n)))
+        self.assertEqual(c.sync(), [])  # no unknown_address: all existed
+        c.unregister("r.0")
+        c.expect_exact(self, {"type": "err", "message": "unknown_address"})
+
     def test_64_frames_in_one_write(self):
         c = self.connect()
         c.register("burst")
@@ -248,6 +269,7 @@ class SlowReader(Robustness):
     # The inherited cases run on the other node only.
     test_1000_concurrent_connections = None
     test_64_frames_in_one_write = None
+    test_5000_registrations_on_one_socket = None
     test_30000_pipelined_frames_all_delivered_in_order = None
     test_frame_of_exactly_max_size_accepted = None
     test_frame_split_byte_by_byte = None
