@@ -100,6 +100,21 @@ def wait_registered(node, address, handlers=1):
     return ebtest.wait_until(ok, 10, "%s registered" % address)
 
 
+def start_node(testcase, config, name):
+    """Starts ebnode; at cleanup it must stop cleanly on SIGTERM with exit
+    code 0 (a sanitizer report or a crash fails the test)."""
+    node = ebtest.EbNode(config, name=name)
+
+    def stop():
+        code = node.stop()
+        log = node.log_text()[-3000:] if code != 0 else ""
+        node.close()
+        testcase.assertEqual(code, 0, "%s exited with %r:\n%s" % (
+            name, code, log))
+    testcase.addCleanup(stop)
+    return node
+
+
 def request(client, address, body, headers, reply):
     client.send(address, body, headers=headers, reply_address=reply)
     return client.recv_until(lambda f: f.get("address") == reply, 10)
@@ -174,8 +189,7 @@ class PromText(unittest.TestCase):
 
 class Metrics(unittest.TestCase):
     def test_traffic_moves_counters(self):
-        node = ebtest.EbNode(standalone(), name="metrics")
-        self.addCleanup(node.close)
+        node = start_node(self, standalone(), "metrics")
         m0 = metrics(self, node)
         self.assertEqual(m0.value("ebnode_leader"), 1)
         self.assertEqual(m0.value("ebnode_epoch"), 1)
@@ -309,10 +323,9 @@ class Metrics(unittest.TestCase):
     def test_bus_series_are_bounded(self):
         """Many addresses: at most 32 get per-address series, the busiest
         ones."""
-        node = ebtest.EbNode(standalone(bridge={"outbound": [
+        node = start_node(self, standalone(bridge={"outbound": [
             {"addressRegex": "many\\..*"}, {"address": "orders"}]}),
-            name="bounded")
-        self.addCleanup(node.close)
+            "bounded")
         clients = []
         self.addCleanup(lambda: [c.close() for c in clients])
         c = ebtest.BridgeClient(*node.bridge)
@@ -343,9 +356,8 @@ class Routes(unittest.TestCase):
     TOKEN = "s3cret-token"
 
     def setUp(self):
-        self.node = ebtest.EbNode(standalone(admin={"token": self.TOKEN}),
-                                  name="routes")
-        self.addCleanup(self.node.close)
+        self.node = start_node(self, standalone(
+            admin={"token": self.TOKEN}), "routes")
 
     def get(self, path, token=TOKEN, method="GET"):
         return ebtest.admin_request(*self.node.admin, method, path,
@@ -481,12 +493,10 @@ class MetricsCluster(unittest.TestCase):
 
     def test_two_nodes(self):
         root = ebtest.unique_root()
-        a = ebtest.EbNode(self.config(root, "a"), name="a")
-        self.addCleanup(a.close)
+        a = start_node(self, self.config(root, "a"), "a")
         ebtest.wait_until(lambda: metrics(self, a).value("ebnode_leader"),
                           20, "a leads")
-        b = ebtest.EbNode(self.config(root, "b"), name="b")
-        self.addCleanup(b.close)
+        b = start_node(self, self.config(root, "b"), "b")
 
         def both_linked():
             ma, mb = metrics(self, a), metrics(self, b)
