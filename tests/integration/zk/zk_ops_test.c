@@ -447,6 +447,82 @@ test_close_cancels_in_flight(void **state)
 	assert_int_equal(th_loop_run(t), 0);
 }
 
+struct self_close {
+	int first_done;
+	int first_status;
+	int second_done;
+	int second_status;
+	int closed;
+};
+
+static void
+self_close_closed_cb(eb_zk *zk, void *arg)
+{
+	struct self_close *c = arg;
+
+	(void) zk;
+	/* Last: after every pending callback. */
+	assert_int_equal(c->second_done, 1);
+	c->closed++;
+}
+
+static void
+self_close_second_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *stat, void *arg)
+{
+	struct self_close *c = arg;
+
+	(void) zk;
+	(void) data;
+	(void) len;
+	(void) stat;
+	c->second_done++;
+	c->second_status = status;
+}
+
+static void
+self_close_first_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *stat, void *arg)
+{
+	struct self_close *c = arg;
+
+	(void) data;
+	(void) len;
+	(void) stat;
+	c->first_done++;
+	c->first_status = status;
+	/* Closing from inside a ZooKeeper completion is legal (STYLE B4.6):
+	 * nothing is torn down here, the next turn does it. */
+	eb_zk_close(zk, self_close_closed_cb, c);
+	assert_int_equal(c->closed, 0);
+}
+
+/* The owner closes from inside a completion while another reply is in the
+ * same batch: that one is cancelled, not delivered. */
+static void
+test_close_from_completion(void **state)
+{
+	th_loop          *t = *state;
+	zkit_events       e = { .n = 0 };
+	struct self_close c;
+	eb_zk            *zk;
+
+	memset(&c, 0, sizeof(c));
+	th_watchdog_ms(t, 60000);
+	zk = zkit_open(t, connect_str, 10000, &e);
+	assert_int_equal(
+	    eb_zk_get(zk, "/", NULL, NULL, self_close_first_cb, &c), 0);
+	assert_int_equal(
+	    eb_zk_get(zk, "/", NULL, NULL, self_close_second_cb, &c), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &c.closed, 15000), 0);
+	assert_int_equal(c.first_done, 1);
+	assert_int_equal(c.first_status, 0);
+	assert_int_equal(c.second_done, 1);
+	assert_int_equal(c.second_status, EB_ECANCELED);
+	assert_int_equal(c.closed, 1);
+	assert_int_equal(e.n, 1);
+}
+
 static int
 port_of(const char *connect)
 {
@@ -520,6 +596,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_close_unresponsive_does_not_block, th_setup,
 		    th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_close_from_completion, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
