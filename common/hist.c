@@ -91,8 +91,10 @@ double
 eb__hist_sum_seconds(const eb__hist *h)
 {
 	/* Whole seconds and the remainder separately: exact up to 2^53 s. */
-	return (double) (h->sum_ns / NS_PER_S) +
-	       (double) (h->sum_ns % NS_PER_S) / (double) NS_PER_S;
+	uint64_t whole = h->sum_ns / NS_PER_S;
+	uint64_t frac = h->sum_ns % NS_PER_S;
+
+	return (double) whole + (double) frac / (double) NS_PER_S;
 }
 
 uint64_t

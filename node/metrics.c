@@ -759,14 +759,14 @@ static json_t *
 subs_sorted(json_t *arr)
 {
 	size_t   n = json_array_size(arr);
-	json_t **v = eb__calloc(n + 1, sizeof(*v));
+	json_t **v = eb__calloc(n + 1, sizeof(json_t *));
 	json_t  *out = json_array();
 	size_t   i;
 
 	for (i = 0; i < n; i++) {
 		v[i] = json_array_get(arr, i);
 	}
-	qsort(v, n, sizeof(*v), subs_cmp);
+	qsort(v, n, sizeof(json_t *), subs_cmp);
 	for (i = 0; i < n; i++) {
 		(void) json_array_append(out, v[i]);
 	}
