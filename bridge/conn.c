@@ -33,6 +33,9 @@
  * connection stops reading and continues on the next turn.
  */
 #define BCONN_FRAME_BUDGET 256u
+/* Per-frame log lines (malformed, denied, auth) per connection, so that a
+ * hostile client cannot flood the log; the rest are only counted. */
+#define BCONN_LOG_BUDGET 16u
 
 struct eb__bconn {
 	eb_list       link; /* in b->conns while open */
@@ -54,6 +57,7 @@ struct eb__bconn {
 	size_t        n_replies;
 	eb_list       pause_link; /* in b->paused while paused */
 	int           paused;     /* reading stopped: frames buffered */
+	unsigned      log_left;   /* per-frame log lines still allowed */
 	int           authenticated;
 	int           closing;
 };
@@ -93,6 +97,23 @@ eb__bconn *
 eb__bconn_from_pause_link(eb_list *l)
 {
 	return EB_CONTAINER_OF(l, eb__bconn, pause_link);
+}
+
+/* 1 when one more per-frame event of this connection may be logged. */
+static int
+conn_log_ok(eb__bconn *c)
+{
+	if (c->log_left == 0) {
+		return 0;
+	}
+	if (--c->log_left == 0) {
+		EB_LOG_INFO("bridge",
+		    "log-suppressed: peer=%s: further per-frame events of this "
+		    "connection are only counted",
+		    c->peer);
+		return 0;
+	}
+	return 1;
 }
 
 /* ---- writing ---- */
@@ -147,8 +168,10 @@ static void
 conn_denied(eb__bconn *c, const char *what, const char *address)
 {
 	c->b->stats.denied++;
-	EB_LOG_INFO("bridge", "access-denied: peer=%s op=%s address=%s",
-	    c->peer, what, address);
+	if (conn_log_ok(c)) {
+		EB_LOG_INFO("bridge", "access-denied: peer=%s op=%s address=%s",
+		    c->peer, what, address);
+	}
 	conn_err(c, "access_denied");
 }
 
@@ -448,8 +471,10 @@ frame_auth(eb__bconn *c, const eb__bframe *f)
 		return 1;
 	}
 	b->stats.auth_failed++;
-	EB_LOG_NOTICE("bridge", "auth-failed: peer=%s token=%s", c->peer,
-	    f->token == NULL ? "missing" : "wrong");
+	if (conn_log_ok(c)) {
+		EB_LOG_NOTICE("bridge", "auth-failed: peer=%s token=%s",
+		    c->peer, f->token == NULL ? "missing" : "wrong");
+	}
 	conn_err(c, "access_denied");
 	if (b->opts.auth_mode == EB_BRIDGE_AUTH_FIRST) {
 		eb__bconn_close(c, "auth-failed");
@@ -468,8 +493,10 @@ conn_frame(eb__bconn *c, const char *p, uint32_t n)
 	        p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, &f) != 0) {
 		/* Vert.x logs and skips; the socket keeps working. */
 		b->stats.frames_in[EB_BRIDGE_IN_MALFORMED]++;
-		EB_LOG_INFO(
-		    "bridge", "malformed-frame: peer=%s len=%u", c->peer, n);
+		if (conn_log_ok(c)) {
+			EB_LOG_INFO("bridge", "malformed-frame: peer=%s len=%u",
+			    c->peer, n);
+		}
 		return;
 	}
 	b->stats.frames_in[(int) f.type]++;
@@ -706,7 +733,9 @@ peer_name(uv_tcp_t *tcp, char *out, size_t n)
 			port = ntohs(a->sin6_port);
 		}
 	}
-	(void) snprintf(out, n, "%s:%d", host, port);
+	/* host:port, [v6]:port */
+	(void) snprintf(out, n, strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d",
+	    host, port);
 }
 
 static void
@@ -757,6 +786,7 @@ eb__bconn_accept(eb_bridge *b)
 	eb_list_init(&c->consumers);
 	eb_list_init(&c->replies);
 	eb_list_init(&c->reqs);
+	c->log_left = BCONN_LOG_BUDGET;
 	eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
 	c->started_ms = eb__mono_ms();
 	c->active_ms = c->started_ms;
@@ -795,6 +825,7 @@ eb__bconn_open_detached(eb_bridge *b)
 	eb_list_init(&c->consumers);
 	eb_list_init(&c->replies);
 	eb_list_init(&c->reqs);
+	c->log_left = BCONN_LOG_BUDGET;
 	eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
 	c->started_ms = eb__mono_ms();
 	c->active_ms = c->started_ms;

@@ -306,7 +306,10 @@ eb_bridge_start(eb_bridge *b, eb_errbuf *err)
 	(void) uv_timer_start(
 	    &b->sweep, sweep_cb, sweep_interval(b), sweep_interval(b));
 	uv_unref((uv_handle_t *) &b->sweep);
-	EB_LOG_INFO("bridge", "listening: addr=%s:%d tls=%d max_frame=%u",
+	EB_LOG_INFO("bridge",
+	    strchr(b->host, ':') != NULL
+	        ? "listening: addr=[%s]:%d tls=%d max_frame=%u"
+	        : "listening: addr=%s:%d tls=%d max_frame=%u",
 	    b->host, b->port, b->tls != NULL, b->opts.max_frame_bytes);
 	return 0;
 }

@@ -80,6 +80,20 @@ class Quirks(NodeCase):
         c.ping()
         c.expect_exact(self, {"type": "pong"})  # the first frame at all
 
+    def test_per_frame_logging_is_bounded(self):
+        c = self.connect()
+        for _ in range(200):
+            c.send_frame(b"junk")
+        c.ping()
+        c.expect_exact(self, {"type": "pong"})
+        port = c.sock.getsockname()[1]
+        peer = "peer=127.0.0.1:%d" % port
+        self.node.wait_log("log-suppressed: %s" % peer)
+        lines = [l for l in self.node.log_lines()
+                 if "malformed-frame: %s " % peer in l]
+        self.assertLessEqual(len(lines), 16)
+        self.assertGreater(len(lines), 0)
+
     def test_duplicate_register_is_idempotent(self):
         c = self.connect()
         c.register("echo")
@@ -263,6 +277,27 @@ class Limits(NodeCase):
             self.fail("no slot after a close")
         self.assertTrue(any("conn-refused" in l for l in
                             self.node.log_lines()))
+
+
+class Ipv6(NodeCase):
+    bridge = {"listen": "::1", "inbound": [{}], "outbound": [{}]}
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            socket.socket(socket.AF_INET6).bind(("::1", 0))
+        except OSError:
+            raise unittest.SkipTest("no IPv6 loopback")
+        super().setUpClass()
+
+    def test_ipv6_listener(self):
+        self.assertEqual(self.node.bridge[0], "::1")
+        c = self.connect()
+        c.register("v6")
+        c.publish("v6", {"ok": 1})
+        c.expect_exact(self, {"type": "message", "address": "v6",
+                              "headers": {}, "body": {"ok": 1},
+                              "send": False})
 
 
 class ReplyTtl(NodeCase):
