@@ -108,13 +108,18 @@ EB_API void        eb_bus_consumer_close(eb_bus_consumer *c);
 EB_API const char *eb_bus_consumer_address(const eb_bus_consumer *c);
 
 /* Point-to-point, round robin across the handlers of the cluster. Returns
- * 0 or EB_ENOHANDLERS when nobody (reachable) handles address. */
+ * 0 or EB_ENOHANDLERS when nobody (reachable) handles address. Also:
+ * EB_EFULL when the chosen local consumer's queue is full, EB_ELINKDOWN when
+ * the chosen peer's link failed under the send (both dropped and counted),
+ * UV_EINVAL (bad address or headers), EB_ECLOSED. */
 EB_API int eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts);
 /* Every handler; 0 even with no handlers (Vert.x). */
 EB_API int eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts);
-/* A send that expects a reply: cb exactly once (reply, failure, timeout). */
+/* A send that expects a reply: cb exactly once (reply, failure, timeout).
+ * Returns 0 also when nobody handles address (cb reports NO_HANDLERS on a
+ * later turn); non-zero (UV_EINVAL, EB_ECLOSED) means no callback. */
 EB_API int eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg);
