@@ -483,69 +483,94 @@ frame_auth(eb__bconn *c, const eb__bframe *f)
 }
 
 static void
-conn_frame(eb__bconn *c, const char *p, uint32_t n)
+frame_publish(eb__bconn *c, const eb__bframe *f)
 {
-	eb_bridge *b = c->b;
-	eb__bframe f;
+	eb_bus_send_opts so;
 
-	c->frames_in++;
-	if (eb__bframe_parse(
-	        p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, &f) != 0) {
-		/* Vert.x logs and skips; the socket keeps working. */
-		b->stats.frames_in[EB_BRIDGE_IN_MALFORMED]++;
-		if (conn_log_ok(c)) {
-			EB_LOG_INFO("bridge", "malformed-frame: peer=%s len=%u",
-			    c->peer, n);
-		}
+	if (!eb__perm_allows(&c->b->inbound, f->address)) {
+		conn_denied(c, "publish", f->address);
 		return;
 	}
-	b->stats.frames_in[(int) f.type]++;
-	if (!frame_auth(c, &f)) {
-		goto done;
+	eb_bus_send_opts_init(&so);
+	so.local_only = f->local_only;
+	(void) eb_bus_publish(c->b->bus, f->address, f->body, f->headers, &so);
+}
+
+static void
+frame_ping(eb__bconn *c)
+{
+	char  *buf;
+	size_t len;
+
+	eb__bout_pong(&buf, &len);
+	conn_write(c, buf, len, EB_BRIDGE_OUT_PONG);
+}
+
+/* Section 2 order: type, (auth), address, then the type's own checks. */
+static void
+frame_dispatch(eb__bconn *c, const eb__bframe *f)
+{
+	if (!frame_auth(c, f)) {
+		return;
 	}
-	if (f.type == EB__BF_UNKNOWN) {
+	if (f->type == EB__BF_UNKNOWN) {
 		conn_err(c, "unknown_type");
-		goto done;
+		return;
 	}
-	if (f.type == EB__BF_PING) {
-		char  *buf;
-		size_t len;
-
-		eb__bout_pong(&buf, &len);
-		conn_write(c, buf, len, EB_BRIDGE_OUT_PONG);
-		goto done;
+	if (f->type == EB__BF_PING) {
+		frame_ping(c);
+		return;
 	}
-	if (f.address == NULL) {
+	if (f->address == NULL) {
 		conn_err(c, "missing_address");
-		goto done;
+		return;
 	}
-	switch (f.type) {
+	switch (f->type) {
 	case EB__BF_SEND:
-		frame_send(c, &f);
+		frame_send(c, f);
 		break;
-	case EB__BF_PUBLISH: {
-		eb_bus_send_opts so;
-
-		if (!eb__perm_allows(&b->inbound, f.address)) {
-			conn_denied(c, "publish", f.address);
-			break;
-		}
-		eb_bus_send_opts_init(&so);
-		so.local_only = f.local_only;
-		(void) eb_bus_publish(
-		    b->bus, f.address, f.body, f.headers, &so);
+	case EB__BF_PUBLISH:
+		frame_publish(c, f);
 		break;
-	}
 	case EB__BF_REGISTER:
-		frame_register(c, &f);
+		frame_register(c, f);
 		break;
 	case EB__BF_UNREGISTER:
-		frame_unregister(c, &f);
+		frame_unregister(c, f);
 		break;
 	default:
 		break;
 	}
-done:
+}
+
+/* Not JSON or not an object: Vert.x logs and skips; the socket keeps
+ * working. */
+static void
+conn_malformed(eb__bconn *c, uint32_t n)
+{
+	c->b->stats.frames_in[EB_BRIDGE_IN_MALFORMED]++;
+	if (conn_log_ok(c)) {
+		EB_LOG_INFO(
+		    "bridge", "malformed-frame: peer=%s len=%u", c->peer, n);
+	}
+}
+
+static void
+conn_frame(eb__bconn *c, const char *p, uint32_t n)
+{
+	eb_bridge *b = c->b;
+	eb__bframe f;
+	int        rv;
+
+	c->frames_in++;
+	rv =
+	    eb__bframe_parse(p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, &f);
+	if (rv != 0) {
+		conn_malformed(c, n);
+		return;
+	}
+	b->stats.frames_in[(int) f.type]++;
+	frame_dispatch(c, &f);
 	eb__bframe_free(&f);
 }
 
