@@ -534,9 +534,9 @@ typedef struct bus_row {
 } bus_row;
 
 typedef struct bus_top {
-	bus_row  rows[EB_METRICS_BUS_TOP];
-	size_t   n;
-	uint64_t seen;
+	bus_row rows[EB_METRICS_BUS_TOP];
+	size_t  n;
+	size_t  least; /* the least busy row, once the table is full */
 } bus_top;
 
 static uint64_t
@@ -554,24 +554,31 @@ bus_row_before(uint64_t ta, const char *aa, uint64_t tb, const char *ab)
 }
 
 static void
+bus_top_find_least(bus_top *t)
+{
+	size_t i;
+
+	t->least = 0;
+	for (i = 1; i < t->n; i++) {
+		if (bus_row_before(t->rows[t->least].total,
+		        t->rows[t->least].address, t->rows[i].total,
+		        t->rows[i].address)) {
+			t->least = i;
+		}
+	}
+}
+
+/* Keeps the EB_METRICS_BUS_TOP busiest records: O(1) for a record that
+ * does not make it, O(EB_METRICS_BUS_TOP) for one that does. */
+static void
 bus_top_cb(const eb_bus_addr_stats *s, void *arg)
 {
 	bus_top *t = arg;
 	uint64_t total = bus_total(s);
 	size_t   slot = t->n;
-	size_t   i;
 
-	t->seen++;
 	if (t->n == EB_METRICS_BUS_TOP) {
-		/* Replace the least busy row if this one beats it. */
-		slot = 0;
-		for (i = 1; i < t->n; i++) {
-			if (bus_row_before(t->rows[slot].total,
-			        t->rows[slot].address, t->rows[i].total,
-			        t->rows[i].address)) {
-				slot = i;
-			}
-		}
+		slot = t->least;
 		if (!bus_row_before(total, s->address, t->rows[slot].total,
 		        t->rows[slot].address)) {
 			return;
@@ -584,6 +591,9 @@ bus_top_cb(const eb_bus_addr_stats *s, void *arg)
 	t->rows[slot].total = total;
 	t->rows[slot].st = *s;
 	t->rows[slot].st.address = t->rows[slot].address;
+	if (t->n == EB_METRICS_BUS_TOP) {
+		bus_top_find_least(t);
+	}
 }
 
 static int
@@ -727,11 +737,145 @@ eb__admin_metrics(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
 
 /* ---- GET /subscriptions ---- */
 
+/* Query: ?prefix=<address prefix>&limit=<n>; the answer lists the first
+ * limit matching addresses in address order, so that a node with a huge
+ * address table is never serialised whole on the loop. */
+#define SUBS_LIMIT_DEFAULT 1000
+#define SUBS_LIMIT_MAX     100000
+#define SUBS_PREFIX_MAX    1024
+
+typedef struct subs_query {
+	char    prefix[SUBS_PREFIX_MAX + 1];
+	int64_t limit;
+} subs_query;
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9') {
+		return c - '0';
+	}
+	if (c >= 'a' && c <= 'f') {
+		return c - 'a' + 10;
+	}
+	if (c >= 'A' && c <= 'F') {
+		return c - 'A' + 10;
+	}
+	return -1;
+}
+
+/* Percent-decodes s[0..len) ('+' is a space) into out (NUL-terminated).
+ * 0, or -1 for a bad escape, an embedded NUL or no room. */
+static int
+url_decode(const char *s, size_t len, char *out, size_t cap)
+{
+	size_t i;
+	size_t o = 0;
+
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (c == '%') {
+			int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
+			int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
+
+			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+				return -1;
+			}
+			c = (char) (hi * 16 + lo);
+			i += 2;
+		} else if (c == '+') {
+			c = ' ';
+		}
+		if (o + 1 >= cap) {
+			return -1;
+		}
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* Parses rq->query into q. 0, or -1 with a message for a 400. */
+static int
+subs_query_parse(const char *query, subs_query *q, const char **why)
+{
+	const char *p = query;
+
+	q->prefix[0] = '\0';
+	q->limit = SUBS_LIMIT_DEFAULT;
+	while (*p != '\0') {
+		const char *amp = strchr(p, '&');
+		size_t      len = amp != NULL ? (size_t) (amp - p) : strlen(p);
+		const char *eq = memchr(p, '=', len);
+		size_t      klen = eq != NULL ? (size_t) (eq - p) : len;
+		const char *val = eq != NULL ? eq + 1 : p + len;
+		size_t      vlen = (size_t) (p + len - val);
+		char        num[24];
+
+		if (klen == 6 && strncmp(p, "prefix", 6) == 0) {
+			if (url_decode(
+			        val, vlen, q->prefix, sizeof(q->prefix)) != 0) {
+				*why = "bad prefix (escape or length)";
+				return -1;
+			}
+		} else if (klen == 5 && strncmp(p, "limit", 5) == 0) {
+			if (url_decode(val, vlen, num, sizeof(num)) != 0 ||
+			    eb__parse_i64(num, 0, SUBS_LIMIT_MAX, &q->limit) !=
+			        0) {
+				*why = "limit: expected an integer 0..100000";
+				return -1;
+			}
+		} else if (len > 0) {
+			*why = "unknown query parameter (prefix, limit)";
+			return -1;
+		}
+		p += len + (amp != NULL ? 1 : 0);
+	}
+	return 0;
+}
+
+typedef struct subs_scan {
+	const char *prefix;
+	size_t      prefix_len;
+	bus_row    *rows; /* owned */
+	size_t      n;
+	size_t      cap;
+} subs_scan;
+
 static void
 subs_cb(const eb_bus_addr_stats *s, void *arg)
 {
-	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	                      "s:I, s:I}",
+	subs_scan *sc = arg;
+
+	if (strncmp(s->address, sc->prefix, sc->prefix_len) != 0) {
+		return;
+	}
+	if (sc->n == sc->cap) {
+		sc->cap = sc->cap != 0 ? sc->cap * 2 : 64;
+		sc->rows = eb__realloc(sc->rows, sc->cap * sizeof(bus_row));
+	}
+	sc->rows[sc->n].address = eb__strdup(s->address);
+	sc->rows[sc->n].total = 0;
+	sc->rows[sc->n].st = *s;
+	sc->rows[sc->n].st.address = sc->rows[sc->n].address;
+	sc->n++;
+}
+
+static int
+subs_cmp(const void *a, const void *b)
+{
+	const bus_row *ra = a;
+	const bus_row *rb = b;
+
+	return strcmp(ra->address, rb->address);
+}
+
+static json_t *
+subs_row_json(const eb_bus_addr_stats *s)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	                 "s:I}",
 	    "address", s->address, "handlers", (json_int_t) s->handlers,
 	    "local_only_handlers", (json_int_t) s->local_only_handlers,
 	    "remote_handlers", (json_int_t) s->remote_handlers, "remote_nodes",
@@ -740,69 +884,61 @@ subs_cb(const eb_bus_addr_stats *s, void *arg)
 	    (json_int_t) s->received, "replied", (json_int_t) s->replied,
 	    "failed", (json_int_t) s->failed, "dropped",
 	    (json_int_t) s->dropped);
-
-	(void) json_array_append_new(arg, o);
 }
 
-static int
-subs_cmp(const void *a, const void *b)
-{
-	const json_t *ja = *(const json_t *const *) a;
-	const json_t *jb = *(const json_t *const *) b;
-
-	return strcmp(json_string_value(json_object_get(ja, "address")),
-	    json_string_value(json_object_get(jb, "address")));
-}
-
-/* The array sorted by address (a stable view for people and diffs). */
 static json_t *
-subs_sorted(json_t *arr)
+subs_totals_json(eb_bus *bus)
 {
-	size_t   n = json_array_size(arr);
-	json_t **v = eb__calloc(n + 1, sizeof(json_t *));
-	json_t  *out = json_array();
-	size_t   i;
+	eb_bus_totals t;
 
-	for (i = 0; i < n; i++) {
-		v[i] = json_array_get(arr, i);
-	}
-	qsort(v, n, sizeof(json_t *), subs_cmp);
-	for (i = 0; i < n; i++) {
-		(void) json_array_append(out, v[i]);
-	}
-	free(v);
-	return out;
+	eb_bus_stats_totals(bus, &t);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "addresses", (json_int_t) t.addresses, "pending_requests",
+	    (json_int_t) t.pending_requests, "no_handlers",
+	    (json_int_t) t.no_handlers, "sent", (json_int_t) t.sent,
+	    "published", (json_int_t) t.published, "received",
+	    (json_int_t) t.received, "replied", (json_int_t) t.replied,
+	    "failed", (json_int_t) t.failed, "dropped", (json_int_t) t.dropped);
 }
 
 void
 eb__admin_subscriptions(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
 {
-	json_t       *arr = json_array();
-	json_t       *sorted;
-	json_t       *o;
-	eb_bus_totals t;
+	subs_query  q;
+	subs_scan   sc;
+	const char *why = NULL;
+	json_t     *arr;
+	json_t     *o;
+	size_t      i;
 
-	(void) rq;
+	if (subs_query_parse(rq->query, &q, &why) != 0) {
+		eb__admin_reply_error(rs, 400, "bad_request", why);
+		return;
+	}
 	if (n->bus == NULL) {
-		json_decref(arr);
 		eb__admin_reply_error(
 		    rs, 503, "unavailable", "bus not running");
 		return;
 	}
-	eb_bus_stats_totals(n->bus, &t);
-	eb_bus_stats_foreach(n->bus, subs_cb, arr);
-	sorted = subs_sorted(arr);
-	json_decref(arr);
-	o = json_pack("{s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
-	              "s:o}",
-	    "node_id", eb_bus_node_id(n->bus), "addresses",
-	    (json_int_t) t.addresses, "totals", "pending_requests",
-	    (json_int_t) t.pending_requests, "no_handlers",
-	    (json_int_t) t.no_handlers, "sent", (json_int_t) t.sent,
-	    "published", (json_int_t) t.published, "received",
-	    (json_int_t) t.received, "replied", (json_int_t) t.replied,
-	    "failed", (json_int_t) t.failed, "dropped", (json_int_t) t.dropped,
-	    "subscriptions", sorted);
+	memset(&sc, 0, sizeof(sc));
+	sc.prefix = q.prefix;
+	sc.prefix_len = strlen(q.prefix);
+	eb_bus_stats_foreach(n->bus, subs_cb, &sc);
+	qsort(sc.rows, sc.n, sizeof(bus_row), subs_cmp);
+	arr = json_array();
+	for (i = 0; i < sc.n; i++) {
+		if (i < (size_t) q.limit) {
+			(void) json_array_append_new(
+			    arr, subs_row_json(&sc.rows[i].st));
+		}
+		free(sc.rows[i].address);
+	}
+	free(sc.rows);
+	o = json_pack("{s:s, s:s, s:I, s:I, s:b, s:o, s:o}", "node_id",
+	    eb_bus_node_id(n->bus), "prefix", q.prefix, "matched",
+	    (json_int_t) sc.n, "limit", (json_int_t) q.limit, "truncated",
+	    sc.n > (size_t) q.limit, "totals", subs_totals_json(n->bus),
+	    "subscriptions", arr);
 	eb__admin_reply_json(rs, 200, o);
 	json_decref(o);
 }

@@ -381,7 +381,10 @@ class Routes(unittest.TestCase):
         self.assertEqual(st, 200)
         subs = {s["address"]: s for s in body["subscriptions"]}
         self.assertEqual(list(subs), sorted(subs))
-        self.assertEqual(body["addresses"], len(subs))
+        self.assertEqual(body["matched"], len(subs))
+        self.assertEqual(body["totals"]["addresses"], len(subs))
+        self.assertFalse(body["truncated"])
+        self.assertEqual((body["prefix"], body["limit"]), ("", 1000))
         o = subs["orders"]
         self.assertEqual((o["handlers"], o["remote_handlers"],
                           o["remote_nodes"]), (1, 0, 0))
@@ -395,6 +398,25 @@ class Routes(unittest.TestCase):
         for k in ("pending_requests", "no_handlers", "published",
                   "received", "replied", "failed", "dropped"):
             self.assertIn(k, body["totals"])
+        # prefix and limit (percent-decoded); bad queries are a 400.
+        st, body = self.get("/subscriptions?prefix=ord")
+        self.assertEqual([s["address"] for s in body["subscriptions"]],
+                         ["orders"])
+        st, body = self.get("/subscriptions?prefix=%5f%5Febnode.&limit=5")
+        self.assertEqual([s["address"] for s in body["subscriptions"]],
+                         ["__ebnode.ingress.leader"])
+        st, body = self.get("/subscriptions?limit=1")
+        self.assertEqual(st, 200)
+        self.assertEqual(len(body["subscriptions"]), 1)
+        self.assertTrue(body["truncated"])
+        self.assertEqual(body["matched"], len(subs))
+        self.assertEqual(body["subscriptions"][0]["address"], min(subs))
+        for q in ("limit=-1", "limit=100001", "limit=x", "prefix=%zz",
+                  "prefix=%00", "bogus=1"):
+            with self.subTest(query=q):
+                st, body = self.get("/subscriptions?" + q)
+                self.assertEqual(st, 400, body)
+                self.assertEqual(body["error"], "bad_request")
         # Unregistered: the address goes away with its consumer.
         consumer.c.unregister("orders")
         ebtest.wait_until(
