@@ -123,24 +123,50 @@ close_free_cb(uv_handle_t *h)
 	free(h);
 }
 
+struct until {
+	int (*pred)(void *arg);
+	void *arg;
+};
+
+/* Runs before the loop blocks: when a callback of this iteration (a timer,
+ * say) made the predicate true, stop instead of sleeping until the next
+ * event. */
+static void
+until_prepare_cb(uv_prepare_t *h)
+{
+	struct until *u = h->data;
+
+	if (u->pred(u->arg)) {
+		uv_stop(h->loop);
+	}
+}
+
 int
 th_run_until(th_loop *t, int (*pred)(void *arg), void *arg, uint64_t timeout_ms)
 {
-	uv_timer_t *deadline = malloc(sizeof(*deadline));
-	int         expired = 0;
-	int         ok;
+	uv_timer_t   *deadline = malloc(sizeof(*deadline));
+	uv_prepare_t *check = malloc(sizeof(*check));
+	struct until  u = { pred, arg };
+	int           expired = 0;
+	int           ok;
 
-	if (deadline == NULL) {
+	if (deadline == NULL || check == NULL) {
+		free(deadline);
+		free(check);
 		return -1;
 	}
 	(void) uv_timer_init(&t->loop, deadline);
 	deadline->data = &expired;
 	(void) uv_timer_start(
 	    deadline, deadline_cb, timeout_ms * th_timeout_multiplier(), 0);
+	(void) uv_prepare_init(&t->loop, check);
+	check->data = &u;
+	(void) uv_prepare_start(check, until_prepare_cb);
 	t->fired = 0;
 	while (!(ok = pred(arg)) && !expired && !t->fired) {
 		(void) uv_run(&t->loop, UV_RUN_ONCE);
 	}
 	uv_close((uv_handle_t *) deadline, close_free_cb);
+	uv_close((uv_handle_t *) check, close_free_cb);
 	return ok ? 0 : -1;
 }
