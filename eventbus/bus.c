@@ -85,6 +85,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->node_id = eb__strdup(opts->node_id != NULL ? opts->node_id : uuid);
 	bus->request_timeout_ms = opts->request_timeout_ms;
 	bus->queue_max = opts->consumer_queue_max;
+	bus->empty_headers = json_object();
 	eb__hmap_init(&bus->addrs);
 	eb__hmap_init(&bus->reqs);
 	eb_list_init(&bus->deadlines);
@@ -120,6 +121,7 @@ bus_free(eb_bus *bus)
 {
 	eb__bus_addr_free_all(bus);
 	eb__bus_remote_free(bus); /* after the records that point into it */
+	json_decref(bus->empty_headers); /* held messages keep their ref */
 	eb__hmap_free(&bus->reqs);
 	free(bus->node_id);
 	free(bus);
@@ -271,7 +273,8 @@ send_prepare(eb_bus *bus, const char *address, const json_t *body,
 	if ((rv = route_check(bus, address)) != 0) {
 		return rv;
 	}
-	return eb__bus_msg_new(address, body, headers, is_send, msgp);
+	return eb__bus_msg_new(
+	    address, body, headers, bus->empty_headers, is_send, msgp);
 }
 
 int

@@ -196,7 +196,8 @@ struct eb_bus {
 	eb_bus_close_cb  close_cb;
 	void            *close_arg;
 	eb__bus_counters totals;
-	eb_bus_watch_fn  watch_fn; /* handler-count observer (watch.c) */
+	json_t          *empty_headers; /* owned: shared by header-less msgs */
+	eb_bus_watch_fn  watch_fn;      /* handler-count observer (watch.c) */
 	void            *watch_arg;
 	uint64_t         no_handlers; /* sends/requests that found nobody */
 
@@ -216,9 +217,12 @@ void eb__bus_watch_notify(eb_bus *bus, const eb__bus_addr *a);
 
 /* msg.c */
 int eb__bus_headers_check(const json_t *headers);
+/* empty: the bus's shared empty headers object, used (held) for NULL or
+ * empty headers. */
 int eb__bus_msg_new(const char *address, const json_t *body,
-    const json_t *headers, int is_send, eb_bus_msg **msgp);
-/* From already encoded parts (remote); body bytes copied, headers held. */
+    const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);
+/* From already encoded parts (remote); body bytes copied, headers (an
+ * object, not NULL) held. */
 eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,
     size_t body_len, json_t *headers, int is_send);
 /* Makes msg answerable on bus (reply_address copied, origin set). */

@@ -38,21 +38,27 @@ eb__bus_headers_check(const json_t *headers)
 	return 0;
 }
 
+/* The body of every null-bodied message (never written to). */
+static char null_body[] = "null";
+
 static eb_bus_msg *
 msg_alloc(const char *address, int is_send)
 {
-	eb_bus_msg *m = eb__calloc(1, sizeof(*m));
+	size_t      alen = strlen(address) + 1;
+	eb_bus_msg *m = eb__calloc(1, sizeof(*m) + alen);
 
+	/* One allocation: the address lives right after the struct. */
 	m->refs = 1;
 	m->is_send = is_send;
-	m->address = eb__strdup(address);
+	m->address = (char *) (m + 1);
+	memcpy(m->address, address, alen);
 	eb_list_init(&m->bus_link);
 	return m;
 }
 
 int
 eb__bus_msg_new(const char *address, const json_t *body, const json_t *headers,
-    int is_send, eb_bus_msg **msgp)
+    json_t *empty, int is_send, eb_bus_msg **msgp)
 {
 	eb_bus_msg *m;
 	char       *enc = NULL;
@@ -72,12 +78,13 @@ eb__bus_msg_new(const char *address, const json_t *body, const json_t *headers,
 		m->body = enc;
 		m->body_len = strlen(enc);
 	} else {
-		m->body = eb__strdup("null");
+		m->body = null_body;
 		m->body_len = 4;
 		m->body_parsed = 1; /* body_json stays NULL */
 	}
-	m->headers = headers != NULL ? json_deep_copy(headers) : json_object();
-	if (m->headers == NULL) {
+	if (headers == NULL || json_object_size(headers) == 0) {
+		m->headers = json_incref(empty); /* shared, never modified */
+	} else if ((m->headers = json_deep_copy(headers)) == NULL) {
 		eb_bus_msg_release(m);
 		return UV_ENOMEM;
 	}
@@ -91,12 +98,14 @@ eb__bus_msg_from_bytes(const char *address, const char *body, size_t body_len,
 {
 	eb_bus_msg *m = msg_alloc(address, is_send);
 
-	m->body = eb__strndup(body, body_len);
-	m->body_len = body_len;
 	if (body_len == 4 && memcmp(body, "null", 4) == 0) {
+		m->body = null_body;
 		m->body_parsed = 1;
+	} else {
+		m->body = eb__strndup(body, body_len);
 	}
-	m->headers = headers != NULL ? json_incref(headers) : json_object();
+	m->body_len = body_len;
+	m->headers = json_incref(headers);
 	return m;
 }
 
@@ -186,10 +195,11 @@ eb_bus_msg_release(eb_bus_msg *msg)
 	if (msg->bus != NULL) {
 		eb__bus_msg_detach(msg);
 	}
-	free(msg->address);
 	free(msg->reply_address);
 	json_decref(msg->headers);
-	free(msg->body);
+	if (msg->body != null_body) {
+		free(msg->body);
+	}
 	json_decref(msg->body_json);
 	free(msg);
 }

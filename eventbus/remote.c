@@ -402,7 +402,7 @@ rd_strdup(eb__link_rd *r)
 }
 
 static json_t *
-rd_headers(eb__link_rd *r)
+rd_headers(bus_remote *st, eb__link_rd *r)
 {
 	size_t       n;
 	const char  *p = eb__link_get_bytes32(r, &n);
@@ -413,7 +413,7 @@ rd_headers(eb__link_rd *r)
 		return NULL;
 	}
 	if (n == 2 && memcmp(p, "{}", 2) == 0) {
-		return json_object();
+		return json_incref(st->bus->empty_headers);
 	}
 	h = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
 	if (h != NULL && eb__bus_headers_check(h) != 0) {
@@ -425,9 +425,9 @@ rd_headers(eb__link_rd *r)
 
 /* Reads headers and body and makes the message; NULL on a bad frame. */
 static eb_bus_msg *
-rd_msg(eb__link_rd *r, const char *address, int is_send)
+rd_msg(bus_remote *st, eb__link_rd *r, const char *address, int is_send)
 {
-	json_t     *h = rd_headers(r);
+	json_t     *h = rd_headers(st, r);
 	size_t      blen;
 	const char *body = eb__link_get_bytes32(r, &blen);
 	eb_bus_msg *m;
@@ -450,7 +450,7 @@ on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r)
 	eb_bus_msg *m = NULL;
 
 	if (address != NULL && reply != NULL && (kind == 1 || kind == 2)) {
-		m = rd_msg(r, address, kind == 1);
+		m = rd_msg(st, r, address, kind == 1);
 	}
 	if (m != NULL) {
 		if (reply[0] != '\0' && kind == 1) {
@@ -473,7 +473,7 @@ on_reply(bus_remote *st, uint32_t peer, eb__link_rd *r)
 	eb__bus_req *req;
 
 	if (target != NULL && own != NULL) {
-		m = rd_msg(r, target, 1);
+		m = rd_msg(st, r, target, 1);
 	}
 	if (m != NULL) {
 		if ((req = eb__bus_req_find(st->bus, target)) == NULL) {

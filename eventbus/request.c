@@ -313,7 +313,8 @@ eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
 		return rv;
 	}
 	bus = msg->bus;
-	rv = eb__bus_msg_new(msg->reply_address, body, headers, 1, &reply);
+	rv = eb__bus_msg_new(
+	    msg->reply_address, body, headers, bus->empty_headers, 1, &reply);
 	if (rv != 0) {
 		return rv;
 	}
