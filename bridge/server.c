@@ -74,6 +74,10 @@ tls_ctx_new(const eb_bridge_opts *o, eb_errbuf *err, SSL_CTX **out)
 	(void) SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	/* Idle connections keep no 34 KiB record buffers (1000s of them). */
 	(void) SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* No client-initiated renegotiation (a CPU lever for one peer), no
+	 * compression. */
+	(void) SSL_CTX_set_options(
+	    ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1) {
 		rv = tls_error(err, "certificate", o->tls_cert);
 		goto fail;

@@ -6,6 +6,7 @@ TLS port, and TLS < 1.2 refused."""
 import socket
 import ssl
 import struct
+import sys
 import unittest
 
 import bt
@@ -68,6 +69,24 @@ class TlsRequired(unittest.TestCase):
             self.assertEqual(len(f["body"]), 200000)
         finally:
             c.close()
+
+    def test_300_concurrent_tls_connections(self):
+        pid = self.node.pid
+        before = bt.vmhwm_kb(pid)
+        conns = []
+        try:
+            for _ in range(300):
+                conns.append(self.ok_client())
+            for c in conns:
+                c.ping()
+            for c in conns:
+                c.expect_exact(self, {"type": "pong"})
+            after = bt.vmhwm_kb(pid)
+            sys.stderr.write("tls: 300 connections, ebnode VmHWM before=%d "
+                             "KiB after=%d KiB\n" % (before, after))
+        finally:
+            for c in conns:
+                c.close()
 
     def test_no_client_certificate_refused(self):
         handshake_fails(self, self.node, bt.client_tls())
