@@ -171,8 +171,8 @@ emit_node(mw *w, eb_node *n, const eb__node_cluster_stats *cs)
 	    "1 when this node may lead (node.eligible), else 0.",
 	    n->conf->node.eligible ? 1 : 0);
 	mw_one(w, "ebnode_epoch", "gauge",
-	    "Epoch of this node's leadership (last elected), 0 if never.",
-	    (uint64_t) eb__node_cluster_epoch(n));
+	    "Epoch of the current leader as this node knows it (0: none).",
+	    cs->leader_epoch > 0 ? (uint64_t) cs->leader_epoch : 0);
 	mw_one(w, "ebnode_leader_known", "gauge",
 	    "1 while a leader is known to this node, else 0.",
 	    cs->leader_known ? 1 : 0);

@@ -687,6 +687,7 @@ eb__node_cluster_stats_get(eb_node *n, eb__node_cluster_stats *out)
 		out->zk_state = "standalone";
 		out->members = nc->running ? 1 : 0;
 		out->leader_known = eb__node_cluster_is_leader(n);
+		out->leader_epoch = out->leader_known ? nc->epoch : 0;
 		return;
 	}
 	if (nc->zk != NULL) {
@@ -694,7 +695,10 @@ eb__node_cluster_stats_get(eb_node *n, eb__node_cluster_stats *out)
 		out->zk_session_id = eb_zk_session_id(nc->zk);
 	}
 	if (nc->cc != NULL) {
+		const eb_member *l = cache_leader(nc);
+
 		out->members = (uint32_t) eb__childcache_count(nc->cc);
-		out->leader_known = cache_leader(nc) != NULL;
+		out->leader_known = l != NULL;
+		out->leader_epoch = l != NULL ? l->czxid : 0;
 	}
 }

@@ -46,6 +46,7 @@ typedef struct eb__node_cluster_stats {
 	int64_t     zk_session_id;  /* 0: none */
 	uint32_t    members;        /* in the member cache (standalone: 1) */
 	int         leader_known;   /* a leader is known (cache or self) */
+	int64_t     leader_epoch;   /* its epoch, 0 when none is known */
 	uint64_t    leads;          /* times this node was elected */
 	uint64_t    leader_changes; /* times the known leader changed */
 	/* ZooKeeper session events seen. */

@@ -203,7 +203,7 @@ class Metrics(unittest.TestCase):
             "ebnode_ingress_request_duration_seconds_count"), 0)
         self.assertGreater(m0.value(
             "ebnode_process_resident_memory_bytes"), 1 << 20)
-        self.assertGreater(m0.value("ebnode_uptime_seconds"), 0)
+        self.assertGreaterEqual(m0.value("ebnode_uptime_seconds"), 0)
 
         consumer = Consumer(node, "orders")
         self.addCleanup(consumer.close)
@@ -239,6 +239,8 @@ class Metrics(unittest.TestCase):
         self.assertEqual(f["message"], "access_denied")
 
         m1 = metrics(self, node)
+        self.assertGreaterEqual(m1.value("ebnode_uptime_seconds"),
+                                m0.value("ebnode_uptime_seconds"))
 
         def delta(name, **labels):
             return m1.value(name, **labels) - m0.value(name, **labels)
@@ -319,6 +321,30 @@ class Metrics(unittest.TestCase):
             m0.value("ebnode_bridge_connections_closed_total",
                      reason="other"), 3)
         self.assertEqual(m2.value("ebnode_bridge_consumers"), 0)
+
+    def test_refused_and_idle_closes(self):
+        node = start_node(self, standalone(bridge={
+            "max_connections": 1, "idle_timeout_ms": 300}), "limits")
+        first = ebtest.BridgeClient(*node.bridge)
+        self.addCleanup(first.close)
+        first.ping()
+        first.recv_until(lambda f: f.get("type") == "pong", 10)
+        second = ebtest.BridgeClient(*node.bridge)
+        self.addCleanup(second.close)
+        self.assertTrue(second.wait_closed(10), "over the limit: refused")
+        # The idle timeout closes the first one.
+        self.assertTrue(first.wait_closed(10), "idle connection closed")
+        m = ebtest.wait_until(
+            lambda: (lambda m: m.value("ebnode_bridge_connections") == 0
+                     and m)(metrics(self, node)), 10, "no connections")
+        self.assertEqual(m.value("ebnode_bridge_connections_refused_total"),
+                         1)
+        self.assertEqual(m.value("ebnode_bridge_connections_accepted_total"),
+                         1)
+        self.assertEqual(m.value("ebnode_bridge_connections_closed_total",
+                                 reason="idle"), 1)
+        self.assertEqual(m.value("ebnode_bridge_connections_closed_total",
+                                 reason="other"), 0)
 
     def test_bus_series_are_bounded(self):
         """Many addresses: at most 32 get per-address series, the busiest
@@ -530,7 +556,9 @@ class MetricsCluster(unittest.TestCase):
         self.assertEqual(ma.value("ebnode_leader"), 1)
         self.assertEqual(mb.value("ebnode_leader"), 0)
         self.assertGreater(ma.value("ebnode_epoch"), 0)
-        self.assertEqual(mb.value("ebnode_epoch"), 0)
+        self.assertEqual(mb.value("ebnode_epoch"), ma.value("ebnode_epoch"))
+        st, leader = ebtest.admin_request(*b.admin, "GET", "/leader")
+        self.assertEqual(leader["epoch"], ma.value("ebnode_epoch"))
         for m in (ma, mb):
             self.assertEqual(m.value("ebnode_zk_session_state",
                                      state="connected"), 1)
@@ -592,6 +620,9 @@ class MetricsCluster(unittest.TestCase):
         self.assertEqual(mb3.value("ebnode_leader_elections_total"), 1)
         self.assertGreater(mb3.value("ebnode_epoch"),
                            ma.value("ebnode_epoch"))
+        ebtest.wait_until(
+            lambda: metrics(self, a).value("ebnode_epoch") ==
+            mb3.value("ebnode_epoch"), 10, "a knows the new epoch")
         ebtest.wait_until(
             lambda: metrics(self, b).value(
                 "ebnode_leader_changes_total") == 2, 10,
