@@ -29,6 +29,9 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 	r->hent.key = r->reply_address;
 	r->address = eb__strdup(address);
 	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->request_timeout_ms;
+	/* The loop time may be a whole turn old: a timeout counts from when
+	 * the request was made. */
+	uv_update_time(bus->loop);
 	r->deadline = uv_now(bus->loop) + r->timeout_ms;
 	r->cb = cb;
 	r->arg = arg;
