@@ -55,9 +55,17 @@ typedef struct addr_remote {
 	remote_entry v[]; /* peers with count > 0 */
 } addr_remote;
 
+/* A peer whose link is up, by id, for messages naming it after it went. */
+typedef struct up_peer {
+	eb_list  link;
+	uint32_t id;
+	char    *node_id; /* owned */
+} up_peer;
+
 typedef struct bus_remote {
-	eb_bus      *bus; /* borrowed */
-	eb_link_mgr *mgr; /* borrowed; NULL once it detached */
+	eb_bus      *bus;   /* borrowed */
+	eb_link_mgr *mgr;   /* borrowed; NULL once it detached */
+	eb_list      peers; /* of up_peer, owned */
 } bus_remote;
 
 /* ---- per-address interest ---- */
@@ -339,9 +347,34 @@ static void
 link_up_cb(void *ctx, uint32_t peer, const char *node_id)
 {
 	bus_remote *st = ctx;
+	up_peer    *u = eb__calloc(1, sizeof(*u));
 
 	EB_LOG_DEBUG("eventbus", "peer-up: node=%s id=%u", node_id, peer);
+	u->id = peer;
+	u->node_id = eb__strdup(node_id);
+	eb_list_insert_tail(&st->peers, &u->link);
 	interest_full(st, peer);
+}
+
+/* Removes peer from the up list and writes the failure text naming it. */
+static void
+up_peer_forget(bus_remote *st, uint32_t peer, char *text, size_t size)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	(void) snprintf(text, size, "Link to node (peer %u) lost", peer);
+	EB_LIST_FOREACH (it, tmp, &st->peers) {
+		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
+
+		if (u->id == peer) {
+			(void) snprintf(
+			    text, size, "Link to node %s lost", u->node_id);
+			eb_list_remove(it);
+			free(u->node_id);
+			free(u);
+		}
+	}
 }
 
 static void
@@ -352,7 +385,7 @@ link_down_cb(void *ctx, uint32_t peer)
 	eb_list    *it;
 	eb_list    *tmp;
 	uint32_t    i;
-	char        text[128];
+	char        text[160];
 
 	/* Forget the peer's interest: the selector skips it from now on. */
 	for (i = 0; i < bus->addrs.nbuckets; i++) {
@@ -370,8 +403,7 @@ link_down_cb(void *ctx, uint32_t peer)
 		}
 	}
 	/* Requests in flight to it fail now, not at their timeout. */
-	(void) snprintf(text, sizeof(text),
-	    "Link to the handler's node lost (peer %u)", peer);
+	up_peer_forget(st, peer, text, sizeof(text));
 	EB_LIST_FOREACH (it, tmp, &bus->deadlines) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
@@ -607,6 +639,7 @@ eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links)
 	st = eb__calloc(1, sizeof(*st));
 	st->bus = bus;
 	st->mgr = links;
+	eb_list_init(&st->peers);
 	bus->rops = &remote_ops;
 	bus->rctx = st;
 	eb__link_mgr_set_handler(links, &link_handler, st);
@@ -627,7 +660,19 @@ eb__bus_remote_detach(eb_bus *bus)
 void
 eb__bus_remote_free(eb_bus *bus)
 {
-	free(bus->rctx);
+	bus_remote *st = bus->rctx;
+	eb_list    *it;
+	eb_list    *tmp;
+
+	if (st != NULL) {
+		EB_LIST_FOREACH (it, tmp, &st->peers) {
+			up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
+
+			free(u->node_id);
+			free(u);
+		}
+	}
+	free(st);
 	bus->rctx = NULL;
 	bus->rops = NULL;
 }

@@ -266,6 +266,8 @@ test_inflight_fails_on_link_loss(void **state)
 	assert_true(dt < 100 * th_timeout_multiplier());
 	assert_int_equal(o.status, EB_ELINKDOWN);
 	assert_int_equal(o.type, EB_BUS_ERROR);
+	assert_int_equal(o.code, -1);
+	assert_string_equal(o.message, "Link to node node-b lost");
 	/* Its interest is gone: the selector skips b. */
 	assert_int_equal(remote_handlers(n[0].bus, "slow"), 0);
 	assert_int_equal(eb_bus_handler_count(n[0].bus, "slow"), 0);
