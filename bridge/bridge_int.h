@@ -126,6 +126,9 @@ struct eb_bridge {
 
 	eb_bridge_stats stats;
 
+	eb_bridge_hook_fn hook; /* NULL: none */
+	void             *hook_arg;
+
 	int                closing;
 	int                open_handles;
 	eb_bridge_close_cb close_cb;

@@ -99,6 +99,28 @@ eb__bconn_from_pause_link(eb_list *l)
 	return EB_CONTAINER_OF(l, eb__bconn, pause_link);
 }
 
+/* Calls the bridge-event hook; 1 when it blocks (non-zero return). */
+static int
+conn_hook(eb__bconn *c, eb_bridge_event_type t, const eb__bframe *f)
+{
+	eb_bridge      *b = c->b;
+	eb_bridge_event ev;
+
+	if (b->hook == NULL) {
+		return 0;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.type = t;
+	ev.conn_id = c->id;
+	ev.peer = c->peer;
+	ev.tls = c->stream.ops == &eb__stream_tls_ops;
+	if (f != NULL) {
+		ev.address = f->address;
+		ev.frame = f->root;
+	}
+	return b->hook(&ev, b->hook_arg) != 0;
+}
+
 /* 1 when one more per-frame event of this connection may be logged. */
 static int
 conn_log_ok(eb__bconn *c)
@@ -425,6 +447,7 @@ frame_register(eb__bconn *c, const eb__bframe *f)
 	eb__smap_put(&c->cmap, &k->hnode, k->address);
 	c->n_consumers++;
 	c->b->stats.consumers++;
+	(void) conn_hook(c, EB_BRIDGE_EV_REGISTERED, f);
 }
 
 static void
@@ -506,7 +529,15 @@ frame_ping(eb__bconn *c)
 	conn_write(c, buf, len, EB_BRIDGE_OUT_PONG);
 }
 
-/* Section 2 order: type, (auth), address, then the type's own checks. */
+static const eb_bridge_event_type frame_events[] = {
+	[EB__BF_SEND] = EB_BRIDGE_EV_SEND,
+	[EB__BF_PUBLISH] = EB_BRIDGE_EV_PUBLISH,
+	[EB__BF_REGISTER] = EB_BRIDGE_EV_REGISTER,
+	[EB__BF_UNREGISTER] = EB_BRIDGE_EV_UNREGISTER,
+	[EB__BF_PING] = EB_BRIDGE_EV_SOCKET_PING,
+};
+
+/* Section 2 order: type, (auth), hook, address, then the type's checks. */
 static void
 frame_dispatch(eb__bconn *c, const eb__bframe *f)
 {
@@ -516,6 +547,13 @@ frame_dispatch(eb__bconn *c, const eb__bframe *f)
 	if (f->type == EB__BF_UNKNOWN) {
 		conn_err(c, "unknown_type");
 		return;
+	}
+	if (conn_hook(c, frame_events[f->type], f)) {
+		conn_err(c, "blocked by bridgeEvent handler");
+		return;
+	}
+	if (c->closing) {
+		return; /* the hook closed this connection */
 	}
 	if (f->type == EB__BF_PING) {
 		frame_ping(c);
@@ -726,6 +764,7 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 		eb_list_remove(&r->link); /* req_free's remove is a no-op */
 		r->c = NULL;
 	}
+	(void) conn_hook(c, EB_BRIDGE_EV_SOCKET_CLOSED, NULL);
 	EB_LOG_INFO("bridge",
 	    "conn-closed: peer=%s id=%llu reason=%s frames_in=%llu "
 	    "frames_out=%llu",
@@ -837,6 +876,7 @@ eb__bconn_accept(eb_bridge *b)
 	}
 	EB_LOG_DEBUG("bridge", "conn-open: peer=%s id=%llu tls=%d", c->peer,
 	    (unsigned long long) c->id, b->tls != NULL);
+	(void) conn_hook(c, EB_BRIDGE_EV_SOCKET_CREATED, NULL);
 }
 
 eb__bconn *

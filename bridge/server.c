@@ -441,3 +441,39 @@ eb_bridge_conn_foreach(const eb_bridge *b,
 	}
 	return n;
 }
+
+void
+eb_bridge_set_hook(eb_bridge *b, eb_bridge_hook_fn fn, void *arg)
+{
+	b->hook = fn;
+	b->hook_arg = fn != NULL ? arg : NULL;
+}
+
+const char *
+eb_bridge_event_name(eb_bridge_event_type t)
+{
+	static const char *const names[] = { "SOCKET_CREATED", "SOCKET_CLOSED",
+		"SOCKET_PING", "SEND", "PUBLISH", "REGISTER", "REGISTERED",
+		"UNREGISTER" };
+
+	return (unsigned) t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
+}
+
+int
+eb_bridge_conn_close(eb_bridge *b, uint64_t conn_id)
+{
+	eb_list            *it;
+	eb_bridge_conn_info info;
+	uint64_t            now = eb__mono_ms();
+
+	for (it = b->conns.next; it != &b->conns; it = it->next) {
+		eb__bconn *c = eb__bconn_from_link(it);
+
+		eb__bconn_info(c, now, &info);
+		if (info.id == conn_id) {
+			eb__bconn_close(c, "closed-by-api");
+			return 0;
+		}
+	}
+	return UV_ENOENT;
+}

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
 #include <uv.h>
 
 #include <ebnode/api.h>
@@ -153,5 +154,52 @@ typedef struct eb_bridge_conn_info {
  * the bridge. Returns the number of connections visited. */
 EB_API size_t eb_bridge_conn_foreach(const eb_bridge *b,
     void (*fn)(const eb_bridge_conn_info *info, void *arg), void *arg);
+
+/*
+ * Bridge-event hook (Vert.x BridgeEvent, section 9 of BRIDGE-PROTOCOL.md).
+ * One synchronous hook per bridge, called on the loop:
+ *   SOCKET_CREATED  after accept (TLS: before the handshake);
+ *   SEND, PUBLISH, REGISTER, UNREGISTER, SOCKET_PING  once per client frame
+ *                   of that type, after token authentication and before the
+ *                   address and permission checks (address may be NULL);
+ *   REGISTERED      after the consumer exists (not for a duplicate
+ *                   register, which is a no-op);
+ *   SOCKET_CLOSED   once per connection, after its consumers are gone.
+ * Return 0 to proceed. Non-zero blocks a frame event: the client gets
+ * {"type":"err","message":"blocked by bridgeEvent handler"} (as Vert.x sends
+ * it); the return value of other events is ignored. Replies from a client
+ * (a send to a pending reply address) are SEND events too.
+ * The hook may send on the bus and may close connections with
+ * eb_bridge_conn_close(), but must not close the bridge.
+ */
+typedef enum eb_bridge_event_type {
+	EB_BRIDGE_EV_SOCKET_CREATED = 0,
+	EB_BRIDGE_EV_SOCKET_CLOSED,
+	EB_BRIDGE_EV_SOCKET_PING,
+	EB_BRIDGE_EV_SEND,
+	EB_BRIDGE_EV_PUBLISH,
+	EB_BRIDGE_EV_REGISTER,
+	EB_BRIDGE_EV_REGISTERED,
+	EB_BRIDGE_EV_UNREGISTER
+} eb_bridge_event_type;
+
+/* Everything borrowed for the duration of the hook call. */
+typedef struct eb_bridge_event {
+	eb_bridge_event_type type;
+	uint64_t             conn_id;
+	const char          *peer;    /* "host:port" */
+	int                  tls;     /* the connection is TLS */
+	const char          *address; /* frame events: NULL if missing */
+	const json_t        *frame;   /* frame events: the client's frame */
+} eb_bridge_event;
+
+typedef int (*eb_bridge_hook_fn)(const eb_bridge_event *ev, void *arg);
+/* Installs (fn non-NULL) or removes the hook. */
+EB_API void eb_bridge_set_hook(eb_bridge *b, eb_bridge_hook_fn fn, void *arg);
+EB_API const char *eb_bridge_event_name(eb_bridge_event_type t);
+
+/* Closes the connection with that id (as the peer going away would).
+ * Returns 0 or UV_ENOENT. */
+EB_API int eb_bridge_conn_close(eb_bridge *b, uint64_t conn_id);
 
 #endif

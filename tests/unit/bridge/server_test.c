@@ -4,6 +4,7 @@
  * (ping/pong, register/publish, request to nobody, connection limit,
  * oversize length, consumers removed on close, stats and the iterator).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -384,6 +385,103 @@ test_limits(void **state)
 	fixture_free(f);
 }
 
+typedef struct hook_rec {
+	fixture *f;
+	int      n;
+	int      types[32];
+	char     addrs[32][32];
+	uint64_t conn_id;
+} hook_rec;
+
+static int
+record_hook(const eb_bridge_event *ev, void *arg)
+{
+	hook_rec *h = arg;
+
+	if (h->n < 32) {
+		h->types[h->n] = (int) ev->type;
+		(void) snprintf(h->addrs[h->n], sizeof(h->addrs[h->n]), "%s",
+		    ev->address != NULL ? ev->address : "-");
+		h->n++;
+	}
+	h->conn_id = ev->conn_id;
+	assert_non_null(strstr(ev->peer, "127.0.0.1:"));
+	if (ev->type == EB_BRIDGE_EV_REGISTERED && ev->address != NULL &&
+	    strcmp(ev->address, "hello") == 0) {
+		/* Vert.x hook test: a send from inside REGISTERED reaches the
+		 * new consumer, i.e. the client. */
+		json_t *body = json_pack("{s:s}", "value", "Francesco");
+
+		assert_int_equal(
+		    eb_bus_send(h->f->bus, "hello", body, NULL, NULL), 0);
+		json_decref(body);
+	}
+	if (ev->type == EB_BRIDGE_EV_PUBLISH && ev->address != NULL &&
+	    strcmp(ev->address, "blocked") == 0) {
+		assert_non_null(ev->frame);
+		return 1;
+	}
+	return 0;
+}
+
+static void
+test_hook(void **state)
+{
+	th_loop                  *t = *state;
+	const eb_bridge_permitted all[] = { { NULL, NULL } };
+	eb_bridge_opts            o;
+	fixture                  *f;
+	tclient                   c;
+	hook_rec                  h;
+	static const int          order[] = { EB_BRIDGE_EV_SOCKET_CREATED,
+		         EB_BRIDGE_EV_REGISTER, EB_BRIDGE_EV_REGISTERED,
+		         EB_BRIDGE_EV_PUBLISH, EB_BRIDGE_EV_SOCKET_PING,
+		         EB_BRIDGE_EV_SOCKET_CLOSED };
+	int                       i;
+
+	memset(&h, 0, sizeof(h));
+	eb_bridge_opts_init(&o);
+	o.inbound = all;
+	o.inbound_count = 1;
+	o.outbound = all;
+	o.outbound_count = 1;
+	f = fixture_new(t, &o);
+	h.f = f;
+	eb_bridge_set_hook(f->b, record_hook, &h);
+	tclient_connect(f, &c);
+	tclient_frame(&c, "{\"type\":\"register\",\"address\":\"hello\"}");
+	expect_frame(f, &c, 0,
+	    "{\"type\":\"message\",\"address\":\"hello\",\"headers\":{},"
+	    "\"body\":{\"value\":\"Francesco\"},\"send\":true}");
+	tclient_frame(&c, "{\"type\":\"publish\",\"address\":\"blocked\"}");
+	expect_frame(f, &c, 1,
+	    "{\"type\":\"err\",\"message\":\"blocked by bridgeEvent "
+	    "handler\"}");
+	tclient_frame(&c, "{\"type\":\"ping\"}");
+	expect_frame(f, &c, 2, "{\"type\":\"pong\"}");
+	assert_int_equal(
+	    eb_bridge_conn_close(f->b, h.conn_id + 100), UV_ENOENT);
+	assert_int_equal(eb_bridge_conn_close(f->b, h.conn_id), 0);
+	{
+		want w = { &c, 4 }; /* until EOF */
+
+		assert_int_equal(th_run_until(t, have_frames, &w, 2000), 0);
+	}
+	assert_int_equal(c.eof, 1);
+	assert_int_equal(h.n, 6);
+	for (i = 0; i < 6; i++) {
+		assert_int_equal(h.types[i], order[i]);
+	}
+	assert_string_equal(h.addrs[1], "hello");
+	assert_string_equal(h.addrs[2], "hello");
+	assert_string_equal(h.addrs[3], "blocked");
+	assert_string_equal(h.addrs[4], "-");
+	assert_string_equal(
+	    eb_bridge_event_name(EB_BRIDGE_EV_REGISTERED), "REGISTERED");
+	tclient_close(f, &c);
+	fixture_free(f);
+}
+
 int
 main(void)
 {
@@ -396,6 +494,8 @@ main(void)
 		    test_protocol, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_limits, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_hook, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
