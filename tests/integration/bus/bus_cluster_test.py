@@ -234,6 +234,45 @@ class BusClusterTest(unittest.TestCase):
         finally:
             cl.close()
 
+    def test_node_restart(self):
+        # A node leaves gracefully (its member znode goes, its peers drop
+        # the link and its interest), then comes back with the same id on
+        # new ports: the others link to it again from the member cache.
+        cl = Cluster(3)
+        try:
+            requester = cl.client(0)
+            svc = cl.client(2)
+            svc.register("svc")
+            barrier(requester, svc, "barrier.r1")
+            old = cl.nodes[2]
+            self.assertEqual(old.stop(), 0)
+            old.close()  # its temp dir; the config dict stays usable
+            a = cl.nodes[0].node_id
+            cl.nodes[0].wait_log("link-down: node=%s" % old.node_id, 10)
+            requester.send("svc", {}, reply_address="r0")
+            e = requester.recv_until(
+                lambda f: f.get("type") == "err" and
+                f.get("address") == "r0", timeout=5)
+            self.assertEqual(e["failureType"], "NO_HANDLERS")
+            new = ebtest.EbNode(old.config, name="b02-again")
+            cl.nodes[2] = new
+            for n in cl.nodes[:2]:
+                ebtest.wait_until(
+                    lambda n=n: sum("link-up: node=%s" % new.node_id in ln
+                                    for ln in n.log_lines()) >= 2,
+                    15, "%s to link to the restarted node" % n.name)
+            new.wait_log("link-up: node=%s" % a, 10)
+            svc2 = cl.client(2)
+            svc2.register("svc")
+            barrier(requester, svc2, "barrier.r2")
+            requester.send("svc", {"q": 1}, reply_address="r1")
+            m = svc2.recv_until(is_msg("svc"), timeout=5)
+            svc2.send(m["replyAddress"], {"a": "again"})
+            r = requester.recv_until(is_msg("r1"), timeout=5)
+            self.assertEqual(r["body"], {"a": "again"})
+        finally:
+            cl.close()
+
     def test_inflight_request_fails_when_node_dies(self):
         cl = Cluster(2)
         try:
