@@ -633,6 +633,56 @@ class MetricsCluster(unittest.TestCase):
         self.assertEqual(ma3.value("ebnode_leader_changes_total"), 2)
         self.assertEqual(ma3.value("ebnode_ingress_leading"), 0)
 
+    def test_hold_without_leader(self):
+        """An edge node (never leads) alone: ingress is held (bounded),
+        the gauges show no leader; a leader appears: the held messages
+        are flushed and the latency histogram records the wait."""
+        root = ebtest.unique_root()
+        edge = start_node(self, ebtest.merge(self.config(root, "edge"), {
+            "node": {"eligible": False},
+            "ingress": {"hold_max": 2, "hold_ms": 60000}}), "edge")
+        consumer = Consumer(edge, "orders")
+        self.addCleanup(consumer.close)
+        wait_registered(edge, "orders")
+        client = ebtest.BridgeClient(*edge.bridge)
+        self.addCleanup(client.close)
+        for i in range(3):
+            client.send("external.ingress", {"i": i},
+                        reply_address="r%d" % i)
+        f = client.recv_until(lambda f: f.get("address") == "r2", 10)
+        self.assertEqual((f["type"], f["failureCode"]), ("err", 507), f)
+        m = metrics(self, edge)
+        self.assertEqual(m.value("ebnode_eligible"), 0)
+        self.assertEqual(m.value("ebnode_leader"), 0)
+        self.assertEqual(m.value("ebnode_leader_known"), 0)
+        self.assertEqual(m.value("ebnode_epoch"), 0)
+        self.assertEqual(m.value("ebnode_ingress_holding"), 2)
+        self.assertEqual(m.value("ebnode_ingress_held_total"), 2)
+        self.assertEqual(m.value("ebnode_ingress_failed_total"), 1)
+        self.assertEqual(m.value(
+            "ebnode_ingress_request_duration_seconds_count"), 1)
+        self.assertEqual(m.value("ebnode_errors_total",
+                                 type="ingress_failed"), 1)
+        a = start_node(self, self.config(root, "a"), "a")
+        for i in range(2):
+            f = client.recv_until(lambda f: f.get("address") == "r%d" % i,
+                                  20)
+            self.assertEqual(f["type"], "message", f)
+        m = metrics(self, edge)
+        self.assertEqual(m.value("ebnode_ingress_holding"), 0)
+        self.assertEqual(m.value("ebnode_ingress_acked_total"), 2)
+        self.assertEqual(m.value("ebnode_leader_known"), 1)
+        self.assertEqual(m.value("ebnode_leader_changes_total"), 1)
+        self.assertGreater(m.value("ebnode_epoch"), 0)
+        self.assertEqual(m.value(
+            "ebnode_ingress_request_duration_seconds_count"), 3)
+        # The two held ones waited at least for a's start.
+        self.assertLessEqual(m.value(
+            "ebnode_ingress_request_duration_seconds_bucket", le="0.001"),
+            1)
+        self.assertEqual(metrics(self, a).value(
+            "ebnode_ingress_routed_total"), 2)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
