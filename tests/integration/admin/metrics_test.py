@@ -324,7 +324,7 @@ class Metrics(unittest.TestCase):
 
     def test_refused_and_idle_closes(self):
         node = start_node(self, standalone(bridge={
-            "max_connections": 1, "idle_timeout_ms": 300}), "limits")
+            "max_connections": 1, "idle_timeout_ms": 1000}), "limits")
         first = ebtest.BridgeClient(*node.bridge)
         self.addCleanup(first.close)
         first.ping()
