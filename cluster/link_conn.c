@@ -62,6 +62,16 @@ conn_closed_cb(uv_handle_t *h)
 	eb__link_mgr_conn_gone(m);
 }
 
+eb_log_level
+eb__link_conn_log_level(const link_conn *c)
+{
+	if (c->outbound && c->state != LINK_UP && c->peer != NULL &&
+	    c->peer->attempts > 0) {
+		return EB_LOG_LEVEL_DEBUG;
+	}
+	return EB_LOG_LEVEL_WARN;
+}
+
 void
 eb__link_conn_close(link_conn *c, const char *why)
 {
@@ -69,7 +79,8 @@ eb__link_conn_close(link_conn *c, const char *why)
 		return;
 	}
 	if (why != NULL) {
-		EB_LOG_WARN("link", "link-closed: node=%s peer=%s reason=%s",
+		EB_LOG_(eb__link_conn_log_level(c), "link",
+		    "link-closed: node=%s peer=%s reason=%s",
 		    c->peer != NULL ? c->peer->node_id : "?", c->peer_addr,
 		    why);
 	}

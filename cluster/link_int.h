@@ -24,6 +24,7 @@
 #include <uv.h>
 
 #include <ebnode/link.h>
+#include <ebnode/log.h>
 
 #include "cluster/link.h"
 #include "common/buf.h"
@@ -137,6 +138,10 @@ void       eb__link_conn_close(link_conn *c, const char *why);
 void       eb__link_conn_tick(link_conn *c, uint64_t now);
 void       eb__link_conn_flush(link_conn *c);
 void       eb__link_conn_mark_dirty(link_conn *c);
+/* The log level for a failure of c: WARN, but DEBUG for a dial that has
+ * failed before (a peer that stays unreachable or misconfigured logs once
+ * per episode, not on every back-off retry). */
+eb_log_level eb__link_conn_log_level(const link_conn *c);
 /* Plaintext input (after TLS, if any). 0 or an error: close. */
 int eb__link_conn_input(link_conn *c, const char *p, size_t n);
 /* Raw output to the socket (after TLS, if any); takes ownership of data. */

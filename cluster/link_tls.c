@@ -21,15 +21,16 @@
 #include "common/alloc.h"
 
 static void
-tls_log_errors(const char *what, const char *peer)
+tls_log_errors(const link_conn *c, const char *what)
 {
+	eb_log_level  lvl = eb__link_conn_log_level(c);
 	unsigned long e;
 	char          buf[256];
 
 	while ((e = ERR_get_error()) != 0) {
 		ERR_error_string_n(e, buf, sizeof(buf));
-		EB_LOG_WARN("link", "tls-error: op=%s peer=%s detail=%s", what,
-		    peer, buf);
+		EB_LOG_(lvl, "link", "tls-error: op=%s peer=%s detail=%s", what,
+		    c->peer_addr, buf);
 	}
 	ERR_clear_error();
 }
@@ -81,7 +82,7 @@ eb__link_tls_conn_new(link_conn *c, int server)
 	BIO *wb;
 
 	if (ssl == NULL) {
-		tls_log_errors("new", c->peer_addr);
+		tls_log_errors(c, "new");
 		return EB_ETLS;
 	}
 	rb = BIO_new(BIO_s_mem());
@@ -90,7 +91,7 @@ eb__link_tls_conn_new(link_conn *c, int server)
 		BIO_free(rb);
 		BIO_free(wb);
 		SSL_free(ssl);
-		tls_log_errors("bio", c->peer_addr);
+		tls_log_errors(c, "bio");
 		return EB_ETLS;
 	}
 	SSL_set_bio(ssl, rb, wb); /* ssl owns both now */
@@ -145,7 +146,7 @@ eb__link_tls_handshake(link_conn *c)
 		tls_pump(c);
 		return 0;
 	default:
-		tls_log_errors("handshake", c->peer_addr);
+		tls_log_errors(c, "handshake");
 		tls_pump(c); /* let the peer see our alert */
 		return EB_ETLS;
 	}
@@ -183,7 +184,7 @@ eb__link_tls_input(link_conn *c, const char *p, size_t n)
 		case SSL_ERROR_ZERO_RETURN:
 			return EB_ECLOSED;
 		default:
-			tls_log_errors("read", c->peer_addr);
+			tls_log_errors(c, "read");
 			return EB_ETLS;
 		}
 	}
@@ -197,7 +198,7 @@ eb__link_tls_output(link_conn *c, const char *p, size_t n)
 		int rv = SSL_write(c->tls, p, chunk);
 
 		if (rv <= 0) {
-			tls_log_errors("write", c->peer_addr);
+			tls_log_errors(c, "write");
 			return EB_ETLS;
 		}
 		p += rv;
