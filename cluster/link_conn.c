@@ -78,8 +78,8 @@ eb__link_conn_close(link_conn *c, const char *why)
 	if (c->state == LINK_CLOSING) {
 		return;
 	}
-	if (why != NULL) {
-		EB_LOG_(eb__link_conn_log_level(c), "link",
+	if (why != NULL && eb__link_conn_log_level(c) <= eb_log_get_level()) {
+		eb_log_write(eb__link_conn_log_level(c), "link",
 		    "link-closed: node=%s peer=%s reason=%s",
 		    c->peer != NULL ? c->peer->node_id : "?", c->peer_addr,
 		    why);

@@ -21,16 +21,26 @@
 #include "common/alloc.h"
 
 static void
+tls_log_one(const link_conn *c, const char *what, const char *detail)
+{
+	if (eb__link_conn_log_level(c) == EB_LOG_LEVEL_WARN) {
+		EB_LOG_WARN("link", "tls-error: op=%s peer=%s detail=%s", what,
+		    c->peer_addr, detail);
+	} else {
+		EB_LOG_DEBUG("link", "tls-error: op=%s peer=%s detail=%s", what,
+		    c->peer_addr, detail);
+	}
+}
+
+static void
 tls_log_errors(const link_conn *c, const char *what)
 {
-	eb_log_level  lvl = eb__link_conn_log_level(c);
 	unsigned long e;
 	char          buf[256];
 
 	while ((e = ERR_get_error()) != 0) {
 		ERR_error_string_n(e, buf, sizeof(buf));
-		EB_LOG_(lvl, "link", "tls-error: op=%s peer=%s detail=%s", what,
-		    c->peer_addr, buf);
+		tls_log_one(c, what, buf);
 	}
 	ERR_clear_error();
 }
