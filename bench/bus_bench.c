@@ -70,7 +70,7 @@ node_init(bnode *n, const char *id)
 	lo.tls_cert_file = cfg.tls[1];
 	lo.tls_key_file = cfg.tls[2];
 	if (eb_link_mgr_new(&n->loop, &lo, &n->mgr, &e) != 0) {
-		fprintf(stderr, "link: %s\n", e.msg);
+		(void) fprintf(stderr, "link: %s\n", e.msg);
 		exit(1);
 	}
 	(void) eb_bus_cluster_attach(n->bus, n->mgr);
@@ -173,7 +173,7 @@ send_idle_cb(uv_idle_t *h)
 
 	while (sent < cfg.n && sent - got < cfg.window) {
 		if (eb_bus_send(na.bus, "bench.sink", body, NULL, NULL) != 0) {
-			fprintf(stderr, "send failed\n");
+			(void) fprintf(stderr, "send failed\n");
 			exit(1);
 		}
 		sent++;
@@ -192,7 +192,7 @@ request_one(void)
 {
 	if (eb_bus_request(
 	        na.bus, "bench.echo", body, NULL, NULL, reply_cb, NULL) != 0) {
-		fprintf(stderr, "request failed\n");
+		(void) fprintf(stderr, "request failed\n");
 		exit(1);
 	}
 	sent++;
@@ -206,7 +206,7 @@ reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 	(void) reply;
 	(void) arg;
 	if (status != 0) {
-		fprintf(stderr, "request: %s\n", failure->message);
+		(void) fprintf(stderr, "request: %s\n", failure->message);
 		exit(1);
 	}
 	replies++;
@@ -255,17 +255,17 @@ run_mode(int request)
 	double *r = calloc((size_t) cfg.runs, sizeof(*r));
 	double  sorted[64];
 
-	printf("%-8s n=%ld window=%ld body=100B tls=%s runs:",
+	(void) printf("%-8s n=%ld window=%ld body=100B tls=%s runs:",
 	    request ? "request" : "send", cfg.n, cfg.window,
 	    cfg.tls[0] != NULL ? "yes" : "no");
 	for (int i = 0; i < cfg.runs; i++) {
 		r[i] = run_once(request);
-		printf(" %.0f", r[i]);
-		fflush(stdout);
+		(void) printf(" %.0f", r[i]);
+		(void) fflush(stdout);
 	}
 	memcpy(sorted, r, sizeof(double) * (size_t) cfg.runs);
 	qsort(sorted, (size_t) cfg.runs, sizeof(double), cmp_double);
-	printf(" | median %.0f msg/s\n", sorted[cfg.runs / 2]);
+	(void) printf(" | median %.0f msg/s\n", sorted[cfg.runs / 2]);
 	free(r);
 }
 
@@ -286,7 +286,7 @@ parse_args(int argc, char **argv)
 			cfg.tls[1] = argv[++i];
 			cfg.tls[2] = argv[++i];
 		} else {
-			fprintf(stderr,
+			(void) fprintf(stderr,
 			    "usage: %s [--n N] [--window W] [--runs R] "
 			    "[--mode all|send|request] [--tls ca cert key]\n",
 			    argv[0]);
@@ -294,7 +294,7 @@ parse_args(int argc, char **argv)
 		}
 	}
 	if (cfg.n <= 0 || cfg.window <= 0 || cfg.runs <= 0 || cfg.runs > 64) {
-		fprintf(stderr, "bad arguments\n");
+		(void) fprintf(stderr, "bad arguments\n");
 		exit(2);
 	}
 }
@@ -328,13 +328,15 @@ main(int argc, char **argv)
 	                        NULL) == EB_ENOHANDLERS) {
 		(void) uv_run(&na.loop, UV_RUN_ONCE);
 		if (uv_hrtime() - t0 > 5000000000ull) {
-			fprintf(stderr, "no link to node-b\n");
+			(void) fprintf(stderr, "no link to node-b\n");
 			return 1;
 		}
 	}
 	while (atomic_load(&b_received) < 1) {
 		(void) uv_run(&na.loop, UV_RUN_NOWAIT);
 	}
+	EB_LOG_NOTICE(
+	    "bench", "linked: node=node-b port=%d", atomic_load(&b_port));
 	if (strcmp(cfg.mode, "request") != 0) {
 		run_mode(0);
 	}

@@ -47,7 +47,7 @@ news_fn(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	struct app *app = arg;
 
 	(void) c;
-	printf("news: %s\n", eb_bus_msg_body_bytes(msg, NULL));
+	(void) printf("news: %s\n", eb_bus_msg_body_bytes(msg, NULL));
 	app->news_seen++;
 }
 
@@ -56,7 +56,7 @@ closed_cb(eb_bus *bus, void *arg)
 {
 	(void) bus;
 	(void) arg;
-	printf("bus closed\n");
+	(void) printf("bus closed\n");
 }
 
 static void
@@ -66,11 +66,13 @@ reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 	struct app *app = arg;
 
 	if (status == 0) {
-		printf("reply: %s\n", eb_bus_msg_body_bytes(reply, NULL));
+		(void) printf(
+		    "reply: %s\n", eb_bus_msg_body_bytes(reply, NULL));
 		app->replies++;
 	} else {
-		printf("failed: %s %d %s\n", eb_bus_failure_name(failure->type),
-		    failure->code, failure->message);
+		(void) printf("failed: %s %d %s\n",
+		    eb_bus_failure_name(failure->type), failure->code,
+		    failure->message);
 	}
 	if (app->replies + (status != 0) == 2) {
 		/* Both requests are answered: close everything. Closing from
@@ -95,7 +97,7 @@ main(void)
 	eb_bus_opts_init(&opts);
 	opts.node_id = "embedded";
 	if ((rv = eb_bus_new(&loop, &opts, &app.bus)) != 0) {
-		fprintf(stderr, "eb_bus_new: %s\n", eb_strerror(rv));
+		(void) fprintf(stderr, "eb_bus_new: %s\n", eb_strerror(rv));
 		return 1;
 	}
 	(void) eb_bus_consumer_new(
