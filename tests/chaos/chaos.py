@@ -24,7 +24,8 @@ Topology:
     The edge nodes (where the clients and the consumer are) are not faulted.
 
 Checks (after every round and at the end; a failed check is reported with
-the evidence and makes the exit code 1):
+the evidence and makes the exit code 1; they are pure functions in
+chaos_checks.py, tested by checks_test.py):
   overlap      leadership intervals from the logs ("elected:"/"revoked:"
                lines, wall-clock prefix) never overlap. A SIGKILLed leader's
                interval ends when the process was reaped; a SIGSTOPped
@@ -37,7 +38,9 @@ the evidence and makes the exit code 1):
   answered     every request gets exactly one answer (an acknowledgement or
                a failure frame) within the answer bound.
   sequence     per epoch the delivered sequence numbers are 1..n without a
-               gap or duplicate, and arrive in order.
+               gap or duplicate, and arrive in order; a stamp (epoch, seq)
+               never names two messages; ebnode.entry names the edge the
+               request was sent through.
   delivered    every acknowledged (epoch, seq) was delivered to the consumer
                with the body of the request it acknowledged.
   ack-epochs   per client, acknowledged epochs never decrease.
@@ -74,6 +77,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import ebtest  # noqa: E402
 
+sys.path.insert(0, HERE)
+import chaos_checks  # noqa: E402
+
 SESSION_MS = 2000
 STOP_MS = SESSION_MS + 1500     # SIGSTOP / cut duration: past the expiry
 ZK_DOWN_MS = 2500               # how long a killed ensemble server stays down
@@ -89,12 +95,6 @@ STALE_REVOKE_S = ebtest.scaled(1)    # revoke after SIGCONT within this
 FAULTS = ["kill-leader", "term-leader", "stop-node", "zk-cut", "zk-member"]
 INGRESS = "external.ingress"
 TARGET = "orders"
-
-_ELECTED = re.compile(r"^(\d+\.\d+) NOTICE election: elected: epoch=(\d+) "
-                      r"node=(\S+)")
-_REVOKED = re.compile(r"^(\d+\.\d+) NOTICE election: revoked: reason=(\S+) "
-                      r"epoch=(\d+) node=(\S+)")
-
 
 def now():
     return time.time()  # wall clock: comparable with the log prefixes
@@ -205,18 +205,7 @@ class Node:
 
     def events(self):
         """[(ts, 'elected'|'revoked', epoch, reason)] from the log."""
-        out = []
-        for ln in self.eb.log_lines():
-            m = _ELECTED.match(ln)
-            if m:
-                out.append((float(m.group(1)), "elected", int(m.group(2)),
-                            ""))
-                continue
-            m = _REVOKED.match(ln)
-            if m:
-                out.append((float(m.group(1)), "revoked", int(m.group(3)),
-                            m.group(2)))
-        return out
+        return chaos_checks.parse_events(self.eb.log_lines())
 
     def leading(self):
         """(epoch) if the node's last election event is "elected"."""
@@ -737,123 +726,31 @@ class Chaos:
         log("VIOLATION %s: %s" % (rule, text))
 
     def intervals(self):
-        """Active leadership intervals [(start, end, epoch, name)] and
-        stale windows [(cont, revoked, epoch, name)]."""
-        active, stale = [], []
-        for n in self.nodes:
-            start = epoch = None
-            spans = []
-            for ts, kind, ep, _ in n.events():
-                if kind == "elected":
-                    start, epoch = ts, ep
-                elif start is not None:
-                    spans.append((start, ts, epoch))
-                    start = None
-            if start is not None:
-                spans.append((start, n.end_ts if n.end_ts else float("inf"),
-                              epoch))
-            for s, e, ep in spans:
-                cut = [(st, ct) for st, ct in n.stops if s < st < e]
-                if cut:
-                    active.append((s, cut[0][0], ep, n.name))
-                    stale.append((cut[-1][1], e, ep, n.name))
-                else:
-                    active.append((s, e, ep, n.name))
-        active.sort()
-        return active, stale
+        return chaos_checks.leadership(self.nodes)
 
-    def check_leadership(self):
-        active, stale = self.intervals()
-        latest_end = None
-        for a, b in zip(active, active[1:]):
-            if a[3] != b[3] and not a[2] < b[2]:
-                self.violate("epochs", "epoch did not increase: %r -> %r"
-                             % (a, b))
-            if a[3] == b[3] and b[2] < a[2]:
-                self.violate("epochs", "epoch decreased on one node: %r -> "
-                             "%r" % (a, b))
-        for iv in active:
-            if latest_end is not None and iv[0] < latest_end[1]:
-                self.violate("overlap", "leadership %r starts before %r "
-                             "ended (by %.1f ms)" % (
-                                 iv, latest_end,
-                                 (latest_end[1] - iv[0]) * 1000))
-            if latest_end is None or iv[1] > latest_end[1]:
-                latest_end = iv
-        for cont, rev, ep, name in stale:
-            if rev - cont > STALE_REVOKE_S:
-                self.violate("stale", "%s (epoch %d) revoked %.0f ms after "
-                             "SIGCONT" % (name, ep, (rev - cont) * 1000))
-            late = [m for m in list(self.consumer.msgs)
-                    if m[1] == ep and m[0] > cont]
-            if late:
-                self.violate("stale", "%d message(s) of epoch %d (%s) "
-                             "delivered after its SIGCONT, first %r"
-                             % (len(late), ep, name, late[0]))
-            late_acks = [(c.cid, t) for c in self.clients
-                         for t, e in list(c.acks) if e == ep and t > cont]
-            if late_acks:
-                self.violate("stale", "%d ack(s) of epoch %d (%s) after "
-                             "its SIGCONT" % (len(late_acks), ep, name))
-        return active, stale
-
-    def check_stream(self, final):
-        t_now = now()
+    def recorded(self):
+        """A consistent-enough copy of what the load threads recorded."""
         msgs = list(self.consumer.msgs)
-        by_epoch = {}
-        delivered = {}
-        for m in msgs:
-            by_epoch.setdefault(m[1], []).append(m[2])
-            key = (m[1], m[2])
-            if key in delivered and delivered[key] != (m[4], m[5]):
-                self.violate("sequence", "(epoch %d, seq %d) delivered for "
-                             "two messages: c%s.%s and c%s.%s" % (
-                                 m[1], m[2], delivered[key][0],
-                                 delivered[key][1], m[4], m[5]))
-            delivered.setdefault(key, (m[4], m[5]))
-        for ep, seqs in sorted(by_epoch.items()):
-            s = sorted(seqs)
-            if s != list(range(1, len(s) + 1)):
-                missing = sorted(set(range(1, s[-1] + 1)) - set(s))
-                dup = len(s) - len(set(s))
-                self.violate("sequence", "epoch %d: delivered seqs %d..%d, "
-                             "%d missing (first %s), %d duplicate(s)" % (
-                                 ep, s[0], s[-1], len(missing),
-                                 missing[:5], dup))
-            elif seqs != s:
-                self.violate("sequence", "epoch %d delivered out of order"
-                             % ep)
+        reqs, acks = {}, {}
         for c in self.clients:
-            last = 0
             with c.lock:
-                reqs = [list(x) for x in c.reqs]
-            for i, (sent, ans, kind, info) in enumerate(reqs):
-                if ans is None:
-                    if t_now - sent > ANSWER_BOUND_S:
-                        self.violate("answered", "c%d.%d unanswered for "
-                                     "%.1f s" % (c.cid, i, t_now - sent))
-                    continue
-                if ans - sent > ANSWER_BOUND_S:
-                    self.violate("answered", "c%d.%d answered after %.1f s"
-                                 % (c.cid, i, ans - sent))
-                if kind != "ack":
-                    continue
-                ep, seq, _ = info
-                got = delivered.get((ep, seq))
-                if got is None:
-                    if final or t_now - ans > DELIVERY_SLACK_S:
-                        self.violate("delivered", "c%d.%d acked as (epoch "
-                                     "%d, seq %d) but not delivered"
-                                     % (c.cid, i, ep, seq))
-                elif got != (c.cid, i):
-                    self.violate("delivered", "c%d.%d acked as (%d, %d) "
-                                 "but that was c%s.%s" % (c.cid, i, ep, seq,
-                                                         got[0], got[1]))
-            for t, ep in list(c.acks):
-                if ep < last:
-                    self.violate("ack-epochs", "client %d: ack epoch %d "
-                                 "after %d" % (c.cid, ep, last))
-                last = max(last, ep)
+                reqs[c.cid] = [list(x) for x in c.reqs]
+            acks[c.cid] = list(c.acks)
+        return msgs, reqs, acks
+
+    def check_records(self, final):
+        active, stale = self.intervals()
+        msgs, reqs, acks = self.recorded()
+        out = chaos_checks.check_leadership(active, stale, msgs, acks,
+                                            STALE_REVOKE_S)
+        seq, owner = chaos_checks.check_sequence(
+            msgs, {c.cid: e.name for c, e in zip(self.clients, self.edges)})
+        out += seq
+        out += chaos_checks.check_answers(reqs, acks, owner, now(), final,
+                                          ANSWER_BOUND_S, DELIVERY_SLACK_S)
+        for rule, text in out:
+            self.violate(rule, text)
+        for c in self.clients:
             for p in c.problems:
                 self.violate("answered", "client %d: %s" % (c.cid, p))
             if c.error:
@@ -868,8 +765,7 @@ class Chaos:
                     n.name, n.max_rss_kb / 1024.0, RSS_MB))
 
     def check(self, final):
-        self.check_leadership()
-        self.check_stream(final)
+        self.check_records(final)
         self.check_rss()
 
     def finish(self):
@@ -896,7 +792,7 @@ class Chaos:
             ebtest.wait_until(delivered, 10, "acked messages delivered",
                               interval=0.05)
         except AssertionError:
-            pass  # check_stream names them
+            pass  # check_answers names them
         self.check(final=True)
         lead = self.leaders()
         if len(lead) != 1:
