@@ -40,7 +40,8 @@ typedef struct bench_opts {
 	int         connections;
 	size_t      body;
 	double      duration_s;
-	uint64_t    count; /* 0: use duration */
+	int         duration_set; /* -d given (bounds a --count run) */
+	uint64_t    count;        /* 0: use duration */
 	uint32_t    depth; /* in flight per connection (pipe), window (fire) */
 	double      warmup_s;
 	double      drain_s;
@@ -48,6 +49,8 @@ typedef struct bench_opts {
 	int         server_pid;
 	int         json;
 	int         responder;
+	int         sink_noread; /* sinks stop reading after setup */
+	double      settle_s;    /* after the run: close, wait, read RSS */
 	const char *label;
 } bench_opts;
 
@@ -101,6 +104,8 @@ int bench_conns_start(bench *b);
 void bench_conn_send(bench_conn *c);
 /* Starts the write of c->out if none is in flight. */
 void bench_conn_flush(bench_conn *c);
+/* Closes every connection of b (not the timer). */
+void bench_close_conns(bench *b);
 /* Closes every handle of the loop. */
 void bench_close_all(uv_loop_t *loop);
 

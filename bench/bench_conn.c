@@ -200,6 +200,11 @@ conn_handle_frame(bench_conn *c, const char *p, uint32_t n)
 	if (!c->ready) {
 		if (bench_memmem(p, n, "\"type\":\"pong\"", 13) != NULL) {
 			c->ready = 1;
+			if (c->role == ROLE_SINK && b->o.sink_noread) {
+				/* A consumer that never reads: the server's
+				 * write queue for it must stay bounded. */
+				(void) uv_read_stop((uv_stream_t *) &c->tcp);
+			}
 			if (++b->nready == b->nconns) {
 				bench_on_ready(b);
 			}
@@ -343,6 +348,18 @@ close_walk_cb(uv_handle_t *h, void *arg)
 	(void) arg;
 	if (!uv_is_closing(h)) {
 		uv_close(h, NULL);
+	}
+}
+
+void
+bench_close_conns(bench *b)
+{
+	int i;
+
+	for (i = 0; i < b->nconns; i++) {
+		if (!uv_is_closing((uv_handle_t *) &b->conns[i].tcp)) {
+			uv_close((uv_handle_t *) &b->conns[i].tcp, NULL);
+		}
 	}
 }
 

@@ -37,6 +37,8 @@ static bench_proc g_proc_ready;
 static bench_proc g_proc_start;
 static bench_proc g_proc_end;
 static int        g_proc_ok;
+static bench_proc g_proc_settled; /* --settle: after the connections closed */
+static int        g_settled_ok;
 static bench_proc g_self_start; /* ebbench itself, responder included */
 static bench_proc g_self_end;
 
@@ -53,6 +55,7 @@ usage(FILE *out)
 	    "  -d, --duration SEC      measured time (default 5)\n"
 	    "  -n, --count N           total operations instead of a "
 	    "duration\n"
+	    "                          (with -d too: whichever comes first)\n"
 	    "      --depth N           pipe: in flight per connection (16);\n"
 	    "                          fire/egress: unconfirmed window "
 	    "(1000)\n"
@@ -63,6 +66,8 @@ usage(FILE *out)
 	    "      --responder         rr/pipe: run a replying client "
 	    "(bridges)\n"
 	    "      --server-pid PID    report server CPU/op and RSS\n"
+	    "      --sink-noread       fire/egress: consumers never read\n"
+	    "      --settle SEC        then close, wait, report server RSS\n"
 	    "      --label TEXT        copied into the JSON output\n"
 	    "      --json              one JSON object instead of a table\n");
 }
@@ -135,11 +140,12 @@ value_opt(bench_opts *o, const char *a, const char *val, int *bad)
 		o->body = (size_t) v;
 	} else if (is_opt(a, "-d", "--duration")) {
 		*bad = parse_num(val, 0.01, 86400, &o->duration_s);
+		o->duration_set = 1;
 	} else if (is_opt(a, "-n", "--count")) {
 		*bad = parse_num(val, 1, 1e12, &v);
 		o->count = (uint64_t) v;
 	} else if (is_opt(a, NULL, "--depth")) {
-		*bad = parse_num(val, 1, 1e6, &v);
+		*bad = parse_num(val, 1, 1e9, &v);
 		o->depth = (uint32_t) v;
 	} else if (is_opt(a, NULL, "--warmup")) {
 		*bad = parse_num(val, 0, 3600, &o->warmup_s);
@@ -153,6 +159,8 @@ value_opt(bench_opts *o, const char *a, const char *val, int *bad)
 	} else if (is_opt(a, NULL, "--server-pid")) {
 		*bad = parse_num(val, 1, 4194304, &v);
 		o->server_pid = (int) v;
+	} else if (is_opt(a, NULL, "--settle")) {
+		*bad = parse_num(val, 0, 3600, &o->settle_s);
 	} else if (is_opt(a, NULL, "--label")) {
 		*bad = val == NULL;
 		o->label = val;
@@ -196,6 +204,8 @@ parse_args(int argc, char **argv, bench_opts *o)
 			o->json = 1;
 		} else if (is_opt(a, NULL, "--responder")) {
 			o->responder = 1;
+		} else if (is_opt(a, NULL, "--sink-noread")) {
+			o->sink_noread = 1;
 		} else if (value_opt(
 		               o, a, i + 1 < argc ? argv[i + 1] : NULL, &bad)) {
 			i++;
@@ -219,6 +229,11 @@ parse_args(int argc, char **argv, bench_opts *o)
 	}
 	if (o->mode == BENCH_RR) {
 		o->depth = 1;
+	}
+	if (o->mode == BENCH_PIPE && o->depth > 1000000) {
+		(void) fprintf(
+		    stderr, "ebbench: pipe --depth is at most 1e6\n");
+		return 2;
 	}
 	if (o->count > 0) {
 		o->warmup_s = 0; /* a fixed count is measured whole */
@@ -252,6 +267,15 @@ expected_completions(const bench *b)
 }
 
 static void
+settle_timer_cb(uv_timer_t *t)
+{
+	bench *b = t->data;
+
+	g_settled_ok = bench_proc_read(b->o.server_pid, &g_proc_settled) == 0;
+	bench_close_all(b->loop);
+}
+
+static void
 finish(bench *b)
 {
 	if (b->done) {
@@ -262,6 +286,13 @@ finish(bench *b)
 	if (b->o.server_pid > 0) {
 		g_proc_ok = g_proc_ok &&
 		            bench_proc_read(b->o.server_pid, &g_proc_end) == 0;
+	}
+	if (b->o.server_pid > 0 && b->o.settle_s > 0) {
+		/* Does the server give the memory back once we are gone? */
+		bench_close_conns(b);
+		(void) uv_timer_start(&b->timer, settle_timer_cb,
+		    (uint64_t) (b->o.settle_s * 1000), 0);
+		return;
 	}
 	bench_close_all(b->loop);
 }
@@ -309,8 +340,10 @@ start_measuring(bench *b)
 		g_proc_ok =
 		    bench_proc_read(b->o.server_pid, &g_proc_start) == 0;
 	}
-	if (b->o.count == 0) {
-		uv_timer_start(&b->timer, stop_timer_cb,
+	/* With --count, an explicit --duration is an upper bound (a server
+	 * that stops reading must not hang the run). */
+	if (b->o.count == 0 || b->o.duration_set) {
+		(void) uv_timer_start(&b->timer, stop_timer_cb,
 		    (uint64_t) (b->o.duration_s * 1000), 0);
 	}
 	for (i = 0; i < b->nconns; i++) {
@@ -515,6 +548,10 @@ report_json(const bench *b, const bench_result *r, uint64_t resp_replies)
 		    (json_int_t) g_proc_ready.rss_kb, "rss_kb_end",
 		    (json_int_t) g_proc_end.rss_kb, "hwm_kb",
 		    (json_int_t) g_proc_end.hwm_kb);
+		if (g_settled_ok) {
+			json_object_set_new(srv, "rss_kb_settled",
+			    json_integer((json_int_t) g_proc_settled.rss_kb));
+		}
 		json_object_set_new(j, "server", srv);
 	}
 	s = json_dumps(j, JSON_COMPACT);
@@ -545,6 +582,10 @@ report_table(const bench *b, const bench_result *r)
 		    (unsigned long long) g_proc_end.rss_kb,
 		    (unsigned long long) g_proc_ready.rss_kb,
 		    (unsigned long long) g_proc_end.hwm_kb);
+	}
+	if (g_settled_ok) {
+		printf("  settled    server rss %llu kB %.1f s after closing\n",
+		    (unsigned long long) g_proc_settled.rss_kb, b->o.settle_s);
 	}
 	if (b->first_err[0] != '\0') {
 		printf("  first err  %s\n", b->first_err);

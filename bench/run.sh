@@ -7,7 +7,12 @@
 # targets of issue 6.
 #
 #   bench/run.sh [--runs N] [--duration SEC] [--body BYTES] [--modes "rr fire"]
-#                [--build-dir DIR] [--no-build] [--out FILE.jsonl]
+#                [--build-dir DIR] [--no-build] [--out FILE.jsonl] [--no-memory]
+#
+# After the modes, the memory phase (skip with --no-memory): a 2-million-frame
+# fire flood (window 2M) against both servers, then against ebnode only a
+# consumer that never reads; peak RSS, RSS 3 s after the clients closed, and
+# what was delivered.
 #
 # Every ebbench result is also written as one JSON line to --out (default
 # <build-dir>/bench-results.jsonl). Exit status 0 unless something failed to
@@ -21,6 +26,7 @@ body=100
 modes="rr pipe fire egress"
 build="$here/build/perf"
 do_build=1
+memory=1
 out=""
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -30,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--modes) modes="$2"; shift ;;
 	--build-dir) build="$2"; shift ;;
 	--no-build) do_build=0 ;;
+	--no-memory) memory=0 ;;
 	--out) out="$2"; shift ;;
 	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument: $1" >&2; exit 2 ;;
@@ -119,6 +126,20 @@ done
 node_end_kb="$(awk '/^VmRSS:/ {print $2}' "/proc/$node_pid/status")"
 node_hwm_kb="$(awk '/^VmHWM:/ {print $2}' "/proc/$node_pid/status")"
 
+if [ "$memory" = 1 ]; then
+	echo "run.sh: memory phase (2M-frame flood, then a non-reading consumer)" >&2
+	flood=(--json --mode fire --count 2000000 --depth 2000000 --duration 60
+		--drain 10 --settle 3 --body "$body")
+	# Exit status 3 (frames lost) is a result here, not a failure.
+	"$ebbench" "${flood[@]}" --port "$base_port" --server-pid "$base_pid" \
+		--label mem-flood-baseline >>"$out" || [ $? = 3 ]
+	"$ebbench" "${flood[@]}" --port "$node_port" --server-pid "$node_pid" \
+		--label mem-flood-ebnode >>"$out" || [ $? = 3 ]
+	"$ebbench" --json --mode fire --count 2000000 --depth 2000000 --duration 20 \
+		--drain 3 --settle 3 --body "$body" --sink-noread --port "$node_port" \
+		--server-pid "$node_pid" --label mem-noread-ebnode >>"$out" || [ $? = 3 ]
+fi
+
 python3 - "$out" "$node_idle_kb" "$base_idle_kb" "$node_end_kb" "$node_hwm_kb" <<'PY'
 import json, statistics, sys
 path, node_idle, base_idle, node_end, node_hwm = sys.argv[1], *map(int, sys.argv[2:])
@@ -175,4 +196,14 @@ if "rr" in modes:
 print("  idle RSS <= 8 MB:                  %.1f MB  %s (baseline %.1f MB)" % (
     node_idle / 1024, verdict(node_idle <= 8192), base_idle / 1024))
 print("  ebnode RSS after the runs: %.1f MB, peak %.1f MB" % (node_end / 1024, node_hwm / 1024))
+mem = [r for r in rows if r["label"].startswith("mem-")]
+if mem:
+    print("\nmemory (one run each; target: ebnode <= 64 MB and back down):")
+    print("  %-20s %10s %10s %9s %11s %12s" % ("scenario", "sent", "delivered",
+          "lost", "peak RSS MB", "settled MB"))
+    for r in mem:
+        srv = r.get("server", {})
+        print("  %-20s %10d %10d %9d %11.1f %12.1f" % (
+            r["label"][4:], r["sent"], r["ops"], r["lost"],
+            srv.get("hwm_kb", 0) / 1024, srv.get("rss_kb_settled", 0) / 1024))
 PY
