@@ -154,6 +154,38 @@ stale_cb(const eb_link_peer_stats *s, void *arg)
 	st->ids[st->n++] = eb__strdup(s->node_id);
 }
 
+/* Two live members with one node id and different addresses are two
+ * processes configured with the same node.id: links (keyed by node id)
+ * would reach only one of them. Say so. (One id with one address is a
+ * re-registration after a session expiry: the newest member wins.) */
+static void
+members_check_one(const eb_childcache *cc, size_t i)
+{
+	const eb_member *a = eb__childcache_at(cc, i);
+	size_t           j;
+
+	for (j = i + 1; j < eb__childcache_count(cc); j++) {
+		const eb_member *b = eb__childcache_at(cc, j);
+
+		if (strcmp(a->node_id, b->node_id) != 0 ||
+		    strcmp(a->address, b->address) == 0) {
+			continue;
+		}
+		EB_LOG_ERR("node", "duplicate-node-id: id=%s addresses=%s,%s",
+		    a->node_id, a->address, b->address);
+	}
+}
+
+static void
+members_check_ids(const eb_childcache *cc)
+{
+	size_t i;
+
+	for (i = 0; i < eb__childcache_count(cc); i++) {
+		members_check_one(cc, i);
+	}
+}
+
 void
 eb__node_bus_members(eb_node *n, const eb_childcache *cc)
 {
@@ -163,6 +195,8 @@ eb__node_bus_members(eb_node *n, const eb_childcache *cc)
 	if (n->links == NULL) {
 		return;
 	}
+	members_check_ids(cc);
+	/* In sequence order: for one node id the newest member wins. */
 	for (i = 0; i < eb__childcache_count(cc); i++) {
 		const eb_member *m = eb__childcache_at(cc, i);
 

@@ -273,6 +273,23 @@ class BusClusterTest(unittest.TestCase):
         finally:
             cl.close()
 
+    def test_duplicate_node_id_reported(self):
+        # Two processes with one node.id (different addresses): links are
+        # keyed by node id, so this is a configuration error ebnode names.
+        root = ebtest.unique_root()
+        nodes = []
+        try:
+            for addr in ("addr-dup-1", "addr-dup-2"):
+                cfg = ebtest.merge(node_config(root, 0),
+                                   {"node": {"id": "dup", "address": addr}})
+                nodes.append(ebtest.EbNode(cfg, name=addr))
+            line = nodes[1].wait_log("duplicate-node-id: id=dup", 10)
+            self.assertIn("addr-dup-1", line)
+            self.assertIn("addr-dup-2", line)
+        finally:
+            for n in nodes:
+                n.close()
+
     def test_inflight_request_fails_when_node_dies(self):
         cl = Cluster(2)
         try:
