@@ -70,12 +70,43 @@ typedef struct bus_remote {
 
 /* ---- per-address interest ---- */
 
+/* A peer's advertised handler count is bounded: the sums stay far from
+ * uint32 overflow whatever a (buggy) peer sends. */
+#define INTEREST_COUNT_MAX 1000000u
+
+/* Adds an entry for peer to a's interest array (growing it). */
+static void
+interest_add(eb__bus_addr *a, uint32_t peer, uint32_t count)
+{
+	addr_remote *r = a->remote;
+
+	if (r == NULL || r->n == r->cap) {
+		uint32_t cap = r == NULL ? 4 : r->cap * 2;
+
+		r = eb__realloc(r, sizeof(*r) + cap * sizeof(r->v[0]));
+		if (a->remote == NULL) {
+			r->n = 0;
+		}
+		r->cap = cap;
+		a->remote = r;
+	}
+	r->v[r->n].peer = peer;
+	r->v[r->n].count = count;
+	r->n++;
+	a->n_remote += count;
+	a->n_remote_nodes++;
+}
+
 static void
 interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 {
 	addr_remote *r = a->remote;
+	uint32_t     before = a->n_remote;
 	uint32_t     i;
 
+	if (count > INTEREST_COUNT_MAX) {
+		count = INTEREST_COUNT_MAX;
+	}
 	for (i = 0; r != NULL && i < r->n; i++) {
 		if (r->v[i].peer == peer) {
 			break;
@@ -91,27 +122,16 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 			a->n_remote += count;
 		}
 	} else if (count > 0) {
-		if (r == NULL || r->n == r->cap) {
-			uint32_t cap = r == NULL ? 4 : r->cap * 2;
-
-			r = eb__realloc(r, sizeof(*r) + cap * sizeof(r->v[0]));
-			if (a->remote == NULL) {
-				r->n = 0;
-			}
-			r->cap = cap;
-			a->remote = r;
-		}
-		r->v[r->n].peer = peer;
-		r->v[r->n].count = count;
-		r->n++;
-		a->n_remote += count;
-		a->n_remote_nodes++;
+		interest_add(a, peer, count);
 	}
+	r = a->remote; /* may have moved (grown) */
 	if (r != NULL && r->n == 0) {
 		free(r);
 		a->remote = NULL;
 	}
-	eb__bus_watch_notify(bus, a);
+	if (a->n_remote != before) {
+		eb__bus_watch_notify(bus, a);
+	}
 	eb__bus_addr_maybe_free(bus, a);
 }
 

@@ -390,9 +390,12 @@ test_malformed_frames(void **state)
 	eb__link_put_bytes32(&b, "x", 1);
 	rawc_frame(r, 18, b.data, b.len);
 	rawc_frame(r, 200, "future", 6);
-	/* Then a valid INTEREST: the link still works. */
+	/* Then a valid INTEREST: the link still works. An absurd count is
+	 * clamped (sums cannot overflow). */
 	b.len = 0;
-	eb__link_put_u32(&b, 1);
+	eb__link_put_u32(&b, 2);
+	(void) eb__link_put_str16(&b, "z", 1);
+	eb__link_put_u32(&b, UINT32_MAX);
 	(void) eb__link_put_str16(&b, "x", 1);
 	eb__link_put_u32(&b, 2);
 	rawc_frame(r, 19, b.data, b.len);
@@ -409,6 +412,7 @@ test_malformed_frames(void **state)
 	h.address = "x";
 	h.want = 2;
 	assert_int_equal(th_run_until(t, hc_pred, &h, 2000), 0);
+	assert_int_equal(eb_bus_handler_count(n[0].bus, "z"), 1000000);
 	/* The peer goes: its interest goes with it. */
 	uv_close((uv_handle_t *) &r->tcp, rawc_closed_cb);
 	h.want = 0;
