@@ -107,6 +107,21 @@ class AgainstBaseline(unittest.TestCase, Checks):
         self.assertGreater(r["ops"], 0)
         self.assertNotIn("server", r)  # no --server-pid
 
+    def test_noread_sink_is_bounded_by_duration(self):
+        # The consumer never reads: nothing is confirmed, the explicit
+        # --duration ends the --count run, everything is reported lost
+        # (exit status 3) and --settle adds the server's RSS afterwards.
+        rc, out, err = bench(self.port, "--mode", "fire", "--count", 5000,
+                             "--depth", 5000, "--duration", 0.5, "--drain",
+                             0.3, "--sink-noread", "--settle", 0.2,
+                             "--server-pid", self.pid)
+        self.assertEqual(rc, 3, err)
+        r = json.loads(out)
+        self.assertEqual(r["ops"], 0)
+        self.assertEqual(r["lost"], r["sent"])
+        self.assertGreater(r["sent"], 0)
+        self.assertGreater(r["server"]["rss_kb_settled"], 0)
+
     def test_table_output(self):
         p = subprocess.run([EBBENCH, "--port", str(self.port), "--count",
                             "100"], capture_output=True, text=True,
