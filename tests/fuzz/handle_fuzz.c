@@ -28,6 +28,8 @@ static uv_loop_t  fz_loop;
 static eb_bus    *fz_bus;
 static eb_bridge *fz_bridge;
 
+static int fz_hook(const eb_bridge_event *ev, void *arg);
+
 /* libFuzzer's signature: */
 /* NOLINTBEGIN(readability-identifier-naming,readability-non-const-parameter) */
 int
@@ -58,7 +60,24 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (eb_bridge_new(&fz_loop, fz_bus, &o, NULL, &fz_bridge) != 0) {
 		abort();
 	}
+	eb_bridge_set_hook(fz_bridge, fz_hook, NULL);
 	return 0;
+}
+
+/* A hook that blocks some frames and closes the connection on others, so
+ * that both paths run from inside frame handling. */
+static int
+fz_hook(const eb_bridge_event *ev, void *arg)
+{
+	(void) arg;
+	if (ev->address == NULL) {
+		return 0;
+	}
+	if (ev->address[0] == 'X') {
+		(void) eb_bridge_conn_close(fz_bridge, ev->conn_id);
+		return 0;
+	}
+	return strlen(ev->address) % 7 == 3;
 }
 
 static void
