@@ -35,6 +35,7 @@ eb_link_opts_init(eb_link_opts *o)
 	o->backoff_max_ms = 5000;
 	o->max_frame_bytes = (uint32_t) 16 * 1024 * 1024;
 	o->max_out_bytes = (uint64_t) 64 * 1024 * 1024;
+	o->max_pending_inbound = 64;
 }
 
 static uint32_t
@@ -104,6 +105,8 @@ eb_link_mgr_new(
 	    5, 100);
 	m->max_frame = o->max_frame_bytes;
 	m->max_out = o->max_out_bytes;
+	m->max_pending =
+	    o->max_pending_inbound != 0 ? o->max_pending_inbound : 64;
 	m->tls_ctx = tls;
 	m->next_peer_id = 1;
 	eb_list_init(&m->peers);
@@ -584,6 +587,24 @@ eb__link_frame_end(eb_link_mgr *m, uint32_t peer)
 
 /* ---- listener, tick, idle ---- */
 
+/* Inbound connections still waiting for their hello. */
+static uint32_t
+pending_inbound(const eb_link_mgr *m)
+{
+	const eb_list *it;
+	uint32_t       n = 0;
+
+	for (it = m->conns.next; it != &m->conns; it = it->next) {
+		const link_conn *c =
+		    (const link_conn *) (const void *) ((const char *) it -
+		                                        offsetof(
+		                                            link_conn, link));
+
+		n += !c->outbound && c->state == LINK_HELLO;
+	}
+	return n;
+}
+
 static void
 listener_cb(uv_stream_t *server, int status)
 {
@@ -600,6 +621,18 @@ listener_cb(uv_stream_t *server, int status)
 		eb__link_conn_close(c, NULL);
 		return;
 	}
+	/* Bound half-open links (a scan, or a flood): accept and drop what
+	 * exceeds the cap, logging once per episode. */
+	if (pending_inbound(m) > m->max_pending) {
+		if (!m->pending_full) {
+			m->pending_full = 1;
+			EB_LOG_WARN(
+			    "link", "too-many-pending: max=%u", m->max_pending);
+		}
+		eb__link_conn_close(c, NULL);
+		return;
+	}
+	m->pending_full = 0;
 	eb__link_conn_start(c);
 }
 

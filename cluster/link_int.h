@@ -96,7 +96,9 @@ struct eb_link_mgr {
 	uint32_t                backoff_min_ms, backoff_max_ms, tick_ms;
 	uint32_t                max_frame;
 	uint64_t                max_out;
-	void                   *tls_ctx; /* owned SSL_CTX*, NULL: plain */
+	uint32_t                max_pending;  /* inbound conns before hello */
+	int                     pending_full; /* logged this episode */
+	void                   *tls_ctx;      /* owned SSL_CTX*, NULL: plain */
 	uv_tcp_t                listener;
 	uv_timer_t              timer;
 	uv_idle_t               idle;

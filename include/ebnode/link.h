@@ -41,6 +41,7 @@ typedef struct eb_link_opts {
 	uint32_t    backoff_max_ms;     /* cap, 5000 */
 	uint32_t    max_frame_bytes;    /* default 16 MiB */
 	uint64_t    max_out_bytes; /* queued per link, default 64 MiB: close */
+	uint32_t    max_pending_inbound; /* accepted, no hello yet; 64 */
 	/* Mutual TLS (all three set) with a private CA: both sides present a
 	 * certificate signed by ca_file and verify the other's. */
 	const char *tls_ca_file;

@@ -553,6 +553,54 @@ test_slow_peer_cut_off(void **state)
 	free(r);
 }
 
+static int
+eofs_ge1(void *arg)
+{
+	raw *r = arg;
+
+	return r[0].eof + r[1].eof + r[2].eof >= 1;
+}
+
+static int
+eofs_ge3(void *arg)
+{
+	raw *r = arg;
+
+	return r[0].eof + r[1].eof + r[2].eof >= 3;
+}
+
+static void
+test_pending_inbound_capped(void **state)
+{
+	th_loop     *t = *state;
+	eb_link_opts o;
+	node         b;
+	raw         *r = calloc(3, sizeof(*r));
+
+	memset(&b, 0, sizeof(b));
+	eb_link_opts_init(&o);
+	o.node_id = "b";
+	o.max_pending_inbound = 2;
+	o.connect_timeout_ms = 1500;
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &b.mgr, NULL), 0);
+	eb__link_mgr_set_handler(b.mgr, &handler, &b);
+	assert_int_equal(eb_link_mgr_start(b.mgr), 0);
+	/* Three silent connections (no hello): the third is dropped at
+	 * once, the others when their hello time is up. */
+	for (int i = 0; i < 3; i++) {
+		raw_connect(t, &r[i], eb_link_mgr_port(b.mgr));
+	}
+	assert_int_equal(th_run_until(t, eofs_ge1, r, 1000), 0);
+	assert_int_equal(r[0].eof + r[1].eof + r[2].eof, 1);
+	assert_int_equal(th_run_until(t, eofs_ge3, r, 3000), 0);
+	for (int i = 0; i < 3; i++) {
+		raw_close(t, &r[i]);
+	}
+	assert_int_equal(b.ups, 0);
+	node_close(t, &b);
+	free(r);
+}
+
 static void
 test_options(void **state)
 {
@@ -597,6 +645,8 @@ main(void)
 		    test_backoff_capped_and_jittered, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_slow_peer_cut_off, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_pending_inbound_capped, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_options, th_setup, th_teardown),
 	};
