@@ -606,6 +606,16 @@ pending_inbound(const eb_link_mgr *m)
 }
 
 static void
+pending_refuse(eb_link_mgr *m, link_conn *c)
+{
+	if (!m->pending_full) {
+		m->pending_full = 1;
+		EB_LOG_WARN("link", "too-many-pending: max=%u", m->max_pending);
+	}
+	eb__link_conn_close(c, NULL);
+}
+
+static void
 listener_cb(uv_stream_t *server, int status)
 {
 	eb_link_mgr *m = server->data;
