@@ -634,12 +634,7 @@ listener_cb(uv_stream_t *server, int status)
 	/* Bound half-open links (a scan, or a flood): accept and drop what
 	 * exceeds the cap, logging once per episode. */
 	if (pending_inbound(m) > m->max_pending) {
-		if (!m->pending_full) {
-			m->pending_full = 1;
-			EB_LOG_WARN(
-			    "link", "too-many-pending: max=%u", m->max_pending);
-		}
-		eb__link_conn_close(c, NULL);
+		pending_refuse(m, c);
 		return;
 	}
 	m->pending_full = 0;
