@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "bench/bench.h"
+#include "bench/bench_tls.h"
 #include "bench/scan.h"
 #include "common/alloc.h"
 #include "common/list.h"
@@ -56,6 +57,68 @@ conn_write_cb(uv_write_t *req, int status)
 	bench_conn_flush(c);
 }
 
+static void
+conn_error(bench_conn *c, const char *what)
+{
+	if (c->b != NULL) {
+		bench_fail(c->b, "connection %d: %s", c->id, what);
+	}
+}
+
+static void
+raw_write_cb(uv_write_t *req, int status)
+{
+	bench_wreq *w = (bench_wreq *) req;
+
+	(void) status; /* a failed handshake write shows up as a read error */
+	free(w->data);
+	free(w);
+}
+
+/* Sends the TLS handshake bytes the SSL has produced, if any. */
+static void
+conn_tls_send_pending(bench_conn *c)
+{
+	bench_wreq *w;
+	uv_buf_t    buf;
+	size_t      n = 0;
+	char       *data = bench_tls_pending(c, &n);
+
+	if (data == NULL) {
+		return;
+	}
+	w = eb__malloc(sizeof(*w));
+	w->data = data;
+	buf = uv_buf_init(data, (unsigned int) n);
+	if (uv_write(&w->req, (uv_stream_t *) &c->tcp, &buf, 1, raw_write_cb) !=
+	    0) {
+		free(data);
+		free(w);
+	}
+}
+
+/* Accounts nread received bytes: plaintext lands in c->dec.in (directly,
+ * or decrypted from c->rawin). 0, or -1 on a TLS error. */
+static int
+conn_input(bench_conn *c, ssize_t nread)
+{
+	int was_ready = c->tls_ready;
+
+	if (c->ssl == NULL) {
+		c->dec.in.len += (size_t) nread;
+		return 0;
+	}
+	if (bench_tls_input(c, c->rawin, (size_t) nread) != 0) {
+		return -1;
+	}
+	conn_tls_send_pending(c);
+	if (!was_ready && c->tls_ready) {
+		bench_conn_flush(
+		    c); /* the frames queued before the handshake */
+	}
+	return 0;
+}
+
 void
 bench_conn_flush(bench_conn *c)
 {
@@ -64,12 +127,23 @@ bench_conn_flush(bench_conn *c)
 	size_t      n = eb__buf_avail(&c->out);
 	int         rv;
 
-	if (c->writing || n == 0 || uv_is_closing((uv_handle_t *) &c->tcp)) {
-		return;
+	if (c->writing || n == 0 || uv_is_closing((uv_handle_t *) &c->tcp) ||
+	    (c->ssl != NULL && !c->tls_ready)) {
+		return; /* plaintext waits for the handshake */
 	}
 	w = eb__malloc(sizeof(*w));
-	w->data = eb__memdup(eb__buf_head(&c->out), n);
-	eb__buf_consume(&c->out, n);
+	if (c->ssl != NULL) {
+		if (bench_tls_encrypt(
+		        c, eb__buf_head(&c->out), n, &w->data, &n) != 0) {
+			free(w);
+			conn_error(c, "TLS write failed");
+			return;
+		}
+		eb__buf_consume(&c->out, eb__buf_avail(&c->out));
+	} else {
+		w->data = eb__memdup(eb__buf_head(&c->out), n);
+		eb__buf_consume(&c->out, n);
+	}
 	buf = uv_buf_init(w->data, (unsigned int) n);
 	if ((rv = uv_write(&w->req, (uv_stream_t *) &c->tcp, &buf, 1,
 	         conn_write_cb)) != 0) {
@@ -245,6 +319,11 @@ conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 	bench_conn *c = h->data;
 
 	(void) hint;
+	if (c->ssl != NULL) {
+		buf->base = c->rawin;
+		buf->len = BENCH_TLS_READ;
+		return;
+	}
 	buf->base = eb__buf_reserve(&c->dec.in, 65536);
 	buf->len = 65536;
 }
@@ -264,7 +343,10 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		    uv_strerror((int) nread));
 		return;
 	}
-	c->dec.in.len += (size_t) nread;
+	if (conn_input(c, nread) != 0) {
+		bench_fail(b, "connection %d: TLS error", c->id);
+		return;
+	}
 	while ((rv = eb__frame_dec_next(&c->dec, &p, &n)) == 0) {
 		conn_handle_frame(c, p, n);
 		if (b->done) {
@@ -303,6 +385,13 @@ conn_connect_cb(uv_connect_t *req, int status)
 		return;
 	}
 	(void) uv_tcp_nodelay(&c->tcp, 1);
+	if (c->b->o.tls) {
+		if (bench_tls_conn_start(c) != 0) {
+			bench_fail(c->b, "connection %d: TLS setup", c->id);
+			return;
+		}
+		conn_tls_send_pending(c);
+	}
 	if (c->role == ROLE_SINK) {
 		n = snprintf(frame, sizeof(frame),
 		    "{\"type\":\"register\",\"address\":\"%s\"}",
@@ -430,7 +519,15 @@ responder_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		bench_close_all(&r->loop);
 		return;
 	}
-	c->dec.in.len += (size_t) nread;
+	if (conn_input(c, nread) != 0) {
+		(void) fprintf(stderr, "ebbench: responder: TLS error\n");
+		if (!c->ready) {
+			r->status = -1;
+			uv_sem_post(&r->started);
+		}
+		bench_close_all(&r->loop);
+		return;
+	}
 	while (eb__frame_dec_next(&c->dec, &p, &n) == 0) {
 		if (!c->ready) {
 			if (bench_memmem(p, n, "\"type\":\"pong\"", 13) !=
@@ -473,6 +570,15 @@ responder_connect_cb(uv_connect_t *req, int status)
 		return;
 	}
 	(void) uv_tcp_nodelay(&c->tcp, 1);
+	if (r->o.tls) {
+		if (bench_tls_conn_start(c) != 0) {
+			r->status = -1;
+			uv_sem_post(&r->started);
+			bench_close_all(&r->loop);
+			return;
+		}
+		conn_tls_send_pending(c);
+	}
 	n = snprintf(frame, sizeof(frame),
 	    "{\"type\":\"register\",\"address\":\"%s\"}", r->o.address);
 	conn_append_frame(c, frame, (size_t) n);
@@ -520,6 +626,7 @@ responder_main(void *arg)
 	(void) uv_loop_close(&r->loop);
 	eb__frame_dec_free(&c->dec);
 	eb__buf_free(&c->out);
+	bench_tls_conn_free(c);
 }
 
 int

@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "bench/bench.h"
+#include "bench/bench_tls.h"
 #include "bench/proc.h"
 #include "common/alloc.h"
 
@@ -68,6 +69,9 @@ usage(FILE *out)
 	    "      --server-pid PID    report server CPU/op and RSS\n"
 	    "      --sink-noread       fire/egress: consumers never read\n"
 	    "      --settle SEC        then close, wait, report server RSS\n"
+	    "      --tls               TLS (no verification unless --ca)\n"
+	    "      --ca FILE           verify the server (implies --tls)\n"
+	    "      --cert F --key F    client certificate (implies --tls)\n"
 	    "      --label TEXT        copied into the JSON output\n"
 	    "      --json              one JSON object instead of a table\n");
 }
@@ -118,7 +122,8 @@ is_opt(const char *a, const char *s, const char *l)
 	return (s != NULL && strcmp(a, s) == 0) || strcmp(a, l) == 0;
 }
 
-/* Options with a value: 1 if a is one (bad set when val is invalid). */
+/* Options with a numeric value: 1 if a is one (bad set when val is
+ * invalid). */
 static int
 value_opt(bench_opts *o, const char *a, const char *val, int *bad)
 {
@@ -126,9 +131,6 @@ value_opt(bench_opts *o, const char *a, const char *val, int *bad)
 
 	if (is_opt(a, "-m", "--mode")) {
 		*bad = parse_mode(val, &o->mode);
-	} else if (is_opt(a, NULL, "--host")) {
-		*bad = val == NULL;
-		o->host = val;
 	} else if (is_opt(a, "-p", "--port")) {
 		*bad = parse_num(val, 1, 65535, &v);
 		o->port = (int) v;
@@ -151,20 +153,42 @@ value_opt(bench_opts *o, const char *a, const char *val, int *bad)
 		*bad = parse_num(val, 0, 3600, &o->warmup_s);
 	} else if (is_opt(a, NULL, "--drain")) {
 		*bad = parse_num(val, 0, 3600, &o->drain_s);
-	} else if (is_opt(a, "-a", "--address")) {
-		/* The address is put into JSON text unescaped. */
-		*bad = val == NULL || strchr(val, '"') != NULL ||
-		       strchr(val, '\\') != NULL;
-		o->address = val;
 	} else if (is_opt(a, NULL, "--server-pid")) {
 		*bad = parse_num(val, 1, 4194304, &v);
 		o->server_pid = (int) v;
 	} else if (is_opt(a, NULL, "--settle")) {
 		*bad = parse_num(val, 0, 3600, &o->settle_s);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* Options with a text value: 1 if a is one. */
+static int
+text_opt(bench_opts *o, const char *a, const char *val, int *bad)
+{
+	*bad = val == NULL;
+	if (is_opt(a, NULL, "--host")) {
+		o->host = val;
+	} else if (is_opt(a, "-a", "--address")) {
+		/* The address is put into JSON text unescaped. */
+		*bad = val == NULL || strchr(val, '"') != NULL ||
+		       strchr(val, '\\') != NULL;
+		o->address = val;
+	} else if (is_opt(a, NULL, "--ca")) {
+		o->ca = val;
+		o->tls = 1;
+	} else if (is_opt(a, NULL, "--cert")) {
+		o->cert = val;
+		o->tls = 1;
+	} else if (is_opt(a, NULL, "--key")) {
+		o->key = val;
+		o->tls = 1;
 	} else if (is_opt(a, NULL, "--label")) {
-		*bad = val == NULL;
 		o->label = val;
 	} else {
+		*bad = 0;
 		return 0;
 	}
 	return 1;
@@ -195,6 +219,7 @@ parse_args(int argc, char **argv, bench_opts *o)
 	set_defaults(o);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
 		bad = 0;
 		if (is_opt(a, "-h", "--help")) {
@@ -204,10 +229,12 @@ parse_args(int argc, char **argv, bench_opts *o)
 			o->json = 1;
 		} else if (is_opt(a, NULL, "--responder")) {
 			o->responder = 1;
+		} else if (is_opt(a, NULL, "--tls")) {
+			o->tls = 1;
 		} else if (is_opt(a, NULL, "--sink-noread")) {
 			o->sink_noread = 1;
-		} else if (value_opt(
-		               o, a, i + 1 < argc ? argv[i + 1] : NULL, &bad)) {
+		} else if (value_opt(o, a, val, &bad) ||
+		           text_opt(o, a, val, &bad)) {
 			i++;
 		} else {
 			(void) fprintf(
@@ -222,6 +249,11 @@ parse_args(int argc, char **argv, bench_opts *o)
 	}
 	if (o->port < 0) {
 		(void) fprintf(stderr, "ebbench: --port is required\n");
+		return 2;
+	}
+	if ((o->cert == NULL) != (o->key == NULL)) {
+		(void) fprintf(
+		    stderr, "ebbench: --cert and --key go together\n");
 		return 2;
 	}
 	if (o->depth == 0) {
@@ -592,6 +624,37 @@ report_table(const bench *b, const bench_result *r)
 	}
 }
 
+static void
+bench_setup(bench *b)
+{
+	b->loop = uv_default_loop();
+	b->padlen = b->o.body > BODY_OVERHEAD ? b->o.body - BODY_OVERHEAD : 0;
+	b->pad = eb__malloc(b->padlen + 1);
+	memset(b->pad, 'x', b->padlen);
+	b->pad[b->padlen] = '\0';
+	bench_hist_reset(&b->hist);
+	(void) uv_timer_init(b->loop, &b->timer);
+	b->timer.data = b;
+	assign_roles(b);
+}
+
+static void
+bench_teardown(bench *b)
+{
+	int i;
+
+	for (i = 0; i < b->nconns; i++) {
+		eb__frame_dec_free(&b->conns[i].dec);
+		eb__buf_free(&b->conns[i].out);
+		free(b->conns[i].ts);
+		bench_tls_conn_free(&b->conns[i]);
+	}
+	bench_tls_free();
+	free(b->conns);
+	free(b->pad);
+	(void) uv_loop_close(b->loop);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -600,22 +663,17 @@ main(int argc, char **argv)
 	bench_result     r = { 0 };
 	uint64_t         replies = 0;
 	int              rv;
-	int              i;
 
 	if ((rv = parse_args(argc, argv, &b->o)) != 0) {
 		usage(stderr);
 		return rv;
 	}
 	(void) signal(SIGPIPE, SIG_IGN);
-	b->loop = uv_default_loop();
-	b->padlen = b->o.body > BODY_OVERHEAD ? b->o.body - BODY_OVERHEAD : 0;
-	b->pad = eb__malloc(b->padlen + 1);
-	memset(b->pad, 'x', b->padlen);
-	b->pad[b->padlen] = '\0';
-	bench_hist_reset(&b->hist);
-	uv_timer_init(b->loop, &b->timer);
-	b->timer.data = b;
-	assign_roles(b);
+	if (bench_tls_init(&b->o) != 0) {
+		bench_tls_free();
+		return 1;
+	}
+	bench_setup(b);
 	if (b->o.responder &&
 	    (b->o.mode == BENCH_RR || b->o.mode == BENCH_PIPE)) {
 		if (bench_responder_start(&b->o, &resp) != 0) {
@@ -640,14 +698,7 @@ main(int argc, char **argv)
 			report_table(b, &r);
 		}
 	}
-	for (i = 0; i < b->nconns; i++) {
-		eb__frame_dec_free(&b->conns[i].dec);
-		eb__buf_free(&b->conns[i].out);
-		free(b->conns[i].ts);
-	}
-	free(b->conns);
-	free(b->pad);
-	(void) uv_loop_close(b->loop);
+	bench_teardown(b);
 	if (b->failed) {
 		return 1;
 	}

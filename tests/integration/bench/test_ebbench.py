@@ -185,5 +185,45 @@ class AgainstEbnode(unittest.TestCase, Checks):
         self.assertEqual(r["errors"], 50)
 
 
+CERTS = os.environ.get("EB_CERTS_DIR", "")
+
+
+def cert(name):
+    return os.path.join(CERTS, name)
+
+
+@unittest.skipUnless(CERTS and os.path.exists(cert("ca.pem")),
+                     "no test PKI (EB_CERTS_DIR)")
+class AgainstEbnodeTLS(unittest.TestCase, Checks):
+    """ebbench --tls through ebnode's TLS bridge (client auth required)."""
+
+    def setUp(self):
+        cfg = ebtest.standalone_config(
+            bridge={"inbound": [{}], "outbound": [{}],
+                    "tls": {"cert": cert("server.pem"),
+                            "key": cert("server.key"), "ca": cert("ca.pem"),
+                            "client_auth": "required"}},
+            log={"level": "notice"})
+        self.node = ebtest.EbNode(cfg, name="bench-tls")
+        self.port, self.pid = self.node.bridge[1], self.node.pid
+        self.tls = ("--ca", cert("ca.pem"), "--cert", cert("client.pem"),
+                    "--key", cert("client.key"))
+
+    def tearDown(self):
+        self.node.close()
+
+    def test_rr_and_fire_over_tls(self):
+        self.run_mode("rr", 300, extra=("--responder",) + self.tls)
+        self.run_mode("fire", 3000, extra=self.tls)
+        self.run_mode("egress", 1000, conns=2, extra=self.tls)
+
+    def test_wrong_ca_fails(self):
+        rc, out, err = bench(self.port, "--count", "10", "--ca",
+                             cert("wrongca.pem"), "--cert",
+                             cert("client.pem"), "--key", cert("client.key"))
+        self.assertEqual(rc, 1)
+        self.assertIn("certificate verify failed", err)
+
+
 if __name__ == "__main__":
     unittest.main()
