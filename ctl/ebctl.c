@@ -19,7 +19,8 @@
 #include "common/util.h"
 #include "ctl/ctl.h"
 
-#define ERRLEN 512
+#define ERRLEN      512
+#define CTL_PING_MS 5000 /* listen: ping when idle this long */
 
 static int fail(const ctl_args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -264,6 +265,19 @@ listen_on_msg(json_t *f, void *arg)
 	ls->seen++;
 }
 
+/* Sends a ping (keeps the connection alive through idle timeouts, like
+ * the Vert.x clients do every 5 s); the pong is ignored. */
+static int
+listen_ping(const ctl_args *a, ctl_conn *c)
+{
+	char    err[ERRLEN];
+	json_t *ping = json_pack("{s:s}", "type", "ping");
+	int rv = eb__ctl_send_frame(c, ping, a->timeout_ms, err, sizeof(err));
+
+	json_decref(ping);
+	return rv != 0 ? fail(a, "%s", err) : CTL_EXIT_OK;
+}
+
 static int
 listen_loop(const ctl_args *a, ctl_conn *c, listen_state *ls)
 {
@@ -272,6 +286,7 @@ listen_loop(const ctl_args *a, ctl_conn *c, listen_state *ls)
 	uint64_t deadline =
 	    a->timeout_set ? eb__mono_ms() + (uint64_t) a->timeout_ms : 0;
 	uint64_t now;
+	uint64_t wait;
 	json_t  *f;
 	int      rv;
 
@@ -280,11 +295,15 @@ listen_loop(const ctl_args *a, ctl_conn *c, listen_state *ls)
 		if (deadline != 0 && now >= deadline) {
 			break;
 		}
-		rv = eb__ctl_recv_frame(c,
-		    deadline != 0 ? (int) (deadline - now) : -1, &f, err,
-		    sizeof(err));
+		wait = deadline != 0 && deadline - now < CTL_PING_MS
+		           ? deadline - now
+		           : CTL_PING_MS;
+		rv = eb__ctl_recv_frame(c, (int) wait, &f, err, sizeof(err));
 		if (rv == 1) {
-			break;
+			if (listen_ping(a, c) != CTL_EXIT_OK) {
+				return CTL_EXIT_FAIL;
+			}
+			continue; /* the loop head checks the deadline */
 		}
 		if (rv < 0) {
 			return fail(a, "%s", err);

@@ -184,6 +184,14 @@ class BridgeCommands(unittest.TestCase):
         self.assertEqual(out, "")
         self.assertEqual(self.frames_of("register")[0]["address"], "quiet")
 
+    def test_listen_pings_while_idle(self):
+        # 5 s of silence: listen sends a keepalive ping like the Vert.x
+        # clients (one ping confirms the registration, one keeps alive).
+        rc, out, err = ebctl("listen", "quiet", "--timeout", "5500ms",
+                             *self.b, timeout=20)
+        self.assertEqual(rc, 0, err)
+        self.assertGreaterEqual(len(self.frames_of("ping")), 2)
+
     def test_listen_denied_exits_1(self):
         rc, out, err = ebctl("listen", "denied.z", *self.b)
         self.assertEqual(rc, 1)
