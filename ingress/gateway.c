@@ -98,7 +98,7 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	if (eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) == 0) {
 		return EB_ENOHANDLERS;
 	}
-	headers = json_copy((json_t *) (uintptr_t) eb_bus_msg_headers(h->msg));
+	headers = json_deep_copy(eb_bus_msg_headers(h->msg));
 	if (headers == NULL) {
 		headers = json_object();
 	}

@@ -27,6 +27,7 @@ rule_free(eb__ingress_rule *r)
 	if (r->has_re) {
 		regfree(&r->re);
 	}
+	memset(r, 0, sizeof(*r)); /* freeing twice is harmless */
 }
 
 void
@@ -219,7 +220,7 @@ eb_ingress_ack(eb_bus_msg *msg, const eb_ingress_stamp *stamp, const char *to)
 static json_t *
 stamped_headers(eb_bus_msg *msg, const eb_ingress_stamp *st)
 {
-	json_t *h = json_copy((json_t *) (uintptr_t) eb_bus_msg_headers(msg));
+	json_t *h = json_deep_copy(eb_bus_msg_headers(msg));
 	char    num[24];
 
 	if (h == NULL) {

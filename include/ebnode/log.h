@@ -37,19 +37,21 @@ EB_API const char *eb_log_level_name(eb_log_level level);
 EB_API void eb_log_write(eb_log_level level, const char *module,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-#define EB_LOG_(lvl, module, ...)                                   \
+#define EB_LOG_AT(lvl, module, ...)                                 \
 	do {                                                        \
 		if ((lvl) <= eb_log_get_level()) {                  \
 			eb_log_write((lvl), (module), __VA_ARGS__); \
 		}                                                   \
 	} while (0)
 
-#define EB_LOG_ERR(module, ...)  EB_LOG_(EB_LOG_LEVEL_ERR, module, __VA_ARGS__)
-#define EB_LOG_WARN(module, ...) EB_LOG_(EB_LOG_LEVEL_WARN, module, __VA_ARGS__)
+#define EB_LOG_ERR(module, ...) EB_LOG_AT(EB_LOG_LEVEL_ERR, module, __VA_ARGS__)
+#define EB_LOG_WARN(module, ...) \
+	EB_LOG_AT(EB_LOG_LEVEL_WARN, module, __VA_ARGS__)
 #define EB_LOG_NOTICE(module, ...) \
-	EB_LOG_(EB_LOG_LEVEL_NOTICE, module, __VA_ARGS__)
-#define EB_LOG_INFO(module, ...) EB_LOG_(EB_LOG_LEVEL_INFO, module, __VA_ARGS__)
+	EB_LOG_AT(EB_LOG_LEVEL_NOTICE, module, __VA_ARGS__)
+#define EB_LOG_INFO(module, ...) \
+	EB_LOG_AT(EB_LOG_LEVEL_INFO, module, __VA_ARGS__)
 #define EB_LOG_DEBUG(module, ...) \
-	EB_LOG_(EB_LOG_LEVEL_DEBUG, module, __VA_ARGS__)
+	EB_LOG_AT(EB_LOG_LEVEL_DEBUG, module, __VA_ARGS__)
 
 #endif
