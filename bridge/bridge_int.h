@@ -146,10 +146,15 @@ eb__bconn *eb__bconn_open_detached(eb_bridge *b);
 void       eb__bconn_feed(eb__bconn *c, const char *data, size_t n);
 /* Closes a connection (idempotent); reason for the log. */
 void eb__bconn_close(eb__bconn *c, const char *reason);
-/* Periodic work: idle timeout and reply expiry. */
-void eb__bconn_sweep(eb__bconn *c, uint64_t now_ms);
-void eb__bconn_info(
-    const eb__bconn *c, uint64_t now_ms, eb_bridge_conn_info *info);
+/*
+ * Periodic work: expires replies and decides (never closes) whether the
+ * connection must go (idle, TLS handshake too slow); then
+ * eb__bconn_doomed() returns the reason and server.c closes it.
+ */
+void        eb__bconn_sweep(eb__bconn *c, uint64_t now_ms);
+const char *eb__bconn_doomed(const eb__bconn *c);
+void        eb__bconn_info(
+           const eb__bconn *c, uint64_t now_ms, eb_bridge_conn_info *info);
 eb__bconn *eb__bconn_from_link(eb_list *l);
 /* Continues a paused connection (drain idle); see conn.c. */
 void       eb__bconn_drain(eb__bconn *c);

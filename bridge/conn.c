@@ -58,6 +58,7 @@ struct eb__bconn {
 	eb_list       pause_link; /* in b->paused while paused */
 	int           paused;     /* reading stopped: frames buffered */
 	unsigned      log_left;   /* per-frame log lines still allowed */
+	const char   *doomed;     /* the sweep's close reason, closed next */
 	int           authenticated;
 	int           closing;
 };
@@ -921,16 +922,19 @@ eb__bconn_sweep(eb__bconn *c, uint64_t now)
 	eb_list   *it;
 	eb_list   *tmp;
 
+	if (c->doomed != NULL) {
+		return;
+	}
 	if (b->opts.idle_timeout_ms > 0 &&
 	    now - c->active_ms >= b->opts.idle_timeout_ms) {
 		b->stats.conns_closed_idle++;
-		eb__bconn_close(c, "idle");
+		c->doomed = "idle";
 		return;
 	}
 	if (b->tls != NULL && !c->stream.handshake_done &&
 	    now - c->started_ms >= BCONN_TLS_HANDSHAKE_MS) {
 		b->stats.tls_failed++;
-		eb__bconn_close(c, "tls-handshake-timeout");
+		c->doomed = "tls-handshake-timeout";
 		return;
 	}
 	/* Oldest first and one TTL for all: stop at the first live entry. */
@@ -942,6 +946,12 @@ eb__bconn_sweep(eb__bconn *c, uint64_t now)
 		}
 		reply_free(c, r);
 	}
+}
+
+const char *
+eb__bconn_doomed(const eb__bconn *c)
+{
+	return c->doomed;
 }
 
 void

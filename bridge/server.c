@@ -210,16 +210,36 @@ listener_cb(uv_stream_t *server, int status)
 	eb__bconn_accept(b);
 }
 
+/* The first open connection the sweep doomed, or NULL. */
+static eb__bconn *
+first_doomed(eb_bridge *b)
+{
+	eb_list *it;
+
+	for (it = b->conns.next; it != &b->conns; it = it->next) {
+		if (eb__bconn_doomed(eb__bconn_from_link(it)) != NULL) {
+			return eb__bconn_from_link(it);
+		}
+	}
+	return NULL;
+}
+
 static void
 sweep_cb(uv_timer_t *t)
 {
 	eb_bridge *b = t->data;
 	uint64_t   now = eb__mono_ms();
 	eb_list   *it;
-	eb_list   *tmp;
+	eb__bconn *c;
 
-	EB_LIST_FOREACH (it, tmp, &b->conns) {
+	/* Decide first (nothing closes, no hook runs), then close one at a
+	 * time: a close runs the SOCKET_CLOSED hook, which may close other
+	 * connections, so the list is searched again after each. */
+	for (it = b->conns.next; it != &b->conns; it = it->next) {
 		eb__bconn_sweep(eb__bconn_from_link(it), now);
+	}
+	while ((c = first_doomed(b)) != NULL) {
+		eb__bconn_close(c, eb__bconn_doomed(c));
 	}
 }
 
@@ -227,12 +247,24 @@ static void
 drain_cb(uv_idle_t *h)
 {
 	eb_bridge *b = h->data;
+	eb_list    batch;
 	eb_list   *it;
-	eb_list   *tmp;
 
-	/* Each paused connection either continues paused (more frames than
-	 * its budget) or resumes reading; a close removes only itself. */
-	EB_LIST_FOREACH (it, tmp, &b->paused) {
+	/* Each paused connection either stays paused (more frames than its
+	 * budget), resumes reading (leaves b->paused) or closes. Its frames
+	 * may run hooks that close other paused connections: take the batch
+	 * and always its first element (a close unlinks from any list). */
+	eb_list_init(&batch);
+	if (!eb_list_empty(&b->paused)) {
+		batch.next = b->paused.next;
+		batch.prev = b->paused.prev;
+		batch.next->prev = &batch;
+		batch.prev->next = &batch;
+		eb_list_init(&b->paused);
+	}
+	while ((it = eb_list_first(&batch)) != NULL) {
+		eb_list_remove(it);
+		eb_list_insert_tail(&b->paused, it);
 		eb__bconn_drain(eb__bconn_from_pause_link(it));
 	}
 	if (eb_list_empty(&b->paused)) {
@@ -375,12 +407,13 @@ void
 eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 {
 	eb_list *it;
-	eb_list *tmp;
 
 	b->closing = 1;
 	b->close_cb = cb;
 	b->close_arg = arg;
-	EB_LIST_FOREACH (it, tmp, &b->conns) {
+	/* Each close unlinks its connection (and a SOCKET_CLOSED hook may
+	 * close others): take the first until none is left. */
+	while ((it = eb_list_first(&b->conns)) != NULL) {
 		eb__bconn_close(eb__bconn_from_link(it), "bridge-closing");
 	}
 	if (b->drain_inited) {

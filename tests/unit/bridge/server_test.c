@@ -482,6 +482,99 @@ test_hook(void **state)
 	fixture_free(f);
 }
 
+typedef struct closer {
+	eb_bridge *b;
+	uint64_t   ids[4];
+	int        n;
+	int        closed;
+} closer;
+
+/* On every SOCKET_CLOSED, closes every other known connection. */
+static int
+closing_hook(const eb_bridge_event *ev, void *arg)
+{
+	closer *k = arg;
+	int     i;
+
+	if (ev->type == EB_BRIDGE_EV_SOCKET_CREATED && k->n < 4) {
+		k->ids[k->n++] = ev->conn_id;
+	}
+	if (ev->type == EB_BRIDGE_EV_SOCKET_CLOSED) {
+		k->closed++;
+		for (i = 0; i < k->n; i++) {
+			(void) eb_bridge_conn_close(k->b, k->ids[i]);
+		}
+	}
+	return 0;
+}
+
+static int
+all_created(void *arg)
+{
+	closer *k = arg;
+
+	return k->n == 3;
+}
+
+static int
+all_closed(void *arg)
+{
+	closer *k = arg;
+
+	return k->closed == 3;
+}
+
+/* The idle sweep and the bridge's close both survive a SOCKET_CLOSED hook
+ * that closes other connections. */
+static void
+test_hook_closes_others(void **state)
+{
+	th_loop       *t = *state;
+	eb_bridge_opts o;
+	fixture       *f;
+	tclient        c[3];
+	closer         k;
+	int            i;
+
+	memset(&k, 0, sizeof(k));
+	eb_bridge_opts_init(&o);
+	o.idle_timeout_ms = 200;
+	f = fixture_new(t, &o);
+	k.b = f->b;
+	eb_bridge_set_hook(f->b, closing_hook, &k);
+	for (i = 0; i < 3; i++) {
+		tclient_connect(f, &c[i]);
+	}
+	assert_int_equal(th_run_until(t, all_created, &k, 2000), 0);
+	/* All three go idle in the same sweep. */
+	assert_int_equal(th_run_until(t, all_closed, &k, 3000), 0);
+	for (i = 0; i < 3; i++) {
+		tclient_close(f, &c[i]);
+	}
+	fixture_free(f);
+
+	/* Now with the bridge closing them. */
+	memset(&k, 0, sizeof(k));
+	eb_bridge_opts_init(&o);
+	f = fixture_new(t, &o);
+	k.b = f->b;
+	eb_bridge_set_hook(f->b, closing_hook, &k);
+	for (i = 0; i < 3; i++) {
+		tclient_connect(f, &c[i]);
+	}
+	assert_int_equal(th_run_until(t, all_created, &k, 2000), 0);
+	eb_bridge_close(f->b, bridge_closed_cb, f);
+	assert_int_equal(k.closed, 3);
+	assert_int_equal(
+	    th_run_until(t, th_flag_set, &f->bridge_closed, 2000), 0);
+	for (i = 0; i < 3; i++) {
+		tclient_close(f, &c[i]);
+	}
+	eb_bus_close(f->bus, bus_closed_cb, f);
+	assert_int_equal(th_loop_run(t), 0);
+	free(f);
+}
+
 int
 main(void)
 {
@@ -496,6 +589,8 @@ main(void)
 		    test_limits, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_hook, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_hook_closes_others, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
