@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// Interop test: the real npm client vertx3-tcp-eventbus-client against a
-// running ebnode (EBNODE_BIN). Request/reply, publish to two handlers,
-// register/unregister (then NO_HANDLERS with the exact Vert.x text),
-// headers, and an access_denied err going to the client's onerror.
+// Interop test: the real npm client vertx3-tcp-eventbus-client against
+// running ebnodes (EBNODE_BIN). Plain: request/reply with headers, publish
+// to two sockets, register/unregister (then NO_HANDLERS with the exact
+// Vert.x text), access_denied going to the client's onerror. TLS (needs
+// EB_CERTS_DIR, the certs fixture): request/reply with a client certificate
+// against a bridge that requires one.
 // Exit 0 pass, 1 fail, 77 skip (package not installed: scripts/deps.sh).
 'use strict';
 const assert = require('assert');
@@ -25,17 +27,39 @@ if (!bin) {
   console.error('interop: EBNODE_BIN is not set');
   process.exit(1);
 }
-
+const certs = process.env.EB_CERTS_DIR || '';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebinterop-'));
-const cfg = path.join(dir, 'ebnode.json');
-fs.writeFileSync(cfg, JSON.stringify({
-  bridge: { listen: '127.0.0.1', port: 0, inbound: [{}], outbound: [{ addressRegex: 'interop\\..*' }] },
-  admin: { enabled: false }, cluster: { port: 0 }, log: { level: 'info' },
-}));
-const logfd = fs.openSync(path.join(dir, 'ebnode.log'), 'w');
-const node = spawn(bin, ['-c', cfg], { stdio: ['ignore', 'pipe', logfd] });
+const nodes = [];
 const buses = [];
 let finished = false;
+
+function startNode(name, bridge) {
+  const cfg = path.join(dir, name + '.json');
+  fs.writeFileSync(cfg, JSON.stringify({
+    bridge: Object.assign({ listen: '127.0.0.1', port: 0 }, bridge),
+    admin: { enabled: false }, cluster: { port: 0 }, log: { level: 'info' },
+  }));
+  const logfd = fs.openSync(path.join(dir, name + '.log'), 'w');
+  const proc = spawn(bin, ['-c', cfg], { stdio: ['ignore', 'pipe', logfd] });
+  const n = { name, proc, exited: false, stopping: false };
+  nodes.push(n);
+  proc.on('exit', (code) => {
+    n.exited = true;
+    if (!finished && !n.stopping) finish(1, 'interop: ebnode ' + name + ' exited early: ' + code);
+  });
+  return new Promise((resolve) => {
+    let out = '';
+    let ready = false;
+    proc.stdout.on('data', (d) => {
+      out += d.toString();
+      const m = /READY .*bridge=([^\s]+):(\d+)/.exec(out);
+      if (m && !ready) {
+        ready = true;
+        resolve({ host: m[1], port: Number(m[2]) });
+      }
+    });
+  });
+}
 
 function finish(code, msg) {
   if (finished) return;
@@ -44,35 +68,35 @@ function finish(code, msg) {
   for (const b of buses) {
     try { b.transport.destroy(); } catch (e) { /* closing anyway */ }
   }
-  node.kill('SIGTERM');
-  const killer = setTimeout(() => node.kill('SIGKILL'), 5000 * mult);
-  node.on('exit', () => {
-    clearTimeout(killer);
+  let left = nodes.length + 1;
+  const done = () => {
+    if (--left > 0) return;
     if (code !== 0) {
-      console.error('--- ebnode log ---\n' + fs.readFileSync(path.join(dir, 'ebnode.log'), 'utf8'));
+      for (const n of nodes) {
+        console.error('--- ebnode ' + n.name + ' log ---\n' +
+          fs.readFileSync(path.join(dir, n.name + '.log'), 'utf8'));
+      }
     }
     fs.rmSync(dir, { recursive: true, force: true });
     process.exit(code);
-  });
+  };
+  for (const n of nodes) {
+    n.stopping = true;
+    if (n.exited) { done(); continue; }
+    const killer = setTimeout(() => n.proc.kill('SIGKILL'), 5000 * mult);
+    n.proc.on('exit', () => { clearTimeout(killer); done(); });
+    n.proc.kill('SIGTERM');
+  }
+  done();
 }
 
 const watchdog = setTimeout(() => finish(1, 'interop: timed out'), 30000 * mult);
 process.on('uncaughtException', (e) => finish(1, 'interop: FAIL: ' + (e.stack || e)));
-node.on('exit', (code) => { if (!finished) finish(1, 'interop: ebnode exited early: ' + code); });
+process.on('unhandledRejection', (e) => finish(1, 'interop: FAIL: ' + (e.stack || e)));
 
-let out = '';
-node.stdout.on('data', (d) => {
-  out += d.toString();
-  const m = /READY .*bridge=([^\s]+):(\d+)/.exec(out);
-  if (m && !run.started) {
-    run.started = true;
-    run(m[1], Number(m[2]));
-  }
-});
-
-function open(host, port) {
+function open(host, port, options) {
   return new Promise((resolve, reject) => {
-    const eb = new EventBus(host, port);
+    const eb = new EventBus(host, port, options);
     buses.push(eb);
     eb.onerror = (e) => (eb.errors = eb.errors || []).push(e);
     eb.onopen = () => resolve(eb);
@@ -90,7 +114,7 @@ function request(eb, address, body, headers) {
 // socket become visible once that socket's frame was processed).
 async function probe(eb, address) {
   for (let i = 0; i < 200; i++) {
-    const r = await request(eb, address, { probe: true });
+    const r = await request(eb, address, { probe: true }, { timeout: 300 });
     if (!r.err) return;
     await new Promise((res) => setTimeout(res, 10));
   }
@@ -109,7 +133,9 @@ function waitFor(pred, what) {
   });
 }
 
-async function run(host, port) {
+async function runPlain() {
+  const { host, port } = await startNode('plain', {
+    inbound: [{}], outbound: [{ addressRegex: 'interop\\..*' }] });
   const server = await open(host, port);
   const a = await open(host, port);
   const b = await open(host, port);
@@ -148,14 +174,14 @@ async function run(host, port) {
   assert.deepStrictEqual(got, [['a', { headline: 'hi' }, false], ['b', { headline: 'hi' }, false]]);
   console.log('interop: publish ok');
 
-  // 3. unregister, then the server's request fails with NO_HANDLERS.
+  // 3. unregister, then the server's request fails with NO_HANDLERS. A
+  // request racing the unregister (other socket) may still reach the
+  // client, which no longer answers: bound it with the timeout header.
   const h = (err, msg) => msg.reply({});
   a.registerHandler('interop.tmp', h);
   await probe(server, 'interop.tmp');
   a.unregisterHandler('interop.tmp', h);
   let fail = null;
-  // A request racing the unregister (other socket) may still reach the
-  // client, which no longer answers: bound it with the timeout header.
   for (let i = 0; i < 200 && !fail; i++) {
     const x = await request(server, 'interop.tmp', {}, { timeout: 300 });
     if (x.err && x.err.failureType === 'NO_HANDLERS') fail = x.err;
@@ -171,7 +197,34 @@ async function run(host, port) {
   await waitFor(() => (a.errors || []).length > 0, 'access_denied err');
   assert.deepStrictEqual(a.errors[0], { type: 'err', message: 'access_denied' });
   console.log('interop: access_denied ok');
+}
 
+// 5. TLS with a client certificate against a bridge that requires one (the
+// client switches to the tls module when given a cert).
+async function runTls() {
+  if (!certs) {
+    console.log('interop: TLS skipped (EB_CERTS_DIR not set)');
+    return;
+  }
+  const file = (f) => fs.readFileSync(path.join(certs, f));
+  const { host, port } = await startNode('tls', {
+    inbound: [{}], outbound: [{}],
+    tls: { cert: path.join(certs, 'server.pem'), key: path.join(certs, 'server.key'),
+      ca: path.join(certs, 'ca.pem'), client_auth: 'required' } });
+  const opts = { cert: file('client.pem'), key: file('client.key'), ca: file('ca.pem') };
+  const server = await open(host, port, opts);
+  const client = await open(host, port, opts);
+  server.registerHandler('tls.echo', (err, msg) => msg.reply({ echo: msg.body }));
+  await probe(client, 'tls.echo');
+  const r = await request(client, 'tls.echo', { over: 'tls' });
+  assert.ifError(r.err);
+  assert.deepStrictEqual(r.msg.body, { echo: { over: 'tls' } });
+  console.log('interop: TLS request/reply ok');
+}
+
+(async () => {
+  await runPlain();
+  await runTls();
   clearTimeout(watchdog);
   finish(0, 'interop: PASS');
-}
+})();
