@@ -126,6 +126,34 @@ bframe_headers(eb__bframe *f, json_t *h, int strip_token)
 	}
 }
 
+/* An int failureCode: an integer, or an integral real (Java's getInteger
+ * takes any Number); 1 when usable. */
+static int
+failure_code(const json_t *v, int *out)
+{
+	double d;
+
+	if (json_is_integer(v)) {
+		json_int_t i = json_integer_value(v);
+
+		if (i < INT32_MIN || i > INT32_MAX) {
+			return 0;
+		}
+		*out = (int) i;
+		return 1;
+	}
+	if (!json_is_real(v)) {
+		return 0;
+	}
+	d = json_real_value(v);
+	if (!(d >= (double) INT32_MIN && d <= (double) INT32_MAX) ||
+	    d != (double) (int) d) {
+		return 0;
+	}
+	*out = (int) d;
+	return 1;
+}
+
 int
 eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
 {
@@ -159,10 +187,8 @@ eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
 		bframe_headers(f, v, strip_token);
 	}
 	v = json_object_get(f->root, "failureCode");
-	if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
-	    json_integer_value(v) <= INT32_MAX) {
+	if (failure_code(v, &f->failure_code)) {
 		f->has_failure = 1;
-		f->failure_code = (int) json_integer_value(v);
 		v = json_object_get(f->root, "message");
 		if (json_is_string(v)) {
 			f->failure_message = json_string_value(v);

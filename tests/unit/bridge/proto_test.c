@@ -174,6 +174,21 @@ test_headers(void **state)
 }
 
 static void
+test_duplicate_keys_last_wins(void **state)
+{
+	eb__bframe f;
+
+	(void) state;
+	assert_int_equal(parse("{\"type\":\"ping\",\"address\":\"a\","
+	                       "\"type\":\"send\",\"address\":\"b\"}",
+	                     0, &f),
+	    0);
+	assert_int_equal(f.type, EB__BF_SEND);
+	assert_string_equal(f.address, "b");
+	eb__bframe_free(&f);
+}
+
+static void
 test_failure_fields(void **state)
 {
 	eb__bframe f;
@@ -186,6 +201,29 @@ test_failure_fields(void **state)
 	assert_int_equal(f.has_failure, 1);
 	assert_int_equal(f.failure_code, 1234);
 	assert_string_equal(f.failure_message, "ooops!");
+	eb__bframe_free(&f);
+
+	/* An integral real counts (Java's getInteger takes any Number)... */
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":\"r\","
+	                       "\"failureCode\":-7.0}",
+	                     0, &f),
+	    0);
+	assert_int_equal(f.has_failure, 1);
+	assert_int_equal(f.failure_code, -7);
+	assert_string_equal(f.failure_message, "");
+	eb__bframe_free(&f);
+	/* ...a fractional or out-of-range one does not. */
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":\"r\","
+	                       "\"failureCode\":1.5}",
+	                     0, &f),
+	    0);
+	assert_int_equal(f.has_failure, 0);
+	eb__bframe_free(&f);
+	assert_int_equal(parse("{\"type\":\"send\",\"address\":\"r\","
+	                       "\"failureCode\":3000000000}",
+	                     0, &f),
+	    0);
+	assert_int_equal(f.has_failure, 0);
 	eb__bframe_free(&f);
 }
 
@@ -231,6 +269,7 @@ main(void)
 		cmocka_unit_test(test_wrong_value_types),
 		cmocka_unit_test(test_headers),
 		cmocka_unit_test(test_failure_fields),
+		cmocka_unit_test(test_duplicate_keys_last_wins),
 		cmocka_unit_test(test_out_frames),
 	};
 
