@@ -52,6 +52,21 @@ tls_flush(eb__stream *s)
 	return eb__stream_raw_write(s, buf, (size_t) n);
 }
 
+/* Flushes; on a socket error reports it to the owner. 0 or -1. */
+static int
+tls_flush_or_report(eb__stream *s)
+{
+	int rv = tls_flush(s);
+
+	if (rv != 0) {
+		if (!s->closing) {
+			s->cbs.error_cb(s, rv);
+		}
+		return -1;
+	}
+	return 0;
+}
+
 static void
 tls_fail(eb__stream *s, int ssl_err)
 {
@@ -71,12 +86,11 @@ tls_handshake(eb__stream *s)
 	r = SSL_do_handshake(s->ssl);
 	if (r == 1) {
 		s->handshake_done = 1;
-		return tls_flush(s) == 0 ? 1 : -1;
+		return tls_flush_or_report(s) == 0 ? 1 : -1;
 	}
 	e = SSL_get_error(s->ssl, r);
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-		(void) tls_flush(s);
-		return 0;
+		return tls_flush_or_report(s) == 0 ? 0 : -1;
 	}
 	tls_fail(s, e);
 	return -1;
@@ -101,7 +115,7 @@ tls_read_plain(eb__stream *s)
 		}
 		e = SSL_get_error(s->ssl, r);
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-			(void) tls_flush(s);
+			(void) tls_flush_or_report(s);
 			return;
 		}
 		if (e == SSL_ERROR_ZERO_RETURN) {
