@@ -273,6 +273,31 @@ test_bad_options(void **state)
 }
 
 static void
+test_port_in_use(void **state)
+{
+	th_loop       *t = *state;
+	eb_bridge_opts o;
+	fixture       *f;
+	eb_bridge     *b2;
+	eb_errbuf      err;
+	fixture        g;
+
+	memset(&g, 0, sizeof(g));
+	eb_bridge_opts_init(&o);
+	f = fixture_new(t, &o);
+	o.port = eb_bridge_port(f->b);
+	assert_int_equal(eb_bridge_new(&t->loop, f->bus, &o, NULL, &b2), 0);
+	assert_int_equal(eb_bridge_start(b2, &err), UV_EADDRINUSE);
+	assert_non_null(strstr(err.msg, "listen"));
+	assert_int_equal(eb_bridge_port(b2), 0);
+	eb_bridge_close(
+	    b2, bridge_closed_cb, &g); /* also after a failed start */
+	assert_int_equal(
+	    th_run_until(t, th_flag_set, &g.bridge_closed, 2000), 0);
+	fixture_free(f);
+}
+
+static void
 count_conn(const eb_bridge_conn_info *info, void *arg)
 {
 	int *n = arg;
@@ -583,6 +608,8 @@ main(void)
 		    test_close_without_start, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_bad_options, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_port_in_use, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_protocol, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
