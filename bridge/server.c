@@ -16,7 +16,7 @@
 #include "common/util.h"
 
 #define BRIDGE_DEFAULT_MAX_FRAME   (1024u * 1024u)
-#define BRIDGE_DEFAULT_WRITE_QUEUE ((size_t) 8 * 1024 * 1024)
+#define BRIDGE_DEFAULT_WRITE_QUEUE ((size_t) 4 * 1024 * 1024)
 #define BRIDGE_DEFAULT_MAX_CONNS   1024u
 #define BRIDGE_DEFAULT_REPLY_TTL   30000u
 #define BRIDGE_SWEEP_MAX_MS        1000u

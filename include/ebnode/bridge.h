@@ -53,7 +53,7 @@ typedef struct eb_bridge_opts {
 	int         port;            /* 0: pick one, see eb_bridge_port() */
 	int         backlog;         /* default 128 */
 	uint32_t    max_frame_bytes; /* inbound payload cap, 1 MiB */
-	size_t      write_queue_max_bytes; /* per connection, default 8 MiB */
+	size_t      write_queue_max_bytes; /* per connection, default 4 MiB */
 	uint64_t    idle_timeout_ms;       /* 0: none (default) */
 	uint32_t    max_connections;       /* default 1024; extra refused */
 	uint64_t    reply_ttl_ms; /* pending server->client reply, 30000 */
