@@ -294,7 +294,7 @@ class Conn:
 
 class Client(threading.Thread):
     """Pipelines ingress requests: at most WINDOW in flight, at most RATE
-    per second. reqs[i] = [sent_ts, answer_ts, kind, info]; kind is "ack"
+    per second. reqs[i] = (sent_ts, answer_ts, kind, info); kind is "ack"
     (info: (epoch, seq, to)) or "fail" (info: (failureType, code, text))."""
 
     def __init__(self, cid, node):
@@ -330,7 +330,7 @@ class Client(threading.Thread):
     def _send_one(self):
         i = len(self.reqs)
         with self.lock:
-            self.reqs.append([now(), None, None, None])
+            self.reqs.append((now(), None, None, None))
             self.outstanding += 1
         self.conn.send({"type": "send", "address": INGRESS,
                         "body": {"c": self.cid, "i": i},
@@ -365,7 +365,9 @@ class Client(threading.Thread):
             self.problems.append("unexpected answer %r" % f)
             info, kind = (None, None, repr(f)), "fail"
         with self.lock:
-            r[1], r[2], r[3] = t, kind, info
+            # Rows are replaced, never changed: a copy of the list is a
+            # consistent snapshot of every row.
+            self.reqs[i] = (r[0], t, kind, info)
             self.outstanding -= 1
 
     def stop(self):
@@ -460,6 +462,8 @@ class Chaos:
         self.rss = RssSampler(self)
         self.rounds = []
         self.violations = []
+        self.violation_counts = {}
+        self.seen = set()
         self.zk_down = set()
 
     # -- nodes -------------------------------------------------------------
@@ -718,35 +722,42 @@ class Chaos:
     # -- checks --------------------------------------------------------------
 
     def violate(self, rule, text):
-        """Records a failed check (the first 20 per rule are kept)."""
-        if (rule, text) in self.violations or sum(
-                v[0] == rule for v in self.violations) >= 20:
+        """Records a failed check: every distinct one is counted, the first
+        20 per rule are kept with their text."""
+        if (rule, text) in self.seen:
             return
-        self.violations.append((rule, text))
-        log("VIOLATION %s: %s" % (rule, text))
+        self.seen.add((rule, text))
+        self.violation_counts[rule] = self.violation_counts.get(rule, 0) + 1
+        if self.violation_counts[rule] <= 20:
+            self.violations.append((rule, text))
+            log("VIOLATION %s: %s" % (rule, text))
 
     def intervals(self):
         return chaos_checks.leadership(self.nodes)
 
     def recorded(self):
-        """A consistent-enough copy of what the load threads recorded."""
+        """A snapshot of what the load threads recorded, and its time. The
+        time is taken first: whatever was acknowledged before it is in the
+        lists copied after it, and deliveries are judged against it, not
+        against the end of the (slow) checks."""
+        t_snap = now()
         msgs = list(self.consumer.msgs)
         reqs, acks = {}, {}
         for c in self.clients:
             with c.lock:
-                reqs[c.cid] = [list(x) for x in c.reqs]
+                reqs[c.cid] = list(c.reqs)
             acks[c.cid] = list(c.acks)
-        return msgs, reqs, acks
+        return t_snap, msgs, reqs, acks
 
     def check_records(self, final):
         active, stale = self.intervals()
-        msgs, reqs, acks = self.recorded()
+        t_snap, msgs, reqs, acks = self.recorded()
         out = chaos_checks.check_leadership(active, stale, msgs, acks,
                                             STALE_REVOKE_S)
         seq, owner = chaos_checks.check_sequence(
             msgs, {c.cid: e.name for c, e in zip(self.clients, self.edges)})
         out += seq
-        out += chaos_checks.check_answers(reqs, acks, owner, now(), final,
+        out += chaos_checks.check_answers(reqs, acks, owner, t_snap, final,
                                           ANSWER_BOUND_S, DELIVERY_SLACK_S)
         for rule, text in out:
             self.violate(rule, text)
@@ -828,6 +839,7 @@ class Chaos:
     def summary(self):
         out = {"rounds": len(self.rounds), "per_fault": {}, "totals": {},
                "violations": [list(v) for v in self.violations],
+               "violation_counts": self.violation_counts,
                "rss_max_mb": {n.name: round(n.max_rss_kb / 1024.0, 1)
                               for n in self.nodes},
                "rss_bound_mb": RSS_MB, "session_ms": SESSION_MS,
@@ -932,7 +944,8 @@ def print_summary(s, out=sys.stdout):
           t.get("answer_ms_max")))
     w("max VmRSS MB (bound %.0f): %s\n" % (s["rss_bound_mb"], " ".join(
         "%s=%.1f" % kv for kv in sorted(s["rss_max_mb"].items()))))
-    w("violations: %d\n" % len(s["violations"]))
+    w("violations: %d %s\n" % (sum(s["violation_counts"].values()),
+                               s["violation_counts"] or ""))
     for rule, text in s["violations"]:
         w("  %s: %s\n" % (rule, text))
     out.flush()

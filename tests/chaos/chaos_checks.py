@@ -8,7 +8,7 @@ Data shapes:
            or None), .stops [(stopped_ts, cont_ts)]
   msgs     routed messages seen by the consumer, in arrival order:
            (recv_ts, epoch, seq, entry, client, i)
-  reqs     {client: [[sent_ts, answer_ts|None, "ack"|"fail"|None, info]]}
+  reqs     {client: [(sent_ts, answer_ts|None, "ack"|"fail"|None, info)]}
            info: (epoch, seq, to) for "ack", (type, code, text) for "fail"
   acks     {client: [(answer_ts, epoch)]} in arrival order
 """
