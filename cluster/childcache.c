@@ -112,7 +112,7 @@ ent_insert(eb_childcache *c, const char *name, int64_t seq)
 	e->m.seq = seq;
 	if (c->n == c->cap) {
 		c->cap = c->cap == 0 ? 16 : c->cap * 2;
-		c->ents = eb__realloc(c->ents, c->cap * sizeof(*c->ents));
+		c->ents = eb__realloc(c->ents, c->cap * sizeof(cc_ent *));
 	}
 	/* Sorted by sequence (rule 3), ties by name for determinism. */
 	for (i = c->n; i > 0; i--) {
@@ -135,7 +135,7 @@ ent_remove_at(eb_childcache *c, size_t i, int report)
 	cc_ent *e = c->ents[i];
 
 	memmove(
-	    &c->ents[i], &c->ents[i + 1], (c->n - i - 1) * sizeof(*c->ents));
+	    &c->ents[i], &c->ents[i + 1], (c->n - i - 1) * sizeof(cc_ent *));
 	c->n--;
 	if (e->loaded && report) {
 		EB_LOG_INFO("childcache", "removed: member=%s node=%s",
@@ -149,19 +149,20 @@ ent_remove_at(eb_childcache *c, size_t i, int report)
 static void
 maybe_synced(eb_childcache *c)
 {
-	if (c->pending == 0 && !c->listing) {
-		if (c->relist) {
-			c->relist = 0;
-			cc_list(c);
-			return;
-		}
-		if (!c->synced) {
-			c->synced = 1;
-			EB_LOG_INFO("childcache", "synced: path=%s members=%zu",
-			    c->path, eb__childcache_count(c));
-		}
-		emit(c, EB_CC_SYNCED, NULL);
+	if (c->pending != 0 || c->listing) {
+		return; /* gets or a listing still in flight */
 	}
+	if (c->relist) {
+		c->relist = 0;
+		cc_list(c);
+		return;
+	}
+	if (!c->synced) {
+		c->synced = 1;
+		EB_LOG_INFO("childcache", "synced: path=%s members=%zu",
+		    c->path, eb__childcache_count(c));
+	}
+	emit(c, EB_CC_SYNCED, NULL);
 }
 
 /* ---- data of one child ---- */
@@ -191,6 +192,27 @@ data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 	}
 }
 
+/* Takes m (freshly read): replaces e's member and reports ADDED or
+ * UPDATED, unless the znode is unchanged (same version and czxid), as after
+ * a rebuild, when m is dropped and nothing is reported. */
+static void
+ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
+{
+	int was = e->loaded;
+
+	if (was && e->m.version == m->version && e->m.czxid == m->czxid) {
+		eb__member_free(m); /* unchanged (rebuild) */
+		return;
+	}
+	eb__member_free(&e->m);
+	e->m = *m;
+	e->loaded = 1;
+	EB_LOG_INFO("childcache", "%s: member=%s node=%s seq=%lld",
+	    was ? "updated" : "added", e->m.name, e->m.node_id,
+	    (long long) e->m.seq);
+	emit(c, was ? EB_CC_UPDATED : EB_CC_ADDED, &e->m);
+}
+
 static void
 get_cb(eb_zk *zk, int status, const char *data, size_t len,
     const eb_zk_stat *st, void *arg)
@@ -200,7 +222,6 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 	eb_member      m;
 	cc_ent        *e;
 	size_t         i;
-	int            was;
 
 	(void) zk;
 	if (c == NULL) {
@@ -222,19 +243,7 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 	} else if (status == 0 &&
 	           eb__member_init(&m, q->name, data, len, st->czxid,
 	               st->ephemeral_owner, st->version) == 0) {
-		was = e->loaded;
-		if (was && e->m.version == m.version && e->m.czxid == m.czxid) {
-			eb__member_free(&m); /* unchanged (rebuild) */
-		} else {
-			eb__member_free(&e->m);
-			e->m = m;
-			e->loaded = 1;
-			EB_LOG_INFO("childcache",
-			    "%s: member=%s node=%s seq=%lld",
-			    was ? "updated" : "added", e->m.name, e->m.node_id,
-			    (long long) e->m.seq);
-			emit(c, was ? EB_CC_UPDATED : EB_CC_ADDED, &e->m);
-		}
+		ent_apply(c, e, &m);
 	}
 	/* Other errors (loss): the reconnect re-lists and re-gets. */
 	if (status != 0 && status != EB_EZKNONODE) {
@@ -500,13 +509,13 @@ eb__childcache_count(const eb_childcache *c)
 }
 
 const eb_member *
-eb__childcache_at(const eb_childcache *c, size_t k)
+eb__childcache_at(const eb_childcache *c, size_t i)
 {
-	size_t i;
+	size_t k;
 
-	for (i = 0; i < c->n; i++) {
-		if (c->ents[i]->loaded && k-- == 0) {
-			return &c->ents[i]->m;
+	for (k = 0; k < c->n; k++) {
+		if (c->ents[k]->loaded && i-- == 0) {
+			return &c->ents[k]->m;
 		}
 	}
 	return NULL;

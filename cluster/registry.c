@@ -441,6 +441,19 @@ claim_read(eb_registry *r)
 static void adopt(eb_registry *r, const char *attempt);
 static void stale_wait(eb_registry *r);
 
+/* Arms the bounded wait for our previous session's claim (once per
+ * registration: the deadline is cleared by a new session). */
+static void
+stale_arm(eb_registry *r)
+{
+	if (r->stale_deadline != 0) {
+		return;
+	}
+	r->stale_deadline = eb__mono_ms() + r->dup_wait_ms;
+	EB_LOG_NOTICE("registry", "stale-claim-wait: address=%s %s wait_ms=%u",
+	    r->address, r->holder, r->dup_wait_ms);
+}
+
 static void
 claim_decide(
     eb_registry *r, const char *attempt, const char *node_id, int64_t owner)
@@ -457,12 +470,7 @@ claim_decide(
 	if (strcmp(node_id, r->node_id) == 0) {
 		/* Our node_id in another session: our previous process, whose
 		 * session has not expired yet. Wait for it, bounded. */
-		if (r->stale_deadline == 0) {
-			r->stale_deadline = eb__mono_ms() + r->dup_wait_ms;
-			EB_LOG_NOTICE("registry",
-			    "stale-claim-wait: address=%s %s wait_ms=%u",
-			    r->address, r->holder, r->dup_wait_ms);
-		}
+		stale_arm(r);
 		stale_wait(r);
 		return;
 	}
@@ -591,6 +599,23 @@ claim_deleted_cb(eb_zk *zk, int status, void *arg)
 	}
 }
 
+/* The index of the member name that carries attempt, or count if none. */
+static size_t
+adopt_find(const char *const *names, size_t count, const char *attempt)
+{
+	char    uuid[37];
+	int64_t seq;
+	size_t  i;
+
+	for (i = 0; i < count; i++) {
+		if (eb__member_parse_name(names[i], &seq, uuid) == 0 &&
+		    strcmp(uuid, attempt) == 0) {
+			return i;
+		}
+	}
+	return count;
+}
+
 static void
 adopt_children_cb(
     eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
@@ -600,8 +625,6 @@ adopt_children_cb(
 	eb_registry *r;
 	reg_req     *q;
 	size_t       i;
-	char         uuid[37];
-	int64_t      seq;
 
 	memcpy(attempt, a->attempt, sizeof(attempt));
 	r = req_take(eb__memdup(&a->q, sizeof(a->q)));
@@ -618,16 +641,14 @@ adopt_children_cb(
 		}
 		return;
 	}
-	for (i = 0; i < count; i++) {
-		if (eb__member_parse_name(names[i], &seq, uuid) == 0 &&
-		    strcmp(uuid, attempt) == 0) {
-			EB_LOG_NOTICE("registry",
-			    "adopted: member=%s attempt=%s", names[i], attempt);
-			memcpy(r->attempt, attempt, sizeof(r->attempt));
-			set_member(r, names[i]);
-			do_stat(r);
-			return;
-		}
+	i = adopt_find(names, count, attempt);
+	if (i < count) {
+		EB_LOG_NOTICE("registry", "adopted: member=%s attempt=%s",
+		    names[i], attempt);
+		memcpy(r->attempt, attempt, sizeof(r->attempt));
+		set_member(r, names[i]);
+		do_stat(r);
+		return;
 	}
 	/* A claim without its member cannot come from one multi; drop it and
 	 * register again rather than keep a half registration. */
@@ -893,6 +914,30 @@ eb__registry_leave(eb_registry *r)
 
 /* ---- session events ---- */
 
+/* The session expired or its authentication failed: whatever we held in
+ * it is gone. */
+static void
+session_lost(eb_registry *r, eb_zk_event ev)
+{
+	int was = r->state == R_REGISTERED;
+
+	r->gen++;
+	(void) uv_timer_stop(&r->timer);
+	if (r->state == R_LEAVING) {
+		left(r, 0);
+		return;
+	}
+	clear_member(r);
+	r->state = R_LOST;
+	EB_LOG_WARN(
+	    "registry", "lost: address=%s was_registered=%d", r->address, was);
+	if (ev == EB_ZK_EV_AUTH_FAILED) {
+		reg_fail(r, EB_EZKAUTH);
+		return;
+	}
+	emit(r, EB_REGISTRY_LOST, EB_EZKEXPIRED);
+}
+
 void
 eb__registry_session_event(eb_registry *r, eb_zk_event ev)
 {
@@ -920,26 +965,9 @@ eb__registry_session_event(eb_registry *r, eb_zk_event ev)
 		}
 		break;
 	case EB_ZK_EV_EXPIRED:
-	case EB_ZK_EV_AUTH_FAILED: {
-		int was = r->state == R_REGISTERED;
-
-		r->gen++;
-		(void) uv_timer_stop(&r->timer);
-		if (r->state == R_LEAVING) {
-			left(r, 0);
-			return;
-		}
-		clear_member(r);
-		r->state = R_LOST;
-		EB_LOG_WARN("registry", "lost: address=%s was_registered=%d",
-		    r->address, was);
-		if (ev == EB_ZK_EV_AUTH_FAILED) {
-			reg_fail(r, EB_EZKAUTH);
-			return;
-		}
-		emit(r, EB_REGISTRY_LOST, EB_EZKEXPIRED);
+	case EB_ZK_EV_AUTH_FAILED:
+		session_lost(r, ev);
 		break;
-	}
 	case EB_ZK_EV_SUSPENDED:
 		break;
 	}

@@ -99,8 +99,12 @@ defer_closed_cb(uv_handle_t *h)
 {
 	eb__deferq *q = h->data;
 	eb_list    *it;
+	eb_list    *tmp;
 
-	while ((it = eb_list_first(&q->calls)) != NULL) {
+	/* The spare cursor (not eb_list_first() after each free) also lets
+	 * clang-analyzer see that no freed call is read again: it cannot
+	 * prove that removing the head's first element relinks the head. */
+	EB_LIST_FOREACH (it, tmp, &q->calls) {
 		eb_list_remove(it);
 		free(EB_CONTAINER_OF(it, struct defer_call, link));
 	}

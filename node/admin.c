@@ -330,6 +330,37 @@ token_ok(const struct eb__node_admin *a, const char *auth, size_t len)
 	return diff == 0;
 }
 
+/* Runs the route for rq's path and method. Without an answer, rs gets
+ * 500 (the route set none), 405 (known path, other method) or 404. */
+static void
+route_run(admin_conn *c, const eb__admin_req *rq, eb__admin_resp *rs)
+{
+	int    path_known = 0;
+	size_t i;
+
+	for (i = 0; i < ADMIN_NROUTES; i++) {
+		if (strcmp(admin_routes[i].path, rq->path) != 0) {
+			continue;
+		}
+		path_known = 1;
+		if (strcmp(admin_routes[i].method, rq->method) == 0) {
+			admin_routes[i].fn(c->a->n, rq, rs);
+			break;
+		}
+	}
+	if (rs->status != 0) {
+		return;
+	}
+	if (i < ADMIN_NROUTES) {
+		eb__admin_reply_error(rs, 500, "internal", "no response");
+	} else if (path_known) {
+		eb__admin_reply_error(rs, 405, "method_not_allowed",
+		    "method not allowed for this path");
+	} else {
+		eb__admin_reply_error(rs, 404, "not_found", "no such route");
+	}
+}
+
 static void
 dispatch(admin_conn *c)
 {
@@ -340,8 +371,6 @@ dispatch(admin_conn *c)
 	char                   query[ADMIN_MAX_URL + 1];
 	const char            *method = http_method_str(c->parser.method);
 	int                    keep = http_should_keep_alive(&c->parser);
-	int                    path_known = 0;
-	size_t                 i;
 
 	memset(&rs, 0, sizeof(rs));
 	http_parser_url_init(&u);
@@ -371,28 +400,7 @@ dispatch(admin_conn *c)
 	rq.query = query;
 	rq.body = c->body != NULL ? c->body : "";
 	rq.body_len = c->body_len;
-	for (i = 0; i < ADMIN_NROUTES; i++) {
-		if (strcmp(admin_routes[i].path, path) != 0) {
-			continue;
-		}
-		path_known = 1;
-		if (strcmp(admin_routes[i].method, method) == 0) {
-			admin_routes[i].fn(c->a->n, &rq, &rs);
-			break;
-		}
-	}
-	if (rs.status == 0) {
-		if (i < ADMIN_NROUTES) {
-			eb__admin_reply_error(
-			    &rs, 500, "internal", "no response");
-		} else if (path_known) {
-			eb__admin_reply_error(&rs, 405, "method_not_allowed",
-			    "method not allowed for this path");
-		} else {
-			eb__admin_reply_error(
-			    &rs, 404, "not_found", "no such route");
-		}
-	}
+	route_run(c, &rq, &rs);
 	EB_LOG_DEBUG("admin", "request: method=%s path=%s status=%d", method,
 	    path, rs.status);
 	conn_send(c, &rs, keep, NULL);

@@ -304,6 +304,26 @@ start_finish(node_cluster *nc, int status)
 	close_all(nc, cb, status);
 }
 
+/* A registry event while the start is pending: registered finishes it,
+ * failed fails it. */
+static void
+reg_starting(node_cluster *nc, eb_registry_event ev, int status)
+{
+	if (ev == EB_REGISTRY_REGISTERED) {
+		start_finish(nc, 0);
+		return;
+	}
+	if (ev != EB_REGISTRY_FAILED) {
+		return;
+	}
+	if (status == EB_EDUPADDR) {
+		EB_LOG_ERR("node",
+		    "duplicate-address: address=%s is already registered by %s",
+		    nc->n->conf->node.address, eb__registry_holder(nc->reg));
+	}
+	start_finish(nc, status);
+}
+
 static void
 reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 {
@@ -312,18 +332,7 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 	(void) r;
 	eb__election_registry_event(nc->el, ev);
 	if (nc->start_cb != NULL) {
-		if (ev == EB_REGISTRY_REGISTERED) {
-			start_finish(nc, 0);
-		} else if (ev == EB_REGISTRY_FAILED) {
-			if (status == EB_EDUPADDR) {
-				EB_LOG_ERR("node",
-				    "duplicate-address: address=%s is already "
-				    "registered by %s",
-				    nc->n->conf->node.address,
-				    eb__registry_holder(nc->reg));
-			}
-			start_finish(nc, status);
-		}
+		reg_starting(nc, ev, status);
 		return;
 	}
 	if (ev == EB_REGISTRY_FAILED && nc->running && !nc->stopping) {
