@@ -14,14 +14,16 @@ Topology:
   - Faults, one per round, cycling through the fault types:
       kill-leader   SIGKILL of the leader (a replacement node is started)
       term-leader   SIGTERM of the leader (a replacement node is started)
-      stop-node     SIGSTOP of the leader or of an eligible follower for
-                    longer than the session timeout, then SIGCONT
+      stop-node     SIGSTOP of the leader, an eligible follower or edge 2
+                    for longer than the session timeout, then SIGCONT
       zk-cut        the node's ebproxies cut (connections closed and
-                    refused) or paused (silent), leader or follower, for
-                    longer than the session timeout, then healed
+                    refused) or paused (silent), leader, follower or edge
+                    2, for longer than the session timeout, then healed
       zk-member     SIGKILL of the ensemble server the leader is connected
                     to, restarted after a while (zk_fixture.sh)
-    The edge nodes (where the clients and the consumer are) are not faulted.
+    Edge 1 (client 1 and the consumer) is never faulted: an ack means
+    "routed by the leader", so a consumer whose node dies may lose acked
+    messages by design. Edge 2 (client 2's entry node) is stopped and cut.
 
 Checks (after every round and at the end; a failed check is reported with
 the evidence and makes the exit code 1; they are pure functions in
@@ -565,10 +567,13 @@ class Chaos:
         return min(ts) if ts else None
 
     def max_ack_gap(self, t0, t1):
-        ts = sorted(t for c in self.clients for t, _ in list(c.acks)
-                    if t0 <= t <= t1)
-        ts = [t0] + ts + [t1]
-        return max(b - a for a, b in zip(ts, ts[1:]))
+        """The longest time any one client went without an ack in
+        [t0, t1]."""
+        gap = 0.0
+        for c in self.clients:
+            ts = [t0] + [t for t, _ in list(c.acks) if t0 <= t <= t1] + [t1]
+            gap = max([gap] + [b - a for a, b in zip(ts, ts[1:])])
+        return gap
 
     def settle(self, r):
         """After a fault: one leader (logs and the edge agree), at least two
@@ -603,6 +608,8 @@ class Chaos:
         leader = self.leader_now()
         if variant.startswith("leader"):
             return leader
+        if variant.startswith("edge"):
+            return self.edges[1]  # client 2's entry node, not the consumer's
         followers = [n for n in self.live_eligible() if n is not leader]
         return followers[0]
 
@@ -958,9 +965,9 @@ def schedule(args):
             raise SystemExit("unknown fault %r (know %s)" % (f, FAULTS))
     variants = {
         "kill-leader": ["leader"], "term-leader": ["leader"],
-        "stop-node": ["leader", "follower"],
-        "zk-cut": ["leader-cut", "leader-pause", "follower-cut",
-                   "follower-pause"],
+        "stop-node": ["leader", "follower", "edge"],
+        "zk-cut": ["leader-cut", "leader-pause", "edge-cut", "follower-cut",
+                   "edge-pause", "follower-pause"],
         "zk-member": ["leader-server"],
     }
     n = args.rounds if args.rounds else args.per_fault * len(faults)
