@@ -245,7 +245,7 @@ class SlowReader(Robustness):
         slow.sync()
         before = bt.vmhwm_kb(pid)
         body = "x" * 65536
-        total = 512  # 32 MiB at a reader that never reads
+        total = 1024  # 64 MiB at a reader that never reads
         for i in range(total):
             peer.publish("flood", body)
             if i % 32 == 31:
@@ -259,8 +259,9 @@ class SlowReader(Robustness):
                "after=%d KiB (+%d KiB)"
                % (total, total / 16.0, WRITE_QUEUE, before, after,
                   after - before))
-        # Bounded by the write queue and read buffers, not by what was sent.
-        self.assertLess(after - before, 16 * 1024)
+        # Bounded by the write queue and read buffers, not by what was sent
+        # (ASan builds: redzones and an 8 MiB quarantine come on top).
+        self.assertLess(after - before, 24 * 1024)
         peer.ping()
         peer.expect_exact(self, {"type": "pong"})
 
