@@ -417,6 +417,18 @@ consumer_free(eb__bconn *c, bconn_consumer *k)
 	free(k);
 }
 
+/* The bus refused the consumer (e.g. EB_ECLOSED while stopping): logged,
+ * no frame (Vert.x has no error for it). */
+static void
+register_failed(eb__bconn *c, const char *address, int rv)
+{
+	if (conn_log_ok(c)) {
+		EB_LOG_WARN("bridge",
+		    "register-failed: peer=%s address=%s err=%s", c->peer,
+		    address, eb_err_name(rv));
+	}
+}
+
 static void
 frame_register(eb__bconn *c, const eb__bframe *f)
 {
@@ -436,10 +448,7 @@ frame_register(eb__bconn *c, const eb__bframe *f)
 	rv = eb_bus_consumer_new(
 	    c->b->bus, f->address, 0, consumer_cb, k, &k->bc);
 	if (rv != 0) {
-		EB_LOG_WARN("bridge",
-		    "register-failed: peer=%s address=%s "
-		    "err=%s",
-		    c->peer, f->address, eb_err_name(rv));
+		register_failed(c, f->address, rv);
 		free(k->address);
 		free(k);
 		return;

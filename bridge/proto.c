@@ -6,7 +6,8 @@
  * Decoding is lenient as BRIDGE-PROTOCOL.md section 1 asks (any key order,
  * pretty-printed JSON, "headers":null, "body":null). Values of the wrong type
  * never throw: a non-string address or type counts as missing, a non-string
- * replyAddress or a non-object headers is ignored, header values that are not
+ * replyAddress or a non-object headers is ignored (an empty address counts
+ * as missing too), header values that are not
  * strings are stringified as Java's toString() would (true -> "true", 5 ->
  * "5", 1.5 -> "1.5", objects and arrays as compact JSON).
  */
@@ -177,7 +178,10 @@ eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
 	}
 	f->type = bframe_type(json_object_get(f->root, "type"));
 	v = json_object_get(f->root, "address");
-	f->address = json_is_string(v) ? json_string_value(v) : NULL;
+	/* "" is no address either: the bus has no empty address. */
+	f->address = json_is_string(v) && json_string_length(v) > 0
+	                 ? json_string_value(v)
+	                 : NULL;
 	v = json_object_get(f->root, "replyAddress");
 	f->reply_address = json_is_string(v) ? json_string_value(v) : NULL;
 	v = json_object_get(f->root, "body");

@@ -138,6 +138,9 @@ class Quirks(NodeCase):
             c.send_frame({"type": t, "address": 5})
             c.expect_exact(self, {"type": "err",
                                   "message": "missing_address"})
+            c.send_frame({"type": t, "address": ""})
+            c.expect_exact(self, {"type": "err",
+                                  "message": "missing_address"})
         c.expect_no_frame(0.2)
 
     def test_access_denied_exact(self):

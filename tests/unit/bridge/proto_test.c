@@ -126,6 +126,10 @@ test_wrong_value_types(void **state)
 	assert_null(f.headers);
 	assert_int_equal(f.has_failure, 0);
 	eb__bframe_free(&f);
+	assert_int_equal(
+	    parse("{\"type\":\"send\",\"address\":\"\"}", 0, &f), 0);
+	assert_null(f.address); /* empty: missing */
+	eb__bframe_free(&f);
 }
 
 static void
