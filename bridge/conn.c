@@ -192,8 +192,9 @@ conn_denied(eb__bconn *c, const char *what, const char *address)
 {
 	c->b->stats.denied++;
 	if (conn_log_ok(c)) {
-		EB_LOG_INFO("bridge", "access-denied: peer=%s op=%s address=%s",
-		    c->peer, what, address);
+		EB_LOG_INFO("bridge",
+		    "access-denied: peer=%s op=%s address=%.200s", c->peer,
+		    what, address);
 	}
 	conn_err(c, "access_denied");
 }
@@ -424,7 +425,7 @@ register_failed(eb__bconn *c, const char *address, int rv)
 {
 	if (conn_log_ok(c)) {
 		EB_LOG_WARN("bridge",
-		    "register-failed: peer=%s address=%s err=%s", c->peer,
+		    "register-failed: peer=%s address=%.200s err=%s", c->peer,
 		    address, eb_err_name(rv));
 	}
 }
