@@ -143,3 +143,8 @@ print("  ingress at the leader     x%.2f  (single-node target <= 1.5x: %s)" %
 print("  ingress at a follower     x%.2f  (target <= 3x: %s)" %
       (fr, "met" if fr <= 3 else "MISSED"))
 PY
+svg="${out%.jsonl}.svg"
+if python3 "$here/bench/plot.py" "$out" "$svg" \
+	--title "ingress rr through a 3-node cluster: latency percentiles"; then
+	echo "latency percentile plot: $svg"
+fi

@@ -546,6 +546,22 @@ q_us(const bench *b, double q)
 	return (double) bench_hist_quantile(&b->hist, q) / 1e3;
 }
 
+/* [[quantile, µs], ...] from p0 to max, for latency-percentile plots. */
+static json_t *
+percentiles(const bench *b)
+{
+	static const double qs[] = { 0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99,
+		0.995, 0.999, 0.9995, 0.9999, 1.0 };
+	json_t             *a = json_array();
+	size_t              i;
+
+	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		(void) json_array_append_new(
+		    a, json_pack("[f,f]", qs[i], q_us(b, qs[i])));
+	}
+	return a;
+}
+
 static void
 report_json(const bench *b, const bench_result *r, uint64_t resp_replies)
 {
@@ -573,6 +589,7 @@ report_json(const bench *b, const bench_result *r, uint64_t resp_replies)
 	            ? (double) b->hist.sum / (double) b->hist.count / 1e3
 	            : 0.0,
 	        "samples", (double) b->hist.count));
+	json_object_set_new(j, "percentiles_us", percentiles(b));
 	if (b->o.server_pid > 0 && g_proc_ok) {
 		srv = json_pack("{s:i,s:f,s:f,s:I,s:I,s:I}", "pid",
 		    b->o.server_pid, "cpu_s", r->cpu_s, "cpu_us_per_op",

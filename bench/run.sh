@@ -207,3 +207,8 @@ if mem:
             r["label"][4:], r["sent"], r["ops"], r["lost"],
             srv.get("hwm_kb", 0) / 1024, srv.get("rss_kb_settled", 0) / 1024))
 PY
+svg="${out%.jsonl}.svg"
+if python3 "$here/bench/plot.py" "$out" "$svg" \
+	--title "ebnode vs baseline: latency percentiles (${body}-byte bodies, medians of $runs runs)"; then
+	echo "latency percentile plot: $svg"
+fi

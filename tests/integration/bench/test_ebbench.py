@@ -15,6 +15,7 @@ import ebtest  # noqa: E402
 
 EBBENCH = os.environ.get("EBBENCH_BIN", "ebbench")
 BASELINE = os.environ.get("EBBASELINE_BIN", "ebbaseline")
+PLOT = os.path.join(HERE, "..", "..", "..", "bench", "plot.py")
 
 
 def bench(port, *args, timeout=60):
@@ -67,6 +68,10 @@ class Checks:
         self.assertLessEqual(lat["p99"], lat["p999"])
         self.assertLessEqual(lat["p999"], lat["max"])
         self.assertGreater(r["rate_per_s"], 0)
+        pct = r["percentiles_us"]
+        self.assertEqual(pct[0][0], 0.0)
+        self.assertEqual(pct[-1], [1.0, lat["max"]])
+        self.assertEqual([v for _, v in pct], sorted(v for _, v in pct))
         srv = r["server"]
         self.assertEqual(srv["pid"], self.pid)
         self.assertGreaterEqual(srv["cpu_us_per_op"], 0)
@@ -121,6 +126,26 @@ class AgainstBaseline(unittest.TestCase, Checks):
         self.assertEqual(r["lost"], r["sent"])
         self.assertGreater(r["sent"], 0)
         self.assertGreater(r["server"]["rss_kb_settled"], 0)
+
+    def test_plot_svg(self):
+        import tempfile
+        import xml.etree.ElementTree as ET
+        rc, out, err = bench(self.port, "--mode", "pipe", "--count", 2000,
+                             "--label", "baseline")
+        self.assertEqual(rc, 0, err)
+        with tempfile.TemporaryDirectory() as d:
+            src, svg = os.path.join(d, "r.jsonl"), os.path.join(d, "r.svg")
+            with open(src, "w") as f:
+                f.write(out)
+            p = subprocess.run([sys.executable, PLOT, src, svg],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            root = ET.parse(svg).getroot()
+            paths = [e for e in root.iter() if e.tag.endswith("path")]
+            self.assertEqual(len(paths), 1)  # one mode, one label
+            texts = [e.text for e in root.iter() if e.tag.endswith("text")]
+            self.assertIn("pipe", texts)
+            self.assertIn("baseline", texts)
 
     def test_table_output(self):
         p = subprocess.run([EBBENCH, "--port", str(self.port), "--count",
