@@ -66,9 +66,9 @@ typedef enum eb_ingress_match {
 typedef struct eb_ingress_route {
 	const char      *header; /* exactly one of header, field */
 	const char      *field;
-	eb_ingress_match match;
 	const char      *value;
-	const char      *to;      /* target address */
+	const char      *to; /* target address */
+	eb_ingress_match match;
 	int              publish; /* 0: send, 1: publish */
 } eb_ingress_route;
 

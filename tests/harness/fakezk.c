@@ -597,6 +597,22 @@ session_new(fakezk_server *s)
 	return x->id;
 }
 
+/* 1 when c is one of the server's clients and belongs to session id. */
+static int
+client_in_session(fakezk_server *s, const fz_client *c, int64_t id)
+{
+	eb_list *it;
+
+	for (it = s->clients.next; it != &s->clients; it = it->next) {
+		const fz_client *x = EB_CONTAINER_OF(it, fz_client, link);
+
+		if (x == c) {
+			return x->session == id;
+		}
+	}
+	return 0;
+}
+
 /* The server ends a session: ephemerals go (firing watches); the watches
  * its clients registered are dropped. */
 static void
@@ -620,20 +636,14 @@ session_end(fakezk_server *s, int64_t id)
 		}
 	}
 	txn_end(s, &t, 1);
-	EB_LIST_FOREACH (it, tmp, &s->clients) {
-		fz_client *c = EB_CONTAINER_OF(it, fz_client, link);
-		eb_list   *wi;
-		eb_list   *wt;
+	/* One pass over the watches (not one per client): clang-analyzer
+	 * cannot prove that watch_free() relinks the list head, and would
+	 * see the second pass read a freed watch through it. */
+	EB_LIST_FOREACH (it, tmp, &s->watches) {
+		fz_watch *w = EB_CONTAINER_OF(it, fz_watch, link);
 
-		if (c->session != id) {
-			continue;
-		}
-		EB_LIST_FOREACH (wi, wt, &s->watches) {
-			fz_watch *w = EB_CONTAINER_OF(wi, fz_watch, link);
-
-			if (w->c == c) {
-				watch_free(w);
-			}
+		if (client_in_session(s, w->c, id)) {
+			watch_free(w);
 		}
 	}
 }
@@ -711,153 +721,201 @@ run_multi(fz_client *c, fz_item *it, eb_zk_op_result *res, char **created)
 	return rv;
 }
 
+/* The req_* functions apply one kind of request to the tree and complete
+ * it with status override (0: the real result). */
+
+static void
+req_create(fz_client *c, fz_item *it, int override)
+{
+	char *created = NULL;
+	int   rv = run_create(c, it, &created);
+
+	if (override != 0) {
+		rv = override;
+	} else if (rv == 0) {
+		note_ok(c, it);
+	}
+	it->cb.create(c->zk, rv, rv == 0 ? created : NULL, it->arg);
+	free(created);
+}
+
+static void
+req_delete(fz_client *c, fz_item *it, int override)
+{
+	fakezk_server *s = c->s;
+	fz_txn         t;
+	int            rv;
+
+	txn_begin(s, &t);
+	rv = tree_delete(s, &t, it->path, it->version);
+	txn_end(s, &t, rv == 0);
+	if (override != 0) {
+		rv = override;
+	} else if (rv == 0) {
+		note_ok(c, it);
+	}
+	it->cb.v(c->zk, rv, it->arg);
+}
+
+static void
+req_exists(fz_client *c, fz_item *it, int override)
+{
+	fakezk_server *s = c->s;
+	fz_node       *n = node_find(s, it->path);
+	eb_zk_stat     st;
+	int            rv = n == NULL ? EB_EZKNONODE : 0;
+
+	memset(&st, 0, sizeof(st));
+	if (override == 0) {
+		watch_add(c, it->path, 0, it->watch, it->watch_arg);
+		note_ok(c, it);
+		if (n != NULL) {
+			fill_stat(s, n, &st);
+		}
+	} else {
+		rv = override;
+	}
+	it->cb.stat(c->zk, rv, rv == 0 ? &st : NULL, it->arg);
+}
+
+static void
+req_get(fz_client *c, fz_item *it, int override)
+{
+	fakezk_server *s = c->s;
+	fz_node       *n = node_find(s, it->path);
+	eb_zk_stat     st;
+	int            rv = n == NULL ? EB_EZKNONODE : 0;
+	char          *copy;
+
+	memset(&st, 0, sizeof(st));
+	if (override != 0) {
+		rv = override;
+		n = NULL;
+	} else if (n != NULL) {
+		watch_add(c, it->path, 0, it->watch, it->watch_arg);
+		note_ok(c, it);
+		fill_stat(s, n, &st);
+	}
+	copy = n != NULL ? eb__malloc(n->len + 1) : NULL;
+	if (copy != NULL) {
+		if (n->len > 0) {
+			memcpy(copy, n->data, n->len);
+		}
+		copy[n->len] = '\0';
+	}
+	it->cb.data(c->zk, rv, copy, n != NULL ? n->len : 0,
+	    n != NULL ? &st : NULL, it->arg);
+	free(copy);
+}
+
+static void
+req_children(fz_client *c, fz_item *it, int override)
+{
+	fakezk_server *s = c->s;
+	fz_node       *n = node_find(s, it->path);
+	int            rv = n == NULL ? EB_EZKNONODE : 0;
+	const char   **names = NULL;
+	size_t         count = 0;
+	eb_list       *li;
+	eb_list       *lt;
+
+	if (override != 0) {
+		rv = override;
+		n = NULL;
+	}
+	if (n != NULL) {
+		watch_add(c, it->path, 1, it->watch, it->watch_arg);
+		note_ok(c, it);
+		names = eb__calloc(
+		    (size_t) child_count(s, it->path) + 1, sizeof(*names));
+		/* Newest first: callers must not rely on order. */
+		for (li = s->nodes.prev, lt = li->prev; li != &s->nodes;
+		     li = lt, lt = li->prev) {
+			fz_node *ch = EB_CONTAINER_OF(li, fz_node, link);
+
+			if (is_child_of(ch->path, it->path)) {
+				names[count++] = strrchr(ch->path, '/') + 1;
+			}
+		}
+	}
+	it->cb.children(c->zk, rv, (const char *const *) names, count, it->arg);
+	free(names);
+}
+
+static void
+req_set(fz_client *c, fz_item *it, int override)
+{
+	fakezk_server *s = c->s;
+	fz_node       *n;
+	eb_zk_stat     st;
+	fz_txn         t;
+	int            rv;
+
+	memset(&st, 0, sizeof(st));
+	txn_begin(s, &t);
+	rv = tree_set(s, &t, it->path, it->data, it->len, it->version);
+	txn_end(s, &t, rv == 0);
+	n = rv == 0 ? node_find(s, it->path) : NULL;
+	if (n != NULL) {
+		fill_stat(s, n, &st);
+	}
+	if (override != 0) {
+		rv = override;
+	} else if (rv == 0) {
+		note_ok(c, it);
+	}
+	it->cb.stat(c->zk, rv, rv == 0 ? &st : NULL, it->arg);
+}
+
+static void
+req_multi(fz_client *c, fz_item *it, int override)
+{
+	eb_zk_op_result res[16];
+	char           *mcreated[16] = { NULL };
+	size_t          i;
+	int             rv = run_multi(c, it, res, mcreated);
+
+	if (override != 0) {
+		rv = override;
+		for (i = 0; i < it->nops; i++) {
+			res[i].status = override;
+			res[i].path = NULL;
+		}
+	} else if (rv == 0) {
+		note_ok(c, it);
+	}
+	it->cb.multi(c->zk, rv, res, it->nops, it->arg);
+	for (i = 0; i < it->nops; i++) {
+		free(mcreated[i]);
+	}
+}
+
 /* Applies a request to the tree and completes it with status override
  * (0: the real result). */
 static void
 run_request(fz_client *c, fz_item *it, int override)
 {
-	fakezk_server  *s = c->s;
-	fz_node        *n;
-	eb_zk_stat      st;
-	int             rv;
-	char           *created = NULL;
-	eb_zk_op_result res[16];
-	char           *mcreated[16] = { NULL };
-	size_t          i;
-
-	memset(&st, 0, sizeof(st));
 	switch (it->kind) {
 	case FZ_CREATE:
-		rv = run_create(c, it, &created);
-		if (override != 0) {
-			rv = override;
-		} else if (rv == 0) {
-			note_ok(c, it);
-		}
-		it->cb.create(c->zk, rv, rv == 0 ? created : NULL, it->arg);
-		free(created);
+		req_create(c, it, override);
 		break;
-	case FZ_DELETE: {
-		fz_txn t;
-
-		txn_begin(s, &t);
-		rv = tree_delete(s, &t, it->path, it->version);
-		txn_end(s, &t, rv == 0);
-		if (override != 0) {
-			rv = override;
-		} else if (rv == 0) {
-			note_ok(c, it);
-		}
-		it->cb.v(c->zk, rv, it->arg);
+	case FZ_DELETE:
+		req_delete(c, it, override);
 		break;
-	}
 	case FZ_EXISTS:
-		n = node_find(s, it->path);
-		rv = n == NULL ? EB_EZKNONODE : 0;
-		if (override == 0) {
-			watch_add(c, it->path, 0, it->watch, it->watch_arg);
-			note_ok(c, it);
-			if (n != NULL) {
-				fill_stat(s, n, &st);
-			}
-		} else {
-			rv = override;
-		}
-		it->cb.stat(c->zk, rv, rv == 0 ? &st : NULL, it->arg);
+		req_exists(c, it, override);
 		break;
 	case FZ_GET:
-		n = node_find(s, it->path);
-		rv = n == NULL ? EB_EZKNONODE : 0;
-		if (override != 0) {
-			rv = override;
-			n = NULL;
-		} else if (n != NULL) {
-			watch_add(c, it->path, 0, it->watch, it->watch_arg);
-			note_ok(c, it);
-			fill_stat(s, n, &st);
-		}
-		{
-			char *copy = n != NULL ? eb__malloc(n->len + 1) : NULL;
-
-			if (copy != NULL) {
-				if (n->len > 0) {
-					memcpy(copy, n->data, n->len);
-				}
-				copy[n->len] = '\0';
-			}
-			it->cb.data(c->zk, rv, copy, n != NULL ? n->len : 0,
-			    n != NULL ? &st : NULL, it->arg);
-			free(copy);
-		}
+		req_get(c, it, override);
 		break;
-	case FZ_CHILDREN: {
-		const char **names = NULL;
-		size_t       count = 0;
-		eb_list     *li;
-		eb_list     *lt;
-
-		n = node_find(s, it->path);
-		rv = n == NULL ? EB_EZKNONODE : 0;
-		if (override != 0) {
-			rv = override;
-			n = NULL;
-		}
-		if (n != NULL) {
-			watch_add(c, it->path, 1, it->watch, it->watch_arg);
-			note_ok(c, it);
-			names =
-			    eb__calloc((size_t) child_count(s, it->path) + 1,
-			        sizeof(*names));
-			/* Newest first: callers must not rely on order. */
-			for (li = s->nodes.prev, lt = li->prev; li != &s->nodes;
-			     li = lt, lt = li->prev) {
-				fz_node *ch =
-				    EB_CONTAINER_OF(li, fz_node, link);
-
-				if (is_child_of(ch->path, it->path)) {
-					names[count++] =
-					    strrchr(ch->path, '/') + 1;
-				}
-			}
-		}
-		it->cb.children(
-		    c->zk, rv, (const char *const *) names, count, it->arg);
-		free(names);
+	case FZ_CHILDREN:
+		req_children(c, it, override);
 		break;
-	}
-	case FZ_SET: {
-		fz_txn t;
-
-		txn_begin(s, &t);
-		rv = tree_set(s, &t, it->path, it->data, it->len, it->version);
-		txn_end(s, &t, rv == 0);
-		n = rv == 0 ? node_find(s, it->path) : NULL;
-		if (n != NULL) {
-			fill_stat(s, n, &st);
-		}
-		if (override != 0) {
-			rv = override;
-		} else if (rv == 0) {
-			note_ok(c, it);
-		}
-		it->cb.stat(c->zk, rv, rv == 0 ? &st : NULL, it->arg);
+	case FZ_SET:
+		req_set(c, it, override);
 		break;
-	}
 	case FZ_MULTI:
-		rv = run_multi(c, it, res, mcreated);
-		if (override != 0) {
-			rv = override;
-			for (i = 0; i < it->nops; i++) {
-				res[i].status = override;
-				res[i].path = NULL;
-			}
-		} else if (rv == 0) {
-			note_ok(c, it);
-		}
-		it->cb.multi(c->zk, rv, res, it->nops, it->arg);
-		for (i = 0; i < it->nops; i++) {
-			free(mcreated[i]);
-		}
+		req_multi(c, it, override);
 		break;
 	default:
 		break;
@@ -1291,19 +1349,24 @@ server_closed_cb(uv_handle_t *h)
 {
 	fakezk_server *s = h->data;
 	eb_list       *li;
+	eb_list       *lt;
 
-	while ((li = eb_list_first(&s->queue)) != NULL) {
+	/* Each free touches only its own element, so a spare cursor is safe;
+	 * it also lets clang-analyzer see that no freed element is read
+	 * again (it cannot prove that unlinking the first element relinks
+	 * the head, which eb_list_first() would read next). */
+	EB_LIST_FOREACH (li, lt, &s->queue) {
 		eb_list_remove(li);
 		item_free(EB_CONTAINER_OF(li, fz_item, link));
 	}
-	while ((li = eb_list_first(&s->watches)) != NULL) {
+	EB_LIST_FOREACH (li, lt, &s->watches) {
 		watch_free(EB_CONTAINER_OF(li, fz_watch, link));
 	}
-	while ((li = eb_list_first(&s->nodes)) != NULL) {
+	EB_LIST_FOREACH (li, lt, &s->nodes) {
 		eb_list_remove(li);
 		node_free(EB_CONTAINER_OF(li, fz_node, link));
 	}
-	while ((li = eb_list_first(&s->sessions)) != NULL) {
+	EB_LIST_FOREACH (li, lt, &s->sessions) {
 		eb_list_remove(li);
 		free(EB_CONTAINER_OF(li, fz_session, link));
 	}

@@ -29,7 +29,7 @@ watchdog_cb(uv_timer_t *h)
 	th_loop *t = h->data;
 
 	t->fired = 1;
-	fprintf(stderr, "th: watchdog fired, stopping the loop\n");
+	(void) fprintf(stderr, "th: watchdog fired, stopping the loop\n");
 	uv_stop(&t->loop);
 }
 
@@ -66,7 +66,7 @@ dump_cb(uv_handle_t *h, void *arg)
 		return;
 	}
 	(*n)++;
-	fprintf(stderr, "th: leaked handle type=%s active=%d\n",
+	(void) fprintf(stderr, "th: leaked handle type=%s active=%d\n",
 	    uv_handle_type_name(uv_handle_get_type(h)), uv_is_active(h));
 }
 

@@ -216,33 +216,10 @@ all_closed(void *arg)
 	return closed_count >= *(int *) arg;
 }
 
+/* After the chaos: everyone back, everyone told the truth, all links up. */
 static void
-test_link_chaos(void **state)
+converge(th_loop *t)
 {
-	th_loop    *t = *state;
-	const char *s = getenv("EB_CHAOS_SEED");
-	const char *st = getenv("EB_CHAOS_STEPS");
-	uint64_t    seed = s != NULL ? strtoull(s, NULL, 10) : 20261121;
-	int         steps = st != NULL ? atoi(st) : 3000;
-	int         want;
-	int         bad = 0;
-
-	th_watchdog_ms(t, 60000);
-	loop_t = t;
-	closed_count = 0;
-	rng_state = seed != 0 ? seed : 1;
-	printf("link chaos: seed=%llu steps=%d\n", (unsigned long long) seed,
-	    steps);
-	for (int i = 0; i < N; i++) {
-		node_start(i);
-	}
-	for (int i = 0; i < steps; i++) {
-		chaos_op();
-		if (i % 5 == 0) {
-			(void) uv_run(&t->loop, UV_RUN_NOWAIT);
-		}
-	}
-	/* Converge: everyone back, everyone told the truth. */
 	for (int i = 0; i < N; i++) {
 		if (nodes[i].mgr == NULL) {
 			node_start(i);
@@ -257,6 +234,12 @@ test_link_chaos(void **state)
 		}
 	}
 	assert_int_equal(th_run_until(t, mesh_up, NULL, 10000), 0);
+}
+
+/* Every node sends one frame to every other node (counters reset). */
+static void
+send_finals(void)
+{
 	for (int i = 0; i < N; i++) {
 		nodes[i].frames = 0;
 		for (int j = 0; j < N; j++) {
@@ -276,6 +259,36 @@ test_link_chaos(void **state)
 			    eb__link_frame_end(nodes[i].mgr, p->id), 0);
 		}
 	}
+}
+
+static void
+test_link_chaos(void **state)
+{
+	th_loop    *t = *state;
+	const char *s = getenv("EB_CHAOS_SEED");
+	const char *st = getenv("EB_CHAOS_STEPS");
+	uint64_t    seed = s != NULL ? strtoull(s, NULL, 10) : 20261121;
+	int         steps = st != NULL ? (int) strtol(st, NULL, 10) : 3000;
+	int         want;
+	int         bad = 0;
+
+	th_watchdog_ms(t, 60000);
+	loop_t = t;
+	closed_count = 0;
+	rng_state = seed != 0 ? seed : 1;
+	printf("link chaos: seed=%llu steps=%d\n", (unsigned long long) seed,
+	    steps);
+	for (int i = 0; i < N; i++) {
+		node_start(i);
+	}
+	for (int i = 0; i < steps; i++) {
+		chaos_op();
+		if (i % 5 == 0) {
+			(void) uv_run(&t->loop, UV_RUN_NOWAIT);
+		}
+	}
+	converge(t);
+	send_finals();
 	want = N - 1;
 	assert_int_equal(th_run_until(t, frames_seen, &want, 5000), 0);
 	want = closed_count + N;

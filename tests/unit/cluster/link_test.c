@@ -531,7 +531,7 @@ test_slow_peer_cut_off(void **state)
 	memset(&b, 0, sizeof(b));
 	eb_link_opts_init(&o);
 	o.node_id = "b";
-	o.max_out_bytes = 256 * 1024;
+	o.max_out_bytes = UINT64_C(256) * 1024;
 	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &b.mgr, NULL), 0);
 	eb__link_mgr_set_handler(b.mgr, &handler, &b);
 	assert_int_equal(eb_link_mgr_start(b.mgr), 0);

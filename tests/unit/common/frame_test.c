@@ -141,19 +141,22 @@ test_split_byte_by_byte(void **state)
 	const char   *p;
 	uint32_t      n;
 	unsigned char wire[64];
-	const char   *a = "{\"a\":1}";
-	const char   *b = "[2]";
+	const char    a[] = "{\"a\":1}";
+	const char    b[] = "[2]";
+	size_t        alen = sizeof(a) - 1;
+	size_t        blen = sizeof(b) - 1;
 	size_t        len = 0;
 	size_t        i;
 	int           got = 0;
 
 	(void) state;
-	eb__frame_put_len(wire, (uint32_t) strlen(a));
-	memcpy(wire + 4, a, strlen(a));
-	len = 4 + strlen(a);
-	eb__frame_put_len(wire + len, (uint32_t) strlen(b));
-	memcpy(wire + len + 4, b, strlen(b));
-	len += 4 + strlen(b);
+	/* Frames are not NUL-terminated: only the payload bytes go in. */
+	eb__frame_put_len(wire, (uint32_t) alen);
+	memcpy(wire + 4, a, alen);
+	len = 4 + alen;
+	eb__frame_put_len(wire + len, (uint32_t) blen);
+	memcpy(wire + len + 4, b, blen);
+	len += 4 + blen;
 	eb__frame_dec_init(&d, 1024);
 	for (i = 0; i < len; i++) {
 		eb__frame_dec_feed(&d, wire + i, 1);

@@ -225,7 +225,7 @@ test_random_operations(void **state)
 	const char *s = getenv("EB_CHAOS_SEED");
 	const char *st = getenv("EB_CHAOS_STEPS");
 	uint64_t    seed = s != NULL ? strtoull(s, NULL, 10) : 20261121;
-	int         steps = st != NULL ? atoi(st) : 20000;
+	int         steps = st != NULL ? (int) strtol(st, NULL, 10) : 20000;
 	int         once = 0;
 
 	th_watchdog_ms(t, 60000);

@@ -25,28 +25,28 @@ typedef struct fx {
 	char target_body[64][64];
 } fx;
 
-static fx F;
+static fx g_fx;
 
 static void
 reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
     const eb_bus_failure *failure, void *arg)
 {
-	int i = F.n_replies++;
+	int i = g_fx.n_replies++;
 
 	(void) bus;
 	(void) arg;
-	F.status[i] = status;
+	g_fx.status[i] = status;
 	if (status == 0) {
 		const json_t *b = eb_bus_msg_body(reply);
 
-		F.seq[i] =
+		g_fx.seq[i] =
 		    (long long) json_integer_value(json_object_get(b, "seq"));
-		F.epoch[i] =
+		g_fx.epoch[i] =
 		    (long long) json_integer_value(json_object_get(b, "epoch"));
 	} else {
-		F.fcode[i] = failure->code;
+		g_fx.fcode[i] = failure->code;
 		(void) snprintf(
-		    F.fmsg[i], sizeof(F.fmsg[i]), "%s", failure->message);
+		    g_fx.fmsg[i], sizeof(g_fx.fmsg[i]), "%s", failure->message);
 	}
 }
 
@@ -56,16 +56,16 @@ target_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	const json_t *h = eb_bus_msg_headers(msg);
 	size_t        n;
 	const char   *b = eb_bus_msg_body_bytes(msg, &n);
-	int           i = F.n_target++;
+	int           i = g_fx.n_target++;
 
 	(void) c;
 	(void) arg;
-	(void) snprintf(F.target_seq[i], sizeof(F.target_seq[i]), "%s",
+	(void) snprintf(g_fx.target_seq[i], sizeof(g_fx.target_seq[i]), "%s",
 	    json_string_value(json_object_get(h, EB_INGRESS_HDR_SEQ)));
-	(void) snprintf(F.target_entry[i], sizeof(F.target_entry[i]), "%s",
-	    json_string_value(json_object_get(h, EB_INGRESS_HDR_ENTRY)));
-	(void) snprintf(
-	    F.target_body[i], sizeof(F.target_body[i]), "%.*s", (int) n, b);
+	(void) snprintf(g_fx.target_entry[i], sizeof(g_fx.target_entry[i]),
+	    "%s", json_string_value(json_object_get(h, EB_INGRESS_HDR_ENTRY)));
+	(void) snprintf(g_fx.target_body[i], sizeof(g_fx.target_body[i]),
+	    "%.*s", (int) n, b);
 }
 
 static int
@@ -76,11 +76,11 @@ setup(void **state)
 	if (th_setup(state) != 0) {
 		return -1;
 	}
-	memset(&F, 0, sizeof(F));
-	F.t = *state;
+	memset(&g_fx, 0, sizeof(g_fx));
+	g_fx.t = *state;
 	eb_bus_opts_init(&bo);
 	bo.node_id = "n1";
-	assert_int_equal(eb_bus_new(&F.t->loop, &bo, &F.bus), 0);
+	assert_int_equal(eb_bus_new(&g_fx.t->loop, &bo, &g_fx.bus), 0);
 	return 0;
 }
 
@@ -104,13 +104,13 @@ teardown(void **state)
 	int closed = 0;
 	int expect = 1;
 
-	if (F.in != NULL) {
-		eb_ingress_close(F.in, closed_cb, &closed);
-		F.in = NULL;
+	if (g_fx.in != NULL) {
+		eb_ingress_close(g_fx.in, closed_cb, &closed);
+		g_fx.in = NULL;
 		expect = 2;
 	}
-	eb_bus_close(F.bus, bus_closed_cb, &closed);
-	assert_int_equal(th_loop_run(F.t), 0);
+	eb_bus_close(g_fx.bus, bus_closed_cb, &closed);
+	assert_int_equal(th_loop_run(g_fx.t), 0);
 	assert_int_equal(closed, expect);
 	return th_teardown(state);
 }
@@ -132,8 +132,9 @@ make(const eb_ingress_route *routes, size_t n, const eb_ingress_route *def,
 	if (hold_ms > 0) {
 		o.hold_ms = hold_ms;
 	}
-	assert_int_equal(eb_ingress_new(&F.t->loop, F.bus, &o, &e, &F.in), 0);
-	assert_int_equal(eb_ingress_start(F.in), 0);
+	assert_int_equal(
+	    eb_ingress_new(&g_fx.t->loop, g_fx.bus, &o, &e, &g_fx.in), 0);
+	assert_int_equal(eb_ingress_start(g_fx.in), 0);
 }
 
 static void
@@ -142,7 +143,7 @@ request(const char *body_json, const char *hk, const char *hv)
 	json_t *body = json_loads(body_json, JSON_DECODE_ANY, NULL);
 	json_t *h = hk != NULL ? json_pack("{s:s}", hk, hv) : NULL;
 
-	assert_int_equal(eb_bus_request(F.bus, "external.ingress", body, h,
+	assert_int_equal(eb_bus_request(g_fx.bus, "external.ingress", body, h,
 	                     NULL, reply_cb, NULL),
 	    0);
 	json_decref(body);
@@ -152,13 +153,13 @@ request(const char *body_json, const char *hk, const char *hv)
 static int
 replies_at_least(void *arg)
 {
-	return F.n_replies >= *(int *) arg;
+	return g_fx.n_replies >= *(int *) arg;
 }
 
 static void
 wait_replies(int n)
 {
-	assert_int_equal(th_run_until(F.t, replies_at_least, &n, 3000), 0);
+	assert_int_equal(th_run_until(g_fx.t, replies_at_least, &n, 3000), 0);
 }
 
 static const eb_ingress_route def_route = { .to = "orders" };
@@ -171,19 +172,20 @@ test_routes_stamps_and_acks(void **state)
 	(void) state;
 	make(NULL, 0, &def_route, 0, 0);
 	assert_int_equal(
-	    eb_bus_consumer_new(F.bus, "orders", 0, target_cb, NULL, &tc), 0);
-	assert_int_equal(eb_ingress_lead(F.in, 77), 0);
+	    eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb, NULL, &tc),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 77), 0);
 	request("{\"n\":1}", NULL, NULL);
 	request("{\"n\":2}", NULL, NULL);
 	wait_replies(2);
-	assert_int_equal(F.status[0], 0);
-	assert_int_equal(F.epoch[0], 77);
-	assert_int_equal(F.seq[0], 1);
-	assert_int_equal(F.seq[1], 2);
-	assert_int_equal(F.n_target, 2);
-	assert_string_equal(F.target_seq[1], "2");
-	assert_string_equal(F.target_entry[0], "n1");
-	assert_string_equal(F.target_body[1], "{\"n\":2}");
+	assert_int_equal(g_fx.status[0], 0);
+	assert_int_equal(g_fx.epoch[0], 77);
+	assert_int_equal(g_fx.seq[0], 1);
+	assert_int_equal(g_fx.seq[1], 2);
+	assert_int_equal(g_fx.n_target, 2);
+	assert_string_equal(g_fx.target_seq[1], "2");
+	assert_string_equal(g_fx.target_entry[0], "n1");
+	assert_string_equal(g_fx.target_body[1], "{\"n\":2}");
 	eb_bus_consumer_close(tc);
 }
 
@@ -198,23 +200,24 @@ test_held_until_leader_then_in_order(void **state)
 	(void) state;
 	make(NULL, 0, &def_route, 0, 0);
 	assert_int_equal(
-	    eb_bus_consumer_new(F.bus, "orders", 0, target_cb, NULL, &tc), 0);
+	    eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb, NULL, &tc),
+	    0);
 	for (i = 0; i < 5; i++) {
 		(void) snprintf(b, sizeof(b), "{\"i\":%d}", i);
 		request(b, NULL, NULL);
 	}
 	/* Nothing answers while no leader exists. */
 	assert_int_equal(
-	    th_run_until(F.t, replies_at_least, &(int){ 1 }, 100), -1);
-	eb_ingress_stats_get(F.in, &st);
+	    th_run_until(g_fx.t, replies_at_least, &(int){ 1 }, 100), -1);
+	eb_ingress_stats_get(g_fx.in, &st);
 	assert_int_equal(st.holding, 5);
-	assert_int_equal(eb_ingress_lead(F.in, 3), 0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 3), 0);
 	wait_replies(5);
 	for (i = 0; i < 5; i++) {
 		(void) snprintf(b, sizeof(b), "{\"i\":%d}", i);
-		assert_int_equal(F.status[i], 0);
-		assert_int_equal(F.seq[i], i + 1);
-		assert_string_equal(F.target_body[i], b);
+		assert_int_equal(g_fx.status[i], 0);
+		assert_int_equal(g_fx.seq[i], i + 1);
+		assert_string_equal(g_fx.target_body[i], b);
 	}
 	eb_bus_consumer_close(tc);
 }
@@ -228,15 +231,15 @@ test_hold_overflow_and_timeout(void **state)
 	request("2", NULL, NULL);
 	request("3", NULL, NULL); /* over the bound: failed at once */
 	wait_replies(1);
-	assert_int_equal(F.fcode[0], EB_INGRESS_HOLD_FULL);
-	assert_string_equal(F.fmsg[0],
+	assert_int_equal(g_fx.fcode[0], EB_INGRESS_HOLD_FULL);
+	assert_string_equal(g_fx.fmsg[0],
 	    "ebnode: ingress hold queue full (2 messages) and no leader "
 	    "reachable");
 	wait_replies(3);
-	assert_int_equal(F.fcode[1], EB_INGRESS_HOLD_TIMEOUT);
-	assert_int_equal(F.fcode[2], EB_INGRESS_HOLD_TIMEOUT);
+	assert_int_equal(g_fx.fcode[1], EB_INGRESS_HOLD_TIMEOUT);
+	assert_int_equal(g_fx.fcode[2], EB_INGRESS_HOLD_TIMEOUT);
 	assert_string_equal(
-	    F.fmsg[1], "ebnode: no ingress leader within 150 ms");
+	    g_fx.fmsg[1], "ebnode: no ingress leader within 150 ms");
 }
 
 static void
@@ -266,10 +269,10 @@ test_rules(void **state)
 	(void) state;
 	make(routes, 4, NULL, 0, 0);
 	assert_int_equal(
-	    eb_bus_consumer_new(F.bus, "A", 0, target_cb, NULL, &a), 0);
+	    eb_bus_consumer_new(g_fx.bus, "A", 0, target_cb, NULL, &a), 0);
 	assert_int_equal(
-	    eb_bus_consumer_new(F.bus, "B", 0, target_cb, NULL, &b), 0);
-	assert_int_equal(eb_ingress_lead(F.in, 1), 0);
+	    eb_bus_consumer_new(g_fx.bus, "B", 0, target_cb, NULL, &b), 0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 1), 0);
 	request("{}", "kind", "order");            /* A, seq 1 */
 	request("{\"sku\":\"X-12\"}", NULL, NULL); /* B, seq 2 */
 	request("{\"n\":42}", NULL, NULL);         /* B, seq 3 */
@@ -277,19 +280,19 @@ test_rules(void **state)
 	request("{\"dead\":true}", NULL, NULL);    /* target has no handler */
 	request("{}", NULL, NULL);                 /* seq 4: no gap */
 	wait_replies(6);
-	assert_int_equal(F.seq[0], 1);
-	assert_int_equal(F.seq[1], 2);
-	assert_int_equal(F.seq[2], 3);
-	assert_int_equal(F.fcode[3], EB_INGRESS_NO_ROUTE);
+	assert_int_equal(g_fx.seq[0], 1);
+	assert_int_equal(g_fx.seq[1], 2);
+	assert_int_equal(g_fx.seq[2], 3);
+	assert_int_equal(g_fx.fcode[3], EB_INGRESS_NO_ROUTE);
 	assert_string_equal(
-	    F.fmsg[3], "ebnode: no ingress route matches the message");
-	assert_int_equal(F.fcode[4], EB_INGRESS_NO_TARGET);
-	assert_string_equal(F.fmsg[4], "No handlers for address nobody");
-	assert_int_equal(F.fcode[5], EB_INGRESS_NO_ROUTE);
+	    g_fx.fmsg[3], "ebnode: no ingress route matches the message");
+	assert_int_equal(g_fx.fcode[4], EB_INGRESS_NO_TARGET);
+	assert_string_equal(g_fx.fmsg[4], "No handlers for address nobody");
+	assert_int_equal(g_fx.fcode[5], EB_INGRESS_NO_ROUTE);
 	request("{\"sku\":\"X-9\"}", NULL, NULL);
 	wait_replies(7);
-	assert_int_equal(F.seq[6], 4);
-	assert_int_equal(F.n_target, 4);
+	assert_int_equal(g_fx.seq[6], 4);
+	assert_int_equal(g_fx.n_target, 4);
 	eb_bus_consumer_close(a);
 	eb_bus_consumer_close(b);
 }
@@ -310,13 +313,13 @@ test_lease_lost_is_retried_once_then_failed(void **state)
 
 	(void) state;
 	make(NULL, 0, &def_route, 0, 0);
-	eb_ingress_set_leader_check(F.in, lease_cb, NULL);
+	eb_ingress_set_leader_check(g_fx.in, lease_cb, NULL);
 	lease_ok = 0;
-	assert_int_equal(eb_ingress_lead(F.in, 9), 0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 9), 0);
 	request("{}", NULL, NULL);
 	wait_replies(1);
-	assert_int_equal(F.fcode[0], EB_INGRESS_NOT_LEADER);
-	eb_ingress_stats_get(F.in, &st);
+	assert_int_equal(g_fx.fcode[0], EB_INGRESS_NOT_LEADER);
+	eb_ingress_stats_get(g_fx.in, &st);
 	assert_int_equal(st.retried, 1);
 	assert_int_equal(st.routed, 0);
 }
@@ -338,13 +341,13 @@ test_custom_handler(void **state)
 
 	(void) state;
 	make(NULL, 0, NULL, 0, 0);
-	eb_ingress_set_handler(F.in, custom_cb, &calls);
-	assert_int_equal(eb_ingress_lead(F.in, 5), 0);
+	eb_ingress_set_handler(g_fx.in, custom_cb, &calls);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
 	request("{}", NULL, NULL);
 	request("{}", NULL, NULL);
 	wait_replies(2);
 	assert_int_equal(calls, 2);
-	assert_int_equal(F.seq[1], 2);
+	assert_int_equal(g_fx.seq[1], 2);
 }
 
 static void
@@ -356,12 +359,12 @@ test_close_fails_held(void **state)
 	make(NULL, 0, &def_route, 0, 0);
 	request("{}", NULL, NULL);
 	assert_int_equal(
-	    th_run_until(F.t, replies_at_least, &(int){ 1 }, 50), -1);
-	eb_ingress_close(F.in, closed_cb, &closed);
-	F.in = NULL;
+	    th_run_until(g_fx.t, replies_at_least, &(int){ 1 }, 50), -1);
+	eb_ingress_close(g_fx.in, closed_cb, &closed);
+	g_fx.in = NULL;
 	wait_replies(1);
-	assert_int_equal(F.fcode[0], EB_INGRESS_CLOSING);
-	assert_int_equal(th_run_until(F.t, th_flag_set, &closed, 1000), 0);
+	assert_int_equal(g_fx.fcode[0], EB_INGRESS_CLOSING);
+	assert_int_equal(th_run_until(g_fx.t, th_flag_set, &closed, 1000), 0);
 }
 
 static void
@@ -380,7 +383,7 @@ test_bad_regex_rejected(void **state)
 	o.routes = &r;
 	o.route_count = 1;
 	assert_int_equal(
-	    eb_ingress_new(&F.t->loop, F.bus, &o, &e, &in), EB_ECONF);
+	    eb_ingress_new(&g_fx.t->loop, g_fx.bus, &o, &e, &in), EB_ECONF);
 	assert_string_equal(e.msg, "ingress route 0: invalid regex \"(\"");
 	assert_null(in);
 }
