@@ -32,33 +32,12 @@
 
 #include <ebnode/bus.h>
 
+#include "common/hmap.h"
 #include "common/list.h"
 
 #define EB_BUS_REPLY_PREFIX "__vertx.reply."
 /* "__vertx.reply." plus a 64-bit decimal and NUL. */
 #define EB_BUS_REPLY_ADDR_MAX 40
-
-/* ---- string-keyed intrusive hash map (addr.c) ---- */
-
-typedef struct eb__hent {
-	struct eb__hent *next;
-	uint32_t         hash;
-	const char      *key; /* borrowed from the containing object */
-} eb__hent;
-
-typedef struct eb__hmap {
-	eb__hent **buckets; /* owned */
-	uint32_t   nbuckets;
-	uint32_t   count;
-} eb__hmap;
-
-void      eb__hmap_init(eb__hmap *m);
-void      eb__hmap_free(eb__hmap *m); /* the bucket array only */
-eb__hent *eb__hmap_get(const eb__hmap *m, const char *key);
-/* e->key must be set; the key must not be present already. */
-void eb__hmap_put(eb__hmap *m, eb__hent *e);
-void eb__hmap_del(eb__hmap *m, eb__hent *e);
-/* Iteration: for (i = 0; i < m->nbuckets; i++) for (e = buckets[i]; ...). */
 
 /* ---- counters ---- */
 
