@@ -3,7 +3,7 @@
 # Idempotent: does nothing (and needs no root) when everything is present.
 set -euo pipefail
 
-PKGS=(cmake gcc clang libclang-rt-14-dev clang-format libuv1-dev libjansson-dev
+PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libjansson-dev
       libssl-dev libzookeeper-st-dev zookeeper libhttp-parser-dev libcmocka-dev
       openssl procps python3 nodejs npm)
 
