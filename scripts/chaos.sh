@@ -9,7 +9,9 @@
 # Builds ebnode and ebproxy in $EB_BUILD_DIR (default build/chaos), starts
 # its own 3-server ZooKeeper ensemble in <build>/chaos-zk3 (stopped on exit),
 # and writes the summary as JSON to $EB_CHAOS_JSON (default
-# <build>/chaos-long.json). Exit code 0 only if every check passed.
+# <build>/chaos-long.json); the node log lines around unusually slow rounds
+# go to $EB_CHAOS_ANOMALY_DIR (default <build>/chaos-anomalies). Exit code 0
+# only if every check passed.
 # Environment passed on: EB_CHAOS_RATE, EB_CHAOS_RSS_MB,
 # EB_TEST_TIMEOUT_MULTIPLIER, EB_TEST_KEEP_TMP.
 set -euo pipefail
@@ -39,4 +41,5 @@ export EB_ZK_FIXTURE_SCRIPT=$fixture
 export EB_ZK_FIXTURE_DIR=$zkdir
 export EB_ZK_CONNECT_FILE=$zkdir/connect
 json=${EB_CHAOS_JSON:-$build/chaos-long.json}
+export EB_CHAOS_ANOMALY_DIR=${EB_CHAOS_ANOMALY_DIR:-$build/chaos-anomalies}
 python3 "$src/tests/chaos/chaos.py" --rounds "$rounds" --json "$json" "$@"

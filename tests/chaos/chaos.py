@@ -95,6 +95,12 @@ ANSWER_BOUND_S = ebtest.scaled(12)
 DELIVERY_SLACK_S = ebtest.scaled(3)  # an ack older than this is delivered
 STALE_REVOKE_S = ebtest.scaled(1)    # revoke after SIGCONT within this
 FAULTS = ["kill-leader", "term-leader", "stop-node", "zk-cut", "zk-member"]
+# Rounds slower than this (failover, or the longest ack gap) are anomalies:
+# the node log lines around them are saved (EB_CHAOS_ANOMALY_DIR, default
+# the current directory's chaos-anomalies/) and the election lines printed.
+SLOW_S = {"term-leader": 0.3, "kill-leader": SESSION_MS / 1000.0 + 1.0,
+          "stop-node": STOP_MS / 1000.0 + 1.0,
+          "zk-cut": STOP_MS / 1000.0 + 1.0, "zk-member": 1.0}
 INGRESS = "external.ingress"
 TARGET = "orders"
 
@@ -718,6 +724,9 @@ class Chaos:
             r.failover_s = t - r.t_fault if t else None
         r.max_gap_s = self.max_ack_gap(r.t_fault, r.t_end)
         self.rounds.append(r)
+        slow = max(r.failover_s or 0.0, r.max_gap_s)
+        if slow > SLOW_S[fault]:
+            self.dump_round(r, "%.0f ms without an ack" % (slow * 1000))
         log("round %d %s/%s (%s): leader %s@%d -> %s@%d, failover %s, "
             "longest ack gap %.0f ms" % (
                 k, fault, variant, r.note, r.old_leader, r.old_epoch,
@@ -725,6 +734,36 @@ class Chaos:
                 "%.0f ms" % (r.failover_s * 1000) if r.failover_s else "-",
                 r.max_gap_s * 1000))
         self.check(final=False)
+
+    def dump_round(self, r, why):
+        """Saves every node's log lines from 2 s before the fault to the end
+        of the round, and prints the election lines among them."""
+        d = os.environ.get("EB_CHAOS_ANOMALY_DIR") or "chaos-anomalies"
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(os.path.abspath(d), "round-%03d-%s.log" % (
+            r.k, r.fault))
+        rows = []
+        for n in self.nodes:
+            for ln in n.eb.log_lines():
+                try:
+                    ts = float(ln.split(" ", 1)[0])
+                except ValueError:
+                    continue
+                if r.t_fault - 2 <= ts <= r.t_end + 0.5:
+                    rows.append((ts, n.name, ln))
+        rows.sort()
+        with open(path, "w") as f:
+            f.write("round %d %s/%s target %s: %s; fault at %.6f, end "
+                    "%.6f\n" % (r.k, r.fault, r.variant, r.note, why,
+                                 r.t_fault, r.t_end))
+            for _, name, ln in rows:
+                f.write("%-7s %s\n" % (name, ln))
+        log("ANOMALY round %d %s: %s; node log lines in %s" % (
+            r.k, r.fault, why, path))
+        for _, name, ln in rows:
+            if " election: " in ln and ("NOTICE" in ln or "check:" in ln or
+                                        "deleted" in ln or "WARN" in ln):
+                log("  %-7s %s" % (name, ln))
 
     # -- checks --------------------------------------------------------------
 
