@@ -96,6 +96,14 @@ void eb__bout_failure(const char *token, const char *source, int code,
 void eb__bout_message(const char *address, const char *reply_address,
     const json_t *headers, const char *body_bytes, size_t body_len, int send,
     char **out, size_t *len);
+/* The same frames appended to out (the connection's output buffer). */
+void eb__bout_err_buf(eb__buf *out, const char *message);
+void eb__bout_pong_buf(eb__buf *out);
+void eb__bout_failure_buf(eb__buf *out, const char *token, const char *source,
+    int code, const char *type, const char *message);
+void eb__bout_message_buf(eb__buf *out, const char *address,
+    const char *reply_address, const json_t *headers, const char *body_bytes,
+    size_t body_len, int send);
 
 /* ---- connections (conn.c) and server (server.c) ---- */
 
@@ -119,6 +127,15 @@ struct eb_bridge {
 	int        listener_inited;
 	int        drain_inited;
 	eb_list    paused; /* of eb__bconn that used their frame budget */
+	/* Write coalescing: connections with gathered output, flushed by
+	 * flush_prep (after the idle phase: bus deliveries) and flush_check
+	 * (after the poll phase: answers to reads), active only while the list
+	 * is non-empty. */
+	eb_list      pending_out;
+	uv_prepare_t flush_prep;
+	uv_check_t   flush_check;
+	int          flush_inited;
+	int          flush_active;
 
 	eb_list  conns; /* of eb__bconn (open, not closing) */
 	unsigned live;  /* accepted sockets whose handle has not closed */
@@ -159,6 +176,11 @@ eb__bconn *eb__bconn_from_link(eb_list *l);
 /* Continues a paused connection (drain idle); see conn.c. */
 void       eb__bconn_drain(eb__bconn *c);
 eb__bconn *eb__bconn_from_pause_link(eb_list *l);
+/* Writes a connection's gathered output now (leaves b->pending_out). */
+void       eb__bconn_flush(eb__bconn *c);
+eb__bconn *eb__bconn_from_out_link(eb_list *l);
+/* Initializes the flush handles if needed and starts them. */
+void eb__bridge_flush_wake(eb_bridge *b);
 /* Initializes the drain handle if needed and makes it run next turn. */
 void eb__bridge_drain_wake(eb_bridge *b);
 /* A socket's handle closed (live--); server.c may finish closing. */

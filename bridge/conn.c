@@ -4,9 +4,17 @@
  * socket's consumers, its replies map and its in-flight requests, and the
  * bounded write path.
  *
+ * Writes are coalesced (redis handleClientsWithPendingWrites): every frame
+ * is encoded straight into the connection's output buffer (c->out, header
+ * and payload contiguous, frames back to back) and the connection goes on
+ * b->pending_out; the bridge's prepare/check handles flush each pending
+ * connection once per loop phase, one write for all its frames. The
+ * slow-reader bound counts the bytes the kernel has not taken: libuv's
+ * write queue plus c->out.
+ *
  * Invariants: a connection on b->conns is not closing; once closing it has
- * no consumers, no replies and no attached requests, and it is freed when its
- * socket handle has closed. Every outgoing frame is one buffer and one write.
+ * no consumers, no replies and no attached requests, nothing pending in
+ * c->out, and it is freed when its socket handle has closed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +32,10 @@
 
 #define BCONN_TLS_HANDSHAKE_MS 10000u
 #define CONN_DEC_KEEP          ((size_t) 65536)
+/* Output gathered beyond this is written at once rather than at the end of
+ * the loop phase; a bigger output buffer is given back after a flush. */
+#define CONN_OUT_FLUSH_AT ((size_t) 65536)
+#define CONN_OUT_KEEP     ((size_t) 262144)
 /*
  * Frames handled per connection per loop turn. A client that pipelines
  * thousands of frames in one write would otherwise run them all in one
@@ -56,9 +68,12 @@ struct eb__bconn {
 	size_t        n_consumers;
 	size_t        n_replies;
 	eb_list       pause_link; /* in b->paused while paused */
-	int           paused;     /* reading stopped: frames buffered */
-	unsigned      log_left;   /* per-frame log lines still allowed */
-	const char   *doomed;     /* the sweep's close reason, closed next */
+	eb__buf       out;        /* frames not yet handed to the stream */
+	eb_list       out_link;   /* in b->pending_out while out_listed */
+	int           out_listed;
+	int           paused;   /* reading stopped: frames buffered */
+	unsigned      log_left; /* per-frame log lines still allowed */
+	const char   *doomed;   /* the sweep's close reason, closed next */
 	int           authenticated;
 	int           closing;
 };
@@ -98,6 +113,12 @@ eb__bconn *
 eb__bconn_from_pause_link(eb_list *l)
 {
 	return EB_CONTAINER_OF(l, eb__bconn, pause_link);
+}
+
+eb__bconn *
+eb__bconn_from_out_link(eb_list *l)
+{
+	return EB_CONTAINER_OF(l, eb__bconn, out_link);
 }
 
 /* Calls the bridge-event hook; 1 when it blocks (non-zero return). */
@@ -142,49 +163,95 @@ conn_log_ok(eb__bconn *c)
 /* ---- writing ---- */
 
 static void
-conn_write(eb__bconn *c, char *buf, size_t len, eb_bridge_out_kind kind)
+conn_unlist_out(eb__bconn *c)
 {
-	eb_bridge *b = c->b;
-	size_t     backlog = eb__stream_backlog(&c->stream);
-	int        rv;
+	if (c->out_listed) {
+		c->out_listed = 0;
+		eb_list_remove(&c->out_link);
+	}
+}
 
-	if (c->closing) {
-		free(buf);
+/* Hands c->out to the stream (one write); a failure closes c. */
+void
+eb__bconn_flush(eb__bconn *c)
+{
+	int rv;
+
+	conn_unlist_out(c);
+	if (c->closing || eb__buf_avail(&c->out) == 0) {
 		return;
 	}
+	rv = c->stream.ops->write(&c->stream, &c->out);
+	if (c->out.cap > CONN_OUT_KEEP) {
+		eb__buf_free(&c->out);
+	}
+	if (rv != 0) {
+		eb__bconn_close(c, eb_err_name(rv));
+		return;
+	}
+	c->active_ms = eb__mono_ms();
+}
+
+/*
+ * Where a frame is encoded: NULL when nothing may be written any more
+ * (closing). *mark is the output already gathered, for conn_out_end().
+ */
+static eb__buf *
+conn_out_begin(eb__bconn *c, size_t *mark)
+{
+	if (c->closing) {
+		return NULL;
+	}
+	*mark = eb__buf_avail(&c->out);
+	return &c->out;
+}
+
+/* Accounts for the frame appended since conn_out_begin(). */
+static void
+conn_out_end(eb__bconn *c, size_t mark, eb_bridge_out_kind kind)
+{
+	eb_bridge *b = c->b;
+	size_t     len = eb__buf_avail(&c->out) - mark;
+	size_t     backlog = eb__stream_backlog(&c->stream) + mark;
+
 	if (backlog + len > b->opts.write_queue_max_bytes) {
 		/* The client does not read: bound its memory (redis
 		 * client-output-buffer-limit) instead of queueing forever. */
+		c->out.len = c->out.off + mark; /* this frame is not sent */
 		b->stats.conns_closed_slow++;
 		EB_LOG_WARN("bridge",
 		    "slow-consumer-closed: peer=%s queued=%zu frame=%zu "
 		    "max=%zu",
 		    c->peer, backlog, len, b->opts.write_queue_max_bytes);
-		free(buf);
 		eb__bconn_close(c, "slow-consumer");
 		return;
 	}
-	rv = c->stream.ops->write(&c->stream, buf, len);
-	if (rv != 0) {
-		eb__bconn_close(c, eb_err_name(rv));
-		return;
-	}
 	c->frames_out++;
-	c->active_ms = eb__mono_ms();
 	b->stats.frames_out[kind]++;
 	if (kind == EB_BRIDGE_OUT_ERR) {
 		b->stats.errors++;
+	}
+	if (mark + len >= CONN_OUT_FLUSH_AT) {
+		eb__bconn_flush(c);
+		return;
+	}
+	if (!c->out_listed) {
+		c->out_listed = 1;
+		eb_list_insert_tail(&b->pending_out, &c->out_link);
+		eb__bridge_flush_wake(b);
 	}
 }
 
 static void
 conn_err(eb__bconn *c, const char *message)
 {
-	char  *buf;
-	size_t len;
+	size_t   mark;
+	eb__buf *out = conn_out_begin(c, &mark);
 
-	eb__bout_err(message, &buf, &len);
-	conn_write(c, buf, len, EB_BRIDGE_OUT_ERR);
+	if (out != NULL) {
+		eb__bout_err_buf(out, message);
+		conn_out_end(c, mark, EB_BRIDGE_OUT_ERR);
+	}
 }
 
 static void
@@ -203,11 +270,13 @@ static void
 conn_failure(eb__bconn *c, const char *token, const char *source, int code,
     const char *type, const char *message)
 {
-	char  *buf;
-	size_t len;
+	size_t   mark;
+	eb__buf *out = conn_out_begin(c, &mark);
 
-	eb__bout_failure(token, source, code, type, message, &buf, &len);
-	conn_write(c, buf, len, EB_BRIDGE_OUT_ERR);
+	if (out != NULL) {
+		eb__bout_failure_buf(out, token, source, code, type, message);
+		conn_out_end(c, mark, EB_BRIDGE_OUT_ERR);
+	}
 }
 
 /* ---- replies map ---- */
@@ -256,16 +325,20 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	const char *ra = eb_bus_msg_reply_address(msg);
 	const char *body;
 	size_t      body_len = 0;
-	char       *buf;
-	size_t      len;
+	size_t      mark;
+	eb__buf    *out;
 
 	if (ra != NULL) {
 		reply_add(c, ra, msg);
 	}
+	out = conn_out_begin(c, &mark);
+	if (out == NULL) {
+		return;
+	}
 	body = eb_bus_msg_body_bytes(msg, &body_len);
-	eb__bout_message(address, ra, eb_bus_msg_headers(msg), body, body_len,
-	    eb_bus_msg_is_send(msg), &buf, &len);
-	conn_write(c, buf, len, EB_BRIDGE_OUT_MESSAGE);
+	eb__bout_message_buf(out, address, ra, eb_bus_msg_headers(msg), body,
+	    body_len, eb_bus_msg_is_send(msg));
+	conn_out_end(c, mark, EB_BRIDGE_OUT_MESSAGE);
 }
 
 static void
@@ -533,11 +606,13 @@ frame_publish(eb__bconn *c, const eb__bframe *f)
 static void
 frame_ping(eb__bconn *c)
 {
-	char  *buf;
-	size_t len;
+	size_t   mark;
+	eb__buf *out = conn_out_begin(c, &mark);
 
-	eb__bout_pong(&buf, &len);
-	conn_write(c, buf, len, EB_BRIDGE_OUT_PONG);
+	if (out != NULL) {
+		eb__bout_pong_buf(out);
+		conn_out_end(c, mark, EB_BRIDGE_OUT_PONG);
+	}
 }
 
 static const eb_bridge_event_type frame_events[] = {
@@ -739,6 +814,7 @@ conn_closed_cb(eb__stream *s)
 	eb_bridge *b = c->b;
 
 	eb__frame_dec_free(&c->dec);
+	eb__buf_free(&c->out);
 	eb__smap_free(&c->cmap); /* empty since close */
 	eb__smap_free(&c->rmap);
 	free(c);
@@ -754,6 +830,12 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 
 	if (c->closing) {
 		return;
+	}
+	/* What was gathered goes out first (an err frame before an auth
+	 * close, frames before a hook's close); a failure changes nothing. */
+	conn_unlist_out(c);
+	if (eb__buf_avail(&c->out) > 0 && !c->stream.closing) {
+		(void) c->stream.ops->write(&c->stream, &c->out);
 	}
 	c->closing = 1;
 	eb_list_remove(&c->link);
@@ -858,6 +940,8 @@ eb__bconn_accept(eb_bridge *b)
 	c->id = ++b->next_conn_id;
 	eb_list_init(&c->link);
 	eb_list_init(&c->pause_link);
+	eb_list_init(&c->out_link);
+	eb__buf_init(&c->out);
 	eb_list_init(&c->consumers);
 	eb_list_init(&c->replies);
 	eb_list_init(&c->reqs);
@@ -898,6 +982,8 @@ eb__bconn_open_detached(eb_bridge *b)
 	c->b = b;
 	c->id = ++b->next_conn_id;
 	eb_list_init(&c->pause_link);
+	eb_list_init(&c->out_link);
+	eb__buf_init(&c->out);
 	eb_list_init(&c->consumers);
 	eb_list_init(&c->replies);
 	eb_list_init(&c->reqs);
@@ -974,7 +1060,8 @@ eb__bconn_info(const eb__bconn *c, uint64_t now, eb_bridge_conn_info *info)
 	info->age_ms = now - c->started_ms;
 	info->frames_in = c->frames_in;
 	info->frames_out = c->frames_out;
-	info->queued_bytes = eb__stream_backlog(&c->stream);
+	info->queued_bytes =
+	    eb__stream_backlog(&c->stream) + eb__buf_avail(&c->out);
 	info->consumers = c->n_consumers;
 	info->pending_replies = c->n_replies;
 }

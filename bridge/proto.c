@@ -211,40 +211,78 @@ eb__bframe_free(eb__bframe *f)
 
 /* ---- outgoing ---- */
 
+/* Appends j as one frame (header + compact JSON) to out. */
 static void
-bout_json(json_t *j, char **out, size_t *len)
+bout_json(eb__buf *out, json_t *j)
 {
-	int rv = eb__frame_encode_json(j, 0, out, len);
+	const size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
+	size_t       n = json_dumpb(j, NULL, 0, flags);
+	char        *dst = eb__buf_reserve(out, n + EB_FRAME_HDR);
 
 	/* Our own frames are valid UTF-8 objects far below 2 GiB. */
-	if (rv != 0) {
+	if (n == 0 || n > INT32_MAX ||
+	    json_dumpb(j, dst + EB_FRAME_HDR, n, flags) != n) {
 		abort();
 	}
+	eb__frame_put_len((unsigned char *) dst, (uint32_t) n);
+	out->len += n + EB_FRAME_HDR;
 	json_decref(j);
 }
 
+/* The old single-buffer form of the appending encoders. */
+static void
+bout_take(eb__buf *b, char **out, size_t *len)
+{
+	if (b->off != 0) {
+		memmove(b->data, b->data + b->off, b->len - b->off);
+		b->len -= b->off;
+		b->off = 0;
+	}
+	*out = b->data;
+	*len = b->len;
+}
+
 void
-eb__bout_err(const char *message, char **out, size_t *len)
+eb__bout_err_buf(eb__buf *out, const char *message)
 {
 	json_t *j = json_object();
 
 	(void) json_object_set_new(j, "type", json_string("err"));
 	(void) json_object_set_new(j, "message", json_string(message));
-	bout_json(j, out, len);
+	bout_json(out, j);
+}
+
+void
+eb__bout_err(const char *message, char **out, size_t *len)
+{
+	eb__buf b;
+
+	eb__buf_init(&b);
+	eb__bout_err_buf(&b, message);
+	bout_take(&b, out, len);
+}
+
+void
+eb__bout_pong_buf(eb__buf *out)
+{
+	static const char pong[] = "\0\0\0\x0f{\"type\":\"pong\"}";
+
+	eb__buf_append(out, pong, sizeof(pong) - 1);
 }
 
 void
 eb__bout_pong(char **out, size_t *len)
 {
-	json_t *j = json_object();
+	eb__buf b;
 
-	(void) json_object_set_new(j, "type", json_string("pong"));
-	bout_json(j, out, len);
+	eb__buf_init(&b);
+	eb__bout_pong_buf(&b);
+	bout_take(&b, out, len);
 }
 
 void
-eb__bout_failure(const char *token, const char *source, int code,
-    const char *type, const char *message, char **out, size_t *len)
+eb__bout_failure_buf(eb__buf *out, const char *token, const char *source,
+    int code, const char *type, const char *message)
 {
 	json_t *j = json_object();
 
@@ -255,7 +293,18 @@ eb__bout_failure(const char *token, const char *source, int code,
 	(void) json_object_set_new(j, "failureType", json_string(type));
 	(void) json_object_set_new(
 	    j, "message", json_string(message != NULL ? message : ""));
-	bout_json(j, out, len);
+	bout_json(out, j);
+}
+
+void
+eb__bout_failure(const char *token, const char *source, int code,
+    const char *type, const char *message, char **out, size_t *len)
+{
+	eb__buf b;
+
+	eb__buf_init(&b);
+	eb__bout_failure_buf(&b, token, source, code, type, message);
+	bout_take(&b, out, len);
 }
 
 /* Appends the compact encoding of j to b. */
@@ -278,10 +327,38 @@ sb_str(eb__buf *b, const char *s)
 	eb__buf_append(b, s, strlen(s));
 }
 
+/* 1 when s is printable ASCII without '"' and '\\': its JSON encoding is
+ * the bytes themselves in quotes. */
+static int
+plain_ascii(const char *s, size_t *n)
+{
+	const unsigned char *p = (const unsigned char *) s;
+
+	for (; *p != '\0'; p++) {
+		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\') {
+			return 0;
+		}
+	}
+	*n = (size_t) (p - (const unsigned char *) s);
+	return 1;
+}
+
 static void
 sb_string(eb__buf *b, const char *s)
 {
-	json_t *j = json_string(s);
+	json_t *j;
+	size_t  n;
+	char   *dst;
+
+	if (plain_ascii(s, &n)) {
+		dst = eb__buf_reserve(b, n + 2);
+		dst[0] = '"';
+		memcpy(dst + 1, s, n);
+		dst[n + 1] = '"';
+		b->len += n + 2;
+		return;
+	}
+	j = json_string(s);
 
 	if (j == NULL) {
 		/* Not UTF-8 (addresses come from JSON, so never). */
@@ -289,6 +366,40 @@ sb_string(eb__buf *b, const char *s)
 	}
 	sb_json(b, j);
 	json_decref(j);
+}
+
+void
+eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
+    const json_t *headers, const char *body_bytes, size_t body_len, int send)
+{
+	size_t start;
+	size_t payload;
+
+	/* Offsets from off: a reserve may compact the buffer. */
+	start = b->len - b->off;
+	eb__buf_append(b, "\0\0\0\0", EB_FRAME_HDR);
+	sb_str(b, "{\"type\":\"message\",\"address\":");
+	sb_string(b, address);
+	if (reply_address != NULL) {
+		sb_str(b, ",\"replyAddress\":");
+		sb_string(b, reply_address);
+	}
+	if (headers != NULL && json_is_object(headers) &&
+	    json_object_size(headers) > 0) {
+		sb_str(b, ",\"headers\":");
+		sb_json(b, headers);
+	} else {
+		sb_str(b, ",\"headers\":{}");
+	}
+	if (body_bytes != NULL && body_len > 0 &&
+	    !(body_len == 4 && memcmp(body_bytes, "null", 4) == 0)) {
+		sb_str(b, ",\"body\":");
+		eb__buf_append(b, body_bytes, body_len);
+	}
+	sb_str(b, send ? ",\"send\":true}" : ",\"send\":false}");
+	payload = b->len - b->off - start - EB_FRAME_HDR;
+	eb__frame_put_len(
+	    (unsigned char *) b->data + b->off + start, (uint32_t) payload);
 }
 
 /*
@@ -301,30 +412,9 @@ eb__bout_message(const char *address, const char *reply_address,
     char **out, size_t *len)
 {
 	eb__buf b;
-	size_t  payload;
 
 	eb__buf_init(&b);
-	eb__buf_append(&b, "\0\0\0\0", EB_FRAME_HDR);
-	sb_str(&b, "{\"type\":\"message\",\"address\":");
-	sb_string(&b, address);
-	if (reply_address != NULL) {
-		sb_str(&b, ",\"replyAddress\":");
-		sb_string(&b, reply_address);
-	}
-	sb_str(&b, ",\"headers\":");
-	if (headers != NULL && json_is_object(headers)) {
-		sb_json(&b, headers);
-	} else {
-		sb_str(&b, "{}");
-	}
-	if (body_bytes != NULL && body_len > 0 &&
-	    !(body_len == 4 && memcmp(body_bytes, "null", 4) == 0)) {
-		sb_str(&b, ",\"body\":");
-		eb__buf_append(&b, body_bytes, body_len);
-	}
-	sb_str(&b, send ? ",\"send\":true}" : ",\"send\":false}");
-	payload = b.len - EB_FRAME_HDR;
-	eb__frame_put_len((unsigned char *) b.data, (uint32_t) payload);
-	*out = b.data; /* off is 0: nothing was consumed */
-	*len = b.len;
+	eb__bout_message_buf(
+	    &b, address, reply_address, headers, body_bytes, body_len, send);
+	bout_take(&b, out, len);
 }

@@ -167,6 +167,7 @@ eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
 	b->opts.outbound = NULL;
 	eb_list_init(&b->conns);
 	eb_list_init(&b->paused);
+	eb_list_init(&b->pending_out);
 	rv = eb__perm_init(
 	    &b->inbound, opts->inbound, opts->inbound_count, "inbound", err);
 	if (rv != 0) {
@@ -281,6 +282,51 @@ eb__bridge_drain_wake(eb_bridge *b)
 		b->drain_inited = 1;
 	}
 	(void) uv_idle_start(&b->drain, drain_cb);
+}
+
+static void
+flush_all(eb_bridge *b)
+{
+	eb_list *it;
+
+	/* A flush may close its connection (and hooks others), which may
+	 * list more output: always take the first until none is left. */
+	while ((it = eb_list_first(&b->pending_out)) != NULL) {
+		eb__bconn_flush(eb__bconn_from_out_link(it));
+	}
+	b->flush_active = 0;
+	(void) uv_prepare_stop(&b->flush_prep);
+	(void) uv_check_stop(&b->flush_check);
+}
+
+static void
+flush_prep_cb(uv_prepare_t *h)
+{
+	flush_all(h->data);
+}
+
+static void
+flush_check_cb(uv_check_t *h)
+{
+	flush_all(h->data);
+}
+
+void
+eb__bridge_flush_wake(eb_bridge *b)
+{
+	if (b->flush_active || b->closing) {
+		return;
+	}
+	if (!b->flush_inited) {
+		(void) uv_prepare_init(b->loop, &b->flush_prep);
+		(void) uv_check_init(b->loop, &b->flush_check);
+		b->flush_prep.data = b;
+		b->flush_check.data = b;
+		b->flush_inited = 1;
+	}
+	b->flush_active = 1;
+	(void) uv_prepare_start(&b->flush_prep, flush_prep_cb);
+	(void) uv_check_start(&b->flush_check, flush_check_cb);
 }
 
 static uint64_t
@@ -419,6 +465,14 @@ eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 	if (b->drain_inited) {
 		b->open_handles++;
 		uv_close((uv_handle_t *) &b->drain, bridge_handle_closed_cb);
+	}
+	if (b->flush_inited) {
+		/* Every connection flushed its output when it closed. */
+		b->open_handles += 2;
+		uv_close(
+		    (uv_handle_t *) &b->flush_prep, bridge_handle_closed_cb);
+		uv_close(
+		    (uv_handle_t *) &b->flush_check, bridge_handle_closed_cb);
 	}
 	if (b->listener_inited) {
 		b->open_handles += 2;

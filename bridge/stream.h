@@ -24,6 +24,8 @@
 #include <openssl/ssl.h>
 #include <uv.h>
 
+#include "common/buf.h"
+
 typedef struct eb__stream eb__stream;
 
 typedef struct eb__stream_cbs {
@@ -35,10 +37,11 @@ typedef struct eb__stream_cbs {
 typedef struct eb__stream_ops {
 	const char *name; /* "tcp" | "tls" */
 	int (*start)(eb__stream *s);
-	/* Takes ownership of buf (malloc'd), which goes out in one write for
-	 * TCP (one TLS record sequence for TLS). 0 or an error; buf is freed
-	 * either way. */
-	int (*write)(eb__stream *s, char *buf, size_t len);
+	/* Sends every unread byte of b (many frames gathered by the owner:
+	 * one write syscall for TCP, one SSL_write for TLS); what the kernel
+	 * does not take at once is copied and queued. b is left empty (its
+	 * memory kept for reuse) whatever the outcome. 0 or an error. */
+	int (*write)(eb__stream *s, eb__buf *b);
 	void (*close)(eb__stream *s);
 } eb__stream_ops;
 
@@ -79,8 +82,10 @@ int eb__stream_init(
 /* Selects the null ops after eb__stream_init(s, NULL, ...). */
 void eb__stream_make_null(eb__stream *s);
 
-/* Shared by both implementations (stream_tcp.c). */
-int  eb__stream_raw_write(eb__stream *s, char *buf, size_t len);
+/* Shared by both implementations (stream_tcp.c): writes what the kernel
+ * takes now (uv_try_write when nothing is queued), copies and queues the
+ * rest in one uv_write. 0 or an error. */
+int  eb__stream_raw_send(eb__stream *s, const char *p, size_t n);
 void eb__stream_raw_close(eb__stream *s);
 int  eb__stream_read_start(eb__stream *s, uv_read_cb cb);
 /* stream_tls.c: the SSL object and its memory BIOs; 0 or EB_ETLS. */

@@ -1,9 +1,13 @@
 /*
  * Plain TCP streams, and the socket plumbing both stream kinds share: one
- * uv_write per buffer (a frame's header and payload go out together) and the
- * byte count of writes still in flight, which the connection bounds.
+ * write per gathered buffer (many whole frames, each header and payload
+ * contiguous), tried directly first (uv_try_write) and queued only for what
+ * the kernel did not take, and the byte count of writes still in flight,
+ * which the connection bounds.
  */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <ebnode/err.h>
 
@@ -12,10 +16,10 @@
 
 #define STREAM_READ_CHUNK 65536
 
+/* A queued write: the bytes follow the struct (one allocation). */
 typedef struct stream_wreq {
 	uv_write_t  req;
-	eb__stream *s;   /* borrowed: valid until closed_cb, after this cb */
-	char       *buf; /* owned */
+	eb__stream *s; /* borrowed: valid until closed_cb, after this cb */
 	size_t      len;
 } stream_wreq;
 
@@ -42,7 +46,6 @@ stream_write_cb(uv_write_t *req, int status)
 	eb__stream  *s = w->s;
 
 	s->queued -= w->len;
-	free(w->buf);
 	free(w);
 	/* Writes still queued at close complete with UV_ECANCELED. */
 	if (status < 0 && !s->closing) {
@@ -51,30 +54,62 @@ stream_write_cb(uv_write_t *req, int status)
 }
 
 int
-eb__stream_raw_write(eb__stream *s, char *buf, size_t len)
+eb__stream_raw_send(eb__stream *s, const char *p, size_t n)
 {
 	stream_wreq *w;
 	uv_buf_t     ub;
 	int          rv;
 
 	if (s->closing) {
-		free(buf);
 		return EB_ECLOSED;
 	}
-	w = eb__malloc(sizeof(*w));
+	if (n == 0) {
+		return 0;
+	}
+	/* Nothing queued: the kernel usually takes it all, no copy. */
+	if (eb__stream_backlog(s) == 0) {
+		ub = uv_buf_init((char *) (uintptr_t) p, (unsigned int) n);
+		rv = uv_try_write((uv_stream_t *) &s->tcp, &ub, 1);
+		if (rv >= 0) {
+			p += rv;
+			n -= (size_t) rv;
+		} else if (rv != UV_EAGAIN) {
+			return rv;
+		}
+		if (n == 0) {
+			return 0;
+		}
+	}
+	w = eb__malloc(sizeof(*w) + n);
 	w->s = s;
-	w->buf = buf;
-	w->len = len;
-	ub = uv_buf_init(buf, (unsigned int) len);
+	w->len = n;
+	memcpy(w + 1, p, n);
+	ub = uv_buf_init((char *) (w + 1), (unsigned int) n);
 	rv =
 	    uv_write(&w->req, (uv_stream_t *) &s->tcp, &ub, 1, stream_write_cb);
 	if (rv != 0) {
-		free(buf);
 		free(w);
 		return rv;
 	}
-	s->queued += len;
+	s->queued += n;
 	return 0;
+}
+
+/* Leaves b empty, keeping its memory. */
+static void
+buf_reset(eb__buf *b)
+{
+	b->off = 0;
+	b->len = 0;
+}
+
+static int
+tcp_write(eb__stream *s, eb__buf *b)
+{
+	int rv = eb__stream_raw_send(s, eb__buf_head(b), eb__buf_avail(b));
+
+	buf_reset(b);
+	return rv;
 }
 
 size_t
@@ -138,7 +173,7 @@ eb__stream_read_start(eb__stream *s, uv_read_cb cb)
 const eb__stream_ops eb__stream_tcp_ops = {
 	.name = "tcp",
 	.start = tcp_start,
-	.write = eb__stream_raw_write,
+	.write = tcp_write,
 	.close = eb__stream_raw_close,
 };
 
@@ -150,11 +185,10 @@ null_start(eb__stream *s)
 }
 
 static int
-null_write(eb__stream *s, char *buf, size_t len)
+null_write(eb__stream *s, eb__buf *b)
 {
 	(void) s;
-	(void) len;
-	free(buf);
+	buf_reset(b);
 	return 0;
 }
 

@@ -15,7 +15,8 @@
 #include "bridge/stream.h"
 #include "common/alloc.h"
 
-#define TLS_PLAIN_CHUNK 16384
+#define TLS_PLAIN_CHUNK  16384
+#define TLS_CIPHER_CHUNK 65536
 
 /* Records the first queued OpenSSL error as text and clears the queue. */
 static void
@@ -36,20 +37,21 @@ tls_note_error(eb__stream *s, int ssl_err)
 static int
 tls_flush(eb__stream *s)
 {
-	size_t pending = BIO_ctrl_pending(s->wbio);
-	char  *buf;
-	int    n;
+	char buf[TLS_CIPHER_CHUNK];
+	int  n;
+	int  rv;
 
-	if (pending == 0) {
-		return 0;
+	while (BIO_ctrl_pending(s->wbio) > 0) {
+		n = BIO_read(s->wbio, buf, (int) sizeof(buf));
+		if (n <= 0) {
+			return 0;
+		}
+		rv = eb__stream_raw_send(s, buf, (size_t) n);
+		if (rv != 0) {
+			return rv;
+		}
 	}
-	buf = eb__malloc(pending);
-	n = BIO_read(s->wbio, buf, (int) pending);
-	if (n <= 0) {
-		free(buf);
-		return 0;
-	}
-	return eb__stream_raw_write(s, buf, (size_t) n);
+	return 0;
 }
 
 /* Flushes; on a socket error reports it to the owner. 0 or -1. */
@@ -163,23 +165,28 @@ tls_start(eb__stream *s)
 }
 
 static int
-tls_write(eb__stream *s, char *buf, size_t len)
+tls_write(eb__stream *s, eb__buf *b)
 {
-	int r;
-	int e;
+	size_t len = eb__buf_avail(b);
+	int    r;
+	int    e;
 
 	if (s->closing) {
-		free(buf);
+		b->off = b->len = 0;
 		return EB_ECLOSED;
 	}
 	if (!s->handshake_done || len > (size_t) INT32_MAX) {
 		/* Frames are only produced after the peer sent one, which
 		 * needs a finished handshake. */
-		free(buf);
+		b->off = b->len = 0;
 		return EB_ETLS;
 	}
-	r = SSL_write(s->ssl, buf, (int) len);
-	free(buf);
+	if (len == 0) {
+		return 0;
+	}
+	/* Everything gathered in one SSL_write: full records, one flush. */
+	r = SSL_write(s->ssl, eb__buf_head(b), (int) len);
+	b->off = b->len = 0;
 	if (r <= 0) {
 		e = SSL_get_error(s->ssl, r);
 		tls_note_error(s, e);

@@ -265,7 +265,7 @@ route_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 }
 
 static int
-send_prepare(eb_bus *bus, const char *address, const json_t *body,
+send_prepare(eb_bus *bus, const char *address, const eb__bus_body *body,
     const json_t *headers, int is_send, eb_bus_msg **msgp)
 {
 	int rv;
@@ -273,12 +273,12 @@ send_prepare(eb_bus *bus, const char *address, const json_t *body,
 	if ((rv = route_check(bus, address)) != 0) {
 		return rv;
 	}
-	return eb__bus_msg_new(
+	return eb__bus_msg_make(
 	    address, body, headers, bus->empty_headers, is_send, msgp);
 }
 
-int
-eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
+static int
+bus_send(eb_bus *bus, const char *address, const eb__bus_body *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
 	eb_bus_msg   *msg;
@@ -306,6 +306,25 @@ eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
 	return rv;
 }
 
+int
+eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts)
+{
+	eb__bus_body b = { body, NULL, 0 };
+
+	return bus_send(bus, address, &b, headers, opts);
+}
+
+int
+eb_bus_send_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4 };
+
+	return bus_send(bus, address, &b, headers, opts);
+}
+
 struct publish_ctx {
 	eb_bus     *bus;
 	eb_bus_msg *msg;
@@ -322,8 +341,8 @@ publish_node_cb(void *fnarg, uint32_t node)
 	}
 }
 
-int
-eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
+static int
+bus_publish(eb_bus *bus, const char *address, const eb__bus_body *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
 	eb_bus_msg   *msg;
@@ -356,7 +375,26 @@ eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
 }
 
 int
-eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
+eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts)
+{
+	eb__bus_body b = { body, NULL, 0 };
+
+	return bus_publish(bus, address, &b, headers, opts);
+}
+
+int
+eb_bus_publish_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4 };
+
+	return bus_publish(bus, address, &b, headers, opts);
+}
+
+static int
+bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg)
 {
@@ -391,6 +429,27 @@ eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
 		eb__bus_req_fail(bus, r, rv, EB_BUS_ERROR, -1, eb_strerror(rv));
 	}
 	return 0;
+}
+
+int
+eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
+    void *arg)
+{
+	eb__bus_body b = { body, NULL, 0 };
+
+	return bus_request(bus, address, &b, headers, opts, cb, arg);
+}
+
+int
+eb_bus_request_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_reply_cb cb, void *arg)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4 };
+
+	return bus_request(bus, address, &b, headers, opts, cb, arg);
 }
 
 void

@@ -79,8 +79,9 @@ struct eb_bus_msg {
 	size_t   body_len;
 	json_t  *body_json; /* owned, parsed lazily */
 	int      body_parsed;
-	eb_bus  *bus;      /* borrowed; set while a reply is possible */
-	eb_list  bus_link; /* in bus->reply_msgs while bus != NULL */
+	int      body_inline; /* body is part of the message's allocation */
+	eb_bus  *bus;         /* borrowed; set while a reply is possible */
+	eb_list  bus_link;    /* in bus->reply_msgs while bus != NULL */
 };
 
 /* ---- consumers ---- */
@@ -199,6 +200,17 @@ int eb__bus_headers_check(const json_t *headers);
 /* empty: the bus's shared empty headers object, used (held) for NULL or
  * empty headers. */
 int eb__bus_msg_new(const char *address, const json_t *body,
+    const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);
+/* A body given either as a value (json; NULL: null) or, when raw is
+ * non-NULL, as its compact encoding (what json_dumps with JSON_COMPACT |
+ * JSON_ENCODE_ANY produces; "null" for none), used verbatim. */
+typedef struct eb__bus_body {
+	const json_t *json;
+	const char   *raw;
+	size_t        raw_len;
+} eb__bus_body;
+/* eb__bus_msg_new for either kind of body. */
+int eb__bus_msg_make(const char *address, const eb__bus_body *body,
     const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);
 /* From already encoded parts (remote); body bytes copied, headers (an
  * object, not NULL) held. */

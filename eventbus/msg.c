@@ -41,19 +41,48 @@ eb__bus_headers_check(const json_t *headers)
 /* The body of every null-bodied message (never written to). */
 static char null_body[] = "null";
 
+/* One allocation: the struct, the address, then body_len + 1 bytes for an
+ * inline body. */
 static eb_bus_msg *
-msg_alloc(const char *address, int is_send)
+msg_alloc(const char *address, int is_send, size_t body_len)
 {
 	size_t      alen = strlen(address) + 1;
-	eb_bus_msg *m = eb__calloc(1, sizeof(*m) + alen);
+	eb_bus_msg *m = eb__malloc(sizeof(*m) + alen + body_len + 1);
 
-	/* One allocation: the address lives right after the struct. */
+	memset(m, 0, sizeof(*m));
 	m->refs = 1;
 	m->is_send = is_send;
 	m->address = (char *) (m + 1);
 	memcpy(m->address, address, alen);
 	eb_list_init(&m->bus_link);
 	return m;
+}
+
+/* The body bytes (or the shared null body) into m. */
+static void
+msg_set_body(eb_bus_msg *m, const char *body, size_t body_len)
+{
+	if (body_len == 4 && memcmp(body, "null", 4) == 0) {
+		m->body = null_body;
+		m->body_parsed = 1; /* body_json stays NULL */
+	} else {
+		m->body = m->address + strlen(m->address) + 1;
+		memcpy(m->body, body, body_len);
+		m->body[body_len] = '\0';
+		m->body_inline = 1;
+	}
+	m->body_len = body_len;
+}
+
+static int
+msg_set_headers(eb_bus_msg *m, const json_t *headers, json_t *empty)
+{
+	if (headers == NULL || json_object_size(headers) == 0) {
+		m->headers = json_incref(empty); /* shared, never modified */
+	} else if ((m->headers = json_deep_copy(headers)) == NULL) {
+		return UV_ENOMEM;
+	}
+	return 0;
 }
 
 int
@@ -73,7 +102,7 @@ eb__bus_msg_new(const char *address, const json_t *body, const json_t *headers,
 			return UV_EINVAL; /* e.g. a NaN real or bad UTF-8 */
 		}
 	}
-	m = msg_alloc(address, is_send);
+	m = msg_alloc(address, is_send, 0);
 	if (enc != NULL) {
 		m->body = enc;
 		m->body_len = strlen(enc);
@@ -82,9 +111,37 @@ eb__bus_msg_new(const char *address, const json_t *body, const json_t *headers,
 		m->body_len = 4;
 		m->body_parsed = 1; /* body_json stays NULL */
 	}
-	if (headers == NULL || json_object_size(headers) == 0) {
-		m->headers = json_incref(empty); /* shared, never modified */
-	} else if ((m->headers = json_deep_copy(headers)) == NULL) {
+	if (msg_set_headers(m, headers, empty) != 0) {
+		eb_bus_msg_release(m);
+		return UV_ENOMEM;
+	}
+	*msgp = m;
+	return 0;
+}
+
+int
+eb__bus_msg_make(const char *address, const eb__bus_body *body,
+    const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp)
+{
+	const char *raw = body->raw;
+	size_t      len = body->raw_len;
+	eb_bus_msg *m;
+	int         rv;
+
+	if (raw == NULL) {
+		return eb__bus_msg_new(
+		    address, body->json, headers, empty, is_send, msgp);
+	}
+	if ((rv = eb__bus_headers_check(headers)) != 0) {
+		return rv;
+	}
+	if (len == 0) {
+		raw = null_body;
+		len = 4;
+	}
+	m = msg_alloc(address, is_send, len);
+	msg_set_body(m, raw, len);
+	if (msg_set_headers(m, headers, empty) != 0) {
 		eb_bus_msg_release(m);
 		return UV_ENOMEM;
 	}
@@ -96,15 +153,9 @@ eb_bus_msg *
 eb__bus_msg_from_bytes(const char *address, const char *body, size_t body_len,
     json_t *headers, int is_send)
 {
-	eb_bus_msg *m = msg_alloc(address, is_send);
+	eb_bus_msg *m = msg_alloc(address, is_send, body_len);
 
-	if (body_len == 4 && memcmp(body, "null", 4) == 0) {
-		m->body = null_body;
-		m->body_parsed = 1;
-	} else {
-		m->body = eb__strndup(body, body_len);
-	}
-	m->body_len = body_len;
+	msg_set_body(m, body, body_len);
 	m->headers = json_incref(headers);
 	return m;
 }
@@ -197,7 +248,7 @@ eb_bus_msg_release(eb_bus_msg *msg)
 	}
 	free(msg->reply_address);
 	json_decref(msg->headers);
-	if (msg->body != null_body) {
+	if (msg->body != null_body && !msg->body_inline) {
 		free(msg->body);
 	}
 	json_decref(msg->body_json);

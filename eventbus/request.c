@@ -303,8 +303,8 @@ count_answer(eb_bus *bus, const eb_bus_msg *msg, int failed)
 	}
 }
 
-int
-eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
+static int
+msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
 {
 	eb_bus      *bus;
@@ -316,7 +316,7 @@ eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
 		return rv;
 	}
 	bus = msg->bus;
-	rv = eb__bus_msg_new(
+	rv = eb__bus_msg_make(
 	    msg->reply_address, body, headers, bus->empty_headers, 1, &reply);
 	if (rv != 0) {
 		return rv;
@@ -344,6 +344,26 @@ eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
 	}
 	eb_bus_msg_release(reply);
 	return 0;
+}
+
+int
+eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
+    const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
+{
+	eb__bus_body b = { body, NULL, 0 };
+
+	return msg_reply(msg, &b, headers, opts, cb, arg);
+}
+
+int
+eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body, size_t body_len,
+    const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
+    void *arg)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4 };
+
+	return msg_reply(msg, &b, headers, opts, cb, arg);
 }
 
 int

@@ -124,6 +124,21 @@ EB_API int eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg);
 
+/*
+ * The same with the body given as its encoding, used verbatim (the bridge
+ * passes a client's body through without a parse/dump cycle): body_len
+ * bytes that json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) produces for
+ * some value v; the caller guarantees it. NULL or "null": a null body.
+ */
+EB_API int eb_bus_send_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts);
+EB_API int eb_bus_publish_raw(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const json_t *headers,
+    const eb_bus_send_opts *opts);
+EB_API int eb_bus_request_raw(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const json_t *headers,
+    const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg);
+
 /* Message accessors; results borrowed from msg. */
 EB_API const char   *eb_bus_msg_address(const eb_bus_msg *msg);
 EB_API const char   *eb_bus_msg_reply_address(const eb_bus_msg *msg);
@@ -144,6 +159,10 @@ EB_API void        eb_bus_msg_release(eb_bus_msg *msg);
 EB_API int eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg);
+/* eb_bus_msg_reply with the body as its encoding (see eb_bus_send_raw). */
+EB_API int eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_reply_cb cb, void *arg);
 /* Fails the request with RECIPIENT_FAILURE (code, message). */
 EB_API int eb_bus_msg_fail(eb_bus_msg *msg, int code, const char *message);
 
