@@ -66,6 +66,11 @@ typedef struct eb__bframe {
 	const char     *address;       /* NULL: missing or not a string */
 	const char     *reply_address; /* NULL: none or not a string */
 	const json_t   *body;          /* NULL: absent or JSON null */
+	/* Fast path (root NULL): the body as its raw bytes in the payload,
+	 * already in the bus's canonical encoding; NULL: absent or null. */
+	int         raw;
+	const char *body_raw;
+	size_t      body_raw_len;
 	json_t     *headers; /* owned: stringified, option keys removed; NULL */
 	const char *token;   /* headers.token (string) or NULL; borrowed */
 	uint64_t    timeout_ms; /* 0: not given */
@@ -73,6 +78,7 @@ typedef struct eb__bframe {
 	int         has_failure; /* failureCode present (an integer) */
 	int         failure_code;
 	const char *failure_message; /* "" when absent */
+	char        sbuf[256]; /* fast path: type, address, replyAddress */
 } eb__bframe;
 
 /*
@@ -80,7 +86,19 @@ typedef struct eb__bframe {
  * object (the caller skips it). strip_token removes "token" from the
  * forwarded headers. Free with eb__bframe_free() after 0.
  */
-int  eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f);
+int eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f);
+/*
+ * The same, trying first (fast != 0) a scanner that accepts only a subset
+ * of JSON on which it agrees with jansson exactly: a top-level object with
+ * the keys type, address, replyAddress, body and headers (null or {}), each
+ * at most once, strings without \u escapes, a body whose text is already
+ * the compact encoding json_dumps would produce (no whitespace, integers
+ * of at most 18 digits, no reals, no duplicate keys, depth <= 32). Then
+ * root is NULL, raw is 1 and the body is carried as body_raw; anything else
+ * falls back to the jansson parse. p must outlive f.
+ */
+int eb__bframe_parse_ex(
+    const char *p, size_t n, int strip_token, int fast, eb__bframe *f);
 void eb__bframe_free(eb__bframe *f);
 
 /*

@@ -418,6 +418,18 @@ req_refused(eb__bconn *c, bconn_req *r, int rv)
 
 /* ---- client frames ---- */
 
+/* Answers msg with the frame's body, raw (fast path) or parsed. */
+static int
+conn_reply(eb_bus_msg *msg, const eb__bframe *f, const eb_bus_send_opts *so,
+    eb_bus_reply_cb cb, void *arg)
+{
+	if (f->raw) {
+		return eb_bus_msg_reply_raw(
+		    msg, f->body_raw, f->body_raw_len, f->headers, so, cb, arg);
+	}
+	return eb_bus_msg_reply(msg, f->body, f->headers, so, cb, arg);
+}
+
 static void
 frame_send(eb__bconn *c, const eb__bframe *f)
 {
@@ -443,8 +455,7 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 		/* One-shot: the entry goes whatever the outcome. */
 		if (f->reply_address != NULL) {
 			r = req_new(c, f->reply_address, f->address);
-			rv = eb_bus_msg_reply(
-			    reply->msg, f->body, f->headers, &so, req_cb, r);
+			rv = conn_reply(reply->msg, f, &so, req_cb, r);
 			if (rv != 0) {
 				req_refused(c, r, rv);
 			}
@@ -452,23 +463,31 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 			(void) eb_bus_msg_fail(
 			    reply->msg, f->failure_code, f->failure_message);
 		} else {
-			(void) eb_bus_msg_reply(
-			    reply->msg, f->body, f->headers, &so, NULL, NULL);
+			(void) conn_reply(reply->msg, f, &so, NULL, NULL);
 		}
 		reply_free(c, reply);
 		return;
 	}
 	if (f->reply_address != NULL) {
 		r = req_new(c, f->reply_address, f->address);
-		rv = eb_bus_request(
-		    b->bus, f->address, f->body, f->headers, &so, req_cb, r);
+		rv = f->raw
+		         ? eb_bus_request_raw(b->bus, f->address, f->body_raw,
+		               f->body_raw_len, f->headers, &so, req_cb, r)
+		         : eb_bus_request(b->bus, f->address, f->body,
+		               f->headers, &so, req_cb, r);
 		if (rv != 0) {
 			req_refused(c, r, rv);
 		}
 		return;
 	}
 	/* A plain send to nobody is silent, as in Vert.x. */
-	(void) eb_bus_send(b->bus, f->address, f->body, f->headers, &so);
+	if (f->raw) {
+		(void) eb_bus_send_raw(b->bus, f->address, f->body_raw,
+		    f->body_raw_len, f->headers, &so);
+	} else {
+		(void) eb_bus_send(
+		    b->bus, f->address, f->body, f->headers, &so);
+	}
 }
 
 static bconn_consumer *
@@ -600,7 +619,13 @@ frame_publish(eb__bconn *c, const eb__bframe *f)
 	}
 	eb_bus_send_opts_init(&so);
 	so.local_only = f->local_only;
-	(void) eb_bus_publish(c->b->bus, f->address, f->body, f->headers, &so);
+	if (f->raw) {
+		(void) eb_bus_publish_raw(c->b->bus, f->address, f->body_raw,
+		    f->body_raw_len, f->headers, &so);
+	} else {
+		(void) eb_bus_publish(
+		    c->b->bus, f->address, f->body, f->headers, &so);
+	}
 }
 
 static void
@@ -687,8 +712,9 @@ conn_frame(eb__bconn *c, const char *p, uint32_t n)
 	int        rv;
 
 	c->frames_in++;
-	rv =
-	    eb__bframe_parse(p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, &f);
+	/* A hook sees the frame as a json_t: only the jansson path has one. */
+	rv = eb__bframe_parse_ex(
+	    p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, b->hook == NULL, &f);
 	if (rv != 0) {
 		conn_malformed(c, n);
 		return;

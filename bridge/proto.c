@@ -12,6 +12,7 @@
  * "5", 1.5 -> "1.5", objects and arrays as compact JSON).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,17 +156,12 @@ failure_code(const json_t *v, int *out)
 	return 1;
 }
 
-int
-eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
+static int
+bframe_parse_slow(const char *p, size_t n, int strip_token, eb__bframe *f)
 {
 	json_error_t jerr;
 	json_t      *v;
 
-	memset(f, 0, sizeof(*f));
-	f->failure_message = "";
-	if (n == 0) {
-		return EB_EFRAME;
-	}
 	/* Without JSON_DECODE_ANY jansson still accepts a top-level array. */
 	f->root = json_loadb(p, n, 0, &jerr);
 	if (f->root == NULL) {
@@ -201,12 +197,471 @@ eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
 	return 0;
 }
 
+/* ---- fast path: a scanner for the common, canonical frames ---- */
+
+#define FAST_MAX_DEPTH 32
+#define FAST_MAX_KEYS  16
+
+typedef struct fscan {
+	const unsigned char *p;
+	const unsigned char *end;
+} fscan;
+
+enum { FK_TYPE, FK_ADDRESS, FK_REPLY, FK_BODY, FK_HEADERS };
+
+static int fs_value(fscan *s, int depth);
+
+static void
+fs_ws(fscan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' ||
+	                            *s->p == '\n' || *s->p == '\r')) {
+		s->p++;
+	}
+}
+
+/* The length of the UTF-8 sequence at p (lead byte >= 0x80) when jansson
+ * accepts it (no overlong forms, no surrogates, <= U+10FFFF), else 0. */
+static size_t
+fs_utf8(const unsigned char *p, const unsigned char *end)
+{
+	unsigned c = p[0];
+	uint32_t cp;
+	size_t   n;
+	size_t   i;
+
+	if (c >= 0xC2 && c <= 0xDF) {
+		n = 2;
+		cp = c & 0x1Fu;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		n = 3;
+		cp = c & 0x0Fu;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 4;
+		cp = c & 0x07u;
+	} else {
+		return 0;
+	}
+	if ((size_t) (end - p) < n) {
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xC0u) != 0x80u) {
+			return 0;
+		}
+		cp = cp << 6 | (p[i] & 0x3Fu);
+	}
+	if (cp > 0x10FFFFu || (cp >= 0xD800u && cp <= 0xDFFFu) ||
+	    (n == 3 && cp < 0x800u) || (n == 4 && cp < 0x10000u)) {
+		return 0;
+	}
+	return n;
+}
+
+/*
+ * A string at s->p whose text is its compact encoding: valid UTF-8, no
+ * control characters, escapes (only when esc) limited to the ones jansson
+ * writes itself (\" \\ \b \f \n \r \t). str and len: the bytes between the
+ * quotes. 0: not such a string (the caller falls back).
+ */
+static int
+fs_string(fscan *s, int esc, const char **str, size_t *len)
+{
+	const unsigned char *start;
+	size_t               u;
+	unsigned             c;
+
+	if (s->p >= s->end || *s->p != '"') {
+		return 0;
+	}
+	start = ++s->p;
+	while (s->p < s->end) {
+		c = *s->p;
+		if (c == '"') {
+			*str = (const char *) start;
+			*len = (size_t) (s->p - start);
+			s->p++;
+			return 1;
+		}
+		if (c < 0x20) {
+			return 0;
+		}
+		if (c == '\\') {
+			if (!esc || s->end - s->p < 2) {
+				return 0;
+			}
+			c = s->p[1];
+			if (c != '"' && c != '\\' && c != 'b' && c != 'f' &&
+			    c != 'n' && c != 'r' && c != 't') {
+				return 0;
+			}
+			s->p += 2;
+		} else if (c >= 0x80) {
+			if ((u = fs_utf8(s->p, s->end)) == 0) {
+				return 0;
+			}
+			s->p += u;
+		} else {
+			s->p++;
+		}
+	}
+	return 0;
+}
+
+static int
+fs_digit(const fscan *s)
+{
+	return s->p < s->end && *s->p >= '0' && *s->p <= '9';
+}
+
+/* An integer as jansson prints it: 0 or -?[1-9][0-9]{0,17} (no -0, no
+ * reals, nothing near the int64 limits). */
+static int
+fs_int(fscan *s)
+{
+	const unsigned char *d;
+	int                  neg = 0;
+
+	if (s->p < s->end && *s->p == '-') {
+		neg = 1;
+		s->p++;
+	}
+	if (!fs_digit(s)) {
+		return 0;
+	}
+	d = s->p;
+	if (*s->p == '0') {
+		if (neg) {
+			return 0; /* -0 prints as 0 */
+		}
+		s->p++;
+	} else {
+		while (fs_digit(s)) {
+			s->p++;
+		}
+		if (s->p - d > 18) {
+			return 0;
+		}
+	}
+	return !(
+	    fs_digit(s) ||
+	    (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E')));
+}
+
+static int
+fs_lit(fscan *s, const char *lit, size_t n)
+{
+	if ((size_t) (s->end - s->p) < n || memcmp(s->p, lit, n) != 0) {
+		return 0;
+	}
+	s->p += n;
+	return 1;
+}
+
+static int
+fs_object(fscan *s, int depth)
+{
+	const char *keys[FAST_MAX_KEYS];
+	size_t      lens[FAST_MAX_KEYS];
+	size_t      nk = 0;
+	size_t      i;
+
+	if (depth > FAST_MAX_DEPTH) {
+		return 0;
+	}
+	s->p++; /* '{' */
+	if (s->p < s->end && *s->p == '}') {
+		s->p++;
+		return 1;
+	}
+	for (;;) {
+		if (nk == FAST_MAX_KEYS ||
+		    !fs_string(s, 1, &keys[nk], &lens[nk])) {
+			return 0;
+		}
+		/* Equal text is an equal key: the escapes are canonical. */
+		for (i = 0; i < nk; i++) {
+			if (lens[i] == lens[nk] &&
+			    memcmp(keys[i], keys[nk], lens[i]) == 0) {
+				return 0; /* a duplicate: jansson keeps the last
+				           */
+			}
+		}
+		nk++;
+		if (!fs_lit(s, ":", 1) || !fs_value(s, depth)) {
+			return 0;
+		}
+		if (fs_lit(s, "}", 1)) {
+			return 1;
+		}
+		if (!fs_lit(s, ",", 1)) {
+			return 0;
+		}
+	}
+}
+
+static int
+fs_array(fscan *s, int depth)
+{
+	if (depth > FAST_MAX_DEPTH) {
+		return 0;
+	}
+	s->p++; /* '[' */
+	if (fs_lit(s, "]", 1)) {
+		return 1;
+	}
+	for (;;) {
+		if (!fs_value(s, depth)) {
+			return 0;
+		}
+		if (fs_lit(s, "]", 1)) {
+			return 1;
+		}
+		if (!fs_lit(s, ",", 1)) {
+			return 0;
+		}
+	}
+}
+
+/* A value in its compact canonical encoding (no whitespace). */
+static int
+fs_value(fscan *s, int depth)
+{
+	const char *str;
+	size_t      len;
+
+	if (s->p >= s->end) {
+		return 0;
+	}
+	switch (*s->p) {
+	case '"':
+		return fs_string(s, 1, &str, &len);
+	case '{':
+		return fs_object(s, depth + 1);
+	case '[':
+		return fs_array(s, depth + 1);
+	case 't':
+		return fs_lit(s, "true", 4);
+	case 'f':
+		return fs_lit(s, "false", 5);
+	case 'n':
+		return fs_lit(s, "null", 4);
+	default:
+		return fs_int(s);
+	}
+}
+
+static int
+fast_key(const char *k, size_t n)
+{
+	static const struct {
+		const char *name;
+		size_t      len;
+		int         key;
+	} keys[] = {
+		{ "type", 4, FK_TYPE },
+		{ "address", 7, FK_ADDRESS },
+		{ "replyAddress", 12, FK_REPLY },
+		{ "body", 4, FK_BODY },
+		{ "headers", 7, FK_HEADERS },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (keys[i].len == n && memcmp(keys[i].name, k, n) == 0) {
+			return keys[i].key;
+		}
+	}
+	return -1;
+}
+
+/* headers: null or an empty object (anything else takes the slow path). */
+static int
+fs_headers(fscan *s)
+{
+	if (fs_lit(s, "null", 4)) {
+		return 1;
+	}
+	if (!fs_lit(s, "{", 1)) {
+		return 0;
+	}
+	fs_ws(s);
+	return fs_lit(s, "}", 1);
+}
+
+static eb__bframe_type
+fast_type(const char *t, size_t n)
+{
+	static const struct {
+		const char     *name;
+		size_t          len;
+		eb__bframe_type type;
+	} types[] = {
+		{ "send", 4, EB__BF_SEND },
+		{ "publish", 7, EB__BF_PUBLISH },
+		{ "register", 8, EB__BF_REGISTER },
+		{ "unregister", 10, EB__BF_UNREGISTER },
+		{ "ping", 4, EB__BF_PING },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (types[i].len == n && memcmp(types[i].name, t, n) == 0) {
+			return types[i].type;
+		}
+	}
+	return EB__BF_UNKNOWN;
+}
+
+/* Copies a string value into f->sbuf (NUL-terminated); NULL when full. */
+static const char *
+fast_keep(eb__bframe *f, size_t *used, const char *v, size_t n)
+{
+	char *dst;
+
+	if (n >= sizeof(f->sbuf) - *used) {
+		return NULL;
+	}
+	dst = f->sbuf + *used;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+	*used += n + 1;
+	return dst;
+}
+
+/* One member value of the top-level object into the span slots. */
+static int
+fast_member(fscan *s, int key, const char **v, size_t *vl)
+{
+	const unsigned char *start = s->p;
+
+	switch (key) {
+	case FK_TYPE:
+	case FK_ADDRESS:
+	case FK_REPLY:
+		return fs_string(s, 0, &v[key], &vl[key]);
+	case FK_BODY:
+		if (!fs_value(s, 0)) {
+			return 0;
+		}
+		v[key] = (const char *) start;
+		vl[key] = (size_t) (s->p - start);
+		return 1;
+	default:
+		return fs_headers(s);
+	}
+}
+
+/* Fills f from the spans; 0 when the strings do not fit f->sbuf. */
+static int
+fast_fill(eb__bframe *f, const char **v, const size_t *vl)
+{
+	size_t used = 0;
+
+	f->raw = 1;
+	f->type = v[FK_TYPE] != NULL ? fast_type(v[FK_TYPE], vl[FK_TYPE])
+	                             : EB__BF_UNKNOWN;
+	if (v[FK_ADDRESS] != NULL && vl[FK_ADDRESS] > 0 &&
+	    (f->address = fast_keep(f, &used, v[FK_ADDRESS], vl[FK_ADDRESS])) ==
+	        NULL) {
+		return 0;
+	}
+	if (v[FK_REPLY] != NULL && (f->reply_address = fast_keep(f, &used,
+	                                v[FK_REPLY], vl[FK_REPLY])) == NULL) {
+		return 0;
+	}
+	if (v[FK_BODY] != NULL &&
+	    !(vl[FK_BODY] == 4 && memcmp(v[FK_BODY], "null", 4) == 0)) {
+		f->body_raw = v[FK_BODY];
+		f->body_raw_len = vl[FK_BODY];
+	}
+	return 1;
+}
+
+/* 1 when the frame was decoded by the scanner; 0: take the slow path. */
+static int
+bframe_parse_fast(const char *p, size_t n, eb__bframe *f)
+{
+	fscan s = { (const unsigned char *) p, (const unsigned char *) p + n };
+	const char *v[FK_HEADERS + 1] = { NULL };
+	size_t      vl[FK_HEADERS + 1] = { 0 };
+	const char *k;
+	size_t      kl;
+	unsigned    seen = 0;
+	int         key;
+
+	fs_ws(&s);
+	if (!fs_lit(&s, "{", 1)) {
+		return 0;
+	}
+	fs_ws(&s);
+	if (!fs_lit(&s, "}", 1)) {
+		for (;;) {
+			if (!fs_string(&s, 0, &k, &kl) ||
+			    (key = fast_key(k, kl)) < 0 ||
+			    (seen & (1u << key)) != 0) {
+				return 0;
+			}
+			seen |= 1u << key;
+			fs_ws(&s);
+			if (!fs_lit(&s, ":", 1)) {
+				return 0;
+			}
+			fs_ws(&s);
+			if (!fast_member(&s, key, v, vl)) {
+				return 0;
+			}
+			fs_ws(&s);
+			if (fs_lit(&s, "}", 1)) {
+				break;
+			}
+			if (!fs_lit(&s, ",", 1)) {
+				return 0;
+			}
+			fs_ws(&s);
+		}
+	}
+	fs_ws(&s);
+	if (s.p != s.end) {
+		return 0;
+	}
+	return fast_fill(f, v, vl);
+}
+
+static void
+bframe_reset(eb__bframe *f)
+{
+	memset(f, 0, offsetof(eb__bframe, sbuf));
+	f->failure_message = "";
+}
+
+int
+eb__bframe_parse_ex(
+    const char *p, size_t n, int strip_token, int fast, eb__bframe *f)
+{
+	bframe_reset(f);
+	if (n == 0) {
+		return EB_EFRAME;
+	}
+	if (fast && bframe_parse_fast(p, n, f)) {
+		return 0;
+	}
+	bframe_reset(f);
+	return bframe_parse_slow(p, n, strip_token, f);
+}
+
+int
+eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
+{
+	return eb__bframe_parse_ex(p, n, strip_token, 1, f);
+}
+
 void
 eb__bframe_free(eb__bframe *f)
 {
 	json_decref(f->headers);
 	json_decref(f->root);
-	memset(f, 0, sizeof(*f));
+	bframe_reset(f);
 }
 
 /* ---- outgoing ---- */

@@ -1,0 +1,264 @@
+/*
+ * Unit tests for the bridge's fast frame scanner (proto.c): on every input
+ * it must either decline (the jansson path then decides) or produce exactly
+ * what the jansson path produces, with the body bytes equal to jansson's
+ * compact encoding of the parsed body. Checked on hand-written edge cases and
+ * on a deterministic mutation run over them (a small differential fuzzer).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/err.h>
+
+#include "bridge/bridge_int.h"
+#include "tests/harness/th.h"
+
+static int
+str_eq(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL) {
+		return a == b;
+	}
+	return strcmp(a, b) == 0;
+}
+
+/*
+ * Parses p both ways and asserts that they agree. Returns 1 when the fast
+ * path took the frame, 0 when it declined, -1 when the frame is malformed.
+ */
+static int
+check_same(const char *p, size_t n, int strip)
+{
+	eb__bframe fast;
+	eb__bframe slow;
+	int        rf = eb__bframe_parse_ex(p, n, strip, 1, &fast);
+	int        rs = eb__bframe_parse_ex(p, n, strip, 0, &slow);
+	int        took;
+	char      *enc = NULL;
+
+	assert_int_equal(rf, rs);
+	if (rs != 0) {
+		return -1;
+	}
+	took = fast.raw;
+	assert_int_equal(fast.type, slow.type);
+	assert_true(str_eq(fast.address, slow.address));
+	assert_true(str_eq(fast.reply_address, slow.reply_address));
+	assert_true(str_eq(fast.token, slow.token));
+	assert_true(str_eq(fast.failure_message, slow.failure_message));
+	assert_int_equal(fast.timeout_ms, slow.timeout_ms);
+	assert_int_equal(fast.local_only, slow.local_only);
+	assert_int_equal(fast.has_failure, slow.has_failure);
+	assert_int_equal(fast.failure_code, slow.failure_code);
+	assert_true((fast.headers == NULL && slow.headers == NULL) ||
+	            json_equal(fast.headers, slow.headers));
+	if (took) {
+		assert_null(fast.root);
+		if (slow.body != NULL) {
+			enc = json_dumps(
+			    slow.body, JSON_COMPACT | JSON_ENCODE_ANY);
+			assert_non_null(enc);
+			assert_int_equal(fast.body_raw_len, strlen(enc));
+			assert_memory_equal(fast.body_raw, enc, strlen(enc));
+			free(enc);
+		} else {
+			assert_null(fast.body_raw);
+		}
+	}
+	eb__bframe_free(&fast);
+	eb__bframe_free(&slow);
+	return took;
+}
+
+static int
+check_str(const char *s)
+{
+	return check_same(s, strlen(s), 0);
+}
+
+/* Frames the scanner must take (and agree on). */
+static const char *const taken[] = {
+	"{\"type\":\"send\",\"address\":\"a\",\"body\":{\"t\":\"x\",\"p\":1}}",
+	"{\"type\":\"publish\",\"address\":\"a.b\",\"body\":[1,-2,0,true,"
+	"false,null,\"s\",[],{}]}",
+	"{\"type\":\"send\",\"address\":\"a\",\"replyAddress\":\"#r1\","
+	"\"body\":\"\\\"q\\\\\\n\\t\\r\\b\\f\"}",
+	" { \"type\" : \"ping\" } \n",
+	"{\"type\":\"register\",\"address\":\"x\",\"headers\":{}}",
+	"{\"type\":\"register\",\"address\":\"x\",\"headers\":null}",
+	"{\"type\":\"send\",\"address\":\"\",\"body\":null}",
+	"{\"type\":\"send\",\"address\":\"a\",\"replyAddress\":\"\"}",
+	"{\"type\":\"nope\",\"address\":\"a\"}",
+	"{}",
+	"{\"body\":123456789012345678}",
+	"{\"body\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 /\"}",
+	"{\"type\":\"send\",\"address\":\"\xc3\xa9t\xc3\xa9\",\"body\":1}",
+	"{\"body\":{\"a\":{\"a\":{\"a\":[[[{}]]]}}}}",
+};
+
+/* Frames it must decline (non-canonical, or outside its subset), whatever
+ * the jansson path then decides. */
+static const char *const declined[] = {
+	"{\"type\":\"send\",\"address\":\"a\",\"body\":{\"a\": 1}}",
+	"{\"body\":1.5}",
+	"{\"body\":1e3}",
+	"{\"body\":-0}",
+	"{\"body\":1234567890123456789}",
+	"{\"body\":\"\\u0041\"}",
+	"{\"body\":\"\\/\"}",
+	"{\"body\":{\"k\":1,\"k\":2}}",
+	"{\"type\":\"send\",\"type\":\"publish\"}",
+	"{\"address\":\"\\u0061\"}",
+	"{\"address\":5}",
+	"{\"type\":\"send\",\"failureCode\":1}",
+	"{\"headers\":{\"k\":\"v\"}}",
+	"{\"extra\":1}",
+	"[1]",
+	"{\"body\":1} x",
+	"{\"body\":\"\xc0\xaf\"}",
+	"{\"body\":\"\xed\xa0\x80\"}",
+	"{\"body\":\"\xf4\x90\x80\x80\"}",
+	"{\"body\":01}",
+	"{\"body\":tru}",
+	"{\"body\":\"a",
+	"{\"body\":[1,]}",
+	"{,}",
+	"{\"type\":\"send\",}",
+};
+
+static void
+test_taken(void **state)
+{
+	size_t i;
+
+	(void) state;
+	for (i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+		if (check_str(taken[i]) != 1) {
+			fail_msg("not taken: %s", taken[i]);
+		}
+	}
+}
+
+static void
+test_declined(void **state)
+{
+	size_t i;
+
+	(void) state;
+	for (i = 0; i < sizeof(declined) / sizeof(declined[0]); i++) {
+		if (check_str(declined[i]) == 1) {
+			fail_msg("taken: %s", declined[i]);
+		}
+	}
+}
+
+static void
+test_values(void **state)
+{
+	eb__bframe f;
+	const char p[] = "{\"type\":\"send\",\"address\":\"bench.echo\","
+	                 "\"replyAddress\":\"#b7\",\"body\":{\"t\":\"1\"}}";
+
+	(void) state;
+	assert_int_equal(eb__bframe_parse(p, sizeof(p) - 1, 0, &f), 0);
+	assert_int_equal(f.raw, 1);
+	assert_int_equal(f.type, EB__BF_SEND);
+	assert_string_equal(f.address, "bench.echo");
+	assert_string_equal(f.reply_address, "#b7");
+	assert_int_equal(f.body_raw_len, strlen("{\"t\":\"1\"}"));
+	assert_memory_equal(f.body_raw, "{\"t\":\"1\"}", f.body_raw_len);
+	assert_null(f.root);
+	assert_null(f.body);
+	eb__bframe_free(&f);
+}
+
+/* Strings longer than the frame's inline buffer take the slow path. */
+static void
+test_long_address(void **state)
+{
+	char buf[1024];
+	char addr[600];
+	int  n;
+
+	(void) state;
+	memset(addr, 'a', sizeof(addr) - 1);
+	addr[sizeof(addr) - 1] = '\0';
+	n = snprintf(buf, sizeof(buf),
+	    "{\"type\":\"send\",\"address\":\"%s\",\"body\":1}", addr);
+	assert_true(n > 0 && (size_t) n < sizeof(buf));
+	assert_int_equal(check_same(buf, (size_t) n, 0), 0);
+}
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Mutates seeds with JSON-significant bytes: every outcome must agree. */
+static void
+test_mutations(void **state)
+{
+	static const char  alphabet[] = "{}[]\":,\\ -0123456789.eEtrufalsn"
+	                                "\x01\x7f\x80\xc3\xa9\xed\xf4";
+	const char *const *sets[2] = { taken, declined };
+	size_t             nsets[2] = { sizeof(taken) / sizeof(taken[0]),
+		            sizeof(declined) / sizeof(declined[0]) };
+	uint64_t           seed = 0x9e3779b97f4a7c15u;
+	char               buf[512];
+	unsigned           took = 0;
+	unsigned           i;
+
+	(void) state;
+	for (i = 0; i < 200000; i++) {
+		unsigned    set = (unsigned) (rnd(&seed) % 2);
+		const char *src = sets[set][rnd(&seed) % nsets[set]];
+		size_t      n = strlen(src);
+		unsigned    edits = 1 + (unsigned) (rnd(&seed) % 3);
+
+		memcpy(buf, src, n);
+		while (edits-- > 0 && n > 0 && n < sizeof(buf) - 1) {
+			size_t at = rnd(&seed) % n;
+			char c = alphabet[rnd(&seed) % (sizeof(alphabet) - 1)];
+
+			switch (rnd(&seed) % 3) {
+			case 0:
+				buf[at] = c;
+				break;
+			case 1:
+				memmove(buf + at + 1, buf + at, n - at);
+				buf[at] = c;
+				n++;
+				break;
+			default:
+				memmove(buf + at, buf + at + 1, n - at - 1);
+				n--;
+				break;
+			}
+		}
+		if (check_same(buf, n, (int) (i & 1)) == 1) {
+			took++;
+		}
+	}
+	/* The run must exercise the fast path, not only the fallback. */
+	assert_true(took > 1000);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_taken),
+		cmocka_unit_test(test_declined),
+		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_long_address),
+		cmocka_unit_test(test_mutations),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
