@@ -20,7 +20,8 @@ Topology:
                     refused) or paused (silent), leader, follower or edge
                     2, for longer than the session timeout, then healed
       zk-member     SIGKILL of the ensemble server the leader is connected
-                    to, restarted after a while (zk_fixture.sh)
+                    to, or of that one and a second one (quorum lost),
+                    restarted after a while (zk_fixture.sh)
     Edge 1 (client 1 and the consumer) is never faulted: an ack means
     "routed by the leader", so a consumer whose node dies may lose acked
     messages by design. Edge 2 (client 2's entry node) is stopped and cut.
@@ -539,11 +540,11 @@ class Chaos:
                 log("close %s: %s" % (n.name, e))
             n.close_proxies()
         Proxy.close_all()
-        for idx in sorted(self.zk_down):
+        if self.zk_down:
             try:
-                self.restart_server(idx)
+                self.restart_servers(sorted(self.zk_down))
             except Exception as e:
-                log("restart zk server %d: %s" % (idx, e))
+                log("restart zk servers %s: %s" % (sorted(self.zk_down), e))
 
     # -- waiting -------------------------------------------------------------
 
@@ -665,39 +666,65 @@ class Chaos:
                           "%s registered again" % node.name, interval=0.05)
 
     def fault_zk_member(self, r):
+        """leader-server: SIGKILL of the server the leader is connected to.
+        quorum: that one and the next one (no quorum until they are back).
+        """
         leader = self.leader_now()
         idx = next((i + 1 for i, p in enumerate(leader.proxies)
                     if p.active() > 0), 1)
-        r.note = "server %d (of %s)" % (idx, leader.name)
+        idxs = [idx] if r.variant == "leader-server" else [idx, idx % 3 + 1]
+        r.note = "server %s (of %s)" % ("+".join(map(str, idxs)),
+                                        leader.name)
         r.t_fault = now()
-        fixture("kill", str(idx))
-        self.zk_down.add(idx)
-        # While the server is down its proxies refuse connections instead
-        # of dialling the dead port: hundreds of dials to a free loopback
-        # port in the ephemeral range can self-connect (source port ==
+        for i in idxs:
+            fixture("kill", str(i))
+            self.zk_down.add(i)
+        # While a server is down its proxies refuse connections instead of
+        # dialling the dead port: hundreds of dials to a free loopback port
+        # in the ephemeral range can self-connect (source port ==
         # destination port) and then hold the port the restarted server
         # must bind.
-        for p in self.server_proxies(idx):
-            p.cmd("cut")
+        for i in idxs:
+            for p in self.server_proxies(i):
+                p.cmd("cut")
         time.sleep(ZK_DOWN_MS / 1000.0)  # the fault itself
-        self.restart_server(idx)
-        for p in self.server_proxies(idx):
-            p.cmd("heal")
+        self.restart_servers(idxs)
+        for i in idxs:
+            for p in self.server_proxies(i):
+                p.cmd("heal")
 
     def server_proxies(self, idx):
         return [n.proxies[idx - 1] for n in self.nodes
                 if n.proxies[idx - 1].proc.poll() is None]
 
-    def restart_server(self, idx):
+    def restart_servers(self, idxs):
+        """Restarts the servers together (one alone may not reach a quorum
+        and would wait for the others), retrying the ones that fail."""
+        script = os.environ["EB_ZK_FIXTURE_SCRIPT"]
+        fdir = os.environ["EB_ZK_FIXTURE_DIR"]
+        todo = sorted(idxs)
         for attempt in range(3):
-            try:
-                fixture("restart", str(idx))
-                self.zk_down.discard(idx)
+            procs = [(i, subprocess.Popen([script, "restart", fdir, str(i)],
+                                          stdout=subprocess.DEVNULL))
+                     for i in todo]
+            failed = []
+            for i, p in procs:
+                try:
+                    code = p.wait(timeout=ebtest.scaled(120))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    code = None
+                if code != 0:
+                    failed.append(i)
+                else:
+                    self.zk_down.discard(i)
+            if not failed:
                 return
-            except subprocess.CalledProcessError as e:
-                log("restart of ZooKeeper server %d failed (attempt %d): "
-                    "%s" % (idx, attempt + 1, e))
-        raise RuntimeError("ZooKeeper server %d does not come back" % idx)
+            log("restart of ZooKeeper server(s) %s failed (attempt %d)"
+                % (failed, attempt + 1))
+            todo = failed
+        raise RuntimeError("ZooKeeper server(s) %s do not come back" % todo)
 
     def run_round(self, k, fault, variant):
         r = Round(k, fault, variant)
@@ -725,7 +752,10 @@ class Chaos:
         r.max_gap_s = self.max_ack_gap(r.t_fault, r.t_end)
         self.rounds.append(r)
         slow = max(r.failover_s or 0.0, r.max_gap_s)
-        if slow > SLOW_S[fault]:
+        # Without a quorum every session expires: re-registration and a new
+        # election after the servers are back, and some holds expire.
+        limit = 15.0 if variant == "quorum" else SLOW_S[fault]
+        if slow > limit:
             self.dump_round(r, "%.0f ms without an ack" % (slow * 1000))
         log("round %d %s/%s (%s): leader %s@%d -> %s@%d, failover %s, "
             "longest ack gap %.0f ms" % (
@@ -1007,7 +1037,7 @@ def schedule(args):
         "stop-node": ["leader", "follower", "edge"],
         "zk-cut": ["leader-cut", "leader-pause", "edge-cut", "follower-cut",
                    "edge-pause", "follower-pause"],
-        "zk-member": ["leader-server"],
+        "zk-member": ["leader-server", "quorum"],
     }
     n = args.rounds if args.rounds else args.per_fault * len(faults)
     seen = {}
