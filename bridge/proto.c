@@ -258,6 +258,34 @@ fs_utf8(const unsigned char *p, const unsigned char *end)
 	return n;
 }
 
+#define FS_ONES  0x0101010101010101u
+#define FS_HIGHS 0x8080808080808080u
+
+/* Skips 8 bytes at a time while none is '"', '\\', a control or >= 0x80
+ * (word-at-a-time; the byte loop finds the exact stop). */
+static const unsigned char *
+fs_plain_run(const unsigned char *p, const unsigned char *end)
+{
+	uint64_t w;
+	uint64_t q;
+	uint64_t b;
+
+	while (end - p >= 8) {
+		memcpy(&w, p, 8);
+		q = w ^ (FS_ONES * '"');
+		b = w ^ (FS_ONES * '\\');
+		/* Per byte: < 0x20, == '"', == '\\', >= 0x80 (exact as a
+		 * whole: a borrow only follows a byte that matched). */
+		if ((((w - FS_ONES * 0x20u) & ~w) | ((q - FS_ONES) & ~q) |
+		        ((b - FS_ONES) & ~b) | w) &
+		    FS_HIGHS) {
+			break;
+		}
+		p += 8;
+	}
+	return p;
+}
+
 /*
  * A string at s->p whose text is its compact encoding: valid UTF-8, no
  * control characters, escapes (only when esc) limited to the ones jansson
@@ -267,7 +295,29 @@ fs_utf8(const unsigned char *p, const unsigned char *end)
 static int
 fs_string(fscan *s, int esc, const char **str, size_t *len)
 {
+	/* 1: a byte that ends the plain run ('"', '\\', controls, >= 0x80). */
+	static const unsigned char stop[256] = {
+		/* clang-format off */
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+		/* clang-format on */
+	};
 	const unsigned char *start;
+	const unsigned char *p;
 	size_t               u;
 	unsigned             c;
 
@@ -275,11 +325,19 @@ fs_string(fscan *s, int esc, const char **str, size_t *len)
 		return 0;
 	}
 	start = ++s->p;
-	while (s->p < s->end) {
-		c = *s->p;
+	for (;;) {
+		p = fs_plain_run(s->p, s->end);
+		while (p < s->end && !stop[*p]) {
+			p++;
+		}
+		s->p = p;
+		if (p >= s->end) {
+			return 0;
+		}
+		c = *p;
 		if (c == '"') {
 			*str = (const char *) start;
-			*len = (size_t) (s->p - start);
+			*len = (size_t) (p - start);
 			s->p++;
 			return 1;
 		}
@@ -287,25 +345,22 @@ fs_string(fscan *s, int esc, const char **str, size_t *len)
 			return 0;
 		}
 		if (c == '\\') {
-			if (!esc || s->end - s->p < 2) {
+			if (!esc || s->end - p < 2) {
 				return 0;
 			}
-			c = s->p[1];
+			c = p[1];
 			if (c != '"' && c != '\\' && c != 'b' && c != 'f' &&
 			    c != 'n' && c != 'r' && c != 't') {
 				return 0;
 			}
 			s->p += 2;
-		} else if (c >= 0x80) {
-			if ((u = fs_utf8(s->p, s->end)) == 0) {
+		} else {
+			if ((u = fs_utf8(p, s->end)) == 0) {
 				return 0;
 			}
 			s->p += u;
-		} else {
-			s->p++;
 		}
 	}
-	return 0;
 }
 
 static int
@@ -348,6 +403,17 @@ fs_int(fscan *s)
 	    (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E')));
 }
 
+/* 1 and past it when the next byte is c. */
+static int
+fs_ch(fscan *s, unsigned char c)
+{
+	if (s->p < s->end && *s->p == c) {
+		s->p++;
+		return 1;
+	}
+	return 0;
+}
+
 static int
 fs_lit(fscan *s, const char *lit, size_t n)
 {
@@ -388,13 +454,13 @@ fs_object(fscan *s, int depth)
 			}
 		}
 		nk++;
-		if (!fs_lit(s, ":", 1) || !fs_value(s, depth)) {
+		if (!fs_ch(s, ':') || !fs_value(s, depth)) {
 			return 0;
 		}
-		if (fs_lit(s, "}", 1)) {
+		if (fs_ch(s, '}')) {
 			return 1;
 		}
-		if (!fs_lit(s, ",", 1)) {
+		if (!fs_ch(s, ',')) {
 			return 0;
 		}
 	}
@@ -407,17 +473,17 @@ fs_array(fscan *s, int depth)
 		return 0;
 	}
 	s->p++; /* '[' */
-	if (fs_lit(s, "]", 1)) {
+	if (fs_ch(s, ']')) {
 		return 1;
 	}
 	for (;;) {
 		if (!fs_value(s, depth)) {
 			return 0;
 		}
-		if (fs_lit(s, "]", 1)) {
+		if (fs_ch(s, ']')) {
 			return 1;
 		}
-		if (!fs_lit(s, ",", 1)) {
+		if (!fs_ch(s, ',')) {
 			return 0;
 		}
 	}
@@ -482,11 +548,11 @@ fs_headers(fscan *s)
 	if (fs_lit(s, "null", 4)) {
 		return 1;
 	}
-	if (!fs_lit(s, "{", 1)) {
+	if (!fs_ch(s, '{')) {
 		return 0;
 	}
 	fs_ws(s);
-	return fs_lit(s, "}", 1);
+	return fs_ch(s, '}');
 }
 
 static eb__bframe_type
@@ -591,11 +657,11 @@ bframe_parse_fast(const char *p, size_t n, eb__bframe *f)
 	int         key;
 
 	fs_ws(&s);
-	if (!fs_lit(&s, "{", 1)) {
+	if (!fs_ch(&s, '{')) {
 		return 0;
 	}
 	fs_ws(&s);
-	if (!fs_lit(&s, "}", 1)) {
+	if (!fs_ch(&s, '}')) {
 		for (;;) {
 			if (!fs_string(&s, 0, &k, &kl) ||
 			    (key = fast_key(k, kl)) < 0 ||
@@ -604,7 +670,7 @@ bframe_parse_fast(const char *p, size_t n, eb__bframe *f)
 			}
 			seen |= 1u << key;
 			fs_ws(&s);
-			if (!fs_lit(&s, ":", 1)) {
+			if (!fs_ch(&s, ':')) {
 				return 0;
 			}
 			fs_ws(&s);
@@ -612,10 +678,10 @@ bframe_parse_fast(const char *p, size_t n, eb__bframe *f)
 				return 0;
 			}
 			fs_ws(&s);
-			if (fs_lit(&s, "}", 1)) {
+			if (fs_ch(&s, '}')) {
 				break;
 			}
-			if (!fs_lit(&s, ",", 1)) {
+			if (!fs_ch(&s, ',')) {
 				return 0;
 			}
 			fs_ws(&s);

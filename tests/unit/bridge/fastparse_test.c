@@ -191,6 +191,40 @@ test_long_address(void **state)
 	assert_int_equal(check_same(buf, (size_t) n, 0), 0);
 }
 
+/* One special byte at every position of a long string (the scanner skips
+ * plain bytes 8 at a time): both paths must agree, and a control or a lone
+ * >= 0x80 byte is never taken. */
+static void
+test_positions(void **state)
+{
+	static const unsigned char special[] = { '"', '\\', 0x01, 0x1f, 0x7f,
+		0x80, 0xc3, 0xff, '/' };
+	char                       buf[128];
+	size_t                     i;
+	size_t                     at;
+	int                        n;
+	int                        r;
+
+	(void) state;
+	for (i = 0; i < sizeof(special); i++) {
+		for (at = 0; at < 40; at++) {
+			char s[41];
+
+			memset(s, 'x', 40);
+			s[40] = '\0';
+			s[at] = (char) special[i];
+			n = snprintf(buf, sizeof(buf), "{\"body\":\"%s\"}", s);
+			assert_true(n > 0 && (size_t) n < sizeof(buf));
+			r = check_same(buf, (size_t) n, 0);
+			if (special[i] < 0x20 || special[i] >= 0x80) {
+				assert_true(r != 1);
+			} else if (special[i] == 0x7f || special[i] == '/') {
+				assert_int_equal(r, 1);
+			}
+		}
+	}
+}
+
 static uint64_t
 rnd(uint64_t *s)
 {
@@ -257,6 +291,7 @@ main(void)
 		cmocka_unit_test(test_declined),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_long_address),
+		cmocka_unit_test(test_positions),
 		cmocka_unit_test(test_mutations),
 	};
 
