@@ -712,12 +712,16 @@ conn_frame(eb__bconn *c, const char *p, uint32_t n)
 	int        rv;
 
 	c->frames_in++;
-	/* A hook sees the frame as a json_t: only the jansson path has one. */
 	rv = eb__bframe_parse_ex(
-	    p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, b->hook == NULL, &f);
+	    p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, 1, &f);
 	if (rv != 0) {
 		conn_malformed(c, n);
 		return;
+	}
+	if (b->hook != NULL && f.root == NULL) {
+		/* A hook sees the frame as a json_t; the scanner took only
+		 * valid JSON, so this parse succeeds. */
+		f.root = json_loadb(p, n, 0, NULL);
 	}
 	b->stats.frames_in[(int) f.type]++;
 	frame_dispatch(c, &f);
