@@ -534,7 +534,8 @@ fast_key(const char *k, size_t n)
 	size_t i;
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (keys[i].len == n && memcmp(keys[i].name, k, n) == 0) {
+		if (keys[i].len == n && keys[i].name[0] == k[0] &&
+		    memcmp(keys[i].name, k, n) == 0) {
 			return keys[i].key;
 		}
 	}
@@ -572,7 +573,8 @@ fast_type(const char *t, size_t n)
 	size_t i;
 
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		if (types[i].len == n && memcmp(types[i].name, t, n) == 0) {
+		if (types[i].len == n && types[i].name[0] == t[0] &&
+		    memcmp(types[i].name, t, n) == 0) {
 			return types[i].type;
 		}
 	}
@@ -889,6 +891,74 @@ sb_string(eb__buf *b, const char *s)
 	json_decref(j);
 }
 
+/* Appends s of length n to *dst and advances it. */
+static void
+put(char **dst, const char *s, size_t n)
+{
+	memcpy(*dst, s, n);
+	*dst += n;
+}
+
+#define PUT_LIT(dst, lit) put(dst, lit, sizeof(lit) - 1)
+
+/*
+ * The common message frame in one reservation: plain ASCII addresses, no
+ * headers. 0 when it does not apply (the general path then runs).
+ */
+static int
+bout_message_plain(eb__buf *b, const char *address, const char *reply_address,
+    const json_t *headers, const char *body_bytes, size_t body_len, int send)
+{
+	static const char pre[] = "{\"type\":\"message\",\"address\":\"";
+	static const char mid[] = "\",\"replyAddress\":\"";
+	static const char hdr[] = "\",\"headers\":{}";
+	static const char bod[] = ",\"body\":";
+	static const char snd[] = ",\"send\":true}";
+	static const char pub[] = ",\"send\":false}";
+	size_t            alen;
+	size_t            rlen = 0;
+	size_t            total;
+	char             *dst;
+
+	if ((headers != NULL && json_object_size(headers) > 0) ||
+	    !plain_ascii(address, &alen) ||
+	    (reply_address != NULL && !plain_ascii(reply_address, &rlen))) {
+		return 0;
+	}
+	if (body_bytes == NULL ||
+	    (body_len == 4 && memcmp(body_bytes, "null", 4) == 0)) {
+		body_len = 0;
+	}
+	total = (sizeof(pre) - 1) + alen +
+	        (reply_address != NULL ? (sizeof(mid) - 1) + rlen : 0) +
+	        (sizeof(hdr) - 1) + (body_len > 0 ? (sizeof(bod) - 1) : 0) +
+	        body_len + (send ? sizeof(snd) : sizeof(pub)) - 1;
+	if (total > INT32_MAX) {
+		return 0;
+	}
+	dst = eb__buf_reserve(b, EB_FRAME_HDR + total);
+	b->len += EB_FRAME_HDR + total;
+	eb__frame_put_len((unsigned char *) dst, (uint32_t) total);
+	dst += EB_FRAME_HDR;
+	PUT_LIT(&dst, pre);
+	put(&dst, address, alen);
+	if (reply_address != NULL) {
+		PUT_LIT(&dst, mid);
+		put(&dst, reply_address, rlen);
+	}
+	PUT_LIT(&dst, hdr);
+	if (body_len > 0) {
+		PUT_LIT(&dst, bod);
+		put(&dst, body_bytes, body_len);
+	}
+	if (send) {
+		PUT_LIT(&dst, snd);
+	} else {
+		PUT_LIT(&dst, pub);
+	}
+	return 1;
+}
+
 void
 eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
     const json_t *headers, const char *body_bytes, size_t body_len, int send)
@@ -896,6 +966,10 @@ eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
 	size_t start;
 	size_t payload;
 
+	if (bout_message_plain(b, address, reply_address, headers, body_bytes,
+	        body_len, send)) {
+		return;
+	}
 	/* Offsets from off: a reserve may compact the buffer. */
 	start = b->len - b->off;
 	eb__buf_append(b, "\0\0\0\0", EB_FRAME_HDR);

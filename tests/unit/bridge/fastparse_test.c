@@ -4,6 +4,8 @@
  * what the jansson path produces, with the body bytes equal to jansson's
  * compact encoding of the parsed body. Checked on hand-written edge cases and
  * on a deterministic mutation run over them (a small differential fuzzer).
+ * Also the one-reservation message encoder and frames appended back to back
+ * in one output buffer.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -225,6 +227,64 @@ test_positions(void **state)
 	}
 }
 
+/* The one-reservation message encoder against the expected text, every
+ * combination of reply address, body and send; then a frame appended after
+ * another stays contiguous. */
+static void
+test_message_frames(void **state)
+{
+	static const char *const bodies[] = { NULL, "null", "{\"t\":1}" };
+	char                     want[256];
+	char                    *buf;
+	size_t                   len;
+	int                      ra;
+	int                      send;
+	size_t                   i;
+	eb__buf                  b;
+
+	(void) state;
+	for (ra = 0; ra < 2; ra++) {
+		for (i = 0; i < 3; i++) {
+			for (send = 0; send < 2; send++) {
+				const char *body = bodies[i];
+				int         n;
+
+				eb__bout_message("a.b",
+				    ra ? "__vertx.reply.7" : NULL, NULL, body,
+				    body != NULL ? strlen(body) : 0, send, &buf,
+				    &len);
+				n = snprintf(want, sizeof(want),
+				    "{\"type\":\"message\",\"address\":\"a.b\"%"
+				    "s"
+				    "%s,\"headers\":{}%s%s,\"send\":%s}",
+				    ra ? ",\"replyAddress\":" : "",
+				    ra ? "\"__vertx.reply.7\"" : "",
+				    i == 2 ? ",\"body\":" : "",
+				    i == 2 ? body : "",
+				    send ? "true" : "false");
+				assert_true(n > 0);
+				assert_int_equal(len, (size_t) n + 4);
+				assert_int_equal(
+				    eb__frame_get_len((unsigned char *) buf),
+				    (uint32_t) n);
+				assert_memory_equal(buf + 4, want, (size_t) n);
+				free(buf);
+			}
+		}
+	}
+	eb__buf_init(&b);
+	eb__bout_pong_buf(&b);
+	eb__bout_message_buf(&b, "x", NULL, NULL, "1", 1, 1);
+	assert_int_equal(eb__frame_get_len((unsigned char *) b.data), 15);
+	assert_memory_equal(b.data + 4, "{\"type\":\"pong\"}", 15);
+	len = strlen("{\"type\":\"message\",\"address\":\"x\",\"headers\":{},"
+	             "\"body\":1,\"send\":true}");
+	assert_int_equal(b.len, 19 + 4 + len);
+	assert_int_equal(
+	    eb__frame_get_len((unsigned char *) b.data + 19), (uint32_t) len);
+	eb__buf_free(&b);
+}
+
 static uint64_t
 rnd(uint64_t *s)
 {
@@ -292,6 +352,7 @@ main(void)
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_long_address),
 		cmocka_unit_test(test_positions),
+		cmocka_unit_test(test_message_frames),
 		cmocka_unit_test(test_mutations),
 	};
 
