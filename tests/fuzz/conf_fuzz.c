@@ -14,8 +14,11 @@
 
 #include "conf/conf.h"
 
+/* libFuzzer's names. */
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
