@@ -7,7 +7,8 @@
 # targets of issue 6.
 #
 #   bench/run.sh [--runs N] [--duration SEC] [--body BYTES] [--modes "rr fire"]
-#                [--build-dir DIR] [--no-build] [--out FILE.jsonl] [--no-memory]
+#                [--connections N] [--build-dir DIR] [--no-build]
+#                [--out FILE.jsonl] [--no-memory]
 #
 # After the modes, the memory phase (skip with --no-memory): a 2-million-frame
 # fire flood (window 2M) against both servers, then against ebnode only a
@@ -23,6 +24,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 runs=5
 duration=3
 body=100
+conns=1
 modes="rr pipe fire egress"
 build="$here/build/perf"
 do_build=1
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
 	--runs) runs="$2"; shift ;;
 	--duration) duration="$2"; shift ;;
 	--body) body="$2"; shift ;;
+	--connections) conns="$2"; shift ;;
 	--modes) modes="$2"; shift ;;
 	--build-dir) build="$2"; shift ;;
 	--no-build) do_build=0 ;;
@@ -103,22 +106,24 @@ base_idle_kb="$(awk '/^VmRSS:/ {print $2}' "/proc/$base_pid/status")"
 
 : >"$out"
 echo "run.sh: baseline pid $base_pid port $base_port; ebnode pid $node_pid port $node_port;" \
-	"$runs runs x ${duration}s, body ${body}B, modes: $modes" >&2
+	"$runs runs x ${duration}s, body ${body}B, $conns connection(s), modes: $modes" >&2
 for r in $(seq "$runs"); do
 	for m in $modes; do
-		extra=()
 		case "$m" in
 		rr|pipe) resp=(--responder) ;;
 		*) resp=() ;;
 		esac
 		"$ebbench" --json --mode "$m" --port "$base_port" --server-pid "$base_pid" \
-			--duration "$duration" --body "$body" --label baseline "${extra[@]+"${extra[@]}"}" >>"$out"
+			--duration "$duration" --body "$body" --connections "$conns" \
+			--label baseline >>"$out"
 		"$ebbench" --json --mode "$m" --port "$node_port" --server-pid "$node_pid" \
-			--duration "$duration" --body "$body" --label ebnode "${resp[@]+"${resp[@]}"}" >>"$out"
+			--duration "$duration" --body "$body" --connections "$conns" \
+			--label ebnode "${resp[@]+"${resp[@]}"}" >>"$out"
 		if [ "${#resp[@]}" -gt 0 ]; then
 			# The same hops as ebnode: through ebbench's responder.
 			"$ebbench" --json --mode "$m" --port "$base_port" --server-pid "$base_pid" \
-				--duration "$duration" --body "$body" --label baseline-relay --responder >>"$out"
+				--duration "$duration" --body "$body" --connections "$conns" \
+				--label baseline-relay --responder >>"$out"
 		fi
 	done
 	echo "run.sh: run $r/$runs done" >&2
@@ -149,9 +154,9 @@ def med(server, mode, f):
     return statistics.median(v) if v else float("nan")
 modes = [m for m in ("rr", "pipe", "fire", "egress") if any(r["mode"] == m for r in rows)]
 print("\nload average at the end: %s" % open("/proc/loadavg").read().split()[:3])
-print("\nmedians of %d runs per cell (frames: %d-byte JSON bodies)" %
+print("\nmedians of %d runs per cell (frames: %d-byte JSON bodies, %d connection(s))" %
       (len([r for r in rows if r["label"] == "baseline"]) // max(len(modes), 1),
-       rows[0]["body_bytes"] if rows else 0))
+       rows[0]["body_bytes"] if rows else 0, rows[0]["connections"] if rows else 0))
 hdr = "%-7s %-14s %12s %9s %9s %9s %10s %10s %6s" % ("mode", "server", "ops/s", "p50 us",
       "p99 us", "p99.9 us", "srv us/op", "cli us/op", "lost")
 print(hdr); print("-" * len(hdr))
