@@ -92,6 +92,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	eb_list_init(&bus->resolved);
 	eb_list_init(&bus->ready);
 	eb_list_init(&bus->reply_msgs);
+	eb_list_init(&bus->qfree);
 	/* Both inits cannot fail on a live loop; they are the last steps. */
 	(void) uv_idle_init(loop, &bus->idle);
 	(void) uv_timer_init(loop, &bus->timer);
@@ -120,7 +121,8 @@ static void
 bus_free(eb_bus *bus)
 {
 	eb__bus_addr_free_all(bus);
-	eb__bus_remote_free(bus); /* after the records that point into it */
+	eb__bus_remote_free(bus);    /* after the records that point into it */
+	eb__bus_qent_pool_free(bus); /* after the consumers gave theirs back */
 	json_decref(bus->empty_headers); /* held messages keep their ref */
 	eb__hmap_free(&bus->reqs);
 	free(bus->node_id);

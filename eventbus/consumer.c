@@ -25,6 +25,43 @@
 /* Deliveries per consumer per loop turn. */
 #define DELIVER_BUDGET 256u
 
+static eb__bus_qent *
+qent_get(eb_bus *bus)
+{
+	eb_list *it = eb_list_first(&bus->qfree);
+
+	if (it == NULL) {
+		return eb__malloc(sizeof(eb__bus_qent));
+	}
+	eb_list_remove(it);
+	bus->nqfree--;
+	return EB_CONTAINER_OF(it, eb__bus_qent, link);
+}
+
+/* q must be off any queue (or on one that is being discarded). */
+static void
+qent_put(eb_bus *bus, eb__bus_qent *q)
+{
+	if (bus->nqfree >= EB__BUS_QFREE || bus->shut) {
+		free(q);
+		return;
+	}
+	eb_list_insert_tail(&bus->qfree, &q->link);
+	bus->nqfree++;
+}
+
+void
+eb__bus_qent_pool_free(eb_bus *bus)
+{
+	eb_list *it;
+
+	while ((it = eb_list_first(&bus->qfree)) != NULL) {
+		eb_list_remove(it);
+		free(EB_CONTAINER_OF(it, eb__bus_qent, link));
+	}
+	bus->nqfree = 0;
+}
+
 int
 eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
     eb_bus_handler_fn fn, void *arg, eb_bus_consumer **cp)
@@ -74,12 +111,12 @@ eb__bus_consumer_free(eb_bus_consumer *c)
 	eb_list *it;
 	eb_list *tmp;
 
-	/* c goes with its queue: no need to unlink the entries. */
+	/* c goes with its queue: the entries are relinked or freed. */
 	EB_LIST_FOREACH (it, tmp, &c->queue) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
 		eb_bus_msg_release(q->msg);
-		free(q);
+		qent_put(c->bus, q);
 	}
 	eb_list_remove(&c->ready_link);
 	free(c->address);
@@ -108,7 +145,7 @@ consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 			bus->totals.dropped++;
 		}
 		eb_bus_msg_release(m);
-		free(q);
+		qent_put(bus, q);
 	}
 }
 
@@ -189,7 +226,7 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg)
 	if (c->qlen >= bus->queue_max) {
 		return consumer_overflow(c);
 	}
-	q = eb__malloc(sizeof(*q));
+	q = qent_get(bus);
 	q->msg = eb_bus_msg_hold(msg);
 	eb_list_insert_tail(&c->queue, &q->link);
 	if (c->qlen++ == 0) {
@@ -207,7 +244,7 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	eb_bus_msg   *m = q->msg;
 
 	eb_list_remove(it);
-	free(q);
+	qent_put(bus, q);
 	c->qlen--;
 	if (c->qlen + 1 < bus->queue_max) {
 		c->overflowing = 0;

@@ -107,6 +107,10 @@ typedef struct eb__bus_qent {
 	eb_bus_msg *msg; /* held */
 } eb__bus_qent;
 
+/* Spare queue entries kept per bus (one per queued message otherwise costs
+ * a malloc and a free). */
+#define EB__BUS_QFREE 4096u
+
 /* ---- requests ---- */
 
 typedef struct eb__bus_req {
@@ -180,6 +184,8 @@ struct eb_bus {
 	eb_bus_watch_fn  watch_fn;      /* handler-count observer (watch.c) */
 	void            *watch_arg;
 	uint64_t         no_handlers; /* sends/requests that found nobody */
+	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
+	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
 
 	const eb__bus_remote_ops *rops; /* NULL: standalone */
 	void                     *rctx; /* borrowed */
@@ -229,6 +235,8 @@ int eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg);
 eb_bus_consumer *eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender);
 void             eb__bus_deliver_ready(eb_bus *bus);
 void             eb__bus_consumer_free(eb_bus_consumer *c);
+/* Frees the spare queue entries (bus close). */
+void eb__bus_qent_pool_free(eb_bus *bus);
 
 /* request.c */
 eb__bus_req *eb__bus_req_new(eb_bus *bus, const char *address,
