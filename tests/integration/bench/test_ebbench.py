@@ -95,6 +95,14 @@ class AgainstBaseline(unittest.TestCase, Checks):
     def test_pipe(self):
         self.run_mode("pipe", 5000, conns=2, extra=("--depth", 8))
 
+    def test_relay_through_responder(self):
+        # The baseline relays requests to the responder (a sink) and its
+        # replies back in order: the same hops as a bridge.
+        r = self.run_mode("pipe", 3000, conns=2, extra=("--responder",))
+        self.assertEqual(r["responder_replies"], 3000)
+        r = self.run_mode("rr", 500, extra=("--responder", "--body", 400))
+        self.assertEqual(r["responder_replies"], 500)
+
     def test_fire(self):
         self.run_mode("fire", 20000, conns=2, extra=("--depth", 500))
 
