@@ -472,43 +472,54 @@ struct bench_responder {
 	bench_opts  o;
 };
 
-/* Length of the JSON value at p[0..n) (object, array, string or scalar),
- * strings and escapes skipped; 0 if it does not end within n. */
+/* Index just after the string that starts at p[i] (a quote), escapes
+ * skipped; 0 if it does not end within n. */
+static size_t
+skip_string(const char *p, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (p[i] == '\\') {
+			i++;
+		} else if (p[i] == '"') {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* Length of the JSON value at p[0..n) (object, array, string or scalar);
+ * 0 if it does not end within n. */
 static size_t
 json_value_len(const char *p, size_t n)
 {
 	size_t i = 0;
 	int    depth = 0;
-	int    in_str = 0;
 
 	if (n == 0) {
 		return 0;
 	}
-	if (p[0] != '{' && p[0] != '[' && p[0] != '"') {
+	if (p[0] == '"') {
+		return skip_string(p, n, 0);
+	}
+	if (p[0] != '{' && p[0] != '[') {
 		while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ']') {
 			i++;
 		}
 		return i < n ? i : 0;
 	}
-	for (i = 0; i < n; i++) {
-		char ch = p[i];
-
-		if (in_str) {
-			if (ch == '\\') {
-				i++;
-			} else if (ch == '"') {
-				in_str = 0;
-				if (depth == 0) {
-					return i + 1; /* a top-level string */
-				}
+	while (i < n) {
+		if (p[i] == '"') {
+			if ((i = skip_string(p, n, i)) == 0) {
+				return 0;
 			}
-		} else if (ch == '"') {
-			in_str = 1;
-		} else if (ch == '{' || ch == '[') {
+			continue;
+		}
+		if (p[i] == '{' || p[i] == '[') {
 			depth++;
-		} else if ((ch == '}' || ch == ']') && --depth == 0) {
+		} else if ((p[i] == '}' || p[i] == ']') && --depth == 0) {
 			return i + 1;
 		}
+		i++;
 	}
 	return 0;
 }
