@@ -226,6 +226,7 @@ hold_timer_cb(uv_timer_t *t)
 	uint64_t    expired = 0;
 
 	in->timer_armed = 0;
+	eb__ingress_router_drain(in);
 	if (!eb_list_empty(&in->held) &&
 	    eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) > 0) {
 		flush(in);
@@ -272,12 +273,18 @@ arm_timer(eb_ingress *in)
 			oldest = h->since_ms;
 		}
 	}
+	if (oldest != UINT64_MAX) {
+		oldest += in->hold_ms;
+	}
+	if (eb__ingress_router_deadline(in) < oldest) {
+		oldest = eb__ingress_router_deadline(in);
+	}
 	if (oldest == UINT64_MAX) {
 		return;
 	}
 	in->timer_armed = 1;
-	(void) uv_timer_start(&in->hold_timer, hold_timer_cb,
-	    oldest + in->hold_ms > now ? oldest + in->hold_ms - now : 0, 0);
+	(void) uv_timer_start(
+	    &in->hold_timer, hold_timer_cb, oldest > now ? oldest - now : 0, 0);
 }
 
 void
@@ -305,7 +312,8 @@ void
 eb_ingress_kick(eb_ingress *in)
 {
 	/* On a later loop turn: the caller may be inside the bus. */
-	if (!in->closing && !eb_list_empty(&in->held)) {
+	if (!in->closing &&
+	    (!eb_list_empty(&in->held) || !eb_list_empty(&in->waiting))) {
 		in->timer_armed = 1;
 		(void) uv_timer_start(&in->hold_timer, hold_timer_cb, 0, 0);
 	}

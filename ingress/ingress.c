@@ -15,6 +15,7 @@ eb_ingress_opts_init(eb_ingress_opts *opts)
 	opts->address = "external.ingress";
 	opts->hold_max = 1000;
 	opts->hold_ms = 5000;
+	opts->warmup_ms = 1000;
 }
 
 int
@@ -40,6 +41,8 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	in->hold_ms = opts->hold_ms;
 	in->timeout_ms = opts->timeout_ms;
 	in->relay_replies = opts->relay_replies != 0;
+	in->warmup_ms = opts->warmup_ms;
+	eb_list_init(&in->waiting);
 	eb_list_init(&in->held);
 	eb_list_init(&in->inflight);
 	(void) uv_timer_init(loop, &in->hold_timer);
@@ -65,9 +68,14 @@ eb_ingress_set_leader_check(eb_ingress *in, eb_ingress_leader_fn fn, void *arg)
 static void
 watch_cb(eb_bus *bus, const char *address, uint32_t count, void *arg)
 {
+	eb_ingress *in = arg;
+
 	(void) bus;
-	if (count > 0 && strcmp(address, EB_INGRESS_LEADER_ADDRESS) == 0) {
-		eb_ingress_kick(arg);
+	/* A reachable leader flushes what the gateway holds; any new handler
+	 * may be the target a warming-up router waits for. */
+	if (count > 0 && (!eb_list_empty(&in->waiting) ||
+	                     strcmp(address, EB_INGRESS_LEADER_ADDRESS) == 0)) {
+		eb_ingress_kick(in);
 	}
 }
 
@@ -107,6 +115,7 @@ eb_ingress_lead(eb_ingress *in, uint64_t epoch)
 		in->epoch = epoch;
 		in->next_seq = 1;
 	}
+	in->lead_ms = uv_now(in->loop);
 	in->st.leader_epochs++;
 	EB_LOG_NOTICE("ingress", "leading: epoch=%llu address=%s",
 	    (unsigned long long) epoch, in->address);
@@ -121,6 +130,7 @@ eb_ingress_unlead(eb_ingress *in)
 	}
 	eb_bus_consumer_close(in->leader);
 	in->leader = NULL;
+	eb__ingress_router_release(in);
 	EB_LOG_NOTICE("ingress", "stopped-leading: epoch=%llu routed=%llu",
 	    (unsigned long long) in->epoch,
 	    (unsigned long long) (in->next_seq - 1));

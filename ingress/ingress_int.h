@@ -49,6 +49,10 @@ struct eb_ingress {
 	eb_bus_consumer *leader;  /* owned registration while leading */
 	uint64_t         epoch;
 	uint64_t         next_seq;
+	uint64_t         lead_ms;   /* loop time leadership (re)started */
+	uint64_t         warmup_ms; /* see eb_ingress_opts.warmup_ms */
+	eb_list          waiting;   /* router: of eb__ingress_held, in order */
+	uint32_t         n_waiting;
 
 	eb_ingress_handler_fn handler;
 	void                 *handler_arg;
@@ -84,8 +88,14 @@ void eb__ingress_fail_all(eb_ingress *in);
 const eb__hist *eb__ingress_latency(const eb_ingress *in);
 /* router.c */
 void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
-void eb__ingress_rules_free(eb_ingress *in);
-int  eb__ingress_rules_copy(
-     eb_ingress *in, const eb_ingress_opts *opts, eb_errbuf *err);
+/* Routes what waits for its target (warm-up); fails what waited too long. */
+void eb__ingress_router_drain(eb_ingress *in);
+/* Fails every waiting message as "not the leader" (the gateway retries). */
+void eb__ingress_router_release(eb_ingress *in);
+/* Loop time when the first waiting message gives up, or UINT64_MAX. */
+uint64_t eb__ingress_router_deadline(const eb_ingress *in);
+void     eb__ingress_rules_free(eb_ingress *in);
+int      eb__ingress_rules_copy(
+         eb_ingress *in, const eb_ingress_opts *opts, eb_errbuf *err);
 
 #endif

@@ -277,10 +277,13 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 	return rv;
 }
 
-void
-eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+/*
+ * Routes one message as leader. Returns 1 when it must wait instead (warm-up:
+ * its target has no handler yet and may_wait), else 0: it was answered.
+ */
+static int
+route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 {
-	eb_ingress             *in = arg;
 	const eb__ingress_rule *r;
 	eb_ingress_stamp        st;
 	const json_t           *entry;
@@ -288,14 +291,6 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	char                    why[300];
 	int                     rv;
 
-	(void) c;
-	if (in->leader == NULL ||
-	    (in->is_leader != NULL && !in->is_leader(in->is_leader_arg))) {
-		/* Never act on stale leadership: the gateway retries once. */
-		(void) eb_bus_msg_fail(
-		    msg, EB_INGRESS_NOT_LEADER, EB_INGRESS_NOT_LEADER_TEXT);
-		return;
-	}
 	entry = json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_ENTRY);
 	st.epoch = in->epoch;
 	st.seq = in->next_seq;
@@ -305,14 +300,18 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 		in->next_seq++;
 		in->st.routed++;
 		in->handler(in, msg, &st, in->handler_arg);
-		return;
+		return 0;
 	}
 	r = route_pick(in, msg);
 	if (r == NULL) {
 		in->st.unrouted++;
 		(void) eb_bus_msg_fail(msg, EB_INGRESS_NO_ROUTE,
 		    "ebnode: no ingress route matches the message");
-		return;
+		return 0;
+	}
+	if (may_wait && uv_now(in->loop) - in->lead_ms < in->warmup_ms &&
+	    eb_bus_handler_count(in->bus, r->to) == 0) {
+		return 1;
 	}
 	headers = stamped_headers(msg, &st);
 	if (in->relay_replies && !r->publish &&
@@ -323,7 +322,7 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 			in->next_seq++;
 			in->st.routed++;
 		}
-		return;
+		return 0;
 	}
 	rv = r->publish ? eb_bus_publish(in->bus, r->to, eb_bus_msg_body(msg),
 	                      headers, NULL)
@@ -336,9 +335,103 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 		(void) snprintf(
 		    why, sizeof(why), "No handlers for address %s", r->to);
 		(void) eb_bus_msg_fail(msg, EB_INGRESS_NO_TARGET, why);
-		return;
+		return 0;
 	}
 	in->next_seq++;
 	in->st.routed++;
 	(void) eb_ingress_ack(msg, &st, r->to);
+	return 0;
+}
+
+static int
+leading_now(eb_ingress *in)
+{
+	return in->leader != NULL &&
+	       (in->is_leader == NULL || in->is_leader(in->is_leader_arg));
+}
+
+static void
+wait_push(eb_ingress *in, eb_bus_msg *msg)
+{
+	eb__ingress_held *w = eb__calloc(1, sizeof(*w));
+
+	w->msg = eb_bus_msg_hold(msg);
+	w->in = in;
+	eb_list_insert_tail(&in->waiting, &w->link);
+	in->n_waiting++;
+	eb_ingress_kick(in); /* arms the timer for the end of the warm-up */
+}
+
+static void
+wait_pop(eb_ingress *in, eb__ingress_held *w)
+{
+	eb_list_remove(&w->link);
+	in->n_waiting--;
+	eb_bus_msg_release(w->msg);
+	free(w);
+}
+
+void
+eb__ingress_router_drain(eb_ingress *in)
+{
+	eb_list *it;
+
+	while ((it = eb_list_first(&in->waiting)) != NULL) {
+		eb__ingress_held *w =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+
+		if (!leading_now(in)) {
+			eb__ingress_router_release(in);
+			return;
+		}
+		if (route_one(in, w->msg, 1)) {
+			return; /* still warming up and still no target */
+		}
+		wait_pop(in, w);
+	}
+}
+
+void
+eb__ingress_router_release(eb_ingress *in)
+{
+	eb_list *it;
+
+	while ((it = eb_list_first(&in->waiting)) != NULL) {
+		eb__ingress_held *w =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+
+		(void) eb_bus_msg_fail(
+		    w->msg, EB_INGRESS_NOT_LEADER, EB_INGRESS_NOT_LEADER_TEXT);
+		wait_pop(in, w);
+	}
+}
+
+uint64_t
+eb__ingress_router_deadline(const eb_ingress *in)
+{
+	return eb_list_empty(&in->waiting) ? UINT64_MAX
+	                                   : in->lead_ms + in->warmup_ms;
+}
+
+void
+eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	eb_ingress *in = arg;
+
+	(void) c;
+	if (!leading_now(in)) {
+		/* Never act on stale leadership: the gateway retries once. */
+		(void) eb_bus_msg_fail(
+		    msg, EB_INGRESS_NOT_LEADER, EB_INGRESS_NOT_LEADER_TEXT);
+		return;
+	}
+	/* Behind waiting messages, to keep the order they arrived in. */
+	if (!eb_list_empty(&in->waiting) && in->n_waiting < in->hold_max) {
+		wait_push(in, msg);
+		eb__ingress_router_drain(in);
+		return;
+	}
+	if (route_one(in, msg, in->n_waiting < in->hold_max)) {
+		wait_push(in, msg);
+	}
 }

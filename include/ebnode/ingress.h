@@ -82,7 +82,15 @@ typedef struct eb_ingress_opts {
 	 * 1: a request routed by send is forwarded to the target as a request
 	 *    and the target's reply (or failure) goes back to the sender.
 	 */
-	int                     relay_replies;
+	int relay_replies;
+	/*
+	 * For this long after it starts leading (default 1000 ms), the router
+	 * lets a message whose target has no handler yet wait (in order, at
+	 * most hold_max) instead of failing it with 502: right after a
+	 * failover the links and the target's interest may still be on their
+	 * way. 0: fail at once.
+	 */
+	uint64_t                warmup_ms;
 	const eb_ingress_route *routes; /* copied */
 	size_t                  route_count;
 	const eb_ingress_route *default_route; /* NULL: none; copied */

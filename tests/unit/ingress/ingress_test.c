@@ -25,7 +25,8 @@ typedef struct fx {
 	char target_body[64][64];
 } fx;
 
-static fx g_fx;
+static fx       g_fx;
+static uint64_t warmup_ms; /* 0 unless a test sets it */
 
 static void
 reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
@@ -77,6 +78,7 @@ setup(void **state)
 		return -1;
 	}
 	memset(&g_fx, 0, sizeof(g_fx));
+	warmup_ms = 0;
 	g_fx.t = *state;
 	eb_bus_opts_init(&bo);
 	bo.node_id = "n1";
@@ -123,6 +125,7 @@ make(const eb_ingress_route *routes, size_t n, const eb_ingress_route *def,
 	eb_errbuf       e;
 
 	eb_ingress_opts_init(&o);
+	o.warmup_ms = warmup_ms;
 	o.routes = routes;
 	o.route_count = n;
 	o.default_route = def;
@@ -368,6 +371,70 @@ test_close_fails_held(void **state)
 }
 
 static void
+register_target_cb(uv_timer_t *t)
+{
+	eb_bus_consumer **tc = t->data;
+
+	assert_int_equal(
+	    eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb, NULL, tc), 0);
+}
+
+static void
+timer_closed_cb(uv_handle_t *h)
+{
+	(void) h;
+}
+
+static void
+test_warmup_waits_for_target_in_order(void **state)
+{
+	eb_bus_consumer  *tc = NULL;
+	static uv_timer_t t; /* closes after this function returns */
+	int               i;
+	char              b[32];
+
+	(void) state;
+	warmup_ms = 2000;
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 8), 0);
+	for (i = 0; i < 3; i++) {
+		(void) snprintf(b, sizeof(b), "{\"i\":%d}", i);
+		request(b, NULL, NULL);
+	}
+	/* The target's interest arrives 50 ms after the leader took over
+	 * (a failover): nothing fails meanwhile, and all three are routed
+	 * in order once it is there. */
+	(void) uv_timer_init(&g_fx.t->loop, &t);
+	t.data = &tc;
+	(void) uv_timer_start(&t, register_target_cb, 50, 0);
+	wait_replies(3);
+	for (i = 0; i < 3; i++) {
+		(void) snprintf(b, sizeof(b), "{\"i\":%d}", i);
+		assert_int_equal(g_fx.status[i], 0);
+		assert_int_equal(g_fx.seq[i], i + 1);
+		assert_string_equal(g_fx.target_body[i], b);
+	}
+	uv_close((uv_handle_t *) &t, timer_closed_cb);
+	eb_bus_consumer_close(tc);
+}
+
+static void
+test_warmup_ends_with_502(void **state)
+{
+	(void) state;
+	warmup_ms = 100;
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 8), 0);
+	request("{}", NULL, NULL);
+	/* Still waiting well inside the warm-up. */
+	assert_int_equal(
+	    th_run_until(g_fx.t, replies_at_least, &(int){ 1 }, 50), -1);
+	wait_replies(1);
+	assert_int_equal(g_fx.fcode[0], EB_INGRESS_NO_TARGET);
+	assert_string_equal(g_fx.fmsg[0], "No handlers for address orders");
+}
+
+static void
 test_bad_regex_rejected(void **state)
 {
 	eb_ingress_opts        o;
@@ -408,6 +475,10 @@ main(void)
 		    test_close_fails_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_bad_regex_rejected, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_warmup_waits_for_target_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_warmup_ends_with_502, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
