@@ -757,6 +757,10 @@ class Chaos:
         limit = 15.0 if variant == "quorum" else SLOW_S[fault]
         if slow > limit:
             self.dump_round(r, "%.0f ms without an ack" % (slow * 1000))
+        odd = self.failures_in(r.t_fault, r.t_end, expected=(504,))
+        if odd:
+            self.dump_round(r, "failures other than hold timeouts: %s"
+                            % odd)
         log("round %d %s/%s (%s): leader %s@%d -> %s@%d, failover %s, "
             "longest ack gap %.0f ms" % (
                 k, fault, variant, r.note, r.old_leader, r.old_epoch,
@@ -764,6 +768,17 @@ class Chaos:
                 "%.0f ms" % (r.failover_s * 1000) if r.failover_s else "-",
                 r.max_gap_s * 1000))
         self.check(final=False)
+
+    def failures_in(self, t0, t1, expected):
+        """{code: count} of failure answers in [t0, t1] whose code is not
+        in expected."""
+        out = {}
+        for c in self.clients:
+            for sent, ans, kind, info in list(c.reqs):
+                if kind == "fail" and t0 <= ans <= t1 and \
+                        info[1] not in expected:
+                    out[info[1]] = out.get(info[1], 0) + 1
+        return out
 
     def dump_round(self, r, why):
         """Saves every node's log lines from 2 s before the fault to the end
