@@ -71,6 +71,7 @@ typedef struct eb__bframe {
 	int         raw;
 	const char *body_raw;
 	size_t      body_raw_len;
+	json_t     *hroot;   /* owned: fast path, the headers object parsed */
 	json_t     *headers; /* owned: stringified, option keys removed; NULL */
 	const char *token;   /* headers.token (string) or NULL; borrowed */
 	uint64_t    timeout_ms; /* 0: not given */
@@ -90,8 +91,9 @@ int eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f);
 /*
  * The same, trying first (fast != 0) a scanner that accepts only a subset
  * of JSON on which it agrees with jansson exactly: a top-level object with
- * the keys type, address, replyAddress, body and headers (null or {}), each
- * at most once, strings without \u escapes, a body whose text is already
+ * the keys type, address, replyAddress, body and headers (an object: parsed
+ * by jansson alone, or null), each at most once, strings without \u
+ * escapes, a body whose text is already
  * the compact encoding json_dumps would produce (no whitespace, integers
  * of at most 18 digits, no reals, no duplicate keys, depth <= 32). Then
  * root is NULL, raw is 1 and the body is carried as body_raw; anything else

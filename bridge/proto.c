@@ -542,10 +542,58 @@ fast_key(const char *k, size_t n)
 	return -1;
 }
 
-/* headers: null or an empty object (anything else takes the slow path). */
+/*
+ * Finds the end of an object or array at s->p without judging it (jansson
+ * does, on the span): strings with their escapes, brackets up to
+ * FAST_MAX_DEPTH. 0 when no end is found.
+ */
 static int
-fs_headers(fscan *s)
+fs_skip(fscan *s)
 {
+	int depth = 0;
+
+	do {
+		if (s->p >= s->end) {
+			return 0;
+		}
+		switch (*s->p) {
+		case '"':
+			s->p++;
+			while (s->p < s->end && *s->p != '"') {
+				if (*s->p == '\\' && s->end - s->p < 2) {
+					return 0;
+				}
+				s->p += *s->p == '\\' ? 2 : 1;
+			}
+			if (s->p >= s->end) {
+				return 0;
+			}
+			break;
+		case '{':
+		case '[':
+			if (++depth > FAST_MAX_DEPTH) {
+				return 0;
+			}
+			break;
+		case '}':
+		case ']':
+			depth--;
+			break;
+		default:
+			break;
+		}
+		s->p++;
+	} while (depth > 0);
+	return 1;
+}
+
+/* headers: null or {} (nothing), or an object whose span goes to jansson
+ * (span, len); anything else takes the slow path. */
+static int
+fs_headers(fscan *s, const char **span, size_t *len)
+{
+	const unsigned char *start = s->p;
+
 	if (fs_lit(s, "null", 4)) {
 		return 1;
 	}
@@ -553,7 +601,16 @@ fs_headers(fscan *s)
 		return 0;
 	}
 	fs_ws(s);
-	return fs_ch(s, '}');
+	if (fs_ch(s, '}')) {
+		return 1;
+	}
+	s->p = start;
+	if (!fs_skip(s)) {
+		return 0;
+	}
+	*span = (const char *) start;
+	*len = (size_t) (s->p - start);
+	return 1;
 }
 
 static eb__bframe_type
@@ -616,7 +673,7 @@ fast_member(fscan *s, int key, const char **v, size_t *vl)
 		vl[key] = (size_t) (s->p - start);
 		return 1;
 	default:
-		return fs_headers(s);
+		return fs_headers(s, &v[key], &vl[key]);
 	}
 }
 
@@ -646,9 +703,29 @@ fast_fill(eb__bframe *f, const char **v, const size_t *vl)
 	return 1;
 }
 
+/* Headers with content: parsed by jansson alone (the rest of the frame
+ * was checked), then handled as on the slow path. 0: jansson refused. */
+static int
+fast_headers(eb__bframe *f, const char *span, size_t len, int strip_token)
+{
+	json_error_t jerr;
+
+	f->hroot = json_loadb(span, len, 0, &jerr);
+	if (f->hroot == NULL) {
+		return 0;
+	}
+	if (!json_is_object(f->hroot)) {
+		json_decref(f->hroot);
+		f->hroot = NULL;
+		return 0;
+	}
+	bframe_headers(f, f->hroot, strip_token);
+	return 1;
+}
+
 /* 1 when the frame was decoded by the scanner; 0: take the slow path. */
 static int
-bframe_parse_fast(const char *p, size_t n, eb__bframe *f)
+bframe_parse_fast(const char *p, size_t n, int strip_token, eb__bframe *f)
 {
 	fscan s = { (const unsigned char *) p, (const unsigned char *) p + n };
 	const char *v[FK_HEADERS + 1] = { NULL };
@@ -690,10 +767,11 @@ bframe_parse_fast(const char *p, size_t n, eb__bframe *f)
 		}
 	}
 	fs_ws(&s);
-	if (s.p != s.end) {
+	if (s.p != s.end || !fast_fill(f, v, vl)) {
 		return 0;
 	}
-	return fast_fill(f, v, vl);
+	return v[FK_HEADERS] == NULL ||
+	       fast_headers(f, v[FK_HEADERS], vl[FK_HEADERS], strip_token);
 }
 
 static void
@@ -711,7 +789,7 @@ eb__bframe_parse_ex(
 	if (n == 0) {
 		return EB_EFRAME;
 	}
-	if (fast && bframe_parse_fast(p, n, f)) {
+	if (fast && bframe_parse_fast(p, n, strip_token, f)) {
 		return 0;
 	}
 	bframe_reset(f);
@@ -728,6 +806,7 @@ void
 eb__bframe_free(eb__bframe *f)
 {
 	json_decref(f->headers);
+	json_decref(f->hroot);
 	json_decref(f->root);
 	bframe_reset(f);
 }

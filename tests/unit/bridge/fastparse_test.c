@@ -98,6 +98,15 @@ static const char *const taken[] = {
 	"{\"body\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 /\"}",
 	"{\"type\":\"send\",\"address\":\"\xc3\xa9t\xc3\xa9\",\"body\":1}",
 	"{\"body\":{\"a\":{\"a\":{\"a\":[[[{}]]]}}}}",
+	"{\"headers\":{\"k\":\"v\"}}",
+	"{\"type\":\"send\",\"address\":\"a\",\"headers\":{\"k\":\"v\","
+	"\"n\":5,\"timeout\":1500,\"localOnly\":true,\"token\":\"t\"},"
+	"\"body\":1}",
+	"{\"type\":\"publish\",\"address\":\"a\",\"headers\":{ \"x\" : [1, "
+	"{\"y\": 2.5}], \"e\":\"\\u00e9\\\"}\", \"z\":null, \"c\":\"codec\", "
+	"\"codecName\":\"c\", \"f\":false },\"body\":{}}",
+	"{\"headers\":{\"timeout\":2.5e3,\"localOnly\":\"true\","
+	"\"token\":5,\"k\":{\"a\":[{}]},\"k\":\"again\"},\"type\":\"ping\"}",
 };
 
 /* Frames it must decline (non-canonical, or outside its subset), whatever
@@ -115,7 +124,11 @@ static const char *const declined[] = {
 	"{\"address\":\"\\u0061\"}",
 	"{\"address\":5}",
 	"{\"type\":\"send\",\"failureCode\":1}",
-	"{\"headers\":{\"k\":\"v\"}}",
+	"{\"headers\":5}",
+	"{\"headers\":{\"k\":1,}}",
+	"{\"headers\":{\"k\":\"\\x\"}}",
+	"{\"headers\":{\"k\":[}]}",
+	"{\"headers\":{\"k\":\"v\"}",
 	"{\"extra\":1}",
 	"[1]",
 	"{\"body\":1} x",
