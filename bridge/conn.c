@@ -770,6 +770,7 @@ static void
 conn_process(eb__bconn *c)
 {
 	unsigned    budget = BCONN_FRAME_BUDGET;
+	unsigned    handled = 0;
 	const char *p;
 	uint32_t    len;
 	int         rv;
@@ -788,11 +789,16 @@ conn_process(eb__bconn *c)
 			break;
 		}
 		conn_frame(c, p, len);
+		handled++;
 	}
 	if (c->closing) {
 		return;
 	}
-	if (c->paused) {
+	/* A paused connection resumes reading on a turn that found nothing
+	 * buffered: one turn then takes at most one budget of its frames
+	 * (from the drain or from a read, not both), no more than the bus
+	 * delivers per consumer per turn. */
+	if (c->paused && handled == 0) {
 		conn_resume(c);
 	}
 	/* After a big frame, give the buffer back instead of keeping up to

@@ -11,7 +11,8 @@
  * Overflow (queue_max reached): the message is not queued; a request is
  * failed at once (ERROR, EB_EFULL, "consumer queue full"), anything else is
  * dropped and counted in `dropped`. The first overflow of an episode is
- * logged; the episode ends when the queue drains below the limit.
+ * logged; the episode ends when the queue has drained to half the limit
+ * (a queue hovering at the limit would otherwise log every other drop).
  *
  * Loop thread only.
  */
@@ -246,8 +247,8 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	eb_list_remove(it);
 	qent_put(bus, q);
 	c->qlen--;
-	if (c->qlen + 1 < bus->queue_max) {
-		c->overflowing = 0;
+	if (c->qlen <= bus->queue_max / 2) {
+		c->overflowing = 0; /* hysteresis: not one line per drop */
 	}
 	c->addr->c.received++;
 	bus->totals.received++;
