@@ -121,7 +121,7 @@ void eb__bout_err_buf(eb__buf *out, const char *message);
 void eb__bout_pong_buf(eb__buf *out);
 void eb__bout_failure_buf(eb__buf *out, const char *token, const char *source,
     int code, const char *type, const char *message);
-void eb__bout_message_buf(eb__buf *out, const char *address,
+void eb__bout_message_buf(eb__buf *b, const char *address,
     const char *reply_address, const json_t *headers, const char *body_bytes,
     size_t body_len, int send);
 

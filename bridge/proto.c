@@ -547,6 +547,20 @@ fast_key(const char *k, size_t n)
  * does, on the span): strings with their escapes, brackets up to
  * FAST_MAX_DEPTH. 0 when no end is found.
  */
+/* Moves s->p from a string's opening quote to its closing one. */
+static int
+fs_skip_string(fscan *s)
+{
+	s->p++;
+	while (s->p < s->end && *s->p != '"') {
+		if (*s->p == '\\' && s->end - s->p < 2) {
+			return 0;
+		}
+		s->p += *s->p == '\\' ? 2 : 1;
+	}
+	return s->p < s->end;
+}
+
 static int
 fs_skip(fscan *s)
 {
@@ -558,14 +572,7 @@ fs_skip(fscan *s)
 		}
 		switch (*s->p) {
 		case '"':
-			s->p++;
-			while (s->p < s->end && *s->p != '"') {
-				if (*s->p == '\\' && s->end - s->p < 2) {
-					return 0;
-				}
-				s->p += *s->p == '\\' ? 2 : 1;
-			}
-			if (s->p >= s->end) {
+			if (!fs_skip_string(s)) {
 				return 0;
 			}
 			break;

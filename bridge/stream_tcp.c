@@ -5,7 +5,6 @@
  * the kernel did not take, and the byte count of writes still in flight,
  * which the connection bounds.
  */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,7 +67,11 @@ eb__stream_raw_send(eb__stream *s, const char *p, size_t n)
 	}
 	/* Nothing queued: the kernel usually takes it all, no copy. */
 	if (eb__stream_backlog(s) == 0) {
-		ub = uv_buf_init((char *) (uintptr_t) p, (unsigned int) n);
+		char *base;
+
+		/* uv_buf_t is not const; uv_try_write does not write to it. */
+		memcpy(&base, &p, sizeof(base));
+		ub = uv_buf_init(base, (unsigned int) n);
 		rv = uv_try_write((uv_stream_t *) &s->tcp, &ub, 1);
 		if (rv >= 0) {
 			p += rv;

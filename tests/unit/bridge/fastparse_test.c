@@ -328,7 +328,7 @@ test_mutations(void **state)
 		size_t      n = strlen(src);
 		unsigned    edits = 1 + (unsigned) (rnd(&seed) % 3);
 
-		memcpy(buf, src, n);
+		memcpy(buf, src, n + 1); /* with the NUL; n is what counts */
 		while (edits-- > 0 && n > 0 && n < sizeof(buf) - 1) {
 			size_t at = rnd(&seed) % n;
 			char c = alphabet[rnd(&seed) % (sizeof(alphabet) - 1)];
