@@ -231,7 +231,10 @@ conn_out_end(eb__bconn *c, size_t mark, eb_bridge_out_kind kind)
 	if (kind == EB_BRIDGE_OUT_ERR) {
 		b->stats.errors++;
 	}
-	if (mark + len >= CONN_OUT_FLUSH_AT) {
+	if (mark + len >= CONN_OUT_FLUSH_AT ||
+	    c->stream.ops == &eb__stream_null_ops) {
+		/* Big enough to write now; a detached connection (fuzzer,
+		 * tests) discards at once, whether the loop runs or not. */
 		eb__bconn_flush(c);
 		return;
 	}
