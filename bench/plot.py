@@ -160,5 +160,83 @@ def main(argv):
     return 0
 
 
+def failover_timeline(path, title, series, highlight, bucket_ms=10,
+                      t_from=-0.5, marks=()):
+    """Failover timeline (bench/failover.py): acknowledged requests per
+    bucket_ms bucket around a leader kill at t = 0, as an SVG at path.
+    series: one list of counts per round (bucket k starts at
+    t_from + k * bucket_ms / 1000 s); every round is drawn thin and grey,
+    series[highlight] bold. marks: (t_s, text, color) vertical lines (the
+    kill at 0 is always drawn)."""
+    W, H = 920, 360
+    L, R, T, B = 64, 20, 40, 46
+    w, h = W - L - R, H - T - B
+    n = max(len(s) for s in series)
+    t_to = t_from + n * bucket_ms / 1000.0
+    top = max(max(s) for s in series) or 1
+    step = 10 ** math.floor(math.log10(top)) if top >= 10 else 1
+    top = (int(top / step) + 1) * step
+
+    def px(t):
+        return L + (t - t_from) / (t_to - t_from) * w
+
+    def py(v):
+        return T + h - v / float(top) * h
+
+    svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif">' % (W, H),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="22" font-size="15" text-anchor="middle">%s'
+           '</text>' % (W // 2, escape(title)),
+           '<rect x="%d" y="%d" width="%d" height="%d" fill="none" '
+           'stroke="#888"/>' % (L, T, w, h)]
+    t = math.ceil(t_from * 2) / 2.0
+    while t <= t_to + 1e-9:
+        svg.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"'
+                   '/>' % (px(t), T, px(t), T + h))
+        svg.append('<text x="%.1f" y="%d" font-size="11" text-anchor='
+                   '"middle">%g</text>' % (px(t), T + h + 15, t))
+        t += 0.5
+    for k in range(0, 6):
+        v = top * k / 5.0
+        svg.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"'
+                   '/>' % (L, py(v), L + w, py(v)))
+        svg.append('<text x="%d" y="%.1f" font-size="11" text-anchor="end">'
+                   '%g</text>' % (L - 4, py(v) + 4, v))
+    svg.append('<text x="%d" y="%d" font-size="11" text-anchor="middle">'
+               'time since the signal to the leader (s)</text>'
+               % (L + w // 2, H - 8))
+    svg.append('<text x="14" y="%d" font-size="11" transform="rotate(-90 14 '
+               '%d)" text-anchor="middle">acks per %d ms</text>'
+               % (T + h // 2, T + h // 2, bucket_ms))
+
+    def line(s, color, width):
+        pts = " ".join("%s%.1f,%.1f" % (
+            "M" if k == 0 else "L",
+            px(t_from + (k + 0.5) * bucket_ms / 1000.0), py(v))
+            for k, v in enumerate(s))
+        return ('<path d="%s" fill="none" stroke="%s" stroke-width="%s"/>'
+                % (pts, color, width))
+    for k, s in enumerate(series):
+        if k != highlight:
+            svg.append(line(s, "#bbb", "0.7"))
+    svg.append(line(series[highlight], COLORS[0], "1.6"))
+    for k, (t, text, color) in enumerate([(0.0, "signal", "#d62728")] +
+                                         list(marks)):
+        svg.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" '
+                   'stroke-width="1.5" stroke-dasharray="%s"/>'
+                   % (px(t), T, px(t), T + h, color,
+                      "none" if k == 0 else "5,3"))
+        svg.append('<text x="%.1f" y="%d" font-size="11" fill="%s">%s'
+                   '</text>' % (px(t) + 4, T + 14 + 14 * k, color,
+                                escape(text)))
+    svg.append('<text x="%d" y="%d" font-size="11" fill="#888">grey: every '
+               'round; blue: the median round</text>' % (L + w - 290,
+                                                         T + h - 8))
+    svg.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(svg) + "\n")
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
