@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command (README): installs what is missing, then builds and runs
 # the whole suite twice -- gcc with -Werror, and clang with ASan+UBSan (also
-# -Werror) -- after the clang-format and include-edge checks.
+# -Werror) -- after the clang-format and include-edge checks. Between the
+# two suites, clang-tidy checks every C source with the gcc build's
+# compile_commands.json (tools/check-tidy.sh; not in --quick).
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    one gcc build, no sanitizers (for development)
@@ -46,6 +48,8 @@ if [ "$quick" = 1 ]; then
 	exit 0
 fi
 run_suite gcc-werror gcc -DEB_WERROR=ON
+echo "== clang-tidy (compile_commands.json of build/gcc-werror)"
+bash tools/check-tidy.sh build/gcc-werror
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 EB_TEST_TIMEOUT_MULTIPLIER=3 \
