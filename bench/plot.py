@@ -227,9 +227,11 @@ def failover_timeline(path, title, series, highlight, bucket_ms=10,
                    'stroke-width="1.5" stroke-dasharray="%s"/>'
                    % (px(t), T, px(t), T + h, color,
                       "none" if k == 0 else "5,3"))
-        svg.append('<text x="%.1f" y="%d" font-size="11" fill="%s">%s'
-                   '</text>' % (px(t) + 4, T + 14 + 14 * k, color,
-                                escape(text)))
+        right = px(t) > L + 0.55 * w  # label left of the line
+        svg.append('<text x="%.1f" y="%d" font-size="11" fill="%s" '
+                   'text-anchor="%s">%s</text>'
+                   % (px(t) - 4 if right else px(t) + 4, T + 14 + 14 * k,
+                      color, "end" if right else "start", escape(text)))
     svg.append('<text x="%d" y="%d" font-size="11" fill="#888">grey: every '
                'round; blue: the median round</text>' % (L + w - 290,
                                                          T + h - 8))
