@@ -336,9 +336,12 @@ test_lease_expiry(void **state)
 {
 	th_loop *t = *state;
 	uint64_t t0;
+	uint64_t m = th_timeout_multiplier();
 
-	/* 400 ms session: lease 200 ms, heartbeat 100 ms. */
-	open_in_order(t, 2, 400);
+	/* 400 ms session: lease 200 ms, heartbeat 100 ms; scaled like the
+	 * test's waits, so that a loaded sanitizer run does not stall a
+	 * heartbeat past the lease (it flaked once at load 5). */
+	open_in_order(t, 2, (uint32_t) (400 * m));
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
 	/* Heartbeats keep the lease valid well past its length. */
 	(void) th_run_until(t, th_flag_set, &nodes[5].open, 450);
@@ -349,7 +352,7 @@ test_lease_expiry(void **state)
 	fakezk_stall(nodes[0].zk, 1);
 	assert_int_equal(th_run_until(t, revoked_pred, &nodes[0], 2000), 0);
 	assert_string_equal(nodes[0].reason, "lease-expired");
-	assert_true(uv_now(&t->loop) - t0 <= 250);
+	assert_true(uv_now(&t->loop) - t0 <= 250 * m);
 	assert_false(eb_election_is_leader(nodes[0].el));
 	fakezk_stall(nodes[0].zk, 0);
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
