@@ -1384,6 +1384,22 @@ fakezk_server_close(fakezk_server *s, void (*cb)(void *arg), void *arg)
 	uv_close((uv_handle_t *) &s->idle, server_closed_cb);
 }
 
+static void
+close_flag_cb(void *arg)
+{
+	*(int *) arg = 1;
+}
+
+void
+fakezk_server_close_run(fakezk_server *s, th_loop *t)
+{
+	int closed = 0;
+
+	fakezk_server_close(s, close_flag_cb, &closed);
+	(void) th_loop_run(t);
+	assert_int_equal(closed, 1);
+}
+
 int
 fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
     eb_zk_event_cb on_event, void *arg, eb_zk **zkp)

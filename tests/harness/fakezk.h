@@ -41,6 +41,7 @@
 #include <uv.h>
 
 #include "cluster/zk.h"
+#include "tests/harness/th.h"
 
 typedef struct fakezk_server fakezk_server;
 
@@ -48,6 +49,9 @@ fakezk_server *fakezk_server_new(uv_loop_t *loop);
 /* Closes the idle handle; cb (may be NULL) runs when it has closed and the
  * server is freed after it. Clients must be closed before. */
 void fakezk_server_close(fakezk_server *s, void (*cb)(void *arg), void *arg);
+/* Test teardown: closes the server, runs t's loop until it has nothing left
+ * and fails the test unless the server's close completed. */
+void fakezk_server_close_run(fakezk_server *s, th_loop *t);
 
 /* A client; no session until eb_zk_start() (CONNECTED on a later turn). */
 int fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,

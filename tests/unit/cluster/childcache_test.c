@@ -26,7 +26,6 @@ typedef struct cnode {
 } cnode;
 
 static fakezk_server *srv;
-static int            srv_closed;
 
 static void
 cn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
@@ -105,13 +104,6 @@ cn_close(th_loop *t, cnode *n)
 	assert_int_equal(th_run_until(t, closed_pred, n, 2000), 0);
 }
 
-static void
-srv_closed_cb(void *arg)
-{
-	(void) arg;
-	srv_closed = 1;
-}
-
 static int
 setup(void **state)
 {
@@ -120,7 +112,6 @@ setup(void **state)
 	assert_int_equal(th_setup(state), 0);
 	t = *state;
 	srv = fakezk_server_new(&t->loop);
-	srv_closed = 0;
 	assert_int_equal(fakezk_put(srv, "/ebnode", NULL, 0), 0);
 	assert_int_equal(fakezk_put(srv, "/ebnode/t", NULL, 0), 0);
 	assert_int_equal(fakezk_put(srv, MEMBERS, NULL, 0), 0);
@@ -132,9 +123,7 @@ teardown(void **state)
 {
 	th_loop *t = *state;
 
-	fakezk_server_close(srv, srv_closed_cb, NULL);
-	(void) th_loop_run(t);
-	assert_int_equal(srv_closed, 1);
+	fakezk_server_close_run(srv, t);
 	return th_teardown(state);
 }
 

@@ -30,7 +30,6 @@ typedef struct rnode {
 } rnode;
 
 static fakezk_server *srv;
-static int            srv_closed;
 
 static void
 rn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
@@ -110,13 +109,6 @@ rn_close(rnode *n)
 	n->reg = NULL;
 }
 
-static void
-srv_closed_cb(void *arg)
-{
-	(void) arg;
-	srv_closed = 1;
-}
-
 static int
 setup(void **state)
 {
@@ -125,7 +117,6 @@ setup(void **state)
 	assert_int_equal(th_setup(state), 0);
 	t = *state;
 	srv = fakezk_server_new(&t->loop);
-	srv_closed = 0;
 	return 0;
 }
 
@@ -134,9 +125,7 @@ teardown(void **state)
 {
 	th_loop *t = *state;
 
-	fakezk_server_close(srv, srv_closed_cb, NULL);
-	(void) th_loop_run(t);
-	assert_int_equal(srv_closed, 1);
+	fakezk_server_close_run(srv, t);
 	return th_teardown(state);
 }
 

@@ -39,7 +39,6 @@ typedef struct sim {
 } sim;
 
 static fakezk_server *srv;
-static int            srv_closed;
 static sim            nodes[NMAX];
 
 static void
@@ -187,13 +186,6 @@ sim_close(th_loop *t, int i)
 	assert_int_equal(th_run_until(t, sim_closed_pred, s, 2000), 0);
 }
 
-static void
-srv_closed_cb(void *arg)
-{
-	(void) arg;
-	srv_closed = 1;
-}
-
 static int
 setup(void **state)
 {
@@ -202,7 +194,6 @@ setup(void **state)
 	assert_int_equal(th_setup(state), 0);
 	t = *state;
 	srv = fakezk_server_new(&t->loop);
-	srv_closed = 0;
 	memset(nodes, 0, sizeof(nodes));
 	return 0;
 }
@@ -216,9 +207,7 @@ teardown(void **state)
 	for (i = 0; i < NMAX; i++) {
 		sim_close(t, i);
 	}
-	fakezk_server_close(srv, srv_closed_cb, NULL);
-	(void) th_loop_run(t);
-	assert_int_equal(srv_closed, 1);
+	fakezk_server_close_run(srv, t);
 	return th_teardown(state);
 }
 
