@@ -104,6 +104,14 @@ char *eb__ctl_cell(json_t *v);
 
 /* ---- bridge connections (net.c) ----------------------------------------- */
 
+/* Polls fd for events until deadline (eb__mono_ms; 0: no limit): 1 ready, 0
+ * timeout, -1 error. */
+int eb__ctl_wait_fd(int fd, short events, uint64_t deadline);
+/* A non-blocking TCP connection to ep, trying every resolved address until
+ * deadline: the fd, or -1 with err. Used by the bridge and admin clients. */
+int eb__ctl_tcp_connect(
+    const ctl_endpoint *ep, uint64_t deadline, char *err, size_t errlen);
+
 typedef struct ctl_conn ctl_conn;
 
 /* Connects (and handshakes) within timeout_ms. NULL and err on failure. */

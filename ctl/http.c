@@ -101,71 +101,6 @@ eb__ctl_http_resp_free(ctl_http_resp *resp)
 }
 
 static int
-wait_fd(int fd, short events, uint64_t deadline)
-{
-	struct pollfd pfd = { .fd = fd, .events = events, .revents = 0 };
-	uint64_t      now;
-	int           rv;
-
-	do {
-		now = eb__mono_ms();
-		rv =
-		    poll(&pfd, 1, now >= deadline ? 0 : (int) (deadline - now));
-	} while (rv < 0 && errno == EINTR);
-	return rv;
-}
-
-static int
-http_connect(
-    const ctl_endpoint *ep, uint64_t deadline, char *err, size_t errlen)
-{
-	struct addrinfo  hints;
-	struct addrinfo *res = NULL;
-	char             port[16];
-	int              fd;
-	int              rv;
-	int              soerr = 0;
-	socklen_t        sl = sizeof(soerr);
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	(void) snprintf(port, sizeof(port), "%d", ep->port);
-	if ((rv = getaddrinfo(ep->host, port, &hints, &res)) != 0) {
-		(void) snprintf(
-		    err, errlen, "resolve %s: %s", ep->host, gai_strerror(rv));
-		return -1;
-	}
-	fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
-	if (fd < 0) {
-		(void) snprintf(err, errlen, "socket: %s", strerror(errno));
-		freeaddrinfo(res);
-		return -1;
-	}
-	(void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	rv = connect(fd, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	if (rv != 0 && errno == EINPROGRESS) {
-		if (wait_fd(fd, POLLOUT, deadline) <= 0) {
-			(void) snprintf(err, errlen, "connect %s:%d: timed out",
-			    ep->host, ep->port);
-			(void) close(fd);
-			return -1;
-		}
-		(void) getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-		errno = soerr;
-		rv = soerr == 0 ? 0 : -1;
-	}
-	if (rv != 0) {
-		(void) snprintf(err, errlen, "connect %s:%d: %s", ep->host,
-		    ep->port, strerror(errno));
-		(void) close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int
 send_request(int fd, const char *req, size_t n, uint64_t deadline, char *err,
     size_t errlen)
 {
@@ -174,7 +109,7 @@ send_request(int fd, const char *req, size_t n, uint64_t deadline, char *err,
 	while (n > 0) {
 		w = send(fd, req, n, MSG_NOSIGNAL);
 		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-			if (wait_fd(fd, POLLOUT, deadline) <= 0) {
+			if (eb__ctl_wait_fd(fd, POLLOUT, deadline) <= 0) {
 				(void) snprintf(
 				    err, errlen, "write: timed out");
 				return -1;
@@ -206,7 +141,7 @@ read_response(
 	while (rv == 1) {
 		r = recv(fd, eb__buf_reserve(&in, 16384), 16384, 0);
 		if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-			if (wait_fd(fd, POLLIN, deadline) <= 0) {
+			if (eb__ctl_wait_fd(fd, POLLIN, deadline) <= 0) {
 				(void) snprintf(err, errlen,
 				    "no complete response: timed out");
 				rv = -1;
@@ -262,7 +197,7 @@ eb__ctl_http(const ctl_endpoint *ep, const char *method, const char *path,
 		(void) snprintf(err, errlen, "request too long");
 		return -1;
 	}
-	if ((fd = http_connect(ep, deadline, err, errlen)) < 0) {
+	if ((fd = eb__ctl_tcp_connect(ep, deadline, err, errlen)) < 0) {
 		return -1;
 	}
 	rv = send_request(fd, req, (size_t) n, deadline, err, errlen);

@@ -52,9 +52,8 @@ deadline_of(int timeout_ms)
 	return timeout_ms < 0 ? 0 : eb__mono_ms() + (uint64_t) timeout_ms;
 }
 
-/* 1 ready, 0 timeout, -1 error. */
-static int
-wait_fd(int fd, short events, uint64_t deadline)
+int
+eb__ctl_wait_fd(int fd, short events, uint64_t deadline)
 {
 	struct pollfd p = { .fd = fd, .events = events, .revents = 0 };
 	int           rv;
@@ -80,8 +79,9 @@ tls_errstr(char *err, size_t errlen, const char *what)
 	ERR_clear_error();
 }
 
-static int
-tcp_connect(const ctl_endpoint *ep, uint64_t deadline, char *err, size_t errlen)
+int
+eb__ctl_tcp_connect(
+    const ctl_endpoint *ep, uint64_t deadline, char *err, size_t errlen)
 {
 	struct addrinfo  hints;
 	struct addrinfo *res = NULL;
@@ -111,7 +111,7 @@ tcp_connect(const ctl_endpoint *ep, uint64_t deadline, char *err, size_t errlen)
 		(void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		rv = connect(fd, ai->ai_addr, ai->ai_addrlen);
 		if (rv != 0 && errno == EINPROGRESS) {
-			rv = wait_fd(fd, POLLOUT, deadline);
+			rv = eb__ctl_wait_fd(fd, POLLOUT, deadline);
 			if (rv == 0) {
 				(void) snprintf(err, errlen,
 				    "connect %s:%d: timed out", ep->host,
@@ -222,8 +222,8 @@ tls_io(ctl_conn *c, tls_op op, void *rbuf, const void *wbuf, int n,
 		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
 			return -e;
 		}
-		rv = wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
-		    deadline);
+		rv = eb__ctl_wait_fd(c->fd,
+		    e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
 		if (rv <= 0) {
 			return rv == 0 ? 0 : -SSL_ERROR_SYSCALL;
 		}
@@ -239,7 +239,7 @@ eb__ctl_connect(const ctl_args *a, char *err, size_t errlen)
 	long      vr;
 
 	eb__frame_dec_init(&c->dec, CTL_MAX_FRAME);
-	c->fd = tcp_connect(&a->bridge, deadline, err, errlen);
+	c->fd = eb__ctl_tcp_connect(&a->bridge, deadline, err, errlen);
 	if (c->fd < 0) {
 		goto fail;
 	}
@@ -305,7 +305,7 @@ write_some(ctl_conn *c, const char *p, size_t n, uint64_t deadline)
 		if (w >= 0 || (errno != EAGAIN && errno != EINTR)) {
 			return w;
 		}
-		rv = wait_fd(c->fd, POLLOUT, deadline);
+		rv = eb__ctl_wait_fd(c->fd, POLLOUT, deadline);
 		if (rv <= 0) {
 			return rv;
 		}
@@ -391,7 +391,7 @@ read_plain(ctl_conn *c, char *dst, uint64_t deadline, char *err, size_t errlen)
 			    err, errlen, "read: %s", strerror(errno));
 			return -1;
 		}
-		rv = wait_fd(c->fd, POLLIN, deadline);
+		rv = eb__ctl_wait_fd(c->fd, POLLIN, deadline);
 		if (rv < 0) {
 			(void) snprintf(
 			    err, errlen, "poll: %s", strerror(errno));
