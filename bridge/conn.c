@@ -30,7 +30,6 @@
 #include "common/alloc.h"
 #include "common/util.h"
 
-#define BCONN_TLS_HANDSHAKE_MS 10000u
 #define CONN_DEC_KEEP          ((size_t) 65536)
 /* Output gathered beyond this is written at once rather than at the end of
  * the loop phase; a bigger output buffer is given back after a flush. */
@@ -58,6 +57,14 @@ struct eb__bconn {
 	char          peer[64];
 	uint64_t      started_ms;
 	uint64_t      active_ms; /* last read or write */
+	/* When the oldest byte of the frame not yet complete arrived; 0:
+	 * nothing partial buffered (the frame deadline runs from here). */
+	uint64_t      frame_started_ms;
+	size_t        in_acct; /* input buffer bytes counted in b->in_bytes */
+	eb_list       fresh_link; /* in b->fresh until a first frame */
+	int           fresh;
+	int           processing; /* a frame borrowed from dec is in use */
+	size_t        n_reqs; /* attached requests (replies awaited) */
 	uint64_t      frames_in;
 	uint64_t      frames_out;
 	eb_list       consumers; /* of bconn_consumer, owned */
@@ -360,6 +367,9 @@ consumer_cb(eb_bus_consumer *bc, eb_bus_msg *msg, void *arg)
 static void
 req_free(bconn_req *r)
 {
+	if (r->c != NULL) {
+		r->c->n_reqs--;
+	}
 	eb_list_remove(&r->link);
 	free(r->token);
 	free(r->source);
@@ -399,6 +409,7 @@ req_new(eb__bconn *c, const char *token, const char *source)
 	r->token = eb__strdup(token);
 	r->source = eb__strdup(source);
 	eb_list_insert_tail(&c->reqs, &r->link);
+	c->n_reqs++;
 	return r;
 }
 
@@ -421,6 +432,37 @@ req_refused(eb__bconn *c, bconn_req *r, int rv)
 }
 
 /* ---- client frames ---- */
+
+/*
+ * 1 when one more request may wait for its reply on this connection;
+ * otherwise the client is answered at once with an addressable failure
+ * (its reply handler fires) and nothing is sent on the bus. Bounds what
+ * one connection can make the node hold for requests nobody answers.
+ */
+static int
+req_allowed(eb__bconn *c, const eb__bframe *f)
+{
+	eb_bridge *b = c->b;
+	char       msg[160];
+
+	if (b->opts.max_requests_per_conn == 0 ||
+	    c->n_reqs < b->opts.max_requests_per_conn) {
+		return 1;
+	}
+	b->stats.requests_refused++;
+	if (conn_log_ok(c)) {
+		EB_LOG_NOTICE("bridge",
+		    "request-refused: peer=%s in_flight=%zu max=%u", c->peer,
+		    c->n_reqs, b->opts.max_requests_per_conn);
+	}
+	(void) snprintf(msg, sizeof(msg),
+	    "too_many_requests: %u replies already awaited on this "
+	    "connection",
+	    b->opts.max_requests_per_conn);
+	conn_failure(c, f->reply_address, f->address, -1,
+	    eb_bus_failure_name(EB_BUS_ERROR), msg);
+	return 0;
+}
 
 /* Answers msg with the frame's body, raw (fast path) or parsed. */
 static int
@@ -452,8 +494,20 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 		conn_denied(c, "send", f->address);
 		return;
 	}
+	if (f->reply_address != NULL && !req_allowed(c, f)) {
+		if (reply != NULL) {
+			reply_free(c, reply); /* one-shot, as below */
+		}
+		return;
+	}
 	eb_bus_send_opts_init(&so);
+	/* A client's headers.timeout is clamped: it cannot make the node
+	 * hold a request (and its memory) for years. */
 	so.timeout_ms = f->timeout_ms;
+	if (b->opts.max_request_timeout_ms > 0 &&
+	    so.timeout_ms > b->opts.max_request_timeout_ms) {
+		so.timeout_ms = b->opts.max_request_timeout_ms;
+	}
 	so.local_only = f->local_only;
 	if (reply != NULL) {
 		/* One-shot: the entry goes whatever the outcome. */
@@ -540,6 +594,18 @@ frame_register(eb__bconn *c, const eb__bframe *f)
 	}
 	if (consumer_find(c, f->address) != NULL) {
 		return; /* idempotent: one consumer per (socket, address) */
+	}
+	if (c->b->opts.max_consumers_per_conn > 0 &&
+	    c->n_consumers >= c->b->opts.max_consumers_per_conn) {
+		c->b->stats.consumers_refused++;
+		if (conn_log_ok(c)) {
+			EB_LOG_NOTICE("bridge",
+			    "register-refused: peer=%s consumers=%zu max=%u",
+			    c->peer, c->n_consumers,
+			    c->b->opts.max_consumers_per_conn);
+		}
+		conn_err(c, "too_many_consumers");
+		return;
 	}
 	k = eb__calloc(1, sizeof(*k));
 	k->c = c;
@@ -781,8 +847,10 @@ conn_process(eb__bconn *c)
 	uint32_t    len;
 	int         rv;
 
+	c->processing = 1;
 	while (!c->closing) {
 		if (budget-- == 0) {
+			c->processing = 0;
 			conn_pause(c);
 			return;
 		}
@@ -797,7 +865,9 @@ conn_process(eb__bconn *c)
 		conn_frame(c, p, len);
 		handled++;
 	}
+	c->processing = 0;
 	if (c->closing) {
+		eb__frame_dec_free(&c->dec); /* see eb__bconn_close */
 		return;
 	}
 	/* A paused connection resumes reading on a turn that found nothing
@@ -816,22 +886,106 @@ conn_process(eb__bconn *c)
 	}
 }
 
+/* Keeps b's input-buffer total in step with c's buffer (0 once closing). */
+static void
+conn_in_account(eb__bconn *c)
+{
+	eb_bridge *b = c->b;
+	size_t     now = c->closing ? 0 : c->dec.in.cap;
+
+	b->stats.input_bytes = b->stats.input_bytes - c->in_acct + now;
+	c->in_acct = now;
+}
+
+static void
+conn_unfresh(eb__bconn *c)
+{
+	if (c->fresh) {
+		c->fresh = 0;
+		eb_list_remove(&c->fresh_link);
+	}
+}
+
+/*
+ * Over the node-wide input budget: closes the connections holding the
+ * largest input buffers until the total fits. The memory a client can make
+ * the node hold is bounded by the budget, not by max_connections times
+ * max_frame_bytes; the clients that hold the most pay first. A linear scan,
+ * but only while over the budget, and each close frees the most.
+ */
+static void
+bridge_input_budget(eb_bridge *b)
+{
+	eb_list   *it;
+	eb__bconn *big;
+
+	while (b->opts.input_budget_bytes > 0 &&
+	       b->stats.input_bytes > b->opts.input_budget_bytes) {
+		big = NULL;
+		for (it = b->conns.next; it != &b->conns; it = it->next) {
+			eb__bconn *c = eb__bconn_from_link(it);
+
+			if (c->in_acct > 0 &&
+			    (big == NULL || c->in_acct > big->in_acct)) {
+				big = c;
+			}
+		}
+		if (big == NULL) {
+			return;
+		}
+		b->stats.conns_closed_memory++;
+		EB_LOG_RL_WARN("bridge",
+		    "input-budget-closed: peer=%s buffered=%zu total=%llu "
+		    "budget=%zu",
+		    big->peer, big->in_acct,
+		    (unsigned long long) b->stats.input_bytes,
+		    b->opts.input_budget_bytes);
+		eb__bconn_close(big, "input-budget");
+	}
+}
+
+/* After input was handled: first-frame and frame-deadline state, memory
+ * accounting and the budget. c may be closed on return. */
+static void
+conn_input_done(eb__bconn *c, uint64_t frames_before)
+{
+	if (c->closing) {
+		return;
+	}
+	if (c->frames_in > 0) {
+		conn_unfresh(c);
+	}
+	if (eb__frame_dec_buffered(&c->dec) == 0) {
+		c->frame_started_ms = 0;
+	} else if (c->frame_started_ms == 0 || c->frames_in != frames_before) {
+		/* A frame completed: what is left began in this read. */
+		c->frame_started_ms = eb__mono_ms();
+	}
+	conn_in_account(c);
+	bridge_input_budget(c->b);
+}
+
 void
 eb__bconn_drain(eb__bconn *c)
 {
+	uint64_t before = c->frames_in;
+
 	conn_process(c);
+	conn_input_done(c, before);
 }
 
 static void
 conn_read_cb(eb__stream *s, const char *data, size_t n)
 {
 	eb__bconn *c = s->data;
+	uint64_t   before = c->frames_in;
 
 	c->active_ms = eb__mono_ms();
 	eb__frame_dec_feed(&c->dec, data, n);
 	if (!c->paused) {
 		conn_process(c); /* else the drain handle continues */
 	}
+	conn_input_done(c, before);
 }
 
 static void
@@ -881,6 +1035,15 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 	}
 	c->closing = 1;
 	eb_list_remove(&c->link);
+	conn_unfresh(c);
+	/* The input buffer goes now, not when the handle has closed: the
+	 * budget closes connections to free memory at once, many per loop
+	 * turn. While a frame borrowed from it is handled, conn_process
+	 * frees it afterwards. */
+	if (!c->processing) {
+		eb__frame_dec_free(&c->dec);
+	}
+	conn_in_account(c);
 	if (c->paused) {
 		c->paused = 0;
 		eb_list_remove(&c->pause_link);
@@ -899,8 +1062,9 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 		eb_list_remove(&r->link); /* req_free's remove is a no-op */
 		r->c = NULL;
 	}
+	c->n_reqs = 0;
 	(void) conn_hook(c, EB_BRIDGE_EV_SOCKET_CLOSED, NULL);
-	EB_LOG_INFO("bridge",
+	EB_LOG_RL_INFO("bridge",
 	    "conn-closed: peer=%s id=%llu reason=%s frames_in=%llu "
 	    "frames_out=%llu",
 	    c->peer, (unsigned long long) c->id, reason,
@@ -962,7 +1126,7 @@ accept_refused(eb_bridge *b)
 	b->live++;
 	(void) uv_accept((uv_stream_t *) &b->listener, (uv_stream_t *) t);
 	b->stats.conns_refused++;
-	EB_LOG_NOTICE("bridge", "conn-refused: open=%llu max=%u",
+	EB_LOG_RL_NOTICE("bridge", "conn-refused: open=%llu max=%u",
 	    (unsigned long long) b->stats.conns_open, b->opts.max_connections);
 	uv_close((uv_handle_t *) t, refused_closed_cb);
 }
@@ -974,13 +1138,35 @@ eb__bconn_accept(eb_bridge *b)
 	int        rv;
 
 	if (b->stats.conns_open >= b->opts.max_connections) {
-		accept_refused(b);
-		return;
+		eb_list *old = eb_list_first(&b->fresh);
+
+		if (old == NULL) {
+			accept_refused(b);
+			return;
+		}
+		/* Full, and some connection has not completed a single frame
+		 * (slowloris, or a client that only connects): the oldest of
+		 * them makes room, so that idle sockets cannot lock everyone
+		 * else out. Connections that have spoken are never evicted. */
+		c = EB_CONTAINER_OF(old, eb__bconn, fresh_link);
+		b->stats.conns_evicted++;
+		EB_LOG_RL_NOTICE("bridge",
+		    "conn-evicted: peer=%s age_ms=%llu open=%llu max=%u", c->peer,
+		    (unsigned long long) (eb__mono_ms() - c->started_ms),
+		    (unsigned long long) b->stats.conns_open,
+		    b->opts.max_connections);
+		eb__bconn_close(c, "evicted-at-limit");
+		if (b->stats.conns_open >= b->opts.max_connections) {
+			accept_refused(b); /* a hook opened more: give up */
+			return;
+		}
 	}
 	c = eb__calloc(1, sizeof(*c));
 	c->b = b;
 	c->id = ++b->next_conn_id;
 	eb_list_init(&c->link);
+	eb_list_insert_tail(&b->fresh, &c->fresh_link);
+	c->fresh = 1;
 	eb_list_init(&c->pause_link);
 	eb_list_init(&c->out_link);
 	eb__buf_init(&c->out);
@@ -1023,6 +1209,7 @@ eb__bconn_open_detached(eb_bridge *b)
 
 	c->b = b;
 	c->id = ++b->next_conn_id;
+	eb_list_init(&c->fresh_link);
 	eb_list_init(&c->pause_link);
 	eb_list_init(&c->out_link);
 	eb__buf_init(&c->out);
@@ -1070,9 +1257,25 @@ eb__bconn_sweep(eb__bconn *c, uint64_t now)
 		return;
 	}
 	if (b->tls != NULL && !c->stream.handshake_done &&
-	    now - c->started_ms >= BCONN_TLS_HANDSHAKE_MS) {
+	    b->opts.tls_handshake_timeout_ms > 0 &&
+	    now - c->started_ms >= b->opts.tls_handshake_timeout_ms) {
 		b->stats.tls_failed++;
+		b->stats.conns_closed_timeout++;
 		c->doomed = "tls-handshake-timeout";
+		return;
+	}
+	/* Deadlines from a start, never reset by a byte: a client that
+	 * trickles bytes cannot hold a connection (slowloris). */
+	if (c->fresh && b->opts.first_frame_timeout_ms > 0 &&
+	    now - c->started_ms >= b->opts.first_frame_timeout_ms) {
+		b->stats.conns_closed_timeout++;
+		c->doomed = "first-frame-timeout";
+		return;
+	}
+	if (c->frame_started_ms != 0 && b->opts.frame_timeout_ms > 0 &&
+	    now - c->frame_started_ms >= b->opts.frame_timeout_ms) {
+		b->stats.conns_closed_timeout++;
+		c->doomed = "frame-timeout";
 		return;
 	}
 	/* Oldest first and one TTL for all: stop at the first live entry. */

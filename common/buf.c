@@ -25,6 +25,12 @@ eb__buf_free(eb__buf *b)
 char *
 eb__buf_reserve(eb__buf *b, size_t n)
 {
+	return eb__buf_reserve_upto(b, n, 0);
+}
+
+char *
+eb__buf_reserve_upto(eb__buf *b, size_t n, size_t upto)
+{
 	size_t unread = b->len - b->off;
 	size_t want;
 
@@ -45,6 +51,11 @@ eb__buf_reserve(eb__buf *b, size_t n)
 	want = b->cap == 0 ? 4096 : b->cap;
 	while (want - b->len < n) {
 		want *= 2;
+	}
+	/* Doubling would overshoot what the caller knows it will need:
+	 * take exactly that (still at least what is needed now). */
+	if (upto > 0 && want > upto) {
+		want = upto > b->len + n ? upto : b->len + n;
 	}
 	b->data = eb__realloc(b->data, want);
 	b->cap = want;

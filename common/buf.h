@@ -19,6 +19,9 @@ void eb__buf_init(eb__buf *b);
 void eb__buf_free(eb__buf *b);
 /* Makes room for at least n more bytes after len and returns it. */
 char *eb__buf_reserve(eb__buf *b, size_t n);
+/* The same, growing to at most upto bytes in all when that holds n more
+ * (upto 0: no hint): for a buffer whose final size is known. */
+char *eb__buf_reserve_upto(eb__buf *b, size_t n, size_t upto);
 void  eb__buf_append(eb__buf *b, const void *p, size_t n);
 void  eb__buf_consume(eb__buf *b, size_t n);
 static inline size_t

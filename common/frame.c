@@ -30,9 +30,30 @@ eb__frame_dec_free(eb__frame_dec *d)
 void
 eb__frame_dec_feed(eb__frame_dec *d, const void *p, size_t n)
 {
+	size_t avail = eb__buf_avail(&d->in);
+	size_t upto = 0;
+	char  *dst;
+
 	/* A frame still pending from next() stays in the buffer (compaction
-	 * keeps it at the read offset); next() consumes it. */
-	eb__buf_append(&d->in, p, n);
+	 * keeps it at the read offset); next() consumes it. Memory grows with
+	 * the bytes that arrived, never with the declared length; when the
+	 * input ends inside the frame whose header is buffered, growth stops
+	 * at that frame's size instead of doubling past it. */
+	if (d->pending == 0 && avail >= EB_FRAME_HDR) {
+		uint32_t len = eb__frame_get_len(
+		    (const unsigned char *) eb__buf_head(&d->in));
+
+		if (len <= d->max_frame &&
+		    avail + n <= (size_t) len + EB_FRAME_HDR) {
+			upto = (size_t) len + EB_FRAME_HDR;
+		}
+	}
+	if (n == 0) {
+		return;
+	}
+	dst = eb__buf_reserve_upto(&d->in, n, upto);
+	memcpy(dst, p, n);
+	d->in.len += n;
 }
 
 int

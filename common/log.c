@@ -230,3 +230,43 @@ eb_log_write(eb_log_level level, const char *module, const char *fmt, ...)
 		stderr_sink(level, line, NULL);
 	}
 }
+
+static unsigned long long
+rl_now_ms(void)
+{
+	struct timespec ts;
+
+	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* +1: 0 means "no window yet" */
+	return (unsigned long long) ts.tv_sec * 1000ull +
+	       (unsigned long long) ts.tv_nsec / 1000000ull + 1ull;
+}
+
+int
+eb_log_rl_admit(
+    eb_log_rl *rl, eb_log_level level, const char *module, const char *fmt)
+{
+	unsigned long long now = rl_now_ms();
+	const char        *colon;
+
+	if (rl->window_ms == 0 || now - rl->window_ms >= EB_LOG_RL_WINDOW_MS) {
+		if (rl->suppressed > 0) {
+			colon = strchr(fmt, ':');
+			eb_log_write(level, module,
+			    "log-suppressed: event=%.*s suppressed=%llu "
+			    "window_ms=%llu",
+			    (int) (colon != NULL ? (size_t) (colon - fmt)
+			                         : strlen(fmt)),
+			    fmt, rl->suppressed, now - rl->window_ms);
+		}
+		rl->window_ms = now;
+		rl->written = 0;
+		rl->suppressed = 0;
+	}
+	if (rl->written < EB_LOG_RL_BURST) {
+		rl->written++;
+		return 1;
+	}
+	rl->suppressed++;
+	return 0;
+}

@@ -114,6 +114,13 @@ typedef struct eb_conf_bridge {
 	int64_t         write_queue_bytes;
 	int64_t         idle_timeout_ms; /* 0 = off */
 	int64_t         reply_ttl_ms;
+	int64_t         frame_timeout_ms;       /* 0 = off */
+	int64_t         first_frame_timeout_ms; /* 0 = off */
+	int64_t         tls_handshake_timeout_ms;
+	int64_t         input_budget_bytes; /* 0 = off */
+	int64_t         max_consumers_per_conn;
+	int64_t         max_requests_per_conn;
+	int64_t         max_request_timeout_ms;
 	eb_conf_permit *inbound; /* owned array */
 	size_t          n_inbound;
 	eb_conf_permit *outbound; /* owned array */
@@ -131,6 +138,7 @@ typedef struct eb_conf_admin {
 	char   *listen;
 	int64_t port;
 	char   *token; /* "" = none; secret */
+	int64_t request_timeout_ms;
 } eb_conf_admin;
 
 typedef struct eb_conf_ingress {

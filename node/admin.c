@@ -6,8 +6,14 @@
  *
  * Bounded everywhere: at most ADMIN_MAX_CONNS connections (more are
  * answered 503 and closed), a request head of at most 8 KiB and a body of
- * at most 64 KiB (413), an idle timeout per connection, one request at a
- * time per connection (pipelined requests wait in the parser's input).
+ * at most 64 KiB (413), one request at a time per connection (pipelined
+ * requests wait in the parser's input). Each request has a deadline
+ * (admin.request_timeout_ms) counted from the moment the connection is
+ * ready for it (accept, or the end of the previous response), never reset
+ * by a byte, so a client trickling bytes cannot hold a slot; and when all
+ * slots are taken, the connection whose request started first and is not
+ * being answered is closed for the new one, so slow clients cannot lock
+ * /health out.
  * Malformed requests get 400 and the connection is closed; keep-alive is
  * honoured otherwise. With admin.token set, every route requires
  * "Authorization: Bearer <token>" (401 otherwise; compared in constant
@@ -34,7 +40,6 @@
 #define ADMIN_MAX_HEAD  8192u
 #define ADMIN_MAX_BODY  65536u
 #define ADMIN_MAX_URL   2048u
-#define ADMIN_IDLE_MS   10000u
 #define ADMIN_HDR_MAX   1024u
 
 static void route_health(
@@ -72,6 +77,7 @@ struct eb__node_admin {
 	int              open; /* handles whose close is pending */
 	eb__node_done_cb stop_cb;
 	char            *token; /* owned, NULL: no auth */
+	uint64_t         request_ms; /* per-request deadline */
 };
 
 typedef struct admin_write {
@@ -91,6 +97,7 @@ struct admin_conn {
 	int                    open; /* handles whose close is pending */
 	int                    closing;
 	int                    writing; /* a response is being written */
+	uint64_t               req_start_ms; /* the current request's start */
 	http_parser            parser;
 	size_t                 head_bytes;
 	char                   url[ADMIN_MAX_URL + 1];
@@ -105,6 +112,7 @@ struct admin_conn {
 };
 
 static void conn_close(admin_conn *c);
+static void idle_cb(uv_timer_t *t);
 
 /* ---- responses ---- */
 
@@ -183,6 +191,10 @@ write_cb(uv_write_t *req, int status)
 	c->writing = 0;
 	if (status != 0 || w->close_after) {
 		conn_close(c);
+	} else if (!c->closing) {
+		/* Keep-alive: the next request's deadline starts now. */
+		c->req_start_ms = uv_now(c->tcp.loop);
+		(void) uv_timer_start(&c->idle, idle_cb, c->a->request_ms, 0);
 	}
 	free(w->buf);
 	free(w);
@@ -607,7 +619,6 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		return;
 	}
-	(void) uv_timer_again(&c->idle);
 	http_parser_pause(&c->parser, 0);
 	done = http_parser_execute(
 	    &c->parser, &admin_settings, buf->base, (size_t) nread);
@@ -644,6 +655,33 @@ refuse_write_cb(uv_write_t *req, int status)
 	free(req);
 }
 
+/*
+ * All slots taken: closes the connection whose request started first among
+ * those not being answered (a slow or idle client), logged rate-limited.
+ */
+static void
+evict_oldest(struct eb__node_admin *a)
+{
+	admin_conn *old = NULL;
+	eb_list    *it;
+
+	for (it = a->conns.next; it != &a->conns; it = it->next) {
+		admin_conn *c = EB_CONTAINER_OF(it, admin_conn, link);
+
+		if (!c->writing &&
+		    (old == NULL || c->req_start_ms < old->req_start_ms)) {
+			old = c;
+		}
+	}
+	if (old != NULL) {
+		EB_LOG_RL_NOTICE("admin", "conn-evicted: age_ms=%llu open=%d",
+		    (unsigned long long) (uv_now(old->tcp.loop) -
+		                          old->req_start_ms),
+		    a->nconns);
+		conn_close(old);
+	}
+}
+
 static void
 connection_cb(uv_stream_t *server, int status)
 {
@@ -656,6 +694,9 @@ connection_cb(uv_stream_t *server, int status)
 
 	if (status != 0 || a->stop_cb != NULL) {
 		return;
+	}
+	if (a->nconns >= ADMIN_MAX_CONNS) {
+		evict_oldest(a);
 	}
 	if (a->nconns >= ADMIN_MAX_CONNS) {
 		uv_tcp_t   *t = eb__malloc(sizeof(*t));
@@ -688,7 +729,8 @@ connection_cb(uv_stream_t *server, int status)
 		conn_close(c);
 		return;
 	}
-	(void) uv_timer_start(&c->idle, idle_cb, ADMIN_IDLE_MS, ADMIN_IDLE_MS);
+	c->req_start_ms = uv_now(server->loop);
+	(void) uv_timer_start(&c->idle, idle_cb, a->request_ms, 0);
 }
 
 /* ---- start/stop ---- */
@@ -756,6 +798,7 @@ eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
 	}
 	a = eb__calloc(1, sizeof(*a));
 	a->n = n;
+	a->request_ms = (uint64_t) c->request_timeout_ms;
 	eb_list_init(&a->conns);
 	a->token = c->token != NULL && c->token[0] != '\0'
 	               ? eb__strdup(c->token)

@@ -239,7 +239,8 @@ emit_bridge_conns(mw *w, const eb_bridge_stats *bs)
 {
 	uint64_t closed = bs->conns_total - bs->conns_open;
 	uint64_t known = bs->conns_closed_slow + bs->conns_closed_idle +
-	                 bs->conns_closed_frame;
+	                 bs->conns_closed_frame + bs->conns_closed_timeout +
+	                 bs->conns_closed_memory + bs->conns_evicted;
 	const struct {
 		const char *reason;
 		uint64_t    v;
@@ -247,6 +248,9 @@ emit_bridge_conns(mw *w, const eb_bridge_stats *bs)
 		{ "slow_consumer", bs->conns_closed_slow },
 		{ "idle", bs->conns_closed_idle },
 		{ "bad_frame", bs->conns_closed_frame },
+		{ "timeout", bs->conns_closed_timeout },
+		{ "memory", bs->conns_closed_memory },
+		{ "evicted", bs->conns_evicted },
 		{ "other", closed > known ? closed - known : 0 },
 	};
 	size_t i;
@@ -258,6 +262,18 @@ emit_bridge_conns(mw *w, const eb_bridge_stats *bs)
 	mw_one(w, "ebnode_bridge_connections_refused_total", "counter",
 	    "Bridge connections refused (over bridge.max_connections).",
 	    bs->conns_refused);
+	mw_one(w, "ebnode_bridge_connections_evicted_total", "counter",
+	    "Bridge connections without a complete frame closed at "
+	    "bridge.max_connections to admit a new one.",
+	    bs->conns_evicted);
+	mw_one(w, "ebnode_bridge_input_bytes", "gauge",
+	    "Bridge input buffers (partial and unhandled frames), all "
+	    "connections; bounded by bridge.input_budget_bytes.",
+	    bs->input_bytes);
+	mw_one(w, "ebnode_bridge_refused_total", "counter",
+	    "Bridge registrations and requests refused over the "
+	    "per-connection caps.",
+	    bs->consumers_refused + bs->requests_refused);
 	mw_family(w, "ebnode_bridge_connections_closed_total", "counter",
 	    "Bridge connections closed, by reason (other: the peer closed, "
 	    "TLS or token failure, shutdown).");

@@ -54,6 +54,13 @@ node_bridge_opts(const eb_conf_bridge *c, eb_bridge_opts *o)
 	o->write_queue_max_bytes = (size_t) c->write_queue_bytes;
 	o->idle_timeout_ms = (uint64_t) c->idle_timeout_ms;
 	o->reply_ttl_ms = (uint64_t) c->reply_ttl_ms;
+	o->frame_timeout_ms = (uint64_t) c->frame_timeout_ms;
+	o->first_frame_timeout_ms = (uint64_t) c->first_frame_timeout_ms;
+	o->tls_handshake_timeout_ms = (uint64_t) c->tls_handshake_timeout_ms;
+	o->input_budget_bytes = (size_t) c->input_budget_bytes;
+	o->max_consumers_per_conn = (uint32_t) c->max_consumers_per_conn;
+	o->max_requests_per_conn = (uint32_t) c->max_requests_per_conn;
+	o->max_request_timeout_ms = (uint64_t) c->max_request_timeout_ms;
 	o->tls_cert = nonempty(c->tls_cert);
 	o->tls_key = nonempty(c->tls_key);
 	o->tls_ca = nonempty(c->tls_ca);

@@ -79,4 +79,45 @@ EB_API const char *eb_log_quote_n(
 #define EB_LOG_DEBUG(module, ...) \
 	EB_LOG_AT(EB_LOG_LEVEL_DEBUG, module, __VA_ARGS__)
 
+/*
+ * Rate-limited logging per event key (the call site): in each window of
+ * EB_LOG_RL_WINDOW_MS the first EB_LOG_RL_BURST lines are written, the
+ * rest only counted; the first line of a later window is preceded by one
+ * summary "log-suppressed: event=<slug> suppressed=N window_ms=W" (slug:
+ * fmt up to its first ':'). For events a peer or an outage can repeat
+ * without bound. Loop thread only, like the rest of logging.
+ */
+#define EB_LOG_RL_BURST     3u
+#define EB_LOG_RL_WINDOW_MS 5000u
+
+typedef struct eb_log_rl {
+	unsigned long long window_ms; /* start of the window; 0: none yet */
+	unsigned long long suppressed;
+	unsigned           written;
+} eb_log_rl;
+
+/* 1 when the line may be written now (after a summary, if one is due). */
+EB_API int eb_log_rl_admit(
+    eb_log_rl *rl, eb_log_level level, const char *module, const char *fmt);
+
+#define EB_LOG_RL_AT(lvl, module, ...)                                   \
+	do {                                                             \
+		static eb_log_rl eb_log_rl_site_;                        \
+		if ((lvl) <= eb_log_get_level() &&                       \
+		    eb_log_rl_admit(&eb_log_rl_site_, (lvl), (module),   \
+		        EB__LOG_FMT(__VA_ARGS__, ""))) {                 \
+			eb_log_write((lvl), (module), __VA_ARGS__);      \
+		}                                                        \
+	} while (0)
+#define EB__LOG_FMT(fmt, ...) (fmt)
+
+#define EB_LOG_RL_WARN(module, ...) \
+	EB_LOG_RL_AT(EB_LOG_LEVEL_WARN, module, __VA_ARGS__)
+#define EB_LOG_RL_NOTICE(module, ...) \
+	EB_LOG_RL_AT(EB_LOG_LEVEL_NOTICE, module, __VA_ARGS__)
+#define EB_LOG_RL_INFO(module, ...) \
+	EB_LOG_RL_AT(EB_LOG_LEVEL_INFO, module, __VA_ARGS__)
+#define EB_LOG_RL_ERR(module, ...) \
+	EB_LOG_RL_AT(EB_LOG_LEVEL_ERR, module, __VA_ARGS__)
+
 #endif

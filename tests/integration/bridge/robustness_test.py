@@ -40,7 +40,9 @@ class Robustness(unittest.TestCase):
         cls.node = bt.start_node("robust", bridge={
             "inbound": [{}], "outbound": [{}],
             "max_frame_bytes": MAX_FRAME, "write_queue_bytes": WRITE_QUEUE,
-            "max_connections": 2000})
+            "max_connections": 2000,
+            # test_5000_registrations_on_one_socket: above the default 1024
+            "max_consumers_per_conn": 6000})
 
     @classmethod
     def tearDownClass(cls):

@@ -368,6 +368,21 @@ test_protocol(void **state)
 	fixture_free(f);
 }
 
+typedef struct want_open {
+	fixture *f;
+	uint64_t n;
+} want_open;
+
+static int
+conns_open_is(void *arg)
+{
+	want_open      *w = arg;
+	eb_bridge_stats st;
+
+	eb_bridge_stats_get(w->f->b, &st);
+	return st.conns_open == w->n;
+}
+
 static void
 test_limits(void **state)
 {
@@ -377,36 +392,57 @@ test_limits(void **state)
 	fixture        *f;
 	tclient         c1;
 	tclient         c2;
+	tclient         c3;
 	unsigned char   hdr[4];
 
 	eb_bridge_opts_init(&o);
 	o.max_connections = 1;
 	o.max_frame_bytes = 100;
 	f = fixture_new(t, &o);
+	/* A connection that has not completed a frame is evicted at the
+	 * limit for a new one... */
 	tclient_connect(f, &c1);
-	tclient_connect(f, &c2);
 	{
-		want w = { &c2, 1 };
+		want_open w = { f, 1 };
 
-		assert_int_equal(th_run_until(t, have_frames, &w, 2000), 0);
+		assert_int_equal(th_run_until(t, conns_open_is, &w, 2000), 0);
 	}
-	assert_int_equal(c2.eof, 1); /* refused: closed at once */
-	eb_bridge_stats_get(f->b, &st);
-	assert_int_equal(st.conns_refused, 1);
-	/* A length above max_frame_bytes closes the connection. */
-	eb__frame_put_len(hdr, 101);
-	tclient_raw(&c1, hdr, 4);
+	tclient_connect(f, &c2);
 	{
 		want w = { &c1, 1 };
 
 		assert_int_equal(th_run_until(t, have_frames, &w, 2000), 0);
 	}
 	assert_int_equal(c1.eof, 1);
-	assert_int_equal(c1.nframes, 0);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.conns_evicted, 1);
+	/* ...one that has spoken is not: the newcomer is refused. */
+	tclient_frame(&c2, "{\"type\":\"ping\"}");
+	expect_frame(f, &c2, 0, "{\"type\":\"pong\"}");
+	tclient_connect(f, &c3);
+	{
+		want w = { &c3, 1 };
+
+		assert_int_equal(th_run_until(t, have_frames, &w, 2000), 0);
+	}
+	assert_int_equal(c3.eof, 1); /* refused: closed at once */
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.conns_refused, 1);
+	/* A length above max_frame_bytes closes the connection. */
+	eb__frame_put_len(hdr, 101);
+	tclient_raw(&c2, hdr, 4);
+	{
+		want w = { &c2, 2 };
+
+		assert_int_equal(th_run_until(t, have_frames, &w, 2000), 0);
+	}
+	assert_int_equal(c2.eof, 1);
+	assert_int_equal(c2.nframes, 1);
 	eb_bridge_stats_get(f->b, &st);
 	assert_int_equal(st.conns_closed_frame, 1);
 	tclient_close(f, &c1);
 	tclient_close(f, &c2);
+	tclient_close(f, &c3);
 	fixture_free(f);
 }
 
