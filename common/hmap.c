@@ -1,25 +1,134 @@
 /* String-keyed intrusive hash map; see hmap.h. */
 #include "common/hmap.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
 
 #define HMAP_MIN_BUCKETS 16u
 
-static uint32_t
-hmap_hash(const char *s)
+static uint64_t
+rotl(uint64_t x, unsigned b)
 {
-	/* FNV-1a: short keys, no adversarial flooding concern beyond what a
-	 * bounded address count allows. */
-	uint32_t h = 2166136261u;
+	return (x << b) | (x >> (64u - b));
+}
 
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char) *s;
-		h *= 16777619u;
+#define SIPROUND(v0, v1, v2, v3)             \
+	do {                                 \
+		v0 += v1;                    \
+		v1 = rotl(v1, 13) ^ v0;      \
+		v0 = rotl(v0, 32);           \
+		v2 += v3;                    \
+		v3 = rotl(v3, 16) ^ v2;      \
+		v0 += v3;                    \
+		v3 = rotl(v3, 21) ^ v0;      \
+		v2 += v1;                    \
+		v1 = rotl(v1, 17) ^ v2;      \
+		v2 = rotl(v2, 32);           \
+	} while (0)
+
+static uint64_t
+le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	unsigned i;
+
+	for (i = 0; i < 8; i++) {
+		v |= (uint64_t) p[i] << (8 * i);
 	}
-	return h;
+	return v;
+}
+
+uint64_t
+eb__siphash(const unsigned char key[16], const void *data, size_t len,
+    unsigned c, unsigned d)
+{
+	const unsigned char *p = data;
+	uint64_t             k0 = le64(key);
+	uint64_t             k1 = le64(key + 8);
+	uint64_t             v0 = 0x736f6d6570736575ull ^ k0;
+	uint64_t             v1 = 0x646f72616e646f6dull ^ k1;
+	uint64_t             v2 = 0x6c7967656e657261ull ^ k0;
+	uint64_t             v3 = 0x7465646279746573ull ^ k1;
+	uint64_t             m;
+	size_t               i;
+	size_t               left = len & 7u;
+	unsigned             r;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = le64(p + i);
+		v3 ^= m;
+		for (r = 0; r < c; r++) {
+			SIPROUND(v0, v1, v2, v3);
+		}
+		v0 ^= m;
+	}
+	/* Last block: the remaining bytes and the length's low byte on top. */
+	m = (uint64_t) (len & 0xffu) << 56;
+	for (r = 0; r < left; r++) {
+		m |= (uint64_t) p[i + r] << (8 * r);
+	}
+	v3 ^= m;
+	for (r = 0; r < c; r++) {
+		SIPROUND(v0, v1, v2, v3);
+	}
+	v0 ^= m;
+	v2 ^= 0xffu;
+	for (r = 0; r < d; r++) {
+		SIPROUND(v0, v1, v2, v3);
+	}
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static unsigned char  hmap_key[16];
+static pthread_once_t hmap_once = PTHREAD_ONCE_INIT;
+
+/* The per-process seed, drawn once from the kernel. Without getrandom (or
+ * /dev/urandom) it falls back to time, pid and an address: weaker, but
+ * still not known to a remote peer in advance. */
+static void
+hmap_seed(void)
+{
+	size_t   got = 0;
+	ssize_t  n;
+	uint64_t mix[2];
+	FILE    *f;
+
+	while (got < sizeof(hmap_key)) {
+		n = getrandom(hmap_key + got, sizeof(hmap_key) - got, 0);
+		if (n <= 0) {
+			break;
+		}
+		got += (size_t) n;
+	}
+	if (got < sizeof(hmap_key) && (f = fopen("/dev/urandom", "rb"))) {
+		got = fread(hmap_key, 1, sizeof(hmap_key), f);
+		(void) fclose(f);
+	}
+	if (got < sizeof(hmap_key)) {
+		struct timespec ts;
+
+		(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+		mix[0] = (uint64_t) ts.tv_nsec ^ ((uint64_t) getpid() << 32);
+		mix[1] = (uint64_t) (uintptr_t) &mix ^ (uint64_t) time(NULL);
+		memcpy(hmap_key, mix, sizeof(hmap_key));
+	}
+}
+
+uint32_t
+eb__hmap_hash(const char *s)
+{
+	/* Once per process: maps of several loops (threads) share it. */
+	(void) pthread_once(&hmap_once, hmap_seed);
+	/* SipHash-1-3: the rounds Python, Rust and Ruby use for their
+	 * tables; fast on short keys. Bucket index: the low bits. */
+	return (uint32_t) eb__siphash(hmap_key, s, strlen(s), 1, 3);
 }
 
 void
@@ -46,7 +155,7 @@ eb__hmap_get(const eb__hmap *m, const char *key)
 	if (m->nbuckets == 0) {
 		return NULL;
 	}
-	h = hmap_hash(key);
+	h = eb__hmap_hash(key);
 	for (e = m->buckets[h & (m->nbuckets - 1)]; e != NULL; e = e->next) {
 		if (e->hash == h && strcmp(e->key, key) == 0) {
 			return e;
@@ -88,7 +197,7 @@ eb__hmap_put(eb__hmap *m, eb__hent *e)
 	} else if (m->count >= m->nbuckets) {
 		hmap_resize(m, m->nbuckets * 2); /* load factor <= 1 */
 	}
-	e->hash = hmap_hash(e->key);
+	e->hash = eb__hmap_hash(e->key);
 	b = e->hash & (m->nbuckets - 1);
 	e->next = m->buckets[b];
 	m->buckets[b] = e;

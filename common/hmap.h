@@ -1,6 +1,8 @@
 /*
  * A string-keyed intrusive hash map (chained, power-of-two buckets, load
- * factor <= 1, FNV-1a). Elements embed an eb__hent whose key points at the
+ * factor <= 1, SipHash-1-3 keyed with a random per-process seed: keys are
+ * peer-chosen addresses, and an unkeyed hash lets a peer craft keys that
+ * all land in one bucket, making every operation O(n)). Elements embed an eb__hent whose key points at the
  * element's own string, which must not change while it is in the map; the
  * map owns only its bucket array. Used by the bus (addresses, pending
  * requests) and the bridge (a connection's consumers and replies), so
@@ -9,6 +11,7 @@
 #ifndef EB_COMMON_HMAP_H
 #define EB_COMMON_HMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct eb__hent {
@@ -30,5 +33,14 @@ eb__hent *eb__hmap_get(const eb__hmap *m, const char *key);
 void eb__hmap_put(eb__hmap *m, eb__hent *e);
 void eb__hmap_del(eb__hmap *m, eb__hent *e);
 /* Iteration: for (i = 0; i < m->nbuckets; i++) for (e = buckets[i]; ...). */
+
+/*
+ * SipHash (Aumasson, Bernstein 2012) with c compression and d finalization
+ * rounds: SipHash-2-4 is (2, 4), the map uses (1, 3). For tests and benches.
+ */
+uint64_t eb__siphash(const unsigned char key[16], const void *data,
+    size_t len, unsigned c, unsigned d);
+/* The map's hash of s under this process's seed. */
+uint32_t eb__hmap_hash(const char *s);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/fnv_craft.h"
 #include "common/hmap.h"
 #include "tests/harness/th.h"
 
@@ -73,12 +74,93 @@ test_put_get_del_many(void **state)
 	free(v);
 }
 
+/* The reference vectors of the SipHash paper (appendix A): key 00..0f,
+ * messages 00, 01, ... of length 0 and 15. */
+static void
+test_siphash_vectors(void **state)
+{
+	unsigned char key[16];
+	unsigned char msg[64];
+	unsigned      i;
+
+	(void) state;
+	for (i = 0; i < 16; i++) {
+		key[i] = (unsigned char) i;
+	}
+	for (i = 0; i < sizeof(msg); i++) {
+		msg[i] = (unsigned char) i;
+	}
+	assert_true(eb__siphash(key, msg, 0, 2, 4) == 0x726fdb47dd0e0e31ull);
+	assert_true(eb__siphash(key, msg, 15, 2, 4) == 0xa129ca6149be45e5ull);
+	assert_true(eb__siphash(key, msg, 8, 2, 4) == 0x93f5f5799a932462ull);
+	assert_true(eb__siphash(key, msg, 63, 2, 4) == 0x958a324ceb064572ull);
+}
+
+/*
+ * 100 000 addresses crafted to share one FNV-1a hash (one bucket chain of
+ * 100 000 under the old unkeyed hash): under the keyed hash they spread
+ * like random keys. Bounds the longest chain (expected about 8 at load
+ * factor <= 1; 32 would be a broken hash or seed).
+ */
+static void
+test_crafted_fnv_collisions_spread(void **state)
+{
+	enum { N = 100000 };
+	static char blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK];
+	item       *v = calloc(N, sizeof(*v) + FNV_CRAFT_LEN + 1);
+	char       *keys = (char *) (v + N);
+	eb__hmap    m;
+	uint32_t    i;
+	uint32_t    b;
+	uint32_t    longest = 0;
+	uint32_t    fnv0;
+
+	(void) state;
+	assert_int_equal(fnv_craft_blocks(blocks), 0);
+	eb__hmap_init(&m);
+	for (i = 0; i < N; i++) {
+		char *k = keys + (size_t) i * (FNV_CRAFT_LEN + 1);
+
+		fnv_craft_key(blocks, i, k);
+		if (i == 0) {
+			fnv0 = fnv_craft_hash(k);
+		}
+		/* The attack is real: one FNV-1a hash for all. */
+		assert_true(fnv_craft_hash(k) == fnv0);
+		v[i].node.key = k;
+		v[i].value = (int) i;
+		eb__hmap_put(&m, &v[i].node);
+	}
+	for (b = 0; b < m.nbuckets; b++) {
+		uint32_t  n = 0;
+		eb__hent *e;
+
+		for (e = m.buckets[b]; e != NULL; e = e->next) {
+			n++;
+		}
+		longest = n > longest ? n : longest;
+	}
+	(void) fprintf(stderr, "hmap: %d crafted keys, %u buckets, longest "
+	                       "chain %u\n",
+	    N, m.nbuckets, longest);
+	assert_true(longest <= 32);
+	for (i = 0; i < N; i++) {
+		eb__hent *n = eb__hmap_get(&m, v[i].node.key);
+
+		assert_ptr_equal(n, &v[i].node);
+	}
+	eb__hmap_free(&m);
+	free(v);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_put_get_del_many),
+		cmocka_unit_test(test_siphash_vectors),
+		cmocka_unit_test(test_crafted_fnv_collisions_spread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
