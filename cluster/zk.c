@@ -104,7 +104,7 @@ zk_log_cb(const char *message)
 	while (n > 0 && (rest[n - 1] == '\n' || rest[n - 1] == '\r')) {
 		n--;
 	}
-	eb_log_write(level, "zk", "client: %.*s", (int) n, rest);
+	EB_LOG_RL_AT(level, "zk", "client: %.*s", (int) n, rest);
 }
 
 static void

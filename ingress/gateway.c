@@ -78,7 +78,7 @@ hold(eb_ingress *in, eb__ingress_held *h, int at_head)
 		eb_list_insert_tail(&in->held, &h->link);
 	}
 	if (in->n_held++ == 0) {
-		EB_LOG_NOTICE("ingress",
+		EB_LOG_RL_NOTICE("ingress",
 		    "holding: reason=no-leader max=%u ms=%llu", in->hold_max,
 		    (unsigned long long) in->hold_ms);
 	}
@@ -251,7 +251,7 @@ hold_timer_cb(uv_timer_t *t)
 		}
 	}
 	if (expired > 0) {
-		EB_LOG_WARN("ingress", "hold-expired: count=%llu ms=%llu",
+		EB_LOG_RL_WARN("ingress", "hold-expired: count=%llu ms=%llu",
 		    (unsigned long long) expired,
 		    (unsigned long long) in->hold_ms);
 	}

@@ -74,6 +74,59 @@ test_log_format_and_level(void **state)
 	eb_log_set_sink(NULL, NULL);
 }
 
+static int nlines;
+
+static void
+count_sink(eb_log_level level, const char *line, void *arg)
+{
+	(void) level;
+	(void) arg;
+	nlines++;
+	(void) snprintf(last_line, sizeof(last_line), "%s", line);
+}
+
+static void
+flood_once(int i)
+{
+	EB_LOG_RL_WARN("ingress", "hold-expired: count=%d", i);
+}
+
+/* Issue 11: a repeated event writes its first EB_LOG_RL_BURST lines per
+ * window, then one summary with the count when the next window starts. */
+static void
+test_log_rate_limited(void **state)
+{
+	eb_log_rl rl;
+	int       i;
+	int       admitted = 0;
+
+	(void) state;
+	eb_log_set_sink(count_sink, NULL);
+	eb_log_set_level(EB_LOG_LEVEL_INFO);
+	nlines = 0;
+	for (i = 0; i < 1000; i++) {
+		flood_once(i);
+	}
+	assert_int_equal(nlines, (int) EB_LOG_RL_BURST);
+	assert_string_equal(last_line, "WARN ingress: hold-expired: count=2");
+
+	memset(&rl, 0, sizeof(rl));
+	nlines = 0;
+	for (i = 0; i < 10; i++) {
+		admitted += eb_log_rl_admit(
+		    &rl, EB_LOG_LEVEL_WARN, "zk", "client: %.*s");
+	}
+	assert_int_equal(admitted, (int) EB_LOG_RL_BURST);
+	assert_int_equal(nlines, 0);
+	rl.window_ms -= EB_LOG_RL_WINDOW_MS; /* the window has passed */
+	assert_int_equal(
+	    eb_log_rl_admit(&rl, EB_LOG_LEVEL_WARN, "zk", "client: %.*s"), 1);
+	assert_int_equal(nlines, 1);
+	assert_non_null(strstr(last_line,
+	    "WARN zk: log-suppressed: event=client suppressed=7 window_ms="));
+	eb_log_set_sink(NULL, NULL);
+}
+
 /* Issue 10 item 5: a newline in a logged value cannot start a forged line,
  * and a quoted value cannot forge key=value fields. */
 static void
@@ -143,6 +196,7 @@ main(void)
 		cmocka_unit_test(test_log_format_and_level),
 		cmocka_unit_test(test_log_escapes_control_characters),
 		cmocka_unit_test(test_log_quote),
+		cmocka_unit_test(test_log_rate_limited),
 		cmocka_unit_test(test_level_parse),
 	};
 
