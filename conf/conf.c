@@ -10,7 +10,9 @@
  */
 #include "conf/conf.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,6 +459,152 @@ check_zookeeper(load_ctx *lc)
 	return 0;
 }
 
+/* What start enforces (cluster/registry.c, link.c), checked here so that
+ * --check catches it with the key named. */
+#define ZK_ROOT_MAX      512u
+#define NODE_ADDRESS_MAX 160u
+#define NODE_ID_MAX      1024u
+
+/*
+ * A ZooKeeper path's segments: not "." or "..", printable ASCII only (the
+ * server rejects "." and ".." and some non-ASCII ranges; control bytes and
+ * invalid UTF-8 never make sense in a path). NULL when valid, else what is
+ * wrong.
+ */
+static const char *
+zk_path_problem(const char *p)
+{
+	const char *seg = p;
+	size_t      len;
+
+	if (p[0] != '/' || p[1] == '\0' || p[strlen(p) - 1] == '/' ||
+	    strstr(p, "//") != NULL) {
+		return "expected a path that starts with \"/\" and does not end "
+		       "with \"/\"";
+	}
+	for (; *p != '\0'; p++) {
+		if ((unsigned char) *p < 0x20 || (unsigned char) *p > 0x7e) {
+			return "expected printable ASCII only";
+		}
+	}
+	while (*seg == '/') {
+		seg++;
+		len = strcspn(seg, "/");
+		if ((len == 1 && seg[0] == '.') ||
+		    (len == 2 && seg[0] == '.' && seg[1] == '.')) {
+			return "a path segment may not be \".\" or \"..\"";
+		}
+		seg += len;
+	}
+	return NULL;
+}
+
+/*
+ * zookeeper.connect "host:port[,...]/chroot": ZooKeeper's chroot suffix.
+ * It is folded into zookeeper.root (connect "h:2181/app" with root
+ * "/ebnode/default" becomes connect "h:2181" with root
+ * "/app/ebnode/default": the very znodes the chroot would address), so the
+ * registry creates the chroot path like the rest of the root instead of
+ * failing with ZNONODE when it does not exist yet.
+ */
+static int
+check_zk_paths(load_ctx *lc)
+{
+	eb_conf_zookeeper *z = &lc->conf->zookeeper;
+	char              *slash = strchr(z->connect, '/');
+	const char        *why;
+	char              *root;
+	size_t             n;
+
+	if (slash != NULL && strcmp(slash, "/") == 0) {
+		*slash = '\0'; /* "h:p/": ZooKeeper's chroot "/" is none */
+	} else if (slash != NULL) {
+		if ((why = zk_path_problem(slash)) != NULL) {
+			RULE_FAIL(lc, "zookeeper.connect",
+			    "chroot \"%.60s\": %s", slash, why);
+		}
+		if ((why = zk_path_problem(z->root)) == NULL) {
+			n = strlen(slash) + strlen(z->root) + 1;
+			root = eb__malloc(n);
+			(void) snprintf(root, n, "%s%s", slash, z->root);
+			free(z->root);
+			z->root = root;
+			*slash = '\0';
+		}
+	}
+	if (slash == z->connect) {
+		RULE_FAIL(lc, "zookeeper.connect",
+		    "expected host:port[,host:port...][/chroot]");
+	}
+	if ((why = zk_path_problem(z->root)) != NULL) {
+		RULE_FAIL(lc, "zookeeper.root", "%s, got \"%.60s\"", why,
+		    z->root);
+	}
+	if (strlen(z->root) > ZK_ROOT_MAX) {
+		RULE_FAIL(lc, "zookeeper.root",
+		    "longer than %u characters (%zu%s)", ZK_ROOT_MAX,
+		    strlen(z->root),
+		    slash != NULL ? ", with the chroot of zookeeper.connect"
+		                  : "");
+	}
+	return 0;
+}
+
+/* A listen address is bound as given: a numeric IPv4 or IPv6 address (an
+ * IPv6 scope "%if" allowed), never a name to resolve. */
+static bool
+numeric_ip(const char *s)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+	char          v6[INET6_ADDRSTRLEN + 1];
+	size_t        n = strcspn(s, "%");
+
+	if (inet_pton(AF_INET, s, buf) == 1) {
+		return true;
+	}
+	if (n >= sizeof(v6)) {
+		return false;
+	}
+	memcpy(v6, s, n);
+	v6[n] = '\0';
+	return inet_pton(AF_INET6, v6, buf) == 1;
+}
+
+static int
+check_addresses(load_ctx *lc)
+{
+	const eb_conf *c = lc->conf;
+	const struct {
+		const char *key;
+		const char *value;
+		bool        used;
+	} listen[] = {
+		{ "bridge.listen", c->bridge.listen, c->bridge.enabled },
+		{ "admin.listen", c->admin.listen, c->admin.enabled },
+		{ "cluster.listen", c->cluster.listen, true },
+	};
+	size_t i;
+
+	if (strlen(c->node.address) > NODE_ADDRESS_MAX) {
+		RULE_FAIL(lc, "node.address", "longer than %u characters (%zu)",
+		    NODE_ADDRESS_MAX, strlen(c->node.address));
+	}
+	if (strlen(c->node.id) > NODE_ID_MAX) {
+		RULE_FAIL(lc, "node.id", "longer than %u characters (%zu)",
+		    NODE_ID_MAX, strlen(c->node.id));
+	}
+	for (i = 0; i < sizeof(listen) / sizeof(listen[0]); i++) {
+		if (listen[i].used && !numeric_ip(listen[i].value)) {
+			RULE_FAIL(lc, listen[i].key,
+			    "expected a numeric IPv4 or IPv6 address (host "
+			    "names such as \"localhost\" are not resolved), "
+			    "got \"%.60s\"",
+			    listen[i].value);
+		}
+	}
+	return 0;
+}
+
 static int
 check_tls(load_ctx *lc)
 {
@@ -601,6 +749,8 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	if (rv == 0) {
 		derive(lc.conf, lc.origin);
 		if ((rv = check_zookeeper(&lc)) == 0 &&
+		    (rv = check_zk_paths(&lc)) == 0 &&
+		    (rv = check_addresses(&lc)) == 0 &&
 		    (rv = check_tls(&lc)) == 0 &&
 		    (rv = check_ports(&lc)) == 0) {
 			rv = check_ingress(&lc);

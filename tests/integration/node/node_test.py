@@ -150,6 +150,53 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(port(args=["-s", "bridge.port=4",
                                     "--set=bridge.port=5"]), 5)
 
+    def test_start_failures_caught_by_check(self):
+        # Issue 11: values that used to pass --check and fail only at
+        # start (exit 1, EINVAL, no key named).
+        long_root = "/" + "a" * 520
+        cases = [
+            ({"zookeeper": {"root": long_root}}, "zookeeper.root"),
+            ({"zookeeper": {"root": "/" + "b/" * 200 + "c" * 200}},
+             "zookeeper.root"),
+            ({"zookeeper": {"root": "/a/./b"}}, "zookeeper.root"),
+            ({"zookeeper": {"root": "/a/.."}}, "zookeeper.root"),
+            ({"zookeeper": {"root": "/caf\u00e9"}}, "zookeeper.root"),
+            ({"zookeeper": {"root": "/a\u0001b"}}, "zookeeper.root"),
+            ({"node": {"address": "x" * 161}}, "node.address"),
+            ({"bridge": {"listen": "localhost"}}, "bridge.listen"),
+            ({"bridge": {"listen": "256.0.0.1"}}, "bridge.listen"),
+            ({"admin": {"listen": "localhost"}}, "admin.listen"),
+            ({"admin": {"listen": "256.0.0.1"}}, "admin.listen"),
+            ({"cluster": {"listen": "localhost"}}, "cluster.listen"),
+            ({"cluster": {"listen": "256.0.0.1"}}, "cluster.listen"),
+            ({"zookeeper": {"connect": "127.0.0.1:2181/a/../b"}},
+             "zookeeper.connect"),
+            ({"zookeeper": {"connect": "127.0.0.1:2181/app",
+                            "root": "/" + "r" * 510}}, "zookeeper.root"),
+        ]
+        for cfg, key in cases:
+            text = json.dumps(cfg, indent=2)
+            r = run(["--check"], config=text)
+            self.assertEqual(r.code, 2, (cfg, r))
+            self.assertRegex(r.stderr, r"^ebnode\.json:\d+:\d+: %s: .+\n$"
+                             % re.escape(key), cfg)
+        # Accepted, and they work at start: numeric IPv6, exactly 160 and
+        # 512 characters, a chroot (folded into zookeeper.root; started
+        # against a real ZooKeeper by it.cluster.chroot).
+        ok = [{"bridge": {"listen": "::1"}},
+              {"node": {"address": "x" * 160}},
+              {"zookeeper": {"root": "/" + "a" * 511}},
+              {"zookeeper": {"connect": "127.0.0.1:2181/app"}}]
+        for cfg in ok:
+            r = run(["--check"], config=json.dumps(cfg))
+            self.assertEqual((r.code, r.stdout), (0, "config ok\n"),
+                             (cfg, r))
+        r = run(["--print-config", "--set",
+                 "zookeeper.connect=h1:2181,h2:2181/app"])
+        eff = json.loads(r.stdout)["zookeeper"]
+        self.assertEqual((eff["connect"], eff["root"]),
+                         ("h1:2181,h2:2181", "/app/ebnode/default"))
+
     def test_docs_list_every_key(self):
         """docs/CONFIG.md and the example file name every key and its
         environment variable (the effective config lists them all)."""
