@@ -90,7 +90,8 @@ fnv_craft_blocks(char blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK])
 		for (i = 1; i < K && !found; i++) {
 			if (c[i].h == c[i - 1].h &&
 			    memcmp(c[i].b, c[i - 1].b, FNV_CRAFT_BLOCK) != 0) {
-				memcpy(blocks[s][0], c[i - 1].b, FNV_CRAFT_BLOCK);
+				memcpy(
+				    blocks[s][0], c[i - 1].b, FNV_CRAFT_BLOCK);
 				memcpy(blocks[s][1], c[i].b, FNV_CRAFT_BLOCK);
 				state = c[i].h;
 				found = 1;
@@ -107,8 +108,8 @@ fnv_craft_blocks(char blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK])
 
 /* The i-th crafted string (i < 2^17) into out (FNV_CRAFT_LEN + 1 bytes). */
 static inline void
-fnv_craft_key(char blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK], uint32_t i,
-    char *out)
+fnv_craft_key(
+    char blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK], uint32_t i, char *out)
 {
 	int s;
 

@@ -66,7 +66,7 @@ run(eb__hent *ents, char *keys)
 int
 main(void)
 {
-	static char blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK];
+	static char       blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK];
 	static const char alpha[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	size_t            ks = FNV_CRAFT_LEN + 1;
 	char             *crafted = malloc((size_t) N * ks);

@@ -157,9 +157,9 @@ struct eb_bridge {
 	int          flush_inited;
 	int          flush_active;
 
-	eb_list  conns; /* of eb__bconn (open, not closing) */
-	eb_list  fresh; /* of eb__bconn without a complete frame, oldest first */
-	unsigned live;  /* accepted sockets whose handle has not closed */
+	eb_list conns; /* of eb__bconn (open, not closing) */
+	eb_list fresh; /* of eb__bconn without a complete frame, oldest first */
+	unsigned live; /* accepted sockets whose handle has not closed */
 	uint64_t next_conn_id;
 
 	eb_bridge_stats stats;

@@ -30,7 +30,7 @@
 #include "common/alloc.h"
 #include "common/util.h"
 
-#define CONN_DEC_KEEP          ((size_t) 65536)
+#define CONN_DEC_KEEP ((size_t) 65536)
 /* Output gathered beyond this is written at once rather than at the end of
  * the loop phase; a bigger output buffer is given back after a flush. */
 #define CONN_OUT_FLUSH_AT ((size_t) 65536)
@@ -59,30 +59,30 @@ struct eb__bconn {
 	uint64_t      active_ms; /* last read or write */
 	/* When the oldest byte of the frame not yet complete arrived; 0:
 	 * nothing partial buffered (the frame deadline runs from here). */
-	uint64_t      frame_started_ms;
-	size_t        in_acct; /* input buffer bytes counted in b->in_bytes */
-	eb_list       fresh_link; /* in b->fresh until a first frame */
-	int           fresh;
-	int           processing; /* a frame borrowed from dec is in use */
-	size_t        n_reqs; /* attached requests (replies awaited) */
-	uint64_t      frames_in;
-	uint64_t      frames_out;
-	eb_list       consumers; /* of bconn_consumer, owned */
-	eb_list       replies;   /* of bconn_reply, owned, oldest first */
-	eb__smap      cmap;      /* consumers by address */
-	eb__smap      rmap;      /* replies by address */
-	eb_list       reqs;      /* of bconn_req, attached */
-	size_t        n_consumers;
-	size_t        n_replies;
-	eb_list       pause_link; /* in b->paused while paused */
-	eb__buf       out;        /* frames not yet handed to the stream */
-	eb_list       out_link;   /* in b->pending_out while out_listed */
-	int           out_listed;
-	int           paused;   /* reading stopped: frames buffered */
-	unsigned      log_left; /* per-frame log lines still allowed */
-	const char   *doomed;   /* the sweep's close reason, closed next */
-	int           authenticated;
-	int           closing;
+	uint64_t    frame_started_ms;
+	size_t      in_acct;    /* input buffer bytes counted in b->in_bytes */
+	eb_list     fresh_link; /* in b->fresh until a first frame */
+	int         fresh;
+	int         processing; /* a frame borrowed from dec is in use */
+	size_t      n_reqs;     /* attached requests (replies awaited) */
+	uint64_t    frames_in;
+	uint64_t    frames_out;
+	eb_list     consumers; /* of bconn_consumer, owned */
+	eb_list     replies;   /* of bconn_reply, owned, oldest first */
+	eb__smap    cmap;      /* consumers by address */
+	eb__smap    rmap;      /* replies by address */
+	eb_list     reqs;      /* of bconn_req, attached */
+	size_t      n_consumers;
+	size_t      n_replies;
+	eb_list     pause_link; /* in b->paused while paused */
+	eb__buf     out;        /* frames not yet handed to the stream */
+	eb_list     out_link;   /* in b->pending_out while out_listed */
+	int         out_listed;
+	int         paused;   /* reading stopped: frames buffered */
+	unsigned    log_left; /* per-frame log lines still allowed */
+	const char *doomed;   /* the sweep's close reason, closed next */
+	int         authenticated;
+	int         closing;
 };
 
 typedef struct bconn_consumer {
@@ -1151,7 +1151,8 @@ eb__bconn_accept(eb_bridge *b)
 		c = EB_CONTAINER_OF(old, eb__bconn, fresh_link);
 		b->stats.conns_evicted++;
 		EB_LOG_RL_NOTICE("bridge",
-		    "conn-evicted: peer=%s age_ms=%llu open=%llu max=%u", c->peer,
+		    "conn-evicted: peer=%s age_ms=%llu open=%llu max=%u",
+		    c->peer,
 		    (unsigned long long) (eb__mono_ms() - c->started_ms),
 		    (unsigned long long) b->stats.conns_open,
 		    b->opts.max_connections);

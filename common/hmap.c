@@ -19,18 +19,18 @@ rotl(uint64_t x, unsigned b)
 	return (x << b) | (x >> (64u - b));
 }
 
-#define SIPROUND(v0, v1, v2, v3)             \
-	do {                                 \
-		v0 += v1;                    \
-		v1 = rotl(v1, 13) ^ v0;      \
-		v0 = rotl(v0, 32);           \
-		v2 += v3;                    \
-		v3 = rotl(v3, 16) ^ v2;      \
-		v0 += v3;                    \
-		v3 = rotl(v3, 21) ^ v0;      \
-		v2 += v1;                    \
-		v1 = rotl(v1, 17) ^ v2;      \
-		v2 = rotl(v2, 32);           \
+#define SIPROUND(v0, v1, v2, v3)        \
+	do {                            \
+		v0 += v1;               \
+		v1 = rotl(v1, 13) ^ v0; \
+		v0 = rotl(v0, 32);      \
+		v2 += v3;               \
+		v3 = rotl(v3, 16) ^ v2; \
+		v0 += v3;               \
+		v3 = rotl(v3, 21) ^ v0; \
+		v2 += v1;               \
+		v1 = rotl(v1, 17) ^ v2; \
+		v2 = rotl(v2, 32);      \
 	} while (0)
 
 static uint64_t

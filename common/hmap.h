@@ -2,11 +2,11 @@
  * A string-keyed intrusive hash map (chained, power-of-two buckets, load
  * factor <= 1, SipHash-1-3 keyed with a random per-process seed: keys are
  * peer-chosen addresses, and an unkeyed hash lets a peer craft keys that
- * all land in one bucket, making every operation O(n)). Elements embed an eb__hent whose key points at the
- * element's own string, which must not change while it is in the map; the
- * map owns only its bucket array. Used by the bus (addresses, pending
- * requests) and the bridge (a connection's consumers and replies), so
- * lookups stay O(1) whatever a peer registers. Loop thread only.
+ * all land in one bucket, making every operation O(n)). Elements embed an
+ * eb__hent whose key points at the element's own string, which must not change
+ * while it is in the map; the map owns only its bucket array. Used by the bus
+ * (addresses, pending requests) and the bridge (a connection's consumers and
+ * replies), so lookups stay O(1) whatever a peer registers. Loop thread only.
  */
 #ifndef EB_COMMON_HMAP_H
 #define EB_COMMON_HMAP_H
@@ -38,8 +38,8 @@ void eb__hmap_del(eb__hmap *m, eb__hent *e);
  * SipHash (Aumasson, Bernstein 2012) with c compression and d finalization
  * rounds: SipHash-2-4 is (2, 4), the map uses (1, 3). For tests and benches.
  */
-uint64_t eb__siphash(const unsigned char key[16], const void *data,
-    size_t len, unsigned c, unsigned d);
+uint64_t eb__siphash(const unsigned char key[16], const void *data, size_t len,
+    unsigned c, unsigned d);
 /* The map's hash of s under this process's seed. */
 uint32_t eb__hmap_hash(const char *s);
 

@@ -479,7 +479,8 @@ zk_path_problem(const char *p)
 
 	if (p[0] != '/' || p[1] == '\0' || p[strlen(p) - 1] == '/' ||
 	    strstr(p, "//") != NULL) {
-		return "expected a path that starts with \"/\" and does not end "
+		return "expected a path that starts with \"/\" and does not "
+		       "end "
 		       "with \"/\"";
 	}
 	for (; *p != '\0'; p++) {
@@ -537,8 +538,8 @@ check_zk_paths(load_ctx *lc)
 		    "expected host:port[,host:port...][/chroot]");
 	}
 	if ((why = zk_path_problem(z->root)) != NULL) {
-		RULE_FAIL(lc, "zookeeper.root", "%s, got \"%.60s\"", why,
-		    z->root);
+		RULE_FAIL(
+		    lc, "zookeeper.root", "%s, got \"%.60s\"", why, z->root);
 	}
 	if (strlen(z->root) > ZK_ROOT_MAX) {
 		RULE_FAIL(lc, "zookeeper.root",

@@ -76,7 +76,7 @@ struct eb__node_admin {
 	int              nconns;
 	int              open; /* handles whose close is pending */
 	eb__node_done_cb stop_cb;
-	char            *token; /* owned, NULL: no auth */
+	char            *token;      /* owned, NULL: no auth */
 	uint64_t         request_ms; /* per-request deadline */
 };
 
@@ -96,7 +96,7 @@ struct admin_conn {
 	uv_timer_t             idle;
 	int                    open; /* handles whose close is pending */
 	int                    closing;
-	int                    writing; /* a response is being written */
+	int                    writing;      /* a response is being written */
 	uint64_t               req_start_ms; /* the current request's start */
 	http_parser            parser;
 	size_t                 head_bytes;

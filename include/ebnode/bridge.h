@@ -58,13 +58,13 @@ typedef struct eb_bridge_opts {
 	uint32_t    max_connections;       /* default 1024; extra refused */
 	uint64_t    reply_ttl_ms; /* pending server->client reply, 30000 */
 	/* Deadlines against slow or silent clients (0: off). */
-	uint64_t frame_timeout_ms; /* a started frame completes, 30000 */
+	uint64_t frame_timeout_ms;       /* a started frame completes, 30000 */
 	uint64_t first_frame_timeout_ms; /* the first frame, 10000 */
 	uint64_t tls_handshake_timeout_ms; /* 10000 */
 	/* Input memory: node-wide bytes of bridge input buffers (partial
 	 * and not yet handled frames), default 32 MiB; beyond it the
 	 * connections holding the largest buffers are closed. */
-	size_t input_budget_bytes;
+	size_t   input_budget_bytes;
 	uint32_t max_consumers_per_conn; /* default 1024 */
 	uint32_t max_requests_per_conn;  /* replies awaited, default 1024 */
 	uint64_t max_request_timeout_ms; /* headers.timeout clamp, 300000 */
@@ -134,13 +134,13 @@ typedef struct eb_bridge_stats {
 	uint64_t conns_refused;     /* over max_connections */
 	uint64_t conns_closed_slow; /* write queue over its bound */
 	uint64_t conns_closed_idle;
-	uint64_t conns_closed_frame; /* oversize or negative length */
+	uint64_t conns_closed_frame;   /* oversize or negative length */
 	uint64_t conns_closed_timeout; /* frame, first-frame, TLS deadline */
 	uint64_t conns_closed_memory;  /* over input_budget_bytes */
-	uint64_t conns_evicted; /* at max_connections, for a new one */
-	uint64_t consumers_refused; /* over max_consumers_per_conn */
-	uint64_t requests_refused;  /* over max_requests_per_conn */
-	uint64_t input_bytes;       /* current input buffers, all conns */
+	uint64_t conns_evicted;        /* at max_connections, for a new one */
+	uint64_t consumers_refused;    /* over max_consumers_per_conn */
+	uint64_t requests_refused;     /* over max_requests_per_conn */
+	uint64_t input_bytes;          /* current input buffers, all conns */
 	uint64_t frames_in[EB_BRIDGE_IN_KINDS];
 	uint64_t frames_out[EB_BRIDGE_OUT_KINDS];
 	uint64_t denied;      /* access_denied answers (permissions) */

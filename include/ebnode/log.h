@@ -100,14 +100,14 @@ typedef struct eb_log_rl {
 EB_API int eb_log_rl_admit(
     eb_log_rl *rl, eb_log_level level, const char *module, const char *fmt);
 
-#define EB_LOG_RL_AT(lvl, module, ...)                                   \
-	do {                                                             \
-		static eb_log_rl eb_log_rl_site_;                        \
-		if ((lvl) <= eb_log_get_level() &&                       \
-		    eb_log_rl_admit(&eb_log_rl_site_, (lvl), (module),   \
-		        EB__LOG_FMT(__VA_ARGS__, ""))) {                 \
-			eb_log_write((lvl), (module), __VA_ARGS__);      \
-		}                                                        \
+#define EB_LOG_RL_AT(lvl, module, ...)                                 \
+	do {                                                           \
+		static eb_log_rl eb_log_rl_site_;                      \
+		if ((lvl) <= eb_log_get_level() &&                     \
+		    eb_log_rl_admit(&eb_log_rl_site_, (lvl), (module), \
+		        EB__LOG_FMT(__VA_ARGS__, ""))) {               \
+			eb_log_write((lvl), (module), __VA_ARGS__);    \
+		}                                                      \
 	} while (0)
 #define EB__LOG_FMT(fmt, ...) (fmt)
 

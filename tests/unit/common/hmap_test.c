@@ -140,8 +140,9 @@ test_crafted_fnv_collisions_spread(void **state)
 		}
 		longest = n > longest ? n : longest;
 	}
-	(void) fprintf(stderr, "hmap: %d crafted keys, %u buckets, longest "
-	                       "chain %u\n",
+	(void) fprintf(stderr,
+	    "hmap: %d crafted keys, %u buckets, longest "
+	    "chain %u\n",
 	    N, m.nbuckets, longest);
 	assert_true(longest <= 32);
 	for (i = 0; i < N; i++) {
