@@ -582,6 +582,26 @@ register_failed(eb__bconn *c, const char *address, int rv)
 	}
 }
 
+/* 1 when one more consumer fits max_consumers_per_conn; else answered. */
+static int
+consumer_allowed(eb__bconn *c)
+{
+	eb_bridge *b = c->b;
+
+	if (b->opts.max_consumers_per_conn == 0 ||
+	    c->n_consumers < b->opts.max_consumers_per_conn) {
+		return 1;
+	}
+	b->stats.consumers_refused++;
+	if (conn_log_ok(c)) {
+		EB_LOG_NOTICE("bridge",
+		    "register-refused: peer=%s consumers=%zu max=%u", c->peer,
+		    c->n_consumers, b->opts.max_consumers_per_conn);
+	}
+	conn_err(c, "too_many_consumers");
+	return 0;
+}
+
 static void
 frame_register(eb__bconn *c, const eb__bframe *f)
 {
@@ -595,16 +615,7 @@ frame_register(eb__bconn *c, const eb__bframe *f)
 	if (consumer_find(c, f->address) != NULL) {
 		return; /* idempotent: one consumer per (socket, address) */
 	}
-	if (c->b->opts.max_consumers_per_conn > 0 &&
-	    c->n_consumers >= c->b->opts.max_consumers_per_conn) {
-		c->b->stats.consumers_refused++;
-		if (conn_log_ok(c)) {
-			EB_LOG_NOTICE("bridge",
-			    "register-refused: peer=%s consumers=%zu max=%u",
-			    c->peer, c->n_consumers,
-			    c->b->opts.max_consumers_per_conn);
-		}
-		conn_err(c, "too_many_consumers");
+	if (!consumer_allowed(c)) {
 		return;
 	}
 	k = eb__calloc(1, sizeof(*k));
@@ -1131,36 +1142,42 @@ accept_refused(eb_bridge *b)
 	uv_close((uv_handle_t *) t, refused_closed_cb);
 }
 
+/*
+ * Full, and some connection has not completed a single frame (slowloris, or
+ * a client that only connects): the oldest of them makes room, so that
+ * idle sockets cannot lock everyone else out. Connections that have spoken
+ * are never evicted. 1 when a slot is free now.
+ */
+static int
+conn_make_room(eb_bridge *b)
+{
+	eb_list   *old = eb_list_first(&b->fresh);
+	eb__bconn *c;
+
+	if (old == NULL) {
+		return 0;
+	}
+	c = EB_CONTAINER_OF(old, eb__bconn, fresh_link);
+	b->stats.conns_evicted++;
+	EB_LOG_RL_NOTICE("bridge",
+	    "conn-evicted: peer=%s age_ms=%llu open=%llu max=%u", c->peer,
+	    (unsigned long long) (eb__mono_ms() - c->started_ms),
+	    (unsigned long long) b->stats.conns_open, b->opts.max_connections);
+	eb__bconn_close(c, "evicted-at-limit");
+	/* A SOCKET_CLOSED hook may have opened more. */
+	return b->stats.conns_open < b->opts.max_connections;
+}
+
 void
 eb__bconn_accept(eb_bridge *b)
 {
 	eb__bconn *c;
 	int        rv;
 
-	if (b->stats.conns_open >= b->opts.max_connections) {
-		eb_list *old = eb_list_first(&b->fresh);
-
-		if (old == NULL) {
-			accept_refused(b);
-			return;
-		}
-		/* Full, and some connection has not completed a single frame
-		 * (slowloris, or a client that only connects): the oldest of
-		 * them makes room, so that idle sockets cannot lock everyone
-		 * else out. Connections that have spoken are never evicted. */
-		c = EB_CONTAINER_OF(old, eb__bconn, fresh_link);
-		b->stats.conns_evicted++;
-		EB_LOG_RL_NOTICE("bridge",
-		    "conn-evicted: peer=%s age_ms=%llu open=%llu max=%u",
-		    c->peer,
-		    (unsigned long long) (eb__mono_ms() - c->started_ms),
-		    (unsigned long long) b->stats.conns_open,
-		    b->opts.max_connections);
-		eb__bconn_close(c, "evicted-at-limit");
-		if (b->stats.conns_open >= b->opts.max_connections) {
-			accept_refused(b); /* a hook opened more: give up */
-			return;
-		}
+	if (b->stats.conns_open >= b->opts.max_connections &&
+	    !conn_make_room(b)) {
+		accept_refused(b);
+		return;
 	}
 	c = eb__calloc(1, sizeof(*c));
 	c->b = b;

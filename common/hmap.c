@@ -19,19 +19,33 @@ rotl(uint64_t x, unsigned b)
 	return (x << b) | (x >> (64u - b));
 }
 
-#define SIPROUND(v0, v1, v2, v3)        \
-	do {                            \
-		v0 += v1;               \
-		v1 = rotl(v1, 13) ^ v0; \
-		v0 = rotl(v0, 32);      \
-		v2 += v3;               \
-		v3 = rotl(v3, 16) ^ v2; \
-		v0 += v3;               \
-		v3 = rotl(v3, 21) ^ v0; \
-		v2 += v1;               \
-		v1 = rotl(v1, 17) ^ v2; \
-		v2 = rotl(v2, 32);      \
-	} while (0)
+static void
+sipround(uint64_t v[4])
+{
+	v[0] += v[1];
+	v[1] = rotl(v[1], 13) ^ v[0];
+	v[0] = rotl(v[0], 32);
+	v[2] += v[3];
+	v[3] = rotl(v[3], 16) ^ v[2];
+	v[0] += v[3];
+	v[3] = rotl(v[3], 21) ^ v[0];
+	v[2] += v[1];
+	v[1] = rotl(v[1], 17) ^ v[2];
+	v[2] = rotl(v[2], 32);
+}
+
+/* One message word through c compression rounds. */
+static void
+sip_compress(uint64_t v[4], uint64_t m, unsigned c)
+{
+	unsigned r;
+
+	v[3] ^= m;
+	for (r = 0; r < c; r++) {
+		sipround(v);
+	}
+	v[0] ^= m;
+}
 
 static uint64_t
 le64(const unsigned char *p)
@@ -52,38 +66,27 @@ eb__siphash(const unsigned char key[16], const void *data, size_t len,
 	const unsigned char *p = data;
 	uint64_t             k0 = le64(key);
 	uint64_t             k1 = le64(key + 8);
-	uint64_t             v0 = 0x736f6d6570736575ull ^ k0;
-	uint64_t             v1 = 0x646f72616e646f6dull ^ k1;
-	uint64_t             v2 = 0x6c7967656e657261ull ^ k0;
-	uint64_t             v3 = 0x7465646279746573ull ^ k1;
+	uint64_t             v[4] = { 0x736f6d6570736575ull ^ k0,
+		            0x646f72616e646f6dull ^ k1, 0x6c7967656e657261ull ^ k0,
+		            0x7465646279746573ull ^ k1 };
 	uint64_t             m;
 	size_t               i;
-	size_t               left = len & 7u;
 	unsigned             r;
 
 	for (i = 0; i + 8 <= len; i += 8) {
-		m = le64(p + i);
-		v3 ^= m;
-		for (r = 0; r < c; r++) {
-			SIPROUND(v0, v1, v2, v3);
-		}
-		v0 ^= m;
+		sip_compress(v, le64(p + i), c);
 	}
 	/* Last block: the remaining bytes and the length's low byte on top. */
 	m = (uint64_t) (len & 0xffu) << 56;
-	for (r = 0; r < left; r++) {
+	for (r = 0; r < (len & 7u); r++) {
 		m |= (uint64_t) p[i + r] << (8 * r);
 	}
-	v3 ^= m;
-	for (r = 0; r < c; r++) {
-		SIPROUND(v0, v1, v2, v3);
-	}
-	v0 ^= m;
-	v2 ^= 0xffu;
+	sip_compress(v, m, c);
+	v[2] ^= 0xffu;
 	for (r = 0; r < d; r++) {
-		SIPROUND(v0, v1, v2, v3);
+		sipround(v);
 	}
-	return v0 ^ v1 ^ v2 ^ v3;
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
 }
 
 static unsigned char  hmap_key[16];

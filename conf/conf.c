@@ -524,7 +524,7 @@ check_zk_paths(load_ctx *lc)
 			RULE_FAIL(lc, "zookeeper.connect",
 			    "chroot \"%.60s\": %s", slash, why);
 		}
-		if ((why = zk_path_problem(z->root)) == NULL) {
+		if (zk_path_problem(z->root) == NULL) {
 			n = strlen(slash) + strlen(z->root) + 1;
 			root = eb__malloc(n);
 			(void) snprintf(root, n, "%s%s", slash, z->root);

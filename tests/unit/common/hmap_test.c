@@ -107,7 +107,7 @@ test_crafted_fnv_collisions_spread(void **state)
 {
 	enum { N = 100000 };
 	static char blocks[FNV_CRAFT_STAGES][2][FNV_CRAFT_BLOCK];
-	item       *v = calloc(N, sizeof(*v) + FNV_CRAFT_LEN + 1);
+	item       *v = calloc(N, sizeof(*v) + (size_t) FNV_CRAFT_LEN + 1);
 	char       *keys = (char *) (v + N);
 	eb__hmap    m;
 	uint32_t    i;
