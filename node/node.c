@@ -25,17 +25,22 @@
 
 typedef int (*step_start_fn)(eb_node *n, eb__node_done_cb cb);
 typedef void (*step_stop_fn)(eb_node *n, eb__node_done_cb cb);
+typedef void (*step_cancel_fn)(eb_node *n);
 
+/* cancel (NULL: the step starts promptly) cuts a start in flight short
+ * when a stop is requested: it completes with EB_ECANCELED. */
 static const struct node_step {
-	const char   *name;
-	step_start_fn start;
-	step_stop_fn  stop;
+	const char    *name;
+	step_start_fn  start;
+	step_stop_fn   stop;
+	step_cancel_fn cancel;
 } node_steps[] = {
-	{ "bus", eb__node_bus_start, eb__node_bus_stop },
-	{ "ingress", eb__node_ingress_start, eb__node_ingress_stop },
-	{ "bridge", eb__node_bridge_start, eb__node_bridge_stop },
-	{ "admin", eb__node_admin_start, eb__node_admin_stop },
-	{ "cluster", eb__node_cluster_start, eb__node_cluster_stop },
+	{ "bus", eb__node_bus_start, eb__node_bus_stop, NULL },
+	{ "ingress", eb__node_ingress_start, eb__node_ingress_stop, NULL },
+	{ "bridge", eb__node_bridge_start, eb__node_bridge_stop, NULL },
+	{ "admin", eb__node_admin_start, eb__node_admin_stop, NULL },
+	{ "cluster", eb__node_cluster_start, eb__node_cluster_stop,
+	    eb__node_cluster_cancel_start },
 };
 #define NODE_NSTEPS (sizeof(node_steps) / sizeof(node_steps[0]))
 
@@ -147,6 +152,12 @@ start_done_cb(eb_node *n, int status)
 	const struct node_step *s = &node_steps[n->started];
 
 	n->step_busy = false;
+	if (status == EB_ECANCELED && n->stop_requested) {
+		/* Canceled for the requested stop: not a failure. */
+		EB_LOG_NOTICE("node", "start-canceled: step=%s", s->name);
+		begin_stop(n);
+		return;
+	}
 	if (status != 0) {
 		EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
 		    eb_err_name(status), eb_strerror(status));
@@ -266,6 +277,13 @@ static void
 begin_stop(eb_node *n)
 {
 	n->stop_requested = true;
+	if (n->phase == EB__NODE_STARTING && n->step_busy &&
+	    node_steps[n->started].cancel != NULL) {
+		/* Prompt stop in every phase of start: the step completes
+		 * (canceled) and start_done_cb calls us again. */
+		node_steps[n->started].cancel(n);
+		return;
+	}
 	if (n->phase == EB__NODE_STOPPING || n->phase == EB__NODE_DONE ||
 	    n->step_busy) {
 		return; /* in progress, or start_done_cb will call us */

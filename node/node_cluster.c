@@ -513,6 +513,18 @@ eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
 	return 0;
 }
 
+void
+eb__node_cluster_cancel_start(eb_node *n)
+{
+	node_cluster *nc = n->cluster;
+
+	if (nc != NULL && nc->start_cb != NULL) {
+		EB_LOG_NOTICE("node", "cluster-start-canceled: zookeeper=%s",
+		    n->conf->zookeeper.connect);
+		start_finish(nc, EB_ECANCELED);
+	}
+}
+
 static void
 leave_timeout_cb(uv_timer_t *t)
 {

@@ -155,5 +155,9 @@ void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
 /* node_cluster.c: ZooKeeper, links, membership, election (TODO(#3)). */
 int  eb__node_cluster_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb);
+/* A stop was requested while the cluster step starts (ZooKeeper may be
+ * unreachable for its whole bound): finish that start now with
+ * EB_ECANCELED, through the same path as its timeout. */
+void eb__node_cluster_cancel_start(eb_node *n);
 
 #endif

@@ -251,6 +251,29 @@ READY_RE = re.compile(r"^READY admin=(\S+:\d+|-) bridge=(\S+:\d+|-) "
 
 
 class LifecycleTest(unittest.TestCase):
+    def test_sigterm_while_zookeeper_unreachable(self):
+        # Issue 11: SIGTERM during start, while the cluster step waits for
+        # a ZooKeeper that refuses connections (its bound is 2 session
+        # timeouts + margin, about 33 s by default), stops at once, exit 0.
+        cfg = ebtest.merge(standalone("it-node-zk"), {
+            "zookeeper": {"connect": "127.0.0.1:%d" % ebtest.free_port()}})
+        n = ebtest.EbNode(cfg, name="nozk", wait_ready=False)
+        try:
+            n.wait_log("session-start", 10)
+            t0 = time.monotonic()
+            n.send_signal(signal.SIGTERM)
+            code = n.wait_exit(5)
+            took = time.monotonic() - t0
+            sys.stderr.write("node: SIGTERM during start with ZooKeeper "
+                             "unreachable: exit %d after %.3f s\n"
+                             % (code, took))
+            self.assertEqual(code, 0, n.log_text())
+            self.assertLess(took, ebtest.scaled(2))
+            self.assertTrue(any("start-canceled: step=cluster" in ln
+                                for ln in n.log_lines()))
+        finally:
+            n.kill()
+
     def test_ready_then_sigterm(self):
         with ebtest.EbNode(standalone("it-node-1"), name="n1") as n:
             self.assertEqual(n.node_id, "it-node-1")

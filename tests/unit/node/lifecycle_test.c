@@ -152,6 +152,17 @@ eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 {
 	fake_stop(CLUSTER, n, cb);
 }
+void
+eb__node_cluster_cancel_start(eb_node *n)
+{
+	eb__node_done_cb cb = fake.held_cb;
+
+	record("cancel", CLUSTER);
+	if (cb != NULL) {
+		fake.held_cb = NULL;
+		eb__node_complete(n, cb, EB_ECANCELED);
+	}
+}
 
 /* ---- helpers --------------------------------------------------------------
  */
@@ -287,6 +298,29 @@ test_signal_during_start_step(void **state)
 	eb_conf_free(c);
 }
 
+/* Issue 11: SIGTERM while the cluster step waits (ZooKeeper unreachable
+ * for its whole bound) cancels that step at once: a clean stop (exit 0),
+ * not a wait for the step's timeout. */
+static void
+test_signal_cancels_cluster_start(void **state)
+{
+	th_loop *t = *state;
+	eb_conf *c = default_conf();
+	eb_node *n;
+
+	fake.start_mode[CLUSTER] = FAKE_HOLD;
+	fake.signals_to_send = 1;
+	assert_int_equal(uv_timer_init(&t->loop, &fake.timer), 0);
+	assert_int_equal(
+	    uv_timer_start(&fake.timer, release_held_cb, 20, 0), 0);
+	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_OK);
+	assert_string_equal(fake.events,
+	    "start:bus start:ingress start:bridge start:admin start:cluster "
+	    "cancel:cluster stop:admin stop:bridge stop:ingress stop:bus");
+	eb__node_free(n);
+	eb_conf_free(c);
+}
+
 static void
 test_fatal_after_ready(void **state)
 {
@@ -358,6 +392,8 @@ main(void)
 		    test_sync_start_failure_exits_1, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_signal_during_start_step, setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_signal_cancels_cluster_start, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_fatal_after_ready, setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
