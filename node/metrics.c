@@ -993,8 +993,8 @@ bridge_stats_json(const eb_bridge_stats *bs)
 		    eb_bridge_out_kind_name((eb_bridge_out_kind) k),
 		    json_integer((json_int_t) bs->frames_out[k]));
 	}
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	                 "s:I, s:o, s:o}",
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	                      "s:I, s:I, s:o, s:o}",
 	    "connections_open", (json_int_t) bs->conns_open, "accepted",
 	    (json_int_t) bs->conns_total, "refused",
 	    (json_int_t) bs->conns_refused, "closed_slow",
@@ -1006,6 +1006,21 @@ bridge_stats_json(const eb_bridge_stats *bs)
 	    (json_int_t) bs->tls_failed, "errors", (json_int_t) bs->errors,
 	    "consumers", (json_int_t) bs->consumers, "frames_in", in,
 	    "frames_out", out);
+
+	/* Issue 11's bounds (hostile clients). */
+	(void) json_object_set_new(o, "closed_timeout",
+	    json_integer((json_int_t) bs->conns_closed_timeout));
+	(void) json_object_set_new(o, "closed_memory",
+	    json_integer((json_int_t) bs->conns_closed_memory));
+	(void) json_object_set_new(
+	    o, "evicted", json_integer((json_int_t) bs->conns_evicted));
+	(void) json_object_set_new(o, "consumers_refused",
+	    json_integer((json_int_t) bs->consumers_refused));
+	(void) json_object_set_new(o, "requests_refused",
+	    json_integer((json_int_t) bs->requests_refused));
+	(void) json_object_set_new(
+	    o, "input_bytes", json_integer((json_int_t) bs->input_bytes));
+	return o;
 }
 
 void
