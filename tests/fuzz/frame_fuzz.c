@@ -5,6 +5,12 @@
  * (with and without token stripping) and the parsed fields through the
  * outgoing encoders. Nothing may crash, leak or read out of bounds, and the
  * outgoing frames must carry a correct length prefix.
+ *
+ * Differential (issue 11): every frame is also parsed by the fast scanner
+ * (eb__bframe_parse_ex, fast = 1). Where the scanner takes a frame, every
+ * field must equal the strict (jansson) parse, and its raw body bytes must
+ * be exactly json_dumps(strict body, JSON_COMPACT | JSON_ENCODE_ANY), the
+ * bus's encoding; where it declines, it falls back to the strict parse.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,6 +33,51 @@ check_frame(char *buf, size_t len)
 	free(buf);
 }
 
+static int
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) ||
+	       (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* Aborts when the fast parse of p disagrees with the strict parse f. */
+static void
+compare_fast(const char *p, uint32_t n, int strip, const eb__bframe *f)
+{
+	eb__bframe g;
+	char      *body;
+
+	if (eb__bframe_parse_ex(p, n, strip, 1, &g) != 0) {
+		abort(); /* strict took it: the fast path must too */
+	}
+	if (g.type != f->type || !same_str(g.address, f->address) ||
+	    !same_str(g.reply_address, f->reply_address) ||
+	    !same_str(g.token, f->token) || g.timeout_ms != f->timeout_ms ||
+	    g.local_only != f->local_only || g.has_failure != f->has_failure ||
+	    g.failure_code != f->failure_code ||
+	    !same_str(g.failure_message, f->failure_message) ||
+	    (g.headers == NULL) != (f->headers == NULL) ||
+	    (g.headers != NULL && !json_equal(g.headers, f->headers))) {
+		abort();
+	}
+	if (g.raw) {
+		body = f->body != NULL
+		           ? json_dumps(f->body, JSON_COMPACT | JSON_ENCODE_ANY)
+		           : NULL;
+		if ((body == NULL) != (g.body_raw == NULL) ||
+		    (body != NULL &&
+		        (strlen(body) != g.body_raw_len ||
+		            memcmp(body, g.body_raw, g.body_raw_len) != 0))) {
+			abort();
+		}
+		free(body);
+	} else if ((g.body == NULL) != (f->body == NULL) ||
+	           (g.body != NULL && !json_equal(g.body, f->body))) {
+		abort();
+	}
+	eb__bframe_free(&g);
+}
+
 static void
 use_frame(const char *p, uint32_t n, int strip)
 {
@@ -35,9 +86,17 @@ use_frame(const char *p, uint32_t n, int strip)
 	size_t     len;
 	char      *body;
 
-	if (eb__bframe_parse(p, n, strip, &f) != 0) {
+	/* The strict parse (jansson only), the reference. */
+	if (eb__bframe_parse_ex(p, n, strip, 0, &f) != 0) {
+		eb__bframe g;
+
+		/* Not a JSON object: the fast path must refuse it too. */
+		if (eb__bframe_parse_ex(p, n, strip, 1, &g) == 0) {
+			abort();
+		}
 		return;
 	}
+	compare_fast(p, n, strip, &f);
 	body = f.body != NULL
 	           ? json_dumps(f.body, JSON_COMPACT | JSON_ENCODE_ANY)
 	           : NULL;
