@@ -917,12 +917,33 @@ conn_unfresh(eb__bconn *c)
 	}
 }
 
+/* Gives back the input buffers that hold nothing (kept for reuse after
+ * a read), before anyone is closed for the budget. */
+static void
+bridge_input_reclaim(eb_bridge *b)
+{
+	eb_list *it;
+
+	for (it = b->conns.next; it != &b->conns; it = it->next) {
+		eb__bconn *c = eb__bconn_from_link(it);
+
+		if (c->in_acct > 0 && !c->processing &&
+		    eb__frame_dec_buffered(&c->dec) == 0) {
+			eb__frame_dec_free(&c->dec);
+			eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
+			conn_in_account(c);
+		}
+	}
+}
+
 /*
- * Over the node-wide input budget: closes the connections holding the
- * largest input buffers until the total fits. The memory a client can make
- * the node hold is bounded by the budget, not by max_connections times
- * max_frame_bytes; the clients that hold the most pay first. A linear scan,
- * but only while over the budget, and each close frees the most.
+ * Over the node-wide input budget: first frees the empty buffers, then
+ * closes the connections holding the largest buffered input (partial or
+ * not yet handled frames) until the total fits. The memory clients can
+ * make the node hold is bounded by the budget, not by max_connections
+ * times max_frame_bytes; the clients that hold the most pay first, idle
+ * ones are never closed for it. Linear scans, but only while over the
+ * budget, and each close frees the most.
  */
 static void
 bridge_input_budget(eb_bridge *b)
@@ -930,13 +951,18 @@ bridge_input_budget(eb_bridge *b)
 	eb_list   *it;
 	eb__bconn *big;
 
-	while (b->opts.input_budget_bytes > 0 &&
-	       b->stats.input_bytes > b->opts.input_budget_bytes) {
+	if (b->opts.input_budget_bytes == 0 ||
+	    b->stats.input_bytes <= b->opts.input_budget_bytes) {
+		return;
+	}
+	bridge_input_reclaim(b);
+	while (b->stats.input_bytes > b->opts.input_budget_bytes) {
 		big = NULL;
 		for (it = b->conns.next; it != &b->conns; it = it->next) {
 			eb__bconn *c = eb__bconn_from_link(it);
 
-			if (c->in_acct > 0 &&
+			if (c->in_acct > 0 && !c->processing &&
+			    eb__frame_dec_buffered(&c->dec) > 0 &&
 			    (big == NULL || c->in_acct > big->in_acct)) {
 				big = c;
 			}

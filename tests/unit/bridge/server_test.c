@@ -12,6 +12,7 @@
 #include <ebnode/bus.h>
 #include <ebnode/err.h>
 
+#include "bridge/bridge_int.h"
 #include "common/frame.h"
 #include "tests/harness/th.h"
 
@@ -636,6 +637,70 @@ test_hook_closes_others(void **state)
 	free(f);
 }
 
+/* Feeds a header declaring len, then have bytes of it. */
+static void
+feed_partial(eb__bconn *c, uint32_t len, size_t have)
+{
+	unsigned char hdr[4];
+	char         *body = malloc(have);
+
+	memset(body, 'x', have);
+	eb__frame_put_len(hdr, len);
+	eb__bconn_feed(c, (const char *) hdr, 4);
+	eb__bconn_feed(c, body, have);
+	free(body);
+}
+
+/*
+ * Issue 11: over bridge.input_budget_bytes, empty buffers are given back
+ * first, then the connection holding the largest buffered input is closed;
+ * memory grows with the bytes received, never with the declared length.
+ */
+static void
+test_input_budget(void **state)
+{
+	th_loop        *t = *state;
+	eb_bridge_opts  o;
+	eb_bridge_stats st;
+	fixture        *f;
+	eb__bconn      *idle;
+	eb__bconn      *small;
+	eb__bconn      *big;
+
+	eb_bridge_opts_init(&o);
+	o.input_budget_bytes = 300000;
+	f = fixture_new(t, &o);
+	idle = eb__bconn_open_detached(f->b);
+	small = eb__bconn_open_detached(f->b);
+	big = eb__bconn_open_detached(f->b);
+	/* A declared 1 MiB with 10 bytes sent costs a page, not 1 MiB. */
+	feed_partial(small, 1024 * 1024, 10);
+	eb_bridge_stats_get(f->b, &st);
+	assert_true(st.input_bytes <= 4096);
+	/* idle: a whole 60 000-byte frame (not JSON: skipped); its buffer,
+	 * grown to the frame's size and no further, is kept for reuse. */
+	feed_partial(idle, 60000, 60000);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.input_bytes, 4096 + 60004);
+	/* Over the budget: idle's empty buffer goes, nobody is closed. */
+	feed_partial(big, 1024 * 1024, 200000);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.conns_closed_memory, 0);
+	assert_true(st.input_bytes <= o.input_budget_bytes);
+	assert_int_equal(st.conns_open, 3);
+	/* Over again: the largest buffered input (big) is closed. */
+	feed_partial(small, 1024 * 1024, 100000);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.conns_closed_memory, 1);
+	assert_true(st.input_bytes <= o.input_budget_bytes);
+	assert_int_equal(st.conns_open, 2);
+	eb__bconn_close(idle, "test");
+	eb__bconn_close(small, "test");
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.input_bytes, 0);
+	fixture_free(f);
+}
+
 int
 main(void)
 {
@@ -654,6 +719,8 @@ main(void)
 		    test_hook, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_hook_closes_others, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_input_budget, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
