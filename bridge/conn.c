@@ -369,6 +369,7 @@ req_free(bconn_req *r)
 {
 	if (r->c != NULL) {
 		r->c->n_reqs--;
+		r->c->b->stats.requests_in_flight--;
 	}
 	eb_list_remove(&r->link);
 	free(r->token);
@@ -410,6 +411,7 @@ req_new(eb__bconn *c, const char *token, const char *source)
 	r->source = eb__strdup(source);
 	eb_list_insert_tail(&c->reqs, &r->link);
 	c->n_reqs++;
+	c->b->stats.requests_in_flight++;
 	return r;
 }
 
@@ -445,20 +447,28 @@ req_allowed(eb__bconn *c, const eb__bframe *f)
 	eb_bridge *b = c->b;
 	char       msg[160];
 
-	if (b->opts.max_requests_per_conn == 0 ||
-	    c->n_reqs < b->opts.max_requests_per_conn) {
+	if (b->opts.max_requests_per_conn > 0 &&
+	    c->n_reqs >= b->opts.max_requests_per_conn) {
+		(void) snprintf(msg, sizeof(msg),
+		    "too_many_requests: %u replies already awaited on this "
+		    "connection",
+		    b->opts.max_requests_per_conn);
+	} else if (b->opts.max_requests > 0 &&
+	           b->stats.requests_in_flight >= b->opts.max_requests) {
+		(void) snprintf(msg, sizeof(msg),
+		    "too_many_requests: %u replies already awaited on this "
+		    "node's bridge",
+		    b->opts.max_requests);
+	} else {
 		return 1;
 	}
 	b->stats.requests_refused++;
 	if (conn_log_ok(c)) {
 		EB_LOG_NOTICE("bridge",
-		    "request-refused: peer=%s in_flight=%zu max=%u", c->peer,
-		    c->n_reqs, b->opts.max_requests_per_conn);
+		    "request-refused: peer=%s in_flight=%zu total=%llu",
+		    c->peer, c->n_reqs,
+		    (unsigned long long) b->stats.requests_in_flight);
 	}
-	(void) snprintf(msg, sizeof(msg),
-	    "too_many_requests: %u replies already awaited on this "
-	    "connection",
-	    b->opts.max_requests_per_conn);
 	conn_failure(c, f->reply_address, f->address, -1,
 	    eb_bus_failure_name(EB_BUS_ERROR), msg);
 	return 0;
@@ -1099,6 +1109,7 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 		eb_list_remove(&r->link); /* req_free's remove is a no-op */
 		r->c = NULL;
 	}
+	b->stats.requests_in_flight -= c->n_reqs;
 	c->n_reqs = 0;
 	(void) conn_hook(c, EB_BRIDGE_EV_SOCKET_CLOSED, NULL);
 	EB_LOG_RL_INFO("bridge",

@@ -15,19 +15,20 @@
 #include "common/alloc.h"
 #include "common/util.h"
 
-#define BRIDGE_DEFAULT_MAX_FRAME   (1024u * 1024u)
-#define BRIDGE_DEFAULT_WRITE_QUEUE ((size_t) 4 * 1024 * 1024)
-#define BRIDGE_DEFAULT_MAX_CONNS   1024u
-#define BRIDGE_DEFAULT_REPLY_TTL   30000u
-#define BRIDGE_DEFAULT_FRAME_MS    30000u
-#define BRIDGE_DEFAULT_FIRST_MS    10000u
-#define BRIDGE_DEFAULT_TLS_MS      10000u
-#define BRIDGE_DEFAULT_INPUT       ((size_t) 32 * 1024 * 1024)
-#define BRIDGE_DEFAULT_CONSUMERS   1024u
-#define BRIDGE_DEFAULT_REQUESTS    1024u
-#define BRIDGE_DEFAULT_REQ_MAX_MS  300000u
-#define BRIDGE_SWEEP_MAX_MS        1000u
-#define BRIDGE_SWEEP_MIN_MS        50u
+#define BRIDGE_DEFAULT_MAX_FRAME    (1024u * 1024u)
+#define BRIDGE_DEFAULT_WRITE_QUEUE  ((size_t) 4 * 1024 * 1024)
+#define BRIDGE_DEFAULT_MAX_CONNS    1024u
+#define BRIDGE_DEFAULT_REPLY_TTL    30000u
+#define BRIDGE_DEFAULT_FRAME_MS     30000u
+#define BRIDGE_DEFAULT_FIRST_MS     10000u
+#define BRIDGE_DEFAULT_TLS_MS       10000u
+#define BRIDGE_DEFAULT_INPUT        ((size_t) 32 * 1024 * 1024)
+#define BRIDGE_DEFAULT_CONSUMERS    1024u
+#define BRIDGE_DEFAULT_REQUESTS     1024u
+#define BRIDGE_DEFAULT_REQUESTS_ALL 65536u
+#define BRIDGE_DEFAULT_REQ_MAX_MS   300000u
+#define BRIDGE_SWEEP_MAX_MS         1000u
+#define BRIDGE_SWEEP_MIN_MS         50u
 
 void
 eb_bridge_opts_init(eb_bridge_opts *opts)
@@ -47,6 +48,7 @@ eb_bridge_opts_init(eb_bridge_opts *opts)
 	opts->input_budget_bytes = BRIDGE_DEFAULT_INPUT;
 	opts->max_consumers_per_conn = BRIDGE_DEFAULT_CONSUMERS;
 	opts->max_requests_per_conn = BRIDGE_DEFAULT_REQUESTS;
+	opts->max_requests = BRIDGE_DEFAULT_REQUESTS_ALL;
 	opts->max_request_timeout_ms = BRIDGE_DEFAULT_REQ_MAX_MS;
 	opts->tls_client_auth = EB_BRIDGE_CLIENT_AUTH_NONE;
 	opts->auth_mode = EB_BRIDGE_AUTH_OFF;

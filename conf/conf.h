@@ -120,6 +120,7 @@ typedef struct eb_conf_bridge {
 	int64_t         input_budget_bytes; /* 0 = off */
 	int64_t         max_consumers_per_conn;
 	int64_t         max_requests_per_conn;
+	int64_t         max_requests;
 	int64_t         max_request_timeout_ms;
 	eb_conf_permit *inbound; /* owned array */
 	size_t          n_inbound;

@@ -160,6 +160,7 @@ const eb__conf_entry eb__conf_schema[] = {
 	    0, 10000000),
 	I("bridge.max_requests_per_conn", bridge.max_requests_per_conn, 1024, 0,
 	    10000000),
+	I("bridge.max_requests", bridge.max_requests, 65536, 0, 100000000),
 	I("bridge.max_request_timeout_ms", bridge.max_request_timeout_ms,
 	    300000, 0, 86400000),
 	A("bridge.inbound", bridge.inbound, bridge.n_inbound, EB__CF_COMPUTED,

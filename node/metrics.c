@@ -322,6 +322,10 @@ emit_bridge(mw *w, eb_node *n)
 	mw_one(w, "ebnode_bridge_pending_replies", "gauge",
 	    "Requests from the bus awaiting a bridge client's reply.",
 	    sums.pending);
+	mw_one(w, "ebnode_bridge_requests_in_flight", "gauge",
+	    "Bridge clients' requests awaiting their reply (open "
+	    "connections); bounded by bridge.max_requests.",
+	    bs.requests_in_flight);
 }
 
 /* ---- errors by type ---- */

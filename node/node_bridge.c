@@ -60,6 +60,7 @@ node_bridge_opts(const eb_conf_bridge *c, eb_bridge_opts *o)
 	o->input_budget_bytes = (size_t) c->input_budget_bytes;
 	o->max_consumers_per_conn = (uint32_t) c->max_consumers_per_conn;
 	o->max_requests_per_conn = (uint32_t) c->max_requests_per_conn;
+	o->max_requests = (uint32_t) c->max_requests;
 	o->max_request_timeout_ms = (uint64_t) c->max_request_timeout_ms;
 	o->tls_cert = nonempty(c->tls_cert);
 	o->tls_key = nonempty(c->tls_key);

@@ -67,6 +67,7 @@ typedef struct eb_bridge_opts {
 	size_t   input_budget_bytes;
 	uint32_t max_consumers_per_conn; /* default 1024 */
 	uint32_t max_requests_per_conn;  /* replies awaited, default 1024 */
+	uint32_t max_requests; /* the same over all connections, 65536 */
 	uint64_t max_request_timeout_ms; /* headers.timeout clamp, 300000 */
 
 	/* Permitted lists (copied). An empty list denies everything. */
@@ -141,6 +142,7 @@ typedef struct eb_bridge_stats {
 	uint64_t consumers_refused;    /* over max_consumers_per_conn */
 	uint64_t requests_refused;     /* over max_requests_per_conn */
 	uint64_t input_bytes;          /* current input buffers, all conns */
+	uint64_t requests_in_flight;   /* client requests awaiting a reply */
 	uint64_t frames_in[EB_BRIDGE_IN_KINDS];
 	uint64_t frames_out[EB_BRIDGE_OUT_KINDS];
 	uint64_t denied;      /* access_denied answers (permissions) */

@@ -211,7 +211,8 @@ class Caps(unittest.TestCase):
     def setUpClass(cls):
         cls.node = bt.start_node("caps", bridge={
             "inbound": [{}], "outbound": [{}], "max_consumers_per_conn": 5,
-            "max_requests_per_conn": 10, "max_request_timeout_ms": 500})
+            "max_requests_per_conn": 10, "max_requests": 15,
+            "max_request_timeout_ms": 500})
 
     @classmethod
     def tearDownClass(cls):
@@ -228,6 +229,31 @@ class Caps(unittest.TestCase):
         c.register("a0")  # idempotent: no new consumer, no err
         c.sync()
         c.close()
+
+    def test_node_wide_request_cap(self):
+        sink = bt.connect(self.node)
+        sink.register("sink2")
+        sink.sync()
+        a, b = bt.connect(self.node), bt.connect(self.node)
+        for i in range(10):
+            a.send("sink2", {}, reply_address="a%d" % i,
+                   headers={"timeout": 500})
+        a.sync()
+        for i in range(6):
+            b.send("sink2", {}, reply_address="b%d" % i,
+                   headers={"timeout": 500})
+        f = b.recv_frame(2)
+        self.assertEqual((f["type"], f["address"]), ("err", "b5"))
+        self.assertIn("node's bridge", f["message"])
+        # All 15 time out (500 ms): the slots are free again.
+        for c, n in ((a, 10), (b, 5)):
+            for _ in range(n):
+                self.assertEqual(c.recv_frame(ebtest.scaled(3))
+                                 .get("failureType"), "TIMEOUT")
+        self.assertEqual(metric(self.node,
+                                "ebnode_bridge_requests_in_flight"), 0)
+        for c in (sink, a, b):
+            c.close()
 
     def test_request_cap_and_timeout_clamp(self):
         sink, c = bt.connect(self.node), bt.connect(self.node)
