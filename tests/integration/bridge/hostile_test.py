@@ -143,6 +143,32 @@ class Deadlines(unittest.TestCase):
         s.close()
 
 
+class TlsHandshakeDeadline(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not bt.CERTS:
+            raise unittest.SkipTest("EB_CERTS_DIR not set")
+        cls.node = bt.start_node("tlsdeadline", bridge=ebtest.merge(
+            bt.tls_bridge(inbound=[{}], outbound=[{}],
+                          first_frame_timeout_ms=0),
+            {"tls": {"handshake_timeout_ms": 1000}}))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def test_silent_tls_handshake_closed(self):
+        # A TCP connection that never starts its TLS handshake.
+        s = socket.create_connection(self.node.bridge)
+        t0 = time.monotonic()
+        self.assertTrue(closed_by_peer(s, ebtest.scaled(4)))
+        took = time.monotonic() - t0
+        s.close()
+        report("silent TLS handshake closed after %.2f s "
+               "(handshake_timeout_ms 1000)" % took)
+        self.assertGreater(took, 0.9)
+
+
 class MemoryBudget(unittest.TestCase):
     """Default budget (32 MiB) and default max_frame_bytes (1 MiB)."""
 
