@@ -506,7 +506,12 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 	}
 	if (f->reply_address != NULL && !req_allowed(c, f)) {
 		if (reply != NULL) {
-			reply_free(c, reply); /* one-shot, as below */
+			/* One-shot, as below: the waiting requester learns at
+			 * once instead of timing out. */
+			(void) eb_bus_msg_fail(reply->msg, -1,
+			    "too_many_requests: the bridge client's reply "
+			    "with a reply was refused");
+			reply_free(c, reply);
 		}
 		return;
 	}
