@@ -43,6 +43,18 @@ static fakezk_server   *srv;
 static sim              nodes[NMAX];
 static eb_election_opts sim_opts; /* lease options for sim_open */
 
+typedef struct reader {
+	eb_zk     *zk;
+	uv_timer_t timer;
+	unsigned   ok;
+	int        inflight;
+	int        init;
+} reader;
+
+/* File scope: a failed assertion must not leave a live handle on a dead
+ * stack frame; teardown closes it. */
+static reader rd;
+
 static void
 sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 {
@@ -207,6 +219,11 @@ teardown(void **state)
 	th_loop *t = *state;
 	int      i;
 
+	if (rd.init) {
+		rd.init = 0;
+		(void) uv_timer_stop(&rd.timer);
+		uv_close((uv_handle_t *) &rd.timer, NULL);
+	}
 	for (i = 0; i < NMAX; i++) {
 		sim_close(t, i);
 	}
@@ -353,13 +370,6 @@ test_lease_expiry(void **state)
 
 /* ---- the quorum-confirmed lease (issue 10 item 1) ---- */
 
-typedef struct reader {
-	eb_zk     *zk;
-	uv_timer_t timer;
-	unsigned   ok;
-	int        inflight;
-} reader;
-
 static void
 reader_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 {
@@ -398,7 +408,7 @@ test_reads_do_not_renew_lease(void **state)
 	uint32_t session = (uint32_t) (1000 * m);
 	uint32_t lease;
 	uint64_t t0;
-	reader   r;
+	reader  *r = &rd;
 
 	/* Unknown tick: lease = 1000 - 250 - 250 - 50 = 450 ms (x m). */
 	open_in_order(t, 2, session);
@@ -408,11 +418,12 @@ test_reads_do_not_renew_lease(void **state)
 	                            (session / 20 > 50 ? session / 20 : 50));
 	/* The follower holding our session loses the quorum: writes stall,
 	 * reads are still answered. */
-	memset(&r, 0, sizeof(r));
-	r.zk = nodes[0].zk;
-	assert_int_equal(uv_timer_init(&t->loop, &r.timer), 0);
-	r.timer.data = &r;
-	assert_int_equal(uv_timer_start(&r.timer, reader_cb, 0, 20), 0);
+	memset(r, 0, sizeof(*r));
+	r->zk = nodes[0].zk;
+	assert_int_equal(uv_timer_init(&t->loop, &r->timer), 0);
+	r->init = 1;
+	r->timer.data = r;
+	assert_int_equal(uv_timer_start(&r->timer, reader_cb, 0, 20), 0);
 	t0 = eb__mono_ms();
 	fakezk_stall_writes(nodes[0].zk, 1);
 	assert_int_equal(th_run_until(t, revoked_pred, &nodes[0], 3000), 0);
@@ -421,17 +432,16 @@ test_reads_do_not_renew_lease(void **state)
 	assert_true(eb__mono_ms() - t0 <= lease + 50 * m);
 	assert_false(eb_election_is_leader(nodes[0].el));
 	/* Reads did succeed meanwhile, after the last renewal. */
-	assert_true(r.ok > 0);
+	assert_true(r->ok > 0);
 	assert_true(eb_zk_last_ok_send_ms(nodes[0].zk) > t0);
 	assert_int_equal(nodes[1].elected, 0);
-	(void) uv_timer_stop(&r.timer);
-	uv_close((uv_handle_t *) &r.timer, NULL);
+	(void) uv_timer_stop(&r->timer);
 	/* The quorum is back: the held renewal commits, we lead again. */
 	fakezk_stall_writes(nodes[0].zk, 0);
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 3000), 0);
 	assert_true(eb_election_is_leader(nodes[0].el));
 	assert_int_equal(nodes[0].elected, 2);
-	assert_int_equal(th_run_until(t, reader_idle_pred, &r, 2000), 0);
+	assert_int_equal(th_run_until(t, reader_idle_pred, r, 2000), 0);
 }
 
 static void
