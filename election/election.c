@@ -65,8 +65,6 @@ struct eb_election {
 	uint32_t               planned_for; /* session timeout of the plan */
 	int                    lease_err;   /* EB_ECONF: unsafe, never lead */
 	uint64_t               renewed_ms;  /* send time, last quorum renewal */
-	int                    renewing;    /* a renewal multi in flight */
-	uint64_t               renewing_gen; /* ... sent in this generation */
 	int                    started;
 	int                    stopped;
 	int                    closing;
@@ -134,7 +132,6 @@ revoke(eb_election *e, const char *reason)
 		return;
 	}
 	e->leader = 0;
-	e->renewing = 0;
 	(void) uv_timer_stop(&e->heartbeat);
 	(void) uv_timer_stop(&e->lease);
 	EB_LOG_NOTICE("election", "revoked: reason=%s epoch=%lld node=%s",
@@ -167,7 +164,6 @@ become_leader(eb_election *e, int64_t epoch, uint64_t renewed_ms)
 		if (renewed_ms > e->renewed_ms) {
 			e->renewed_ms = renewed_ms;
 		}
-		e->renewing = 0;
 		lease_arm(e);
 		(void) uv_timer_start(&e->heartbeat, heartbeat_cb,
 		    e->heartbeat_ms, e->heartbeat_ms);
@@ -291,7 +287,6 @@ renew_cb(
 	if (e == NULL) {
 		return;
 	}
-	e->renewing = 0;
 	if (!e->leader) {
 		return;
 	}
@@ -318,8 +313,10 @@ renew_cb(
 /*
  * The renewal: a multi with one check op on our member (a write: a follower
  * forwards it to the quorum leader, which proposes and commits it through a
- * majority; docs/CLUSTER.md). One in flight at a time: requests of one
- * session complete in order, a second would not finish sooner.
+ * majority; docs/CLUSTER.md). Sent every heartbeat_ms even while earlier
+ * ones are pending: the bound relies on this session sending a request at
+ * least every heartbeat (the quorum learns of the session only through the
+ * follower's touches of requests it received).
  */
 static void
 heartbeat_cb(uv_timer_t *t)
@@ -328,9 +325,8 @@ heartbeat_cb(uv_timer_t *t)
 	eb_zk_op     op;
 	el_req      *q;
 
-	if (!e->leader || e->member_path == NULL ||
-	    (e->renewing && e->renewing_gen == e->gen)) {
-		return; /* (one of an older generation is dropped anyway) */
+	if (!e->leader || e->member_path == NULL) {
+		return;
 	}
 	memset(&op, 0, sizeof(op));
 	op.type = EB_ZK_OP_CHECK;
@@ -339,10 +335,7 @@ heartbeat_cb(uv_timer_t *t)
 	q = req_new(e, NULL);
 	if (eb_zk_multi(e->zk, &op, 1, renew_cb, q) != 0) {
 		free(q);
-		return;
 	}
-	e->renewing = 1;
-	e->renewing_gen = e->gen;
 }
 
 /* ---- recording <root>/leader, then elected ---- */
