@@ -27,9 +27,9 @@
  *   - fakezk_stall_writes(): writes (create, delete, set, multi) are held
  *     while reads (exists, get, children) are still answered: a ZooKeeper
  *     follower cut off from the quorum (it serves reads from its own copy,
- *     it cannot commit). Stricter than the real server in one way: a real
- *     follower also holds this session's reads queued behind a pending
- *     write; reads issued before any write, or by other sessions, pass.
+ *     it cannot commit). More permissive than a real follower, which also
+ *     queues this session's later reads behind its pending write: the
+ *     harder case for the lease (reads keep succeeding throughout).
  *   - fakezk_server_set_timeout_bounds(): sessions get the requested
  *     timeout clamped to [min, max] (ZooKeeper's negotiation).
  *   - fakezk_kill(): the process dies without closing its session; the
