@@ -58,6 +58,7 @@ typedef struct eb_election_opts {
 typedef void (*eb_election_elected_cb)(
     eb_election *e, int64_t epoch, void *arg);
 /* reason: "zk-suspended", "zk-expired", "lease-expired", "member-gone",
+ * "lease-unsafe" (a renegotiated session timeout leaves no safe lease),
  * "step-down", "shutdown", "not-lowest". Borrowed for the call. */
 typedef void (*eb_election_revoked_cb)(
     eb_election *e, const char *reason, void *arg);
