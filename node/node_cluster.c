@@ -16,6 +16,9 @@
  *
  * A FAILED registry at run time (the address was taken while the session
  * was re-created, rule 7) fails the node loudly with EB_EDUPADDR (exit 3).
+ * A session whose negotiated timeout leaves no safe leader lease
+ * (docs/CLUSTER.md "The lease") fails the start, or the running node, with
+ * EB_ECONF (exit 1) after the election's "lease-unsafe" ERROR line.
  * Loop thread only.
  */
 #include "node/node_cluster.h"
@@ -268,6 +271,8 @@ close_all(node_cluster *nc, eb__node_done_cb cb, int status)
 
 /* ---- ZooKeeper session and registry events ---- */
 
+static void start_finish(node_cluster *nc, int status);
+
 static void
 zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 {
@@ -286,6 +291,17 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 	eb__childcache_session_event(nc->cc, ev);
 	if (ev == EB_ZK_EV_AUTH_FAILED && nc->running) {
 		eb__node_fail(nc->n, EB_EZKAUTH);
+	}
+	if ((ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) &&
+	    eb__election_lease_error(nc->el) != 0) {
+		/* The negotiated session timeout leaves no safe leader lease
+		 * (the election logged "lease-unsafe" with the values): stop
+		 * rather than sit in the member order unable to lead. */
+		if (nc->start_cb != NULL) {
+			start_finish(nc, EB_ECONF);
+		} else if (nc->running && !nc->stopping) {
+			eb__node_fail(nc->n, EB_ECONF);
+		}
 	}
 }
 
@@ -440,6 +456,9 @@ clustered_new(node_cluster *nc)
 	}
 	eb_election_opts_init(&eo);
 	eo.eligible = c->node.eligible;
+	eo.heartbeat_ms = (uint32_t) c->election.heartbeat_ms;
+	eo.lease_ms = (uint32_t) c->election.lease_ms;
+	eo.zk_tick_ms = (uint32_t) c->zookeeper.tick_ms;
 	rv = eb__election_new(nc->n->loop, nc->zk, nc->reg, &eo, elected_cb,
 	    revoked_cb, nc, &nc->el);
 	if (rv != 0) {
