@@ -43,6 +43,7 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	in->relay_replies = opts->relay_replies != 0;
 	in->warmup_ms = opts->warmup_ms;
 	eb_list_init(&in->waiting);
+	eb_list_init(&in->routing);
 	eb_list_init(&in->held);
 	eb_list_init(&in->inflight);
 	(void) uv_timer_init(loop, &in->hold_timer);
@@ -169,6 +170,7 @@ eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 	in->close_cb = cb;
 	in->close_arg = arg;
 	eb_ingress_unlead(in);
+	eb__ingress_router_orphan_all(in);
 	if (in->gateway != NULL) {
 		eb_bus_set_watch(in->bus, NULL, NULL);
 		eb_bus_consumer_close(in->gateway);

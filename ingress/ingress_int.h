@@ -52,6 +52,7 @@ struct eb_ingress {
 	uint64_t         lead_ms;   /* loop time leadership (re)started */
 	uint64_t         warmup_ms; /* see eb_ingress_opts.warmup_ms */
 	eb_list          waiting;   /* router: of eb__ingress_held, in order */
+	eb_list          routing;   /* router: routed, awaiting the receipt */
 	uint32_t         n_waiting;
 
 	eb_ingress_handler_fn handler;
@@ -92,6 +93,8 @@ void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 void eb__ingress_router_drain(eb_ingress *in);
 /* Fails every waiting message as "not the leader" (the gateway retries). */
 void eb__ingress_router_release(eb_ingress *in);
+/* The ingress closes: answer what awaits a receipt (599). */
+void eb__ingress_router_orphan_all(eb_ingress *in);
 /* Loop time when the first waiting message gives up, or UINT64_MAX. */
 uint64_t eb__ingress_router_deadline(const eb_ingress *in);
 void     eb__ingress_rules_free(eb_ingress *in);

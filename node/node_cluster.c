@@ -109,6 +109,9 @@ elected_cb(eb_election *e, int64_t epoch, void *arg)
 	nc->leader = 1;
 	nc->epoch = epoch;
 	nc->leads++;
+	if (epoch > 0 && nc->n->bus != NULL) {
+		eb_bus_fence_raise(nc->n->bus, (uint64_t) epoch); /* rule 6 */
+	}
 	if (standalone(nc->n)) {
 		nc->leader_changes++; /* no cache: our own election is all */
 	}
@@ -357,6 +360,17 @@ observe_leader(node_cluster *nc)
 {
 	const eb_member *l = cache_leader(nc);
 
+	/*
+	 * Rule 6: the fence of this node's bus follows the member cache. The
+	 * lowest valid eligible member is the leader by definition, so its
+	 * czxid is the current leader epoch; anything stamped lower comes from
+	 * a superseded leader. The one place that derives it from the cache
+	 * (cache_leader; switch to the child cache's own accessor when the
+	 * election branch adds it).
+	 */
+	if (l != NULL && l->czxid > 0 && nc->n->bus != NULL) {
+		eb_bus_fence_raise(nc->n->bus, (uint64_t) l->czxid);
+	}
 	if (l == NULL || strcmp(nc->last_leader, l->name) == 0) {
 		return;
 	}

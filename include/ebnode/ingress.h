@@ -50,6 +50,8 @@ typedef struct eb_ingress eb_ingress; /* opaque */
 typedef enum eb_ingress_code {
 	EB_INGRESS_NO_ROUTE = 404,     /* no rule matched, no default route */
 	EB_INGRESS_NO_TARGET = 502,    /* the route's target has no handlers */
+	EB_INGRESS_UNCONFIRMED = 508,  /* routed, delivery not confirmed */
+	EB_INGRESS_FENCED_ACK = 409,   /* ack from a superseded epoch */
 	EB_INGRESS_NOT_LEADER = 503,   /* lease lost; the gateway retries */
 	EB_INGRESS_HOLD_TIMEOUT = 504, /* no leader within hold_ms */
 	EB_INGRESS_HOLD_FULL = 507,    /* hold queue full */
@@ -129,6 +131,10 @@ typedef struct eb_ingress_stats {
 	uint64_t routed;   /* routed by this node as leader */
 	uint64_t unrouted; /* no rule matched / no handler for the target */
 	uint64_t leader_epochs; /* times this node started leading */
+	uint64_t delivered;     /* routed here and confirmed (acknowledged) */
+	uint64_t undelivered;   /* routed here, not confirmed: failed */
+	uint64_t rerouted;      /* sends routed again after a failed receipt */
+	uint64_t fenced_acks;   /* acks below this node's fence, refused */
 } eb_ingress_stats;
 
 EB_API void eb_ingress_opts_init(eb_ingress_opts *opts);
