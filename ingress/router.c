@@ -348,6 +348,11 @@ route_retryable(eb_ingress *in, const route_ctx *x, int status)
 	       eb_bus_handler_count(in->bus, x->to) > 0;
 }
 
+/*
+ * A routed message whose delivery was not confirmed. Its sequence number was
+ * taken: the failure names the stamp, so that a checker can tell this gap
+ * among delivered sequences from a lost message.
+ */
 static void
 route_fail(eb_ingress *in, route_ctx *x, int status, const eb_bus_receipt *r)
 {
@@ -358,20 +363,18 @@ route_fail(eb_ingress *in, route_ctx *x, int status, const eb_bus_receipt *r)
 	in->st.undelivered++;
 	if (x->publish) {
 		(void) snprintf(why, sizeof(why),
-		    "ebnode: publish to %s confirmed by %u of %u targets (%s); "
-		    "it may have been delivered in part",
-		    x->to, r != NULL ? r->delivered : 0,
+		    "ebnode: publish to %s not confirmed (epoch %llu, seq %llu): "
+		    "confirmed by %u of %u targets (%s); it may have been "
+		    "delivered in part",
+		    x->to, (unsigned long long) x->st.epoch,
+		    (unsigned long long) x->st.seq, r != NULL ? r->delivered : 0,
 		    r != NULL ? r->targets : 0, reason);
-	} else if (status == EB_ENOHANDLERS) {
-		(void) snprintf(
-		    why, sizeof(why), "No handlers for address %s", x->to);
-		(void) eb_bus_msg_fail(x->msg, EB_INGRESS_NO_TARGET, why);
-		return;
 	} else {
 		(void) snprintf(why, sizeof(why),
-		    "ebnode: delivery to %s not confirmed (%s); it may have "
-		    "been delivered",
-		    x->to, reason);
+		    "ebnode: delivery to %s not confirmed (epoch %llu, seq "
+		    "%llu): %s; it may have been delivered",
+		    x->to, (unsigned long long) x->st.epoch,
+		    (unsigned long long) x->st.seq, reason);
 	}
 	(void) eb_bus_msg_fail(x->msg, EB_INGRESS_UNCONFIRMED, why);
 }
