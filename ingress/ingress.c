@@ -170,7 +170,6 @@ eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 	in->close_cb = cb;
 	in->close_arg = arg;
 	eb_ingress_unlead(in);
-	eb__ingress_router_orphan_all(in);
 	if (in->gateway != NULL) {
 		eb_bus_set_watch(in->bus, NULL, NULL);
 		eb_bus_consumer_close(in->gateway);
@@ -178,5 +177,19 @@ eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 	}
 	eb__ingress_fail_all(in);
 	(void) uv_timer_stop(&in->hold_timer);
-	uv_close((uv_handle_t *) &in->hold_timer, timer_closed_cb);
+	/* Routed messages awaiting their receipt are answered from it (a
+	 * graceful hand-over acknowledges what it delivered); that is bounded
+	 * by the bus's receipt timeout. */
+	if (eb_list_empty(&in->routing)) {
+		eb__ingress_close_finish(in);
+	}
+}
+
+void
+eb__ingress_close_finish(eb_ingress *in)
+{
+	if (!in->close_done) {
+		in->close_done = 1;
+		uv_close((uv_handle_t *) &in->hold_timer, timer_closed_cb);
+	}
 }

@@ -297,7 +297,7 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 /* One routed message awaiting its receipt (in->routing). */
 typedef struct route_ctx {
 	eb_list          link;
-	eb_ingress      *in; /* NULL once the ingress closed */
+	eb_ingress      *in; /* borrowed: its close waits for the receipt */
 	eb_bus_msg      *msg; /* held: the gateway's request */
 	eb_ingress_stamp st;
 	char            *entry; /* owned: st.entry_node points here */
@@ -334,6 +334,16 @@ route_ctx_free(route_ctx *x)
 	free(x->entry);
 	free(x->to);
 	free(x);
+}
+
+/* x is answered: free it; a closing ingress finishes with the last one. */
+static void
+route_done(eb_ingress *in, route_ctx *x)
+{
+	route_ctx_free(x);
+	if (in->closing && eb_list_empty(&in->routing)) {
+		eb__ingress_close_finish(in);
+	}
 }
 
 static int leading_now(eb_ingress *in);
@@ -386,14 +396,10 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
 	eb_ingress *in = x->in;
 
 	(void) bus;
-	if (in == NULL) {
-		route_ctx_free(x); /* the ingress closed and answered it */
-		return;
-	}
 	if (status == 0) {
 		in->st.delivered++;
 		(void) eb_ingress_ack(x->msg, &x->st, x->to);
-		route_ctx_free(x);
+		route_done(in, x);
 		return;
 	}
 	if (route_retryable(in, x, status)) {
@@ -407,7 +413,7 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
 		}
 	}
 	route_fail(in, x, status, rcpt);
-	route_ctx_free(x);
+	route_done(in, x);
 }
 
 /* Routes msg (stamped headers) by send or publish with a receipt; the
@@ -432,23 +438,6 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 		route_ctx_free(x);
 	}
 	return rv;
-}
-
-void
-eb__ingress_router_orphan_all(eb_ingress *in)
-{
-	eb_list *it;
-
-	/* The bus still owns their receipts; their callbacks only free. */
-	while ((it = eb_list_first(&in->routing)) != NULL) {
-		route_ctx *x = EB_CONTAINER_OF(it, route_ctx, link);
-
-		eb_list_remove(it);
-		eb_list_init(it);
-		(void) eb_bus_msg_fail(x->msg, EB_INGRESS_CLOSING,
-		    "ebnode: node shutting down (delivery not confirmed)");
-		x->in = NULL;
-	}
 }
 
 /*
