@@ -191,6 +191,14 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 	}
 }
 
+void
+eb_bus_consumer_undelivered(eb_bus_consumer *c, int status)
+{
+	if (c != NULL && c->in_handler) {
+		c->undelivered = status < 0 ? status : EB_ECANCELED;
+	}
+}
+
 eb_bus_consumer *
 eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender)
 {
@@ -285,11 +293,21 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	c->addr->c.received++;
 	bus->totals.received++;
 	c->in_handler = 1;
+	c->undelivered = 0;
 	c->fn(c, m, c->arg);
 	c->in_handler = 0;
-	/* Handed to the consumer: the receipt's "delivered". */
+	/* Handed to the consumer: the receipt's "delivered", unless the
+	 * handler said it could not take it (eb_bus_consumer_undelivered). */
+	if (c->undelivered != 0) {
+		if (c->addr != NULL) {
+			c->addr->c.dropped++;
+		}
+		bus->totals.dropped++;
+	}
 	if (rc != NULL) {
-		eb__bus_rcpt_unit_done(bus, rc, 0, NULL);
+		eb__bus_rcpt_unit_done(bus, rc, c->undelivered,
+		    c->undelivered != 0 ? "the consumer could not take it"
+		                        : NULL);
 	}
 	eb_bus_msg_release(m);
 }

@@ -98,6 +98,7 @@ struct eb_bus_consumer {
 	int               local_only;
 	int               closed;
 	int               in_handler;
+	int               undelivered; /* set by the handler: not taken */
 	int               overflowing; /* logged this overflow episode */
 	eb_list           queue;       /* of struct eb__bus_qent, owned */
 	uint32_t          qlen;

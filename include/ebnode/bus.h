@@ -119,6 +119,14 @@ EB_API int eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
  * NO_HANDLERS (requests) or dropped and counted (sends/publishes). */
 EB_API void        eb_bus_consumer_close(eb_bus_consumer *c);
 EB_API const char *eb_bus_consumer_address(const eb_bus_consumer *c);
+/*
+ * Called by a handler, during its call, when it could not take the message
+ * it was given (e.g. a bridge connection that is closing or whose output is
+ * over its bound): the delivery counts as failed (status, a negative
+ * EB_E or UV_E code) for a confirmed send's receipt, and as dropped. Outside
+ * a handler call: no effect.
+ */
+EB_API void eb_bus_consumer_undelivered(eb_bus_consumer *c, int status);
 
 /* Point-to-point, round robin across the handlers of the cluster. Returns
  * 0 or EB_ENOHANDLERS when nobody (reachable) handles address. Also:

@@ -114,6 +114,40 @@ test_local_ok(void **state)
 }
 
 static void
+refusing_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) msg;
+	(*(int *) arg)++;
+	eb_bus_consumer_undelivered(c, EB_ECLOSED); /* e.g. a closing socket */
+}
+
+static void
+test_handler_refuses(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus;
+	eb_bus_consumer *c;
+	int              calls = 0;
+	rout             o = { 0 };
+	eb_bus_totals    tot;
+
+	assert_int_equal(eb_bus_new(&t->loop, NULL, &bus), 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "x", 0, refusing_handler, &calls, &c), 0);
+	eb_bus_consumer_undelivered(c, EB_ECLOSED); /* outside: no effect */
+	assert_int_equal(send_c(bus, "x", 1, NULL, &o), 0);
+	assert_int_equal(th_run_until(t, rout_pred, &o, 2000), 0);
+	assert_int_equal(calls, 1);
+	assert_int_equal(o.status, EB_ECLOSED);
+	assert_int_equal(o.delivered, 0);
+	assert_string_equal(o.reason, "the consumer could not take it");
+	eb_bus_stats_totals(bus, &tot);
+	assert_int_equal(tot.dropped, 1);
+	assert_int_equal(tot.receipt_failures, 1);
+	bus_shut(t, bus);
+}
+
+static void
 test_local_overflow_and_close(void **state)
 {
 	th_loop    *t = *state;
@@ -428,6 +462,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_local_ok, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_handler_refuses, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_local_overflow_and_close, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
