@@ -70,6 +70,7 @@ struct eb_ingress {
 	eb_ingress_close_cb close_cb;
 	void               *close_arg;
 	eb_ingress_stats    st;
+	char                fenced_why[200]; /* the last fenced ack's text */
 	/* Gateway receipt to the answer (ack or failure), every message. */
 	eb__hist latency;
 };

@@ -355,21 +355,40 @@ static const eb_member *cache_leader(node_cluster *nc);
 
 /* Counts a change of the cluster's leader as this node sees it (a new
  * lowest eligible member); a gap with no leader is not a change. */
+/*
+ * Rule 6: the epoch of the current leader as the member cache shows it: the
+ * czxid of the lowest *valid* eligible member (ephemeral, with a parsed
+ * member record naming a node). A damaged or foreign child must never raise
+ * the fence: its czxid may be far above the real leader's and would fence
+ * every message. The one place that derives it; switch to the child
+ * cache's own accessor when the election work adds it. 0: none.
+ */
+static uint64_t
+cache_leader_epoch(node_cluster *nc)
+{
+	size_t i;
+
+	for (i = 0; i < eb__childcache_count(nc->cc); i++) {
+		const eb_member *m = eb__childcache_at(nc->cc, i);
+
+		if (m->eligible && m->owner != 0 && m->data != NULL &&
+		    m->node_id[0] != '\0' && m->czxid > 0) {
+			return (uint64_t) m->czxid;
+		}
+	}
+	return 0;
+}
+
 static void
 observe_leader(node_cluster *nc)
 {
 	const eb_member *l = cache_leader(nc);
+	uint64_t         epoch = cache_leader_epoch(nc);
 
-	/*
-	 * Rule 6: the fence of this node's bus follows the member cache. The
-	 * lowest valid eligible member is the leader by definition, so its
-	 * czxid is the current leader epoch; anything stamped lower comes from
-	 * a superseded leader. The one place that derives it from the cache
-	 * (cache_leader; switch to the child cache's own accessor when the
-	 * election branch adds it).
-	 */
-	if (l != NULL && l->czxid > 0 && nc->n->bus != NULL) {
-		eb_bus_fence_raise(nc->n->bus, (uint64_t) l->czxid);
+	/* Anything stamped below the current leader's epoch comes from a
+	 * superseded leader: the bus refuses it from now on. */
+	if (epoch > 0 && nc->n->bus != NULL) {
+		eb_bus_fence_raise(nc->n->bus, epoch);
 	}
 	if (l == NULL || strcmp(nc->last_leader, l->name) == 0) {
 		return;

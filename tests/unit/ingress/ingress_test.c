@@ -20,7 +20,7 @@ typedef struct fx {
 	long long seq[64];
 	long long epoch[64];
 	int       fcode[64];
-	char      fmsg[64][160];
+	char      fmsg[64][400];
 	/* what the target consumer got */
 	int  n_target;
 	char target_seq[64][24];
@@ -356,6 +356,37 @@ test_custom_handler(void **state)
 	assert_int_equal(g_fx.seq[1], 2);
 }
 
+/* Rule 6 at the entry node: an ack below the node's fence is refused, the
+ * message routed once more, then failed (409); an accepted ack raises the
+ * fence. */
+static void
+test_gateway_fences_acks(void **state)
+{
+	int              calls = 0;
+	eb_ingress_stats st;
+
+	(void) state;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, custom_cb, &calls);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	request("{}", NULL, NULL);
+	wait_replies(1);
+	assert_int_equal(g_fx.status[0], 0);
+	assert_int_equal(eb_bus_fence(g_fx.bus), 5); /* raised by the ack */
+	eb_bus_fence_raise(g_fx.bus, 9); /* a newer leader is known */
+	request("{}", NULL, NULL);
+	wait_replies(2);
+	assert_int_equal(calls, 3); /* routed again once */
+	assert_int_equal(g_fx.fcode[1], EB_INGRESS_FENCED_ACK);
+	assert_string_equal(g_fx.fmsg[1],
+	    "ebnode: acknowledgement from superseded leader epoch 5 (highest "
+	    "seen 9); the message may have been delivered");
+	eb_ingress_stats_get(g_fx.in, &st);
+	assert_int_equal(st.fenced_acks, 2);
+	assert_int_equal(st.retried, 1);
+	assert_int_equal(st.acked, 1);
+}
+
 static void
 test_close_fails_held(void **state)
 {
@@ -476,6 +507,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_custom_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_gateway_fences_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_fails_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(
