@@ -538,8 +538,8 @@ confirmed_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 
 	if (route_pick(bus, a, local_only, &c, &node) != 0) {
 		bus->no_handlers++;
-		(void) snprintf(
-		    why, sizeof(why), "No handlers for address %s", msg->address);
+		(void) snprintf(why, sizeof(why), "No handlers for address %s",
+		    msg->address);
 		eb__bus_rcpt_fail(rc, EB_ENOHANDLERS, why);
 		return;
 	}
@@ -567,8 +567,8 @@ confirmed_pub_node_cb(void *fnarg, uint32_t node)
 }
 
 static void
-confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg,
-    int local_only, eb__bus_rcpt *rc)
+confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
+    eb__bus_rcpt *rc)
 {
 	eb_list *it;
 	char     why[300];
@@ -579,7 +579,8 @@ confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg,
 		for (it = a->consumers.next; it != &a->consumers;
 		     it = it->next) {
 			(void) eb__bus_consumer_push(
-			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg, rc);
+			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg,
+			    rc);
 		}
 		if (bus->rops != NULL && a->n_remote > 0 && !local_only) {
 			struct confirmed_pub p = { bus, msg, rc };
@@ -589,8 +590,8 @@ confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg,
 		}
 	}
 	if (rc->targets == 0) {
-		(void) snprintf(
-		    why, sizeof(why), "No handlers for address %s", msg->address);
+		(void) snprintf(why, sizeof(why), "No handlers for address %s",
+		    msg->address);
 		eb__bus_rcpt_fail(rc, EB_ENOHANDLERS, why);
 	}
 }
@@ -621,11 +622,11 @@ bus_confirmed(eb_bus *bus, const char *address, const json_t *body,
 	if (eb__bus_fence_stale(bus, msg->epoch)) {
 		eb__bus_rcpt_fail(rc, EB_EFENCED, NULL);
 	} else if (publish) {
-		confirmed_publish(bus, eb__bus_addr_find(bus, address), msg,
-		    local_only, rc);
+		confirmed_publish(
+		    bus, eb__bus_addr_find(bus, address), msg, local_only, rc);
 	} else {
-		confirmed_send(bus, eb__bus_addr_find(bus, address), msg,
-		    local_only, rc);
+		confirmed_send(
+		    bus, eb__bus_addr_find(bus, address), msg, local_only, rc);
 	}
 	eb_bus_msg_release(msg);
 	eb__bus_rcpt_seal(bus, rc);

@@ -281,8 +281,8 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	if (eb__bus_fence_stale(bus, m->epoch)) {
 		c->addr->c.dropped++;
 		if (m->reply_address != NULL && !m->answered) {
-			eb__bus_answer_fail(bus, m, EB_EFENCED, EB_BUS_ERROR, -1,
-			    eb_strerror(EB_EFENCED));
+			eb__bus_answer_fail(bus, m, EB_EFENCED, EB_BUS_ERROR,
+			    -1, eb_strerror(EB_EFENCED));
 		}
 		if (rc != NULL) {
 			eb__bus_rcpt_unit_done(bus, rc, EB_EFENCED, NULL);

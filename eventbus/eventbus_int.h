@@ -154,8 +154,8 @@ struct eb__bus_rcpt {
 	uint32_t          targets;
 	uint32_t          delivered;
 	uint32_t          pending;
-	int               status; /* the first failure, 0 while none */
-	char             *reason; /* owned text of the first failure */
+	int               status;     /* the first failure, 0 while none */
+	char             *reason;     /* owned text of the first failure */
 	uint64_t          timeout_ms; /* for its remote units */
 	int               sealed;
 	int               complete;
@@ -183,8 +183,8 @@ typedef struct eb__bus_remote_ops {
 	 * node for a receipt with that id (msg->epoch travels too). 0 or a
 	 * negative error (the peer is unreachable: the caller fails or
 	 * drops). */
-	int (*forward)(void *ctx, uint32_t node, eb_bus_msg *msg, int kind,
-	    uint64_t rid);
+	int (*forward)(
+	    void *ctx, uint32_t node, eb_bus_msg *msg, int kind, uint64_t rid);
 	/* Sends a receipt (id, status, counts) back to node. */
 	int (*receipt)(void *ctx, uint32_t node, uint64_t id, int status,
 	    uint32_t delivered, uint32_t targets);
@@ -237,17 +237,17 @@ struct eb_bus {
 	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
 	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
 
-	uint64_t         fence;  /* highest leader epoch seen (rule 6) */
-	uint64_t         fenced; /* stamped messages rejected by it */
-	uint64_t         receipt_timeout_ms;
-	uint64_t         next_rcpt_id;
-	uint64_t         receipt_failures;
-	uint32_t         n_rcpts; /* sender-side trackers not yet called */
-	eb_list          rcpts;     /* incomplete trackers */
-	eb_list          rcpt_done; /* complete, callback pending */
-	eb_list          runits;    /* of eb__bus_runit, deadline order */
-	eb__hmap         runit_map; /* of eb__bus_runit, by id */
-	uv_timer_t       rtimer;    /* the first runit deadline */
+	uint64_t   fence;  /* highest leader epoch seen (rule 6) */
+	uint64_t   fenced; /* stamped messages rejected by it */
+	uint64_t   receipt_timeout_ms;
+	uint64_t   next_rcpt_id;
+	uint64_t   receipt_failures;
+	uint32_t   n_rcpts;   /* sender-side trackers not yet called */
+	eb_list    rcpts;     /* incomplete trackers */
+	eb_list    rcpt_done; /* complete, callback pending */
+	eb_list    runits;    /* of eb__bus_runit, deadline order */
+	eb__hmap   runit_map; /* of eb__bus_runit, by id */
+	uv_timer_t rtimer;    /* the first runit deadline */
 
 	const eb__bus_remote_ops *rops; /* NULL: standalone */
 	void                     *rctx; /* borrowed */
@@ -292,7 +292,8 @@ void eb__bus_msg_detach(eb_bus_msg *msg);
 /* consumer.c */
 /* Queues msg on c as one unit of rc (NULL: no receipt); 0 or EB_EFULL
  * (counted and logged, msg not queued, the unit failed). */
-int eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc);
+int eb__bus_consumer_push(
+    eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc);
 /* The next local consumer of a in round robin order, skipping local-only
  * ones when remote_sender; NULL when none. */
 eb_bus_consumer *eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender);
@@ -351,7 +352,7 @@ void eb__bus_rcpt_cancel_all(eb_bus *bus);
 void eb__bus_rcpt_fail(eb__bus_rcpt *rc, int status, const char *reason);
 void eb__bus_rcpt_free_all(eb_bus *bus); /* bus free: the id map */
 /* 1 (and counted) when epoch is stale: a stamp below the fence. */
-int eb__bus_fence_stale(eb_bus *bus, uint64_t epoch);
+int  eb__bus_fence_stale(eb_bus *bus, uint64_t epoch);
 void eb__bus_rcpt_init(eb_bus *bus);
 
 /* bus.c */

@@ -45,8 +45,9 @@ void
 eb_bus_fence_raise(eb_bus *bus, uint64_t epoch)
 {
 	if (epoch > bus->fence) {
-		EB_LOG_INFO("eventbus", "fence-raised: epoch=%" PRIu64
-		    " previous=%" PRIu64, epoch, bus->fence);
+		EB_LOG_INFO("eventbus",
+		    "fence-raised: epoch=%" PRIu64 " previous=%" PRIu64, epoch,
+		    bus->fence);
 		bus->fence = epoch;
 	}
 }
@@ -174,8 +175,8 @@ eb__bus_rcpt_add_done(
 static void
 rtimer_arm(eb_bus *bus)
 {
-	eb_list  *it = eb_list_first(&bus->runits);
-	uint64_t  now = uv_now(bus->loop);
+	eb_list       *it = eb_list_first(&bus->runits);
+	uint64_t       now = uv_now(bus->loop);
 	eb__bus_runit *u;
 
 	if (it == NULL || bus->shut) {
@@ -194,9 +195,9 @@ runit_insert(eb_bus *bus, eb__bus_runit *u)
 
 	/* Deadlines are mostly increasing (one default timeout): walk back
 	 * from the tail. */
-	while (it != &bus->runits &&
-	       EB_CONTAINER_OF(it, eb__bus_runit, link)->deadline >
-	           u->deadline) {
+	while (
+	    it != &bus->runits &&
+	    EB_CONTAINER_OF(it, eb__bus_runit, link)->deadline > u->deadline) {
 		it = it->prev;
 	}
 	eb_list_insert_head(it, &u->link); /* after it */
@@ -232,7 +233,8 @@ eb__bus_rcpt_forward(
 	rv = bus->rops->forward(bus->rctx, node, msg, kind, id);
 	if (rv != 0) {
 		if (rv == EB_ELINKDOWN) {
-			bus->rops->down_text(bus->rctx, node, text, sizeof(text));
+			bus->rops->down_text(
+			    bus->rctx, node, text, sizeof(text));
 		}
 		rcpt_note(rc, rv, rv == EB_ELINKDOWN ? text : NULL);
 		return;

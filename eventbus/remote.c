@@ -569,16 +569,16 @@ rd_msg(bus_remote *st, eb__link_rd *r, const char *address, int is_send)
  * delivery with a receiver-side tracker whose outcome is the RECEIPT.
  */
 static void
-msg2_deliver(bus_remote *st, uint32_t peer, eb_bus_msg *m, int publish,
-    uint64_t rid)
+msg2_deliver(
+    bus_remote *st, uint32_t peer, eb_bus_msg *m, int publish, uint64_t rid)
 {
 	eb_bus       *bus = st->bus;
 	eb__bus_rcpt *rc;
 
 	if (eb__bus_fence_stale(bus, m->epoch)) {
 		if (m->reply_address != NULL) {
-			eb__bus_answer_fail(bus, m, EB_EFENCED, EB_BUS_ERROR, -1,
-			    eb_strerror(EB_EFENCED));
+			eb__bus_answer_fail(bus, m, EB_EFENCED, EB_BUS_ERROR,
+			    -1, eb_strerror(EB_EFENCED));
 		}
 		if (rid != 0) {
 			(void) remote_receipt(st, peer, rid, EB_EFENCED, 0, 0);

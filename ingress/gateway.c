@@ -162,9 +162,10 @@ static int
 ack_fenced(eb_ingress *in, eb_bus_msg *reply)
 {
 	const json_t *b = eb_bus_msg_body(reply);
-	const json_t *e = json_is_object(b) ? json_object_get(b, "epoch") : NULL;
-	uint64_t      epoch;
-	uint64_t      fence = eb_bus_fence(in->bus);
+	const json_t *e =
+	    json_is_object(b) ? json_object_get(b, "epoch") : NULL;
+	uint64_t epoch;
+	uint64_t fence = eb_bus_fence(in->bus);
 
 	if (!json_is_integer(e) || json_integer_value(e) <= 0) {
 		return 0; /* a custom handler's or relayed reply: no stamp */

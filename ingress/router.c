@@ -297,11 +297,11 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 /* One routed message awaiting its receipt (in->routing). */
 typedef struct route_ctx {
 	eb_list          link;
-	eb_ingress      *in; /* borrowed: its close waits for the receipt */
+	eb_ingress      *in;  /* borrowed: its close waits for the receipt */
 	eb_bus_msg      *msg; /* held: the gateway's request */
 	eb_ingress_stamp st;
-	char            *entry; /* owned: st.entry_node points here */
-	char            *to;    /* owned */
+	char            *entry;   /* owned: st.entry_node points here */
+	char            *to;      /* owned */
 	json_t          *headers; /* owned: the stamped headers */
 	int              publish;
 	int              retried;
@@ -367,18 +367,20 @@ static void
 route_fail(eb_ingress *in, route_ctx *x, int status, const eb_bus_receipt *r)
 {
 	char        why[600];
-	const char *reason = r != NULL && r->reason != NULL ? r->reason
-	                                                    : eb_strerror(status);
+	const char *reason =
+	    r != NULL && r->reason != NULL ? r->reason : eb_strerror(status);
 
 	in->st.undelivered++;
 	if (x->publish) {
 		(void) snprintf(why, sizeof(why),
-		    "ebnode: publish to %s not confirmed (epoch %llu, seq %llu): "
+		    "ebnode: publish to %s not confirmed (epoch %llu, seq "
+		    "%llu): "
 		    "confirmed by %u of %u targets (%s); it may have been "
 		    "delivered in part",
 		    x->to, (unsigned long long) x->st.epoch,
-		    (unsigned long long) x->st.seq, r != NULL ? r->delivered : 0,
-		    r != NULL ? r->targets : 0, reason);
+		    (unsigned long long) x->st.seq,
+		    r != NULL ? r->delivered : 0, r != NULL ? r->targets : 0,
+		    reason);
 	} else {
 		(void) snprintf(why, sizeof(why),
 		    "ebnode: delivery to %s not confirmed (epoch %llu, seq "

@@ -16,14 +16,14 @@
 #include "tests/unit/eventbus/cluster_th.h"
 
 typedef struct rout {
-	int      n;      /* callbacks */
-	int      status; /* of the last one */
-	uint32_t targets;
-	uint32_t delivered;
-	char     reason[200];
-	int      handler_n_at_cb; /* the handler's count when cb ran */
-	rec     *h;               /* the handler to look at, or NULL */
-	uint64_t at_ms;           /* loop time of the callback */
+	int        n;      /* callbacks */
+	int        status; /* of the last one */
+	uint32_t   targets;
+	uint32_t   delivered;
+	char       reason[200];
+	int        handler_n_at_cb; /* the handler's count when cb ran */
+	rec       *h;               /* the handler to look at, or NULL */
+	uint64_t   at_ms;           /* loop time of the callback */
 	uv_loop_t *loop;
 } rout;
 
@@ -72,7 +72,7 @@ send_c(eb_bus *bus, const char *address, int v, const eb_bus_send_opts *o,
     rout *out)
 {
 	json_t *b = json_integer(v);
-	int     rv = eb_bus_send_confirmed(bus, address, b, NULL, o, rout_cb, out);
+	int rv = eb_bus_send_confirmed(bus, address, b, NULL, o, rout_cb, out);
 
 	json_decref(b);
 	return rv;
@@ -87,8 +87,8 @@ test_local_ok(void **state)
 	rout     o = { .h = &r };
 
 	assert_int_equal(eb_bus_new(&t->loop, NULL, &bus), 0);
-	assert_int_equal(eb_bus_consumer_new(bus, "x", 0, rec_handler, &r, &r.c),
-	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "x", 0, rec_handler, &r, &r.c), 0);
 	assert_int_equal(send_c(bus, "x", 7, NULL, &o), 0);
 	assert_int_equal(o.n, 0); /* never from inside the call */
 	assert_int_equal(th_run_until(t, rout_pred, &o, 2000), 0);
@@ -163,8 +163,8 @@ test_local_overflow_and_close(void **state)
 	eb_bus_opts_init(&bo);
 	bo.consumer_queue_max = 2;
 	assert_int_equal(eb_bus_new(&t->loop, &bo, &bus), 0);
-	assert_int_equal(eb_bus_consumer_new(bus, "x", 0, rec_handler, &r, &r.c),
-	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "x", 0, rec_handler, &r, &r.c), 0);
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(send_c(bus, "x", i, NULL, &o[i]), 0);
 	}
@@ -221,8 +221,8 @@ test_remote_ok_and_publish(void **state)
 	    0);
 	wait_remote(t, n[0].bus, "x", 2);
 	json_t *b = json_integer(6);
-	assert_int_equal(eb_bus_publish_confirmed(
-	                     n[0].bus, "x", b, NULL, NULL, rout_cb, &p),
+	assert_int_equal(
+	    eb_bus_publish_confirmed(n[0].bus, "x", b, NULL, NULL, rout_cb, &p),
 	    0);
 	json_decref(b);
 	assert_int_equal(th_run_until(t, rout_pred, &p, 2000), 0);
@@ -236,8 +236,8 @@ test_remote_ok_and_publish(void **state)
 	memset(&p, 0, sizeof(p));
 	eb_bus_consumer_close(r[2].c);
 	b = json_integer(7);
-	assert_int_equal(eb_bus_publish_confirmed(
-	                     n[0].bus, "x", b, NULL, NULL, rout_cb, &p),
+	assert_int_equal(
+	    eb_bus_publish_confirmed(n[0].bus, "x", b, NULL, NULL, rout_cb, &p),
 	    0);
 	json_decref(b);
 	assert_int_equal(th_run_until(t, rout_pred, &p, 2000), 0);
@@ -368,8 +368,8 @@ test_receiver_silent_times_out(void **state)
 	assert_int_equal(th_proxy_new(&t->loop, 0, "127.0.0.1",
 	                     eb_link_mgr_port(n[1].mgr), &px),
 	    0);
-	assert_int_equal(eb_link_mgr_peer_add(n[0].mgr, n[1].id, "127.0.0.1",
-	                     th_proxy_port(px)),
+	assert_int_equal(eb_link_mgr_peer_add(
+	                     n[0].mgr, n[1].id, "127.0.0.1", th_proxy_port(px)),
 	    0);
 	assert_int_equal(eb_link_mgr_peer_add(n[1].mgr, n[0].id, "127.0.0.1",
 	                     eb_link_mgr_port(n[0].mgr)),
@@ -449,7 +449,8 @@ test_fence(void **state)
 	assert_int_equal(send_c(n[0].bus, "l", 4, &so, &o[3]), 0);
 	assert_int_equal(th_run_until(t, rout_pred, &o[3], 2000), 0);
 	assert_int_equal(o[3].status, EB_EFENCED);
-	assert_int_equal(eb_bus_send(n[0].bus, "l", NULL, NULL, &so), EB_EFENCED);
+	assert_int_equal(
+	    eb_bus_send(n[0].bus, "l", NULL, NULL, &so), EB_EFENCED);
 	eb_bus_stats_totals(n[0].bus, &tot);
 	assert_int_equal(tot.fenced, 3);
 	assert_int_equal(r[0].n, 0);
@@ -474,7 +475,8 @@ main(void)
 		    test_link_down_fails_at_once, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_receiver_silent_times_out, th_setup, th_teardown),
-		cmocka_unit_test_setup_teardown(test_fence, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_fence, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,7 +42,8 @@ answer_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		    json_object_get(eb_bus_msg_body(reply), "seq"));
 	} else {
 		a->code = failure->code;
-		(void) snprintf(a->text, sizeof(a->text), "%s", failure->message);
+		(void) snprintf(
+		    a->text, sizeof(a->text), "%s", failure->message);
 	}
 }
 
@@ -70,8 +71,8 @@ up_pred(void *arg)
 static void
 world_open(th_loop *t, world *w)
 {
-	eb_ingress_opts        io;
-	eb_errbuf              err;
+	eb_ingress_opts         io;
+	eb_errbuf               err;
 	static eb_ingress_route def = { .to = "orders" };
 
 	memset(&g_local, 0, sizeof(g_local));
@@ -81,8 +82,8 @@ world_open(th_loop *t, world *w)
 		eb_link_opts lo;
 
 		memset(&w->n[i], 0, sizeof(w->n[i]));
-		(void) snprintf(w->n[i].id, sizeof(w->n[i].id), "node-%c",
-		    'a' + i);
+		(void) snprintf(
+		    w->n[i].id, sizeof(w->n[i].id), "node-%c", 'a' + i);
 		eb_bus_opts_init(&bo);
 		bo.node_id = w->n[i].id;
 		bo.receipt_timeout_ms = 150;
@@ -267,7 +268,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_reroute_to_another_handler, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
-		    test_link_down_without_other_handler, th_setup, th_teardown),
+		    test_link_down_without_other_handler, th_setup,
+		    th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,8 +149,9 @@ request(const char *body_json, const char *hk, const char *hv)
 	json_t *body = json_loads(body_json, JSON_DECODE_ANY, NULL);
 	json_t *h = hk != NULL ? json_pack("{s:s}", hk, hv) : NULL;
 
-	assert_int_equal(eb_bus_request(g_fx.bus, "external.ingress", body, h,
-	                     NULL, reply_cb, (void *) (intptr_t) g_fx.n_requests++),
+	assert_int_equal(
+	    eb_bus_request(g_fx.bus, "external.ingress", body, h, NULL,
+	        reply_cb, (void *) (intptr_t) g_fx.n_requests++),
 	    0);
 	json_decref(body);
 	json_decref(h);
