@@ -1,5 +1,4 @@
 /* Unit tests for leader-routed ingress over the local bus. */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +14,7 @@ typedef struct fx {
 	/* replies to the test's requests, by request index (an ack waits
 	 * for the delivery receipt, so answers may overtake each other) */
 	int       n_requests;
+	int       slot[64]; /* slot[i] == i: the callback argument */
 	int       n_replies;
 	int       status[64];
 	long long seq[64];
@@ -35,7 +35,7 @@ static void
 reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
     const eb_bus_failure *failure, void *arg)
 {
-	int i = (int) (intptr_t) arg;
+	int i = *(const int *) arg;
 
 	(void) bus;
 	g_fx.n_replies++;
@@ -149,9 +149,11 @@ request(const char *body_json, const char *hk, const char *hv)
 	json_t *body = json_loads(body_json, JSON_DECODE_ANY, NULL);
 	json_t *h = hk != NULL ? json_pack("{s:s}", hk, hv) : NULL;
 
-	assert_int_equal(
-	    eb_bus_request(g_fx.bus, "external.ingress", body, h, NULL,
-	        reply_cb, (void *) (intptr_t) g_fx.n_requests++),
+	int *slot = &g_fx.slot[g_fx.n_requests];
+
+	*slot = g_fx.n_requests++;
+	assert_int_equal(eb_bus_request(g_fx.bus, "external.ingress", body, h,
+	                     NULL, reply_cb, slot),
 	    0);
 	json_decref(body);
 	json_decref(h);
