@@ -22,7 +22,14 @@
  *   messages) and ebnode.entry (the node where it entered), routes it by the
  *   configured rules (or hands it to a custom handler installed with
  *   eb_ingress_set_handler()) and answers the gateway with an acknowledgement
- *   {"status":"ok","epoch":E,"seq":S,"to":A} or a failure.
+ *   {"status":"ok","epoch":E,"seq":S,"to":A} or a failure. The rules route
+ *   with eb_bus_send_confirmed()/eb_bus_publish_confirmed() stamped with the
+ *   epoch (fenced at every receiver) and acknowledge only from the receipt:
+ *   ok means handed to a consumer (send: one, publish: every target); a
+ *   failed send is routed once more to another handler, else failed with
+ *   EB_INGRESS_UNCONFIRMED naming the stamp. The gateway refuses an ack
+ *   whose epoch is below its bus's fence (routes once more, then
+ *   EB_INGRESS_FENCED_ACK).
  *
  * Threads: loop thread only. Ownership: the bus is borrowed and must outlive
  * the ingress; options are copied.
@@ -161,7 +168,9 @@ EB_API int eb_ingress_ack(
 EB_API void eb_ingress_stats_get(const eb_ingress *in, eb_ingress_stats *out);
 
 typedef void (*eb_ingress_close_cb)(eb_ingress *in, void *arg);
-/* Exactly once. Held messages are failed (requests) or counted (sends). */
+/* Exactly once. Held messages are failed (requests) or counted (sends);
+ * routed messages awaiting their delivery receipt are answered from it first
+ * (bounded by the bus's receipt timeout), then cb runs. */
 EB_API void eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg);
 
 #endif
