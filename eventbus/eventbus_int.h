@@ -188,8 +188,8 @@ typedef struct eb__bus_remote_ops {
 	/* Sends a receipt (id, status, counts) back to node. */
 	int (*receipt)(void *ctx, uint32_t node, uint64_t id, int status,
 	    uint32_t delivered, uint32_t targets);
-	/* The failure text for a link loss to node ("Link to node X lost"). */
-	void (*down_text)(void *ctx, uint32_t node, char *text, size_t size);
+	/* The node id of a linked peer (borrowed), or NULL. */
+	const char *(*peer_name)(void *ctx, uint32_t node);
 	/* Answers the remote requester of a message with a failure. */
 	int (*fail)(void *ctx, uint32_t node, const char *reply_address,
 	    int status, eb_bus_failure_type type, int code,

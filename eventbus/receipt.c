@@ -220,6 +220,21 @@ runit_take(eb_bus *bus, eb__bus_runit *u)
 	return rc;
 }
 
+/* head, the peer's node id (or "(peer N)"), tail. */
+static void
+peer_text(eb_bus *bus, uint32_t node, const char *head, const char *tail,
+    char *text, size_t size)
+{
+	const char *name = bus->rops->peer_name(bus->rctx, node);
+	char        id[32];
+
+	if (name == NULL) {
+		(void) snprintf(id, sizeof(id), "(peer %u)", node);
+		name = id;
+	}
+	(void) snprintf(text, size, "%s%s%s", head, name, tail);
+}
+
 void
 eb__bus_rcpt_forward(
     eb_bus *bus, eb__bus_rcpt *rc, uint32_t node, eb_bus_msg *msg, int kind)
@@ -233,8 +248,8 @@ eb__bus_rcpt_forward(
 	rv = bus->rops->forward(bus->rctx, node, msg, kind, id);
 	if (rv != 0) {
 		if (rv == EB_ELINKDOWN) {
-			bus->rops->down_text(
-			    bus->rctx, node, text, sizeof(text));
+			peer_text(bus, node, "Link to node ", " lost", text,
+			    sizeof(text));
 		}
 		rcpt_note(rc, rv, rv == EB_ELINKDOWN ? text : NULL);
 		return;
@@ -269,11 +284,11 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
 	}
 	first = bus->runits.next == &u->link;
 	if (status != 0) {
-		bus->rops->down_text(bus->rctx, peer, text, sizeof(text));
-		/* "Link to node X lost" -> name the node, then the cause. */
-		(void) snprintf(text, sizeof(text),
-		    "receiving node (peer %u): %s (%u of %u consumers)", peer,
+		char tail[120];
+
+		(void) snprintf(tail, sizeof(tail), ": %s (%u of %u consumers)",
 		    eb_strerror(status), delivered, targets);
+		peer_text(bus, peer, "node ", tail, text, sizeof(text));
 	}
 	eb__bus_rcpt_unit_done(
 	    bus, runit_take(bus, u), status, status != 0 ? text : NULL);

@@ -257,21 +257,20 @@ remote_receipt(void *ctx, uint32_t node, uint64_t id, int status,
 	return eb__link_frame_end(st->mgr, node);
 }
 
-static void
-remote_down_text(void *ctx, uint32_t node, char *text, size_t size)
+static const char *
+remote_peer_name(void *ctx, uint32_t node)
 {
 	bus_remote *st = ctx;
 	eb_list    *it;
 
-	(void) snprintf(text, size, "Link to node (peer %u) lost", node);
 	for (it = st->peers.next; it != &st->peers; it = it->next) {
 		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
 
 		if (u->id == node) {
-			(void) snprintf(
-			    text, size, "Link to node %s lost", u->node_id);
+			return u->node_id;
 		}
 	}
+	return NULL;
 }
 
 static void remote_interest(void *ctx, const char *address, uint32_t count);
@@ -317,7 +316,7 @@ static const eb__bus_remote_ops remote_ops = {
 	.interest = remote_interest,
 	.forward = remote_forward,
 	.receipt = remote_receipt,
-	.down_text = remote_down_text,
+	.peer_name = remote_peer_name,
 	.fail = remote_fail,
 	.pick = remote_pick,
 	.each_node = remote_each_node,

@@ -274,7 +274,8 @@ test_remote_overflow(void **state)
 		ok += o[i].status == 0;
 		if (o[i].status == EB_EFULL) {
 			full++;
-			assert_non_null(strstr(o[i].reason, "queue full"));
+			assert_string_equal(o[i].reason,
+			    "node node-b: queue full (0 of 1 consumers)");
 		}
 	}
 	assert_int_equal(ok + full, 6);
