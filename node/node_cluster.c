@@ -360,8 +360,9 @@ static const eb_member *cache_leader(node_cluster *nc);
  * czxid of the lowest *valid* eligible member (ephemeral, with a parsed
  * member record naming a node). A damaged or foreign child must never raise
  * the fence: its czxid may be far above the real leader's and would fence
- * every message. The one place that derives it; switch to the child
- * cache's own accessor when the election work adds it. 0: none.
+ * every message. The one place that derives it: once the election work
+ * (branch election, eb__childcache_leader_epoch(): the cache then shows
+ * valid members only) is merged, this body becomes that one call. 0: none.
  */
 static uint64_t
 cache_leader_epoch(node_cluster *nc)
