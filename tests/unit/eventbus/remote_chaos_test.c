@@ -307,6 +307,52 @@ cut_one_link(cnode *n)
 	}
 }
 
+/* Prints the outcome mix; returns how many requests or confirmed messages
+ * were not called back exactly once. */
+static int
+tally(void)
+{
+	int once = 0;
+
+	for (int i = 0; i < n_tracks; i++) {
+		if (tracks[i].calls != 1) {
+			printf(
+			    "request %d called %d times\n", i, tracks[i].calls);
+			once++;
+		}
+	}
+	{
+		int by[8] = { 0 };
+
+		for (int i = 0; i < n_tracks; i++) {
+			int rs = tracks[i].status;
+
+			by[rs == 0                 ? 0
+			    : rs == EB_ENOHANDLERS ? 1
+			    : rs == EB_ETIMEOUT    ? 2
+			    : rs == EB_ERECIPIENT  ? 3
+			    : rs == EB_EFULL       ? 4
+			    : rs == EB_ELINKDOWN   ? 5
+			                           : 6]++;
+		}
+		printf("chaos: %d requests: ok=%d no_handlers=%d timeout=%d "
+		       "recipient=%d full=%d linkdown=%d other=%d\n",
+		    n_tracks, by[0], by[1], by[2], by[3], by[4], by[5], by[6]);
+	}
+	for (int i = 0; i < n_rtracks; i++) {
+		if (rtracks[i].calls != 1) {
+			printf("confirmed %d called %d times\n", i,
+			    rtracks[i].calls);
+			once++;
+		}
+	}
+	printf("chaos: %d confirmed: ok=%d no_handlers=%d timeout=%d "
+	       "full=%d linkdown=%d fenced=%d canceled=%d\n",
+	    n_rtracks, rcpt_by[0], rcpt_by[1], rcpt_by[2], rcpt_by[3],
+	    rcpt_by[4], rcpt_by[5], rcpt_by[6]);
+	return once;
+}
+
 static void
 test_random_operations(void **state)
 {
@@ -348,42 +394,7 @@ test_random_operations(void **state)
 	assert_int_equal(th_run_until(t, all_answered, NULL, 5000), 0);
 	answer_held(1);
 	cluster_close(t, n, NODES);
-	for (int i = 0; i < n_tracks; i++) {
-		if (tracks[i].calls != 1) {
-			printf(
-			    "request %d called %d times\n", i, tracks[i].calls);
-			once++;
-		}
-	}
-	{
-		int by[8] = { 0 };
-
-		for (int i = 0; i < n_tracks; i++) {
-			int rs = tracks[i].status;
-
-			by[rs == 0                 ? 0
-			    : rs == EB_ENOHANDLERS ? 1
-			    : rs == EB_ETIMEOUT    ? 2
-			    : rs == EB_ERECIPIENT  ? 3
-			    : rs == EB_EFULL       ? 4
-			    : rs == EB_ELINKDOWN   ? 5
-			                           : 6]++;
-		}
-		printf("chaos: %d requests: ok=%d no_handlers=%d timeout=%d "
-		       "recipient=%d full=%d linkdown=%d other=%d\n",
-		    n_tracks, by[0], by[1], by[2], by[3], by[4], by[5], by[6]);
-	}
-	for (int i = 0; i < n_rtracks; i++) {
-		if (rtracks[i].calls != 1) {
-			printf("confirmed %d called %d times\n", i,
-			    rtracks[i].calls);
-			once++;
-		}
-	}
-	printf("chaos: %d confirmed: ok=%d no_handlers=%d timeout=%d "
-	       "full=%d linkdown=%d fenced=%d canceled=%d\n",
-	    n_rtracks, rcpt_by[0], rcpt_by[1], rcpt_by[2], rcpt_by[3],
-	    rcpt_by[4], rcpt_by[5], rcpt_by[6]);
+	once = tally();
 	assert_int_equal(once, 0);
 	assert_int_equal(bad_status, 0);
 	assert_true(n_tracks > 100);
