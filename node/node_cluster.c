@@ -16,6 +16,9 @@
  *
  * A FAILED registry at run time (the address was taken while the session
  * was re-created, rule 7) fails the node loudly with EB_EDUPADDR (exit 3).
+ * A session whose negotiated timeout leaves no safe leader lease
+ * (docs/CLUSTER.md "The lease") fails the start, or the running node, with
+ * EB_ECONF (exit 1) after the election's "lease-unsafe" ERROR line.
  * Loop thread only.
  */
 #include "node/node_cluster.h"
@@ -109,6 +112,9 @@ elected_cb(eb_election *e, int64_t epoch, void *arg)
 	nc->leader = 1;
 	nc->epoch = epoch;
 	nc->leads++;
+	if (epoch > 0 && nc->n->bus != NULL) {
+		eb_bus_fence_raise(nc->n->bus, (uint64_t) epoch); /* rule 6 */
+	}
 	if (standalone(nc->n)) {
 		nc->leader_changes++; /* no cache: our own election is all */
 	}
@@ -268,6 +274,8 @@ close_all(node_cluster *nc, eb__node_done_cb cb, int status)
 
 /* ---- ZooKeeper session and registry events ---- */
 
+static void start_finish(node_cluster *nc, int status);
+
 static void
 zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 {
@@ -286,6 +294,17 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 	eb__childcache_session_event(nc->cc, ev);
 	if (ev == EB_ZK_EV_AUTH_FAILED && nc->running) {
 		eb__node_fail(nc->n, EB_EZKAUTH);
+	}
+	if ((ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) &&
+	    eb__election_lease_error(nc->el) != 0) {
+		/* The negotiated session timeout leaves no safe leader lease
+		 * (the election logged "lease-unsafe" with the values): stop
+		 * rather than sit in the member order unable to lead. */
+		if (nc->start_cb != NULL) {
+			start_finish(nc, EB_ECONF);
+		} else if (nc->running && !nc->stopping) {
+			eb__node_fail(nc->n, EB_ECONF);
+		}
 	}
 }
 
@@ -358,11 +377,42 @@ static const eb_member *cache_leader(node_cluster *nc);
 
 /* Counts a change of the cluster's leader as this node sees it (a new
  * lowest eligible member); a gap with no leader is not a change. */
+/*
+ * Rule 6: the epoch of the current leader as the member cache shows it: the
+ * czxid of the lowest *valid* eligible member (ephemeral, with a parsed
+ * member record naming a node). A damaged or foreign child must never raise
+ * the fence: its czxid may be far above the real leader's and would fence
+ * every message. The one place that derives it: once the election work
+ * (branch election, eb__childcache_leader_epoch(): the cache then shows
+ * valid members only) is merged, this body becomes that one call. 0: none.
+ */
+static uint64_t
+cache_leader_epoch(node_cluster *nc)
+{
+	size_t i;
+
+	for (i = 0; i < eb__childcache_count(nc->cc); i++) {
+		const eb_member *m = eb__childcache_at(nc->cc, i);
+
+		if (m->eligible && m->owner != 0 && m->data != NULL &&
+		    m->node_id[0] != '\0' && m->czxid > 0) {
+			return (uint64_t) m->czxid;
+		}
+	}
+	return 0;
+}
+
 static void
 observe_leader(node_cluster *nc)
 {
 	const eb_member *l = cache_leader(nc);
+	uint64_t         epoch = cache_leader_epoch(nc);
 
+	/* Anything stamped below the current leader's epoch comes from a
+	 * superseded leader: the bus refuses it from now on. */
+	if (epoch > 0 && nc->n->bus != NULL) {
+		eb_bus_fence_raise(nc->n->bus, epoch);
+	}
 	if (l == NULL || strcmp(nc->last_leader, l->name) == 0) {
 		return;
 	}
@@ -440,6 +490,9 @@ clustered_new(node_cluster *nc)
 	}
 	eb_election_opts_init(&eo);
 	eo.eligible = c->node.eligible;
+	eo.heartbeat_ms = (uint32_t) c->election.heartbeat_ms;
+	eo.lease_ms = (uint32_t) c->election.lease_ms;
+	eo.zk_tick_ms = (uint32_t) c->zookeeper.tick_ms;
 	rv = eb__election_new(nc->n->loop, nc->zk, nc->reg, &eo, elected_cb,
 	    revoked_cb, nc, &nc->el);
 	if (rv != 0) {
