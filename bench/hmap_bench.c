@@ -38,7 +38,7 @@ cmp_d(const void *a, const void *b)
 
 /* Inserts all keys, then looks each up twice; seconds. */
 static double
-run(eb__hent *ents, char *keys)
+run(eb__hent *ents, const char *keys)
 {
 	eb__hmap m;
 	double   t0 = now_s();
@@ -81,6 +81,9 @@ main(void)
 
 	if (crafted == NULL || random == NULL || ents == NULL ||
 	    fnv_craft_blocks(blocks) != 0) {
+		free(ents);
+		free(random);
+		free(crafted);
 		return 2;
 	}
 	for (i = 0; i < N; i++) {
@@ -89,7 +92,7 @@ main(void)
 			random[(size_t) i * ks + (size_t) j] =
 			    alpha[fnv_craft_rand(&seed) % 36];
 		}
-		random[(size_t) i * ks + FNV_CRAFT_LEN] = '\0';
+		random[(size_t) i * ks + (size_t) FNV_CRAFT_LEN] = '\0';
 	}
 	for (i = 0; i < RUNS; i++) { /* interleaved: same machine noise */
 		tc[i] = run(ents, crafted);
