@@ -254,7 +254,8 @@ test_update(void **state)
 	cnode             other;
 	char              path[256];
 	int               done = 0;
-	static const char data[] = "{\"node_id\":\"renamed\"}";
+	static const char data[] =
+	    "{\"node_id\":\"renamed\",\"address\":\"a\"}";
 
 	put_member('a', 1, "one");
 	cn_open(t, &n);
