@@ -25,6 +25,7 @@ typedef struct rnode {
 	int          lost;
 	int          failed;
 	int          left;
+	int          rereg;
 	int          status;
 	int          closed;
 } rnode;
@@ -61,6 +62,9 @@ rn_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 		break;
 	case EB_REGISTRY_LEFT:
 		n->left++;
+		break;
+	case EB_REGISTRY_REREGISTERING:
+		n->rereg++;
 		break;
 	}
 }
