@@ -45,6 +45,8 @@ typedef struct eb__node_cluster_stats {
 	const char *zk_state;
 	int64_t     zk_session_id;  /* 0: none */
 	uint32_t    members;        /* in the member cache (standalone: 1) */
+	uint32_t    members_invalid; /* children ignored: not valid members */
+	uint64_t    zk_requests;     /* requests sent to ZooKeeper */
 	int         leader_known;   /* a leader is known (cache or self) */
 	int64_t     leader_epoch;   /* its epoch, 0 when none is known */
 	uint64_t    leads;          /* times this node was elected */
