@@ -521,10 +521,24 @@ member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 		return;
 	}
 	known_forget_path(e, path);
-	/* The predecessor's own watch re-checks for it. */
-	if (e->pred_path == NULL || strcmp(path, e->pred_path) != 0) {
-		el_check(e, "member-changed");
+	if (e->pred_path != NULL) {
+		const char *slash = strrchr(path, '/');
+		const char *pslash = strrchr(e->pred_path, '/');
+		int64_t     seq;
+		int64_t     pseq;
+
+		/* The predecessor's own watch re-checks for it, and members
+		 * below it do not matter to us (no herd when an old read's
+		 * watch fires on many nodes). */
+		if (strcmp(path, e->pred_path) == 0 ||
+		    (slash != NULL && pslash != NULL &&
+		        eb__member_parse_name(slash + 1, &seq, NULL) == 0 &&
+		        eb__member_parse_name(pslash + 1, &pseq, NULL) == 0 &&
+		        seq < pseq)) {
+			return;
+		}
 	}
+	el_check(e, "member-changed");
 }
 
 static void
