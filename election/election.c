@@ -93,7 +93,7 @@ struct eb_election {
 	char                  *pred_path; /* owned: the watched predecessor */
 	char                  *node_id;   /* owned */
 	char                  *address;   /* owned */
-	eb__hmap               known; /* name -> el_known (owned) */
+	eb__hmap               known;     /* name -> el_known (owned) */
 	int64_t                known_session;
 	el_cand               *cands; /* owned: lower members, nearest first */
 	size_t                 ncands;
@@ -603,8 +603,9 @@ fetch_result(eb_election *e, const char *name, int status, const char *data,
 	}
 	/* Unreadable (ACL): ignored until it changes. exists needs no READ
 	 * permission and arms the watch that tells us. */
-	EB_LOG_INFO("election", "member-ignored: member=%s reason=unreadable "
-	                        "err=%s",
+	EB_LOG_INFO("election",
+	    "member-ignored: member=%s reason=unreadable "
+	    "err=%s",
 	    name, eb_err_name(status));
 	known_add(e, name, EL_K_IGNORED);
 	(void) snprintf(path, sizeof(path), "%s/%s",

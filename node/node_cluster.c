@@ -381,7 +381,6 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 
 /* ---- the leader record <root>/leader ---- */
 
-
 static node_cluster *
 rec_nc(void *arg)
 {

@@ -1631,8 +1631,7 @@ fakezk_set(fakezk_server *s, const char *path, const char *data)
 	int    rv;
 
 	txn_begin(s, &t);
-	rv = tree_set(
-	    s, &t, path, data, data != NULL ? strlen(data) : 0, -1);
+	rv = tree_set(s, &t, path, data, data != NULL ? strlen(data) : 0, -1);
 	txn_end(s, &t, rv == 0);
 	return rv;
 }

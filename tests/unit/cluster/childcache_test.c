@@ -389,15 +389,13 @@ test_invalid_children_ignored(void **state)
 
 	member_path('a', 0, path, sizeof(path));
 	assert_int_equal(fakezk_put(srv, path,
-	                     "{\"node_id\":\"intruder\",\"address\":\"x\"}",
-	                     0),
+	                     "{\"node_id\":\"intruder\",\"address\":\"x\"}", 0),
 	    0);
 	member_path('b', 1, path, sizeof(path));
 	assert_int_equal(fakezk_put(srv, path, "{not json", 77), 0);
 	member_path('c', 2, path, sizeof(path));
 	assert_int_equal(fakezk_put(srv, path,
-	                     "{\"node_id\":\"hidden\",\"address\":\"h\"}",
-	                     77),
+	                     "{\"node_id\":\"hidden\",\"address\":\"h\"}", 77),
 	    0);
 	assert_int_equal(fakezk_deny_read(srv, path, 1), 0);
 	assert_int_equal(fakezk_put(srv, MEMBERS "/zzz", "x", 0), 0);
@@ -441,8 +439,8 @@ test_member_overwritten_invalid(void **state)
 	assert_int_equal(eb__childcache_ignored(n.cc), 1);
 	assert_null(eb__childcache_leader(n.cc));
 	assert_int_equal(eb__childcache_leader_epoch(n.cc), 0);
-	assert_int_equal(fakezk_set(srv, path,
-	                     "{\"node_id\":\"back\",\"address\":\"b\"}"),
+	assert_int_equal(
+	    fakezk_set(srv, path, "{\"node_id\":\"back\",\"address\":\"b\"}"),
 	    0);
 	assert_int_equal(th_run_until(t, added_pred, &n, 2000), 0);
 	assert_string_equal(eb__childcache_leader(n.cc)->node_id, "back");
