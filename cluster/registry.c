@@ -53,18 +53,18 @@ typedef enum reg_state {
 } reg_state;
 
 struct eb_registry {
-	uv_loop_t           *loop; /* borrowed */
-	eb_zk               *zk;   /* borrowed */
-	uv_timer_t           timer;
-	uint64_t             id;
-	uint64_t             gen;
-	reg_state            state;
-	int                  started;
-	int                  closing;
-	int                  retries;
-	int                  ambiguous_rejoin;
-	int                  reregistering; /* after a member loss, until
-	                                       REGISTERED again */
+	uv_loop_t *loop; /* borrowed */
+	eb_zk     *zk;   /* borrowed */
+	uv_timer_t timer;
+	uint64_t   id;
+	uint64_t   gen;
+	reg_state  state;
+	int        started;
+	int        closing;
+	int        retries;
+	int        ambiguous_rejoin;
+	int        reregistering; /* after a member loss, until
+	                             REGISTERED again */
 	eb_registry_cb       cb;
 	void                *arg;
 	eb_registry_close_cb close_cb;
@@ -109,8 +109,8 @@ state_name(reg_state s)
 {
 	static const char *const names[] = { "idle", "ensure", "creating",
 		"claim", "stale", "ambiguous", "resolve", "adopt", "stat",
-		"registered", "rejoining", "lost", "leaving", "left",
-		"failed", "reclaim" };
+		"registered", "rejoining", "lost", "leaving", "left", "failed",
+		"reclaim" };
 
 	return (unsigned) s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
@@ -935,8 +935,8 @@ reclaim_check_claim(eb_registry *r)
 {
 	reg_req *q = req_new(r);
 
-	if (eb_zk_exists(r->zk, r->claim_path, NULL, NULL, reclaim_claim_cb,
-	        q) != 0) {
+	if (eb_zk_exists(
+	        r->zk, r->claim_path, NULL, NULL, reclaim_claim_cb, q) != 0) {
 		free(q);
 		retry_later(r, EB_EZKINVALIDSTATE);
 	}

@@ -56,14 +56,14 @@
 typedef struct eb_registry eb_registry; /* opaque */
 
 typedef enum eb_registry_event {
-	EB_REGISTRY_REGISTERED = 1, /* member+claim exist in this session
-	                               (first time, re-registered, rejoined,
-	                               or re-confirmed after a reconnect) */
-	EB_REGISTRY_LOST = 2,       /* session expired: our nodes are gone;
-	                               re-registration follows */
-	EB_REGISTRY_FAILED = 3,     /* fatal; status says why. EB_EDUPADDR:
-	                               eb__registry_holder() names the holder */
-	EB_REGISTRY_LEFT = 4,       /* eb__registry_leave() finished */
+	EB_REGISTRY_REGISTERED = 1,   /* member+claim exist in this session
+	                                 (first time, re-registered, rejoined,
+	                                 or re-confirmed after a reconnect) */
+	EB_REGISTRY_LOST = 2,         /* session expired: our nodes are gone;
+	                                 re-registration follows */
+	EB_REGISTRY_FAILED = 3,       /* fatal; status says why. EB_EDUPADDR:
+	                                 eb__registry_holder() names the holder */
+	EB_REGISTRY_LEFT = 4,         /* eb__registry_leave() finished */
 	EB_REGISTRY_REREGISTERING = 5 /* our member was deleted or
 	                                 overwritten from outside: leadership
 	                                 must end now; REGISTERED (new

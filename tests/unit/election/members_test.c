@@ -331,9 +331,8 @@ test_thousand_members(void **state)
 	}
 	assert_int_equal(th_run_until(t, one_leader_pred, &who, 20000), 0);
 	for (i = 0; i < nsims; i++) {
-		assert_int_equal(th_run_until(t, registered_pred, &nodes[i],
-		                     2000),
-		    0);
+		assert_int_equal(
+		    th_run_until(t, registered_pred, &nodes[i], 2000), 0);
 	}
 	run_for(t, 100);
 	assert_int_equal(leaders(), 1);
@@ -430,9 +429,9 @@ test_unreadable_lowest(void **state)
 	int      who = -1;
 
 	damaged_path(path, sizeof(path), 0);
-	assert_int_equal(fakezk_put(srv, path,
-	                     "{\"node_id\":\"hidden\",\"address\":\"h\"}",
-	                     0x7777),
+	assert_int_equal(
+	    fakezk_put(srv, path, "{\"node_id\":\"hidden\",\"address\":\"h\"}",
+	        0x7777),
 	    0);
 	assert_int_equal(fakezk_deny_read(srv, path, 1), 0);
 	expect_election_despite_damage(t);
@@ -528,9 +527,9 @@ test_own_member_overwritten(void **state)
 	open_in_order(t, 3);
 	assert_int_equal(th_run_until(t, one_leader_pred, &who, 5000), 0);
 	member_of(0, path, sizeof(path));
-	assert_int_equal(
-	    fakezk_set(srv, path,
-	        "{\"node_id\":\"n2\",\"address\":\"addr-2\",\"cluster_port\":1}"),
+	assert_int_equal(fakezk_set(srv, path,
+	                     "{\"node_id\":\"n2\",\"address\":\"addr-2\","
+	                     "\"cluster_port\":1}"),
 	    0);
 	assert_int_equal(th_run_until(t, rereg_pred, &nodes[0], 2000), 0);
 	assert_int_equal(nodes[0].revoked, 1);
