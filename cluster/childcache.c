@@ -388,7 +388,8 @@ get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
 	}
 	if (status != 0) {
 		/* NOAUTH and the like: ignored until it changes. */
-		if (e->ignored == NULL || strcmp(e->ignored, "unreadable") != 0) {
+		if (e->ignored == NULL ||
+		    strcmp(e->ignored, "unreadable") != 0) {
 			EB_LOG_WARN("childcache",
 			    "member-ignored: child=%s reason=unreadable err=%s",
 			    e->name, eb_err_name(status));
