@@ -193,8 +193,9 @@ ent_free(cc_ent *e)
 	free(e);
 }
 
+/* Drops e; a visible member is reported REMOVED. */
 static void
-ent_remove(eb_childcache *c, cc_ent *e, int report)
+ent_remove(eb_childcache *c, cc_ent *e)
 {
 	size_t i = ent_index(c, e);
 
@@ -204,13 +205,9 @@ ent_remove(eb_childcache *c, cc_ent *e, int report)
 	eb__hmap_del(&c->byname, &e->hent);
 	if (e->loaded) {
 		e->loaded = 0;
-		if (report) {
-			EB_LOG_INFO("childcache", "removed: member=%s node=%s",
-			    e->m.name, e->m.node_id);
-			emit(c, EB_CC_REMOVED, &e->m);
-		} else {
-			vis_update(c);
-		}
+		EB_LOG_INFO("childcache", "removed: member=%s node=%s",
+		    e->m.name, e->m.node_id);
+		emit(c, EB_CC_REMOVED, &e->m);
 	}
 	ent_free(e);
 }
@@ -256,7 +253,7 @@ data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 		return;
 	}
 	if (type == EB_ZK_WATCH_DELETED) {
-		ent_remove(c, e, 1);
+		ent_remove(c, e);
 	} else if (!e->getting) {
 		/* Changed (or the watch was dropped): read it again. */
 		cc_get(c, e);
@@ -344,7 +341,7 @@ unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	if (e != NULL) {
 		e->getting = 0;
 		if (status == EB_EZKNONODE) {
-			ent_remove(c, e, 1);
+			ent_remove(c, e);
 		} else if (is_transient(status)) {
 			e->refetch = 1;
 		}
@@ -370,6 +367,20 @@ cc_watch_unreadable(eb_childcache *c, cc_ent *e)
 	c->pending++;
 }
 
+/* NOAUTH and the like: ignored until it changes (watched, not polled). */
+static void
+ent_unreadable(eb_childcache *c, cc_ent *e, int status)
+{
+	if (e->ignored == NULL || strcmp(e->ignored, "unreadable") != 0) {
+		EB_LOG_WARN("childcache",
+		    "member-ignored: child=%s reason=unreadable err=%s",
+		    e->name, eb_err_name(status));
+	}
+	e->ignored = "unreadable";
+	ent_ignore(c, e, "unreadable", NULL); /* hides it if it was shown */
+	cc_watch_unreadable(c, e);
+}
+
 static void
 get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
     size_t len, const eb_zk_stat *st)
@@ -379,7 +390,7 @@ get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
 
 	if (status == EB_EZKNONODE) {
 		/* Vanished between the list and the get. */
-		ent_remove(c, e, 1);
+		ent_remove(c, e);
 		return;
 	}
 	if (is_transient(status)) {
@@ -387,16 +398,7 @@ get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
 		return;
 	}
 	if (status != 0) {
-		/* NOAUTH and the like: ignored until it changes. */
-		if (e->ignored == NULL ||
-		    strcmp(e->ignored, "unreadable") != 0) {
-			EB_LOG_WARN("childcache",
-			    "member-ignored: child=%s reason=unreadable err=%s",
-			    e->name, eb_err_name(status));
-		}
-		e->ignored = "unreadable";
-		ent_ignore(c, e, "unreadable", NULL);
-		cc_watch_unreadable(c, e);
+		ent_unreadable(c, e, status);
 		return;
 	}
 	why = eb__member_load(&m, e->name, data, len, st->czxid,
@@ -509,7 +511,7 @@ list_apply(eb_childcache *c, const char *const *names, size_t count)
 	}
 	for (i = c->n; i-- > 0;) {
 		if (!c->ents[i]->seen) {
-			ent_remove(c, c->ents[i], 1);
+			ent_remove(c, c->ents[i]);
 		}
 	}
 }

@@ -345,15 +345,15 @@ test_thousand_members(void **state)
 	run_for(t, 300);
 	assert_true(total_requests() - before <= quiet_bound());
 	assert_int_equal(leaders(), 1);
-	fprintf(stderr, "MEASURE members-1000: requests=%lu leader=n%d\n",
-	    settled, who);
+	(void) fprintf(stderr,
+	    "MEASURE members-1000: requests=%lu leader=n%d\n", settled, who);
 
 	/* Failover: only the successor re-checks (no herd). */
 	before = total_requests() - fakezk_requests(nodes[who].zk);
 	sim_close(t, who);
 	assert_int_equal(th_run_until(t, one_leader_pred, &who, 5000), 0);
 	run_for(t, 100);
-	fprintf(stderr, "MEASURE members-1000-failover: requests=%lu\n",
+	(void) fprintf(stderr, "MEASURE members-1000-failover: requests=%lu\n",
 	    total_requests() - before);
 	assert_true(total_requests() - before < 40);
 }
