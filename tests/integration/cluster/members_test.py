@@ -161,6 +161,10 @@ class Members(unittest.TestCase):
         cl.report("time-to-leader", "%s: %.0f ms from the first start"
                   % (self.id().split(".")[-1], took * 1000))
         self.assert_truthful(leader, invalid=1)
+        for n in self.nodes:
+            # One WARN per bad child, not one per check.
+            self.assertEqual(n.log_text().count(
+                "WARN childcache: member-ignored:"), 1, n.name)
 
     def test_persistent_bad_json_lowest(self):
         self.damaged("create p open %s/%s {not-json"

@@ -34,6 +34,7 @@ typedef struct sim {
 	eb_election *el;
 	int          registered;
 	int          rereg;
+	int          rereg_state_ok; /* what /health reads, at the event */
 	int          elected;
 	int          revoked;
 	int          leader;
@@ -65,12 +66,14 @@ sim_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 {
 	sim *s = arg;
 
-	(void) r;
 	(void) status;
 	if (ev == EB_REGISTRY_REGISTERED) {
 		s->registered++;
 	} else if (ev == EB_REGISTRY_REREGISTERING) {
 		s->rereg++;
+		s->rereg_state_ok = eb__registry_reregistering(r) &&
+		                    !eb__registry_is_registered(r) &&
+		                    eb__registry_member_name(r) == NULL;
 	}
 	eb__election_registry_event(s->el, ev);
 }
@@ -503,6 +506,8 @@ test_own_member_deleted(void **state)
 	assert_int_equal(th_run_until(t, rereg_pred, &nodes[0], 2000), 0);
 	assert_int_equal(nodes[0].revoked, 1);
 	assert_string_equal(nodes[0].reason, "member-gone");
+	assert_true(nodes[0].rereg_state_ok); /* /health: re-registering */
+	assert_false(eb__registry_reregistering(nodes[0].reg));
 	/* A new member, the claim kept (same session), a new leader. */
 	member_of(0, now, sizeof(now));
 	assert_string_not_equal(now, path);
