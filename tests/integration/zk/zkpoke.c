@@ -135,11 +135,19 @@ open_session(const char *connect, int session_ms)
 	return 0;
 }
 
+/* Batch creates of cmd_sessions: creates_all turns 1 when all are in. */
+static int creates_done;
+static int creates_want = -1;
+static int creates_all;
+
 static void
 string_cb(int rc, const char *value, const void *data)
 {
 	poke_res *r = (poke_res *) (uintptr_t) data;
 
+	if (creates_want >= 0 && ++creates_done >= creates_want) {
+		creates_all = 1;
+	}
 	r->rc = rc;
 	if (rc == ZOK && value != NULL) {
 		(void) snprintf(r->buf, sizeof(r->buf), "%s", value);
@@ -243,7 +251,6 @@ cmd_sessions(const char *connect, int session_ms, int n, const char *members,
 	poke_res *res = calloc((size_t) n, sizeof(*res));
 	long      t0 = now_ms();
 	int       first = nsess;
-	int       done = 0;
 	int       i;
 
 	for (i = 0; i < n; i++) {
@@ -279,20 +286,12 @@ cmd_sessions(const char *connect, int session_ms, int n, const char *members,
 			res[i].rc = ZSYSTEMERROR;
 		}
 	}
-	for (;;) {
-		int all = 1;
-
-		for (i = 0; i < n; i++) {
-			all &= res[i].done;
-		}
-		if (all) {
-			break;
-		}
-		done = 0;
-		if (drive(&done) != 0) {
-			break;
-		}
-	}
+	/* string_cb counts into creates_done too: one wait for all. */
+	creates_done = 0;
+	creates_all = 0;
+	creates_want = n;
+	(void) drive(&creates_all);
+	creates_want = -1;
 	for (i = 0; i < n; i++) {
 		if (!res[i].done || res[i].rc != ZOK) {
 			printf("ERR create %d: %s\n", i, zerror(res[i].rc));
