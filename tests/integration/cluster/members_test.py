@@ -311,6 +311,8 @@ class ManySessions(unittest.TestCase):
             rates = request_rates(nodes)
             for n, r in zip(nodes, rates):
                 self.assertLess(r, MAX_REQ_PER_S, n.name)
+                # The 300 sessions are alive all along (zkpoke pings).
+                self.assertEqual(metric(n, "ebnode_members"), 303)
             st, body = cl.admin(nodes[2], "GET", "/leader")
             self.assertEqual(body["node_id"], "n00")
             # Failover: n01 is next; n02 has 150 eligible members below.

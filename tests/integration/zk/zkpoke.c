@@ -16,9 +16,11 @@
  *       n more sessions, each with one valid EPHEMERAL_SEQUENTIAL member
  *       record (host "" and cluster_port 0: never linked to)
  *   requests                                         OK <requests sent>
- * and "ERR <zk error name>" on failure. Ephemeral nodes live until stdin
- * closes, then every session is closed and it exits 0. "noread" creates
- * the node with world:anyone all but READ (an unreadable child).
+ * and "ERR <zk error name>" on failure. Every session is kept alive
+ * (driven) while zkpoke waits for the next command, so ephemeral nodes
+ * live until stdin closes; then every session is closed and it exits 0.
+ * "noread" creates the node with world:anyone all but READ (an unreadable
+ * child).
  */
 #include <poll.h>
 #include <stdint.h>
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <zookeeper/zookeeper.h>
 
@@ -43,6 +46,10 @@ static zhandle_t *sess[POKE_MAX_SESS]; /* [0]: the command session */
 static int        nsess;
 static int        connected[POKE_MAX_SESS];
 static long       requests;
+/* While zkpoke waits for the next command it keeps every session alive
+ * (pings): drive() then also polls stdin and has no deadline. */
+static int stdin_wait;
+static int stdin_ready;
 
 static long
 now_ms(void)
@@ -70,10 +77,10 @@ watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 static int
 drive(int *done)
 {
-	long deadline = now_ms() + POKE_WAIT_MS;
+	long deadline = stdin_wait ? -1 : now_ms() + POKE_WAIT_MS;
 
 	for (;;) {
-		struct pollfd pfd[POKE_MAX_SESS];
+		struct pollfd pfd[POKE_MAX_SESS + 1];
 		int           i;
 		int           all = 1;
 		long          wait = 100;
@@ -84,7 +91,7 @@ drive(int *done)
 		if (done != NULL ? *done : all) {
 			return 0;
 		}
-		if (now_ms() > deadline) {
+		if (deadline >= 0 && now_ms() > deadline) {
 			return -1;
 		}
 		for (i = 0; i < nsess; i++) {
@@ -104,7 +111,14 @@ drive(int *done)
 				wait = tv.tv_sec * 1000L + tv.tv_usec / 1000;
 			}
 		}
-		(void) poll(pfd, (nfds_t) nsess, (int) (wait < 1 ? 1 : wait));
+		pfd[nsess].fd = stdin_wait ? 0 : -1;
+		pfd[nsess].events = POLLIN;
+		pfd[nsess].revents = 0;
+		(void) poll(
+		    pfd, (nfds_t) nsess + 1, (int) (wait < 1 ? 1 : wait));
+		if (pfd[nsess].revents != 0) {
+			stdin_ready = 1;
+		}
 		for (i = 0; i < nsess; i++) {
 			int ev = 0;
 
@@ -367,9 +381,10 @@ run(const char *connect, int session_ms, char *line)
 int
 main(int argc, char **argv)
 {
-	char line[2048];
-	int  session_ms = argc > 2 ? atoi(argv[2]) : 10000;
-	int  i;
+	char   line[2048];
+	size_t have = 0;
+	int    session_ms = argc > 2 ? atoi(argv[2]) : 10000;
+	int    i;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: zkpoke <connect> [session_ms]\n");
@@ -382,8 +397,30 @@ main(int argc, char **argv)
 	}
 	printf("READY\n");
 	(void) fflush(stdout);
-	while (fgets(line, sizeof(line), stdin) != NULL) {
-		run(argv[1], session_ms, line);
+	for (;;) {
+		char   *nl = memchr(line, '\n', have);
+		ssize_t got;
+
+		if (nl != NULL) {
+			char   cmd[2048];
+			size_t len = (size_t) (nl - line);
+
+			memcpy(cmd, line, len);
+			cmd[len] = '\0';
+			memmove(line, nl + 1, have - len - 1);
+			have -= len + 1;
+			run(argv[1], session_ms, cmd);
+			continue;
+		}
+		stdin_ready = 0;
+		stdin_wait = 1;
+		(void) drive(&stdin_ready);
+		stdin_wait = 0;
+		got = read(0, line + have, sizeof(line) - 1 - have);
+		if (got <= 0) {
+			break; /* EOF (or a line longer than the buffer) */
+		}
+		have += (size_t) got;
 	}
 	for (i = 0; i < nsess; i++) {
 		(void) zookeeper_close(sess[i]);
