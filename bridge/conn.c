@@ -260,11 +260,12 @@ conn_err(eb__bconn *c, const char *message)
 static void
 conn_denied(eb__bconn *c, const char *what, const char *address)
 {
+	char q[EB_LOG_QUOTE_MAX];
+
 	c->b->stats.denied++;
 	if (conn_log_ok(c)) {
-		EB_LOG_INFO("bridge",
-		    "access-denied: peer=%s op=%s address=%.200s", c->peer,
-		    what, address);
+		EB_LOG_INFO("bridge", "access-denied: peer=%s op=%s address=%s",
+		    c->peer, what, eb_log_quote(q, sizeof(q), address));
 	}
 	conn_err(c, "access_denied");
 }
@@ -518,10 +519,12 @@ consumer_free(eb__bconn *c, bconn_consumer *k)
 static void
 register_failed(eb__bconn *c, const char *address, int rv)
 {
+	char q[EB_LOG_QUOTE_MAX];
+
 	if (conn_log_ok(c)) {
 		EB_LOG_WARN("bridge",
-		    "register-failed: peer=%s address=%.200s err=%s", c->peer,
-		    address, eb_err_name(rv));
+		    "register-failed: peer=%s address=%s err=%s", c->peer,
+		    eb_log_quote(q, sizeof(q), address), eb_err_name(rv));
 	}
 }
 

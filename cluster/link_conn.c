@@ -273,8 +273,10 @@ static link_peer *
 hello_outbound(link_conn *c, const char *node_id)
 {
 	if (c->peer == NULL || strcmp(c->peer->node_id, node_id) != 0) {
+		char q[EB_LOG_QUOTE_MAX];
+
 		EB_LOG_WARN("link", "hello-wrong-node: peer=%s node=%s",
-		    c->peer_addr, node_id);
+		    c->peer_addr, eb_log_quote(q, sizeof(q), node_id));
 		return NULL;
 	}
 	return c->peer;
@@ -290,8 +292,10 @@ hello_inbound(link_conn *c, const char *node_id)
 	link_peer   *p;
 
 	if (strcmp(node_id, m->node_id) >= 0) {
+		char q[EB_LOG_QUOTE_MAX];
+
 		EB_LOG_WARN("link", "hello-not-dialer: peer=%s node=%s",
-		    c->peer_addr, node_id);
+		    c->peer_addr, eb_log_quote(q, sizeof(q), node_id));
 		return NULL;
 	}
 	if ((p = eb__link_peer_find(m, node_id)) == NULL) {
@@ -323,9 +327,11 @@ conn_on_hello(link_conn *c, eb__link_rd *r)
 	}
 	if (cl_len != strlen(m->cluster) ||
 	    memcmp(cl, m->cluster, cl_len) != 0) {
-		EB_LOG_WARN("link",
-		    "hello-cluster: peer=%s cluster=%.*s want=%s", c->peer_addr,
-		    (int) cl_len, cl, m->cluster);
+		char q[EB_LOG_QUOTE_MAX];
+
+		EB_LOG_WARN("link", "hello-cluster: peer=%s cluster=%s want=%s",
+		    c->peer_addr, eb_log_quote_n(q, sizeof(q), cl, cl_len),
+		    m->cluster);
 		return EB_EPROTO;
 	}
 	node_id = eb__strndup(nid, nid_len);

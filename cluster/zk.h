@@ -139,8 +139,10 @@ int64_t eb_zk_session_id(const eb_zk *zk);
 uint32_t eb_zk_session_timeout_ms(const eb_zk *zk);
 /*
  * Monotonic ms (eb__mono_ms) at which the most recent request that then
- * completed successfully was sent: the base of the leader lease (rule 5).
- * 0 when none yet in this session.
+ * completed successfully was sent; 0 when none yet in this session.
+ * Diagnostics only: NOT a lease base (a ZooKeeper follower cut off from the
+ * quorum still answers reads; the election renews its lease with a
+ * quorum-committed multi, docs/CLUSTER.md "The lease").
  */
 uint64_t eb_zk_last_ok_send_ms(const eb_zk *zk);
 

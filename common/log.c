@@ -93,6 +93,121 @@ stderr_sink(eb_log_level level, const char *line, void *arg)
 	(void) write(STDERR_FILENO, buf, len);
 }
 
+/* Room an escape needs: \xHH. */
+#define ESC_MAX 4
+
+/* Writes the escape of byte c at out (ESC_MAX bytes of room); returns its
+ * length, 0 when c needs none. */
+static size_t
+escape_byte(unsigned char c, char *out, int quoted)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (quoted && (c == '"' || c == '\\')) {
+		out[0] = '\\';
+		out[1] = (char) c;
+		return 2;
+	}
+	if (c >= 0x20 && c != 0x7f) {
+		return 0;
+	}
+	out[0] = '\\';
+	switch (c) {
+	case '\n':
+		out[1] = 'n';
+		return 2;
+	case '\r':
+		out[1] = 'r';
+		return 2;
+	case '\t':
+		out[1] = 't';
+		return 2;
+	default:
+		out[1] = 'x';
+		out[2] = hex[c >> 4];
+		out[3] = hex[c & 0xf];
+		return 4;
+	}
+}
+
+const char *
+eb_log_quote_n(char *buf, size_t size, const char *s, size_t len)
+{
+	/* Room kept for the closing quote, "..." and the NUL. */
+	const size_t tail = 5;
+	size_t       o = 0;
+	size_t       i;
+
+	if (size < 8) {
+		if (size > 0) {
+			buf[0] = '\0';
+		}
+		return buf;
+	}
+	if (s == NULL) {
+		(void) snprintf(buf, size, "null");
+		return buf;
+	}
+	buf[o++] = '"';
+	for (i = 0; i < len; i++) {
+		char   esc[ESC_MAX];
+		size_t n = escape_byte((unsigned char) s[i], esc, 1);
+		size_t need = n != 0 ? n : 1;
+
+		if (o + need + tail > size) {
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (n != 0) {
+			memcpy(buf + o, esc, n);
+		} else {
+			buf[o] = s[i];
+		}
+		o += need;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+const char *
+eb_log_quote(char *buf, size_t size, const char *s)
+{
+	return eb_log_quote_n(buf, size, s, s != NULL ? strlen(s) : 0);
+}
+
+/* Escapes control characters of line in place (up to size bytes in all):
+ * one event is always one line. What does not fit is cut. */
+static void
+escape_line(char *line, size_t size)
+{
+	char   tmp[1536];
+	size_t o = 0;
+	size_t i;
+
+	for (i = 0; line[i] != '\0'; i++) {
+		if ((unsigned char) line[i] < 0x20 ||
+		    (unsigned char) line[i] == 0x7f) {
+			break;
+		}
+	}
+	if (line[i] == '\0') {
+		return; /* the common case: nothing to escape */
+	}
+	for (i = 0; line[i] != '\0' && o + ESC_MAX < sizeof(tmp); i++) {
+		size_t n = escape_byte((unsigned char) line[i], tmp + o, 0);
+
+		if (n == 0) {
+			tmp[o++] = line[i];
+		} else {
+			o += n;
+		}
+	}
+	tmp[o] = '\0';
+	(void) snprintf(line, size, "%s", tmp);
+}
+
 void
 eb_log_write(eb_log_level level, const char *module, const char *fmt, ...)
 {
@@ -108,6 +223,7 @@ eb_log_write(eb_log_level level, const char *module, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void) vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
 	va_end(ap);
+	escape_line(line, sizeof(line));
 	if (log_sink != NULL) {
 		log_sink(level, line, log_sink_arg);
 	} else {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/lease.h"
 #include "conf/conf_int.h"
 
 #define CONF_MAX_FILE_BYTES (16u << 20)
@@ -457,6 +458,40 @@ check_zookeeper(load_ctx *lc)
 	return 0;
 }
 
+/*
+ * The leader lease must end before ZooKeeper can expire the leader's session
+ * (docs/CLUSTER.md "The lease"). Decided here with the configured session
+ * timeout; the election decides again with the negotiated one. Standalone
+ * (no ZooKeeper) has no lease.
+ */
+static int
+check_lease(load_ctx *lc)
+{
+	const eb_conf_zookeeper *z = &lc->conf->zookeeper;
+	const eb_conf_election  *el = &lc->conf->election;
+	eb_lease_plan            p;
+	const char              *key = NULL;
+
+	if (!set(z->connect)) {
+		return 0;
+	}
+	if (eb__lease_plan((uint32_t) z->session_timeout_ms,
+	        (uint32_t) z->tick_ms, (uint32_t) el->heartbeat_ms,
+	        (uint32_t) el->lease_ms, &p, &key) != 0) {
+		/* One short line: the error buffer holds 256 bytes. */
+		RULE_FAIL(lc, key,
+		    "unsafe leader lease: session %u - tick/2 %u%s - heartbeat "
+		    "%u - margin %u = %lld ms; lease %lld must be <= that, >= "
+		    "%u "
+		    "and > heartbeat",
+		    p.session_ms, p.tick_ms / 2, p.tick_assumed ? "?" : "",
+		    p.heartbeat_ms, p.margin_ms, (long long) p.bound_ms,
+		    (long long) (el->lease_ms != 0 ? el->lease_ms : p.bound_ms),
+		    EB_LEASE_MIN_MS);
+	}
+	return 0;
+}
+
 static int
 check_tls(load_ctx *lc)
 {
@@ -601,6 +636,7 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	if (rv == 0) {
 		derive(lc.conf, lc.origin);
 		if ((rv = check_zookeeper(&lc)) == 0 &&
+		    (rv = check_lease(&lc)) == 0 &&
 		    (rv = check_tls(&lc)) == 0 &&
 		    (rv = check_ports(&lc)) == 0) {
 			rv = check_ingress(&lc);

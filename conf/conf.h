@@ -84,10 +84,17 @@ typedef struct eb_conf_zookeeper {
 	char   *connect; /* "" = standalone */
 	char   *root;    /* starts with '/', does not end with '/' */
 	int64_t session_timeout_ms;
+	int64_t tick_ms;          /* the ensemble's tickTime; 0 = unknown */
 	int     auth_scheme;      /* enum eb_conf_zk_scheme */
 	char   *auth_credentials; /* "user:password" when scheme is digest */
 	int     acl;              /* enum eb_conf_zk_acl */
 } eb_conf_zookeeper;
+
+/* The leader lease (docs/CLUSTER.md "The lease"); 0 = derived. */
+typedef struct eb_conf_election {
+	int64_t heartbeat_ms; /* 0: negotiated session / 4 */
+	int64_t lease_ms;     /* 0: the safe bound; larger is refused */
+} eb_conf_election;
 
 typedef struct eb_conf_cluster {
 	char   *name;
@@ -147,6 +154,7 @@ typedef struct eb_conf {
 	eb_conf_node      node;
 	eb_conf_log       log;
 	eb_conf_zookeeper zookeeper;
+	eb_conf_election  election;
 	eb_conf_cluster   cluster;
 	eb_conf_bus       bus;
 	eb_conf_bridge    bridge;

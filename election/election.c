@@ -40,6 +40,7 @@
 #include "cluster/zk.h"
 #include "common/alloc.h"
 #include "common/hmap.h"
+#include "common/lease.h"
 #include "common/list.h"
 #include "common/util.h"
 #include "election/election_int.h"
@@ -52,6 +53,11 @@ typedef enum el_kind {
 	EL_K_INELIGIBLE,    /* valid, "eligible": false */
 	EL_K_IGNORED        /* invalid or unreadable */
 } el_kind;
+
+/* The data version of a member as the registry creates it (cluster/
+ * registry.c never sets a member's data): the renewal's check expects it,
+ * so an overwrite from outside (version bump) fails the renewal. */
+#define EL_MEMBER_VERSION 0
 
 typedef struct el_known {
 	eb__hent hent; /* key: name */
@@ -77,8 +83,14 @@ struct eb_election {
 	uint64_t               id;
 	uint64_t               gen;
 	int                    eligible;
-	uint32_t               lease_ms;
-	uint32_t               heartbeat_ms;
+	uint32_t               lease_ms;     /* effective; 0: not planned */
+	uint32_t               heartbeat_ms; /* effective */
+	uint32_t               opt_lease_ms; /* as configured (0: derive) */
+	uint32_t               opt_heartbeat_ms;
+	uint32_t               tick_ms;     /* ZooKeeper tickTime; 0: unknown */
+	uint32_t               planned_for; /* session timeout of the plan */
+	int                    lease_err;   /* EB_ECONF: unsafe, never lead */
+	uint64_t               renewed_ms;  /* send time, last quorum renewal */
 	int                    started;
 	int                    stopped;
 	int                    closing;
@@ -110,6 +122,7 @@ struct eb_election {
 typedef struct el_req {
 	uint64_t id;
 	uint64_t gen;
+	uint64_t send_ms; /* taken before the request is queued: never late */
 	char     name[64];
 } el_req;
 
@@ -123,6 +136,7 @@ req_new(eb_election *e, const char *name)
 
 	q->id = e->id;
 	q->gen = e->gen;
+	q->send_ms = eb__mono_ms();
 	if (name != NULL) {
 		(void) snprintf(q->name, sizeof(q->name), "%s", name);
 	}
@@ -138,12 +152,6 @@ req_election(const el_req *q)
 		return NULL;
 	}
 	return e;
-}
-
-static uint32_t
-session_timeout(const eb_election *e)
-{
-	return e->zk != NULL ? eb_zk_session_timeout_ms(e->zk) : 10000u;
 }
 
 /* ---- leadership transitions ---- */
@@ -167,11 +175,16 @@ revoke(eb_election *e, const char *reason)
 static void lease_arm(eb_election *e);
 static void heartbeat_cb(uv_timer_t *t);
 
+/* renewed_ms: the send time of the quorum-committed multi that recorded
+ * <root>/leader (it checked our member): the lease's first base. */
 static void
-become_leader(eb_election *e, int64_t epoch)
+become_leader(eb_election *e, int64_t epoch, uint64_t renewed_ms)
 {
 	if (e->leader) {
 		return;
+	}
+	if (e->zk != NULL && e->lease_err != 0) {
+		return; /* unsafe lease: logged when planned; never lead */
 	}
 	e->leader = 1;
 	e->epoch = epoch;
@@ -179,6 +192,9 @@ become_leader(eb_election *e, int64_t epoch)
 	    (long long) epoch, e->node_id,
 	    e->member_name != NULL ? e->member_name : "-");
 	if (e->zk != NULL) {
+		if (renewed_ms > e->renewed_ms) {
+			e->renewed_ms = renewed_ms;
+		}
 		lease_arm(e);
 		(void) uv_timer_start(&e->heartbeat, heartbeat_cb,
 		    e->heartbeat_ms, e->heartbeat_ms);
@@ -188,21 +204,64 @@ become_leader(eb_election *e, int64_t epoch)
 	}
 }
 
-/* ---- the lease (rule 5) ---- */
+/* ---- the lease (rule 5; docs/CLUSTER.md "The lease") ---- */
+
+/*
+ * Computes lease and heartbeat from the session timeout the server
+ * negotiated (zk.c takes it from zoo_recv_timeout() on connect). Once per
+ * timeout value; an unsafe combination is logged once and blocks leading.
+ */
+static int
+lease_plan(eb_election *e)
+{
+	uint32_t      t = eb_zk_session_timeout_ms(e->zk);
+	eb_lease_plan p;
+	const char   *key = "";
+
+	if (t == e->planned_for) {
+		return e->lease_err;
+	}
+	e->planned_for = t;
+	e->lease_err = eb__lease_plan(
+	    t, e->tick_ms, e->opt_heartbeat_ms, e->opt_lease_ms, &p, &key);
+	if (e->lease_err != 0) {
+		e->lease_ms = 0;
+		e->heartbeat_ms = p.heartbeat_ms;
+		EB_LOG_ERR("election",
+		    "lease-unsafe: key=%s session_ms=%u tick_ms=%u%s "
+		    "heartbeat_ms=%u margin_ms=%u bound_ms=%lld lease_ms=%u "
+		    "min_ms=%u (the lease must be <= bound, >= min and > "
+		    "heartbeat; this node will not lead)",
+		    key, t, p.tick_ms, p.tick_assumed ? "(assumed)" : "",
+		    p.heartbeat_ms, p.margin_ms, (long long) p.bound_ms,
+		    e->opt_lease_ms, EB_LEASE_MIN_MS);
+		revoke(e, "lease-unsafe");
+		return e->lease_err;
+	}
+	e->lease_ms = p.lease_ms;
+	e->heartbeat_ms = p.heartbeat_ms;
+	EB_LOG_INFO("election",
+	    "lease: session_ms=%u tick_ms=%u%s heartbeat_ms=%u margin_ms=%u "
+	    "lease_ms=%u",
+	    t, p.tick_ms, p.tick_assumed ? "(assumed)" : "", p.heartbeat_ms,
+	    p.margin_ms, p.lease_ms);
+	return 0;
+}
 
 static int
 lease_valid(const eb_election *e)
 {
-	uint64_t last;
-
 	if (e->zk == NULL) {
 		return 1;
 	}
-	if (eb_zk_get_state(e->zk) != EB_ZK_STATE_CONNECTED) {
+	if (eb_zk_get_state(e->zk) != EB_ZK_STATE_CONNECTED ||
+	    e->lease_err != 0 || e->lease_ms == 0) {
 		return 0;
 	}
-	last = eb_zk_last_ok_send_ms(e->zk);
-	return last != 0 && eb__mono_ms() - last < e->lease_ms;
+	/* Only quorum-confirmed renewals count; reads a partitioned follower
+	 * still answers (eb_zk_last_ok_send_ms) do not. */
+	return e->renewed_ms != 0 &&
+	       eb__mono_ms() - e->renewed_ms < e->lease_ms;
 }
 
 static void
@@ -237,47 +296,75 @@ lease_timer_cb(uv_timer_t *t)
 static void
 lease_arm(eb_election *e)
 {
-	uint64_t last = eb_zk_last_ok_send_ms(e->zk);
 	uint64_t now = eb__mono_ms();
-	uint64_t due = last + e->lease_ms;
+	uint64_t due = e->renewed_ms + e->lease_ms;
 
 	(void) uv_timer_start(
 	    &e->lease, lease_timer_cb, due > now ? due - now + 1 : 1, 0);
 }
 
 static void
-heartbeat_stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+renew_cb(
+    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
+	uint64_t     sent = q->send_ms;
 
 	(void) zk;
+	(void) res;
+	(void) count;
 	free(q);
-	if (e == NULL || !e->leader) {
+	if (e == NULL) {
 		return;
 	}
-	if (status == EB_EZKNONODE ||
-	    (status == 0 && st->ephemeral_owner != eb_zk_session_id(e->zk))) {
+	if (!e->leader) {
+		return;
+	}
+	if (status == EB_EZKNONODE || status == EB_EZKBADVERSION) {
+		/* Deleted, or overwritten from outside: whatever the member
+		 * says now is not what we registered. */
+		EB_LOG_WARN("election", "own-member-changed: member=%s err=%s",
+		    e->member_name, eb_err_name(status));
 		revoke(e, "member-gone");
+		el_check(e, "member-gone");
 		return;
 	}
-	if (status == 0) {
-		lease_arm(e);
+	if (status != 0) {
+		return; /* loss/timeout: the lease runs out on its own */
 	}
+	/* Committed by the quorum: the session was alive there after
+	 * `sent`. Completions arrive in send order; never move back. */
+	if (sent > e->renewed_ms) {
+		e->renewed_ms = sent;
+	}
+	lease_arm(e);
 }
 
+/*
+ * The renewal: a multi with one check op on our member (a write: a follower
+ * forwards it to the quorum leader, which proposes and commits it through a
+ * majority; docs/CLUSTER.md). Sent every heartbeat_ms even while earlier
+ * ones are pending: the bound relies on this session sending a request at
+ * least every heartbeat (the quorum learns of the session only through the
+ * follower's touches of requests it received).
+ */
 static void
 heartbeat_cb(uv_timer_t *t)
 {
 	eb_election *e = t->data;
+	eb_zk_op     op;
 	el_req      *q;
 
 	if (!e->leader || e->member_path == NULL) {
 		return;
 	}
+	memset(&op, 0, sizeof(op));
+	op.type = EB_ZK_OP_CHECK;
+	op.path = e->member_path;
+	op.version = EL_MEMBER_VERSION;
 	q = req_new(e, NULL);
-	if (eb_zk_exists(
-	        e->zk, e->member_path, NULL, NULL, heartbeat_stat_cb, q) != 0) {
+	if (eb_zk_multi(e->zk, &op, 1, renew_cb, q) != 0) {
 		free(q);
 	}
 }
@@ -293,6 +380,7 @@ leader_multi_cb(
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
 	int          create = q->name[0] == 'c';
+	uint64_t     sent = q->send_ms; /* the lease's first base */
 
 	(void) zk;
 	free(q);
@@ -301,7 +389,7 @@ leader_multi_cb(
 	}
 	e->checking = 0;
 	if (status == 0) {
-		become_leader(e, e->member_czxid);
+		become_leader(e, e->member_czxid, sent);
 	} else if (count == 2 && res[0].status == 0 &&
 	           ((!create && res[1].status == EB_EZKNONODE) ||
 	               (create && res[1].status == EB_EZKNODEEXISTS))) {
@@ -837,6 +925,9 @@ el_check(eb_election *e, const char *trigger)
 	    eb_zk_get_state(e->zk) != EB_ZK_STATE_CONNECTED) {
 		return;
 	}
+	if (lease_plan(e) != 0) {
+		return; /* no safe lease with this session: never lead */
+	}
 	if (e->checking) {
 		e->again = 1;
 		return;
@@ -914,15 +1005,21 @@ eb__election_session_event(eb_election *e, eb_zk_event ev)
 		e->gen++;
 		e->checking = 0;
 		e->again = 0;
+		(void) lease_plan(e); /* the server may negotiate anew */
 		el_check(e, "reconnected");
 		break;
 	case EB_ZK_EV_EXPIRED:
 	case EB_ZK_EV_AUTH_FAILED:
 		e->gen++;
 		revoke(e, "zk-expired");
+		e->renewed_ms = 0; /* nothing of that session counts */
 		break;
 	case EB_ZK_EV_CONNECTED:
-		/* The registry re-registers and then tells us. */
+		/* A new session: plan its lease now (the owner may stop the
+		 * node on an unsafe one); the registry re-registers and then
+		 * tells us. */
+		e->renewed_ms = 0;
+		(void) lease_plan(e);
 		break;
 	}
 }
@@ -967,10 +1064,11 @@ eb__election_new(uv_loop_t *loop, eb_zk *zk, eb_registry *reg,
 	e->elected_cb = elected;
 	e->revoked_cb = revoked;
 	e->arg = arg;
-	e->lease_ms =
-	    opts->lease_ms != 0 ? opts->lease_ms : session_timeout(e) / 2;
-	e->heartbeat_ms = opts->heartbeat_ms != 0 ? opts->heartbeat_ms
-	                                          : session_timeout(e) / 4;
+	/* Lease and heartbeat are planned from the negotiated session
+	 * timeout when the session connects (lease_plan). */
+	e->opt_lease_ms = opts->lease_ms;
+	e->opt_heartbeat_ms = opts->heartbeat_ms;
+	e->tick_ms = opts->zk_tick_ms;
 	eb__hmap_init(&e->known);
 	e->node_id = eb__strdup("");
 	e->address = eb__strdup("");
@@ -992,7 +1090,7 @@ standalone_cb(uv_timer_t *t)
 	eb_election *e = t->data;
 
 	if (!e->stopped && !e->closing) {
-		become_leader(e, 1);
+		become_leader(e, 1, 0);
 	}
 }
 
@@ -1030,6 +1128,24 @@ eb_election_is_leader(eb_election *e)
 		return 0;
 	}
 	return 1;
+}
+
+int
+eb__election_lease_error(const eb_election *e)
+{
+	return e->zk != NULL ? e->lease_err : 0;
+}
+
+uint32_t
+eb__election_lease_ms(const eb_election *e)
+{
+	return e->lease_ms;
+}
+
+uint32_t
+eb__election_heartbeat_ms(const eb_election *e)
+{
+	return e->heartbeat_ms;
 }
 
 int64_t

@@ -23,6 +23,15 @@ int  eb__election_start(eb_election *e);
 void eb__election_session_event(eb_election *e, eb_zk_event ev);
 /* The registry reported REGISTERED (new member) or LOST/FAILED. */
 void eb__election_registry_event(eb_election *e, eb_registry_event ev);
+/*
+ * 0 while the lease computed from the current (negotiated) session timeout
+ * is safe; EB_ECONF when it is not (logged once as "lease-unsafe", the node
+ * never leads then). Evaluated after each session CONNECTED/RECONNECTED.
+ */
+int eb__election_lease_error(const eb_election *e);
+/* The effective lease and heartbeat in ms (0 before the session). */
+uint32_t eb__election_lease_ms(const eb_election *e);
+uint32_t eb__election_heartbeat_ms(const eb_election *e);
 /* The node id recorded in <root>/leader. */
 void eb__election_set_identity(
     eb_election *e, const char *node_id, const char *address);

@@ -206,14 +206,15 @@ static int
 consumer_overflow(eb_bus_consumer *c)
 {
 	eb_bus *bus = c->bus;
+	char    q[EB_LOG_QUOTE_MAX];
 
 	c->addr->c.dropped++;
 	bus->totals.dropped++;
 	if (!c->overflowing) {
 		c->overflowing = 1; /* once per episode */
 		EB_LOG_WARN("eventbus",
-		    "consumer-queue-full: address=%s max=%u", c->address,
-		    bus->queue_max);
+		    "consumer-queue-full: address=%s max=%u",
+		    eb_log_quote(q, sizeof(q), c->address), bus->queue_max);
 	}
 	return EB_EFULL;
 }

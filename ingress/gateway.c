@@ -38,8 +38,12 @@ answer_failure(eb_ingress *in, eb__ingress_held *h, int code, const char *why)
 	 * drop it silently. The first and every 1000th are logged. */
 	in->st.dropped++;
 	if (in->st.dropped % 1000 == 1) {
+		char q[EB_LOG_QUOTE_MAX];
+
+		/* why may be a consumer's failure text: quoted, escaped. */
 		EB_LOG_WARN("ingress",
-		    "send-dropped: code=%d reason=\"%s\" total=%llu", code, why,
+		    "send-dropped: code=%d reason=%s total=%llu", code,
+		    eb_log_quote(q, sizeof(q), why),
 		    (unsigned long long) in->st.dropped);
 	}
 }

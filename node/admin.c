@@ -369,6 +369,7 @@ dispatch(admin_conn *c)
 	eb__admin_resp         rs;
 	char                   path[ADMIN_MAX_URL + 1];
 	char                   query[ADMIN_MAX_URL + 1];
+	char                   q[EB_LOG_QUOTE_MAX];
 	const char            *method = http_method_str(c->parser.method);
 	int                    keep = http_should_keep_alive(&c->parser);
 
@@ -390,7 +391,8 @@ dispatch(admin_conn *c)
 		    c->url + u.field_data[UF_QUERY].off);
 	}
 	if (!token_ok(c->a, c->auth, c->auth_len)) {
-		EB_LOG_WARN("admin", "unauthorized: path=%s", path);
+		EB_LOG_WARN("admin", "unauthorized: path=%s",
+		    eb_log_quote(q, sizeof(q), path));
 		send_error(
 		    c, 401, "unauthorized", "missing or wrong token", keep);
 		return;
@@ -402,7 +404,7 @@ dispatch(admin_conn *c)
 	rq.body_len = c->body_len;
 	route_run(c, &rq, &rs);
 	EB_LOG_DEBUG("admin", "request: method=%s path=%s status=%d", method,
-	    path, rs.status);
+	    eb_log_quote(q, sizeof(q), path), rs.status);
 	conn_send(c, &rs, keep, NULL);
 	free(rs.body);
 }

@@ -25,6 +25,10 @@
  * hand-over in progress, a member overwritten by someone else) no leader
  * is reported rather than a wrong one. The record is read with a watch
  * (re-read on every change and every (re)connect).
+ *
+ * A session whose negotiated timeout leaves no safe leader lease
+ * (docs/CLUSTER.md "The lease") fails the start, or the running node, with
+ * EB_ECONF (exit 1) after the election's "lease-unsafe" ERROR line.
  * Loop thread only.
  */
 #include "node/node_cluster.h"
@@ -296,6 +300,8 @@ close_all(node_cluster *nc, eb__node_done_cb cb, int status)
 
 /* ---- ZooKeeper session and registry events ---- */
 
+static void start_finish(node_cluster *nc, int status);
+
 static void
 zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 {
@@ -317,6 +323,17 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 	}
 	if (ev == EB_ZK_EV_AUTH_FAILED && nc->running) {
 		eb__node_fail(nc->n, EB_EZKAUTH);
+	}
+	if ((ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) &&
+	    eb__election_lease_error(nc->el) != 0) {
+		/* The negotiated session timeout leaves no safe leader lease
+		 * (the election logged "lease-unsafe" with the values): stop
+		 * rather than sit in the member order unable to lead. */
+		if (nc->start_cb != NULL) {
+			start_finish(nc, EB_ECONF);
+		} else if (nc->running && !nc->stopping) {
+			eb__node_fail(nc->n, EB_ECONF);
+		}
 	}
 }
 
@@ -348,9 +365,12 @@ reg_starting(node_cluster *nc, eb_registry_event ev, int status)
 		return;
 	}
 	if (status == EB_EDUPADDR) {
+		char q[EB_LOG_QUOTE_MAX];
+
 		EB_LOG_ERR("node",
 		    "duplicate-address: address=%s is already registered by %s",
-		    nc->n->conf->node.address, eb__registry_holder(nc->reg));
+		    nc->n->conf->node.address,
+		    eb_log_quote(q, sizeof(q), eb__registry_holder(nc->reg)));
 	}
 	start_finish(nc, status);
 }
@@ -368,9 +388,12 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 	}
 	if (ev == EB_REGISTRY_FAILED && nc->running && !nc->stopping) {
 		/* Rule 7: the address was taken while we were away. */
+		char q[EB_LOG_QUOTE_MAX];
+
 		EB_LOG_ERR("node",
-		    "registration-lost: address=%s holder: %s err=%s",
-		    nc->n->conf->node.address, eb__registry_holder(nc->reg),
+		    "registration-lost: address=%s holder=%s err=%s",
+		    nc->n->conf->node.address,
+		    eb_log_quote(q, sizeof(q), eb__registry_holder(nc->reg)),
 		    eb_err_name(status));
 		eb__node_fail(nc->n, status);
 	} else if (ev == EB_REGISTRY_LEFT && nc->stopping) {
@@ -552,6 +575,9 @@ clustered_new(node_cluster *nc)
 	}
 	eb_election_opts_init(&eo);
 	eo.eligible = c->node.eligible;
+	eo.heartbeat_ms = (uint32_t) c->election.heartbeat_ms;
+	eo.lease_ms = (uint32_t) c->election.lease_ms;
+	eo.zk_tick_ms = (uint32_t) c->zookeeper.tick_ms;
 	rv = eb__election_new(nc->n->loop, nc->zk, nc->reg, &eo, elected_cb,
 	    revoked_cb, nc, &nc->el);
 	if (rv != 0) {

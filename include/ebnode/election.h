@@ -16,10 +16,20 @@
  *
  * Leadership is revoked synchronously (the revoked callback runs inside the
  * session event) when the ZooKeeper connection is suspended, and is guarded
- * by a local lease: eb_election_is_leader() is true only while
- * now - (send time of the last successful ZooKeeper request) < lease_ms
- * (default session_timeout/2); a heartbeat request every heartbeat_ms
- * (default session_timeout/4) keeps it fresh while leading.
+ * by a local lease renewed only by quorum-confirmed contact: every
+ * heartbeat_ms the leader sends a multi with one check of its own member
+ * (version as created), a write that the ZooKeeper quorum must commit; a
+ * follower cut off from the quorum cannot answer it, whereas it keeps
+ * answering reads. eb_election_is_leader() is true only while
+ * now - (send time of the last successful renewal) < lease_ms. The lease is
+ * computed from the NEGOTIATED session timeout when the session connects
+ * (common/lease.h, docs/CLUSTER.md "The lease"):
+ *   lease = session - tick/2 - heartbeat - max(session/20, 50 ms)
+ * and a combination that leaves no safe lease is refused: the node logs
+ * "ERR election: lease-unsafe: ..." and never leads
+ * (eb__election_lease_error() tells the owner, which stops the node).
+ * A renewal answered NONODE or BADVERSION (the member was deleted or
+ * overwritten from outside) revokes at once ("member-gone").
  *
  * Without ZooKeeper (standalone) the node is its own leader: elected with
  * epoch 1 on a later turn after start.
@@ -40,13 +50,15 @@ typedef struct eb_election eb_election; /* opaque */
 
 typedef struct eb_election_opts {
 	int      eligible;     /* default 1; 0: member, never leader */
-	uint32_t lease_ms;     /* 0: session timeout / 2 */
-	uint32_t heartbeat_ms; /* 0: session timeout / 4 */
+	uint32_t lease_ms;     /* 0: the safe bound; larger is refused */
+	uint32_t heartbeat_ms; /* 0: negotiated session timeout / 4 */
+	uint32_t zk_tick_ms;   /* ZooKeeper tickTime; 0: unknown (session/2) */
 } eb_election_opts;
 
 typedef void (*eb_election_elected_cb)(
     eb_election *e, int64_t epoch, void *arg);
 /* reason: "zk-suspended", "zk-expired", "lease-expired", "member-gone",
+ * "lease-unsafe" (a renegotiated session timeout leaves no safe lease),
  * "step-down", "shutdown", "not-lowest". Borrowed for the call. */
 typedef void (*eb_election_revoked_cb)(
     eb_election *e, const char *reason, void *arg);

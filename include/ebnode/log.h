@@ -13,6 +13,7 @@
 #define EBNODE_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #include <ebnode/api.h>
 
@@ -34,8 +35,32 @@ EB_API eb_log_level eb_log_get_level(void);
 EB_API int         eb_log_level_parse(const char *s, eb_log_level *out);
 EB_API const char *eb_log_level_name(eb_log_level level);
 
+/*
+ * Every line is one event: eb_log_write escapes control characters (a
+ * newline becomes the two characters \n, other bytes below 0x20 and 0x7f
+ * become \xHH) in the formatted line, so no argument can start a forged
+ * line. Values that a client or peer chose (addresses, paths, node ids read
+ * from ZooKeeper, frame fields) must in addition be logged through
+ * eb_log_quote, so that they cannot forge key=value fields within the line.
+ */
 EB_API void eb_log_write(eb_log_level level, const char *module,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Room for a quoted value: at most EB_LOG_QUOTE_MAX - 1 bytes. */
+#define EB_LOG_QUOTE_MAX 256
+
+/*
+ * Writes s (NULL: the text null, unquoted) into buf as a double-quoted
+ * string: '"' and '\\' are escaped with a backslash, control characters
+ * and 0x7f as \n, \r, \t or \xHH. A value that does not fit ends in
+ * "..." inside the quotes. size must be at least 8. Returns buf, so it can
+ * be a printf argument: EB_LOG_WARN("m", "x: address=%s",
+ * eb_log_quote(q, sizeof(q), address)).
+ */
+EB_API const char *eb_log_quote(char *buf, size_t size, const char *s);
+/* The same for len bytes of s, which need not be NUL-terminated. */
+EB_API const char *eb_log_quote_n(
+    char *buf, size_t size, const char *s, size_t len);
 
 #define EB_LOG_AT(lvl, module, ...)                                 \
 	do {                                                        \

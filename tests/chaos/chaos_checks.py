@@ -15,10 +15,13 @@ Data shapes:
 
 import re
 
-_ELECTED = re.compile(r"^(\d+\.\d+) NOTICE election: elected: epoch=(\d+) "
-                      r"node=(\S+)")
-_REVOKED = re.compile(r"^(\d+\.\d+) NOTICE election: revoked: reason=(\S+) "
-                      r"epoch=(\d+) node=(\S+)")
+# Only whole, well-formed lines count: the timestamp the node's sink wrote,
+# then exactly the fields election.c logs. A client-chosen string logged
+# inside another line (escaped and quoted since issue 10) cannot match.
+_ELECTED = re.compile(r"^(\d+\.\d{6}) NOTICE election: elected: "
+                      r"epoch=(\d+) node=([^\s\"=]+) member=([^\s\"=]+)$")
+_REVOKED = re.compile(r"^(\d+\.\d{6}) NOTICE election: revoked: "
+                      r"reason=([a-z-]+) epoch=(\d+) node=([^\s\"=]+)$")
 
 INF = float("inf")
 

@@ -51,6 +51,21 @@ class Leadership(unittest.TestCase):
         self.assertEqual(ev, [(T0 + 1, "elected", 7, ""),
                               (T0 + 2, "revoked", 7, "zk-suspended")])
 
+    def test_parse_ignores_forged_and_malformed_lines(self):
+        # What a client-chosen address looked like before issue 10 item 5
+        # (a raw newline), what it looks like now (escaped, quoted), and
+        # truncated or decorated election lines: none is an event.
+        ev = cc.parse_events([
+            "NOTICE election: elected: epoch=999999 node=forged member=m",
+            "%.6f INFO bridge: access-denied: peer=p op=send address=\"x"
+            "\\nNOTICE election: elected: epoch=999999 node=forged\"" % T0,
+            elected(1, 7, "a") + " extra=1",
+            elected(1, 7, "a")[:-11],
+            "%.6f NOTICE election: elected: epoch=9 node=\"a b\" member=m"
+            % T0,
+            elected(3, 8, "b")])
+        self.assertEqual(ev, [(T0 + 3, "elected", 8, "")])
+
     def test_handover_passes(self):
         a = FakeNode("a", [elected(0, 5, "a"), revoked(3, 5, "a")])
         b = FakeNode("b", [elected(3.01, 9, "b")])

@@ -102,6 +102,7 @@ struct fz_client {
 	int            started;
 	int            connected;
 	int            stalled;
+	int            writes_stalled; /* writes held, reads answered */
 	int            killed;
 	int            closing;
 	int            lose_next;
@@ -123,6 +124,8 @@ struct fakezk_server {
 	eb_list    clients;
 	eb_list    queue;
 	int64_t    zxid;
+	uint32_t   min_timeout_ms; /* negotiation bounds; 0: none */
+	uint32_t   max_timeout_ms;
 	int64_t    next_session;
 	int64_t    order;
 	void (*close_cb)(void *arg);
@@ -1029,6 +1032,17 @@ process_item(fakezk_server *s, fz_item *it)
 		}
 		c->session = session_new(s);
 		c->connected = 1;
+		/* Negotiation, as ZooKeeper clamps the requested timeout to
+		 * [minSessionTimeout, maxSessionTimeout]. */
+		c->zk->timeout_ms = c->timeout_ms;
+		if (s->min_timeout_ms != 0 &&
+		    c->zk->timeout_ms < s->min_timeout_ms) {
+			c->zk->timeout_ms = s->min_timeout_ms;
+		}
+		if (s->max_timeout_ms != 0 &&
+		    c->zk->timeout_ms > s->max_timeout_ms) {
+			c->zk->timeout_ms = s->max_timeout_ms;
+		}
 		eb__zk_emit(c->zk, EB_ZK_EV_CONNECTED, c->session);
 		break;
 	case FZ_WATCHEV:
@@ -1063,6 +1077,11 @@ must_hold(const fz_item *it)
 	}
 	if (c->stalled) {
 		return it->kind != FZ_EVENT;
+	}
+	if (c->writes_stalled &&
+	    (it->kind == FZ_CREATE || it->kind == FZ_DELETE ||
+	        it->kind == FZ_SET || it->kind == FZ_MULTI)) {
+		return 1;
 	}
 	/* Watch events of a disconnected client wait for the reconnect. */
 	return it->kind == FZ_WATCHEV && !c->connected;
@@ -1524,6 +1543,25 @@ fakezk_stall(eb_zk *zk, int on)
 }
 
 void
+fakezk_stall_writes(eb_zk *zk, int on)
+{
+	fz_client *c = client_of(zk);
+
+	c->writes_stalled = on;
+	if (!on) {
+		release_held(c);
+	}
+}
+
+void
+fakezk_server_set_timeout_bounds(
+    fakezk_server *s, uint32_t min_ms, uint32_t max_ms)
+{
+	s->min_timeout_ms = min_ms;
+	s->max_timeout_ms = max_ms;
+}
+
+void
 fakezk_kill(eb_zk *zk)
 {
 	client_of(zk)->killed = 1;
@@ -1613,18 +1651,6 @@ fakezk_put(fakezk_server *s, const char *path, const char *data, int64_t owner)
 }
 
 int
-fakezk_del(fakezk_server *s, const char *path)
-{
-	fz_txn t;
-	int    rv;
-
-	txn_begin(s, &t);
-	rv = tree_delete(s, &t, path, -1);
-	txn_end(s, &t, rv == 0);
-	return rv;
-}
-
-int
 fakezk_set(fakezk_server *s, const char *path, const char *data)
 {
 	fz_txn t;
@@ -1632,6 +1658,18 @@ fakezk_set(fakezk_server *s, const char *path, const char *data)
 
 	txn_begin(s, &t);
 	rv = tree_set(s, &t, path, data, data != NULL ? strlen(data) : 0, -1);
+	txn_end(s, &t, rv == 0);
+	return rv;
+}
+
+int
+fakezk_del(fakezk_server *s, const char *path)
+{
+	fz_txn t;
+	int    rv;
+
+	txn_begin(s, &t);
+	rv = tree_delete(s, &t, path, -1);
 	txn_end(s, &t, rv == 0);
 	return rv;
 }

@@ -24,6 +24,14 @@
  *     disconnected (the ambiguous case of correctness rule 2).
  *   - fakezk_stall(): requests and events are held (the server does not
  *     answer, but the TCP connection looks fine): the leader lease case.
+ *   - fakezk_stall_writes(): writes (create, delete, set, multi) are held
+ *     while reads (exists, get, children) are still answered: a ZooKeeper
+ *     follower cut off from the quorum (it serves reads from its own copy,
+ *     it cannot commit). More permissive than a real follower, which also
+ *     queues this session's later reads behind its pending write: the
+ *     harder case for the lease (reads keep succeeding throughout).
+ *   - fakezk_server_set_timeout_bounds(): sessions get the requested
+ *     timeout clamped to [min, max] (ZooKeeper's negotiation).
  *   - fakezk_kill(): the process dies without closing its session; the
  *     session expires only by fakezk_server_expire_session().
  *   - fakezk_fail_next(): the next request fails with a given code, nothing
@@ -69,6 +77,10 @@ void fakezk_lose_next_multi(eb_zk *zk);
 /* The next multi fails with status without being applied. */
 void fakezk_fail_next_multi(eb_zk *zk, int status);
 void fakezk_stall(eb_zk *zk, int on);
+void fakezk_stall_writes(eb_zk *zk, int on);
+/* Negotiation bounds for sessions created from now on; 0: no bound. */
+void fakezk_server_set_timeout_bounds(
+    fakezk_server *s, uint32_t min_ms, uint32_t max_ms);
 void fakezk_kill(eb_zk *zk);
 void fakezk_fail_next(eb_zk *zk, int status);
 /* Expires a session by id (e.g. of a killed client). */

@@ -163,6 +163,24 @@ class Quirks(NodeCase):
         c.expect_exact(self, ERR_DENIED)
         self.assertEqual(c.sync(), [])
 
+    def test_client_address_is_escaped_on_one_log_line(self):
+        # Issue 10 item 5: a newline in a client-chosen address must not
+        # forge a log line (every leadership check parses the logs).
+        forged = "x\nNOTICE election: elected: epoch=999999 node=forged"
+        c = self.connect()
+        c.send(forged, {"a": 1})
+        c.expect_exact(self, ERR_DENIED)
+        self.assertEqual(c.sync(), [])
+        want = ('address="x\\nNOTICE election: elected: epoch=999999 '
+                'node=forged"')
+        line = self.node.wait_log(want, timeout=bt.scaled(5))
+        self.assertIn("INFO bridge: access-denied: ", line)
+        self.assertRegex(line, r"^\d+\.\d+ INFO bridge: access-denied: ")
+        for ln in self.node.log_lines():
+            self.assertNotRegex(
+                ln, r"^(\d+\.\d+ )?NOTICE election: elected: epoch=999999")
+            self.assertNotIn("\n", ln)
+
     def test_regex_matches_whole_address(self):
         peer, c = self.connect(), self.connect()
         peer.register("re.abc")

@@ -15,10 +15,12 @@ import ebtest  # noqa: E402
 SESSION_MS = int(os.environ.get("EB_IT_SESSION_MS", "2000"))
 
 # "1795267163.019362 NOTICE election: elected: epoch=14 node=n2 member=..."
-_ELECTED = re.compile(r"^(\d+\.\d+) NOTICE election: elected: epoch=(\d+) "
-                      r"node=(\S+)")
-_REVOKED = re.compile(r"^(\d+\.\d+) NOTICE election: revoked: reason=(\S+) "
-                      r"epoch=(\d+) node=(\S+)")
+# Whole, well-formed lines only (as tests/chaos/chaos_checks.py): a
+# client-chosen string logged inside another line cannot match.
+_ELECTED = re.compile(r"^(\d+\.\d{6}) NOTICE election: elected: "
+                      r"epoch=(\d+) node=([^\s\"=]+) member=[^\s\"=]+$")
+_REVOKED = re.compile(r"^(\d+\.\d{6}) NOTICE election: revoked: "
+                      r"reason=([a-z-]+) epoch=(\d+) node=([^\s\"=]+)$")
 _CHECK = re.compile(r"^(\d+\.\d+) INFO election: check: trigger=(\S+)")
 
 

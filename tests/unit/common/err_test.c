@@ -74,6 +74,52 @@ test_log_format_and_level(void **state)
 	eb_log_set_sink(NULL, NULL);
 }
 
+/* Issue 10 item 5: a newline in a logged value cannot start a forged line,
+ * and a quoted value cannot forge key=value fields. */
+static void
+test_log_escapes_control_characters(void **state)
+{
+	const char *forged = "x\nNOTICE election: elected: epoch=999999 "
+	                     "node=forged";
+
+	(void) state;
+	eb_log_set_sink(capture_sink, NULL);
+	eb_log_set_level(EB_LOG_LEVEL_INFO);
+	EB_LOG_WARN("bridge", "access-denied: address=%s", forged);
+	assert_null(strchr(last_line, '\n'));
+	assert_string_equal(last_line,
+	    "WARN bridge: access-denied: address=x\\nNOTICE election: "
+	    "elected: epoch=999999 node=forged");
+	EB_LOG_WARN("bridge", "x: v=%s", "a\r\tb\x01\x7f");
+	assert_string_equal(last_line, "WARN bridge: x: v=a\\r\\tb\\x01\\x7f");
+	eb_log_set_sink(NULL, NULL);
+}
+
+static void
+test_log_quote(void **state)
+{
+	char q[EB_LOG_QUOTE_MAX];
+	char small[12];
+	char big[600];
+
+	(void) state;
+	assert_string_equal(eb_log_quote(q, sizeof(q), "orders"), "\"orders\"");
+	assert_string_equal(
+	    eb_log_quote(q, sizeof(q), "a\" b=\\c\n"), "\"a\\\" b=\\\\c\\n\"");
+	assert_string_equal(eb_log_quote(q, sizeof(q), NULL), "null");
+	assert_string_equal(
+	    eb_log_quote_n(q, sizeof(q), "a\0b", 3), "\"a\\x00b\"");
+	/* Too long: cut inside the quotes, marked, never past the buffer. */
+	assert_string_equal(eb_log_quote(small, sizeof(small), "abcdefghijkl"),
+	    "\"abcdef...\"");
+	memset(big, '\n', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	(void) eb_log_quote(q, sizeof(q), big);
+	assert_true(strlen(q) < sizeof(q));
+	assert_null(strchr(q, '\n'));
+	assert_string_equal(q + strlen(q) - 4, "...\"");
+}
+
 static void
 test_level_parse(void **state)
 {
@@ -95,6 +141,8 @@ main(void)
 		cmocka_unit_test(test_libuv_codes_pass_through),
 		cmocka_unit_test(test_errf),
 		cmocka_unit_test(test_log_format_and_level),
+		cmocka_unit_test(test_log_escapes_control_characters),
+		cmocka_unit_test(test_log_quote),
 		cmocka_unit_test(test_level_parse),
 	};
 

@@ -313,6 +313,48 @@ test_err_combos(void **state)
 	    "--set zookeeper.auth.credentials: expected \"user:password\"");
 }
 
+/* The leader lease rule (docs/CLUSTER.md "The lease"): decided from the
+ * configured session timeout, blaming the key to change. */
+static void
+test_err_lease(void **state)
+{
+	const char *hb[] = { "zookeeper.connect=zk:2181",
+		"zookeeper.session_timeout_ms=1000",
+		"election.heartbeat_ms=600" };
+	const char *lease[] = { "zookeeper.connect=zk:2181",
+		"election.lease_ms=5000" };
+	const char *tick[] = { "zookeeper.connect=zk:2181",
+		"zookeeper.session_timeout_ms=1000", "zookeeper.tick_ms=2000" };
+	const char *ok[] = { "zookeeper.tick_ms=500",
+		"zookeeper.session_timeout_ms=2000", "election.lease_ms=1150",
+		"zookeeper.connect=zk:2181" };
+	eb_conf    *c;
+
+	(void) state;
+	expect_err(NULL, NULL, hb, 3,
+	    "--set election.heartbeat_ms: unsafe leader lease: session 1000 "
+	    "- tick/2 250? - heartbeat 600 - margin 50 = 100 ms; lease 100 "
+	    "must be <= that, >= 100 and > heartbeat");
+	expect_err(NULL, NULL, lease, 2,
+	    "--set election.lease_ms: unsafe leader lease: session 10000 - "
+	    "tick/2 2500? - heartbeat 2500 - margin 500 = 4500 ms; lease "
+	    "5000 must be <= that, >= 100 and > heartbeat");
+	expect_err(NULL, NULL, tick, 3,
+	    "--set zookeeper.tick_ms: unsafe leader lease: session 1000 - "
+	    "tick/2 1000 - heartbeat 250 - margin 50 = -300 ms; lease -300 "
+	    "must be <= that, >= 100 and > heartbeat");
+	/* The bound itself is accepted (2000 - 250 - 500 - 100). */
+	c = expect_ok(NULL, NULL, ok, 4);
+	assert_int_equal(c->zookeeper.tick_ms, 500);
+	assert_int_equal(c->election.lease_ms, 1150);
+	eb_conf_free(c);
+	/* Standalone has no lease: nothing to refuse. */
+	c = expect_ok(NULL, NULL, hb + 1, 2);
+	assert_int_equal(c->election.heartbeat_ms, 600);
+	assert_int_equal(c->election.lease_ms, 0);
+	eb_conf_free(c);
+}
+
 static void
 test_err_env(void **state)
 {
@@ -393,6 +435,9 @@ test_defaults(void **state)
 	assert_string_equal(c->zookeeper.connect, "");
 	assert_string_equal(c->zookeeper.root, "/ebnode/default");
 	assert_int_equal(c->zookeeper.session_timeout_ms, 10000);
+	assert_int_equal(c->zookeeper.tick_ms, 0);
+	assert_int_equal(c->election.heartbeat_ms, 0);
+	assert_int_equal(c->election.lease_ms, 0);
 	assert_int_equal(c->bridge.max_frame_bytes, 1048576);
 	assert_int_equal(c->bridge.write_queue_bytes, 4194304);
 	assert_int_equal(c->bus.request_timeout_ms, 30000);
@@ -584,6 +629,7 @@ main(void)
 		cmocka_unit_test(test_err_bad_regex),
 		cmocka_unit_test(test_err_route_shape),
 		cmocka_unit_test(test_err_combos),
+		cmocka_unit_test(test_err_lease),
 		cmocka_unit_test(test_err_env),
 		cmocka_unit_test(test_err_flags),
 		cmocka_unit_test(test_err_comments_and_columns),

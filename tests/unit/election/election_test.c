@@ -14,6 +14,7 @@
 #include <ebnode/election.h>
 
 #include "cluster/registry.h"
+#include "common/util.h"
 #include "election/election_int.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
@@ -38,8 +39,21 @@ typedef struct sim {
 	char         id[16];
 } sim;
 
-static fakezk_server *srv;
-static sim            nodes[NMAX];
+static fakezk_server   *srv;
+static sim              nodes[NMAX];
+static eb_election_opts sim_opts; /* lease options for sim_open */
+
+typedef struct reader {
+	eb_zk     *zk;
+	uv_timer_t timer;
+	unsigned   ok;
+	int        inflight;
+	int        init;
+} reader;
+
+/* File scope: a failed assertion must not leave a live handle on a dead
+ * stack frame; teardown closes it. */
+static reader rd;
 
 static void
 sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
@@ -111,7 +125,7 @@ sim_open(th_loop *t, int i, int eligible, uint32_t timeout_ms)
 	o.eligible = eligible;
 	assert_int_equal(
 	    eb__registry_new(&t->loop, s->zk, &o, sim_reg_cb, s, &s->reg), 0);
-	eb_election_opts_init(&eo);
+	eo = sim_opts;
 	eo.eligible = eligible;
 	assert_int_equal(eb__election_new(&t->loop, s->zk, s->reg, &eo,
 	                     sim_elected_cb, sim_revoked_cb, s, &s->el),
@@ -195,6 +209,7 @@ setup(void **state)
 	t = *state;
 	srv = fakezk_server_new(&t->loop);
 	memset(nodes, 0, sizeof(nodes));
+	eb_election_opts_init(&sim_opts);
 	return 0;
 }
 
@@ -204,6 +219,11 @@ teardown(void **state)
 	th_loop *t = *state;
 	int      i;
 
+	if (rd.init) {
+		rd.init = 0;
+		(void) uv_timer_stop(&rd.timer);
+		uv_close((uv_handle_t *) &rd.timer, NULL);
+	}
 	for (i = 0; i < NMAX; i++) {
 		sim_close(t, i);
 	}
@@ -348,6 +368,166 @@ test_lease_expiry(void **state)
 	assert_int_equal(nodes[0].elected, 2);
 }
 
+/* ---- the quorum-confirmed lease (issue 10 item 1) ---- */
+
+static void
+reader_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	reader *r = arg;
+
+	(void) zk;
+	(void) st;
+	r->inflight = 0;
+	r->ok += status == 0 ? 1u : 0u;
+}
+
+/* Reads on the leader's session every 20 ms: what a partitioned follower
+ * keeps answering (the old lease counted any of them). */
+static void
+reader_cb(uv_timer_t *t)
+{
+	reader *r = t->data;
+
+	if (!r->inflight && eb_zk_exists(r->zk, ROOT "/members", NULL, NULL,
+	                        reader_exists_cb, r) == 0) {
+		r->inflight = 1;
+	}
+}
+
+static int
+reader_idle_pred(void *arg)
+{
+	return !((reader *) arg)->inflight;
+}
+
+static void
+test_reads_do_not_renew_lease(void **state)
+{
+	th_loop *t = *state;
+	uint64_t m = th_timeout_multiplier();
+	uint32_t session = (uint32_t) (1000 * m);
+	uint32_t lease;
+	uint64_t t0;
+	reader  *r = &rd;
+
+	/* Unknown tick: lease = 1000 - 250 - 250 - 50 = 450 ms (x m). */
+	open_in_order(t, 2, session);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	lease = eb__election_lease_ms(nodes[0].el);
+	assert_int_equal(lease, session - session / 4 - session / 4 -
+	                            (session / 20 > 50 ? session / 20 : 50));
+	/* The follower holding our session loses the quorum: writes stall,
+	 * reads are still answered. */
+	memset(r, 0, sizeof(*r));
+	r->zk = nodes[0].zk;
+	assert_int_equal(uv_timer_init(&t->loop, &r->timer), 0);
+	r->init = 1;
+	r->timer.data = r;
+	assert_int_equal(uv_timer_start(&r->timer, reader_cb, 0, 20), 0);
+	t0 = eb__mono_ms();
+	fakezk_stall_writes(nodes[0].zk, 1);
+	assert_int_equal(th_run_until(t, revoked_pred, &nodes[0], 3000), 0);
+	assert_string_equal(nodes[0].reason, "lease-expired");
+	/* Within the lease from the last renewal, which was sent <= t0. */
+	assert_true(eb__mono_ms() - t0 <= lease + 50 * m);
+	assert_false(eb_election_is_leader(nodes[0].el));
+	/* Reads did succeed meanwhile, after the last renewal. */
+	assert_true(r->ok > 0);
+	assert_true(eb_zk_last_ok_send_ms(nodes[0].zk) > t0);
+	assert_int_equal(nodes[1].elected, 0);
+	(void) uv_timer_stop(&r->timer);
+	/* The quorum is back: the held renewal commits, we lead again. */
+	fakezk_stall_writes(nodes[0].zk, 0);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 3000), 0);
+	assert_true(eb_election_is_leader(nodes[0].el));
+	assert_int_equal(nodes[0].elected, 2);
+	assert_int_equal(th_run_until(t, reader_idle_pred, r, 2000), 0);
+}
+
+static void
+test_lease_from_negotiated_timeout(void **state)
+{
+	th_loop *t = *state;
+	uint64_t m = th_timeout_multiplier();
+	uint64_t t0;
+	uint64_t took;
+
+	/* Requested 300 ms, the server negotiates 2000: lease and
+	 * heartbeat follow the negotiated value and the configured tick:
+	 * 2000 - 500/2 - 500 - 100 = 1150, heartbeat 2000/4 = 500. */
+	fakezk_server_set_timeout_bounds(srv, 2000, 2000);
+	sim_opts.zk_tick_ms = 500;
+	sim_open(t, 0, 1, 300);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	assert_int_equal(eb_zk_session_timeout_ms(nodes[0].zk), 2000);
+	assert_int_equal(eb__election_lease_ms(nodes[0].el), 1150);
+	assert_int_equal(eb__election_heartbeat_ms(nodes[0].el), 500);
+	/* Stall at once: the lease's base is the send time of the multi
+	 * that recorded <root>/leader, just before; the revoke comes 1150
+	 * ms after it, not 150 ms (300 / 2, the old lease). */
+	fakezk_stall(nodes[0].zk, 1);
+	t0 = eb__mono_ms();
+	assert_int_equal(th_run_until(t, revoked_pred, &nodes[0], 3000), 0);
+	took = eb__mono_ms() - t0;
+	assert_string_equal(nodes[0].reason, "lease-expired");
+	assert_true(took >= 1150 - 100 * m);
+	assert_true(took <= 1150 + 50 * m);
+	fakezk_stall(nodes[0].zk, 0);
+}
+
+static void
+test_lease_unsafe_refused(void **state)
+{
+	th_loop *t = *state;
+
+	/* Negotiated 200 ms: 200 - 50 - 50 - 50 = 50 ms, below the 100 ms
+	 * minimum: the node never leads (alone, it would at once). */
+	fakezk_server_set_timeout_bounds(srv, 200, 200);
+	sim_open(t, 0, 1, 2000);
+	assert_int_equal(th_run_until(t, registered_pred, &nodes[0], 2000), 0);
+	assert_int_equal(eb__election_lease_error(nodes[0].el), EB_ECONF);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 300), -1);
+	assert_int_equal(nodes[0].elected, 0);
+	assert_int_equal(eb_election_checks(nodes[0].el), 0);
+	sim_close(t, 0);
+	/* An operator lease above the bound (2000, tick 500: 1150). */
+	fakezk_server_set_timeout_bounds(srv, 2000, 2000);
+	sim_opts.zk_tick_ms = 500;
+	sim_opts.lease_ms = 1200;
+	sim_open(t, 1, 1, 2000);
+	assert_int_equal(th_run_until(t, registered_pred, &nodes[1], 2000), 0);
+	assert_int_equal(eb__election_lease_error(nodes[1].el), EB_ECONF);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 300), -1);
+	sim_close(t, 1);
+	/* At the bound it leads. */
+	sim_opts.lease_ms = 1150;
+	sim_open(t, 2, 1, 2000);
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[2], 2000), 0);
+	assert_int_equal(eb__election_lease_error(nodes[2].el), 0);
+	assert_int_equal(eb__election_lease_ms(nodes[2].el), 1150);
+}
+
+static void
+test_overwritten_member_revokes(void **state)
+{
+	th_loop *t = *state;
+	uint64_t m = th_timeout_multiplier();
+	uint64_t t0;
+
+	open_in_order(t, 2, (uint32_t) (1000 * m));
+	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
+	/* Someone else overwrites our member (version 0 -> 1); the owner
+	 * and the node still exist, so an exists would not notice. */
+	t0 = eb__mono_ms();
+	assert_int_equal(fakezk_set(srv, eb__registry_member_path(nodes[0].reg),
+	                     "{\"node_id\":\"other\"}"),
+	    0);
+	assert_int_equal(th_run_until(t, revoked_pred, &nodes[0], 3000), 0);
+	assert_string_equal(nodes[0].reason, "member-gone");
+	/* At the next heartbeat (every 250 ms x m). */
+	assert_true(eb__mono_ms() - t0 <= 250 * m + 50 * m);
+}
+
 static void
 test_step_down(void **state)
 {
@@ -476,6 +656,14 @@ main(void)
 		    test_revoke_on_suspend, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_lease_expiry, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reads_do_not_renew_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lease_from_negotiated_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lease_unsafe_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_overwritten_member_revokes, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_step_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(
