@@ -78,6 +78,7 @@ class Poke:
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
+        self.p.stdout.close()
 
 
 def metric(node, name):
@@ -210,6 +211,9 @@ class Members(unittest.TestCase):
         member = self.own_member(old)
         t0 = time.time()
         self.poke.ok("delete %s/%s" % (self.members, member))
+        # The leader's own log says it stopped before "one leader" can
+        # mean anybody else.
+        old.wait_log("revoked: reason=member-gone", SESSION_MS / 1000.0)
         new = self.leader_node(SESSION_MS / 1000.0)
         took = time.time() - t0
         self.assertNotEqual(new.node_id, old.node_id)
@@ -233,6 +237,7 @@ class Members(unittest.TestCase):
         t0 = time.time()
         self.poke.ok('set %s/%s {"node_id":"n02","address":"addr-n02",'
                      '"cluster_port":1}' % (self.members, member))
+        old.wait_log("revoked: reason=member-gone", SESSION_MS / 1000.0)
         new = self.leader_node(SESSION_MS / 1000.0)
         took = time.time() - t0
         self.assertNotEqual(new.node_id, old.node_id)
