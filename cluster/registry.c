@@ -53,18 +53,17 @@ typedef enum reg_state {
 } reg_state;
 
 struct eb_registry {
-	uv_loop_t *loop; /* borrowed */
-	eb_zk     *zk;   /* borrowed */
-	uv_timer_t timer;
-	uint64_t   id;
-	uint64_t   gen;
-	reg_state  state;
-	int        started;
-	int        closing;
-	int        retries;
-	int        ambiguous_rejoin;
-	int        reregistering; /* after a member loss, until
-	                             REGISTERED again */
+	uv_loop_t           *loop; /* borrowed */
+	eb_zk               *zk;   /* borrowed */
+	uv_timer_t           timer;
+	uint64_t             id;
+	uint64_t             gen;
+	reg_state            state;
+	int                  started;
+	int                  closing;
+	int                  retries;
+	int                  ambiguous_rejoin;
+	int                  reregistering; /* member lost; until REGISTERED */
 	eb_registry_cb       cb;
 	void                *arg;
 	eb_registry_close_cb close_cb;
