@@ -75,7 +75,7 @@ watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 /* Drives every session until *done (or all connected when done is
  * NULL); 0, or -1 after POKE_WAIT_MS. */
 static int
-drive(int *done)
+drive(const int *done)
 {
 	long deadline = stdin_wait ? -1 : now_ms() + POKE_WAIT_MS;
 
@@ -149,6 +149,29 @@ open_session(const char *connect, int session_ms)
 	return 0;
 }
 
+/* The completion's data is the poke_res the caller passed (the client
+ * hands it back as const void *). */
+static poke_res *
+res_of(const void *data)
+{
+	union {
+		const void *c;
+		poke_res   *p;
+	} u;
+
+	u.c = data;
+	return u.p;
+}
+
+/* A decimal argument (0 when absent or not a number). */
+static int
+num(const char *s)
+{
+	long v = s != NULL ? strtol(s, NULL, 10) : 0;
+
+	return v > 0 && v < 1000000 ? (int) v : 0;
+}
+
 /* Batch creates of cmd_sessions: creates_all turns 1 when all are in. */
 static int creates_done;
 static int creates_want = -1;
@@ -157,7 +180,7 @@ static int creates_all;
 static void
 string_cb(int rc, const char *value, const void *data)
 {
-	poke_res *r = (poke_res *) (uintptr_t) data;
+	poke_res *r = res_of(data);
 
 	if (creates_want >= 0 && ++creates_done >= creates_want) {
 		creates_all = 1;
@@ -172,7 +195,7 @@ string_cb(int rc, const char *value, const void *data)
 static void
 void_cb(int rc, const void *data)
 {
-	poke_res *r = (poke_res *) (uintptr_t) data;
+	poke_res *r = res_of(data);
 
 	r->rc = rc;
 	r->done++;
@@ -189,7 +212,7 @@ static void
 data_cb(
     int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
-	poke_res *r = (poke_res *) (uintptr_t) data;
+	poke_res *r = res_of(data);
 
 	r->rc = rc;
 	if (rc == ZOK) {
@@ -208,7 +231,7 @@ data_cb(
 static void
 children_cb(int rc, const struct String_vector *v, const void *data)
 {
-	poke_res *r = (poke_res *) (uintptr_t) data;
+	poke_res *r = res_of(data);
 
 	r->rc = rc;
 	r->owner = rc == ZOK ? v->count : 0;
@@ -262,11 +285,15 @@ static void
 cmd_sessions(const char *connect, int session_ms, int n, const char *members,
     int eligible)
 {
-	poke_res *res = calloc((size_t) n, sizeof(*res));
+	poke_res *res = calloc((size_t) (n > 0 ? n : 1), sizeof(*res));
 	long      t0 = now_ms();
 	int       first = nsess;
 	int       i;
 
+	if (res == NULL) {
+		printf("ERR nomem\n");
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		if (open_session(connect, session_ms) != 0) {
 			printf("ERR sessions\n");
@@ -368,8 +395,8 @@ run(const char *connect, int session_ms, char *line)
 		} else {
 			answer(r.done, &r);
 		}
-	} else if (strcmp(cmd, "sessions") == 0 && c != NULL) {
-		cmd_sessions(connect, session_ms, atoi(a), b, atoi(c));
+	} else if (strcmp(cmd, "sessions") == 0 && c != NULL && num(a) > 0) {
+		cmd_sessions(connect, session_ms, num(a), b, num(c));
 	} else if (strcmp(cmd, "requests") == 0) {
 		printf("OK %ld\n", requests);
 	} else {
@@ -383,16 +410,18 @@ main(int argc, char **argv)
 {
 	char   line[2048];
 	size_t have = 0;
-	int    session_ms = argc > 2 ? atoi(argv[2]) : 10000;
+	int    session_ms = argc > 2 ? num(argv[2]) : 10000;
 	int    i;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: zkpoke <connect> [session_ms]\n");
+		(void) fprintf(
+		    stderr, "usage: zkpoke <connect> [session_ms]\n");
 		return 2;
 	}
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 	if (open_session(argv[1], session_ms) != 0 || drive(NULL) != 0) {
-		fprintf(stderr, "zkpoke: cannot connect to %s\n", argv[1]);
+		(void) fprintf(
+		    stderr, "zkpoke: cannot connect to %s\n", argv[1]);
 		return 1;
 	}
 	printf("READY\n");
