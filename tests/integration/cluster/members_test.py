@@ -186,11 +186,16 @@ class Members(unittest.TestCase):
     # ---- the leader's own member changed from outside ----
 
     def own_member(self, node):
-        st, body = cl.admin(node, "GET", "/nodes")
-        for m in body["nodes"]:
-            if m["self"]:
-                return m["member"]
-        raise AssertionError("no self member in /nodes of %s" % node.name)
+        """The node's member as its own /nodes shows it (the cache loads
+        right after READY: bounded wait)."""
+        def mine():
+            st, body = cl.admin(node, "GET", "/nodes")
+            for m in body.get("nodes", []):
+                if m["self"]:
+                    return m["member"]
+            return None
+        return ebtest.wait_until(mine, 5, "own member in /nodes of %s"
+                                 % node.name)
 
     def assert_reregistered(self, old, node, member):
         node.wait_log("registry: member-%s: member=%s" % (old, member), 5)
@@ -271,6 +276,42 @@ class Members(unittest.TestCase):
         cl.report("every-member-deleted", "leader again after %.0f ms"
                   % ((time.time() - t0) * 1000))
         self.assert_truthful(leader, invalid=0)
+
+    def test_health_while_reregistering(self):
+        """/health tells the truth while the node re-registers: its
+        member deleted and its claim held by another session with its own
+        node id (as if its previous process still held it), the node waits
+        for that claim (bounded) and says "re-registering" meanwhile; the
+        claim goes, it registers again."""
+        self.start(2)
+        victim = self.nodes[1]
+        member = self.own_member(victim)
+        claim = "%s/addresses/addr-%s" % (self.root, victim.node_id)
+        self.poke.ok("delete %s" % claim)
+        self.poke.ok('create e open %s {"attempt":"x","node_id":"%s"}'
+                     % (claim, victim.node_id))
+        self.poke.ok("delete %s/%s" % (self.members, member))
+
+        def health_is(reason):
+            def pred():
+                st, body = cl.admin(victim, "GET", "/health")
+                return body.get("reason") == reason and (st, body)
+            return pred
+        st, body = ebtest.wait_until(health_is("re-registering"), 5,
+                                     "/health says re-registering")
+        self.assertEqual(st, 503, body)
+        self.assertEqual(body["status"], "unhealthy")
+        self.poke.ok("delete %s" % claim)
+        st, body = ebtest.wait_until(health_is("registered"), 5,
+                                     "/health says registered again")
+        self.assertEqual(st, 200)
+
+        def new_member_listed():
+            st, body = cl.admin(victim, "GET", "/nodes")
+            mine = [m["member"] for m in body["nodes"] if m["self"]]
+            return mine and mine[0] != member
+        ebtest.wait_until(new_member_listed, 5, "the new member in /nodes")
+        self.assertTrue(victim.running())
 
     def test_claim_taken_fails_loudly(self):
         """Rule 7: the member and the claim deleted, the address claimed
