@@ -206,8 +206,9 @@ conn_out_begin(eb__bconn *c, size_t *mark)
 	return &c->out;
 }
 
-/* Accounts for the frame appended since conn_out_begin(). */
-static void
+/* Accounts for the frame appended since conn_out_begin(). 0: queued on the
+ * connection's output; -1: not sent (the connection is being closed). */
+static int
 conn_out_end(eb__bconn *c, size_t mark, eb_bridge_out_kind kind)
 {
 	eb_bridge *b = c->b;
@@ -224,7 +225,7 @@ conn_out_end(eb__bconn *c, size_t mark, eb_bridge_out_kind kind)
 		    "max=%zu",
 		    c->peer, backlog, len, b->opts.write_queue_max_bytes);
 		eb__bconn_close(c, "slow-consumer");
-		return;
+		return -1;
 	}
 	c->frames_out++;
 	b->stats.frames_out[kind]++;
@@ -236,13 +237,14 @@ conn_out_end(eb__bconn *c, size_t mark, eb_bridge_out_kind kind)
 		/* Big enough to write now; a detached connection (fuzzer,
 		 * tests) discards at once, whether the loop runs or not. */
 		eb__bconn_flush(c);
-		return;
+		return 0;
 	}
 	if (!c->out_listed) {
 		c->out_listed = 1;
 		eb_list_insert_tail(&b->pending_out, &c->out_link);
 		eb__bridge_flush_wake(b);
 	}
+	return 0;
 }
 
 static void
@@ -253,7 +255,7 @@ conn_err(eb__bconn *c, const char *message)
 
 	if (out != NULL) {
 		eb__bout_err_buf(out, message);
-		conn_out_end(c, mark, EB_BRIDGE_OUT_ERR);
+		(void) conn_out_end(c, mark, EB_BRIDGE_OUT_ERR);
 	}
 }
 
@@ -279,7 +281,7 @@ conn_failure(eb__bconn *c, const char *token, const char *source, int code,
 
 	if (out != NULL) {
 		eb__bout_failure_buf(out, token, source, code, type, message);
-		conn_out_end(c, mark, EB_BRIDGE_OUT_ERR);
+		(void) conn_out_end(c, mark, EB_BRIDGE_OUT_ERR);
 	}
 }
 
@@ -323,7 +325,8 @@ reply_add(eb__bconn *c, const char *address, eb_bus_msg *msg)
 
 /* ---- messages from the bus ---- */
 
-static void
+/* 0 when the frame is queued on the connection's output, else -1. */
+static int
 conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 {
 	const char *ra = eb_bus_msg_reply_address(msg);
@@ -337,12 +340,12 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	}
 	out = conn_out_begin(c, &mark);
 	if (out == NULL) {
-		return;
+		return -1;
 	}
 	body = eb_bus_msg_body_bytes(msg, &body_len);
 	eb__bout_message_buf(out, address, ra, eb_bus_msg_headers(msg), body,
 	    body_len, eb_bus_msg_is_send(msg));
-	conn_out_end(c, mark, EB_BRIDGE_OUT_MESSAGE);
+	return conn_out_end(c, mark, EB_BRIDGE_OUT_MESSAGE);
 }
 
 static void
@@ -350,11 +353,11 @@ consumer_cb(eb_bus_consumer *bc, eb_bus_msg *msg, void *arg)
 {
 	bconn_consumer *k = arg;
 
-	(void) bc;
-	if (k->c->closing) {
-		return;
+	/* Queued on the socket's output is "delivered" for a receipt; a
+	 * closing or over-full connection must say it did not take it. */
+	if (k->c->closing || conn_message(k->c, k->address, msg) != 0) {
+		eb_bus_consumer_undelivered(bc, EB_ECLOSED);
 	}
-	conn_message(k->c, k->address, msg);
 }
 
 static void
@@ -379,7 +382,7 @@ req_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		return;
 	}
 	if (status == 0 && reply != NULL) {
-		conn_message(c, r->token, reply);
+		(void) conn_message(c, r->token, reply);
 	} else if (failure != NULL) {
 		conn_failure(c, r->token, r->source, failure->code,
 		    eb_bus_failure_name(failure->type), failure->message);
@@ -642,7 +645,7 @@ frame_ping(eb__bconn *c)
 
 	if (out != NULL) {
 		eb__bout_pong_buf(out);
-		conn_out_end(c, mark, EB_BRIDGE_OUT_PONG);
+		(void) conn_out_end(c, mark, EB_BRIDGE_OUT_PONG);
 	}
 }
 

@@ -109,6 +109,7 @@ typedef struct eb_conf_cluster {
 
 typedef struct eb_conf_bus {
 	int64_t request_timeout_ms;
+	int64_t receipt_timeout_ms; /* confirmed sends (ingress) */
 	int64_t consumer_queue_max;
 } eb_conf_bus;
 

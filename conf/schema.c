@@ -140,6 +140,7 @@ const eb__conf_entry eb__conf_schema[] = {
 	S("cluster.tls.key", cluster.tls_key, "", 0),
 	S("cluster.tls.ca", cluster.tls_ca, "", 0),
 	I("bus.request_timeout_ms", bus.request_timeout_ms, 30000, 1, 3600000),
+	I("bus.receipt_timeout_ms", bus.receipt_timeout_ms, 5000, 1, 3600000),
 	I("bus.consumer_queue_max", bus.consumer_queue_max, 10000, 1, 10000000),
 	B("bridge.enabled", bridge.enabled, 1),
 	S("bridge.listen", bridge.listen, "127.0.0.1", EB__CF_NONEMPTY),

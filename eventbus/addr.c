@@ -132,4 +132,7 @@ eb_bus_stats_totals(eb_bus *bus, eb_bus_totals *out)
 	out->replied = bus->totals.replied;
 	out->failed = bus->totals.failed;
 	out->dropped = bus->totals.dropped;
+	out->fenced = bus->fenced;
+	out->pending_receipts = bus->n_rcpts;
+	out->receipt_failures = bus->receipt_failures;
 }

@@ -49,6 +49,7 @@ eb_bus_opts_init(eb_bus_opts *opts)
 	memset(opts, 0, sizeof(*opts));
 	opts->request_timeout_ms = 30000;
 	opts->consumer_queue_max = 10000;
+	opts->receipt_timeout_ms = 5000;
 }
 
 void
@@ -74,7 +75,8 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 		eb_bus_opts_init(&def);
 		opts = &def;
 	}
-	if (opts->request_timeout_ms == 0 || opts->consumer_queue_max == 0) {
+	if (opts->request_timeout_ms == 0 || opts->consumer_queue_max == 0 ||
+	    opts->receipt_timeout_ms == 0) {
 		return UV_EINVAL;
 	}
 	if (opts->node_id == NULL && (rv = eb__uuid(uuid)) != 0) {
@@ -85,6 +87,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->node_id = eb__strdup(opts->node_id != NULL ? opts->node_id : uuid);
 	bus->request_timeout_ms = opts->request_timeout_ms;
 	bus->queue_max = opts->consumer_queue_max;
+	bus->receipt_timeout_ms = opts->receipt_timeout_ms;
 	bus->empty_headers = json_object();
 	eb__hmap_init(&bus->addrs);
 	eb__hmap_init(&bus->reqs);
@@ -98,6 +101,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	(void) uv_timer_init(loop, &bus->timer);
 	bus->idle.data = bus;
 	bus->timer.data = bus;
+	eb__bus_rcpt_init(bus);
 	*busp = bus;
 	return 0;
 }
@@ -125,6 +129,7 @@ bus_free(eb_bus *bus)
 	eb__bus_qent_pool_free(bus); /* after the consumers gave theirs back */
 	json_decref(bus->empty_headers); /* held messages keep their ref */
 	eb__hmap_free(&bus->reqs);
+	eb__bus_rcpt_free_all(bus);
 	free(bus->node_id);
 	free(bus);
 }
@@ -153,13 +158,15 @@ bus_shutdown(eb_bus *bus)
 	(void) uv_idle_stop(&bus->idle);
 	(void) uv_timer_stop(&bus->timer);
 	eb__bus_req_cancel_all(bus);
+	eb__bus_rcpt_cancel_all(bus);
 	/* Held messages outlive the bus: cut their way back to it. */
 	while ((it = eb_list_first(&bus->reply_msgs)) != NULL) {
 		eb__bus_msg_detach(EB_CONTAINER_OF(it, eb_bus_msg, bus_link));
 	}
-	bus->open_handles = 2;
+	bus->open_handles = 3;
 	uv_close((uv_handle_t *) &bus->idle, bus_handle_closed_cb);
 	uv_close((uv_handle_t *) &bus->timer, bus_handle_closed_cb);
+	uv_close((uv_handle_t *) &bus->rtimer, bus_handle_closed_cb);
 }
 
 void
@@ -186,6 +193,9 @@ bus_idle_cb(uv_idle_t *h)
 		eb__bus_run_resolved(bus);
 	}
 	if (!bus->closing) {
+		eb__bus_rcpt_run_done(bus);
+	}
+	if (!bus->closing) {
 		eb__bus_deliver_ready(bus);
 	}
 	bus->draining = 0;
@@ -193,7 +203,8 @@ bus_idle_cb(uv_idle_t *h)
 		bus_shutdown(bus);
 		return;
 	}
-	if (eb_list_empty(&bus->ready) && eb_list_empty(&bus->resolved)) {
+	if (eb_list_empty(&bus->ready) && eb_list_empty(&bus->resolved) &&
+	    eb_list_empty(&bus->rcpt_done)) {
 		bus->idle_active = 0;
 		(void) uv_idle_stop(&bus->idle);
 	}
@@ -258,12 +269,12 @@ route_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 		return rv;
 	}
 	if (c != NULL) {
-		return eb__bus_consumer_push(c, msg);
+		return eb__bus_consumer_push(c, msg, NULL);
 	}
 	if (r != NULL) {
 		r->node = node; /* fails at once if that link drops */
 	}
-	return bus->rops->forward(bus->rctx, node, msg, EB__BUS_FWD_SEND);
+	return bus->rops->forward(bus->rctx, node, msg, EB__BUS_FWD_SEND, 0);
 }
 
 static int
@@ -289,6 +300,11 @@ bus_send(eb_bus *bus, const char *address, const eb__bus_body *body,
 
 	if ((rv = send_prepare(bus, address, body, headers, 1, &msg)) != 0) {
 		return rv;
+	}
+	msg->epoch = opts != NULL ? opts->epoch : 0;
+	if (eb__bus_fence_stale(bus, msg->epoch)) {
+		eb_bus_msg_release(msg);
+		return EB_EFENCED;
 	}
 	a = eb__bus_addr_find(bus, address);
 	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, NULL);
@@ -338,7 +354,7 @@ publish_node_cb(void *fnarg, uint32_t node)
 	struct publish_ctx *p = fnarg;
 
 	if (p->bus->rops->forward(
-	        p->bus->rctx, node, p->msg, EB__BUS_FWD_PUBLISH) != 0) {
+	        p->bus->rctx, node, p->msg, EB__BUS_FWD_PUBLISH, 0) != 0) {
 		p->bus->totals.dropped++;
 	}
 }
@@ -355,6 +371,11 @@ bus_publish(eb_bus *bus, const char *address, const eb__bus_body *body,
 	if ((rv = send_prepare(bus, address, body, headers, 0, &msg)) != 0) {
 		return rv;
 	}
+	msg->epoch = opts != NULL ? opts->epoch : 0;
+	if (eb__bus_fence_stale(bus, msg->epoch)) {
+		eb_bus_msg_release(msg);
+		return EB_EFENCED;
+	}
 	bus->totals.published++;
 	a = eb__bus_addr_find(bus, address);
 	if (a != NULL) {
@@ -363,7 +384,8 @@ bus_publish(eb_bus *bus, const char *address, const eb__bus_body *body,
 		     it = it->next) {
 			/* Overflow is counted per consumer in push. */
 			(void) eb__bus_consumer_push(
-			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg);
+			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg,
+			    NULL);
 		}
 		if (bus->rops != NULL && a->n_remote > 0 &&
 		    !(opts != NULL && opts->local_only)) {
@@ -414,6 +436,13 @@ bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
 	r = eb__bus_req_new(
 	    bus, address, opts != NULL ? opts->timeout_ms : 0, cb, arg);
 	eb__bus_msg_set_reply(bus, msg, r->reply_address, 0);
+	msg->epoch = opts != NULL ? opts->epoch : 0;
+	if (eb__bus_fence_stale(bus, msg->epoch)) {
+		eb__bus_answer_fail(bus, msg, EB_EFENCED, EB_BUS_ERROR, -1,
+		    eb_strerror(EB_EFENCED));
+		eb_bus_msg_release(msg);
+		return 0;
+	}
 	a = eb__bus_addr_find(bus, address);
 	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, r);
 	eb_bus_msg_release(msg);
@@ -455,7 +484,8 @@ eb_bus_request_raw(eb_bus *bus, const char *address, const char *body,
 }
 
 void
-eb__bus_deliver_remote(eb_bus *bus, eb_bus_msg *msg, int publish)
+eb__bus_deliver_remote(
+    eb_bus *bus, eb_bus_msg *msg, int publish, eb__bus_rcpt *rc)
 {
 	eb__bus_addr    *a = eb__bus_addr_find(bus, msg->address);
 	eb_bus_consumer *c;
@@ -470,13 +500,16 @@ eb__bus_deliver_remote(eb_bus *bus, eb_bus_msg *msg, int publish)
 		     it = it->next) {
 			c = EB_CONTAINER_OF(it, eb_bus_consumer, link);
 			if (!c->local_only) {
-				(void) eb__bus_consumer_push(c, msg);
+				(void) eb__bus_consumer_push(c, msg, rc);
 			}
 		}
 		return;
 	}
 	c = a != NULL ? eb__bus_consumer_pick(a, 1) : NULL;
-	rv = c != NULL ? eb__bus_consumer_push(c, msg) : EB_ENOHANDLERS;
+	rv = c != NULL ? eb__bus_consumer_push(c, msg, rc) : EB_ENOHANDLERS;
+	if (rv == EB_ENOHANDLERS && rc != NULL) {
+		eb__bus_rcpt_fail(rc, rv, NULL);
+	}
 	if (rv == 0 || msg->reply_address == NULL) {
 		if (rv == EB_ENOHANDLERS) {
 			bus->totals.dropped++; /* unregistered meanwhile */
@@ -491,4 +524,127 @@ eb__bus_deliver_remote(eb_bus *bus, eb_bus_msg *msg, int publish)
 		eb__bus_answer_fail(
 		    bus, msg, rv, EB_BUS_ERROR, -1, "consumer queue full");
 	}
+}
+
+/* ---- confirmed send and publish (receipt.c tracks the outcome) ---- */
+
+static void
+confirmed_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
+    eb__bus_rcpt *rc)
+{
+	eb_bus_consumer *c;
+	uint32_t         node;
+	char             why[300];
+
+	if (route_pick(bus, a, local_only, &c, &node) != 0) {
+		bus->no_handlers++;
+		(void) snprintf(why, sizeof(why), "No handlers for address %s",
+		    msg->address);
+		eb__bus_rcpt_fail(rc, EB_ENOHANDLERS, why);
+		return;
+	}
+	bus->totals.sent++;
+	a->c.sent++;
+	if (c != NULL) {
+		(void) eb__bus_consumer_push(c, msg, rc);
+	} else {
+		eb__bus_rcpt_forward(bus, rc, node, msg, EB__BUS_FWD_SEND);
+	}
+}
+
+struct confirmed_pub {
+	eb_bus       *bus;
+	eb_bus_msg   *msg;
+	eb__bus_rcpt *rc;
+};
+
+static void
+confirmed_pub_node_cb(void *fnarg, uint32_t node)
+{
+	struct confirmed_pub *p = fnarg;
+
+	eb__bus_rcpt_forward(p->bus, p->rc, node, p->msg, EB__BUS_FWD_PUBLISH);
+}
+
+static void
+confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
+    eb__bus_rcpt *rc)
+{
+	eb_list *it;
+	char     why[300];
+
+	bus->totals.published++;
+	if (a != NULL) {
+		a->c.published++;
+		for (it = a->consumers.next; it != &a->consumers;
+		     it = it->next) {
+			(void) eb__bus_consumer_push(
+			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg,
+			    rc);
+		}
+		if (bus->rops != NULL && a->n_remote > 0 && !local_only) {
+			struct confirmed_pub p = { bus, msg, rc };
+
+			bus->rops->each_node(
+			    bus->rctx, a, confirmed_pub_node_cb, &p);
+		}
+	}
+	if (rc->targets == 0) {
+		(void) snprintf(why, sizeof(why), "No handlers for address %s",
+		    msg->address);
+		eb__bus_rcpt_fail(rc, EB_ENOHANDLERS, why);
+	}
+}
+
+static int
+bus_confirmed(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts, int publish,
+    eb_bus_receipt_cb cb, void *arg)
+{
+	eb__bus_body  b = { body, NULL, 0 };
+	eb_bus_msg   *msg;
+	eb__bus_rcpt *rc;
+	int           local_only = opts != NULL && opts->local_only;
+	int           rv;
+
+	if (cb == NULL) {
+		return UV_EINVAL;
+	}
+	rv = send_prepare(bus, address, &b, headers, !publish, &msg);
+	if (rv != 0) {
+		return rv;
+	}
+	msg->epoch = opts != NULL ? opts->epoch : 0;
+	rc = eb__bus_rcpt_new(bus, cb, arg);
+	if (opts != NULL && opts->receipt_timeout_ms != 0) {
+		rc->timeout_ms = opts->receipt_timeout_ms;
+	}
+	if (eb__bus_fence_stale(bus, msg->epoch)) {
+		eb__bus_rcpt_fail(rc, EB_EFENCED, NULL);
+	} else if (publish) {
+		confirmed_publish(
+		    bus, eb__bus_addr_find(bus, address), msg, local_only, rc);
+	} else {
+		confirmed_send(
+		    bus, eb__bus_addr_find(bus, address), msg, local_only, rc);
+	}
+	eb_bus_msg_release(msg);
+	eb__bus_rcpt_seal(bus, rc);
+	return 0;
+}
+
+int
+eb_bus_send_confirmed(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
+    void *arg)
+{
+	return bus_confirmed(bus, address, body, headers, opts, 0, cb, arg);
+}
+
+int
+eb_bus_publish_confirmed(eb_bus *bus, const char *address, const json_t *body,
+    const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
+    void *arg)
+{
+	return bus_confirmed(bus, address, body, headers, opts, 1, cb, arg);
 }

@@ -116,6 +116,10 @@ eb__bus_consumer_free(eb_bus_consumer *c)
 	EB_LIST_FOREACH (it, tmp, &c->queue) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
+		if (q->rc != NULL) {
+			eb__bus_rcpt_unit_done(
+			    c->bus, q->rc, EB_ECANCELED, "event bus closed");
+		}
 		eb_bus_msg_release(q->msg);
 		qent_put(c->bus, q);
 	}
@@ -138,6 +142,10 @@ consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 
 		eb_list_remove(it);
 		c->qlen--;
+		if (q->rc != NULL) {
+			eb__bus_rcpt_unit_done(bus, q->rc, EB_ENOHANDLERS,
+			    "consumer closed before delivery");
+		}
 		if (m->reply_address != NULL && !m->answered) {
 			eb__bus_answer_fail(bus, m, EB_ENOHANDLERS,
 			    EB_BUS_NO_HANDLERS, -1, NULL);
@@ -183,6 +191,14 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 	}
 }
 
+void
+eb_bus_consumer_undelivered(eb_bus_consumer *c, int status)
+{
+	if (c != NULL && c->in_handler) {
+		c->undelivered = status < 0 ? status : EB_ECANCELED;
+	}
+}
+
 eb_bus_consumer *
 eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender)
 {
@@ -220,16 +236,25 @@ consumer_overflow(eb_bus_consumer *c)
 }
 
 int
-eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg)
+eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 {
 	eb_bus       *bus = c->bus;
 	eb__bus_qent *q;
 
 	if (c->qlen >= bus->queue_max) {
+		if (rc != NULL) {
+			eb__bus_rcpt_add_done(
+			    bus, rc, EB_EFULL, "consumer queue full");
+		}
 		return consumer_overflow(c);
 	}
 	q = qent_get(bus);
 	q->msg = eb_bus_msg_hold(msg);
+	q->rc = rc;
+	if (rc != NULL) {
+		rc->targets++;
+		rc->pending++;
+	}
 	eb_list_insert_tail(&c->queue, &q->link);
 	if (c->qlen++ == 0) {
 		eb_list_insert_tail(&bus->ready, &c->ready_link);
@@ -245,17 +270,46 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 	eb_bus_msg   *m = q->msg;
 
+	eb__bus_rcpt *rc = q->rc;
+
 	eb_list_remove(it);
 	qent_put(bus, q);
 	c->qlen--;
 	if (c->qlen <= bus->queue_max / 2) {
 		c->overflowing = 0; /* hysteresis: not one line per drop */
 	}
+	/* The fence may have risen while the message waited (rule 6). */
+	if (eb__bus_fence_stale(bus, m->epoch)) {
+		c->addr->c.dropped++;
+		if (m->reply_address != NULL && !m->answered) {
+			eb__bus_answer_fail(bus, m, EB_EFENCED, EB_BUS_ERROR,
+			    -1, eb_strerror(EB_EFENCED));
+		}
+		if (rc != NULL) {
+			eb__bus_rcpt_unit_done(bus, rc, EB_EFENCED, NULL);
+		}
+		eb_bus_msg_release(m);
+		return;
+	}
 	c->addr->c.received++;
 	bus->totals.received++;
 	c->in_handler = 1;
+	c->undelivered = 0;
 	c->fn(c, m, c->arg);
 	c->in_handler = 0;
+	/* Handed to the consumer: the receipt's "delivered", unless the
+	 * handler said it could not take it (eb_bus_consumer_undelivered). */
+	if (c->undelivered != 0) {
+		if (c->addr != NULL) {
+			c->addr->c.dropped++;
+		}
+		bus->totals.dropped++;
+	}
+	if (rc != NULL) {
+		eb__bus_rcpt_unit_done(bus, rc, c->undelivered,
+		    c->undelivered != 0 ? "the consumer could not take it"
+		                        : NULL);
+	}
 	eb_bus_msg_release(m);
 }
 

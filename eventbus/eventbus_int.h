@@ -80,6 +80,7 @@ struct eb_bus_msg {
 	json_t  *body_json; /* owned, parsed lazily */
 	int      body_parsed;
 	int      body_inline; /* body is part of the message's allocation */
+	uint64_t epoch;       /* fencing stamp, 0: none (send opts / frame) */
 	eb_bus  *bus;         /* borrowed; set while a reply is possible */
 	eb_list  bus_link;    /* in bus->reply_msgs while bus != NULL */
 };
@@ -97,14 +98,18 @@ struct eb_bus_consumer {
 	int               local_only;
 	int               closed;
 	int               in_handler;
+	int               undelivered; /* set by the handler: not taken */
 	int               overflowing; /* logged this overflow episode */
 	eb_list           queue;       /* of struct eb__bus_qent, owned */
 	uint32_t          qlen;
 };
 
+typedef struct eb__bus_rcpt eb__bus_rcpt;
+
 typedef struct eb__bus_qent {
-	eb_list     link;
-	eb_bus_msg *msg; /* held */
+	eb_list       link;
+	eb_bus_msg   *msg; /* held */
+	eb__bus_rcpt *rc;  /* the receipt this delivery counts for, or NULL */
 } eb__bus_qent;
 
 /* Spare queue entries kept per bus (one per queued message otherwise costs
@@ -130,6 +135,43 @@ typedef struct eb__bus_req {
 	eb_bus_msg     *reply;   /* held */
 } eb__bus_req;
 
+/* ---- delivery receipts (receipt.c) ---- */
+
+/*
+ * One confirmed send/publish (sender side: cb set) or one confirmed message
+ * received from a peer (receiver side: peer and peer_id set; its outcome goes
+ * back as a RECEIPT frame). Each target is a unit: a queued delivery
+ * (qent->rc) or a remote receipt awaited (eb__bus_runit). The tracker is
+ * complete when it is sealed (every unit added) and no unit is pending.
+ * On bus->rcpts while incomplete, on bus->rcpt_done while its callback waits.
+ */
+struct eb__bus_rcpt {
+	eb_list           link;
+	eb_bus_receipt_cb cb; /* NULL: receiver side, or orphaned at close */
+	void             *arg;
+	uint32_t          peer;    /* receiver side: the sender's node */
+	uint64_t          peer_id; /* receiver side: the sender's receipt id */
+	uint32_t          targets;
+	uint32_t          delivered;
+	uint32_t          pending;
+	int               status;     /* the first failure, 0 while none */
+	char             *reason;     /* owned text of the first failure */
+	uint64_t          timeout_ms; /* for its remote units */
+	int               sealed;
+	int               complete;
+};
+
+/* A receipt awaited from a peer (sender side), by id, with a deadline. */
+typedef struct eb__bus_runit {
+	eb__hent      hent;
+	char          key[24]; /* the id in decimal: the map key */
+	eb_list       link;    /* bus->runits, in deadline order */
+	uint64_t      id;
+	uint64_t      deadline; /* loop time, ms */
+	uint32_t      peer;
+	eb__bus_rcpt *rc;
+} eb__bus_runit;
+
 /* ---- remote seam (remote.c); NULL ops: standalone ---- */
 
 /* What remote.c learns from the bus, and what it asks of peers. */
@@ -137,9 +179,17 @@ typedef struct eb__bus_remote_ops {
 	/* The clustered (non-local-only) local handler count of address
 	 * changed to count. */
 	void (*interest)(void *ctx, const char *address, uint32_t count);
-	/* Delivers msg to node: kind EB__BUS_FWD_*; 0 or a negative error
-	 * (the peer is unreachable: the caller fails or drops). */
-	int (*forward)(void *ctx, uint32_t node, eb_bus_msg *msg, int kind);
+	/* Delivers msg to node: kind EB__BUS_FWD_*; rid non-zero asks the
+	 * node for a receipt with that id (msg->epoch travels too). 0 or a
+	 * negative error (the peer is unreachable: the caller fails or
+	 * drops). */
+	int (*forward)(
+	    void *ctx, uint32_t node, eb_bus_msg *msg, int kind, uint64_t rid);
+	/* Sends a receipt (id, status, counts) back to node. */
+	int (*receipt)(void *ctx, uint32_t node, uint64_t id, int status,
+	    uint32_t delivered, uint32_t targets);
+	/* The node id of a linked peer (borrowed), or NULL. */
+	const char *(*peer_name)(void *ctx, uint32_t node);
 	/* Answers the remote requester of a message with a failure. */
 	int (*fail)(void *ctx, uint32_t node, const char *reply_address,
 	    int status, eb_bus_failure_type type, int code,
@@ -187,6 +237,18 @@ struct eb_bus {
 	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
 	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
 
+	uint64_t   fence;  /* highest leader epoch seen (rule 6) */
+	uint64_t   fenced; /* stamped messages rejected by it */
+	uint64_t   receipt_timeout_ms;
+	uint64_t   next_rcpt_id;
+	uint64_t   receipt_failures;
+	uint32_t   n_rcpts;   /* sender-side trackers not yet called */
+	eb_list    rcpts;     /* incomplete trackers */
+	eb_list    rcpt_done; /* complete, callback pending */
+	eb_list    runits;    /* of eb__bus_runit, deadline order */
+	eb__hmap   runit_map; /* of eb__bus_runit, by id */
+	uv_timer_t rtimer;    /* the first runit deadline */
+
 	const eb__bus_remote_ops *rops; /* NULL: standalone */
 	void                     *rctx; /* borrowed */
 };
@@ -228,8 +290,10 @@ void eb__bus_msg_set_reply(
 void eb__bus_msg_detach(eb_bus_msg *msg);
 
 /* consumer.c */
-/* Queues msg on c; 0 or EB_EFULL (counted and logged, msg not queued). */
-int eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg);
+/* Queues msg on c as one unit of rc (NULL: no receipt); 0 or EB_EFULL
+ * (counted and logged, msg not queued, the unit failed). */
+int eb__bus_consumer_push(
+    eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc);
 /* The next local consumer of a in round robin order, skipping local-only
  * ones when remote_sender; NULL when none. */
 eb_bus_consumer *eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender);
@@ -261,9 +325,41 @@ void eb__bus_remote_detach(eb_bus *bus);
 /* Frees the remote state (after every address record is gone). */
 void eb__bus_remote_free(eb_bus *bus);
 
+/* receipt.c */
+/* A tracker; sender side when cb is non-NULL. */
+eb__bus_rcpt *eb__bus_rcpt_new(eb_bus *bus, eb_bus_receipt_cb cb, void *arg);
+/* One more unit of rc that failed/succeeded at once (no queue). */
+void eb__bus_rcpt_add_done(
+    eb_bus *bus, eb__bus_rcpt *rc, int status, const char *reason);
+/* Forwards msg to node as one unit of rc (a runit awaits its receipt). */
+void eb__bus_rcpt_forward(
+    eb_bus *bus, eb__bus_rcpt *rc, uint32_t node, eb_bus_msg *msg, int kind);
+/* Every unit of rc is added: it may complete now. */
+void eb__bus_rcpt_seal(eb_bus *bus, eb__bus_rcpt *rc);
+/* A queued unit's outcome (delivered: 0). */
+void eb__bus_rcpt_unit_done(
+    eb_bus *bus, eb__bus_rcpt *rc, int status, const char *reason);
+/* A RECEIPT frame from peer. */
+void eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
+    uint32_t delivered, uint32_t targets);
+/* peer's link dropped: its awaited receipts fail with EB_ELINKDOWN. */
+void eb__bus_rcpt_peer_down(eb_bus *bus, uint32_t peer, const char *text);
+/* Runs the callbacks of complete trackers (idle handle). */
+void eb__bus_rcpt_run_done(eb_bus *bus);
+/* Bus shutdown: every tracker's callback runs now (EB_ECANCELED). */
+void eb__bus_rcpt_cancel_all(eb_bus *bus);
+/* Records a failure that is not a target (e.g. nobody to send to). */
+void eb__bus_rcpt_fail(eb__bus_rcpt *rc, int status, const char *reason);
+void eb__bus_rcpt_free_all(eb_bus *bus); /* bus free: the id map */
+/* 1 (and counted) when epoch is stale: a stamp below the fence. */
+int  eb__bus_fence_stale(eb_bus *bus, uint64_t epoch);
+void eb__bus_rcpt_init(eb_bus *bus);
+
 /* bus.c */
 void eb__bus_wake(eb_bus *bus); /* makes sure the idle handle runs */
-/* Delivers a message that arrived from a peer to the local consumers. */
-void eb__bus_deliver_remote(eb_bus *bus, eb_bus_msg *msg, int publish);
+/* Delivers a message that arrived from a peer to the local consumers; each
+ * delivery counts as a unit of rc (NULL: no receipt). */
+void eb__bus_deliver_remote(
+    eb_bus *bus, eb_bus_msg *msg, int publish, eb__bus_rcpt *rc);
 
 #endif

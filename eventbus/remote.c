@@ -17,6 +17,11 @@
  *   FAIL     str16 requester's reply address, u8 type, u32 code, u32
  *            status (both two's complement), bytes32 message
  *   INTEREST u32 n, n x (str16 address, u32 handler count; 0 = none)
+ *   MSG2     u8 kind, u64 epoch (0: none), u64 receipt id (0: none), then
+ *            as MSG from the address on: a message with a fencing stamp
+ *            and/or a receipt request (u64 = two u32, high first)
+ *   RECEIPT  u64 id, u32 status (0: handed to every consumer), u32
+ *            consumers handed to, u32 consumers tried
  * Bodies travel as the bytes the sender encoded; nobody re-parses them on
  * the way.
  *
@@ -38,7 +43,9 @@ enum {
 	FRAME_MSG = EB_LINK_FRAME_USER,
 	FRAME_REPLY = EB_LINK_FRAME_USER + 1,
 	FRAME_FAIL = EB_LINK_FRAME_USER + 2,
-	FRAME_INTEREST = EB_LINK_FRAME_USER + 3
+	FRAME_INTEREST = EB_LINK_FRAME_USER + 3,
+	FRAME_MSG2 = EB_LINK_FRAME_USER + 4,
+	FRAME_RECEIPT = EB_LINK_FRAME_USER + 5
 };
 
 /* Keep full-table frames well below any sane max_frame_bytes. */
@@ -155,8 +162,24 @@ put_msg_parts(eb__buf *b, const eb_bus_msg *msg)
 	eb__link_put_bytes32(b, msg->body, msg->body_len);
 }
 
+static void
+put_u64(eb__buf *b, uint64_t v)
+{
+	eb__link_put_u32(b, (uint32_t) (v >> 32));
+	eb__link_put_u32(b, (uint32_t) v);
+}
+
+static uint64_t
+get_u64(eb__link_rd *r)
+{
+	uint64_t hi = eb__link_get_u32(r);
+
+	return hi << 32 | eb__link_get_u32(r);
+}
+
 static int
-remote_forward(void *ctx, uint32_t node, eb_bus_msg *msg, int kind)
+remote_forward(
+    void *ctx, uint32_t node, eb_bus_msg *msg, int kind, uint64_t rid)
 {
 	bus_remote *st = ctx;
 	const char *ra = msg->reply_address != NULL ? msg->reply_address : "";
@@ -170,13 +193,22 @@ remote_forward(void *ctx, uint32_t node, eb_bus_msg *msg, int kind)
 	if (st->mgr == NULL) {
 		return EB_ELINKDOWN;
 	}
-	b = eb__link_frame_begin(
-	    st->mgr, node, kind == EB__BUS_FWD_REPLY ? FRAME_REPLY : FRAME_MSG);
+	if (kind == EB__BUS_FWD_REPLY) {
+		b = eb__link_frame_begin(st->mgr, node, FRAME_REPLY);
+	} else if (rid != 0 || msg->epoch != 0) {
+		b = eb__link_frame_begin(st->mgr, node, FRAME_MSG2);
+	} else {
+		b = eb__link_frame_begin(st->mgr, node, FRAME_MSG);
+	}
 	if (b == NULL) {
 		return EB_ELINKDOWN;
 	}
 	if (kind != EB__BUS_FWD_REPLY) {
 		eb__link_put_u8(b, kind == EB__BUS_FWD_PUBLISH ? 2 : 1);
+		if (rid != 0 || msg->epoch != 0) {
+			put_u64(b, msg->epoch);
+			put_u64(b, rid);
+		}
 	}
 	/* For a reply, msg->address is the requester's reply address. */
 	(void) eb__link_put_str16(b, msg->address, alen);
@@ -205,6 +237,40 @@ remote_fail(void *ctx, uint32_t node, const char *reply_address, int status,
 	eb__link_put_u32(b, (uint32_t) status);
 	eb__link_put_bytes32(b, message, strlen(message));
 	return eb__link_frame_end(st->mgr, node);
+}
+
+static int
+remote_receipt(void *ctx, uint32_t node, uint64_t id, int status,
+    uint32_t delivered, uint32_t targets)
+{
+	bus_remote *st = ctx;
+	eb__buf    *b;
+
+	if (st->mgr == NULL ||
+	    (b = eb__link_frame_begin(st->mgr, node, FRAME_RECEIPT)) == NULL) {
+		return EB_ELINKDOWN;
+	}
+	put_u64(b, id);
+	eb__link_put_u32(b, (uint32_t) status);
+	eb__link_put_u32(b, delivered);
+	eb__link_put_u32(b, targets);
+	return eb__link_frame_end(st->mgr, node);
+}
+
+static const char *
+remote_peer_name(void *ctx, uint32_t node)
+{
+	bus_remote *st = ctx;
+	eb_list    *it;
+
+	for (it = st->peers.next; it != &st->peers; it = it->next) {
+		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
+
+		if (u->id == node) {
+			return u->node_id;
+		}
+	}
+	return NULL;
 }
 
 static void remote_interest(void *ctx, const char *address, uint32_t count);
@@ -249,6 +315,8 @@ remote_addr_free(void *ctx, eb__bus_addr *a)
 static const eb__bus_remote_ops remote_ops = {
 	.interest = remote_interest,
 	.forward = remote_forward,
+	.receipt = remote_receipt,
+	.peer_name = remote_peer_name,
 	.fail = remote_fail,
 	.pick = remote_pick,
 	.each_node = remote_each_node,
@@ -422,8 +490,10 @@ link_down_cb(void *ctx, uint32_t peer)
 			e = next;
 		}
 	}
-	/* Requests in flight to it fail now, not at their timeout. */
+	/* Requests in flight to it fail now, not at their timeout, and so
+	 * do the confirmed messages it has not confirmed yet. */
 	up_peer_forget(st, peer, text, sizeof(text));
+	eb__bus_rcpt_peer_down(bus, peer, text);
 	EB_LIST_FOREACH (it, tmp, &bus->deadlines) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
@@ -493,10 +563,45 @@ rd_msg(bus_remote *st, eb__link_rd *r, const char *address, int is_send)
 	return m;
 }
 
+/*
+ * A stamped or confirmed message (MSG2): the fence first (rule 6), then
+ * delivery with a receiver-side tracker whose outcome is the RECEIPT.
+ */
+static void
+msg2_deliver(
+    bus_remote *st, uint32_t peer, eb_bus_msg *m, int publish, uint64_t rid)
+{
+	eb_bus       *bus = st->bus;
+	eb__bus_rcpt *rc;
+
+	if (eb__bus_fence_stale(bus, m->epoch)) {
+		if (m->reply_address != NULL) {
+			eb__bus_answer_fail(bus, m, EB_EFENCED, EB_BUS_ERROR,
+			    -1, eb_strerror(EB_EFENCED));
+		}
+		if (rid != 0) {
+			(void) remote_receipt(st, peer, rid, EB_EFENCED, 0, 0);
+		}
+		return;
+	}
+	eb_bus_fence_raise(bus, m->epoch);
+	if (rid == 0) {
+		eb__bus_deliver_remote(bus, m, publish, NULL);
+		return;
+	}
+	rc = eb__bus_rcpt_new(bus, NULL, NULL);
+	rc->peer = peer;
+	rc->peer_id = rid;
+	eb__bus_deliver_remote(bus, m, publish, rc);
+	eb__bus_rcpt_seal(bus, rc);
+}
+
 static int
-on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r)
+on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r, int v2)
 {
 	uint8_t     kind = eb__link_get_u8(r);
+	uint64_t    epoch = v2 ? get_u64(r) : 0;
+	uint64_t    rid = v2 ? get_u64(r) : 0;
 	char       *address = rd_strdup(r);
 	char       *reply = rd_strdup(r);
 	eb_bus_msg *m = NULL;
@@ -508,7 +613,12 @@ on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r)
 		if (reply[0] != '\0' && kind == 1) {
 			eb__bus_msg_set_reply(st->bus, m, reply, peer);
 		}
-		eb__bus_deliver_remote(st->bus, m, kind == 2);
+		m->epoch = epoch;
+		if (v2) {
+			msg2_deliver(st, peer, m, kind == 2, rid);
+		} else {
+			eb__bus_deliver_remote(st->bus, m, kind == 2, NULL);
+		}
 		eb_bus_msg_release(m);
 	}
 	free(address);
@@ -572,6 +682,21 @@ on_fail(bus_remote *st, eb__link_rd *r)
 }
 
 static int
+on_receipt(bus_remote *st, uint32_t peer, eb__link_rd *r)
+{
+	uint64_t id = get_u64(r);
+	int32_t  status = (int32_t) eb__link_get_u32(r);
+	uint32_t delivered = eb__link_get_u32(r);
+	uint32_t targets = eb__link_get_u32(r);
+
+	if (r->bad || id == 0 || status > 0) {
+		return EB_EPROTO;
+	}
+	eb__bus_rcpt_remote(st->bus, peer, id, status, delivered, targets);
+	return 0;
+}
+
+static int
 on_interest(bus_remote *st, uint32_t peer, eb__link_rd *r)
 {
 	uint32_t n = eb__link_get_u32(r);
@@ -612,7 +737,13 @@ link_frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t n)
 	}
 	switch (type) {
 	case FRAME_MSG:
-		rv = on_msg(st, peer, &r);
+		rv = on_msg(st, peer, &r, 0);
+		break;
+	case FRAME_MSG2:
+		rv = on_msg(st, peer, &r, 1);
+		break;
+	case FRAME_RECEIPT:
+		rv = on_receipt(st, peer, &r);
 		break;
 	case FRAME_REPLY:
 		rv = on_reply(st, peer, &r);

@@ -334,7 +334,7 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 	if (msg->origin != 0) {
 		if (bus->rops == NULL ||
 		    bus->rops->forward(bus->rctx, msg->origin, reply,
-		        EB__BUS_FWD_REPLY) != 0) {
+		        EB__BUS_FWD_REPLY, 0) != 0) {
 			bus->totals.dropped++;
 		}
 	} else if ((r = eb__bus_req_find(bus, msg->reply_address)) != NULL) {

@@ -156,6 +156,42 @@ retryable(int status, const eb_bus_failure *failure)
 	       strcmp(failure->message, EB_INGRESS_NOT_LEADER_TEXT) == 0;
 }
 
+/*
+ * Rule 6 at the entry node: an acknowledgement stamped with an epoch below
+ * the highest leader epoch this node has seen comes from a superseded
+ * leader. It is refused and counted; an accepted one raises the fence.
+ * Returns 1 when refused.
+ */
+static int
+ack_fenced(eb_ingress *in, eb_bus_msg *reply)
+{
+	const json_t *b = eb_bus_msg_body(reply);
+	const json_t *e =
+	    json_is_object(b) ? json_object_get(b, "epoch") : NULL;
+	uint64_t epoch;
+	uint64_t fence = eb_bus_fence(in->bus);
+
+	if (!json_is_integer(e) || json_integer_value(e) <= 0) {
+		return 0; /* a custom handler's or relayed reply: no stamp */
+	}
+	epoch = (uint64_t) json_integer_value(e);
+	if (epoch >= fence) {
+		eb_bus_fence_raise(in->bus, epoch);
+		return 0;
+	}
+	if (in->st.fenced_acks++ % 1000 == 0) {
+		EB_LOG_WARN("ingress",
+		    "ack-fenced: epoch=%llu fence=%llu total=%llu",
+		    (unsigned long long) epoch, (unsigned long long) fence,
+		    (unsigned long long) in->st.fenced_acks);
+	}
+	(void) snprintf(in->fenced_why, sizeof(in->fenced_why),
+	    "ebnode: acknowledgement from superseded leader epoch %llu "
+	    "(highest seen %llu); the message may have been delivered",
+	    (unsigned long long) epoch, (unsigned long long) fence);
+	return 1;
+}
+
 static void
 forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
     const eb_bus_failure *failure, void *arg)
@@ -167,6 +203,21 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 	eb_list_remove(&h->link);
 	if (in == NULL) {
 		held_free(h); /* the ingress closed and answered it already */
+		return;
+	}
+	if (status == 0 && ack_fenced(in, reply)) {
+		/* The old leader delivered it (its receipt came first), but
+		 * its ack would take this node's acknowledged epochs back.
+		 * Route it once more through the current leader (at-least-
+		 * once, as for a leader that died), else fail. */
+		if (!h->retried) {
+			h->retried = 1;
+			in->st.retried++;
+			submit(in, h, 1);
+			return;
+		}
+		answer_failure(in, h, EB_INGRESS_FENCED_ACK, in->fenced_why);
+		held_free(h);
 		return;
 	}
 	if (status == 0) {

@@ -43,6 +43,7 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	in->relay_replies = opts->relay_replies != 0;
 	in->warmup_ms = opts->warmup_ms;
 	eb_list_init(&in->waiting);
+	eb_list_init(&in->routing);
 	eb_list_init(&in->held);
 	eb_list_init(&in->inflight);
 	(void) uv_timer_init(loop, &in->hold_timer);
@@ -176,5 +177,19 @@ eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 	}
 	eb__ingress_fail_all(in);
 	(void) uv_timer_stop(&in->hold_timer);
-	uv_close((uv_handle_t *) &in->hold_timer, timer_closed_cb);
+	/* Routed messages awaiting their receipt are answered from it (a
+	 * graceful hand-over acknowledges what it delivered); that is bounded
+	 * by the bus's receipt timeout. */
+	if (eb_list_empty(&in->routing)) {
+		eb__ingress_close_finish(in);
+	}
+}
+
+void
+eb__ingress_close_finish(eb_ingress *in)
+{
+	if (!in->close_done) {
+		in->close_done = 1;
+		uv_close((uv_handle_t *) &in->hold_timer, timer_closed_cb);
+	}
 }

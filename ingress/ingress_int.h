@@ -52,6 +52,7 @@ struct eb_ingress {
 	uint64_t         lead_ms;   /* loop time leadership (re)started */
 	uint64_t         warmup_ms; /* see eb_ingress_opts.warmup_ms */
 	eb_list          waiting;   /* router: of eb__ingress_held, in order */
+	eb_list          routing;   /* router: routed, awaiting the receipt */
 	uint32_t         n_waiting;
 
 	eb_ingress_handler_fn handler;
@@ -65,9 +66,11 @@ struct eb_ingress {
 	int        timer_armed;
 	eb_list    inflight; /* of struct eb__ingress_held being forwarded */
 	int        closing;
+	int        close_done; /* the timer close has begun */
 	eb_ingress_close_cb close_cb;
 	void               *close_arg;
 	eb_ingress_stats    st;
+	char                fenced_why[200]; /* the last fenced ack's text */
 	/* Gateway receipt to the answer (ack or failure), every message. */
 	eb__hist latency;
 };
@@ -92,6 +95,8 @@ void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 void eb__ingress_router_drain(eb_ingress *in);
 /* Fails every waiting message as "not the leader" (the gateway retries). */
 void eb__ingress_router_release(eb_ingress *in);
+/* ingress.c: the last routed message got its receipt while closing. */
+void eb__ingress_close_finish(eb_ingress *in);
 /* Loop time when the first waiting message gives up, or UINT64_MAX. */
 uint64_t eb__ingress_router_deadline(const eb_ingress *in);
 void     eb__ingress_rules_free(eb_ingress *in);

@@ -2,9 +2,23 @@
  * The ingress router: the leader's consumer on the leader address. It checks
  * the leadership lease before each message (rule 5), stamps the message with
  * epoch, per-epoch sequence and entry node (rule 6), routes it by the rules
- * or hands it to a custom handler, and acknowledges it. Sequence numbers are
- * taken only by messages that were routed, so acknowledged sequences of one
- * epoch have no gaps. Loop thread only.
+ * or hands it to a custom handler, and acknowledges it.
+ *
+ * An acknowledgement means delivered: a routed message goes out as a
+ * confirmed send/publish stamped with the epoch (eb_bus_send_confirmed, the
+ * fence travels in the link frame), and the gateway is answered only from
+ * the receipt: ok when the target's node confirmed that a consumer was
+ * handed the message. A failed send is routed once more (same stamp) when
+ * another handler is reachable and this node still leads; otherwise, and
+ * for publish, the answer is a failure saying why (and, for publish, how
+ * many targets confirmed).
+ *
+ * Sequence numbers are taken when a message is routed (its target had a
+ * handler), and each taken number is answered exactly once: acknowledged or
+ * failed. So the sequences of one epoch have no gaps among routed messages;
+ * among *acknowledged* ones a gap is a routed message whose delivery was not
+ * confirmed (its sender got a failure; it may still have been delivered).
+ * Loop thread only.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -258,12 +272,15 @@ static int
 relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
     const json_t *headers)
 {
-	char why[300];
-	int  rv = EB_ENOHANDLERS;
+	eb_bus_send_opts o;
+	char             why[300];
+	int              rv = EB_ENOHANDLERS;
 
+	eb_bus_send_opts_init(&o);
+	o.epoch = in->epoch; /* fenced at the receiver (rule 6) */
 	if (eb_bus_handler_count(in->bus, r->to) > 0) {
 		rv = eb_bus_request(in->bus, r->to, eb_bus_msg_body(msg),
-		    headers, NULL, relay_cb, eb_bus_msg_hold(msg));
+		    headers, &o, relay_cb, eb_bus_msg_hold(msg));
 		if (rv != 0) {
 			eb_bus_msg_release(msg);
 		}
@@ -273,6 +290,154 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 		(void) snprintf(
 		    why, sizeof(why), "No handlers for address %s", r->to);
 		(void) eb_bus_msg_fail(msg, EB_INGRESS_NO_TARGET, why);
+	}
+	return rv;
+}
+
+/* One routed message awaiting its receipt (in->routing). */
+typedef struct route_ctx {
+	eb_list          link;
+	eb_ingress      *in;  /* borrowed: its close waits for the receipt */
+	eb_bus_msg      *msg; /* held: the gateway's request */
+	eb_ingress_stamp st;
+	char            *entry;   /* owned: st.entry_node points here */
+	char            *to;      /* owned */
+	json_t          *headers; /* owned: the stamped headers */
+	int              publish;
+	int              retried;
+} route_ctx;
+
+static void route_receipt_cb(
+    eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg);
+
+static int
+route_confirmed(eb_ingress *in, route_ctx *x)
+{
+	eb_bus_send_opts o;
+
+	eb_bus_send_opts_init(&o);
+	o.epoch = x->st.epoch; /* fenced at every receiver (rule 6) */
+	return x->publish ? eb_bus_publish_confirmed(in->bus, x->to,
+	                        eb_bus_msg_body(x->msg), x->headers, &o,
+	                        route_receipt_cb, x)
+	                  : eb_bus_send_confirmed(in->bus, x->to,
+	                        eb_bus_msg_body(x->msg), x->headers, &o,
+	                        route_receipt_cb, x);
+}
+
+static void
+route_ctx_free(route_ctx *x)
+{
+	eb_list_remove(&x->link);
+	eb_bus_msg_release(x->msg);
+	json_decref(x->headers);
+	free(x->entry);
+	free(x->to);
+	free(x);
+}
+
+/* x is answered: free it; a closing ingress finishes with the last one. */
+static void
+route_done(eb_ingress *in, route_ctx *x)
+{
+	route_ctx_free(x);
+	if (in->closing && eb_list_empty(&in->routing)) {
+		eb__ingress_close_finish(in);
+	}
+}
+
+static int leading_now(eb_ingress *in);
+
+/* A failed send may go to another handler once: the failed peer's interest
+ * is gone after a link loss; a timeout or a full queue may pick another. */
+static int
+route_retryable(eb_ingress *in, const route_ctx *x, int status)
+{
+	return !x->publish && !x->retried && status != EB_EFENCED &&
+	       status != EB_ECANCELED && leading_now(in) &&
+	       eb_bus_handler_count(in->bus, x->to) > 0;
+}
+
+/*
+ * A routed message whose delivery was not confirmed. Its sequence number was
+ * taken: the failure names the stamp, so that a checker can tell this gap
+ * among delivered sequences from a lost message.
+ */
+static void
+route_fail(eb_ingress *in, route_ctx *x, int status, const eb_bus_receipt *r)
+{
+	char        why[600];
+	const char *reason =
+	    r != NULL && r->reason != NULL ? r->reason : eb_strerror(status);
+
+	in->st.undelivered++;
+	if (x->publish) {
+		(void) snprintf(why, sizeof(why),
+		    "ebnode: publish to %s not confirmed (epoch %llu, seq "
+		    "%llu): "
+		    "confirmed by %u of %u targets (%s); it may have been "
+		    "delivered in part",
+		    x->to, (unsigned long long) x->st.epoch,
+		    (unsigned long long) x->st.seq,
+		    r != NULL ? r->delivered : 0, r != NULL ? r->targets : 0,
+		    reason);
+	} else {
+		(void) snprintf(why, sizeof(why),
+		    "ebnode: delivery to %s not confirmed (epoch %llu, seq "
+		    "%llu): %s; it may have been delivered",
+		    x->to, (unsigned long long) x->st.epoch,
+		    (unsigned long long) x->st.seq, reason);
+	}
+	(void) eb_bus_msg_fail(x->msg, EB_INGRESS_UNCONFIRMED, why);
+}
+
+static void
+route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
+{
+	route_ctx  *x = arg;
+	eb_ingress *in = x->in;
+
+	(void) bus;
+	if (status == 0) {
+		in->st.delivered++;
+		(void) eb_ingress_ack(x->msg, &x->st, x->to);
+		route_done(in, x);
+		return;
+	}
+	if (route_retryable(in, x, status)) {
+		x->retried = 1;
+		in->st.rerouted++;
+		EB_LOG_DEBUG("ingress", "reroute: epoch=%llu seq=%llu err=%s",
+		    (unsigned long long) x->st.epoch,
+		    (unsigned long long) x->st.seq, eb_err_name(status));
+		if (route_confirmed(in, x) == 0) {
+			return;
+		}
+	}
+	route_fail(in, x, status, rcpt);
+	route_done(in, x);
+}
+
+/* Routes msg (stamped headers) by send or publish with a receipt; the
+ * answer comes from route_receipt_cb. 0, or an error (not routed). */
+static int
+route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
+    const eb_ingress_stamp *st, json_t *headers)
+{
+	route_ctx *x = eb__calloc(1, sizeof(*x));
+	int        rv;
+
+	x->in = in;
+	x->msg = eb_bus_msg_hold(msg);
+	x->st = *st;
+	x->entry = eb__strdup(st->entry_node);
+	x->st.entry_node = x->entry;
+	x->to = eb__strdup(r->to);
+	x->headers = json_incref(headers);
+	x->publish = r->publish;
+	eb_list_insert_tail(&in->routing, &x->link);
+	if ((rv = route_confirmed(in, x)) != 0) {
+		route_ctx_free(x);
 	}
 	return rv;
 }
@@ -324,10 +489,9 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		}
 		return 0;
 	}
-	rv = r->publish ? eb_bus_publish(in->bus, r->to, eb_bus_msg_body(msg),
-	                      headers, NULL)
-	                : eb_bus_send(in->bus, r->to, eb_bus_msg_body(msg),
-	                      headers, NULL);
+	rv = eb_bus_handler_count(in->bus, r->to) > 0
+	         ? route_start(in, r, msg, &st, headers)
+	         : EB_ENOHANDLERS;
 	json_decref(headers);
 	if (rv != 0) {
 		/* Not routed: the sequence number is not used. */
@@ -337,9 +501,9 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		(void) eb_bus_msg_fail(msg, EB_INGRESS_NO_TARGET, why);
 		return 0;
 	}
+	/* Routed: the number is taken; the receipt answers the sender. */
 	in->next_seq++;
 	in->st.routed++;
-	(void) eb_ingress_ack(msg, &st, r->to);
 	return 0;
 }
 

@@ -395,6 +395,35 @@ emit_latency(mw *w, const eb__hist *h)
 	    h != NULL ? h->count : 0);
 }
 
+/* Rule 6: what this node's fence refused, by kind. */
+static void
+emit_fenced(mw *w, eb_node *n, const eb_ingress_stats *s)
+{
+	eb_bus_totals t;
+	const char   *lm[] = { "kind", "message", NULL };
+	const char   *la[] = { "kind", "ack", NULL };
+
+	memset(&t, 0, sizeof(t));
+	if (n->bus != NULL) {
+		eb_bus_stats_totals(n->bus, &t);
+	}
+	mw_family(w, "ebnode_fenced_total", "counter",
+	    "Stamped messages (kind=message) and acknowledgements (kind=ack) "
+	    "refused because their leader epoch is below the highest this "
+	    "node has seen.");
+	mw_u64(w, "ebnode_fenced_total", lm, t.fenced);
+	mw_u64(w, "ebnode_fenced_total", la, s->fenced_acks);
+	mw_one(w, "ebnode_fence_epoch", "gauge",
+	    "The highest leader epoch this node has seen (its fence).",
+	    n->bus != NULL ? eb_bus_fence(n->bus) : 0);
+	mw_one(w, "ebnode_bus_pending_receipts", "gauge",
+	    "Confirmed sends awaiting their delivery receipt.",
+	    t.pending_receipts);
+	mw_one(w, "ebnode_bus_receipt_failures_total", "counter",
+	    "Confirmed sends whose delivery was not confirmed.",
+	    t.receipt_failures);
+}
+
 static void
 emit_ingress(mw *w, eb_node *n)
 {
@@ -433,7 +462,19 @@ emit_ingress(mw *w, eb_node *n)
 	mw_one(w, "ebnode_ingress_leading", "gauge",
 	    "1 while this node's ingress router is active.",
 	    in != NULL && eb_ingress_is_leading(in) ? 1 : 0);
+	mw_one(w, "ebnode_ingress_delivered_total", "counter",
+	    "Ingress messages this leader routed and saw confirmed "
+	    "(acknowledged).",
+	    s.delivered);
+	mw_one(w, "ebnode_ingress_undelivered_total", "counter",
+	    "Ingress messages this leader routed whose delivery was not "
+	    "confirmed (answered with a failure).",
+	    s.undelivered);
+	mw_one(w, "ebnode_ingress_rerouted_total", "counter",
+	    "Ingress sends routed again after a failed delivery receipt.",
+	    s.rerouted);
 	emit_latency(w, in != NULL ? eb__ingress_latency(in) : NULL);
+	emit_fenced(w, n, &s);
 }
 
 /* ---- node links ---- */

@@ -94,6 +94,7 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 	eb_bus_opts_init(&o);
 	o.node_id = n->conf->node.id;
 	o.request_timeout_ms = (uint64_t) n->conf->bus.request_timeout_ms;
+	o.receipt_timeout_ms = (uint64_t) n->conf->bus.receipt_timeout_ms;
 	o.consumer_queue_max = (uint32_t) n->conf->bus.consumer_queue_max;
 	rv = eb_bus_new(n->loop, &o, &n->bus);
 	if (rv != 0) {

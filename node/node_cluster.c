@@ -132,6 +132,9 @@ elected_cb(eb_election *e, int64_t epoch, void *arg)
 	nc->leader = 1;
 	nc->epoch = epoch;
 	nc->leads++;
+	if (epoch > 0 && nc->n->bus != NULL) {
+		eb_bus_fence_raise(nc->n->bus, (uint64_t) epoch); /* rule 6 */
+	}
 	if (standalone(nc->n)) {
 		nc->leader_changes++; /* no cache: our own election is all */
 	}
@@ -490,11 +493,42 @@ static const eb_member *cache_leader(node_cluster *nc);
 
 /* Counts a change of the cluster's leader as this node sees it (a new
  * lowest eligible member); a gap with no leader is not a change. */
+/*
+ * Rule 6: the epoch of the current leader as the member cache shows it: the
+ * czxid of the lowest *valid* eligible member (ephemeral, with a parsed
+ * member record naming a node). A damaged or foreign child must never raise
+ * the fence: its czxid may be far above the real leader's and would fence
+ * every message. The one place that derives it: once the election work
+ * (branch election, eb__childcache_leader_epoch(): the cache then shows
+ * valid members only) is merged, this body becomes that one call. 0: none.
+ */
+static uint64_t
+cache_leader_epoch(node_cluster *nc)
+{
+	size_t i;
+
+	for (i = 0; i < eb__childcache_count(nc->cc); i++) {
+		const eb_member *m = eb__childcache_at(nc->cc, i);
+
+		if (m->eligible && m->owner != 0 && m->data != NULL &&
+		    m->node_id[0] != '\0' && m->czxid > 0) {
+			return (uint64_t) m->czxid;
+		}
+	}
+	return 0;
+}
+
 static void
 observe_leader(node_cluster *nc)
 {
 	const eb_member *l = cache_leader(nc);
+	uint64_t         epoch = cache_leader_epoch(nc);
 
+	/* Anything stamped below the current leader's epoch comes from a
+	 * superseded leader: the bus refuses it from now on. */
+	if (epoch > 0 && nc->n->bus != NULL) {
+		eb_bus_fence_raise(nc->n->bus, epoch);
+	}
 	if (l == NULL || strcmp(nc->last_leader, l->name) == 0) {
 		return;
 	}

@@ -62,11 +62,24 @@ typedef struct eb_bus_opts {
 	const char *node_id;            /* for reply addresses; copied */
 	uint64_t    request_timeout_ms; /* default 30000 */
 	uint32_t    consumer_queue_max; /* per consumer, default 10000 */
+	/* How long a confirmed send/publish waits for a peer's receipt
+	 * (default 5000 ms). */
+	uint64_t receipt_timeout_ms;
 } eb_bus_opts;
 
 typedef struct eb_bus_send_opts {
 	uint64_t timeout_ms; /* request only; 0: the bus default */
 	int      local_only; /* deliver only to this node's consumers */
+	/*
+	 * Fencing stamp (DESIGN rule 6), 0: none. A message stamped with an
+	 * epoch lower than the highest one its receiving bus has seen (see
+	 * eb_bus_fence_raise) is rejected there: never handed to a consumer,
+	 * counted (eb_bus_totals.fenced), a request fails with EB_EFENCED, a
+	 * confirmed send's receipt fails with EB_EFENCED. Travels in the link
+	 * frame, not in the headers.
+	 */
+	uint64_t epoch;
+	uint64_t receipt_timeout_ms; /* confirmed only; 0: the bus default */
 } eb_bus_send_opts;
 
 EB_API void eb_bus_opts_init(eb_bus_opts *opts);
@@ -106,6 +119,14 @@ EB_API int eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
  * NO_HANDLERS (requests) or dropped and counted (sends/publishes). */
 EB_API void        eb_bus_consumer_close(eb_bus_consumer *c);
 EB_API const char *eb_bus_consumer_address(const eb_bus_consumer *c);
+/*
+ * Called by a handler, during its call, when it could not take the message
+ * it was given (e.g. a bridge connection that is closing or whose output is
+ * over its bound): the delivery counts as failed (status, a negative
+ * EB_E or UV_E code) for a confirmed send's receipt, and as dropped. Outside
+ * a handler call: no effect.
+ */
+EB_API void eb_bus_consumer_undelivered(eb_bus_consumer *c, int status);
 
 /* Point-to-point, round robin across the handlers of the cluster. Returns
  * 0 or EB_ENOHANDLERS when nobody (reachable) handles address. Also:
@@ -117,6 +138,52 @@ EB_API int eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
 /* Every handler; 0 even with no handlers (Vert.x). */
 EB_API int eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts);
+/*
+ * Delivery receipts. The outcome of a confirmed send/publish: status 0 when
+ * every target confirmed that the message was handed to a consumer (its
+ * handler was called with it; for a bridge consumer that means queued on its
+ * socket), else the first failure:
+ *   EB_ENOHANDLERS  nobody handles the address (here or at the receiver, or
+ *                   the consumer closed before the message reached it)
+ *   EB_EFULL        the consumer's queue was full
+ *   EB_ELINKDOWN    the link to the receiving node dropped before its
+ *                   receipt arrived (the node may have delivered it)
+ *   EB_ETIMEOUT     no receipt within receipt_timeout_ms (idem)
+ *   EB_EFENCED      rejected by the fence (eb_bus_fence_raise)
+ *   EB_ECANCELED    the bus closed first
+ * targets: local consumers plus remote nodes the message went to (a remote
+ * node confirms for all of its consumers at once); delivered: how many of
+ * them confirmed. reason: a text for the failure (NULL when status is 0).
+ * All borrowed for the callback.
+ */
+typedef struct eb_bus_receipt {
+	uint32_t    targets;
+	uint32_t    delivered;
+	const char *reason;
+} eb_bus_receipt;
+typedef void (*eb_bus_receipt_cb)(
+    eb_bus *bus, int status, const eb_bus_receipt *receipt, void *arg);
+/*
+ * eb_bus_send/eb_bus_publish with a delivery receipt: cb exactly once, never
+ * from inside the call, also when nobody handles address (EB_ENOHANDLERS) and
+ * when the bus closes (EB_ECANCELED). Non-zero return (UV_EINVAL, EB_ECLOSED):
+ * no callback.
+ */
+EB_API int eb_bus_send_confirmed(eb_bus *bus, const char *address,
+    const json_t *body, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_receipt_cb cb, void *arg);
+EB_API int eb_bus_publish_confirmed(eb_bus *bus, const char *address,
+    const json_t *body, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_receipt_cb cb, void *arg);
+
+/*
+ * Fencing (DESIGN rule 6): raises the highest leader epoch this bus has seen
+ * to epoch (never lowers it). The bus also raises it from every stamped
+ * message it accepts. eb_bus_fence() returns the current value (0: none).
+ */
+EB_API void     eb_bus_fence_raise(eb_bus *bus, uint64_t epoch);
+EB_API uint64_t eb_bus_fence(const eb_bus *bus);
+
 /* A send that expects a reply: cb exactly once (reply, failure, timeout).
  * Returns 0 also when nobody handles address (cb reports NO_HANDLERS on a
  * later turn); non-zero (UV_EINVAL, EB_ECLOSED) means no callback. */
@@ -189,6 +256,9 @@ typedef struct eb_bus_totals {
 	uint32_t pending_requests; /* awaiting a reply */
 	uint64_t no_handlers;      /* sends/requests that found nobody */
 	uint64_t sent, published, received, replied, failed, dropped;
+	uint64_t fenced;           /* stamped messages the fence rejected */
+	uint32_t pending_receipts; /* confirmed sends awaiting their outcome */
+	uint64_t receipt_failures; /* confirmed sends that failed */
 } eb_bus_totals;
 
 typedef void (*eb_bus_stats_fn)(const eb_bus_addr_stats *s, void *arg);

@@ -51,7 +51,8 @@
 	XX(EPROTO, -20034, "protocol error")                             \
 	XX(EAUTH, -20035, "authentication failed")                       \
 	XX(ELINKDOWN, -20036, "cluster link down")                       \
-	XX(ENOROUTE, -20037, "no route for message")
+	XX(ENOROUTE, -20037, "no route for message")                     \
+	XX(EFENCED, -20045, "message from a superseded leader epoch")
 
 enum eb_err {
 #define XX(name, val, msg) EB_##name = (val),

@@ -22,7 +22,14 @@
  *   messages) and ebnode.entry (the node where it entered), routes it by the
  *   configured rules (or hands it to a custom handler installed with
  *   eb_ingress_set_handler()) and answers the gateway with an acknowledgement
- *   {"status":"ok","epoch":E,"seq":S,"to":A} or a failure.
+ *   {"status":"ok","epoch":E,"seq":S,"to":A} or a failure. The rules route
+ *   with eb_bus_send_confirmed()/eb_bus_publish_confirmed() stamped with the
+ *   epoch (fenced at every receiver) and acknowledge only from the receipt:
+ *   ok means handed to a consumer (send: one, publish: every target); a
+ *   failed send is routed once more to another handler, else failed with
+ *   EB_INGRESS_UNCONFIRMED naming the stamp. The gateway refuses an ack
+ *   whose epoch is below its bus's fence (routes once more, then
+ *   EB_INGRESS_FENCED_ACK).
  *
  * Threads: loop thread only. Ownership: the bus is borrowed and must outlive
  * the ingress; options are copied.
@@ -50,6 +57,8 @@ typedef struct eb_ingress eb_ingress; /* opaque */
 typedef enum eb_ingress_code {
 	EB_INGRESS_NO_ROUTE = 404,     /* no rule matched, no default route */
 	EB_INGRESS_NO_TARGET = 502,    /* the route's target has no handlers */
+	EB_INGRESS_UNCONFIRMED = 508,  /* routed, delivery not confirmed */
+	EB_INGRESS_FENCED_ACK = 409,   /* ack from a superseded epoch */
 	EB_INGRESS_NOT_LEADER = 503,   /* lease lost; the gateway retries */
 	EB_INGRESS_HOLD_TIMEOUT = 504, /* no leader within hold_ms */
 	EB_INGRESS_HOLD_FULL = 507,    /* hold queue full */
@@ -129,6 +138,10 @@ typedef struct eb_ingress_stats {
 	uint64_t routed;   /* routed by this node as leader */
 	uint64_t unrouted; /* no rule matched / no handler for the target */
 	uint64_t leader_epochs; /* times this node started leading */
+	uint64_t delivered;     /* routed here and confirmed (acknowledged) */
+	uint64_t undelivered;   /* routed here, not confirmed: failed */
+	uint64_t rerouted;      /* sends routed again after a failed receipt */
+	uint64_t fenced_acks;   /* acks below this node's fence, refused */
 } eb_ingress_stats;
 
 EB_API void eb_ingress_opts_init(eb_ingress_opts *opts);
@@ -155,7 +168,9 @@ EB_API int eb_ingress_ack(
 EB_API void eb_ingress_stats_get(const eb_ingress *in, eb_ingress_stats *out);
 
 typedef void (*eb_ingress_close_cb)(eb_ingress *in, void *arg);
-/* Exactly once. Held messages are failed (requests) or counted (sends). */
+/* Exactly once. Held messages are failed (requests) or counted (sends);
+ * routed messages awaiting their delivery receipt are answered from it first
+ * (bounded by the bus's receipt timeout), then cb runs. */
 EB_API void eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg);
 
 #endif

@@ -25,7 +25,7 @@
 #include <ebnode/api.h>
 #include <ebnode/err.h>
 
-#define EB_LINK_PROTOCOL_VERSION 1
+#define EB_LINK_PROTOCOL_VERSION 2
 
 typedef struct eb_link_mgr eb_link_mgr; /* opaque */
 

@@ -8,6 +8,6 @@
 #define EB_VERSION_STRING "0.1.0"
 
 /* Version of the node-to-node link protocol (cluster links, hello frame). */
-#define EB_LINK_PROTOCOL_VERSION 1
+#define EB_LINK_PROTOCOL_VERSION 2
 
 #endif

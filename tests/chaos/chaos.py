@@ -846,7 +846,8 @@ class Chaos:
         out = chaos_checks.check_leadership(active, stale, msgs, acks,
                                             STALE_REVOKE_S)
         seq, owner = chaos_checks.check_sequence(
-            msgs, {c.cid: e.name for c, e in zip(self.clients, self.edges)})
+            msgs, {c.cid: e.name for c, e in zip(self.clients, self.edges)},
+            chaos_checks.unconfirmed_stamps(reqs))
         out += seq
         out += chaos_checks.check_answers(reqs, acks, owner, t_snap, final,
                                           ANSWER_BOUND_S, DELIVERY_SLACK_S)

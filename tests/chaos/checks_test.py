@@ -146,6 +146,26 @@ class Stream(unittest.TestCase):
         self.assertEqual(rules(cc.check_sequence(entry, {2: "edge2"})[0]),
                          ["sequence"])
 
+    def test_sequence_unconfirmed(self):
+        # seq 2 was routed, its delivery not confirmed (508 names the
+        # stamp): the gap is allowed; seq 3 was not failed: still a gap.
+        text = ("ebnode: delivery to orders not confirmed (epoch 5, seq 2): "
+                "Link to node c lost; it may have been delivered")
+        reqs = {1: [(T0, T0 + 1, "fail", ("RECIPIENT_FAILURE", 508, text))]}
+        unc = cc.unconfirmed_stamps(reqs)
+        self.assertEqual(unc, {(5, 2)})
+        gap2 = [msg(0, 5, 1, 1, 0), msg(0, 5, 3, 1, 2)]
+        self.assertEqual(cc.check_sequence(gap2, None, unc)[0], [])
+        gap3 = [msg(0, 5, 1, 1, 0), msg(0, 5, 4, 1, 3)]
+        self.assertEqual(rules(cc.check_sequence(gap3, None, unc)[0]),
+                         ["sequence"])
+        # A re-routed send delivered twice with its one stamp: not a
+        # duplicate; the same stamp on another message still is.
+        again = [msg(0, 5, 1, 1, 0), msg(0, 5, 1, 1, 0)]
+        self.assertEqual(cc.check_sequence(again)[0], [])
+        other = [msg(0, 5, 1, 1, 0), msg(0, 5, 1, 1, 1)]
+        self.assertTrue(cc.check_sequence(other)[0])
+
     def answers(self, reqs, msgs, acks=None, t_now=T0 + 100, final=True):
         _, owner = cc.check_sequence(msgs)
         return cc.check_answers(reqs, acks or {}, owner, t_now, final,

@@ -623,6 +623,17 @@ class MetricsCluster(unittest.TestCase):
         ebtest.wait_until(
             lambda: metrics(self, a).value("ebnode_epoch") ==
             mb3.value("ebnode_epoch"), 10, "a knows the new epoch")
+        # Rule 6: both fences follow the member cache to the new epoch
+        # (a's too: it learns it from its cache, not from its election);
+        # a clean hand-over refuses nothing.
+        for node in (a, b):
+            ebtest.wait_until(
+                lambda: metrics(self, node).value("ebnode_fence_epoch") ==
+                mb3.value("ebnode_epoch"), 10, "fence at the new epoch")
+            m = metrics(self, node)
+            self.assertEqual(m.value("ebnode_fenced_total", kind="message"),
+                             0)
+            self.assertEqual(m.value("ebnode_fenced_total", kind="ack"), 0)
         ebtest.wait_until(
             lambda: metrics(self, b).value(
                 "ebnode_leader_changes_total") == 2, 10,

@@ -1,8 +1,10 @@
 /*
  * Robustness tests for remote.c: a seeded random mix of registrations,
  * unregistrations, sends, publishes, requests (short timeouts), replies,
- * failures, held and dropped messages and a link cut across three nodes,
- * checking that every request is answered exactly once with a legal status
+ * failures, held and dropped messages, confirmed sends and publishes (short
+ * receipt timeouts, random fencing stamps and fence raises) and a link cut
+ * across three nodes, checking that every request and every confirmed
+ * message is answered exactly once with a legal status
  * (and, under ASan, that nothing leaks); and malformed upper-layer frames
  * from a peer, which are logged and skipped without disturbing the link.
  * EB_CHAOS_SEED and EB_CHAOS_STEPS override the defaults.
@@ -47,7 +49,15 @@ typedef struct track {
 	int status;
 } track;
 
+typedef struct rtrack {
+	int calls;
+	int status;
+} rtrack;
+
 static chaos_consumer cons[CONSUMERS];
+static rtrack        *rtracks;
+static int            n_rtracks;
+static int            rcpt_by[8]; /* by status class, see rtrack_cb */
 static track         *tracks;
 static int            n_tracks;
 static eb_bus_msg    *held[HELD];
@@ -78,6 +88,75 @@ track_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		break;
 	default:
 		bad_status++;
+	}
+}
+
+static void
+rtrack_cb(eb_bus *bus, int status, const eb_bus_receipt *r, void *arg)
+{
+	rtrack *t = arg;
+
+	(void) bus;
+	t->calls++;
+	t->status = status;
+	if ((status == 0) != (r->reason == NULL) ||
+	    (status == 0 && (r->delivered != r->targets || r->targets == 0))) {
+		bad_status++;
+	}
+	switch (status) {
+	case 0:
+		rcpt_by[0]++;
+		break;
+	case EB_ENOHANDLERS:
+		rcpt_by[1]++;
+		break;
+	case EB_ETIMEOUT:
+		rcpt_by[2]++;
+		break;
+	case EB_EFULL:
+		rcpt_by[3]++;
+		break;
+	case EB_ELINKDOWN:
+		rcpt_by[4]++;
+		break;
+	case EB_EFENCED:
+		rcpt_by[5]++;
+		break;
+	case EB_ECANCELED:
+		rcpt_by[6]++;
+		break;
+	default:
+		bad_status++;
+	}
+}
+
+/* A confirmed send or publish with a short receipt timeout and, sometimes,
+ * a fencing stamp; sometimes a bus's fence rises first. */
+static void
+chaos_confirmed(cnode *n, eb_bus *bus, const char *address, int publish)
+{
+	eb_bus_send_opts so;
+	rtrack          *t;
+	int              rv;
+
+	if (n_rtracks >= REQS) {
+		return;
+	}
+	t = &rtracks[n_rtracks++];
+	eb_bus_send_opts_init(&so);
+	so.receipt_timeout_ms = 50 + rng(200);
+	so.local_only = rng(8) == 0;
+	so.epoch = rng(3) == 0 ? 1 + rng(4) : 0;
+	if (rng(50) == 0) {
+		eb_bus_fence_raise(n[rng(NODES)].bus, 1 + rng(4));
+	}
+	rv = publish ? eb_bus_publish_confirmed(
+	                   bus, address, NULL, NULL, &so, rtrack_cb, t)
+	             : eb_bus_send_confirmed(
+	                   bus, address, NULL, NULL, &so, rtrack_cb, t);
+	if (rv != 0) {
+		t->calls = 1; /* refused: no callback (counted once) */
+		t->status = 0;
 	}
 }
 
@@ -155,7 +234,13 @@ chaos_step(cnode *n)
 	track           *t;
 
 	(void) snprintf(address, sizeof(address), "c%u", rng(ADDRS));
-	switch (rng(8)) {
+	switch (rng(10)) {
+	case 8:
+		chaos_confirmed(n, bus, address, 0);
+		break;
+	case 9:
+		chaos_confirmed(n, bus, address, 1);
+		break;
 	case 0:
 		if (cons[k].c == NULL) {
 			cons[k].behavior = (int) rng(4);
@@ -204,6 +289,11 @@ all_answered(void *arg)
 			return 0;
 		}
 	}
+	for (int i = 0; i < n_rtracks; i++) {
+		if (rtracks[i].calls == 0) {
+			return 0;
+		}
+	}
 	return 1;
 }
 
@@ -217,45 +307,13 @@ cut_one_link(cnode *n)
 	}
 }
 
-static void
-test_random_operations(void **state)
+/* Prints the outcome mix; returns how many requests or confirmed messages
+ * were not called back exactly once. */
+static int
+tally(void)
 {
-	th_loop    *t = *state;
-	cnode       n[NODES];
-	const char *s = getenv("EB_CHAOS_SEED");
-	const char *st = getenv("EB_CHAOS_STEPS");
-	uint64_t    seed = s != NULL ? strtoull(s, NULL, 10) : 20261121;
-	int         steps = st != NULL ? (int) strtol(st, NULL, 10) : 20000;
-	int         once = 0;
+	int once = 0;
 
-	th_watchdog_ms(t, 60000);
-	rng_state = seed != 0 ? seed : 1;
-	printf("chaos: seed=%llu steps=%d\n", (unsigned long long) seed, steps);
-	tracks = calloc(REQS, sizeof(*tracks));
-	memset(cons, 0, sizeof(cons));
-	n_tracks = n_held = bad_status = 0;
-	cluster_open(t, n, NODES, 5);
-	for (int i = 0; i < steps; i++) {
-		chaos_step(n);
-		/* Every other 500 steps the loop does not run: queues
-		 * (max 5) overflow. */
-		if (i % 7 == 0 && (i / 500) % 2 == 0) {
-			(void) uv_run(&t->loop, UV_RUN_NOWAIT);
-		}
-		if (i == steps / 2) {
-			cut_one_link(n); /* in-flight requests over it fail */
-		}
-	}
-	answer_held(1);
-	for (int k = 0; k < CONSUMERS; k++) {
-		eb_bus_consumer_close(cons[k].c);
-		cons[k].c = NULL;
-	}
-	/* Every request: answered, failed, timed out (<= 250 ms) or
-	 * canceled; none forgotten. */
-	assert_int_equal(th_run_until(t, all_answered, NULL, 5000), 0);
-	answer_held(1);
-	cluster_close(t, n, NODES);
 	for (int i = 0; i < n_tracks; i++) {
 		if (tracks[i].calls != 1) {
 			printf(
@@ -281,10 +339,73 @@ test_random_operations(void **state)
 		       "recipient=%d full=%d linkdown=%d other=%d\n",
 		    n_tracks, by[0], by[1], by[2], by[3], by[4], by[5], by[6]);
 	}
+	for (int i = 0; i < n_rtracks; i++) {
+		if (rtracks[i].calls != 1) {
+			printf("confirmed %d called %d times\n", i,
+			    rtracks[i].calls);
+			once++;
+		}
+	}
+	printf("chaos: %d confirmed: ok=%d no_handlers=%d timeout=%d "
+	       "full=%d linkdown=%d fenced=%d canceled=%d\n",
+	    n_rtracks, rcpt_by[0], rcpt_by[1], rcpt_by[2], rcpt_by[3],
+	    rcpt_by[4], rcpt_by[5], rcpt_by[6]);
+	return once;
+}
+
+static void
+test_random_operations(void **state)
+{
+	th_loop    *t = *state;
+	cnode       n[NODES];
+	const char *s = getenv("EB_CHAOS_SEED");
+	const char *st = getenv("EB_CHAOS_STEPS");
+	uint64_t    seed = s != NULL ? strtoull(s, NULL, 10) : 20261121;
+	int         steps = st != NULL ? (int) strtol(st, NULL, 10) : 20000;
+	int         once = 0;
+
+	th_watchdog_ms(t, 60000);
+	rng_state = seed != 0 ? seed : 1;
+	printf("chaos: seed=%llu steps=%d\n", (unsigned long long) seed, steps);
+	tracks = calloc(REQS, sizeof(*tracks));
+	rtracks = calloc(REQS, sizeof(*rtracks));
+	memset(cons, 0, sizeof(cons));
+	memset(rcpt_by, 0, sizeof(rcpt_by));
+	n_tracks = n_rtracks = n_held = bad_status = 0;
+	cluster_open(t, n, NODES, 5);
+	for (int i = 0; i < steps; i++) {
+		chaos_step(n);
+		/* Every other 500 steps the loop does not run: queues
+		 * (max 5) overflow. */
+		if (i % 7 == 0 && (i / 500) % 2 == 0) {
+			(void) uv_run(&t->loop, UV_RUN_NOWAIT);
+		}
+		if (i == steps / 2) {
+			cut_one_link(n); /* in-flight requests over it fail */
+		}
+	}
+	answer_held(1);
+	for (int k = 0; k < CONSUMERS; k++) {
+		eb_bus_consumer_close(cons[k].c);
+		cons[k].c = NULL;
+	}
+	/* Every request: answered, failed, timed out (<= 250 ms) or
+	 * canceled; none forgotten. */
+	assert_int_equal(th_run_until(t, all_answered, NULL, 5000), 0);
+	answer_held(1);
+	cluster_close(t, n, NODES);
+	once = tally();
 	assert_int_equal(once, 0);
 	assert_int_equal(bad_status, 0);
 	assert_true(n_tracks > 100);
+	assert_true(n_rtracks > 100);
+	/* The mix reaches the outcomes that matter. */
+	assert_true(rcpt_by[0] > 0);
+	assert_true(rcpt_by[1] > 0);
+	assert_true(rcpt_by[3] > 0);
+	assert_true(rcpt_by[5] > 0);
 	free(tracks);
+	free(rtracks);
 }
 
 /* ---- malformed frames from a peer ---- */

@@ -11,13 +11,16 @@ typedef struct fx {
 	th_loop    *t;
 	eb_bus     *bus;
 	eb_ingress *in;
-	/* replies to the test's requests, in order */
+	/* replies to the test's requests, by request index (an ack waits
+	 * for the delivery receipt, so answers may overtake each other) */
+	int       n_requests;
+	int       slot[64]; /* slot[i] == i: the callback argument */
 	int       n_replies;
 	int       status[64];
 	long long seq[64];
 	long long epoch[64];
 	int       fcode[64];
-	char      fmsg[64][160];
+	char      fmsg[64][400];
 	/* what the target consumer got */
 	int  n_target;
 	char target_seq[64][24];
@@ -32,10 +35,10 @@ static void
 reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
     const eb_bus_failure *failure, void *arg)
 {
-	int i = g_fx.n_replies++;
+	int i = *(const int *) arg;
 
 	(void) bus;
-	(void) arg;
+	g_fx.n_replies++;
 	g_fx.status[i] = status;
 	if (status == 0) {
 		const json_t *b = eb_bus_msg_body(reply);
@@ -146,8 +149,11 @@ request(const char *body_json, const char *hk, const char *hv)
 	json_t *body = json_loads(body_json, JSON_DECODE_ANY, NULL);
 	json_t *h = hk != NULL ? json_pack("{s:s}", hk, hv) : NULL;
 
+	int *slot = &g_fx.slot[g_fx.n_requests];
+
+	*slot = g_fx.n_requests++;
 	assert_int_equal(eb_bus_request(g_fx.bus, "external.ingress", body, h,
-	                     NULL, reply_cb, NULL),
+	                     NULL, reply_cb, slot),
 	    0);
 	json_decref(body);
 	json_decref(h);
@@ -234,15 +240,15 @@ test_hold_overflow_and_timeout(void **state)
 	request("2", NULL, NULL);
 	request("3", NULL, NULL); /* over the bound: failed at once */
 	wait_replies(1);
-	assert_int_equal(g_fx.fcode[0], EB_INGRESS_HOLD_FULL);
-	assert_string_equal(g_fx.fmsg[0],
+	assert_int_equal(g_fx.fcode[2], EB_INGRESS_HOLD_FULL);
+	assert_string_equal(g_fx.fmsg[2],
 	    "ebnode: ingress hold queue full (2 messages) and no leader "
 	    "reachable");
 	wait_replies(3);
+	assert_int_equal(g_fx.fcode[0], EB_INGRESS_HOLD_TIMEOUT);
 	assert_int_equal(g_fx.fcode[1], EB_INGRESS_HOLD_TIMEOUT);
-	assert_int_equal(g_fx.fcode[2], EB_INGRESS_HOLD_TIMEOUT);
 	assert_string_equal(
-	    g_fx.fmsg[1], "ebnode: no ingress leader within 150 ms");
+	    g_fx.fmsg[0], "ebnode: no ingress leader within 150 ms");
 }
 
 static void
@@ -351,6 +357,37 @@ test_custom_handler(void **state)
 	wait_replies(2);
 	assert_int_equal(calls, 2);
 	assert_int_equal(g_fx.seq[1], 2);
+}
+
+/* Rule 6 at the entry node: an ack below the node's fence is refused, the
+ * message routed once more, then failed (409); an accepted ack raises the
+ * fence. */
+static void
+test_gateway_fences_acks(void **state)
+{
+	int              calls = 0;
+	eb_ingress_stats st;
+
+	(void) state;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, custom_cb, &calls);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	request("{}", NULL, NULL);
+	wait_replies(1);
+	assert_int_equal(g_fx.status[0], 0);
+	assert_int_equal(eb_bus_fence(g_fx.bus), 5); /* raised by the ack */
+	eb_bus_fence_raise(g_fx.bus, 9); /* a newer leader is known */
+	request("{}", NULL, NULL);
+	wait_replies(2);
+	assert_int_equal(calls, 3); /* routed again once */
+	assert_int_equal(g_fx.fcode[1], EB_INGRESS_FENCED_ACK);
+	assert_string_equal(g_fx.fmsg[1],
+	    "ebnode: acknowledgement from superseded leader epoch 5 (highest "
+	    "seen 9); the message may have been delivered");
+	eb_ingress_stats_get(g_fx.in, &st);
+	assert_int_equal(st.fenced_acks, 2);
+	assert_int_equal(st.retried, 1);
+	assert_int_equal(st.acked, 1);
 }
 
 static void
@@ -473,6 +510,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_custom_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_gateway_fences_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_fails_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -1,0 +1,412 @@
+/*
+ * Delivery receipts and the fence (DESIGN rule 6, "An acknowledgement means
+ * delivered").
+ *
+ * A confirmed send/publish makes a tracker (eb__bus_rcpt) whose units are
+ * its targets: a local consumer's queue entry (done when the consumer's
+ * handler has been called with the message, failed when the entry is
+ * dropped: queue full, consumer closed, fenced, bus closed) or a remote node
+ * (a runit awaiting that node's RECEIPT frame, failed at once when the link
+ * drops and after receipt_timeout_ms without a receipt). A node that
+ * receives a confirmed message makes a receiver-side tracker over its own
+ * consumers and sends its outcome back as the RECEIPT. Nothing is dropped
+ * without an outcome: every unit ends exactly once.
+ *
+ * The fence is the highest leader epoch this bus has seen (raised by the
+ * node from its member cache and by every stamped message accepted); a
+ * stamped message below it never reaches a consumer.
+ *
+ * Loop thread only.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "eventbus/eventbus_int.h"
+
+static void rtimer_cb(uv_timer_t *t);
+
+void
+eb__bus_rcpt_init(eb_bus *bus)
+{
+	eb_list_init(&bus->rcpts);
+	eb_list_init(&bus->rcpt_done);
+	eb_list_init(&bus->runits);
+	eb__hmap_init(&bus->runit_map);
+	(void) uv_timer_init(bus->loop, &bus->rtimer);
+	bus->rtimer.data = bus;
+}
+
+void
+eb_bus_fence_raise(eb_bus *bus, uint64_t epoch)
+{
+	if (epoch > bus->fence) {
+		EB_LOG_INFO("eventbus",
+		    "fence-raised: epoch=%" PRIu64 " previous=%" PRIu64, epoch,
+		    bus->fence);
+		bus->fence = epoch;
+	}
+}
+
+uint64_t
+eb_bus_fence(const eb_bus *bus)
+{
+	return bus->fence;
+}
+
+int
+eb__bus_fence_stale(eb_bus *bus, uint64_t epoch)
+{
+	if (epoch == 0 || epoch >= bus->fence) {
+		return 0;
+	}
+	/* First and every 1000th: an overlap produces bursts. */
+	if (bus->fenced++ % 1000 == 0) {
+		EB_LOG_WARN("eventbus",
+		    "fenced: epoch=%" PRIu64 " fence=%" PRIu64
+		    " total=%" PRIu64,
+		    epoch, bus->fence, bus->fenced);
+	}
+	return 1;
+}
+
+eb__bus_rcpt *
+eb__bus_rcpt_new(eb_bus *bus, eb_bus_receipt_cb cb, void *arg)
+{
+	eb__bus_rcpt *rc = eb__calloc(1, sizeof(*rc));
+
+	rc->cb = cb;
+	rc->arg = arg;
+	rc->timeout_ms = bus->receipt_timeout_ms;
+	eb_list_insert_tail(&bus->rcpts, &rc->link);
+	if (cb != NULL) {
+		bus->n_rcpts++;
+	}
+	return rc;
+}
+
+static void
+rcpt_free(eb__bus_rcpt *rc)
+{
+	free(rc->reason);
+	free(rc);
+}
+
+/* Records the first failure (later ones only count as undelivered). */
+static void
+rcpt_note(eb__bus_rcpt *rc, int status, const char *reason)
+{
+	if (rc->status == 0) {
+		rc->status = status;
+		rc->reason =
+		    eb__strdup(reason != NULL ? reason : eb_strerror(status));
+	}
+}
+
+void
+eb__bus_rcpt_fail(eb__bus_rcpt *rc, int status, const char *reason)
+{
+	rcpt_note(rc, status, reason);
+}
+
+static void
+rcpt_maybe_complete(eb_bus *bus, eb__bus_rcpt *rc)
+{
+	if (!rc->sealed || rc->pending > 0 || rc->complete) {
+		return;
+	}
+	rc->complete = 1;
+	eb_list_remove(&rc->link);
+	if (rc->status == 0 && rc->delivered == 0) {
+		rcpt_note(rc, EB_ENOHANDLERS, NULL); /* nobody to confirm */
+	}
+	if (rc->cb != NULL) {
+		if (rc->status != 0) {
+			bus->receipt_failures++;
+		}
+		/* Never from inside the call that completed it. */
+		eb_list_insert_tail(&bus->rcpt_done, &rc->link);
+		eb__bus_wake(bus);
+		return;
+	}
+	if (rc->peer != 0 && bus->rops != NULL && !bus->shut) {
+		/* A lost receipt is the sender's timeout or link loss. */
+		(void) bus->rops->receipt(bus->rctx, rc->peer, rc->peer_id,
+		    rc->status, rc->delivered, rc->targets);
+	}
+	rcpt_free(rc);
+}
+
+void
+eb__bus_rcpt_seal(eb_bus *bus, eb__bus_rcpt *rc)
+{
+	rc->sealed = 1;
+	rcpt_maybe_complete(bus, rc);
+}
+
+void
+eb__bus_rcpt_unit_done(
+    eb_bus *bus, eb__bus_rcpt *rc, int status, const char *reason)
+{
+	rc->pending--;
+	if (status == 0) {
+		rc->delivered++;
+	} else {
+		rcpt_note(rc, status, reason);
+	}
+	rcpt_maybe_complete(bus, rc);
+}
+
+void
+eb__bus_rcpt_add_done(
+    eb_bus *bus, eb__bus_rcpt *rc, int status, const char *reason)
+{
+	rc->targets++;
+	rc->pending++;
+	eb__bus_rcpt_unit_done(bus, rc, status, reason);
+}
+
+/* ---- remote units ---- */
+
+static void
+rtimer_arm(eb_bus *bus)
+{
+	eb_list       *it = eb_list_first(&bus->runits);
+	uint64_t       now = uv_now(bus->loop);
+	eb__bus_runit *u;
+
+	if (it == NULL || bus->shut) {
+		(void) uv_timer_stop(&bus->rtimer);
+		return;
+	}
+	u = EB_CONTAINER_OF(it, eb__bus_runit, link);
+	(void) uv_timer_start(&bus->rtimer, rtimer_cb,
+	    u->deadline > now ? u->deadline - now : 0, 0);
+}
+
+static void
+runit_insert(eb_bus *bus, eb__bus_runit *u)
+{
+	eb_list *it = bus->runits.prev;
+
+	/* Deadlines are mostly increasing (one default timeout): walk back
+	 * from the tail. */
+	while (
+	    it != &bus->runits &&
+	    EB_CONTAINER_OF(it, eb__bus_runit, link)->deadline > u->deadline) {
+		it = it->prev;
+	}
+	eb_list_insert_head(it, &u->link); /* after it */
+	eb__hmap_put(&bus->runit_map, &u->hent);
+	if (bus->runits.next == &u->link) {
+		rtimer_arm(bus);
+	}
+}
+
+/* Takes u out of the map and the deadline list and frees it; returns its
+ * tracker. */
+static eb__bus_rcpt *
+runit_take(eb_bus *bus, eb__bus_runit *u)
+{
+	eb__bus_rcpt *rc = u->rc;
+
+	eb__hmap_del(&bus->runit_map, &u->hent);
+	eb_list_remove(&u->link);
+	free(u);
+	return rc;
+}
+
+/* head, the peer's node id (or "(peer N)"), tail. */
+static void
+peer_text(eb_bus *bus, uint32_t node, const char *head, const char *tail,
+    char *text, size_t size)
+{
+	const char *name = bus->rops->peer_name(bus->rctx, node);
+	char        id[32];
+
+	if (name == NULL) {
+		(void) snprintf(id, sizeof(id), "(peer %u)", node);
+		name = id;
+	}
+	(void) snprintf(text, size, "%s%s%s", head, name, tail);
+}
+
+void
+eb__bus_rcpt_forward(
+    eb_bus *bus, eb__bus_rcpt *rc, uint32_t node, eb_bus_msg *msg, int kind)
+{
+	eb__bus_runit *u;
+	uint64_t       id = ++bus->next_rcpt_id;
+	char           text[160];
+	int            rv;
+
+	rc->targets++;
+	rv = bus->rops->forward(bus->rctx, node, msg, kind, id);
+	if (rv != 0) {
+		if (rv == EB_ELINKDOWN) {
+			peer_text(bus, node, "Link to node ", " lost", text,
+			    sizeof(text));
+		}
+		rcpt_note(rc, rv, rv == EB_ELINKDOWN ? text : NULL);
+		return;
+	}
+	u = eb__calloc(1, sizeof(*u));
+	u->id = id;
+	(void) snprintf(u->key, sizeof(u->key), "%" PRIu64, id);
+	u->hent.key = u->key;
+	u->peer = node;
+	u->rc = rc;
+	u->deadline = uv_now(bus->loop) + rc->timeout_ms;
+	rc->pending++;
+	runit_insert(bus, u);
+}
+
+void
+eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
+    uint32_t delivered, uint32_t targets)
+{
+	char           key[24];
+	char           text[200];
+	eb__hent      *e;
+	eb__bus_runit *u;
+	int            first;
+
+	(void) snprintf(key, sizeof(key), "%" PRIu64, id);
+	e = eb__hmap_get(&bus->runit_map, key);
+	u = e != NULL ? EB_CONTAINER_OF(e, eb__bus_runit, hent) : NULL;
+	if (u == NULL || u->peer != peer) {
+		bus->totals.dropped++; /* timed out meanwhile */
+		return;
+	}
+	first = bus->runits.next == &u->link;
+	if (status != 0) {
+		char tail[120];
+
+		(void) snprintf(tail, sizeof(tail), ": %s (%u of %u consumers)",
+		    eb_strerror(status), delivered, targets);
+		peer_text(bus, peer, "node ", tail, text, sizeof(text));
+	}
+	eb__bus_rcpt_unit_done(
+	    bus, runit_take(bus, u), status, status != 0 ? text : NULL);
+	if (first) {
+		rtimer_arm(bus);
+	}
+}
+
+void
+eb__bus_rcpt_peer_down(eb_bus *bus, uint32_t peer, const char *text)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &bus->runits) {
+		eb__bus_runit *u = EB_CONTAINER_OF(it, eb__bus_runit, link);
+
+		if (u->peer == peer) {
+			eb__bus_rcpt_unit_done(
+			    bus, runit_take(bus, u), EB_ELINKDOWN, text);
+			/* unit_done never touches runits: tmp stays valid. */
+		}
+	}
+	rtimer_arm(bus);
+}
+
+static void
+rtimer_cb(uv_timer_t *t)
+{
+	eb_bus  *bus = t->data;
+	uint64_t now = uv_now(bus->loop);
+	eb_list *it;
+	char     text[120];
+
+	while ((it = eb_list_first(&bus->runits)) != NULL) {
+		eb__bus_runit *u = EB_CONTAINER_OF(it, eb__bus_runit, link);
+		eb__bus_rcpt  *rc;
+
+		if (u->deadline > now) {
+			break;
+		}
+		rc = runit_take(bus, u);
+		(void) snprintf(text, sizeof(text),
+		    "no delivery receipt within %" PRIu64 " ms",
+		    rc->timeout_ms);
+		eb__bus_rcpt_unit_done(bus, rc, EB_ETIMEOUT, text);
+	}
+	rtimer_arm(bus);
+}
+
+/* ---- callbacks ---- */
+
+static void
+rcpt_call(eb_bus *bus, eb__bus_rcpt *rc)
+{
+	eb_bus_receipt r;
+
+	r.targets = rc->targets;
+	r.delivered = rc->delivered;
+	r.reason = rc->status != 0 ? rc->reason : NULL;
+	bus->n_rcpts--;
+	rc->cb(bus, rc->status, &r, rc->arg);
+}
+
+void
+eb__bus_rcpt_run_done(eb_bus *bus)
+{
+	eb_list *it;
+
+	while (!bus->closing && (it = eb_list_first(&bus->rcpt_done)) != NULL) {
+		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
+
+		eb_list_remove(it);
+		rcpt_call(bus, rc);
+		rcpt_free(rc);
+	}
+}
+
+void
+eb__bus_rcpt_cancel_all(eb_bus *bus)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	(void) uv_timer_stop(&bus->rtimer);
+	/* Awaited receipts end now; that may complete trackers. */
+	while ((it = eb_list_first(&bus->runits)) != NULL) {
+		eb__bus_rcpt_unit_done(bus,
+		    runit_take(bus, EB_CONTAINER_OF(it, eb__bus_runit, link)),
+		    EB_ECANCELED, "event bus closed");
+	}
+	while ((it = eb_list_first(&bus->rcpt_done)) != NULL) {
+		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
+
+		eb_list_remove(it);
+		rcpt_call(bus, rc);
+		rcpt_free(rc);
+	}
+	/* Trackers still waiting for queued deliveries: their senders hear
+	 * EB_ECANCELED now; the trackers are freed (orphaned) when the
+	 * consumers release their queues. */
+	EB_LIST_FOREACH (it, tmp, &bus->rcpts) {
+		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
+
+		rc->peer = 0;
+		if (rc->cb != NULL) {
+			eb_bus_receipt r = { rc->targets, rc->delivered,
+				"event bus closed" };
+
+			bus->n_rcpts--;
+			rc->cb(bus, EB_ECANCELED, &r, rc->arg);
+			rc->cb = NULL;
+		}
+	}
+}
+
+void
+eb__bus_rcpt_free_all(eb_bus *bus)
+{
+	eb__hmap_free(&bus->runit_map);
+}
