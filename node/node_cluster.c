@@ -491,33 +491,24 @@ rec_read(node_cluster *nc)
 
 static const eb_member *cache_leader(node_cluster *nc);
 
-/* Counts a change of the cluster's leader as this node sees it (a new
- * lowest eligible member); a gap with no leader is not a change. */
 /*
  * Rule 6: the epoch of the current leader as the member cache shows it: the
- * czxid of the lowest *valid* eligible member (ephemeral, with a parsed
- * member record naming a node). A damaged or foreign child must never raise
- * the fence: its czxid may be far above the real leader's and would fence
- * every message. The one place that derives it: once the election work
- * (branch election, eb__childcache_leader_epoch(): the cache then shows
- * valid members only) is merged, this body becomes that one call. 0: none.
+ * czxid of the lowest valid eligible member (eb__childcache_leader_epoch;
+ * the cache shows valid members only, cluster/member.c). A damaged or
+ * foreign child never raises the fence: its czxid may be far above the
+ * real leader's and would fence every message. 0: none.
  */
 static uint64_t
 cache_leader_epoch(node_cluster *nc)
 {
-	size_t i;
+	int64_t epoch = eb__childcache_leader_epoch(nc->cc);
 
-	for (i = 0; i < eb__childcache_count(nc->cc); i++) {
-		const eb_member *m = eb__childcache_at(nc->cc, i);
-
-		if (m->eligible && m->owner != 0 && m->data != NULL &&
-		    m->node_id[0] != '\0' && m->czxid > 0) {
-			return (uint64_t) m->czxid;
-		}
-	}
-	return 0;
+	return epoch > 0 ? (uint64_t) epoch : 0;
 }
 
+/* Raises the fence, and counts a change of the cluster's leader as this
+ * node sees it (a new confirmed leader); a gap with no leader is not a
+ * change. */
 static void
 observe_leader(node_cluster *nc)
 {
