@@ -1,15 +1,26 @@
 /*
  * The member child cache; see childcache.h.
  *
- * Entries live in an array kept sorted by sequence. An entry is created
- * (unloaded) when a listing first shows its name and becomes visible
- * (loaded, ADDED) when its get completes. A listing marks every entry it
- * shows; unmarked entries are swept (REMOVED if they were visible).
- * Completions carry {live id, generation, name}; the generation changes on
- * every new session, so late completions of an old session are dropped.
+ * Entries live in a hash by name (lookups per listed child stay O(1) with
+ * thousands of children) and in an array kept sorted by sequence (foreign
+ * names last). An entry is created when a listing first shows its name;
+ * its get decides what it is:
+ *   - a valid member (eb__member_load, the rule shared with the election):
+ *     loaded, visible, ADDED/UPDATED;
+ *   - anything else (foreign name, persistent, bad data, unreadable):
+ *     ignored. It is logged once (WARN) when it becomes ignored or its
+ *     reason changes, counted by eb__childcache_ignored(), never visible,
+ *     and read again only when it changes (its data or exists watch fires)
+ *     or on a new session: an unreadable child costs no request while
+ *     nothing changes.
+ * A listing marks every entry it shows; unmarked entries are swept
+ * (REMOVED if they were visible). Completions carry {live id, generation,
+ * name}; the generation changes on every new session and reconnect, so
+ * late completions of an old connection are dropped.
  */
 #include "cluster/childcache.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +28,21 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/hmap.h"
+#include "common/list.h"
 
 typedef struct cc_ent {
-	eb_member m;
-	int       loaded;
-	int       seen;    /* marked by the current listing */
-	int       refetch; /* new session: get again (re-arms the watch) */
-	int       getting; /* a get is in flight */
+	eb__hent    hent; /* key: name */
+	char       *name; /* owned */
+	int64_t     seq;  /* INT64_MAX for a foreign name */
+	eb_member   m;    /* filled while loaded */
+	int         loaded;
+	const char *ignored; /* static reason while ignored, else NULL */
+	int64_t     czxid;   /* of the last read (loaded or ignored) */
+	int32_t     version;
+	int         seen;    /* marked by the current listing */
+	int         refetch; /* get again (new session, loss) */
+	int         getting; /* a get (or exists) is in flight */
 } cc_ent;
 
 struct eb_childcache {
@@ -33,9 +52,12 @@ struct eb_childcache {
 	char                  *path;  /* owned */
 	uint64_t               id;
 	uint64_t               gen;
-	cc_ent               **ents; /* owned array of owned entries */
+	eb__hmap               byname; /* name -> cc_ent */
+	cc_ent               **ents;   /* owned array of owned entries */
 	size_t                 n;
 	size_t                 cap;
+	cc_ent               **vis; /* the loaded entries, in order */
+	size_t                 nvis;
 	int                    started;
 	int                    closing;
 	int                    listing;
@@ -81,69 +103,113 @@ req_cache(const cc_req *q)
 	return c;
 }
 
+/* Rebuilds the visible (loaded) array; called after every change of the
+ * loaded set and before it is reported, so accessors are O(1). */
+static void
+vis_update(eb_childcache *c)
+{
+	size_t i;
+
+	c->vis = eb__realloc(c->vis, (c->n + 1) * sizeof(cc_ent *));
+	c->nvis = 0;
+	for (i = 0; i < c->n; i++) {
+		if (c->ents[i]->loaded) {
+			c->vis[c->nvis++] = c->ents[i];
+		}
+	}
+}
+
 static void
 emit(eb_childcache *c, eb_childcache_event ev, const eb_member *m)
 {
+	vis_update(c);
 	if (!c->closing && c->cb != NULL) {
 		c->cb(c, ev, m, c->arg);
 	}
 }
 
+static cc_ent *
+ent_find(const eb_childcache *c, const char *name)
+{
+	eb__hent *h = eb__hmap_get(&c->byname, name);
+
+	return h != NULL ? EB_CONTAINER_OF(h, cc_ent, hent) : NULL;
+}
+
 static size_t
-ent_index(const eb_childcache *c, const char *name)
+ent_index(const eb_childcache *c, const cc_ent *e)
 {
 	size_t i;
 
 	for (i = 0; i < c->n; i++) {
-		if (strcmp(c->ents[i]->m.name, name) == 0) {
+		if (c->ents[i] == e) {
 			return i;
 		}
 	}
 	return (size_t) -1;
 }
 
+static int
+ent_cmp(const void *a, const void *b)
+{
+	const cc_ent *x = *(cc_ent *const *) a;
+	const cc_ent *y = *(cc_ent *const *) b;
+
+	/* Sorted by sequence (rule 3), ties by name for determinism. */
+	if (x->seq != y->seq) {
+		return x->seq < y->seq ? -1 : 1;
+	}
+	return strcmp(x->name, y->name);
+}
+
+/* Appends an entry; the caller sorts once after a listing. */
 static cc_ent *
-ent_insert(eb_childcache *c, const char *name, int64_t seq)
+ent_add(eb_childcache *c, const char *name)
 {
 	cc_ent *e = eb__calloc(1, sizeof(*e));
-	size_t  i;
 
-	e->m.name = eb__strdup(name);
-	e->m.seq = seq;
+	e->name = eb__strdup(name);
+	e->hent.key = e->name;
+	if (eb__member_parse_name(name, &e->seq, NULL) != 0) {
+		e->seq = INT64_MAX;
+		e->ignored = "bad-name";
+		EB_LOG_WARN("childcache",
+		    "member-ignored: child=%.64s reason=bad-name", name);
+	}
 	if (c->n == c->cap) {
 		c->cap = c->cap == 0 ? 16 : c->cap * 2;
 		c->ents = eb__realloc(c->ents, c->cap * sizeof(cc_ent *));
 	}
-	/* Sorted by sequence (rule 3), ties by name for determinism. */
-	for (i = c->n; i > 0; i--) {
-		const eb_member *p = &c->ents[i - 1]->m;
-
-		if (p->seq < seq ||
-		    (p->seq == seq && strcmp(p->name, name) < 0)) {
-			break;
-		}
-		c->ents[i] = c->ents[i - 1];
-	}
-	c->ents[i] = e;
-	c->n++;
+	c->ents[c->n++] = e;
+	eb__hmap_put(&c->byname, &e->hent);
 	return e;
 }
 
 static void
-ent_remove_at(eb_childcache *c, size_t i, int report)
+ent_free(cc_ent *e)
 {
-	cc_ent *e = c->ents[i];
+	eb__member_free(&e->m);
+	free(e->name);
+	free(e);
+}
+
+/* Drops e; a visible member is reported REMOVED. */
+static void
+ent_remove(eb_childcache *c, cc_ent *e)
+{
+	size_t i = ent_index(c, e);
 
 	memmove(
 	    &c->ents[i], &c->ents[i + 1], (c->n - i - 1) * sizeof(cc_ent *));
 	c->n--;
-	if (e->loaded && report) {
+	eb__hmap_del(&c->byname, &e->hent);
+	if (e->loaded) {
+		e->loaded = 0;
 		EB_LOG_INFO("childcache", "removed: member=%s node=%s",
 		    e->m.name, e->m.node_id);
 		emit(c, EB_CC_REMOVED, &e->m);
 	}
-	eb__member_free(&e->m);
-	free(e);
+	ent_free(e);
 }
 
 static void
@@ -159,8 +225,9 @@ maybe_synced(eb_childcache *c)
 	}
 	if (!c->synced) {
 		c->synced = 1;
-		EB_LOG_INFO("childcache", "synced: path=%s members=%zu",
-		    c->path, eb__childcache_count(c));
+		EB_LOG_INFO("childcache",
+		    "synced: path=%s members=%zu ignored=%zu", c->path,
+		    eb__childcache_count(c), eb__childcache_ignored(c));
 	}
 	emit(c, EB_CC_SYNCED, NULL);
 }
@@ -174,25 +241,26 @@ data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 {
 	eb_childcache *c = eb__live_get(eb__live_id(arg));
 	const char    *name;
-	size_t         i;
+	cc_ent        *e;
 
 	(void) zk;
 	if (c == NULL || c->closing || path == NULL) {
 		return;
 	}
 	name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
-	i = ent_index(c, name);
-	if (i == (size_t) -1) {
+	e = ent_find(c, name);
+	if (e == NULL) {
 		return;
 	}
-	if (type == EB_ZK_WATCH_CHANGED) {
-		cc_get(c, c->ents[i]);
-	} else if (type == EB_ZK_WATCH_DELETED) {
-		ent_remove_at(c, i, 1);
+	if (type == EB_ZK_WATCH_DELETED) {
+		ent_remove(c, e);
+	} else if (!e->getting) {
+		/* Changed (or the watch was dropped): read it again. */
+		cc_get(c, e);
 	}
 }
 
-/* Takes m (freshly read): replaces e's member and reports ADDED or
+/* Takes m (freshly read, valid): replaces e's member and reports ADDED or
  * UPDATED, unless the znode is unchanged (same version and czxid), as after
  * a rebuild, when m is dropped and nothing is reported. */
 static void
@@ -200,6 +268,9 @@ ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
 {
 	int was = e->loaded;
 
+	e->ignored = NULL;
+	e->czxid = m->czxid;
+	e->version = m->version;
 	if (was && e->m.version == m->version && e->m.czxid == m->czxid) {
 		eb__member_free(m); /* unchanged (rebuild) */
 		return;
@@ -213,15 +284,139 @@ ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
 	emit(c, was ? EB_CC_UPDATED : EB_CC_ADDED, &e->m);
 }
 
+/* e is not (or no longer) a valid member: hide it, log it once. */
+static void
+ent_ignore(eb_childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
+{
+	int same = e->ignored != NULL && strcmp(e->ignored, why) == 0 &&
+	           (st == NULL ||
+	               (st->czxid == e->czxid && st->version == e->version));
+
+	if (st != NULL) {
+		e->czxid = st->czxid;
+		e->version = st->version;
+	}
+	e->ignored = why;
+	if (!same) {
+		EB_LOG_WARN("childcache",
+		    "member-ignored: child=%s reason=%s owner=0x%llx", e->name,
+		    why,
+		    (unsigned long long) (st != NULL ? st->ephemeral_owner
+		                                     : 0));
+	}
+	if (e->loaded) {
+		e->loaded = 0;
+		EB_LOG_INFO("childcache", "removed: member=%s node=%s",
+		    e->m.name, e->m.node_id);
+		emit(c, EB_CC_REMOVED, &e->m);
+		eb__member_free(&e->m);
+	}
+}
+
+static int
+is_transient(int status)
+{
+	return status == EB_EZKLOSS || status == EB_EZKOPTIMEOUT ||
+	       status == EB_EZKNOTHING || status == EB_EZKEXPIRED ||
+	       status == EB_ECANCELED || status == EB_ECLOSED ||
+	       status == EB_EZKINVALIDSTATE || status == EB_EZKCLOSING;
+}
+
+static void
+unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	cc_req        *q = arg;
+	eb_childcache *c = req_cache(q);
+	cc_ent        *e;
+
+	(void) zk;
+	(void) st;
+	if (c == NULL) {
+		free(q);
+		return;
+	}
+	c->pending--;
+	e = ent_find(c, q->name);
+	free(q);
+	if (e != NULL) {
+		e->getting = 0;
+		if (status == EB_EZKNONODE) {
+			ent_remove(c, e);
+		} else if (is_transient(status)) {
+			e->refetch = 1;
+		}
+	}
+	maybe_synced(c);
+}
+
+/* An unreadable child (ACL): watch it for changes without reading it
+ * (exists needs no READ permission); nothing is polled meanwhile. */
+static void
+cc_watch_unreadable(eb_childcache *c, cc_ent *e)
+{
+	char    path[1024];
+	cc_req *q = req_new(c, e->name);
+
+	(void) snprintf(path, sizeof(path), "%s/%s", c->path, e->name);
+	if (eb_zk_exists(c->zk, path, data_watch_cb, eb__live_arg(c->id),
+	        unreadable_exists_cb, q) != 0) {
+		free(q);
+		return;
+	}
+	e->getting = 1;
+	c->pending++;
+}
+
+/* NOAUTH and the like: ignored until it changes (watched, not polled). */
+static void
+ent_unreadable(eb_childcache *c, cc_ent *e, int status)
+{
+	if (e->ignored == NULL || strcmp(e->ignored, "unreadable") != 0) {
+		EB_LOG_WARN("childcache",
+		    "member-ignored: child=%s reason=unreadable err=%s",
+		    e->name, eb_err_name(status));
+	}
+	e->ignored = "unreadable";
+	ent_ignore(c, e, "unreadable", NULL); /* hides it if it was shown */
+	cc_watch_unreadable(c, e);
+}
+
+static void
+get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
+    size_t len, const eb_zk_stat *st)
+{
+	eb_member   m;
+	const char *why;
+
+	if (status == EB_EZKNONODE) {
+		/* Vanished between the list and the get. */
+		ent_remove(c, e);
+		return;
+	}
+	if (is_transient(status)) {
+		e->refetch = 1; /* the reconnect re-lists and re-gets */
+		return;
+	}
+	if (status != 0) {
+		ent_unreadable(c, e, status);
+		return;
+	}
+	why = eb__member_load(&m, e->name, data, len, st->czxid,
+	    st->ephemeral_owner, st->version);
+	if (why != NULL) {
+		ent_ignore(c, e, why, st);
+		return;
+	}
+	ent_apply(c, e, &m);
+}
+
 static void
 get_cb(eb_zk *zk, int status, const char *data, size_t len,
     const eb_zk_stat *st, void *arg)
 {
 	cc_req        *q = arg;
 	eb_childcache *c = req_cache(q);
-	eb_member      m;
 	cc_ent        *e;
-	size_t         i;
 
 	(void) zk;
 	if (c == NULL) {
@@ -229,27 +424,12 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 		return;
 	}
 	c->pending--;
-	i = ent_index(c, q->name);
-	if (i == (size_t) -1) {
-		free(q); /* removed meanwhile */
-		maybe_synced(c);
-		return;
-	}
-	e = c->ents[i];
-	e->getting = 0;
-	if (status == EB_EZKNONODE) {
-		/* Vanished between the list and the get. */
-		ent_remove_at(c, i, 1);
-	} else if (status == 0 &&
-	           eb__member_init(&m, q->name, data, len, st->czxid,
-	               st->ephemeral_owner, st->version) == 0) {
-		ent_apply(c, e, &m);
-	}
-	/* Other errors (loss): the reconnect re-lists and re-gets. */
-	if (status != 0 && status != EB_EZKNONODE) {
-		e->refetch = 1;
-	}
+	e = ent_find(c, q->name);
 	free(q);
+	if (e != NULL) {
+		e->getting = 0;
+		get_result(c, e, status, data, len, st);
+	}
 	maybe_synced(c);
 }
 
@@ -257,9 +437,13 @@ static void
 cc_get(eb_childcache *c, cc_ent *e)
 {
 	char    path[1024];
-	cc_req *q = req_new(c, e->m.name);
+	cc_req *q;
 
-	(void) snprintf(path, sizeof(path), "%s/%s", c->path, e->m.name);
+	if (e->seq == INT64_MAX) {
+		return; /* a foreign name: nothing to read */
+	}
+	q = req_new(c, e->name);
+	(void) snprintf(path, sizeof(path), "%s/%s", c->path, e->name);
 	if (eb_zk_get(c->zk, path, data_watch_cb, eb__live_arg(c->id), get_cb,
 	        q) != 0) {
 		free(q);
@@ -301,6 +485,37 @@ exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	}
 }
 
+/* Marks the listed entries (creating new ones), keeps the array sorted
+ * and sweeps what the listing no longer shows. */
+static void
+list_apply(eb_childcache *c, const char *const *names, size_t count)
+{
+	size_t i;
+	int    added = 0;
+
+	for (i = 0; i < c->n; i++) {
+		c->ents[i]->seen = 0;
+	}
+	for (i = 0; i < count; i++) {
+		cc_ent *e = ent_find(c, names[i]);
+
+		if (e == NULL) {
+			e = ent_add(c, names[i]);
+			e->refetch = e->seq != INT64_MAX;
+			added = 1;
+		}
+		e->seen = 1;
+	}
+	if (added) {
+		qsort(c->ents, c->n, sizeof(cc_ent *), ent_cmp);
+	}
+	for (i = c->n; i-- > 0;) {
+		if (!c->ents[i]->seen) {
+			ent_remove(c, c->ents[i]);
+		}
+	}
+}
+
 static void
 list_cb(
     eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
@@ -308,7 +523,6 @@ list_cb(
 	cc_req        *q = arg;
 	eb_childcache *c = req_cache(q);
 	size_t         i;
-	int64_t        seq;
 
 	(void) zk;
 	free(q);
@@ -330,31 +544,11 @@ list_cb(
 		/* Loss: the reconnect re-lists. */
 		return;
 	}
-	for (i = 0; i < c->n; i++) {
-		c->ents[i]->seen = 0;
-	}
-	for (i = 0; i < count; i++) {
-		size_t j;
-
-		if (eb__member_parse_name(names[i], &seq, NULL) != 0) {
-			continue;
-		}
-		j = ent_index(c, names[i]);
-		if (j == (size_t) -1) {
-			ent_insert(c, names[i], seq)->seen = 1;
-		} else {
-			c->ents[j]->seen = 1;
-		}
-	}
-	for (i = c->n; i-- > 0;) {
-		if (!c->ents[i]->seen) {
-			ent_remove_at(c, i, 1);
-		}
-	}
+	list_apply(c, names, count);
 	for (i = 0; i < c->n; i++) {
 		cc_ent *e = c->ents[i];
 
-		if ((!e->loaded || e->refetch) && !e->getting) {
+		if (e->refetch && !e->getting) {
 			cc_get(c, e);
 		}
 	}
@@ -396,14 +590,16 @@ eb__childcache_session_event(eb_childcache *c, eb_zk_event ev)
 	}
 	switch (ev) {
 	case EB_ZK_EV_CONNECTED:
-		/* New session: every watch is gone. Rebuild, then diff. */
+		/* New session: every watch is gone. Rebuild, then diff;
+		 * ignored children are read again too (an ACL may have been
+		 * fixed meanwhile). */
 		c->gen++;
 		c->listing = 0;
 		c->relist = 0;
 		c->pending = 0;
 		c->synced = 0;
 		for (i = 0; i < c->n; i++) {
-			c->ents[i]->refetch = 1;
+			c->ents[i]->refetch = c->ents[i]->seq != INT64_MAX;
 			c->ents[i]->getting = 0;
 		}
 		cc_list(c);
@@ -449,6 +645,7 @@ eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
 	c->cb = cb;
 	c->arg = arg;
 	c->timer.data = c;
+	eb__hmap_init(&c->byname);
 	c->id = eb__live_add(c);
 	*cp = c;
 	return 0;
@@ -478,10 +675,11 @@ cache_closed_cb(uv_handle_t *h)
 		c->close_cb(c, c->close_arg);
 	}
 	for (i = 0; i < c->n; i++) {
-		eb__member_free(&c->ents[i]->m);
-		free(c->ents[i]);
+		ent_free(c->ents[i]);
 	}
+	eb__hmap_free(&c->byname);
 	free(c->ents);
+	free(c->vis);
 	free(c->path);
 	free(c);
 }
@@ -499,34 +697,54 @@ eb__childcache_close(eb_childcache *c, eb_childcache_close_cb cb, void *arg)
 size_t
 eb__childcache_count(const eb_childcache *c)
 {
-	size_t i;
-	size_t n = 0;
-
-	for (i = 0; i < c->n; i++) {
-		n += c->ents[i]->loaded ? 1u : 0u;
-	}
-	return n;
+	return c->nvis;
 }
 
 const eb_member *
 eb__childcache_at(const eb_childcache *c, size_t i)
 {
-	size_t k;
-
-	for (k = 0; k < c->n; k++) {
-		if (c->ents[k]->loaded && i-- == 0) {
-			return &c->ents[k]->m;
-		}
-	}
-	return NULL;
+	return i < c->nvis ? &c->vis[i]->m : NULL;
 }
 
 const eb_member *
 eb__childcache_find(const eb_childcache *c, const char *name)
 {
-	size_t i = ent_index(c, name);
+	const cc_ent *e = ent_find(c, name);
 
-	return i != (size_t) -1 && c->ents[i]->loaded ? &c->ents[i]->m : NULL;
+	return e != NULL && e->loaded ? &e->m : NULL;
+}
+
+size_t
+eb__childcache_ignored(const eb_childcache *c)
+{
+	size_t i;
+	size_t n = 0;
+
+	for (i = 0; i < c->n; i++) {
+		n += c->ents[i]->ignored != NULL ? 1u : 0u;
+	}
+	return n;
+}
+
+const eb_member *
+eb__childcache_leader(const eb_childcache *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nvis; i++) {
+		if (c->vis[i]->m.eligible) {
+			return &c->vis[i]->m;
+		}
+	}
+	return NULL;
+}
+
+int64_t
+eb__childcache_leader_epoch(const eb_childcache *c)
+{
+	const eb_member *l = eb__childcache_leader(c);
+
+	return l != NULL ? l->czxid : 0;
 }
 
 int

@@ -15,8 +15,15 @@
  *   - a child that vanishes between the list and its get is dropped
  *     silently (it was never reported as added).
  *
- * Members are kept ordered by the sequence suffix (rule 3); children whose
- * names are not member names are ignored. Session events must be
+ * Members are kept ordered by the sequence suffix (rule 3). Only valid
+ * members are visible (eb__member_invalid_reason, the rule the election
+ * applies too): a child with a foreign name, a persistent child, one with
+ * data that is not a member record, or one this session may not read is
+ * ignored -- logged once, counted (eb__childcache_ignored), never reported
+ * and never a leader -- and read again only when it changes or on a new
+ * session (no polling: an unreadable child costs nothing while it stays
+ * as it is). A visible member overwritten with invalid data is REMOVED.
+ * Session events must be
  * forwarded by the zk owner. Loop thread only; zk is borrowed and must
  * outlive the cache. Members passed to the callback and returned by the
  * accessors are borrowed until the next loop turn that changes the cache.
@@ -25,6 +32,7 @@
 #define EB_CLUSTER_CHILDCACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -58,6 +66,17 @@ void eb__childcache_close(
 size_t           eb__childcache_count(const eb_childcache *c);
 const eb_member *eb__childcache_at(const eb_childcache *c, size_t i);
 const eb_member *eb__childcache_find(const eb_childcache *c, const char *name);
+/* Children currently ignored (not valid members); the
+ * ebnode_members_invalid gauge. */
+size_t eb__childcache_ignored(const eb_childcache *c);
+/*
+ * The leader as the cache sees it: the lowest-sequence valid member that
+ * is eligible, or NULL. eb__childcache_leader_epoch() is its czxid (the
+ * leader epoch of rule 6), 0 when none: what a receiver compares routed
+ * messages' epochs against (fencing). Both are O(members).
+ */
+const eb_member *eb__childcache_leader(const eb_childcache *c);
+int64_t          eb__childcache_leader_epoch(const eb_childcache *c);
 /* 1 once a complete listing has been loaded in the current session. */
 int eb__childcache_synced(const eb_childcache *c);
 /* Lists issued so far (tests: re-list on reconnect). */

@@ -99,6 +99,68 @@ eb__member_init(eb_member *m, const char *name, const char *data, size_t len,
 	return 0;
 }
 
+static int
+port_ok(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return v == NULL || (json_is_integer(v) && json_integer_value(v) >= 0 &&
+	                        json_integer_value(v) <= 65535);
+}
+
+static int
+nonempty_string(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL && s[0] != '\0';
+}
+
+const char *
+eb__member_invalid_reason(const eb_member *m)
+{
+	json_t *el;
+
+	if (m->owner == 0) {
+		return "not-ephemeral";
+	}
+	if (m->data == NULL) {
+		return "bad-json"; /* not JSON, not an object, or empty */
+	}
+	if (!nonempty_string(m->data, "node_id")) {
+		return "no-node-id";
+	}
+	if (!nonempty_string(m->data, "address")) {
+		return "no-address";
+	}
+	if (!port_ok(m->data, "cluster_port") ||
+	    !port_ok(m->data, "bridge_port") ||
+	    !port_ok(m->data, "admin_port")) {
+		return "bad-port";
+	}
+	el = json_object_get(m->data, "eligible");
+	if (el != NULL && !json_is_boolean(el)) {
+		return "bad-eligible";
+	}
+	return NULL;
+}
+
+const char *
+eb__member_load(eb_member *m, const char *name, const char *data, size_t len,
+    int64_t czxid, int64_t owner, int32_t version)
+{
+	const char *why;
+
+	if (eb__member_init(m, name, data, len, czxid, owner, version) != 0) {
+		return "bad-name";
+	}
+	why = eb__member_invalid_reason(m);
+	if (why != NULL) {
+		eb__member_free(m);
+	}
+	return why;
+}
+
 void
 eb__member_free(eb_member *m)
 {

@@ -52,10 +52,36 @@ typedef struct eb_member {
 int eb__member_parse_name(const char *name, int64_t *seq, char *uuid);
 
 /* Fills m from name, data and stat fields. 0 or EB_EPROTO (bad name). Bad
- * or missing JSON leaves the data fields empty (the member still counts). */
+ * or missing JSON leaves the data fields empty; whether such a member
+ * counts is eb__member_invalid_reason()'s decision, not this one's. */
 int  eb__member_init(eb_member *m, const char *name, const char *data,
      size_t len, int64_t czxid, int64_t owner, int32_t version);
 void eb__member_free(eb_member *m); /* the fields, not m itself */
+
+/*
+ * The one validity rule for leadership and the member cache (DESIGN
+ * "election over well-formed members only"), shared by election/ and
+ * childcache.c so that "who leads" means the same everywhere. A child of
+ * <root>/members counts only if
+ *   - its name is a member name (eb__member_parse_name),
+ *   - it is EPHEMERAL (owner != 0): a persistent child outlives every
+ *     session and could block the election forever,
+ *   - its data is a member record: a JSON object with non-empty string
+ *     "node_id" and "address", ports (when present) integers in 0..65535
+ *     and "eligible" (when present) a boolean.
+ * Returns NULL when m (filled by eb__member_init) is valid, else a static
+ * slug naming the first violated condition ("not-ephemeral", "bad-json",
+ * "no-node-id", "no-address", "bad-port", "bad-eligible").
+ */
+const char *eb__member_invalid_reason(const eb_member *m);
+
+/*
+ * eb__member_init followed by eb__member_invalid_reason: NULL with m
+ * filled (the caller frees it) when the child is a valid member, else the
+ * reason ("bad-name" for a foreign name) with m empty (nothing to free).
+ */
+const char *eb__member_load(eb_member *m, const char *name, const char *data,
+    size_t len, int64_t czxid, int64_t owner, int32_t version);
 /* A deep copy of m into out. */
 void eb__member_copy(eb_member *out, const eb_member *m);
 

@@ -48,7 +48,8 @@ typedef enum reg_state {
 	R_LOST,
 	R_LEAVING,
 	R_LEFT,
-	R_FAILED
+	R_FAILED,
+	R_RECLAIM /* our member was deleted/overwritten: re-registering */
 } reg_state;
 
 struct eb_registry {
@@ -62,6 +63,7 @@ struct eb_registry {
 	int                  closing;
 	int                  retries;
 	int                  ambiguous_rejoin;
+	int                  reregistering; /* member lost; until REGISTERED */
 	eb_registry_cb       cb;
 	void                *arg;
 	eb_registry_close_cb close_cb;
@@ -83,6 +85,7 @@ struct eb_registry {
 	char     old_attempt[EB_UUID_STRLEN + 1];
 	char    *member_name; /* owned, NULL unless known */
 	char    *member_path; /* owned */
+	char    *dead_member; /* owned: our overwritten member, to delete */
 	int64_t  member_seq;
 	int64_t  member_czxid;
 	uint64_t stale_deadline; /* mono ms; 0: not waiting */
@@ -105,8 +108,8 @@ state_name(reg_state s)
 {
 	static const char *const names[] = { "idle", "ensure", "creating",
 		"claim", "stale", "ambiguous", "resolve", "adopt", "stat",
-		"registered", "rejoining", "lost", "leaving", "left",
-		"failed" };
+		"registered", "rejoining", "lost", "leaving", "left", "failed",
+		"reclaim" };
 
 	return (unsigned) s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
@@ -250,13 +253,14 @@ on_loss(eb_registry *r, reg_state resume)
 	}
 }
 
-/* ---- registered: stat of the member for its czxid ---- */
+/* ---- registered: read the member (czxid, owner, data) and watch it ---- */
 
 static void
 registered(eb_registry *r)
 {
 	r->state = R_REGISTERED;
 	r->retries = 0;
+	r->reregistering = 0;
 	r->generation++;
 	EB_LOG_NOTICE("registry",
 	    "registered: member=%s seq=%lld czxid=%lld session=0x%llx "
@@ -267,8 +271,73 @@ registered(eb_registry *r)
 	emit(r, EB_REGISTRY_REGISTERED, 0);
 }
 
+static void reclaim(eb_registry *r);
+static void do_stat(eb_registry *r);
+
+/*
+ * Our member was deleted or overwritten by someone else (the watch armed
+ * by the read in do_stat, or that read itself). Leadership must end at
+ * once (REREGISTERING: the election revokes), and the node must not stay
+ * invisible: re-register with a new member, keeping the address claim if
+ * it is still ours. An overwritten member is still ours (our session owns
+ * it) and may name another node: it is deleted first so that nobody takes
+ * it for a member.
+ */
 static void
-stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+member_lost(eb_registry *r, int overwritten)
+{
+	EB_LOG_WARN("registry", "member-%s: member=%s address=%s",
+	    overwritten ? "overwritten" : "deleted", r->member_name,
+	    r->address);
+	free(r->dead_member);
+	r->dead_member = overwritten ? eb__strdup(r->member_path) : NULL;
+	clear_member(r);
+	r->gen++; /* whatever is in flight no longer counts */
+	r->state = R_RECLAIM;
+	r->reregistering = 1;
+	emit(r, EB_REGISTRY_REREGISTERING, 0);
+	if (!r->closing && r->state == R_RECLAIM) {
+		reclaim(r);
+	}
+}
+
+static void
+member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+{
+	eb_registry *r = eb__live_get(eb__live_id(arg));
+
+	(void) zk;
+	/* Only the current member of a settled registration: our own rejoin
+	 * and leave delete members too, and old members' watches fire late
+	 * (they name another path then). */
+	if (r == NULL || r->closing || r->state != R_REGISTERED ||
+	    path == NULL || r->member_path == NULL ||
+	    strcmp(path, r->member_path) != 0) {
+		return;
+	}
+	if (type == EB_ZK_WATCH_DELETED) {
+		member_lost(r, 0);
+	} else if (type == EB_ZK_WATCH_CHANGED) {
+		member_lost(r, 1);
+	} else if (type == EB_ZK_WATCH_NOT_WATCHING) {
+		do_stat(r); /* re-arm; the read re-verifies */
+	}
+}
+
+/* 1 when data is exactly the record this registry writes. */
+static int
+member_data_ours(eb_registry *r, const char *data, size_t len)
+{
+	char *mine = member_json(r);
+	int   same = strlen(mine) == len && memcmp(mine, data, len) == 0;
+
+	free(mine);
+	return same;
+}
+
+static void
+stat_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *st, void *arg)
 {
 	eb_registry *r = req_take(arg);
 
@@ -277,6 +346,11 @@ stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 		return;
 	}
 	if (status == 0 && st->ephemeral_owner == eb_zk_session_id(r->zk)) {
+		if (!member_data_ours(r, data, len)) {
+			/* Overwritten before our watch was armed. */
+			member_lost(r, 1);
+			return;
+		}
 		r->member_czxid = st->czxid;
 		registered(r);
 		return;
@@ -323,7 +397,8 @@ do_stat(eb_registry *r)
 	int      rv;
 
 	r->state = R_STAT;
-	rv = eb_zk_exists(r->zk, r->member_path, NULL, NULL, stat_cb, q);
+	rv = eb_zk_get(r->zk, r->member_path, member_watch_cb,
+	    eb__live_arg(r->id), stat_cb, q);
 	if (rv != 0) {
 		free(q);
 		retry_later(r, rv);
@@ -757,6 +832,156 @@ resolve(eb_registry *r)
 	claim_read(r);
 }
 
+/* ---- re-registration after our member was deleted or overwritten ---- */
+
+static void
+reclaim_multi_cb(
+    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+{
+	eb_registry *r = req_take(arg);
+
+	(void) zk;
+	if (r == NULL) {
+		return;
+	}
+	if (status == 0 && count == 2 && res[1].path != NULL) {
+		set_member(r, res[1].path);
+		do_stat(r);
+		return;
+	}
+	if (is_loss(status)) {
+		/* Applied or not: the claim's attempt tells (rule 2). */
+		EB_LOG_WARN("registry", "ambiguous-create: attempt=%s err=%s",
+		    r->attempt, eb_err_name(status));
+		on_loss(r, R_AMBIGUOUS);
+		return;
+	}
+	if (!is_session_gone(status)) {
+		/* The claim changed under us: look again, bounded. */
+		retry_later(r, status);
+	}
+}
+
+/* The claim is still ours: point it at a new attempt and create the new
+ * member with it, in one multi (the claim's version guards against a
+ * concurrent change). */
+static void
+reclaim_create(eb_registry *r, int32_t claim_version)
+{
+	char     member_prefix[1024];
+	char    *member;
+	char    *claim;
+	eb_zk_op ops[2];
+	reg_req *q;
+	int      rv;
+
+	if (eb__uuid(r->attempt) != 0) {
+		reg_fail(r, UV_EIO);
+		return;
+	}
+	(void) snprintf(member_prefix, sizeof(member_prefix), "%s/m-%s-",
+	    r->members_path, r->attempt);
+	member = member_json(r);
+	claim = claim_json(r);
+	memset(ops, 0, sizeof(ops));
+	ops[0].type = EB_ZK_OP_SET;
+	ops[0].path = r->claim_path;
+	ops[0].data = claim;
+	ops[0].len = strlen(claim);
+	ops[0].version = claim_version;
+	ops[1].type = EB_ZK_OP_CREATE;
+	ops[1].path = member_prefix;
+	ops[1].data = member;
+	ops[1].len = strlen(member);
+	ops[1].flags = EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL;
+	q = req_new(r);
+	rv = eb_zk_multi(r->zk, ops, 2, reclaim_multi_cb, q);
+	free(member);
+	free(claim);
+	if (rv != 0) {
+		free(q);
+		retry_later(r, rv);
+	}
+}
+
+static void
+reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	eb_registry *r = req_take(arg);
+
+	(void) zk;
+	if (r == NULL) {
+		return;
+	}
+	if (status == 0 && st->ephemeral_owner == eb_zk_session_id(r->zk)) {
+		reclaim_create(r, st->version); /* keep our claim */
+	} else if (status == 0) {
+		/* Taken by another session: the claim path decides (our
+		 * previous process: wait; anyone else: fail loudly, rule
+		 * 7). */
+		claim_read(r);
+	} else if (status == EB_EZKNONODE) {
+		reg_create(r); /* claim and member anew, atomically */
+	} else if (is_loss(status)) {
+		on_loss(r, R_IDLE);
+	} else if (!is_session_gone(status)) {
+		retry_later(r, status);
+	}
+}
+
+static void
+reclaim_check_claim(eb_registry *r)
+{
+	reg_req *q = req_new(r);
+
+	if (eb_zk_exists(
+	        r->zk, r->claim_path, NULL, NULL, reclaim_claim_cb, q) != 0) {
+		free(q);
+		retry_later(r, EB_EZKINVALIDSTATE);
+	}
+}
+
+static void
+dead_deleted_cb(eb_zk *zk, int status, void *arg)
+{
+	eb_registry *r = req_take(arg);
+
+	(void) zk;
+	if (r == NULL) {
+		return;
+	}
+	if (status == 0 || status == EB_EZKNONODE) {
+		free(r->dead_member);
+		r->dead_member = NULL;
+		reclaim_check_claim(r);
+	} else if (is_loss(status)) {
+		on_loss(r, R_IDLE); /* the reconnect starts over */
+	} else if (!is_session_gone(status)) {
+		retry_later(r, status);
+	}
+}
+
+static void
+reclaim(eb_registry *r)
+{
+	reg_req *q;
+
+	if (eb_zk_get_state(r->zk) != EB_ZK_STATE_CONNECTED) {
+		r->state = R_IDLE; /* the reconnect registers again */
+		return;
+	}
+	r->state = R_RECLAIM;
+	if (r->dead_member == NULL) {
+		reclaim_check_claim(r);
+		return;
+	}
+	q = req_new(r);
+	if (eb_zk_delete(r->zk, r->dead_member, -1, dead_deleted_cb, q) != 0) {
+		free(q);
+		retry_later(r, EB_EZKINVALIDSTATE);
+	}
+}
+
 /* ---- rejoin (step to the back) ---- */
 
 static void
@@ -1072,6 +1297,7 @@ registry_closed_cb(uv_handle_t *h)
 		r->close_cb(r, r->close_arg);
 	}
 	clear_member(r);
+	free(r->dead_member);
 	free(r->root);
 	free(r->address);
 	free(r->node_id);
@@ -1096,6 +1322,13 @@ int
 eb__registry_is_registered(const eb_registry *r)
 {
 	return r->state == R_REGISTERED;
+}
+
+int
+eb__registry_reregistering(const eb_registry *r)
+{
+	return r->reregistering && r->state != R_REGISTERED &&
+	       r->state != R_FAILED && r->state != R_LEFT;
 }
 
 const char *

@@ -25,6 +25,14 @@
  * bounded by dup_wait_ms (default: session timeout + 1 s), before calling
  * it a duplicate (rule 2).
  *
+ * Our member deleted or overwritten by someone else (a data watch on it,
+ * armed by the read that confirms each registration, which also checks
+ * that the data is still exactly ours): REREGISTERING at once, then a new
+ * member. An overwritten member is ours still (our session owns it) and is
+ * deleted first; the address claim is kept when it is still ours (same
+ * session), re-created when gone, and a claim taken by another session
+ * goes the duplicate path (rule 7: FAILED/EB_EDUPADDR).
+ *
  * Session expiry: LOST, then on the new session a full re-registration,
  * all or nothing; if the address was taken meanwhile FAILED/EB_EDUPADDR
  * (rule 7: the owner must fail loudly). eb__registry_leave() deletes the
@@ -48,14 +56,18 @@
 typedef struct eb_registry eb_registry; /* opaque */
 
 typedef enum eb_registry_event {
-	EB_REGISTRY_REGISTERED = 1, /* member+claim exist in this session
-	                               (first time, re-registered, rejoined,
-	                               or re-confirmed after a reconnect) */
-	EB_REGISTRY_LOST = 2,       /* session expired: our nodes are gone;
-	                               re-registration follows */
-	EB_REGISTRY_FAILED = 3,     /* fatal; status says why. EB_EDUPADDR:
-	                               eb__registry_holder() names the holder */
-	EB_REGISTRY_LEFT = 4        /* eb__registry_leave() finished */
+	EB_REGISTRY_REGISTERED = 1,   /* member+claim exist in this session
+	                                 (first time, re-registered, rejoined,
+	                                 or re-confirmed after a reconnect) */
+	EB_REGISTRY_LOST = 2,         /* session expired: our nodes are gone;
+	                                 re-registration follows */
+	EB_REGISTRY_FAILED = 3,       /* fatal; status says why. EB_EDUPADDR:
+	                                 eb__registry_holder() names the holder */
+	EB_REGISTRY_LEFT = 4,         /* eb__registry_leave() finished */
+	EB_REGISTRY_REREGISTERING = 5 /* our member was deleted or
+	                                 overwritten from outside: leadership
+	                                 must end now; REGISTERED (new
+	                                 member) or FAILED follows */
 } eb_registry_event;
 
 typedef struct eb_registry_opts {
@@ -91,6 +103,8 @@ int eb__registry_rejoin(eb_registry *r);
 void eb__registry_close(eb_registry *r, eb_registry_close_cb cb, void *arg);
 
 int eb__registry_is_registered(const eb_registry *r);
+/* 1 between REREGISTERING and the next REGISTERED (or FAILED). */
+int eb__registry_reregistering(const eb_registry *r);
 /* Valid while registered (NULL/0 otherwise). */
 const char *eb__registry_member_name(const eb_registry *r);
 const char *eb__registry_member_path(const eb_registry *r);

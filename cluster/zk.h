@@ -146,6 +146,11 @@ uint32_t eb_zk_session_timeout_ms(const eb_zk *zk);
  */
 uint64_t eb_zk_last_ok_send_ms(const eb_zk *zk);
 
+/* Requests dispatched to the server so far (every operation, each level of
+ * eb_zk_ensure_path and each multi counting one): the
+ * ebnode_zk_requests_total counter that shows a busy loop. */
+uint64_t eb_zk_requests(const eb_zk *zk);
+
 int eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
     int flags, eb_zk_create_cb cb, void *arg);
 int eb_zk_delete(

@@ -185,6 +185,22 @@ eb_zk_last_ok_send_ms(const eb_zk *zk)
 	return zk->last_ok_send_ms;
 }
 
+uint64_t
+eb_zk_requests(const eb_zk *zk)
+{
+	return zk->requests;
+}
+
+/* Counts a dispatched request (rv 0) and passes rv through. */
+static int
+zk_counted(eb_zk *zk, int rv)
+{
+	if (rv == 0) {
+		zk->requests++;
+	}
+	return rv;
+}
+
 /* Common checks of every operation: 0 when it may be dispatched. */
 static int
 zk_op_check(const eb_zk *zk, const char *path, int has_cb)
@@ -213,7 +229,8 @@ eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
 	if ((flags & ~(EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL)) != 0) {
 		return EB_EZKBADARGS;
 	}
-	return zk->ops->create(zk, path, data, len, flags, cb, arg);
+	return zk_counted(
+	    zk, zk->ops->create(zk, path, data, len, flags, cb, arg));
 }
 
 int
@@ -222,7 +239,9 @@ eb_zk_delete(
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
-	return rv != 0 ? rv : zk->ops->delete_node(zk, path, version, cb, arg);
+	return rv != 0 ? rv
+	               : zk_counted(zk,
+	                     zk->ops->delete_node(zk, path, version, cb, arg));
 }
 
 int
@@ -232,7 +251,8 @@ eb_zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 	int rv = zk_op_check(zk, path, cb != NULL);
 
 	return rv != 0 ? rv
-	               : zk->ops->exists(zk, path, watch, watch_arg, cb, arg);
+	               : zk_counted(zk, zk->ops->exists(zk, path, watch,
+	                                    watch_arg, cb, arg));
 }
 
 int
@@ -241,7 +261,9 @@ eb_zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
-	return rv != 0 ? rv : zk->ops->get(zk, path, watch, watch_arg, cb, arg);
+	return rv != 0 ? rv
+	               : zk_counted(zk,
+	                     zk->ops->get(zk, path, watch, watch_arg, cb, arg));
 }
 
 int
@@ -250,9 +272,9 @@ eb_zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
-	return rv != 0
-	           ? rv
-	           : zk->ops->get_children(zk, path, watch, watch_arg, cb, arg);
+	return rv != 0 ? rv
+	               : zk_counted(zk, zk->ops->get_children(zk, path, watch,
+	                                    watch_arg, cb, arg));
 }
 
 int
@@ -262,7 +284,8 @@ eb_zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
 	int rv = zk_op_check(zk, path, cb != NULL);
 
 	return rv != 0 ? rv
-	               : zk->ops->set(zk, path, data, len, version, cb, arg);
+	               : zk_counted(zk, zk->ops->set(zk, path, data, len,
+	                                    version, cb, arg));
 }
 
 int
@@ -285,7 +308,7 @@ eb_zk_multi(
 			return EB_EZKBADARGS;
 		}
 	}
-	return zk->ops->multi(zk, ops, count, cb, arg);
+	return zk_counted(zk, zk->ops->multi(zk, ops, count, cb, arg));
 }
 
 /*
@@ -353,7 +376,8 @@ ensure_next(eb_zk *zk, struct ensure_req *r)
 	slash = strchr(r->path + r->done + 1, '/');
 	end = slash != NULL ? (size_t) (slash - r->path) : strlen(r->path);
 	r->path[end] = '\0';
-	rv = zk->ops->create(zk, r->path, NULL, 0, 0, ensure_create_cb, r);
+	rv = zk_counted(
+	    zk, zk->ops->create(zk, r->path, NULL, 0, 0, ensure_create_cb, r));
 	if (slash != NULL) {
 		r->path[end] = '/';
 	}
@@ -385,7 +409,8 @@ eb_zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
 	if (n == 1) {
 		/* "/" always exists; an exists() gives the one later callback
 		 * (and a real status if the session is gone). */
-		rv = zk->ops->exists(zk, "/", NULL, NULL, ensure_root_cb, r);
+		rv = zk_counted(zk,
+		    zk->ops->exists(zk, "/", NULL, NULL, ensure_root_cb, r));
 	} else {
 		rv = ensure_next(zk, r);
 	}

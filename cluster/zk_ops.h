@@ -52,6 +52,7 @@ struct eb_zk {
 	int64_t           session_id;
 	uint32_t          timeout_ms;
 	uint64_t          last_ok_send_ms;
+	uint64_t          requests; /* dispatched to the backend */
 	int               started;
 	int               closing;
 	eb_zk_close_cb    close_cb;

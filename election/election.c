@@ -9,8 +9,18 @@
  *     then elected(czxid);
  *   - one: exists-watch it. Its deletion (and only that) starts the next
  *     check, on this one node.
- * Eligibility of a member is read once from its data (it never changes for
- * a member name) and kept in a small name -> eligible table.
+ * Only valid members count (eb__member_load: member name, EPHEMERAL, a
+ * member record; the rule the child cache applies too). What a lower
+ * member is -- a candidate (valid, eligible), valid but ineligible, or
+ * ignored (invalid or unreadable) -- is read from its data once and kept
+ * in a hash by name (no fixed size: thousands of members are fine) for as
+ * long as the session lasts; the read arms a watch (data watch, or an
+ * exists watch for a child we may not read) whose firing forgets the
+ * entry and re-checks, so a damaged child is re-read only when it changes
+ * and never polled. Lower members are examined nearest first and read in
+ * rounds of 1, 2, 4 .. EL_FETCH_WINDOW, so a node normally reads (and
+ * watches) just its predecessor however many members there are -- no
+ * herd -- and the ignored ones below it once.
  *
  * Checks never overlap: a trigger during a check sets "again". Completions
  * carry {live id, generation}; a session or registration change bumps the
@@ -29,11 +39,20 @@
 #include "cluster/registry.h"
 #include "cluster/zk.h"
 #include "common/alloc.h"
+#include "common/hmap.h"
 #include "common/lease.h"
+#include "common/list.h"
 #include "common/util.h"
 #include "election/election_int.h"
 
-#define EL_MAX_KNOWN 256
+/* Lower members read in parallel per round of a check. */
+#define EL_FETCH_WINDOW 32
+
+typedef enum el_kind {
+	EL_K_CANDIDATE = 1, /* valid and eligible: can lead */
+	EL_K_INELIGIBLE,    /* valid, "eligible": false */
+	EL_K_IGNORED        /* invalid or unreadable */
+} el_kind;
 
 /* The data version of a member as the registry creates it (cluster/
  * registry.c never sets a member's data): the renewal's check expects it,
@@ -41,10 +60,17 @@
 #define EL_MEMBER_VERSION 0
 
 typedef struct el_known {
-	char name[64];
-	int  eligible;
-	int  seen;
+	eb__hent hent; /* key: name */
+	char    *name; /* owned */
+	el_kind  kind;
+	int      seen;
 } el_known;
+
+/* A lower member of the last listing. */
+typedef struct el_cand {
+	char   *name; /* owned */
+	int64_t seq;
+} el_cand;
 
 struct eb_election {
 	uv_loop_t             *loop; /* borrowed */
@@ -79,9 +105,13 @@ struct eb_election {
 	char                  *pred_path; /* owned: the watched predecessor */
 	char                  *node_id;   /* owned */
 	char                  *address;   /* owned */
-	el_known              *known;     /* owned array */
-	size_t                 nknown;
+	eb__hmap               known;     /* name -> el_known (owned) */
+	int64_t                known_session;
+	el_cand               *cands; /* owned: lower members, nearest first */
+	size_t                 ncands;
 	int                    fetching;
+	int                    fetch_lost;
+	int                    window; /* reads per round: 1, 2, 4 .. */
 	eb_election_elected_cb elected_cb;
 	eb_election_revoked_cb revoked_cb;
 	void                  *arg;
@@ -97,6 +127,7 @@ typedef struct el_req {
 } el_req;
 
 static void el_check(eb_election *e, const char *trigger);
+static void known_forget_path(eb_election *e, const char *path);
 
 static el_req *
 req_new(eb_election *e, const char *name)
@@ -454,6 +485,12 @@ pred_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 	if (type == EB_ZK_WATCH_DELETED || type == EB_ZK_WATCH_NOT_WATCHING) {
 		EB_LOG_INFO("election", "predecessor-deleted: pred=%s", path);
 		el_check(e, "predecessor-deleted");
+	} else if (type == EB_ZK_WATCH_CHANGED) {
+		/* Overwritten: it may no longer be a valid member. What we
+		 * knew is forgotten (member_watch_cb) and read again. */
+		EB_LOG_INFO("election", "predecessor-changed: pred=%s", path);
+		known_forget_path(e, path);
+		el_check(e, "predecessor-changed");
 	}
 }
 
@@ -479,48 +516,192 @@ pred_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	}
 }
 
-/* ---- eligibility of lower members ---- */
+/* ---- what the lower members are ---- */
 
 static el_known *
 known_find(eb_election *e, const char *name)
 {
-	size_t i;
+	eb__hent *h = eb__hmap_get(&e->known, name);
 
-	for (i = 0; i < e->nknown; i++) {
-		if (strcmp(e->known[i].name, name) == 0) {
-			return &e->known[i];
-		}
-	}
-	return NULL;
+	return h != NULL ? EB_CONTAINER_OF(h, el_known, hent) : NULL;
 }
 
 static void
-known_add(eb_election *e, const char *name, int eligible)
+known_forget(eb_election *e, el_known *k)
+{
+	eb__hmap_del(&e->known, &k->hent);
+	free(k->name);
+	free(k);
+}
+
+static void
+known_add(eb_election *e, const char *name, el_kind kind)
 {
 	el_known *k = known_find(e, name);
 
 	if (k == NULL) {
-		if (e->nknown == EL_MAX_KNOWN) {
-			e->nknown = 0; /* cheap reset; it refills on demand */
-		}
-		k = &e->known[e->nknown++];
-		(void) snprintf(k->name, sizeof(k->name), "%s", name);
+		k = eb__calloc(1, sizeof(*k));
+		k->name = eb__strdup(name);
+		k->hent.key = k->name;
+		eb__hmap_put(&e->known, &k->hent);
 	}
-	k->eligible = eligible;
+	k->kind = kind;
+	k->seen = 1;
+}
+
+/* Drops the entries the last listing did not show (seen == 0), or all. */
+static void
+known_prune(eb_election *e, int all)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->known.nbuckets; i++) {
+		eb__hent *h = e->known.buckets[i];
+
+		while (h != NULL) {
+			el_known *k = EB_CONTAINER_OF(h, el_known, hent);
+
+			h = h->next;
+			if (all || !k->seen) {
+				known_forget(e, k);
+			} else {
+				k->seen = 0;
+			}
+		}
+	}
 }
 
 static void
-known_prune(eb_election *e)
+cands_free(eb_election *e)
 {
-	size_t i = 0;
+	size_t i;
 
-	while (i < e->nknown) {
-		if (!e->known[i].seen) {
-			e->known[i] = e->known[--e->nknown];
-		} else {
-			e->known[i].seen = 0;
-			i++;
+	for (i = 0; i < e->ncands; i++) {
+		free(e->cands[i].name);
+	}
+	free(e->cands);
+	e->cands = NULL;
+	e->ncands = 0;
+}
+
+static void el_walk(eb_election *e);
+
+static void
+known_forget_path(eb_election *e, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	el_known   *k = known_find(e, slash != NULL ? slash + 1 : path);
+
+	if (k != NULL) {
+		known_forget(e, k);
+	}
+}
+
+/* A watched lower member changed or went: what we knew of it is stale. */
+static void
+member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+{
+	eb_election *e = eb__live_get(eb__live_id(arg));
+
+	(void) zk;
+	(void) type;
+	if (e == NULL || e->closing || e->stopped || path == NULL) {
+		return;
+	}
+	known_forget_path(e, path);
+	if (e->pred_path != NULL) {
+		const char *slash = strrchr(path, '/');
+		const char *pslash = strrchr(e->pred_path, '/');
+		int64_t     seq;
+		int64_t     pseq;
+
+		/* The predecessor's own watch re-checks for it, and members
+		 * below it do not matter to us (no herd when an old read's
+		 * watch fires on many nodes). */
+		if (strcmp(path, e->pred_path) == 0 ||
+		    (slash != NULL && pslash != NULL &&
+		        eb__member_parse_name(slash + 1, &seq, NULL) == 0 &&
+		        eb__member_parse_name(pslash + 1, &pseq, NULL) == 0 &&
+		        seq < pseq)) {
+			return;
 		}
+	}
+	el_check(e, "member-changed");
+}
+
+static void
+unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	el_req      *q = arg;
+	eb_election *e = req_election(q);
+	el_known    *k;
+
+	(void) zk;
+	(void) st;
+	if (e != NULL && status == EB_EZKNONODE &&
+	    (k = known_find(e, q->name)) != NULL) {
+		known_forget(e, k);
+		el_check(e, "member-changed");
+	}
+	free(q);
+}
+
+static int
+is_transient(int status)
+{
+	return status == EB_EZKLOSS || status == EB_EZKOPTIMEOUT ||
+	       status == EB_EZKNOTHING || status == EB_EZKEXPIRED ||
+	       status == EB_ECANCELED || status == EB_ECLOSED ||
+	       status == EB_EZKINVALIDSTATE || status == EB_EZKCLOSING;
+}
+
+/* Records what one lower member is, from its get. */
+static void
+fetch_result(eb_election *e, const char *name, int status, const char *data,
+    size_t len, const eb_zk_stat *st)
+{
+	eb_member   m;
+	const char *why;
+	char        path[1024];
+	el_req     *q;
+
+	if (status == 0) {
+		why = eb__member_load(&m, name, data, len, st->czxid,
+		    st->ephemeral_owner, st->version);
+		if (why == NULL) {
+			known_add(e, name,
+			    m.eligible ? EL_K_CANDIDATE : EL_K_INELIGIBLE);
+			eb__member_free(&m);
+			return;
+		}
+		/* The child cache logs it (WARN, once); here it only does
+		 * not count. */
+		EB_LOG_INFO("election", "member-ignored: member=%s reason=%s",
+		    name, why);
+		known_add(e, name, EL_K_IGNORED);
+		return;
+	}
+	if (status == EB_EZKNONODE) {
+		known_add(e, name, EL_K_IGNORED); /* gone: cannot lead */
+		return;
+	}
+	if (is_transient(status)) {
+		e->fetch_lost = 1; /* the reconnect re-checks */
+		return;
+	}
+	/* Unreadable (ACL): ignored until it changes. exists needs no READ
+	 * permission and arms the watch that tells us. */
+	EB_LOG_INFO("election",
+	    "member-ignored: member=%s reason=unreadable "
+	    "err=%s",
+	    name, eb_err_name(status));
+	known_add(e, name, EL_K_IGNORED);
+	(void) snprintf(path, sizeof(path), "%s/%s",
+	    eb__registry_members_path(e->reg), name);
+	q = req_new(e, name);
+	if (eb_zk_exists(e->zk, path, member_watch_cb, eb__live_arg(e->id),
+	        unreadable_exists_cb, q) != 0) {
+		free(q);
 	}
 }
 
@@ -530,74 +711,90 @@ fetch_cb(eb_zk *zk, int status, const char *data, size_t len,
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
-	eb_member    m;
 
 	(void) zk;
 	if (e == NULL) {
 		free(q);
 		return;
 	}
-	if (status == 0 && eb__member_init(&m, q->name, data, len, st->czxid,
-	                       st->ephemeral_owner, st->version) == 0) {
-		known_add(e, q->name, m.eligible);
-		eb__member_free(&m);
-	} else if (status == EB_EZKNONODE) {
-		known_add(e, q->name, 0); /* gone: cannot lead */
-	}
+	fetch_result(e, q->name, status, data, len, st);
 	free(q);
-	if (--e->fetching == 0) {
-		e->checking = 0;
-		el_check(e, "eligibility");
+	if (--e->fetching > 0) {
+		return;
 	}
+	if (e->fetch_lost) {
+		e->checking = 0; /* loss: the reconnect re-checks */
+		e->fetch_lost = 0;
+		return;
+	}
+	if (e->again) {
+		e->again = 0;
+		e->checking = 0;
+		el_check(e, "again");
+		return;
+	}
+	/* The same listing, now with more known. The nearest lower member
+	 * was not a candidate: read further ones in wider rounds. */
+	if (e->window < EL_FETCH_WINDOW) {
+		e->window *= 2;
+	}
+	el_walk(e);
 }
 
 /* ---- the check ---- */
 
-typedef struct el_cand {
-	const char *name;
-	int64_t     seq;
-} el_cand;
-
-/* Finds the nearest lower eligible member. Returns 1 with *pred (NULL:
- * none, we are lowest), or 0 when eligibility of some lower member is
- * unknown (fetches were issued). */
 static int
-find_pred(
-    eb_election *e, const el_cand *c, size_t n, int64_t own, const char **pred)
+fetch_one(eb_election *e, const char *name)
 {
-	const char *best = NULL;
-	int64_t     best_seq = -1;
-	size_t      i;
-	el_req     *q;
-	char        path[1024];
+	char    path[1024];
+	el_req *q = req_new(e, name);
 
+	(void) snprintf(path, sizeof(path), "%s/%s",
+	    eb__registry_members_path(e->reg), name);
+	if (eb_zk_get(e->zk, path, member_watch_cb, eb__live_arg(e->id),
+	        fetch_cb, q) != 0) {
+		free(q);
+		return -1;
+	}
+	e->fetching++;
+	return 0;
+}
+
+/* Finds the nearest lower candidate of the last listing (nearest first).
+ * Returns 1 with *pred (NULL: none, we are the lowest valid eligible
+ * member), or 0 when some lower member nearer than any known candidate is
+ * still unknown: up to EL_FETCH_WINDOW reads were issued and their
+ * completion walks again. */
+static int
+find_pred(eb_election *e, const char **pred)
+{
+	size_t i;
+
+	*pred = NULL;
 	e->fetching = 0;
-	for (i = 0; i < n; i++) {
-		el_known *k;
+	e->fetch_lost = 0;
+	for (i = 0; i < e->ncands; i++) {
+		el_known *k = known_find(e, e->cands[i].name);
 
-		if (c[i].seq >= own) {
-			continue;
-		}
-		k = known_find(e, c[i].name);
 		if (k == NULL) {
-			(void) snprintf(path, sizeof(path), "%s/%s",
-			    eb__registry_members_path(e->reg), c[i].name);
-			q = req_new(e, c[i].name);
-			if (eb_zk_get(e->zk, path, NULL, NULL, fetch_cb, q) ==
-			    0) {
-				e->fetching++;
-			} else {
-				free(q);
+			if (fetch_one(e, e->cands[i].name) != 0) {
+				e->fetch_lost = 1;
+			}
+			if (e->fetching >= e->window) {
+				break;
 			}
 			continue;
 		}
-		if (k->eligible && c[i].seq > best_seq) {
-			best = c[i].name;
-			best_seq = c[i].seq;
+		if (k->kind == EL_K_CANDIDATE) {
+			*pred = e->cands[i].name;
+			break;
 		}
 	}
-	*pred = best;
-	return e->fetching == 0;
+	if (e->fetching > 0) {
+		*pred = NULL;
+		return 0;
+	}
+	return !e->fetch_lost;
 }
 
 static void
@@ -639,16 +836,37 @@ decide(eb_election *e, const char *pred)
 }
 
 static void
+el_walk(eb_election *e)
+{
+	const char *pred;
+
+	if (find_pred(e, &pred)) {
+		decide(e, pred);
+	} else if (e->fetching == 0) {
+		e->checking = 0; /* could not even ask: the reconnect does */
+	}
+	/* else: the reads walk again when they are all back */
+}
+
+static int
+cand_cmp(const void *a, const void *b)
+{
+	const el_cand *x = a;
+	const el_cand *y = b;
+
+	return x->seq > y->seq ? -1 : (x->seq < y->seq ? 1 : 0);
+}
+
+static void
 list_cb(
     eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
-	el_cand     *c;
-	size_t       n = 0;
+	int64_t      own;
+	int64_t      seq;
 	size_t       i;
 	int          own_found = 0;
-	const char  *pred = NULL;
 
 	(void) zk;
 	free(q);
@@ -659,35 +877,42 @@ list_cb(
 		e->checking = 0; /* loss: the reconnect re-checks */
 		return;
 	}
-	c = eb__calloc(count + 1, sizeof(*c));
+	if (e->known_session != eb_zk_session_id(e->zk)) {
+		/* A new session dropped every watch behind what we knew. */
+		known_prune(e, 1);
+		e->known_session = eb_zk_session_id(e->zk);
+	}
+	own = eb__registry_member_seq(e->reg);
+	cands_free(e);
+	e->cands = eb__calloc(count + 1, sizeof(*e->cands));
 	for (i = 0; i < count; i++) {
-		el_known *k;
+		el_known *k = known_find(e, names[i]);
 
-		if (eb__member_parse_name(names[i], &c[n].seq, NULL) != 0) {
-			continue;
-		}
-		c[n].name = names[i];
-		own_found |= strcmp(names[i], e->member_name) == 0;
-		k = known_find(e, names[i]);
 		if (k != NULL) {
 			k->seen = 1;
 		}
-		n++;
+		if (eb__member_parse_name(names[i], &seq, NULL) != 0) {
+			continue; /* foreign names never count */
+		}
+		own_found |= strcmp(names[i], e->member_name) == 0;
+		if (seq < own) {
+			e->cands[e->ncands].name = eb__strdup(names[i]);
+			e->cands[e->ncands].seq = seq;
+			e->ncands++;
+		}
 	}
-	known_prune(e);
+	known_prune(e, 0);
 	if (!own_found) {
+		/* The registry's watch on our member re-registers us. */
 		EB_LOG_WARN("election", "own-member-missing: member=%s",
 		    e->member_name);
 		revoke(e, "member-gone");
 		e->checking = 0;
-		free(c);
 		return;
 	}
-	if (find_pred(e, c, n, eb__registry_member_seq(e->reg), &pred)) {
-		decide(e, pred);
-	}
-	/* else: the eligibility fetches re-run the check */
-	free(c);
+	qsort(e->cands, e->ncands, sizeof(*e->cands), cand_cmp);
+	e->window = 1; /* normally the nearest lower member is the one */
+	el_walk(e);
 }
 
 static void
@@ -844,7 +1069,7 @@ eb__election_new(uv_loop_t *loop, eb_zk *zk, eb_registry *reg,
 	e->opt_lease_ms = opts->lease_ms;
 	e->opt_heartbeat_ms = opts->heartbeat_ms;
 	e->tick_ms = opts->zk_tick_ms;
-	e->known = eb__calloc(EL_MAX_KNOWN, sizeof(*e->known));
+	eb__hmap_init(&e->known);
 	e->node_id = eb__strdup("");
 	e->address = eb__strdup("");
 	(void) uv_timer_init(loop, &e->heartbeat);
@@ -990,7 +1215,9 @@ election_closed_cb(uv_handle_t *h)
 	free(e->pred_path);
 	free(e->node_id);
 	free(e->address);
-	free(e->known);
+	known_prune(e, 1);
+	eb__hmap_free(&e->known);
+	cands_free(e);
 	free(e);
 }
 

@@ -178,6 +178,13 @@ emit_node(mw *w, eb_node *n, const eb__node_cluster_stats *cs)
 	    cs->leader_known ? 1 : 0);
 	mw_one(w, "ebnode_members", "gauge",
 	    "Cluster members this node sees (standalone: 1).", cs->members);
+	mw_one(w, "ebnode_members_invalid", "gauge",
+	    "Children of <root>/members ignored for leadership and membership "
+	    "(foreign name, persistent, not a member record, unreadable).",
+	    cs->members_invalid);
+	mw_one(w, "ebnode_zk_requests_total", "counter",
+	    "Requests this node sent to ZooKeeper (current session object).",
+	    cs->zk_requests);
 	mw_one(w, "ebnode_leader_elections_total", "counter",
 	    "Times this node started leading.", cs->leads);
 	mw_one(w, "ebnode_leader_changes_total", "counter",

@@ -16,6 +16,16 @@
  *
  * A FAILED registry at run time (the address was taken while the session
  * was re-created, rule 7) fails the node loudly with EB_EDUPADDR (exit 3).
+ *
+ * Who leads, as /leader, /nodes and the metrics tell it: the member that
+ * actually won, i.e. the lowest valid eligible member of the cache
+ * (eb__childcache_leader) when the leader record <root>/leader -- written
+ * by the winner with a multi that checks its member, so only after it won
+ * -- carries that member's epoch and node id. While the two disagree (a
+ * hand-over in progress, a member overwritten by someone else) no leader
+ * is reported rather than a wrong one. The record is read with a watch
+ * (re-read on every change and every (re)connect).
+ *
  * A session whose negotiated timeout leaves no safe leader lease
  * (docs/CLUSTER.md "The lease") fails the start, or the running node, with
  * EB_ECONF (exit 1) after the election's "lease-unsafe" ERROR line.
@@ -26,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include <ebnode/election.h>
 #include <ebnode/log.h>
@@ -69,9 +81,16 @@ struct eb__node_cluster {
 	uint64_t leader_changes;  /* times the known leader changed */
 	uint64_t zk_events[6];    /* by eb_zk_event (1..5) */
 	char     last_leader[64]; /* member name (or node id) last seen */
+	/* The leader record <root>/leader as last read. */
+	uint64_t live; /* live id for the record's watch and reads */
+	int64_t  rec_epoch;
+	char    *rec_node; /* owned, NULL: no record */
+	char    *rec_path; /* owned */
 };
 
 typedef struct eb__node_cluster node_cluster;
+
+static void rec_read(node_cluster *nc);
 
 static node_cluster *
 nc_get(eb_node *n)
@@ -79,6 +98,7 @@ nc_get(eb_node *n)
 	if (n->cluster == NULL) {
 		n->cluster = eb__calloc(1, sizeof(node_cluster));
 		n->cluster->n = n;
+		n->cluster->live = eb__live_add(n->cluster);
 	}
 	return n->cluster;
 }
@@ -176,6 +196,15 @@ eb__node_cluster_release(eb_node *n)
 /* ---- closing everything (failed start, stop) ---- */
 
 static void
+nc_free(node_cluster *nc)
+{
+	eb__live_del(nc->live);
+	free(nc->rec_node);
+	free(nc->rec_path);
+	free(nc);
+}
+
+static void
 closed_one(node_cluster *nc)
 {
 	eb__node_done_cb cb;
@@ -190,7 +219,7 @@ closed_one(node_cluster *nc)
 	/* A node is started once: nothing of the cluster wiring outlives
 	 * its stop (or failed start). */
 	n->cluster = NULL;
-	free(nc);
+	nc_free(nc);
 	if (cb != NULL) {
 		cb(n, status);
 	}
@@ -265,7 +294,7 @@ close_all(node_cluster *nc, eb__node_done_cb cb, int status)
 		eb_node *n = nc->n;
 
 		n->cluster = NULL;
-		free(nc);
+		nc_free(nc);
 		eb__node_complete(n, cb, status);
 		return;
 	}
@@ -292,6 +321,9 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 	eb__election_session_event(nc->el, ev);
 	eb__registry_session_event(nc->reg, ev);
 	eb__childcache_session_event(nc->cc, ev);
+	if (ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) {
+		rec_read(nc);
+	}
 	if (ev == EB_ZK_EV_AUTH_FAILED && nc->running) {
 		eb__node_fail(nc->n, EB_EZKAUTH);
 	}
@@ -373,35 +405,110 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 	}
 }
 
+/* ---- the leader record <root>/leader ---- */
+
+static node_cluster *
+rec_nc(void *arg)
+{
+	node_cluster *nc = eb__live_get(eb__live_id(arg));
+
+	return nc != NULL && nc->zk != NULL && !nc->stopping ? nc : NULL;
+}
+
+static void
+rec_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+{
+	node_cluster *nc = rec_nc(arg);
+
+	(void) zk;
+	(void) type;
+	(void) path;
+	if (nc != NULL) {
+		rec_read(nc);
+	}
+}
+
+static void
+rec_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	node_cluster *nc = rec_nc(arg);
+
+	(void) zk;
+	(void) st;
+	if (nc != NULL && status == 0) {
+		rec_read(nc); /* created between our get and exists */
+	}
+}
+
+static void observe_leader(node_cluster *nc);
+
+static void
+rec_get_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *st, void *arg)
+{
+	node_cluster *nc = rec_nc(arg);
+	json_t       *o;
+	const char   *node;
+
+	(void) zk;
+	(void) st;
+	if (nc == NULL) {
+		return;
+	}
+	if (status == EB_EZKNONODE) {
+		free(nc->rec_node);
+		nc->rec_node = NULL;
+		nc->rec_epoch = 0;
+		/* A get arms no watch on an absent node; exists does. */
+		(void) eb_zk_exists(nc->zk, nc->rec_path, rec_watch_cb,
+		    eb__live_arg(nc->live), rec_exists_cb,
+		    eb__live_arg(nc->live));
+		return;
+	}
+	if (status != 0) {
+		return; /* loss: the reconnect reads again */
+	}
+	o = json_loadb(data, len, 0, NULL);
+	node = json_string_value(json_object_get(o, "node_id"));
+	free(nc->rec_node);
+	nc->rec_node = eb__strdup(node != NULL ? node : "");
+	nc->rec_epoch = json_is_integer(json_object_get(o, "epoch"))
+	                    ? json_integer_value(json_object_get(o, "epoch"))
+	                    : 0;
+	json_decref(o);
+	observe_leader(nc);
+}
+
+static void
+rec_read(node_cluster *nc)
+{
+	if (eb_zk_get_state(nc->zk) != EB_ZK_STATE_CONNECTED) {
+		return;
+	}
+	(void) eb_zk_get(nc->zk, nc->rec_path, rec_watch_cb,
+	    eb__live_arg(nc->live), rec_get_cb, eb__live_arg(nc->live));
+}
+
 static const eb_member *cache_leader(node_cluster *nc);
 
-/* Counts a change of the cluster's leader as this node sees it (a new
- * lowest eligible member); a gap with no leader is not a change. */
 /*
  * Rule 6: the epoch of the current leader as the member cache shows it: the
- * czxid of the lowest *valid* eligible member (ephemeral, with a parsed
- * member record naming a node). A damaged or foreign child must never raise
- * the fence: its czxid may be far above the real leader's and would fence
- * every message. The one place that derives it: once the election work
- * (branch election, eb__childcache_leader_epoch(): the cache then shows
- * valid members only) is merged, this body becomes that one call. 0: none.
+ * czxid of the lowest valid eligible member (eb__childcache_leader_epoch;
+ * the cache shows valid members only, cluster/member.c). A damaged or
+ * foreign child never raises the fence: its czxid may be far above the
+ * real leader's and would fence every message. 0: none.
  */
 static uint64_t
 cache_leader_epoch(node_cluster *nc)
 {
-	size_t i;
+	int64_t epoch = eb__childcache_leader_epoch(nc->cc);
 
-	for (i = 0; i < eb__childcache_count(nc->cc); i++) {
-		const eb_member *m = eb__childcache_at(nc->cc, i);
-
-		if (m->eligible && m->owner != 0 && m->data != NULL &&
-		    m->node_id[0] != '\0' && m->czxid > 0) {
-			return (uint64_t) m->czxid;
-		}
-	}
-	return 0;
+	return epoch > 0 ? (uint64_t) epoch : 0;
 }
 
+/* Raises the fence, and counts a change of the cluster's leader as this
+ * node sees it (a new confirmed leader); a gap with no leader is not a
+ * change. */
 static void
 observe_leader(node_cluster *nc)
 {
@@ -481,6 +588,9 @@ clustered_new(node_cluster *nc)
 	if (rv != 0) {
 		return rv;
 	}
+	(void) snprintf(
+	    members, sizeof(members), "%s/leader", c->zookeeper.root);
+	nc->rec_path = eb__strdup(members);
 	(void) snprintf(
 	    members, sizeof(members), "%s/members", c->zookeeper.root);
 	rv = eb__childcache_new(
@@ -626,28 +736,29 @@ eb__node_cluster_health(eb_node *n, const char **reason)
 		return 0;
 	}
 	if (!eb__registry_is_registered(nc->reg)) {
-		*reason = "not-registered";
+		/* Our member was deleted or overwritten from outside: a new
+		 * one is being made (not "registered" meanwhile). */
+		*reason = eb__registry_reregistering(nc->reg)
+		              ? "re-registering"
+		              : "not-registered";
 		return 0;
 	}
 	*reason = "registered";
 	return 1;
 }
 
-/* The lowest-sequence eligible member of the cache: the leader by
- * definition (the node itself knows it only for itself). */
+/* The member that actually leads (see the top of this file): the cache's
+ * lowest valid eligible member, confirmed by the leader record. */
 static const eb_member *
 cache_leader(node_cluster *nc)
 {
-	size_t i;
+	const eb_member *l = eb__childcache_leader(nc->cc);
 
-	for (i = 0; i < eb__childcache_count(nc->cc); i++) {
-		const eb_member *m = eb__childcache_at(nc->cc, i);
-
-		if (m->eligible) {
-			return m;
-		}
+	if (l == NULL || nc->rec_node == NULL || nc->rec_epoch != l->czxid ||
+	    strcmp(nc->rec_node, l->node_id) != 0) {
+		return NULL;
 	}
-	return NULL;
+	return l;
 }
 
 static json_t *
@@ -773,11 +884,14 @@ eb__node_cluster_stats_get(eb_node *n, eb__node_cluster_stats *out)
 	if (nc->zk != NULL) {
 		out->zk_state = zk_state_name(nc);
 		out->zk_session_id = eb_zk_session_id(nc->zk);
+		out->zk_requests = eb_zk_requests(nc->zk);
 	}
 	if (nc->cc != NULL) {
 		const eb_member *l = cache_leader(nc);
 
 		out->members = (uint32_t) eb__childcache_count(nc->cc);
+		out->members_invalid =
+		    (uint32_t) eb__childcache_ignored(nc->cc);
 		out->leader_known = l != NULL;
 		out->leader_epoch = l != NULL ? l->czxid : 0;
 	}

@@ -43,12 +43,14 @@ typedef struct eb__node_cluster_stats {
 	/* "standalone", "connecting", "connected", "suspended", "closed",
 	 * or "down" (the cluster step is not running). Static string. */
 	const char *zk_state;
-	int64_t     zk_session_id;  /* 0: none */
-	uint32_t    members;        /* in the member cache (standalone: 1) */
-	int         leader_known;   /* a leader is known (cache or self) */
-	int64_t     leader_epoch;   /* its epoch, 0 when none is known */
-	uint64_t    leads;          /* times this node was elected */
-	uint64_t    leader_changes; /* times the known leader changed */
+	int64_t     zk_session_id;   /* 0: none */
+	uint32_t    members;         /* in the member cache (standalone: 1) */
+	uint32_t    members_invalid; /* children ignored: not valid members */
+	uint64_t    zk_requests;     /* requests sent to ZooKeeper */
+	int         leader_known;    /* a leader is known (cache or self) */
+	int64_t     leader_epoch;    /* its epoch, 0 when none is known */
+	uint64_t    leads;           /* times this node was elected */
+	uint64_t    leader_changes;  /* times the known leader changed */
 	/* ZooKeeper session events seen. */
 	uint64_t zk_connected, zk_suspended, zk_reconnected, zk_expired,
 	    zk_auth_failed;

@@ -29,7 +29,8 @@ typedef struct fz_node {
 	int64_t owner;
 	int32_t version;
 	int32_t cversion;
-	int64_t order; /* creation order, for child listing */
+	int64_t order;  /* creation order, for child listing */
+	int     noread; /* get fails with EB_EZKNOAUTH (an ACL) */
 } fz_node;
 
 typedef struct fz_client fz_client;
@@ -791,6 +792,10 @@ req_get(fz_client *c, fz_item *it, int override)
 	char          *copy;
 
 	memset(&st, 0, sizeof(st));
+	if (override == 0 && n != NULL && n->noread) {
+		/* As ZooKeeper: the ACL is checked first, no watch is set. */
+		override = EB_EZKNOAUTH;
+	}
 	if (override != 0) {
 		rv = override;
 		n = NULL;
@@ -1667,4 +1672,16 @@ fakezk_del(fakezk_server *s, const char *path)
 	rv = tree_delete(s, &t, path, -1);
 	txn_end(s, &t, rv == 0);
 	return rv;
+}
+
+int
+fakezk_deny_read(fakezk_server *s, const char *path, int on)
+{
+	fz_node *n = node_find(s, path);
+
+	if (n == NULL) {
+		return EB_EZKNONODE;
+	}
+	n->noread = on;
+	return 0;
 }

@@ -36,6 +36,9 @@
  *     session expires only by fakezk_server_expire_session().
  *   - fakezk_fail_next(): the next request fails with a given code, nothing
  *     applied.
+ *   - fakezk_set()/fakezk_del()/fakezk_put(): another client changes the
+ *     tree (persistent or foreign-owned nodes, external overwrites);
+ *     fakezk_deny_read(): a node this client may not read (ACL).
  *
  * Loop thread only. Not thread-safe. Ownership: the server must outlive its
  * clients; close every client (eb_zk_close) before fakezk_server_close().
@@ -100,7 +103,11 @@ unsigned fakezk_requests(const eb_zk *zk);
 int fakezk_put(
     fakezk_server *s, const char *path, const char *data, int64_t owner);
 int fakezk_del(fakezk_server *s, const char *path);
-/* Overwrites a node's data (version + 1), as another client would. */
+/* Overwrites a node's data, as another client would (version + 1, data
+ * watches fire). 0 or EB_EZKNONODE. */
 int fakezk_set(fakezk_server *s, const char *path, const char *data);
+/* on: gets of path fail with EB_EZKNOAUTH and arm no watch (an ACL without
+ * READ for us); exists still works, as on a real server. */
+int fakezk_deny_read(fakezk_server *s, const char *path, int on);
 
 #endif

@@ -2,7 +2,9 @@
  * The member child cache (cluster/childcache.c) against the in-memory
  * ZooKeeper: initial load in sequence order, add/remove/update events, a
  * child vanishing between list and get, re-list on reconnect, rebuild and
- * diff on a new session.
+ * diff on a new session; damaged children (persistent, bad JSON,
+ * unreadable, foreign names) ignored, counted and not polled; a member
+ * overwritten with garbage removed; the leader and its epoch.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,7 +256,8 @@ test_update(void **state)
 	cnode             other;
 	char              path[256];
 	int               done = 0;
-	static const char data[] = "{\"node_id\":\"renamed\"}";
+	static const char data[] =
+	    "{\"node_id\":\"renamed\",\"address\":\"a\"}";
 
 	put_member('a', 1, "one");
 	cn_open(t, &n);
@@ -366,6 +369,85 @@ test_rebuild_on_new_session(void **state)
 	cn_close(t, &n);
 }
 
+static int
+never_pred(void *arg)
+{
+	(void) arg;
+	return 0;
+}
+
+/* Damaged children: a persistent member naming another node, one with
+ * bad JSON, an unreadable one, a foreign name. None is visible or leads;
+ * each is counted; nothing is polled; a change is noticed. */
+static void
+test_invalid_children_ignored(void **state)
+{
+	th_loop *t = *state;
+	cnode    n;
+	char     path[256];
+	unsigned reqs;
+
+	member_path('a', 0, path, sizeof(path));
+	assert_int_equal(fakezk_put(srv, path,
+	                     "{\"node_id\":\"intruder\",\"address\":\"x\"}", 0),
+	    0);
+	member_path('b', 1, path, sizeof(path));
+	assert_int_equal(fakezk_put(srv, path, "{not json", 77), 0);
+	member_path('c', 2, path, sizeof(path));
+	assert_int_equal(fakezk_put(srv, path,
+	                     "{\"node_id\":\"hidden\",\"address\":\"h\"}", 77),
+	    0);
+	assert_int_equal(fakezk_deny_read(srv, path, 1), 0);
+	assert_int_equal(fakezk_put(srv, MEMBERS "/zzz", "x", 0), 0);
+	put_member('d', 3, "good");
+	cn_open(t, &n);
+	assert_int_equal(th_run_until(t, synced_pred, &n, 2000), 0);
+	assert_int_equal(n.added, 1);
+	assert_int_equal(eb__childcache_count(n.cc), 1);
+	assert_int_equal(eb__childcache_ignored(n.cc), 4);
+	assert_string_equal(eb__childcache_leader(n.cc)->node_id, "good");
+	assert_int_equal(eb__childcache_leader_epoch(n.cc),
+	    eb__childcache_leader(n.cc)->czxid);
+	assert_null(eb__childcache_find(n.cc, strrchr(path, '/') + 1));
+	/* Nothing is polled while nothing changes. */
+	reqs = fakezk_requests(n.zk);
+	(void) th_run_until(t, never_pred, NULL, 200);
+	assert_int_equal(fakezk_requests(n.zk), reqs);
+	/* The unreadable one goes: noticed (exists watch), not counted. */
+	assert_int_equal(fakezk_del(srv, path), 0);
+	(void) th_run_until(t, never_pred, NULL, 50);
+	assert_int_equal(eb__childcache_ignored(n.cc), 3);
+	cn_close(t, &n);
+}
+
+/* A visible member overwritten with data that is not a member record is
+ * removed; made valid again, it is added again. */
+static void
+test_member_overwritten_invalid(void **state)
+{
+	th_loop *t = *state;
+	cnode    n;
+	char     path[256];
+
+	put_member('a', 1, "one");
+	cn_open(t, &n);
+	assert_int_equal(th_run_until(t, synced_pred, &n, 2000), 0);
+	member_path('a', 1, path, sizeof(path));
+	assert_int_equal(fakezk_set(srv, path, "garbage"), 0);
+	assert_int_equal(th_run_until(t, removed_pred, &n, 2000), 0);
+	assert_int_equal(eb__childcache_count(n.cc), 0);
+	assert_int_equal(eb__childcache_ignored(n.cc), 1);
+	assert_null(eb__childcache_leader(n.cc));
+	assert_int_equal(eb__childcache_leader_epoch(n.cc), 0);
+	assert_int_equal(
+	    fakezk_set(srv, path, "{\"node_id\":\"back\",\"address\":\"b\"}"),
+	    0);
+	assert_int_equal(th_run_until(t, added_pred, &n, 2000), 0);
+	assert_string_equal(eb__childcache_leader(n.cc)->node_id, "back");
+	assert_int_equal(eb__childcache_ignored(n.cc), 0);
+	cn_close(t, &n);
+}
+
 int
 main(void)
 {
@@ -381,6 +463,10 @@ main(void)
 		    test_relist_on_reconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_rebuild_on_new_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_invalid_children_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_member_overwritten_invalid, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

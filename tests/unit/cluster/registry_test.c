@@ -25,6 +25,7 @@ typedef struct rnode {
 	int          lost;
 	int          failed;
 	int          left;
+	int          rereg;
 	int          status;
 	int          closed;
 } rnode;
@@ -61,6 +62,9 @@ rn_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 		break;
 	case EB_REGISTRY_LEFT:
 		n->left++;
+		break;
+	case EB_REGISTRY_REREGISTERING:
+		n->rereg++;
 		break;
 	}
 }
@@ -135,6 +139,12 @@ registered_pred(void *arg)
 	rnode *n = arg;
 
 	return n->registered > 0 || n->failed > 0;
+}
+
+static int
+failed_pred(void *arg)
+{
+	return ((rnode *) arg)->failed > 0;
 }
 
 static int
@@ -427,6 +437,64 @@ test_rejoin(void **state)
 	close_all(t, &n, 1);
 }
 
+/* The member and the claim deleted from outside: REREGISTERING at once,
+ * then a new member and a new claim (nobody else holds the address). */
+static void
+test_member_and_claim_deleted(void **state)
+{
+	th_loop *t = *state;
+	rnode    n;
+	char     old[128];
+	char     buf[256];
+	json_t  *o;
+
+	rn_open(t, &n, "id-1", "a:1", 0);
+	assert_int_equal(th_run_until(t, registered_pred, &n, 2000), 0);
+	(void) snprintf(
+	    old, sizeof(old), "%s", eb__registry_member_path(n.reg));
+	assert_int_equal(fakezk_del(srv, CLAIM), 0);
+	assert_int_equal(fakezk_del(srv, old), 0);
+	assert_int_equal(th_run_until(t, reregistered_pred, &n, 2000), 0);
+	assert_int_equal(n.rereg, 1);
+	assert_int_equal(n.registered, 2);
+	assert_int_equal(n.failed, 0);
+	assert_false(fakezk_exists(srv, old));
+	assert_int_equal(fakezk_child_count(srv, MEMBERS), 1);
+	assert_int_equal(fakezk_get(srv, CLAIM, buf, sizeof(buf), NULL), 0);
+	o = json_loads(buf, 0, NULL);
+	assert_non_null(strstr(eb__registry_member_name(n.reg),
+	    json_string_value(json_object_get(o, "attempt"))));
+	json_decref(o);
+	close_all(t, &n, 1);
+}
+
+/* The member deleted and the address claimed by another node meanwhile:
+ * FAILED/EB_EDUPADDR (rule 7), never a silent half registration. */
+static void
+test_member_deleted_claim_taken(void **state)
+{
+	th_loop *t = *state;
+	rnode    n;
+	char     old[128];
+
+	rn_open(t, &n, "id-1", "a:1", 0);
+	assert_int_equal(th_run_until(t, registered_pred, &n, 2000), 0);
+	(void) snprintf(
+	    old, sizeof(old), "%s", eb__registry_member_path(n.reg));
+	assert_int_equal(fakezk_del(srv, CLAIM), 0);
+	assert_int_equal(
+	    fakezk_put(srv, CLAIM, "{\"attempt\":\"x\",\"node_id\":\"thief\"}",
+	        0x4242),
+	    0);
+	assert_int_equal(fakezk_del(srv, old), 0);
+	assert_int_equal(th_run_until(t, failed_pred, &n, 2000), 0);
+	assert_int_equal(n.rereg, 1);
+	assert_int_equal(n.status, EB_EDUPADDR);
+	assert_non_null(strstr(eb__registry_holder(n.reg), "node_id=thief"));
+	assert_false(eb__registry_reregistering(n.reg));
+	close_all(t, &n, 1);
+}
+
 static void
 test_encode_and_parse(void **state)
 {
@@ -472,6 +540,10 @@ main(void)
 		    test_expiry_address_taken, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leave, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rejoin, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_member_and_claim_deleted, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_member_deleted_claim_taken, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
