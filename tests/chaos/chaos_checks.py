@@ -175,3 +175,66 @@ def check_answers(reqs, acks, owner, t_now, final, answer_bound_s,
                             "one of epoch %d" % (c, ep, last)))
             last = max(last, ep)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Hooks for the network-partition suite (tests/partition/partition.py).
+
+def metric_intervals(samples, name):
+    """Leadership intervals [(start, end, epoch, name)] of one node from
+    its polled ebnode_leader gauge: samples [(ts, value)] in time order,
+    value 1, 0 or None (no answer). An interval is a run of 1-samples not
+    interrupted by a 0-sample; it spans from its first to its last
+    1-sample (what was seen, no extrapolation). A None sample does not end
+    a run: an unanswered poll is not evidence that the node stopped. The
+    epoch field is 0 (the gauge does not carry one)."""
+    out = []
+    first = last = None
+    for ts, v in samples:
+        if v == 1:
+            if first is None:
+                first = ts
+            last = ts
+        elif v == 0 and first is not None:
+            out.append((first, last, 0, name))
+            first = last = None
+    if first is not None:
+        out.append((first, last, 0, name))
+    return out
+
+
+def overlaps(intervals):
+    """Pairs of leadership intervals of different nodes that share time:
+    [(ms, a, b)], longest first. intervals as from leadership() or
+    metric_intervals()."""
+    out = []
+    iv = sorted(intervals)
+    for k, a in enumerate(iv):
+        for b in iv[k + 1:]:
+            if b[0] >= a[1]:
+                break
+            if a[3] != b[3]:
+                out.append(((min(a[1], b[1]) - b[0]) * 1000.0, a, b))
+    out.sort(key=lambda x: -x[0])
+    return out
+
+
+def stale_deliveries(msgs, acks):
+    """Messages stamped by a superseded epoch that reached the consumer
+    after the first evidence that a newer epoch routed (the first delivery
+    or the first acknowledgement of a higher epoch): [(msg, newer_epoch,
+    newer_first_ts)]. msgs and acks as in the module docstring."""
+    first = {}
+    for m in msgs:
+        first[m[1]] = min(first.get(m[1], INF), m[0])
+    for lst in acks.values():
+        for t, ep in lst:
+            first[ep] = min(first.get(ep, INF), t)
+    out = []
+    for m in msgs:
+        newer = [(t, ep) for ep, t in first.items() if ep > m[1] and
+                 t < m[0]]
+        if newer:
+            t, ep = min(newer)
+            out.append((m, ep, t))
+    return out

@@ -161,5 +161,36 @@ class Stream(unittest.TestCase):
                                                    (T0, 9)]}), [])
 
 
+class PartitionHooks(unittest.TestCase):
+    """The hooks of the network-partition suite (tests/partition)."""
+
+    def test_metric_intervals(self):
+        s = [(0.00, 0), (0.02, 1), (0.04, None), (0.06, 1), (0.08, 0),
+             (0.10, 1)]
+        self.assertEqual(cc.metric_intervals(s, "a"),
+                         [(0.02, 0.06, 0, "a"), (0.10, 0.10, 0, "a")])
+        self.assertEqual(cc.metric_intervals([(0, 0), (1, None)], "a"), [])
+
+    def test_overlaps(self):
+        a = [(0.0, 1.0, 1, "a"), (1.0, 2.0, 2, "b")]  # hand-over, no overlap
+        self.assertEqual(cc.overlaps(a), [])
+        b = [(0.0, 1.0, 1, "a"), (0.9, 2.0, 2, "b"), (0.95, 0.99, 1, "a")]
+        ov = cc.overlaps(b)
+        self.assertEqual(len(ov), 2)
+        self.assertAlmostEqual(ov[0][0], 100.0)
+        self.assertEqual((ov[0][1][3], ov[0][2][3]), ("a", "b"))
+
+    def test_stale_deliveries(self):
+        msgs = [msg(1, 5, 1, 1, 0), msg(2, 7, 1, 1, 1), msg(3, 5, 2, 1, 2)]
+        st = cc.stale_deliveries(msgs, {})
+        self.assertEqual(len(st), 1)
+        self.assertEqual(st[0][0][2], 2)
+        self.assertEqual(st[0][1], 7)
+        # An acknowledgement of the newer epoch counts as evidence too.
+        st = cc.stale_deliveries([msg(3, 5, 1, 1, 0)], {1: [(T0 + 2.0, 7)]})
+        self.assertEqual(len(st), 1)
+        self.assertEqual(cc.stale_deliveries(msgs[:2], {1: [(T0 + 1.5, 5)]}), [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
