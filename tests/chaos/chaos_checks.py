@@ -15,24 +15,33 @@ Data shapes:
 
 import re
 
+# Well-formed lines only: the whole line is the event and its key=value
+# fields (a value never holds a space or a control character), so text
+# smuggled into another line's field cannot pass for an event.
+_V = r"[^\s\x00-\x1f\x7f]"   # one character of a field value
 _ELECTED = re.compile(r"^(\d+\.\d+) NOTICE election: elected: epoch=(\d+) "
-                      r"node=(\S+)")
-_REVOKED = re.compile(r"^(\d+\.\d+) NOTICE election: revoked: reason=(\S+) "
-                      r"epoch=(\d+) node=(\S+)")
+                      r"node=(%s+)(?: [a-z_]+=%s*)*$" % (_V, _V))
+_REVOKED = re.compile(r"^(\d+\.\d+) NOTICE election: revoked: reason=(%s+) "
+                      r"epoch=(\d+) node=(%s+)(?: [a-z_]+=%s*)*$"
+                      % (_V, _V, _V))
 
 INF = float("inf")
 
 
-def parse_events(lines):
-    """Election events from a node's stderr lines (wall-clock prefix)."""
+def parse_events(lines, node=None):
+    """Election events from a node's stderr lines (wall-clock prefix).
+    node: when given, only lines naming that node count (a node logs its
+    own election events; a line naming another is not one of them)."""
     out = []
     for ln in lines:
         m = _ELECTED.match(ln)
         if m:
-            out.append((float(m.group(1)), "elected", int(m.group(2)), ""))
+            if node is None or m.group(3) == node:
+                out.append((float(m.group(1)), "elected", int(m.group(2)),
+                            ""))
             continue
         m = _REVOKED.match(ln)
-        if m:
+        if m and (node is None or m.group(4) == node):
             out.append((float(m.group(1)), "revoked", int(m.group(3)),
                         m.group(2)))
     return out

@@ -164,6 +164,15 @@ class Stream(unittest.TestCase):
 class PartitionHooks(unittest.TestCase):
     """The hooks of the network-partition suite (tests/partition)."""
 
+    def test_parse_well_formed_only(self):
+        good = elected(1, 5, "a")
+        lines = [good, good + " junk", "x" + good,
+                 elected(2, 9, "forged"), revoked(3, 5, "a"),
+                 revoked(4, 5, "a") + "\x1b"]
+        self.assertEqual([e[1:3] for e in cc.parse_events(lines, "a")],
+                         [("elected", 5), ("revoked", 5)])
+        self.assertEqual(len(cc.parse_events(lines)), 3)
+
     def test_metric_intervals(self):
         s = [(0.00, 0), (0.02, 1), (0.04, None), (0.06, 1), (0.08, 0),
              (0.10, 1)]

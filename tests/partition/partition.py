@@ -299,10 +299,8 @@ class Net:
 
     def restore(self, handle):
         port, fwd = handle
-        self.ip("hub", "link", "set", port, "master", "br0")
-        self.ip("hub", "link", "del", "fa")  # flushes fb's fdb entries
         try:
-            fwd.stdin.close()
+            fwd.stdin.close()  # EOF: the forwarder exits
         except OSError:
             pass
         try:
@@ -310,6 +308,11 @@ class Net:
         except subprocess.TimeoutExpired:
             fwd.kill()
             fwd.wait()
+        self.ip("hub", "link", "set", port, "master", "br0")
+        self.ip("hub", "link", "del", "fa")  # flushes fb's fdb entries
+        if fwd.returncode != 0:
+            raise RuntimeError("the frame forwarder failed (exit %d)"
+                               % fwd.returncode)
 
 
 def forward_main(a, b, delay_ms, loss_pct):
@@ -346,6 +349,8 @@ def forward_main(a, b, delay_ms, loss_pct):
                     data, addr = s.recvfrom(65536)
                 except BlockingIOError:
                     break
+                except OSError:  # the port went away: restore() runs
+                    return 0
                 if addr[2] == socket.PACKET_OUTGOING:
                     continue
                 if s is sa:
@@ -541,7 +546,7 @@ class Node:
         return self.lines if self.lines is not None else self.eb.log_lines()
 
     def events(self):
-        return chaos_checks.parse_events(self.log_lines())
+        return chaos_checks.parse_events(self.log_lines(), self.name)
 
     def leading(self):
         ev = self.events()
@@ -607,9 +612,9 @@ class Trial:
         ebtest.wait_until(lambda: len(self.client.acks) >= 10, 30,
                           "acks flow")
         time.sleep(PRE_S)  # steady load before the fault (the experiment)
-        t_fault = now()
+        t_fault = self.t_fault = now()
         self.fault(n1, n3, f, others)
-        t_heal = now()
+        t_heal = self.t_heal = now()
         self.info["fault_s"] = round(t_heal - t_fault, 2)
         self.recover(t_heal)
         time.sleep(POST_S)  # steady load after recovery (the experiment)
@@ -689,9 +694,6 @@ class Trial:
         try:
             ebtest.wait_until(ok, RECOVERY_S / ebtest.TIMEOUT_MULTIPLIER,
                               "one leader and acks after the heal")
-            acks = [t for t, _ in self.client.acks if t > t_heal]
-            self.info["recovery_s"] = round(acks[0] - t_heal, 2) \
-                if acks else None
         except AssertionError as e:
             self.violate("recovery", str(e))
 
@@ -780,6 +782,10 @@ class Trial:
         self.info["max_ack_gap_s"] = round(max(
             (b - a for a, b in zip(ts, ts[1:])), default=0.0), 2)
         lat = [a - s for s, a, _, _ in reqs[1] if a is not None]
+        during = sorted(a - s for s, a, _, _ in reqs[1] if a is not None
+                        and self.t_fault <= s <= self.t_heal)
+        self.info["p50_answer_in_fault_ms"] = round(
+            during[len(during) // 2] * 1000, 1) if during else None
         kinds = [k for _, _, k, _ in reqs[1]]
         fails = {}
         for _, _, k, i in reqs[1]:
