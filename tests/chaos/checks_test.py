@@ -198,7 +198,8 @@ class PartitionHooks(unittest.TestCase):
         # An acknowledgement of the newer epoch counts as evidence too.
         st = cc.stale_deliveries([msg(3, 5, 1, 1, 0)], {1: [(T0 + 2.0, 7)]})
         self.assertEqual(len(st), 1)
-        self.assertEqual(cc.stale_deliveries(msgs[:2], {1: [(T0 + 1.5, 5)]}), [])
+        self.assertEqual(
+            cc.stale_deliveries(msgs[:2], {1: [(T0 + 1.5, 5)]}), [])
 
 
 if __name__ == "__main__":

@@ -89,7 +89,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
 import ebtest  # noqa: E402
 import chaos_checks  # noqa: E402
-import chaos  # noqa: E402  (Client, Consumer: the same load as the chaos suite)
+# Client and Consumer: the same load as the chaos suite.
+import chaos  # noqa: E402
 
 SKIP = 77
 NET = "10.77.0."
@@ -742,6 +743,12 @@ class Trial:
         self.info["overlap_metrics_ms"] = round(mo[0][0], 1) if mo else 0.0
         self.info["overlap_log_ms"] = round(lo[0][0], 1) if lo else 0.0
         self.info["poll_samples"] = sum(len(n.samples) for n in self.nodes)
+        gaps = {}
+        for n in self.nodes:
+            ts = [t for t, v in n.samples if v is not None]
+            gaps[n.name] = round(max((b - a for a, b in zip(ts, ts[1:])),
+                                     default=0.0) * 1000)
+        self.info["poll_max_gap_ms"] = gaps  # the metric check's resolution
         for ms, a, b in mo[:3]:
             self.violate("overlap-metrics", "%s and %s both report "
                          "ebnode_leader 1 for %.1f ms (%.3f..%.3f)" % (
