@@ -111,7 +111,7 @@ DELIVERY_WAIT_S = ebtest.scaled(3)
 RECOVERY_S = ebtest.scaled(30)
 ZK_SERVER_SH = os.environ.get("ZK_SERVER_SH",
                               "/usr/share/zookeeper/bin/zkServer.sh")
-SHORT = ["a:5", "a:10", "b", "c", "d:in", "e", "f:6"]
+SHORT = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
 LONG = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
 RULES = ["overlap-metrics", "overlap-log", "stale", "ack-epochs",
          "delivered", "answered", "recovery"]
