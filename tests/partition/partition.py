@@ -53,6 +53,8 @@ Checks (strict: any violation fails the trial):
   answered         every request answered (ack or failure frame) within
                    ANSWER_BOUND_S
   recovery         after the heal one leader and acks again within a bound
+  exit             every node exits with 0 on SIGTERM at the end (under
+                   ASan that includes LeakSanitizer)
 Reported, not failed: gaps in the per-epoch sequence numbers.
 
 Usage:
@@ -113,8 +115,6 @@ ZK_SERVER_SH = os.environ.get("ZK_SERVER_SH",
                               "/usr/share/zookeeper/bin/zkServer.sh")
 SHORT = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
 LONG = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
-RULES = ["overlap-metrics", "overlap-log", "stale", "ack-epochs",
-         "delivered", "answered", "recovery"]
 
 
 def now():
@@ -506,6 +506,7 @@ class Node:
         finally:
             os.environ["EBNODE_BIN"] = real
         self.end_ts = None
+        self.exit_code = None
         self.stops = []
         self.samples = []
         self.quit = False
@@ -563,7 +564,7 @@ class Node:
                 pass
         if self.lines is not None:
             return
-        self.eb.stop()
+        self.exit_code = self.eb.stop()
         if self.end_ts is None:
             self.end_ts = now()
         self.lines = self.eb.log_lines()
@@ -733,6 +734,10 @@ class Trial:
             self.violate("delivered", "consumer connection: %s" % cons.error)
         for p in c.problems[:5]:
             self.violate("answered", p)
+        for n in self.nodes:
+            if n.exit_code != 0:  # under ASan: a leak report, a crash
+                self.violate("exit", "%s exited with %s after SIGTERM" % (
+                    n.name, n.exit_code))
         # Leadership from the metrics and the logs.
         mi = []
         for n in self.nodes:
