@@ -478,9 +478,10 @@ class Node:
         self.lines = None  # the log, kept when the process is closed
         ip = NODE_IP[idx]
         wrapper = os.path.join(workdir, "ebnode-%s.sh" % self.name)
+        binary = os.path.abspath(ebtest.ebnode_bin())  # runs in a temp dir
         with open(wrapper, "w") as f:
             f.write("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n"
-                    % (net.ns(self.name), ebtest.ebnode_bin()))
+                    % (net.ns(self.name), binary))
         os.chmod(wrapper, 0o755)
         cfg = ebtest.cluster_config(
             root, "addr-" + self.name, zk=zk,
