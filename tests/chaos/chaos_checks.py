@@ -191,24 +191,34 @@ def check_answers(reqs, acks, owner, t_now, final, answer_bound_s,
 
 def metric_intervals(samples, name):
     """Leadership intervals [(start, end, epoch, name)] of one node from
-    its polled ebnode_leader gauge: samples [(ts, value)] in time order,
-    value 1, 0 or None (no answer). An interval is a run of 1-samples not
-    interrupted by a 0-sample; it spans from its first to its last
-    1-sample (what was seen, no extrapolation). A None sample does not end
-    a run: an unanswered poll is not evidence that the node stopped. The
-    epoch field is 0 (the gauge does not carry one)."""
+    its polled ebnode_leader gauge: samples [(sent_ts, answered_ts,
+    value)] in time order, value 1, 0 or None (no answer). An interval is
+    a run of 1-samples not interrupted by a 0-sample. The gauge was read at
+    some instant between a poll's send and its answer, so the node surely
+    led from the first 1-sample's answer to the last 1-sample's send: that
+    is the interval (no extrapolation, and a slow poll cannot make up an
+    overlap). A run whose span is empty (one sample) is a point at the
+    midpoint of its single poll. A None sample does not end a run: an
+    unanswered poll is not evidence that the node stopped. The epoch field
+    is 0 (the gauge does not carry one)."""
     out = []
-    first = last = None
-    for ts, v in samples:
+    run = []
+
+    def close():
+        if not run:
+            return
+        start, end = run[0][1], run[-1][0]
+        if end < start:
+            start = end = (run[0][0] + run[-1][1]) / 2.0
+        out.append((start, end, 0, name))
+
+    for sent, answered, v in samples:
         if v == 1:
-            if first is None:
-                first = ts
-            last = ts
-        elif v == 0 and first is not None:
-            out.append((first, last, 0, name))
-            first = last = None
-    if first is not None:
-        out.append((first, last, 0, name))
+            run.append((sent, answered))
+        elif v == 0:
+            close()
+            run = []
+    close()
     return out
 
 

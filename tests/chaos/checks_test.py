@@ -174,11 +174,25 @@ class PartitionHooks(unittest.TestCase):
         self.assertEqual(len(cc.parse_events(lines)), 3)
 
     def test_metric_intervals(self):
-        s = [(0.00, 0), (0.02, 1), (0.04, None), (0.06, 1), (0.08, 0),
-             (0.10, 1)]
-        self.assertEqual(cc.metric_intervals(s, "a"),
-                         [(0.02, 0.06, 0, "a"), (0.10, 0.10, 0, "a")])
-        self.assertEqual(cc.metric_intervals([(0, 0), (1, None)], "a"), [])
+        # (sent, answered, value): each poll takes 4 ms.
+        s = [(0.00, 0.004, 0), (0.02, 0.024, 1), (0.04, 0.044, None),
+             (0.06, 0.064, 1), (0.08, 0.084, 0), (0.10, 0.104, 1)]
+        iv = cc.metric_intervals(s, "a")
+        self.assertEqual(iv[0], (0.024, 0.06, 0, "a"))
+        self.assertEqual(len(iv), 2)
+        self.assertAlmostEqual(iv[1][0], 0.102)
+        self.assertAlmostEqual(iv[1][1], 0.102)
+        self.assertEqual(cc.metric_intervals([(0, 0.1, 0), (1, 1.1, None)],
+                                             "a"), [])
+        # A slow poll (the value was read somewhere in 0.3 s) does not make
+        # up an overlap with a hand-over inside it.
+        a = [(0.0, 0.01, 1), (0.2, 0.5, 1), (0.6, 0.61, 0)]
+        b = [(0.0, 0.01, 0), (0.3, 0.31, 1), (0.4, 0.41, 1)]
+        iv = cc.metric_intervals(a, "a") + cc.metric_intervals(b, "b")
+        self.assertEqual(cc.overlaps(iv), [])
+        b = [(0.0, 0.01, 0), (0.1, 0.11, 1), (0.15, 0.16, 1)]
+        iv = cc.metric_intervals(a, "a") + cc.metric_intervals(b, "b")
+        self.assertEqual(len(cc.overlaps(iv)), 1)
 
     def test_overlaps(self):
         a = [(0.0, 1.0, 1, "a"), (1.0, 2.0, 2, "b")]  # hand-over, no overlap

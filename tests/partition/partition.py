@@ -533,14 +533,13 @@ class Node:
                         v = int(float(m.group(1)))
             except (OSError, ValueError, http.client.HTTPException):
                 pass
-            t1 = now()
-            self.samples.append(((t0 + t1) / 2, v))
+            self.samples.append((t0, now(), v))
             rest = t0 + POLL_S - now()
             if rest > 0:
                 time.sleep(rest)  # the poll period, not a synchronisation
 
     def gauge(self):
-        for _, v in reversed(self.samples[-10:]):
+        for _, _, v in reversed(self.samples[-10:]):
             if v is not None:
                 return v
         return None
@@ -751,7 +750,7 @@ class Trial:
         self.info["poll_samples"] = sum(len(n.samples) for n in self.nodes)
         gaps = {}
         for n in self.nodes:
-            ts = [t for t, v in n.samples if v is not None]
+            ts = [t for t, _, v in n.samples if v is not None]
             gaps[n.name] = round(max((b - a for a, b in zip(ts, ts[1:])),
                                      default=0.0) * 1000)
         self.info["poll_max_gap_ms"] = gaps  # the metric check's resolution
