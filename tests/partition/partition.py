@@ -800,10 +800,13 @@ class Trial:
             during[len(during) // 2] * 1000, 1) if during else None
         kinds = [k for _, _, k, _ in reqs[1]]
         fails = {}
+        examples = {}
         for _, _, k, i in reqs[1]:
             if k == "fail":
                 key = "%s/%s" % (i[0], i[1])
                 fails[key] = fails.get(key, 0) + 1
+                examples.setdefault(key, str(i[2])[:100])
+        self.info["fail_examples"] = examples
         self.info.update({
             "requests": len(reqs[1]), "acked": kinds.count("ack"),
             "failed": kinds.count("fail"), "fail_kinds": fails,
