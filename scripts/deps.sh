@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs ebnode's build and test dependencies from Debian when any is missing.
+# iproute2, nftables and ethtool: the network-partition tests (tests/partition).
 # Idempotent: does nothing (and needs no root) when everything is present.
 set -euo pipefail
 
 PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libjansson-dev
       libssl-dev libzookeeper-st-dev zookeeper libhttp-parser-dev libcmocka-dev
-      openssl procps python3 nodejs npm)
+      openssl procps python3 nodejs npm
+      iproute2 nftables ethtool)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -16,26 +16,32 @@ Data shapes:
 import re
 
 # Only whole, well-formed lines count: the timestamp the node's sink wrote,
-# then exactly the fields election.c logs. A client-chosen string logged
-# inside another line (escaped and quoted since issue 10) cannot match.
+# then exactly the fields election.c logs, each value without spaces,
+# quotes, '=' or control characters. A client-chosen string logged inside
+# another line (escaped and quoted since issue 10) cannot match.
+_V = r"[^\s\"=\x00-\x1f\x7f]+"  # one field value
 _ELECTED = re.compile(r"^(\d+\.\d{6}) NOTICE election: elected: "
-                      r"epoch=(\d+) node=([^\s\"=]+) member=([^\s\"=]+)$")
+                      r"epoch=(\d+) node=(%s) member=(%s)$" % (_V, _V))
 _REVOKED = re.compile(r"^(\d+\.\d{6}) NOTICE election: revoked: "
-                      r"reason=([a-z-]+) epoch=(\d+) node=([^\s\"=]+)$")
+                      r"reason=([a-z-]+) epoch=(\d+) node=(%s)$" % _V)
 
 INF = float("inf")
 
 
-def parse_events(lines):
-    """Election events from a node's stderr lines (wall-clock prefix)."""
+def parse_events(lines, node=None):
+    """Election events from a node's stderr lines (wall-clock prefix).
+    node: when given, only lines naming that node count (a node logs its
+    own election events; a line naming another is not one of them)."""
     out = []
     for ln in lines:
         m = _ELECTED.match(ln)
         if m:
-            out.append((float(m.group(1)), "elected", int(m.group(2)), ""))
+            if node is None or m.group(3) == node:
+                out.append((float(m.group(1)), "elected", int(m.group(2)),
+                            ""))
             continue
         m = _REVOKED.match(ln)
-        if m:
+        if m and (node is None or m.group(4) == node):
             out.append((float(m.group(1)), "revoked", int(m.group(3)),
                         m.group(2)))
     return out
@@ -204,4 +210,77 @@ def check_answers(reqs, acks, owner, t_now, final, answer_bound_s,
                 out.append(("ack-epochs", "client %s: ack of epoch %d after "
                             "one of epoch %d" % (c, ep, last)))
             last = max(last, ep)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Hooks for the network-partition suite (tests/partition/partition.py).
+
+def metric_intervals(samples, name):
+    """Leadership intervals [(start, end, epoch, name)] of one node from
+    its polled ebnode_leader gauge: samples [(sent_ts, answered_ts,
+    value)] in time order, value 1, 0 or None (no answer). An interval is
+    a run of 1-samples not interrupted by a 0-sample. The gauge was read at
+    some instant between a poll's send and its answer, so the node surely
+    led from the first 1-sample's answer to the last 1-sample's send: that
+    is the interval (no extrapolation, and a slow poll cannot make up an
+    overlap). A run whose span is empty (one sample) is a point at the
+    midpoint of its single poll. A None sample does not end a run: an
+    unanswered poll is not evidence that the node stopped. The epoch field
+    is 0 (the gauge does not carry one)."""
+    out = []
+    run = []
+
+    def close():
+        if not run:
+            return
+        start, end = run[0][1], run[-1][0]
+        if end < start:
+            start = end = (run[0][0] + run[-1][1]) / 2.0
+        out.append((start, end, 0, name))
+
+    for sent, answered, v in samples:
+        if v == 1:
+            run.append((sent, answered))
+        elif v == 0:
+            close()
+            run = []
+    close()
+    return out
+
+
+def overlaps(intervals):
+    """Pairs of leadership intervals of different nodes that share time:
+    [(ms, a, b)], longest first. intervals as from leadership() or
+    metric_intervals()."""
+    out = []
+    iv = sorted(intervals)
+    for k, a in enumerate(iv):
+        for b in iv[k + 1:]:
+            if b[0] >= a[1]:
+                break
+            if a[3] != b[3]:
+                out.append(((min(a[1], b[1]) - b[0]) * 1000.0, a, b))
+    out.sort(key=lambda x: -x[0])
+    return out
+
+
+def stale_deliveries(msgs, acks):
+    """Messages stamped by a superseded epoch that reached the consumer
+    after the first evidence that a newer epoch routed (the first delivery
+    or the first acknowledgement of a higher epoch): [(msg, newer_epoch,
+    newer_first_ts)]. msgs and acks as in the module docstring."""
+    first = {}
+    for m in msgs:
+        first[m[1]] = min(first.get(m[1], INF), m[0])
+    for lst in acks.values():
+        for t, ep in lst:
+            first[ep] = min(first.get(ep, INF), t)
+    out = []
+    for m in msgs:
+        newer = [(t, ep) for ep, t in first.items() if ep > m[1] and
+                 t < m[0]]
+        if newer:
+            t, ep = min(newer)
+            out.append((m, ep, t))
     return out

@@ -196,5 +196,60 @@ class Stream(unittest.TestCase):
                                                    (T0, 9)]}), [])
 
 
+class PartitionHooks(unittest.TestCase):
+    """The hooks of the network-partition suite (tests/partition)."""
+
+    def test_parse_well_formed_only(self):
+        good = elected(1, 5, "a")
+        lines = [good, good + " junk", "x" + good,
+                 elected(2, 9, "forged"), revoked(3, 5, "a"),
+                 revoked(4, 5, "a") + "\x1b"]
+        self.assertEqual([e[1:3] for e in cc.parse_events(lines, "a")],
+                         [("elected", 5), ("revoked", 5)])
+        self.assertEqual(len(cc.parse_events(lines)), 3)
+
+    def test_metric_intervals(self):
+        # (sent, answered, value): each poll takes 4 ms.
+        s = [(0.00, 0.004, 0), (0.02, 0.024, 1), (0.04, 0.044, None),
+             (0.06, 0.064, 1), (0.08, 0.084, 0), (0.10, 0.104, 1)]
+        iv = cc.metric_intervals(s, "a")
+        self.assertEqual(iv[0], (0.024, 0.06, 0, "a"))
+        self.assertEqual(len(iv), 2)
+        self.assertAlmostEqual(iv[1][0], 0.102)
+        self.assertAlmostEqual(iv[1][1], 0.102)
+        self.assertEqual(cc.metric_intervals([(0, 0.1, 0), (1, 1.1, None)],
+                                             "a"), [])
+        # A slow poll (the value was read somewhere in 0.3 s) does not make
+        # up an overlap with a hand-over inside it.
+        a = [(0.0, 0.01, 1), (0.2, 0.5, 1), (0.6, 0.61, 0)]
+        b = [(0.0, 0.01, 0), (0.3, 0.31, 1), (0.4, 0.41, 1)]
+        iv = cc.metric_intervals(a, "a") + cc.metric_intervals(b, "b")
+        self.assertEqual(cc.overlaps(iv), [])
+        b = [(0.0, 0.01, 0), (0.1, 0.11, 1), (0.15, 0.16, 1)]
+        iv = cc.metric_intervals(a, "a") + cc.metric_intervals(b, "b")
+        self.assertEqual(len(cc.overlaps(iv)), 1)
+
+    def test_overlaps(self):
+        a = [(0.0, 1.0, 1, "a"), (1.0, 2.0, 2, "b")]  # hand-over, no overlap
+        self.assertEqual(cc.overlaps(a), [])
+        b = [(0.0, 1.0, 1, "a"), (0.9, 2.0, 2, "b"), (0.95, 0.99, 1, "a")]
+        ov = cc.overlaps(b)
+        self.assertEqual(len(ov), 2)
+        self.assertAlmostEqual(ov[0][0], 100.0)
+        self.assertEqual((ov[0][1][3], ov[0][2][3]), ("a", "b"))
+
+    def test_stale_deliveries(self):
+        msgs = [msg(1, 5, 1, 1, 0), msg(2, 7, 1, 1, 1), msg(3, 5, 2, 1, 2)]
+        st = cc.stale_deliveries(msgs, {})
+        self.assertEqual(len(st), 1)
+        self.assertEqual(st[0][0][2], 2)
+        self.assertEqual(st[0][1], 7)
+        # An acknowledgement of the newer epoch counts as evidence too.
+        st = cc.stale_deliveries([msg(3, 5, 1, 1, 0)], {1: [(T0 + 2.0, 7)]})
+        self.assertEqual(len(st), 1)
+        self.assertEqual(
+            cc.stale_deliveries(msgs[:2], {1: [(T0 + 1.5, 5)]}), [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -17,10 +17,11 @@ SESSION_MS = int(os.environ.get("EB_IT_SESSION_MS", "2000"))
 # "1795267163.019362 NOTICE election: elected: epoch=14 node=n2 member=..."
 # Whole, well-formed lines only (as tests/chaos/chaos_checks.py): a
 # client-chosen string logged inside another line cannot match.
+_V = r"[^\s\"=\x00-\x1f\x7f]+"  # one field value
 _ELECTED = re.compile(r"^(\d+\.\d{6}) NOTICE election: elected: "
-                      r"epoch=(\d+) node=([^\s\"=]+) member=[^\s\"=]+$")
+                      r"epoch=(\d+) node=(%s) member=%s$" % (_V, _V))
 _REVOKED = re.compile(r"^(\d+\.\d{6}) NOTICE election: revoked: "
-                      r"reason=([a-z-]+) epoch=(\d+) node=([^\s\"=]+)$")
+                      r"reason=([a-z-]+) epoch=(\d+) node=(%s)$" % _V)
 _CHECK = re.compile(r"^(\d+\.\d+) INFO election: check: trigger=(\S+)")
 
 

@@ -1,0 +1,1007 @@
+#!/usr/bin/env python3
+"""Real network partitions (issue 10): ZooKeeper servers and ebnode nodes
+in separate Linux network namespaces joined by a bridge; links are cut
+(nft drop rules), cut one way, degraded (200 ms delay + 5% loss) or a node
+is paused, under steady leader-routed ingress load, and the guarantees are
+checked. docs/CHAOS.md "Network partitions" has the picture and numbers.
+
+Topology (one set per run; every name carries the run tag ebp<pid>, so
+parallel runs do not collide; addresses are private to the run's hub):
+
+    ns <tag>-hub: bridge br0
+      |-- vz1 -- <tag>-z1  10.77.0.11  ZooKeeper server 1 (3-server ensemble)
+      |-- vz2 -- <tag>-z2  10.77.0.12  ZooKeeper server 2
+      |-- vz3 -- <tag>-z3  10.77.0.13  ZooKeeper server 3
+      |-- vn1 -- <tag>-n1  10.77.0.21  ebnode n1: the leader (started first);
+      |                                 its zookeeper.connect names ONE
+      |                                 ZooKeeper follower F
+      |-- vn2 -- <tag>-n2  10.77.0.22  ebnode n2: the client's entry node
+      |-- vn3 -- <tag>-n3  10.77.0.23  ebnode n3: holds the consumer
+      `-- vcl -- <tag>-cl  10.77.0.2   this harness: client, consumer and
+                                        the metric pollers (never faulted)
+    n2 and n3 connect to the two servers other than F, so only the leader's
+    session lives on F.
+
+Scenarios (NAME[:PARAM]):
+  a:SL     ZooKeeper server F (holding the leader's session) cut from the
+           other two servers, not from n1; ensemble syncLimit SL (ticks of
+           500 ms); cut for max(2 x session, SL x tick + session) + 1 s
+  b        n1 (the leader) cut from every ZooKeeper server, not from n2/n3
+  c        n3 (the consumer's node) cut from n1 (the leader), not from ZK
+  d:DIR    one-way cut between n1 and F: DIR "in" drops F -> n1 (default),
+           "out" drops n1 -> F
+  e        n1's egress delayed 200 ms with 5% loss (a userspace frame
+           forwarder in the hub: this kernel has no sch_netem)
+  f:S      n3 (the route target's node) SIGSTOPped for S seconds (4, 6)
+  Cuts b, c, d last 5 s, e 8 s.
+
+Load: one bridge client (through n2) pipelines ingress requests asking for a
+reply to "external.ingress" at RATE/s (EB_PARTITION_RATE, default 300); the
+default route sends them to "orders", whose consumer (through n3) records
+every message with its ebnode.epoch/ebnode.seq stamp. (chaos.py's Client and
+Consumer.)
+
+Checks (strict: any violation fails the trial):
+  overlap-metrics  no two nodes report ebnode_leader 1 at overlapping
+                   times (GET /metrics of every node polled every 20 ms)
+  overlap-log      no overlapping "elected:"/"revoked:" intervals in the
+                   logs (well-formed NOTICE lines only)
+  stale            no message stamped by a superseded epoch reaches the
+                   consumer after the first delivery or ack of a newer epoch
+  ack-epochs       the acknowledged epochs never go backwards per client
+  delivered        every acknowledged request's message reached the consumer
+  answered         every request answered (ack or failure frame) within
+                   ANSWER_BOUND_S
+  recovery         after the heal one leader and acks again within a bound
+  exit             every node exits with 0 on SIGTERM at the end (under
+                   ASan that includes LeakSanitizer)
+Reported, not failed: gaps in the per-epoch sequence numbers.
+
+Usage:
+  partition.py [--scenarios a:4,b,...] [--trials N] [--short] [--json F]
+  partition.py --cleanup-stale     remove namespaces of dead runs
+Exit: 0 all checks passed, 1 a violation, 2 a harness error, 77 skipped
+(not root, no network namespaces, tools missing).
+Environment: EBNODE_BIN (required), EB_TEST_TIMEOUT_MULTIPLIER,
+EB_PARTITION_RATE, EB_TEST_KEEP_TMP=1 (keep the run dir of a passing run),
+ZK_SERVER_SH (default /usr/share/zookeeper/bin/zkServer.sh).
+"""
+
+import argparse
+import ctypes
+import heapq
+import http.client
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
+import ebtest  # noqa: E402
+import chaos_checks  # noqa: E402
+# Client and Consumer: the same load as the chaos suite.
+import chaos  # noqa: E402
+
+SKIP = 77
+NET = "10.77.0."
+ZK_IP = {i: NET + str(10 + i) for i in (1, 2, 3)}
+NODE_IP = {i: NET + str(20 + i) for i in (1, 2, 3)}
+CLIENT_IP = NET + "2"
+SESSION_MS = 2000
+TICK_MS = 500
+RATE = float(os.environ.get("EB_PARTITION_RATE", "300"))
+WINDOW = 256
+POLL_S = 0.02
+PRE_S = 2.0          # load before the fault
+POST_S = 2.0         # load after recovery
+CUT_S = 5.0          # b, c, d
+DEGRADE_S = 8.0      # e
+ANSWER_BOUND_S = ebtest.scaled(12)   # bus.request_timeout_ms 10 s + 2 s
+DELIVERY_WAIT_S = ebtest.scaled(3)
+RECOVERY_S = ebtest.scaled(30)
+ZK_SERVER_SH = os.environ.get("ZK_SERVER_SH",
+                              "/usr/share/zookeeper/bin/zkServer.sh")
+SHORT = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
+LONG = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
+
+
+def now():
+    return time.time()
+
+
+def log(msg):
+    sys.stdout.write("%s partition: %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stdout.flush()
+
+
+def run(argv, check=True, input=None, timeout=60):
+    p = subprocess.run(argv, input=input, capture_output=True, text=True,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(argv), p.returncode,
+                                                 p.stderr.strip()))
+    return p
+
+
+# ---------------------------------------------------------------------------
+# Namespaces, bridge, cuts.
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+def setns(name):
+    """Moves the calling thread (and the threads it creates later) into
+    the named network namespace."""
+    fd = os.open("/run/netns/" + name, os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "setns %s: %s" % (name, os.strerror(e)))
+    finally:
+        os.close(fd)
+
+
+def ns_pids(ns):
+    p = run(["ip", "netns", "pids", ns], check=False)
+    return [int(x) for x in p.stdout.split() if x.isdigit()]
+
+
+def kill_ns(ns):
+    """SIGKILLs every process in a namespace (not this one) and deletes
+    it. Used on every exit path and for the leftovers of dead runs."""
+    me = os.getpid()
+    for _ in range(50):
+        pids = [p for p in ns_pids(ns) if p != me]
+        if not pids:
+            break
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGCONT)
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+    run(["ip", "netns", "del", ns], check=False)
+
+
+def cleanup_stale():
+    """Namespaces of runs whose harness is gone (SIGKILLed by a ctest
+    timeout, say)."""
+    names = run(["ip", "netns", "list"], check=False).stdout.split("\n")
+    gone = 0
+    for ln in names:
+        m = re.match(r"^(ebp(\d+)-\S+)", ln.strip())
+        if not m:
+            continue
+        pid = int(m.group(2))
+        alive = False
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                alive = b"partition.py" in f.read()
+        except OSError:
+            pass
+        if not alive:
+            kill_ns(m.group(1))
+            gone += 1
+    return gone
+
+
+class Net:
+    HOSTS = [("z1", ZK_IP[1]), ("z2", ZK_IP[2]), ("z3", ZK_IP[3]),
+             ("n1", NODE_IP[1]), ("n2", NODE_IP[2]), ("n3", NODE_IP[3]),
+             ("cl", CLIENT_IP)]
+
+    def __init__(self):
+        self.tag = "ebp%d" % os.getpid()
+        self.made = []
+        self.cuts = 0
+
+    def ns(self, short):
+        return "%s-%s" % (self.tag, short)
+
+    def ip(self, short, *args):
+        return run(["ip", "-n", self.ns(short)] + list(args))
+
+    def in_ns(self, short, argv):
+        return ["ip", "netns", "exec", self.ns(short)] + list(argv)
+
+    def offload_off(self, short, dev):
+        # Frames cross the userspace forwarder of scenario e as they are:
+        # every stack computes its own checksums and segments.
+        run(self.in_ns(short, ["ethtool", "-K", dev, "tx", "off", "tso",
+                               "off", "gso", "off", "gro", "off"]),
+            check=False)
+
+    def build(self):
+        for short in ["hub"] + [h for h, _ in self.HOSTS]:
+            run(["ip", "netns", "add", self.ns(short)])
+            self.made.append(self.ns(short))
+            self.ip(short, "link", "set", "lo", "up")
+        self.ip("hub", "link", "add", "br0", "type", "bridge")
+        self.ip("hub", "link", "set", "br0", "up")
+        for short, addr in self.HOSTS:
+            port = "v" + short
+            self.ip("hub", "link", "add", port, "type", "veth", "peer",
+                    "name", "eth0", "netns", self.ns(short))
+            self.ip("hub", "link", "set", port, "master", "br0", "up")
+            self.ip(short, "addr", "add", addr + "/24", "dev", "eth0")
+            self.ip(short, "link", "set", "eth0", "up")
+            self.offload_off(short, "eth0")
+            self.offload_off("hub", port)
+
+    def destroy(self):
+        for ns in reversed(self.made):
+            kill_ns(ns)
+        self.made = []
+
+    def cut(self, short, peers, direction="both"):
+        """Drops packets between host short and peers (IPs), in its own
+        namespace: "both", "in" (from the peers) or "out" (to them).
+        Returns a handle for heal()."""
+        self.cuts += 1
+        table = "cut%d" % self.cuts
+        rules = []
+        for p in peers:
+            if direction in ("both", "in"):
+                rules.append("add rule inet %s input ip saddr %s drop"
+                             % (table, p))
+            if direction in ("both", "out"):
+                rules.append("add rule inet %s output ip daddr %s drop"
+                             % (table, p))
+        script = "\n".join([
+            "add table inet %s" % table,
+            "add chain inet %s input { type filter hook input priority "
+            "-10 ; }" % table,
+            "add chain inet %s output { type filter hook output priority "
+            "-10 ; }" % table] + rules) + "\n"
+        run(self.in_ns(short, ["nft", "-f", "-"]), input=script)
+        return (short, table)
+
+    def heal(self, handle):
+        short, table = handle
+        run(self.in_ns(short, ["nft", "delete", "table", "inet", table]))
+
+    def degrade(self, short, delay_ms, loss_pct):
+        """Host short's egress delayed and lossy: its bridge port is
+        detached and a forwarder (this script, --forward) carries its
+        frames to a new port, delaying and dropping those it sends."""
+        port = "v" + short
+        self.ip("hub", "link", "add", "fa", "type", "veth", "peer", "name",
+                "fb")
+        self.offload_off("hub", "fa")
+        self.offload_off("hub", "fb")
+        self.ip("hub", "link", "set", "fb", "master", "br0", "up")
+        self.ip("hub", "link", "set", "fa", "up", "promisc", "on")
+        fwd = subprocess.Popen(
+            self.in_ns("hub", [sys.executable, os.path.abspath(__file__),
+                               "--forward", port, "fa", str(delay_ms),
+                               str(loss_pct)]),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = fwd.stdout.readline().strip()
+        if line != "ready":
+            fwd.kill()
+            raise RuntimeError("forwarder said %r" % line)
+        self.ip("hub", "link", "set", port, "nomaster")
+        self.ip("hub", "link", "set", port, "promisc", "on")
+        return (port, fwd)
+
+    def restore(self, handle):
+        port, fwd = handle
+        try:
+            fwd.stdin.close()  # EOF: the forwarder exits
+        except OSError:
+            pass
+        try:
+            fwd.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            fwd.kill()
+            fwd.wait()
+        self.ip("hub", "link", "set", port, "master", "br0")
+        self.ip("hub", "link", "del", "fa")  # flushes fb's fdb entries
+        if fwd.returncode != 0:
+            raise RuntimeError("the frame forwarder failed (exit %d)"
+                               % fwd.returncode)
+
+
+def forward_main(a, b, delay_ms, loss_pct):
+    """Frame forwarder between interfaces a (the degraded host's port) and
+    b: frames from a are dropped with loss_pct % and sent after delay_ms;
+    frames from b pass at once. Exits when stdin closes."""
+    eth_p_all = 3
+    sa = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                       socket.htons(eth_p_all))
+    sa.bind((a, 0))
+    sb = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                       socket.htons(eth_p_all))
+    sb.bind((b, 0))
+    for s in (sa, sb):
+        s.setblocking(False)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    delay = delay_ms / 1000.0
+    loss = loss_pct / 100.0
+    q = []
+    n = 0
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        t = time.monotonic()
+        timeout = max(0.0, q[0][0] - t) if q else 1.0
+        r, _, _ = select.select([sa, sb, sys.stdin], [], [], timeout)
+        if sys.stdin in r and not sys.stdin.readline():
+            return 0
+        for s in (sa, sb):
+            if s not in r:
+                continue
+            while True:
+                try:
+                    data, addr = s.recvfrom(65536)
+                except BlockingIOError:
+                    break
+                except OSError:  # the port went away: restore() runs
+                    return 0
+                if addr[2] == socket.PACKET_OUTGOING:
+                    continue
+                if s is sa:
+                    if random.random() < loss:
+                        continue
+                    heapq.heappush(q, (time.monotonic() + delay, n, data))
+                    n += 1
+                else:
+                    try:
+                        sa.send(data)
+                    except OSError:
+                        pass
+        t = time.monotonic()
+        while q and q[0][0] <= t:
+            try:
+                sb.send(heapq.heappop(q)[2])
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------------------
+# ZooKeeper ensemble and nodes.
+
+def fourlw(i, cmd):
+    try:
+        with socket.create_connection((ZK_IP[i], 2181), timeout=1) as s:
+            s.settimeout(1)
+            s.sendall(cmd.encode())
+            out = b""
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+                out += b
+            return out.decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class Ensemble:
+    def __init__(self, net, workdir, sync_limit):
+        self.net = net
+        self.dir = os.path.join(workdir, "zk-sl%d" % sync_limit)
+        self.sync_limit = sync_limit
+        self.procs = {}
+
+    def start(self):
+        for i in (1, 2, 3):
+            d = os.path.join(self.dir, "s%d" % i)
+            os.makedirs(os.path.join(d, "data"), exist_ok=True)
+            with open(os.path.join(d, "data", "myid"), "w") as f:
+                f.write("%d\n" % i)
+            cfg = [
+                "tickTime=%d" % TICK_MS, "initLimit=20",
+                "syncLimit=%d" % self.sync_limit,
+                "minSessionTimeout=1000", "maxSessionTimeout=60000",
+                "dataDir=%s/data" % d, "clientPort=2181",
+                "clientPortAddress=%s" % ZK_IP[i], "maxClientCnxns=0",
+                "admin.enableServer=false",
+                "4lw.commands.whitelist=ruok,srvr,mntr,cons",
+                "autopurge.purgeInterval=0"]
+            cfg += ["server.%d=%s:2888:3888" % (j, ZK_IP[j])
+                    for j in (1, 2, 3)]
+            with open(os.path.join(d, "zoo.cfg"), "w") as f:
+                f.write("\n".join(cfg) + "\n")
+            env = dict(os.environ, ZOOPIDFILE=os.path.join(d, "zk.pid"),
+                       ZOO_LOG_DIR=d, JMXDISABLE="true", SERVER_JVMFLAGS=(
+                           "-Xmx256m -XX:+UseSerialGC "
+                           "-XX:TieredStopAtLevel=1 -Dzookeeper.log.dir=%s "
+                           "-Dzookeeper.root.logger=INFO,CONSOLE "
+                           "-Dzookeeper.console.threshold=INFO" % d))
+            out = open(os.path.join(d, "zk.out"), "ab")
+            self.procs[i] = subprocess.Popen(
+                self.net.in_ns("z%d" % i, [ZK_SERVER_SH, "start-foreground",
+                                           os.path.join(d, "zoo.cfg")]),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
+                cwd=d, start_new_session=True)
+            out.close()
+        self.wait_quorum(ebtest.scaled(90))
+        log("ensemble up (syncLimit %d): %s" % (self.sync_limit,
+                                                 self.modes()))
+
+    def modes(self):
+        out = {}
+        for i in (1, 2, 3):
+            m = re.search(r"^Mode: (\S+)", fourlw(i, "srvr"), re.M)
+            out[i] = m.group(1) if m else None
+        return out
+
+    def wait_quorum(self, timeout):
+        def ok():
+            for i, p in self.procs.items():
+                if p.poll() is not None:
+                    raise RuntimeError("ZooKeeper server %d exited (%s)" %
+                                       (i, self.dir))
+            m = self.modes()
+            return (sorted(v or "" for v in m.values()) ==
+                    ["follower", "follower", "leader"])
+        ebtest.wait_until(ok, timeout / ebtest.TIMEOUT_MULTIPLIER,
+                          "ZooKeeper quorum of 3", interval=0.2)
+
+    def follower(self):
+        m = self.modes()
+        return min(i for i, v in m.items() if v == "follower")
+
+    def stop(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        self.procs = {}
+
+
+class Node:
+    """An ebnode in its namespace, with its polled leader gauge."""
+
+    def __init__(self, net, idx, root, zk, workdir):
+        self.name = "n%d" % idx
+        self.idx = idx
+        self.wd = workdir
+        self.lines = None  # the log, kept when the process is closed
+        ip = NODE_IP[idx]
+        wrapper = os.path.join(workdir, "ebnode-%s.sh" % self.name)
+        binary = os.path.abspath(ebtest.ebnode_bin())  # runs in a temp dir
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n"
+                    % (net.ns(self.name), binary))
+        os.chmod(wrapper, 0o755)
+        cfg = ebtest.cluster_config(
+            root, "addr-" + self.name, zk=zk,
+            node={"id": self.name, "host": ip, "eligible": True},
+            zookeeper={"session_timeout_ms": SESSION_MS},
+            cluster={"listen": ip, "port": 7001, "heartbeat_ms": 250,
+                     "link_timeout_ms": 1000},
+            bus={"request_timeout_ms": 10000},
+            bridge={"listen": ip, "port": 7000,
+                    "inbound": [{"address": chaos.INGRESS}],
+                    "outbound": [{"address": chaos.TARGET}]},
+            admin={"listen": ip, "port": 9090},
+            ingress={"default_route": {"to": chaos.TARGET},
+                     "hold_max": 1000, "hold_ms": 5000})
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env = {"ASAN_OPTIONS": (asan + ":" if asan else "") +
+               "quarantine_size_mb=8"}
+        real = os.environ["EBNODE_BIN"]
+        os.environ["EBNODE_BIN"] = wrapper
+        try:
+            self.eb = ebtest.EbNode(cfg, name=self.name, ready_timeout=30,
+                                    env=env)
+        finally:
+            os.environ["EBNODE_BIN"] = real
+        self.end_ts = None
+        self.exit_code = None
+        self.stops = []
+        self.samples = []
+        self.quit = False
+        self.poller = threading.Thread(target=self._poll, daemon=True,
+                                       name="poll-" + self.name)
+        self.poller.start()
+
+    @property
+    def shim(self):
+        return types.SimpleNamespace(eb=self.eb)
+
+    def _poll(self):
+        host, port = self.eb.admin
+        while not self.quit:
+            t0 = now()
+            v = None
+            try:
+                st, body = ebtest.admin_request(host, port, "GET",
+                                                "/metrics", timeout=0.5)
+                if st == 200 and isinstance(body, str):
+                    m = re.search(r"^ebnode_leader (\S+)", body, re.M)
+                    if m:
+                        v = int(float(m.group(1)))
+            except (OSError, ValueError, http.client.HTTPException):
+                pass
+            self.samples.append((t0, now(), v))
+            rest = t0 + POLL_S - now()
+            if rest > 0:
+                time.sleep(rest)  # the poll period, not a synchronisation
+
+    def gauge(self):
+        for _, _, v in reversed(self.samples[-10:]):
+            if v is not None:
+                return v
+        return None
+
+    def log_lines(self):
+        return self.lines if self.lines is not None else self.eb.log_lines()
+
+    def events(self):
+        return chaos_checks.parse_events(self.log_lines(), self.name)
+
+    def leading(self):
+        ev = self.events()
+        return ev[-1][2] if ev and ev[-1][1] == "elected" else None
+
+    def close(self):
+        self.quit = True
+        self.poller.join(5)
+        if self.eb.running():
+            try:
+                self.eb.send_signal(signal.SIGCONT)
+            except OSError:
+                pass
+        if self.lines is not None:
+            return
+        self.exit_code = self.eb.stop()
+        if self.end_ts is None:
+            self.end_ts = now()
+        self.lines = self.eb.log_lines()
+        shutil.copy(self.eb.log_path, os.path.join(self.wd, self.name +
+                                                   ".log"))
+        self.eb.close()
+
+
+# ---------------------------------------------------------------------------
+# One trial.
+
+class Trial:
+    def __init__(self, ctx, scen, param):
+        self.ctx = ctx
+        self.scen = scen
+        self.param = param
+        self.label = scen + (":%s" % param if param is not None else "")
+        self.nodes = []
+        self.client = self.consumer = None
+        self.violations = []
+        self.info = {}
+
+    def violate(self, rule, text):
+        self.violations.append((rule, text))
+
+    def run(self):
+        ens = self.ctx.ensemble
+        t_start = time.monotonic()
+        root = ebtest.unique_root()
+        f = ens.follower()
+        others = [i for i in (1, 2, 3) if i != f]
+        zk_f = "%s:2181" % ZK_IP[f]
+        zk_o = ",".join("%s:2181" % ZK_IP[i] for i in others)
+        self.info["zk_follower"] = f
+        wd = self.ctx.trial_dir(self.label)
+        n1 = Node(self.ctx.net, 1, root, zk_f, wd)
+        self.nodes.append(n1)
+        ebtest.wait_until(lambda: n1.leading() is not None, 30, "n1 leads")
+        for i in (2, 3):
+            self.nodes.append(Node(self.ctx.net, i, root, zk_o, wd))
+        n2, n3 = self.nodes[1], self.nodes[2]
+        self.consumer = chaos.Consumer(n3.shim)
+        self.consumer.start()
+        self.probe(n2)
+        self.client = chaos.Client(1, n2.shim)
+        self.client.start()
+        ebtest.wait_until(lambda: len(self.client.acks) >= 10, 30,
+                          "acks flow")
+        time.sleep(PRE_S)  # steady load before the fault (the experiment)
+        t_fault = self.t_fault = now()
+        self.fault(n1, n3, f, others)
+        t_heal = self.t_heal = now()
+        self.info["fault_s"] = round(t_heal - t_fault, 2)
+        self.recover(t_heal)
+        time.sleep(POST_S)  # steady load after recovery (the experiment)
+        self.finish()
+        self.check()
+        self.info["elapsed_s"] = round(time.monotonic() - t_start, 1)
+
+    def probe(self, entry):
+        c = ebtest.BridgeClient(*entry.eb.bridge)
+        try:
+            def ok():
+                c.send(chaos.INGRESS, {"probe": entry.name},
+                       reply_address="p")
+                return c.recv_frame(timeout=5).get("type") == "message"
+            ebtest.wait_until(ok, 30, "ingress through %s" % entry.name,
+                              interval=0.2)
+        finally:
+            c.close()
+
+    def fault(self, n1, n3, f, others):
+        net = self.ctx.net
+        s = self.scen
+        if s == "a":
+            sl = int(self.param)
+            hold = max(2 * SESSION_MS, sl * TICK_MS + SESSION_MS) / 1000.0 + 1
+            h = net.cut("z%d" % f, [ZK_IP[i] for i in others])
+            log("%s: ZK server %d cut from %s for %.1f s" % (
+                self.label, f, others, hold))
+            time.sleep(hold)  # the fault's duration (the experiment)
+            net.heal(h)
+            ens = self.ctx.ensemble
+            ens.wait_quorum(ebtest.scaled(60))
+        elif s == "b":
+            h = net.cut("n1", list(ZK_IP.values()))
+            log("%s: n1 (leader) cut from ZooKeeper for %.1f s"
+                % (self.label, CUT_S))
+            time.sleep(CUT_S)
+            net.heal(h)
+        elif s == "c":
+            h = net.cut("n3", [NODE_IP[1]])
+            log("%s: n3 (consumer) cut from n1 (leader) for %.1f s"
+                % (self.label, CUT_S))
+            time.sleep(CUT_S)
+            net.heal(h)
+        elif s == "d":
+            d = self.param or "in"
+            h = net.cut("n1", [ZK_IP[f]], direction=d)
+            log("%s: one-way cut, %s dropped, for %.1f s" % (
+                self.label, "ZK %d -> n1" % f if d == "in" else
+                "n1 -> ZK %d" % f, CUT_S))
+            time.sleep(CUT_S)
+            net.heal(h)
+        elif s == "e":
+            h = net.degrade("n1", 200, 5)
+            log("%s: n1 egress +200 ms, 5%% loss for %.1f s"
+                % (self.label, DEGRADE_S))
+            time.sleep(DEGRADE_S)
+            net.restore(h)
+        elif s == "f":
+            secs = float(self.param)
+            log("%s: n3 (consumer's node) SIGSTOP for %.1f s"
+                % (self.label, secs))
+            n3.eb.send_signal(signal.SIGSTOP)
+            t = now()
+            time.sleep(secs)
+            n3.eb.send_signal(signal.SIGCONT)
+            n3.stops.append((t, now()))
+        else:
+            raise ValueError("unknown scenario %r" % s)
+
+    def recover(self, t_heal):
+        def ok():
+            leaders = [n for n in self.nodes if n.gauge() == 1]
+            if len(leaders) != 1:
+                return False
+            return any(t > t_heal + 0.2 for t, _ in self.client.acks[-5:])
+        try:
+            ebtest.wait_until(ok, RECOVERY_S / ebtest.TIMEOUT_MULTIPLIER,
+                              "one leader and acks after the heal")
+        except AssertionError as e:
+            self.violate("recovery", str(e))
+
+    def finish(self):
+        c = self.client
+        c.sending = False
+        deadline = time.monotonic() + ANSWER_BOUND_S + 1
+        while c.outstanding > 0 and time.monotonic() < deadline \
+                and c.error is None:
+            time.sleep(0.05)
+        owned = self.delivered_stamps
+
+        def all_delivered():
+            got = owned()
+            return all((i[0], i[1]) in got for _, _, k, i in list(c.reqs)
+                       if k == "ack")
+        try:
+            ebtest.wait_until(all_delivered, DELIVERY_WAIT_S /
+                              ebtest.TIMEOUT_MULTIPLIER, "acked delivered")
+        except AssertionError:
+            pass  # counted by the check below
+        self.t_end = now()
+        c.stop()
+        self.consumer.stop()
+        for n in self.nodes:
+            n.close()
+
+    def delivered_stamps(self):
+        return {(m[1], m[2]) for m in list(self.consumer.msgs)}
+
+    def check(self):
+        c, cons = self.client, self.consumer
+        if c.error:
+            self.violate("answered", "client connection: %s" % c.error)
+        if cons.error:
+            self.violate("delivered", "consumer connection: %s" % cons.error)
+        for p in c.problems[:5]:
+            self.violate("answered", p)
+        for n in self.nodes:
+            if n.exit_code != 0:  # under ASan: a leak report, a crash
+                self.violate("exit", "%s exited with %s after SIGTERM" % (
+                    n.name, n.exit_code))
+        # Leadership from the metrics and the logs.
+        mi = []
+        for n in self.nodes:
+            mi += chaos_checks.metric_intervals(n.samples, n.name)
+        mo = chaos_checks.overlaps(mi)
+        active, _ = chaos_checks.leadership(self.nodes)
+        lo = chaos_checks.overlaps(active)
+        self.info["overlap_metrics_ms"] = round(mo[0][0], 1) if mo else 0.0
+        self.info["overlap_log_ms"] = round(lo[0][0], 1) if lo else 0.0
+        self.info["poll_samples"] = sum(len(n.samples) for n in self.nodes)
+        gaps = {}
+        for n in self.nodes:
+            ts = [t for t, _, v in n.samples if v is not None]
+            gaps[n.name] = round(max((b - a for a, b in zip(ts, ts[1:])),
+                                     default=0.0) * 1000)
+        self.info["poll_max_gap_ms"] = gaps  # the metric check's resolution
+        for ms, a, b in mo[:3]:
+            self.violate("overlap-metrics", "%s and %s both report "
+                         "ebnode_leader 1 for %.1f ms (%.3f..%.3f)" % (
+                             a[3], b[3], ms, b[0], min(a[1], b[1])))
+        for ms, a, b in lo[:3]:
+            self.violate("overlap-log", "%s (epoch %d) and %s (epoch %d) "
+                         "lead at once for %.1f ms by their logs" % (
+                             a[3], a[2], b[3], b[2], ms))
+        self.info["leaders"] = [(round(s, 3), round(e, 3), ep, nm)
+                                for s, e, ep, nm in active]
+        msgs = list(cons.msgs)
+        acks = {1: list(c.acks)}
+        reqs = {1: list(c.reqs)}
+        st = chaos_checks.stale_deliveries(msgs, acks)
+        self.info["stale_deliveries"] = len(st)
+        if st:
+            m, ep, t = st[0]
+            self.violate("stale", "%d message(s) of a superseded epoch "
+                         "delivered after epoch %d routed; first: epoch %d "
+                         "seq %d, %.0f ms after" % (len(st), ep, m[1], m[2],
+                                                    (m[0] - t) * 1000))
+        seqv, owner = chaos_checks.check_sequence(msgs)
+        ansv = chaos_checks.check_answers(reqs, acks, owner, self.t_end,
+                                          True, ANSWER_BOUND_S, 0)
+        counts = {}
+        for rule, text in ansv:
+            counts[rule] = counts.get(rule, 0) + 1
+        self.info["ack_regressions"] = counts.get("ack-epochs", 0)
+        self.info["acked_undelivered"] = counts.get("delivered", 0)
+        self.info["unanswered_or_late"] = counts.get("answered", 0)
+        for rule in ("ack-epochs", "delivered", "answered"):
+            texts = [t for r, t in ansv if r == rule]
+            if texts:
+                self.violate(rule, "%d: %s" % (len(texts),
+                                               "; ".join(texts[:3])))
+        self.info["sequence_gaps_info"] = len(seqv)
+        ts = [t for t, _ in acks[1]]
+        self.info["max_ack_gap_s"] = round(max(
+            (b - a for a, b in zip(ts, ts[1:])), default=0.0), 2)
+        lat = [a - s for s, a, _, _ in reqs[1] if a is not None]
+        during = sorted(a - s for s, a, _, _ in reqs[1] if a is not None
+                        and self.t_fault <= s <= self.t_heal)
+        self.info["p50_answer_in_fault_ms"] = round(
+            during[len(during) // 2] * 1000, 1) if during else None
+        kinds = [k for _, _, k, _ in reqs[1]]
+        fails = {}
+        examples = {}
+        for _, _, k, i in reqs[1]:
+            if k == "fail":
+                key = "%s/%s" % (i[0], i[1])
+                fails[key] = fails.get(key, 0) + 1
+                examples.setdefault(key, str(i[2])[:100])
+        self.info["fail_examples"] = examples
+        self.info.update({
+            "requests": len(reqs[1]), "acked": kinds.count("ack"),
+            "failed": kinds.count("fail"), "fail_kinds": fails,
+            "delivered_msgs": len(msgs),
+            "epochs": sorted({m[1] for m in msgs}),
+            "max_answer_s": round(max(lat), 2) if lat else None})
+
+    def close(self):
+        for x in (self.client, self.consumer):
+            if x is not None and x.is_alive():
+                x.stop()
+        for n in self.nodes:
+            try:
+                n.close()
+            except Exception as e:  # keep closing the others
+                log("close %s: %s" % (n.name, e))
+
+
+class Ctx:
+    def __init__(self, workdir):
+        self.net = Net()
+        self.workdir = workdir
+        self.ensemble = None
+        self.k = 0
+
+    def trial_dir(self, label):
+        self.k += 1
+        d = os.path.join(self.workdir, "t%02d-%s" % (self.k,
+                                                      label.replace(":", "")))
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def use_ensemble(self, sync_limit):
+        if self.ensemble and self.ensemble.sync_limit == sync_limit:
+            return
+        if self.ensemble:
+            self.ensemble.stop()
+        self.ensemble = Ensemble(self.net, self.workdir, sync_limit)
+        self.ensemble.start()
+
+
+def parse_scenarios(text):
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        if not tok:
+            continue
+        s, _, p = tok.partition(":")
+        if s not in "abcdef" or len(s) != 1:
+            raise SystemExit("unknown scenario %r" % tok)
+        if s == "a" and not p.isdigit():
+            raise SystemExit("scenario a needs a syncLimit: a:4")
+        if s == "f" and not p:
+            raise SystemExit("scenario f needs seconds: f:4")
+        if s == "d" and p not in ("", "in", "out"):
+            raise SystemExit("scenario d: d:in or d:out")
+        out.append((s, p or None))
+    return out
+
+
+def prerequisites():
+    """None, or why this host cannot run the suite."""
+    if os.geteuid() != 0:
+        return "not root (network namespaces need CAP_SYS_ADMIN/NET_ADMIN)"
+    for tool in ("ip", "nft", "ethtool"):
+        if shutil.which(tool) is None:
+            return "%s is not installed (scripts/deps.sh installs it)" % tool
+    if not os.access(ZK_SERVER_SH, os.X_OK):
+        return "%s not found (Debian package zookeeper)" % ZK_SERVER_SH
+    probe = "ebp%d-probe" % os.getpid()
+    p = run(["ip", "netns", "add", probe], check=False)
+    if p.returncode != 0:
+        return "ip netns add failed: %s" % p.stderr.strip()
+    try:
+        p = run(["ip", "netns", "exec", probe, "nft", "add", "table", "inet",
+                 "t"], check=False)
+        if p.returncode != 0:
+            return "nft in a namespace failed: %s" % p.stderr.strip()
+    finally:
+        run(["ip", "netns", "del", probe], check=False)
+    return None
+
+
+def print_summary(results):
+    log("summary (strict; 0 expected everywhere):")
+    hdr = ("%-7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %s" % (
+        "trial", "ovl-m", "ovl-l", "stale", "ackreg", "undlv", "unans",
+        "reqs", "acked", "failed", "result"))
+    print(hdr)
+    for r in results:
+        i = r["info"]
+        print("%-7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %s" % (
+            r["trial"], i.get("overlap_metrics_ms", "-"),
+            i.get("overlap_log_ms", "-"), i.get("stale_deliveries", "-"),
+            i.get("ack_regressions", "-"), i.get("acked_undelivered", "-"),
+            i.get("unanswered_or_late", "-"), i.get("requests", "-"),
+            i.get("acked", "-"), i.get("failed", "-"),
+            "PASS" if not r["violations"] else
+            "FAIL(" + ",".join(sorted({v[0] for v in r["violations"]})) +
+            ")"))
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--scenarios", default=None,
+                    help="comma-separated, e.g. a:4,a:5,b,f:6 (default: the "
+                    "short list %s)" % ",".join(SHORT))
+    ap.add_argument("--long", action="store_true",
+                    help="the long list: %s" % ",".join(LONG))
+    ap.add_argument("--trials", type=int, default=1,
+                    help="trials of each scenario (default 1)")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--cleanup-stale", action="store_true",
+                    help="remove the namespaces of dead runs and exit")
+    ap.add_argument("--forward", nargs=4, metavar=("A", "B", "MS", "PCT"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.forward:
+        a, b, ms, pct = args.forward
+        return forward_main(a, b, float(ms), float(pct))
+    why = prerequisites()
+    if why:
+        print("SKIP: network partition tests need network namespaces: %s"
+              % why)
+        return SKIP
+    gone = cleanup_stale()
+    if gone:
+        log("removed %d namespace(s) of dead runs" % gone)
+    if args.cleanup_stale:
+        return 0
+    scen = parse_scenarios(args.scenarios or
+                           ",".join(LONG if args.long else SHORT))
+    # Group by syncLimit so that one ensemble serves several trials:
+    # scenario a at its own syncLimit, the others at syncLimit 5.
+    plan = []
+    for s, p in scen:
+        for _ in range(args.trials):
+            plan.append((int(p) if s == "a" else 5, s, p))
+    plan.sort(key=lambda x: x[0])
+    chaos.RATE = RATE
+    chaos.WINDOW = WINDOW
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
+    workdir = tempfile.mkdtemp(prefix="ebpart-")
+    ctx = Ctx(workdir)
+    results = []
+    ok = False
+    t0 = time.monotonic()
+    try:
+        ctx.net.build()
+        log("run %s, namespaces up, dir %s" % (ctx.net.tag, workdir))
+        setns(ctx.net.ns("cl"))  # client, consumer, pollers: never faulted
+        for sl, s, p in plan:
+            ctx.use_ensemble(sl)
+            tr = Trial(ctx, s, p)
+            log("trial %s" % tr.label)
+            try:
+                tr.run()
+            except (AssertionError, RuntimeError, OSError,
+                    ebtest.EbNodeError) as e:
+                tr.violate("harness", "%s: %s" % (type(e).__name__, e))
+            finally:
+                tr.close()
+            results.append({"trial": tr.label, "info": tr.info,
+                            "violations": tr.violations})
+            for rule, text in tr.violations:
+                log("  VIOLATION %s: %s" % (rule, text))
+            log("  %s: %s" % (tr.label, json.dumps(
+                {k: v for k, v in tr.info.items() if k != "leaders"})))
+        ok = all(not r["violations"] for r in results)
+    finally:
+        if ctx.ensemble:
+            ctx.ensemble.stop()
+        ctx.net.destroy()
+        elapsed = round(time.monotonic() - t0, 1)
+        if results:
+            print_summary(results)
+        log("elapsed %.1f s" % elapsed)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"elapsed_s": elapsed, "results": results}, f,
+                          indent=1)
+        if ok and not os.environ.get("EB_TEST_KEEP_TMP"):
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log("run dir kept: %s" % workdir)
+    harness = any(v[0] == "harness" for r in results for v in r["violations"])
+    return 0 if ok else (2 if harness and all(
+        v[0] == "harness" for r in results for v in r["violations"]) else 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
