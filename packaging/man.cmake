@@ -18,5 +18,5 @@ if(NOT rc EQUAL 0)
 endif()
 # NAME right after .TH; tbl marker first so that man(1) runs tbl on tables.
 string(REGEX REPLACE "(\n\\.TH [^\n]*\n)" "\\1.SH NAME\n${NAME} \\\\- ${WHATIS}\n" man "${man}")
-file(WRITE "${OUT}" "'\\\" t\n${man}")
+file(WRITE "${OUT}" "'\\\" t\n.ds AD l\n.ad l\n${man}")
 file(REMOVE "${tmp}")
