@@ -31,8 +31,9 @@
 
 #define JOURNAL_SOCKET_DEFAULT "/run/systemd/journal/socket"
 /* Fields per entry: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, EB_MODULE,
- * EB_EVENT, EB_NODE; each is up to 4 iovecs (name, length, value, \n). */
-#define JOURNAL_IOV_MAX (6 * 4)
+ * EB_EVENT, EB_NODE; each is up to 5 iovecs (binary form: name, \n,
+ * length, value, \n). */
+#define JOURNAL_IOV_MAX (6 * 5)
 
 static struct {
 	eb_log_sink_kind   kind;
@@ -62,6 +63,9 @@ typedef struct jentry {
 static void
 jentry_iov(jentry *e, const void *p, size_t len)
 {
+	if (e->n_iov == JOURNAL_IOV_MAX) {
+		return; /* cannot happen: six fields at most, sized for */
+	}
 	e->iov[e->n_iov].iov_base = (void *) (uintptr_t) p;
 	e->iov[e->n_iov].iov_len = len;
 	e->n_iov++;
@@ -124,7 +128,8 @@ journal_sink(eb_log_level level, const char *line, void *arg)
 		module_end = strstr(module, ": ");
 	}
 	if (module_end != NULL) {
-		jentry_add(&e, "EB_MODULE", module, (size_t) (module_end - module));
+		jentry_add(
+		    &e, "EB_MODULE", module, (size_t) (module_end - module));
 		event = module_end + 2;
 		event_len = strcspn(event, ":");
 		if (event_len > 0) {

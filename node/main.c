@@ -179,8 +179,9 @@ run_node(const eb_conf *conf)
 	         conf->node.id, conf->log.journal_socket, NULL)) != 0) {
 		char q[EB_LOG_QUOTE_MAX];
 
-		EB_LOG_WARN("node", "log-sink-unavailable: sink=journald "
-		                    "socket=%s err=%s fallback=stderr",
+		EB_LOG_WARN("node",
+		    "log-sink-unavailable: sink=journald "
+		    "socket=%s err=%s fallback=stderr",
 		    eb_log_quote(q, sizeof(q), conf->log.journal_socket),
 		    eb_err_name(rv));
 	}

@@ -59,8 +59,8 @@ typedef enum eb_log_sink_kind {
 EB_API int eb_log_sink_open(eb_log_sink_kind kind, const char *node,
     const char *journal_socket, eb_log_sink_kind *used);
 /* Back to the stderr sink; frees what eb_log_sink_open took. */
-EB_API void eb_log_sink_close(void);
-EB_API void eb_log_set_level(eb_log_level level);
+EB_API void         eb_log_sink_close(void);
+EB_API void         eb_log_set_level(eb_log_level level);
 EB_API eb_log_level eb_log_get_level(void);
 /* Parses "err|warn|notice|info|debug"; returns 0 or EB_ECONF. */
 EB_API int         eb_log_level_parse(const char *s, eb_log_level *out);
