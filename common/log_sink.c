@@ -33,7 +33,8 @@
 /* Fields per entry: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, EB_MODULE,
  * EB_EVENT, EB_NODE; each is up to 5 iovecs (binary form: name, \n,
  * length, value, \n). */
-#define JOURNAL_IOV_MAX (6 * 5)
+#define JOURNAL_FIELDS  6
+#define JOURNAL_IOV_MAX ((size_t) JOURNAL_FIELDS * 5u)
 
 static struct {
 	eb_log_sink_kind   kind;
@@ -55,7 +56,7 @@ syslog_priority(eb_log_level level)
 
 typedef struct jentry {
 	struct iovec iov[JOURNAL_IOV_MAX];
-	uint64_t     lens[6];
+	uint64_t     lens[JOURNAL_FIELDS];
 	size_t       n_iov;
 	size_t       n_fields;
 } jentry;
@@ -63,10 +64,17 @@ typedef struct jentry {
 static void
 jentry_iov(jentry *e, const void *p, size_t len)
 {
+	/* iovec is not const-correct; sendmsg only reads. */
+	union {
+		const void *c;
+		void       *m;
+	} u;
+
 	if (e->n_iov == JOURNAL_IOV_MAX) {
 		return; /* cannot happen: six fields at most, sized for */
 	}
-	e->iov[e->n_iov].iov_base = (void *) (uintptr_t) p;
+	u.c = p;
+	e->iov[e->n_iov].iov_base = u.m;
 	e->iov[e->n_iov].iov_len = len;
 	e->n_iov++;
 }
@@ -163,10 +171,21 @@ static int
 stderr_is_journal(void)
 {
 	const char        *js = getenv("JOURNAL_STREAM");
+	char              *end;
 	unsigned long long dev, ino;
 	struct stat        st;
 
-	if (js == NULL || sscanf(js, "%llu:%llu", &dev, &ino) != 2) {
+	if (js == NULL) {
+		return 0;
+	}
+	errno = 0;
+	dev = strtoull(js, &end, 10);
+	if (end == js || *end != ':' || errno != 0) {
+		return 0;
+	}
+	js = end + 1;
+	ino = strtoull(js, &end, 10);
+	if (end == js || *end != '\0' || errno != 0) {
 		return 0;
 	}
 	if (fstat(STDERR_FILENO, &st) != 0) {
