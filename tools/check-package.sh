@@ -10,7 +10,8 @@
 # `ebnode --check` accepts /etc/ebnode/default.json; systemd-analyze verify
 # on ebnode@.service (when present); the installed ebnode, run as the ebnode
 # user with the installed config, starts, answers /health (installed ebctl)
-# and stops on SIGTERM with exit 0; examples/embed.c compiled with only
+# and stops on SIGTERM with exit 0; the installed bash completion completes
+# an ebctl command; examples/embed.c compiled with only
 # `pkg-config --cflags --libs ebnode` runs against the installed libebnode;
 # `man ebnode` renders; purge leaves no package file behind.
 #
@@ -127,6 +128,14 @@ cc -o "$tmp/embed" examples/embed.c $(pkg-config --cflags --libs ebnode)
 ldd "$tmp/embed" | grep -Eq "libebnode.so.0 => /(usr/)?lib/[^ ]*libebnode.so.0" ||
 	fail "embed is not linked to the installed libebnode: $(ldd "$tmp/embed")"
 "$tmp/embed" >"$tmp/embed.out" 2>&1 || { cat "$tmp/embed.out"; fail "embed exited $?"; }
+
+step "bash completion of the installed ebctl"
+got="$(bash -c 'source /usr/share/bash-completion/bash_completion
+	source /usr/share/bash-completion/completions/ebctl
+	COMP_WORDS=(ebctl --admin 127.0.0.1:7100 he); COMP_CWORD=3
+	COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}
+	_ebctl; echo "${COMPREPLY[*]}"')"
+[ "$got" = health ] || fail "completion of 'ebctl --admin H:P he': '$got'"
 
 step "man pages"
 for m in "8 ebnode" "1 ebctl" "5 ebnode.conf"; do
