@@ -9,8 +9,9 @@
 # Checks: the packages build; lintian (listed; an error fails); dpkg -i;
 # `ebnode --check` accepts /etc/ebnode/default.json; systemd-analyze verify
 # on ebnode@.service (when present); the installed ebnode, run as the ebnode
-# user with the installed config, starts, answers /health (installed ebctl)
-# and stops on SIGTERM with exit 0; the installed bash completion completes
+# user with the installed config, starts, answers /health (installed ebctl),
+# logs with log.sink=journald to a stand-in journal socket with the fields
+# EB_MODULE/EB_EVENT/EB_NODE, and stops on SIGTERM with exit 0; the installed bash completion completes
 # an ebctl command; examples/embed.c compiled with only
 # `pkg-config --cflags --libs ebnode` runs against the installed libebnode;
 # `man ebnode` renders; purge leaves no package file behind.
@@ -41,8 +42,13 @@ done
 
 tmp="$(mktemp -d /tmp/ebnode-pkg.XXXXXX)"
 node_pid=""
+journal_pid=""
 cleanup() {
 	local rc=$?
+	if [ -n "$journal_pid" ]; then
+		kill "$journal_pid" 2>/dev/null || true
+	fi
+	exec 7<&- 2>/dev/null || true
 	if [ -n "$node_pid" ] && kill -0 "$node_pid" 2>/dev/null; then
 		kill -KILL "$node_pid" 2>/dev/null || true
 	fi
@@ -99,11 +105,31 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	fi
 fi
 
-step "start the installed node, /health, stop"
+step "start the installed node, /health, journal fields, stop"
+# A stand-in for journald: a datagram socket that the node (user ebnode)
+# may write to; it prints the node's "starting" entry, fields joined by |.
+chmod 0711 "$tmp"
+mkdir -m 0755 "$tmp/journal"
+exec 7< <(exec python3 -c '
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o666)
+print("bound", flush=True)
+s.settimeout(float(sys.argv[2]))
+while True:
+    d = s.recv(65536).decode(errors="replace")
+    if "\nEB_EVENT=starting\n" in "\n" + d:
+        print(d.replace("\n", "|"), flush=True)
+        break
+' "$tmp/journal/socket" "$tmo")
+journal_pid=$!
+read -r -t "$tmo" -u 7 line && [ "$line" = bound ] || fail "journal stand-in did not start"
 # Ports 0: parallel test runs must not collide on 7000/7100; the READY line
 # says what was bound. Standalone (the default config has no ZooKeeper).
 exec 8< <(exec "${as_ebnode[@]}" /usr/bin/ebnode -c /etc/ebnode/default.json \
-	--set bridge.port=0 --set admin.port=0 2>"$tmp/node.err")
+	--set bridge.port=0 --set admin.port=0 --set log.sink=journald \
+	--set log.journal_socket="$tmp/journal/socket" 2>"$tmp/node.err")
 node_pid=$!
 ready=""
 if ! read -r -t "$tmo" -u 8 ready; then
@@ -115,6 +141,14 @@ admin="$(sed -E 's/.*admin=([^ ]+).*/\1/' <<<"$ready")"
 /usr/bin/ebctl --admin "$admin" --timeout 5s health || fail "ebctl health on $admin"
 code="$(/usr/bin/ebctl --admin "$admin" --json --timeout 5s health)"
 grep -q '"status"' <<<"$code" || fail "health answer: $code"
+read -r -t "$tmo" -u 7 entry || fail "no journal entry for event starting"
+for f in "MESSAGE=INFO node: starting: " PRIORITY=6 SYSLOG_IDENTIFIER=ebnode \
+	EB_MODULE=node EB_EVENT=starting EB_NODE=default; do
+	grep -qF "|$f" <<<"|$entry" || fail "journal entry lacks $f: $entry"
+done
+if grep -q "starting:" "$tmp/node.err"; then
+	fail "log.sink=journald, yet the starting line went to stderr"
+fi
 kill -TERM "$node_pid"
 # The node exits on SIGTERM; its stdout closes, so read returns at EOF.
 while read -r -t "$tmo" -u 8 _; do :; done
