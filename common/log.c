@@ -13,6 +13,8 @@
 #include <ebnode/err.h>
 #include <ebnode/log.h>
 
+#include "common/log_int.h"
+
 static eb_log_level   log_level = EB_LOG_LEVEL_INFO;
 static eb_log_sink_fn log_sink;
 static void          *log_sink_arg;
@@ -70,8 +72,8 @@ eb_log_level_parse(const char *s, eb_log_level *out)
 	return EB_ECONF;
 }
 
-static void
-stderr_sink(eb_log_level level, const char *line, void *arg)
+void
+eb__log_stderr_sink(eb_log_level level, const char *line, void *arg)
 {
 	struct timespec ts;
 	char            buf[2048];
@@ -227,7 +229,7 @@ eb_log_write(eb_log_level level, const char *module, const char *fmt, ...)
 	if (log_sink != NULL) {
 		log_sink(level, line, log_sink_arg);
 	} else {
-		stderr_sink(level, line, NULL);
+		eb__log_stderr_sink(level, line, NULL);
 	}
 }
 

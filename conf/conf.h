@@ -77,7 +77,9 @@ typedef struct eb_conf_node {
 } eb_conf_node;
 
 typedef struct eb_conf_log {
-	int level; /* eb_log_level: err=0 .. debug=4 */
+	int   level;          /* eb_log_level: err=0 .. debug=4 */
+	int   sink;           /* eb_log_sink_kind: auto=0 .. syslog=3 */
+	char *journal_socket; /* the journal's native socket */
 } eb_conf_log;
 
 typedef struct eb_conf_zookeeper {

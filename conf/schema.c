@@ -23,6 +23,8 @@
 
 static const char *const log_words[] = { "err", "warn", "notice", "info",
 	"debug", NULL };
+static const char *const sink_words[] = { "auto", "stderr", "journald",
+	"syslog", NULL };
 static const char *const scheme_words[] = { "", "digest", NULL };
 static const char *const acl_words[] = { "open", "creator", NULL };
 static const char *const client_auth_words[] = { "none", "request", "required",
@@ -119,6 +121,9 @@ const eb__conf_entry eb__conf_schema[] = {
 	S("node.host", node.host, "127.0.0.1", EB__CF_NONEMPTY),
 	B("node.eligible", node.eligible, 1),
 	E("log.level", log.level, 3, log_words),
+	E("log.sink", log.sink, 0, sink_words),
+	S("log.journal_socket", log.journal_socket,
+	    "/run/systemd/journal/socket", EB__CF_NONEMPTY),
 	S("zookeeper.connect", zookeeper.connect, "", 0),
 	S("zookeeper.root", zookeeper.root, "/ebnode/default", 0),
 	I("zookeeper.session_timeout_ms", zookeeper.session_timeout_ms, 10000,

@@ -7,7 +7,9 @@ set -euo pipefail
 PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libjansson-dev
       libssl-dev libzookeeper-st-dev zookeeper libhttp-parser-dev libcmocka-dev
       openssl procps python3 nodejs npm
-      iproute2 nftables ethtool)
+      iproute2 nftables ethtool
+      lowdown man-db groff-base lintian dpkg-dev pkgconf adduser bash-completion
+      systemd)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -3,7 +3,9 @@
 # the whole suite twice -- gcc with -Werror, and clang with ASan+UBSan (also
 # -Werror) -- after the clang-format and include-edge checks. Between the
 # two suites, clang-tidy checks every C source with the gcc build's
-# compile_commands.json (tools/check-tidy.sh; not in --quick).
+# compile_commands.json (tools/check-tidy.sh; not in --quick), and the
+# Debian packages are built, installed, checked and purged once
+# (tools/check-package.sh, as root; not in --quick).
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    one gcc build, no sanitizers (for development)
@@ -47,7 +49,10 @@ if [ "$quick" = 1 ]; then
 	run_suite dev gcc -DEB_WERROR=ON
 	exit 0
 fi
-run_suite gcc-werror gcc -DEB_WERROR=ON
+# Prefix /usr: the tree also builds the Debian packages (check-package).
+run_suite gcc-werror gcc -DEB_WERROR=ON -DCMAKE_INSTALL_PREFIX=/usr
+echo "== packages (tools/check-package.sh build/gcc-werror)"
+bash tools/check-package.sh build/gcc-werror
 echo "== clang-tidy (compile_commands.json of build/gcc-werror)"
 bash tools/check-tidy.sh build/gcc-werror
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \

@@ -29,7 +29,38 @@ typedef enum eb_log_level {
 typedef void (*eb_log_sink_fn)(eb_log_level level, const char *line, void *arg);
 
 EB_API void eb_log_set_sink(eb_log_sink_fn fn, void *arg); /* NULL: stderr */
-EB_API void eb_log_set_level(eb_log_level level);
+
+/*
+ * The built-in sinks (ebnode's log.sink). Each gets the same line.
+ *   STDERR   "<seconds.micros> LINE" on stderr (the default);
+ *   JOURNALD the systemd journal's native protocol: one datagram per line to
+ *            journal_socket (NULL: /run/systemd/journal/socket) with
+ *            MESSAGE=LINE, PRIORITY (syslog level), SYSLOG_IDENTIFIER=ebnode
+ *            and the structured fields EB_MODULE, EB_EVENT (the slug before
+ *            the first ':') and EB_NODE (node, omitted when NULL). A line
+ *            the journal does not take goes to stderr instead;
+ *   SYSLOG   syslog(3), facility daemon, ident "ebnode", with the pid;
+ *   AUTO     JOURNALD when stderr is the journal (systemd sets
+ *            $JOURNAL_STREAM to stderr's device:inode), else STDERR.
+ */
+typedef enum eb_log_sink_kind {
+	EB_LOG_SINK_AUTO = 0,
+	EB_LOG_SINK_STDERR = 1,
+	EB_LOG_SINK_JOURNALD = 2,
+	EB_LOG_SINK_SYSLOG = 3
+} eb_log_sink_kind;
+
+/*
+ * Replaces the sink with a built-in one (closing the previous built-in
+ * one). Returns 0, or a negative UV_* error when the journal socket cannot
+ * be opened (the sink is then stderr). *used (may be NULL) gets the kind in
+ * effect, never AUTO.
+ */
+EB_API int eb_log_sink_open(eb_log_sink_kind kind, const char *node,
+    const char *journal_socket, eb_log_sink_kind *used);
+/* Back to the stderr sink; frees what eb_log_sink_open took. */
+EB_API void         eb_log_sink_close(void);
+EB_API void         eb_log_set_level(eb_log_level level);
 EB_API eb_log_level eb_log_get_level(void);
 /* Parses "err|warn|notice|info|debug"; returns 0 or EB_ECONF. */
 EB_API int         eb_log_level_parse(const char *s, eb_log_level *out);

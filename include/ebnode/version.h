@@ -2,10 +2,18 @@
 #ifndef EBNODE_VERSION_H
 #define EBNODE_VERSION_H
 
+#include <ebnode/api.h>
+
 #define EB_VERSION_MAJOR  0
 #define EB_VERSION_MINOR  1
 #define EB_VERSION_PATCH  0
 #define EB_VERSION_STRING "0.1.0"
+
+/*
+ * The version of the libebnode shared library in use (EB_VERSION_STRING of
+ * the library's build); only in libebnode, not in the module archives.
+ */
+EB_API const char *eb_library_version(void);
 
 /* Version of the node-to-node link protocol (cluster links, hello frame). */
 #define EB_LINK_PROTOCOL_VERSION 2
