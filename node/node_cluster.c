@@ -123,6 +123,8 @@ notify(node_cluster *nc)
 	}
 }
 
+static void observe_leader(node_cluster *nc);
+
 static void
 elected_cb(eb_election *e, int64_t epoch, void *arg)
 {
@@ -137,6 +139,8 @@ elected_cb(eb_election *e, int64_t epoch, void *arg)
 	}
 	if (standalone(nc->n)) {
 		nc->leader_changes++; /* no cache: our own election is all */
+	} else {
+		observe_leader(nc); /* we are the leader the cache shows */
 	}
 	notify(nc);
 }
@@ -754,7 +758,17 @@ cache_leader(node_cluster *nc)
 {
 	const eb_member *l = eb__childcache_leader(nc->cc);
 
-	if (l == NULL || nc->rec_node == NULL || nc->rec_epoch != l->czxid ||
+	if (l == NULL) {
+		return NULL;
+	}
+	/* This node leading (lease valid) with that member needs no record:
+	 * its own election is the confirmation, and its watch on the record
+	 * may fire a moment later. */
+	if (nc->epoch > 0 && l->czxid == nc->epoch &&
+	    eb__node_cluster_is_leader(nc->n)) {
+		return l;
+	}
+	if (nc->rec_node == NULL || nc->rec_epoch != l->czxid ||
 	    strcmp(nc->rec_node, l->node_id) != 0) {
 		return NULL;
 	}
