@@ -197,6 +197,7 @@ ent_free(cc_ent *e)
 static void
 ent_remove(eb_childcache *c, cc_ent *e)
 {
+	char   q[EB_LOG_QUOTE_MAX];
 	size_t i = ent_index(c, e);
 
 	memmove(
@@ -206,7 +207,7 @@ ent_remove(eb_childcache *c, cc_ent *e)
 	if (e->loaded) {
 		e->loaded = 0;
 		EB_LOG_INFO("childcache", "removed: member=%s node=%s",
-		    e->m.name, e->m.node_id);
+		    e->m.name, eb_log_quote(q, sizeof(q), e->m.node_id));
 		emit(c, EB_CC_REMOVED, &e->m);
 	}
 	ent_free(e);
@@ -266,7 +267,8 @@ data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 static void
 ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
 {
-	int was = e->loaded;
+	char q[EB_LOG_QUOTE_MAX];
+	int  was = e->loaded;
 
 	e->ignored = NULL;
 	e->czxid = m->czxid;
@@ -279,8 +281,8 @@ ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
 	e->m = *m;
 	e->loaded = 1;
 	EB_LOG_INFO("childcache", "%s: member=%s node=%s seq=%lld",
-	    was ? "updated" : "added", e->m.name, e->m.node_id,
-	    (long long) e->m.seq);
+	    was ? "updated" : "added", e->m.name,
+	    eb_log_quote(q, sizeof(q), e->m.node_id), (long long) e->m.seq);
 	emit(c, was ? EB_CC_UPDATED : EB_CC_ADDED, &e->m);
 }
 
@@ -288,7 +290,8 @@ ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
 static void
 ent_ignore(eb_childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
 {
-	int same = e->ignored != NULL && strcmp(e->ignored, why) == 0 &&
+	char q[EB_LOG_QUOTE_MAX];
+	int  same = e->ignored != NULL && strcmp(e->ignored, why) == 0 &&
 	           (st == NULL ||
 	               (st->czxid == e->czxid && st->version == e->version));
 
@@ -299,15 +302,15 @@ ent_ignore(eb_childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
 	e->ignored = why;
 	if (!same) {
 		EB_LOG_WARN("childcache",
-		    "member-ignored: child=%s reason=%s owner=0x%llx", e->name,
-		    why,
+		    "member-ignored: child=%s reason=%s owner=0x%llx",
+		    eb_log_quote(q, sizeof(q), e->name), why,
 		    (unsigned long long) (st != NULL ? st->ephemeral_owner
 		                                     : 0));
 	}
 	if (e->loaded) {
 		e->loaded = 0;
 		EB_LOG_INFO("childcache", "removed: member=%s node=%s",
-		    e->m.name, e->m.node_id);
+		    e->m.name, eb_log_quote(q, sizeof(q), e->m.node_id));
 		emit(c, EB_CC_REMOVED, &e->m);
 		eb__member_free(&e->m);
 	}
@@ -371,10 +374,12 @@ cc_watch_unreadable(eb_childcache *c, cc_ent *e)
 static void
 ent_unreadable(eb_childcache *c, cc_ent *e, int status)
 {
+	char q[EB_LOG_QUOTE_MAX];
+
 	if (e->ignored == NULL || strcmp(e->ignored, "unreadable") != 0) {
 		EB_LOG_WARN("childcache",
 		    "member-ignored: child=%s reason=unreadable err=%s",
-		    e->name, eb_err_name(status));
+		    eb_log_quote(q, sizeof(q), e->name), eb_err_name(status));
 	}
 	e->ignored = "unreadable";
 	ent_ignore(c, e, "unreadable", NULL); /* hides it if it was shown */

@@ -533,9 +533,14 @@ static void
 claim_decide(
     eb_registry *r, const char *attempt, const char *node_id, int64_t owner)
 {
+	char qn[96];
+	char qa[56];
+
+	/* node_id and attempt were read from ZooKeeper: quoted for logs. */
 	(void) snprintf(r->holder, sizeof(r->holder),
-	    "node_id=%s attempt=%s session=0x%llx", node_id, attempt,
-	    (unsigned long long) owner);
+	    "node_id=%s attempt=%s session=0x%llx",
+	    eb_log_quote(qn, sizeof(qn), node_id),
+	    eb_log_quote(qa, sizeof(qa), attempt), (unsigned long long) owner);
 	if (owner == eb_zk_session_id(r->zk)) {
 		/* Ours in this session: a multi that was applied although
 		 * we saw a loss. Adopt whatever attempt it carries. */

@@ -372,12 +372,10 @@ reg_starting(node_cluster *nc, eb_registry_event ev, int status)
 		return;
 	}
 	if (status == EB_EDUPADDR) {
-		char q[EB_LOG_QUOTE_MAX];
-
+		/* The holder's parts read from ZooKeeper are quoted. */
 		EB_LOG_ERR("node",
 		    "duplicate-address: address=%s is already registered by %s",
-		    nc->n->conf->node.address,
-		    eb_log_quote(q, sizeof(q), eb__registry_holder(nc->reg)));
+		    nc->n->conf->node.address, eb__registry_holder(nc->reg));
 	}
 	start_finish(nc, status);
 }
@@ -395,12 +393,9 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 	}
 	if (ev == EB_REGISTRY_FAILED && nc->running && !nc->stopping) {
 		/* Rule 7: the address was taken while we were away. */
-		char q[EB_LOG_QUOTE_MAX];
-
 		EB_LOG_ERR("node",
-		    "registration-lost: address=%s holder=%s err=%s",
-		    nc->n->conf->node.address,
-		    eb_log_quote(q, sizeof(q), eb__registry_holder(nc->reg)),
+		    "registration-lost: address=%s holder: %s err=%s",
+		    nc->n->conf->node.address, eb__registry_holder(nc->reg),
 		    eb_err_name(status));
 		eb__node_fail(nc->n, status);
 	} else if (ev == EB_REGISTRY_LEFT && nc->stopping) {
