@@ -45,7 +45,7 @@ class DuplicateRace(unittest.TestCase):
                     self.assertEqual(code, 3, p.log_text())
                     text = p.log_text()
                     self.assertIn("duplicate-address: address=same", text)
-                    self.assertIn("node_id=%s" % winners[0].node_id, text)
+                    self.assertIn('node_id="%s"' % winners[0].node_id, text)
                 st, body = cl.admin(winners[0], "GET", "/nodes")
                 self.assertEqual(st, 200)
                 self.assertEqual(len(body["nodes"]), 1)

@@ -239,7 +239,7 @@ test_duplicate(void **state)
 	winner = n[0].registered ? 0 : 1;
 	assert_int_equal(n[1 - winner].status, EB_EDUPADDR);
 	assert_non_null(strstr(eb__registry_holder(n[1 - winner].reg),
-	    winner == 0 ? "node_id=id-1" : "node_id=id-2"));
+	    winner == 0 ? "node_id=\"id-1\"" : "node_id=\"id-2\""));
 	/* The loser's multi created nothing. */
 	assert_int_equal(fakezk_child_count(srv, MEMBERS), 1);
 	close_all(t, n, 2);
@@ -490,7 +490,8 @@ test_member_deleted_claim_taken(void **state)
 	assert_int_equal(th_run_until(t, failed_pred, &n, 2000), 0);
 	assert_int_equal(n.rereg, 1);
 	assert_int_equal(n.status, EB_EDUPADDR);
-	assert_non_null(strstr(eb__registry_holder(n.reg), "node_id=thief"));
+	assert_non_null(
+	    strstr(eb__registry_holder(n.reg), "node_id=\"thief\""));
 	assert_false(eb__registry_reregistering(n.reg));
 	close_all(t, &n, 1);
 }
