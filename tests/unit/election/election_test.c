@@ -429,7 +429,7 @@ test_reads_do_not_renew_lease(void **state)
 	assert_int_equal(th_run_until(t, revoked_pred, &nodes[0], 3000), 0);
 	assert_string_equal(nodes[0].reason, "lease-expired");
 	/* Within the lease from the last renewal, which was sent <= t0. */
-	assert_true(eb__mono_ms() - t0 <= lease + 50 * m);
+	assert_true(eb__mono_ms() - t0 <= lease + 250 * m);
 	assert_false(eb_election_is_leader(nodes[0].el));
 	/* Reads did succeed meanwhile, after the last renewal. */
 	assert_true(r->ok > 0);
@@ -471,7 +471,9 @@ test_lease_from_negotiated_timeout(void **state)
 	took = eb__mono_ms() - t0;
 	assert_string_equal(nodes[0].reason, "lease-expired");
 	assert_true(took >= 1150 - 100 * m);
-	assert_true(took <= 1150 + 50 * m);
+	/* Upper bound: timer lateness on a loaded machine only (is_leader
+	 * checks the clock itself, so a late timer never extends leading). */
+	assert_true(took <= 1150 + 250 * m);
 	fakezk_stall(nodes[0].zk, 0);
 }
 
