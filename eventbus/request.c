@@ -83,7 +83,7 @@ eb__bus_reqheap_push(eb__bus_reqheap *h, eb__bus_req *r)
 {
 	if (h->n == h->cap) {
 		h->cap = h->cap == 0 ? 64 : h->cap * 2;
-		h->v = eb__realloc(h->v, h->cap * sizeof(*h->v));
+		h->v = eb__realloc(h->v, h->cap * sizeof(eb__bus_req *));
 	}
 	heap_set(h, h->n++, r);
 	heap_up(h, h->n - 1);
@@ -111,7 +111,7 @@ eb__bus_reqheap_remove(eb__bus_reqheap *h, eb__bus_req *r)
 	/* Give memory back after a burst (the cap bounds the peak). */
 	if (h->cap > 64 && h->n < h->cap / 4) {
 		h->cap /= 2;
-		h->v = eb__realloc(h->v, h->cap * sizeof(*h->v));
+		h->v = eb__realloc(h->v, h->cap * sizeof(eb__bus_req *));
 	}
 }
 

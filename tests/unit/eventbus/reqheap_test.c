@@ -60,84 +60,100 @@ check_shape(const eb__bus_reqheap *h)
 	}
 }
 
+/* The heap under test and the reference set it must match. */
+typedef struct model {
+	eb__bus_req    *reqs;
+	int            *in; /* in[i]: reqs[i] is in the heap */
+	eb__bus_reqheap h;
+	size_t          n_in;
+	uint64_t        seq;
+	int             pushes, removes, pops;
+} model;
+
+static void
+model_take(model *md, eb__bus_req *r)
+{
+	eb__bus_reqheap_remove(&md->h, r);
+	md->in[r - md->reqs] = 0;
+	md->n_in--;
+}
+
+/* One random operation: push (half), remove from the middle (30%) or
+ * expire the first (20%). */
+static void
+model_step(model *md)
+{
+	size_t   i = (size_t) (rng() % N_REQS);
+	uint64_t kind = rng() % 10;
+
+	if (kind >= 5 && kind < 8 && md->n_in > 0) {
+		/* Remove: the next member from a random place. */
+		while (!md->in[i]) {
+			i = (i + 1) % N_REQS;
+		}
+	}
+	if (!md->in[i] && kind < 5) {
+		/* Few distinct deadlines, so ties (broken by seq) are
+		 * common. */
+		md->reqs[i].deadline = rng() % 64;
+		md->reqs[i].seq = ++md->seq;
+		eb__bus_reqheap_push(&md->h, &md->reqs[i]);
+		md->in[i] = 1;
+		md->n_in++;
+		md->pushes++;
+	} else if (md->in[i] && kind < 8) {
+		model_take(md, &md->reqs[i]);
+		md->removes++;
+	} else if (md->n_in > 0) {
+		/* Expire: the first deadline goes, as in timer_cb. */
+		eb__bus_req *m = eb__bus_reqheap_min(&md->h);
+
+		assert_ptr_equal(m, ref_min(md->reqs, md->in));
+		model_take(md, m);
+		md->pops++;
+	}
+}
+
 static void
 test_heap_random(void **state)
 {
-	eb__bus_req    *reqs = calloc(N_REQS, sizeof(*reqs));
-	int            *in = calloc(N_REQS, sizeof(*in));
-	eb__bus_reqheap h;
-	size_t          n_in = 0;
-	uint64_t        seq = 0;
-	int             op;
-	int             pushes = 0, removes = 0, pops = 0;
+	model        md;
+	eb__bus_req *prev = NULL;
+	eb__bus_req *m;
+	int          op;
 
 	(void) state;
-	memset(&h, 0, sizeof(h));
+	memset(&md, 0, sizeof(md));
+	md.reqs = calloc(N_REQS, sizeof(*md.reqs));
+	md.in = calloc(N_REQS, sizeof(*md.in));
 	rng_state = 0x9e3779b97f4a7c15ULL;
 	for (op = 0; op < N_OPS; op++) {
-		size_t       i = (size_t) (rng() % N_REQS);
-		uint64_t     kind = rng() % 10;
-		eb__bus_req *m;
-
-		if (kind >= 5 && kind < 8 && n_in > 0) {
-			/* Remove: the next member from a random place. */
-			while (!in[i]) {
-				i = (i + 1) % N_REQS;
-			}
-		}
-		if (!in[i] && kind < 5) {
-			/* Few distinct deadlines, so ties (broken by seq)
-			 * are common. */
-			reqs[i].deadline = rng() % 64;
-			reqs[i].seq = ++seq;
-			eb__bus_reqheap_push(&h, &reqs[i]);
-			in[i] = 1;
-			n_in++;
-			pushes++;
-		} else if (in[i] && kind < 8) {
-			eb__bus_reqheap_remove(&h, &reqs[i]);
-			in[i] = 0;
-			n_in--;
-			removes++;
-		} else if (n_in > 0) {
-			/* Expire: the first deadline goes, as in timer_cb. */
-			m = eb__bus_reqheap_min(&h);
-			assert_ptr_equal(m, ref_min(reqs, in));
-			eb__bus_reqheap_remove(&h, m);
-			in[m - reqs] = 0;
-			n_in--;
-			pops++;
-		}
-		assert_int_equal(h.n, n_in);
-		assert_ptr_equal(eb__bus_reqheap_min(&h),
-		    n_in > 0 ? ref_min(reqs, in) : NULL);
+		model_step(&md);
+		assert_int_equal(md.h.n, md.n_in);
+		assert_ptr_equal(eb__bus_reqheap_min(&md.h),
+		    md.n_in > 0 ? ref_min(md.reqs, md.in) : NULL);
 		if (op % 1000 == 0) {
-			check_shape(&h);
+			check_shape(&md.h);
 		}
 	}
-	/* Drain in order: non-decreasing (deadline, seq). */
-	check_shape(&h);
-	{
-		eb__bus_req *prev = NULL;
-		eb__bus_req *m;
-
-		while ((m = eb__bus_reqheap_min(&h)) != NULL) {
-			assert_ptr_equal(m, ref_min(reqs, in));
-			if (prev != NULL) {
-				assert_true(before(prev, m));
-			}
-			eb__bus_reqheap_remove(&h, m);
-			in[m - reqs] = 0;
-			prev = m;
+	/* Drain in order: increasing (deadline, seq). */
+	check_shape(&md.h);
+	while ((m = eb__bus_reqheap_min(&md.h)) != NULL) {
+		assert_ptr_equal(m, ref_min(md.reqs, md.in));
+		if (prev != NULL) {
+			assert_true(before(prev, m));
 		}
+		model_take(&md, m);
+		prev = m;
 	}
-	print_message("pushes=%d removes=%d pops=%d\n", pushes, removes, pops);
-	assert_true(pushes > 10000 && removes > 5000 && pops > 5000);
+	print_message(
+	    "pushes=%d removes=%d pops=%d\n", md.pushes, md.removes, md.pops);
+	assert_true(md.pushes > 10000 && md.removes > 5000 && md.pops > 5000);
 	/* The array shrank back after the drain. */
-	assert_true(h.cap <= 64);
-	eb__bus_reqheap_free(&h);
-	free(in);
-	free(reqs);
+	assert_true(md.h.cap <= 64);
+	eb__bus_reqheap_free(&md.h);
+	free(md.in);
+	free(md.reqs);
 }
 
 static void
