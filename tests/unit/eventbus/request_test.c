@@ -366,6 +366,22 @@ cap_settled(void *arg)
 	       t->delivered == CAP_REQS;
 }
 
+static int
+built_with_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return 1;
+#else
+	return 0;
+#endif
+#else
+	return 0;
+#endif
+}
+
 static long
 max_rss_kb(void)
 {
@@ -432,9 +448,11 @@ test_pending_cap(void **state)
 	assert_int_equal(bt.pending_requests, CAP_REQS);
 	assert_int_equal(bt.requests_refused, CAP_TRIES - CAP_REQS);
 	assert_int_equal(bt.sent, CAP_REQS); /* refused ones were not sent */
-	/* Without the cap 200 000 pending requests and their queued
-	 * messages grew this by well over 100 MB. */
-	assert_true(rss1 - rss0 < 64L * 1024);
+	/* Without the cap (200 000 pending) this grew by 82 MB (gcc);
+	 * ASan's quarantine and redzones make the number meaningless. */
+	if (!built_with_asan()) {
+		assert_true(rss1 - rss0 < 40L * 1024);
+	}
 	bus_shut(t, bus);
 	assert_int_equal(tally.canceled, CAP_REQS);
 	assert_int_equal(tally.calls, CAP_TRIES);
