@@ -210,6 +210,64 @@ escape_line(char *line, size_t size)
 	(void) snprintf(line, size, "%s", tmp);
 }
 
+static unsigned long long
+rl_now_ms(void)
+{
+	struct timespec ts;
+
+	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* +1: 0 means "no window yet" */
+	return (unsigned long long) ts.tv_sec * 1000ull +
+	       (unsigned long long) ts.tv_nsec / 1000000ull + 1ull;
+}
+
+/* Keys with suppressed lines whose summary is not written yet (static
+ * storage, so the pointers stay valid), newest first. */
+static eb_log_rl *rl_due;
+static int        rl_flushing; /* a summary is being written */
+
+static void
+rl_summary(eb_log_rl *rl, unsigned long long now)
+{
+	const char *colon = strchr(rl->fmt, ':');
+
+	eb_log_write(rl->level, rl->module,
+	    "log-suppressed: event=%.*s suppressed=%llu window_ms=%llu",
+	    (int) (colon != NULL ? (size_t) (colon - rl->fmt)
+	                         : strlen(rl->fmt)),
+	    rl->fmt, rl->suppressed, now - rl->window_ms);
+	rl->suppressed = 0;
+}
+
+/* Writes the summary of every key whose window is over, oldest window
+ * first, and takes it off the list. */
+static void
+rl_flush_due(unsigned long long now)
+{
+	for (;;) {
+		eb_log_rl **pp;
+		eb_log_rl **oldest = NULL;
+		eb_log_rl  *rl;
+
+		for (pp = &rl_due; *pp != NULL; pp = &(*pp)->next_due) {
+			if (now - (*pp)->window_ms >= EB_LOG_RL_WINDOW_MS &&
+			    (oldest == NULL ||
+			        (*pp)->window_ms < (*oldest)->window_ms)) {
+				oldest = pp;
+			}
+		}
+		if (oldest == NULL) {
+			return;
+		}
+		rl = *oldest;
+		*oldest = rl->next_due;
+		rl->next_due = NULL;
+		rl_flushing = 1;
+		rl_summary(rl, now);
+		rl_flushing = 0;
+	}
+}
+
 void
 eb_log_write(eb_log_level level, const char *module, const char *fmt, ...)
 {
@@ -226,6 +284,10 @@ eb_log_write(eb_log_level level, const char *module, const char *fmt, ...)
 	(void) vsnprintf(line + n, sizeof(line) - (size_t) n, fmt, ap);
 	va_end(ap);
 	escape_line(line, sizeof(line));
+	/* Summaries of floods that ended go first, in time order. */
+	if (rl_due != NULL && !rl_flushing) {
+		rl_flush_due(rl_now_ms());
+	}
 	if (log_sink != NULL) {
 		log_sink(level, line, log_sink_arg);
 	} else {
@@ -233,42 +295,30 @@ eb_log_write(eb_log_level level, const char *module, const char *fmt, ...)
 	}
 }
 
-static unsigned long long
-rl_now_ms(void)
-{
-	struct timespec ts;
-
-	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
-	/* +1: 0 means "no window yet" */
-	return (unsigned long long) ts.tv_sec * 1000ull +
-	       (unsigned long long) ts.tv_nsec / 1000000ull + 1ull;
-}
-
 int
 eb_log_rl_admit(
     eb_log_rl *rl, eb_log_level level, const char *module, const char *fmt)
 {
 	unsigned long long now = rl_now_ms();
-	const char        *colon;
 
+	/* This key's summary, if due, and any other key's. */
+	if (rl_due != NULL) {
+		rl_flush_due(now);
+	}
 	if (rl->window_ms == 0 || now - rl->window_ms >= EB_LOG_RL_WINDOW_MS) {
-		if (rl->suppressed > 0) {
-			colon = strchr(fmt, ':');
-			eb_log_write(level, module,
-			    "log-suppressed: event=%.*s suppressed=%llu "
-			    "window_ms=%llu",
-			    (int) (colon != NULL ? (size_t) (colon - fmt)
-			                         : strlen(fmt)),
-			    fmt, rl->suppressed, now - rl->window_ms);
-		}
 		rl->window_ms = now;
 		rl->written = 0;
-		rl->suppressed = 0;
 	}
 	if (rl->written < EB_LOG_RL_BURST) {
 		rl->written++;
 		return 1;
 	}
-	rl->suppressed++;
+	if (rl->suppressed++ == 0) {
+		rl->level = level;
+		rl->module = module;
+		rl->fmt = fmt;
+		rl->next_due = rl_due;
+		rl_due = rl;
+	}
 	return 0;
 }

@@ -113,6 +113,8 @@ typedef struct eb_conf_bus {
 	int64_t request_timeout_ms;
 	int64_t receipt_timeout_ms; /* confirmed sends (ingress) */
 	int64_t consumer_queue_max;
+	int64_t max_pending_requests;   /* node-wide cap, eb_bus_opts */
+	int64_t max_request_timeout_ms; /* clamp of request timeouts */
 } eb_conf_bus;
 
 typedef struct eb_conf_bridge {

@@ -135,4 +135,5 @@ eb_bus_stats_totals(eb_bus *bus, eb_bus_totals *out)
 	out->fenced = bus->fenced;
 	out->pending_receipts = bus->n_rcpts;
 	out->receipt_failures = bus->receipt_failures;
+	out->requests_refused = bus->reqs_refused;
 }

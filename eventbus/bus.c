@@ -50,6 +50,8 @@ eb_bus_opts_init(eb_bus_opts *opts)
 	opts->request_timeout_ms = 30000;
 	opts->consumer_queue_max = 10000;
 	opts->receipt_timeout_ms = 5000;
+	opts->max_pending_requests = 131072;
+	opts->max_request_timeout_ms = 300000;
 }
 
 void
@@ -76,7 +78,8 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 		opts = &def;
 	}
 	if (opts->request_timeout_ms == 0 || opts->consumer_queue_max == 0 ||
-	    opts->receipt_timeout_ms == 0) {
+	    opts->receipt_timeout_ms == 0 || opts->max_pending_requests == 0 ||
+	    opts->max_request_timeout_ms == 0) {
 		return UV_EINVAL;
 	}
 	if (opts->node_id == NULL && (rv = eb__uuid(uuid)) != 0) {
@@ -88,6 +91,8 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->request_timeout_ms = opts->request_timeout_ms;
 	bus->queue_max = opts->consumer_queue_max;
 	bus->receipt_timeout_ms = opts->receipt_timeout_ms;
+	bus->max_reqs = opts->max_pending_requests;
+	bus->max_timeout_ms = opts->max_request_timeout_ms;
 	bus->empty_headers = json_object();
 	eb__hmap_init(&bus->addrs);
 	eb__hmap_init(&bus->reqs);
@@ -435,6 +440,10 @@ bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
 	}
 	r = eb__bus_req_new(
 	    bus, address, opts != NULL ? opts->timeout_ms : 0, cb, arg);
+	if (r->resolved) { /* refused at the cap: failed, nothing sent */
+		eb_bus_msg_release(msg);
+		return 0;
+	}
 	eb__bus_msg_set_reply(bus, msg, r->reply_address, 0);
 	msg->epoch = opts != NULL ? opts->epoch : 0;
 	if (eb__bus_fence_stale(bus, msg->epoch)) {

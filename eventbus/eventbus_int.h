@@ -12,9 +12,11 @@
  *   active while bus->ready or bus->resolved is non-empty (or the bus is
  *   closing). Handlers and reply callbacks run only from that idle handle,
  *   never from inside an API call.
- * - A pending request is in bus->reqs (by reply address) and on
- *   bus->deadlines until it is resolved; then it is on bus->resolved, out of
- *   the map (a late reply finds nothing), until its callback ran.
+ * - A pending request is in bus->reqs (by reply address), on
+ *   bus->deadlines (a plain list, in no order) and in bus->rheap (the
+ *   deadline min-heap behind the one timer) until it is resolved; then it is
+ *   on bus->resolved, out of the map and the heap (a late reply finds
+ *   nothing), until its callback ran. bus->reqs.count <= bus->max_reqs.
  * - A message that expects a reply (reply_address != NULL) is on
  *   bus->reply_msgs while msg->bus is set; eb_bus_close detaches them, so a
  *   message held past the bus answers EB_ECLOSED instead of touching it.
@@ -125,6 +127,8 @@ typedef struct eb__bus_req {
 	char           *address; /* owned: where the request went */
 	uint64_t        timeout_ms;
 	uint64_t        deadline; /* loop time, ms */
+	uint64_t        seq;      /* creation order: ties on deadline */
+	size_t          hidx;     /* slot in bus->rheap while pending */
 	eb_bus_reply_cb cb;
 	void           *arg;
 	uint32_t        node; /* the peer it went to; 0: local or none */
@@ -134,6 +138,17 @@ typedef struct eb__bus_req {
 	char           *fmsg;    /* owned */
 	eb_bus_msg     *reply;   /* held */
 } eb__bus_req;
+
+/*
+ * The deadline min-heap of the pending requests (request.c): a growable
+ * array ordered by (deadline, seq), each request knowing its slot (hidx), so
+ * insert and remove are O(log n) and the first deadline is v[0].
+ */
+typedef struct eb__bus_reqheap {
+	eb__bus_req **v; /* owned array; the requests are borrowed */
+	size_t        n;
+	size_t        cap;
+} eb__bus_reqheap;
 
 /* ---- delivery receipts (receipt.c) ---- */
 
@@ -213,9 +228,14 @@ struct eb_bus {
 	char            *node_id;
 	uint64_t         request_timeout_ms;
 	uint32_t         queue_max;
-	eb__hmap         addrs; /* of eb__bus_addr, owned */
-	eb__hmap         reqs;  /* of eb__bus_req, owned */
-	eb_list          deadlines;
+	eb__hmap         addrs;           /* of eb__bus_addr, owned */
+	eb__hmap         reqs;            /* of eb__bus_req, owned */
+	eb_list          deadlines;       /* pending requests, in no order */
+	eb__bus_reqheap  rheap;           /* the same requests by deadline */
+	uint32_t         max_reqs;        /* cap on bus->reqs.count */
+	uint64_t         max_timeout_ms;  /* request timeouts clamp to this */
+	uint64_t         reqs_refused;    /* requests refused at max_reqs */
+	char             refuse_text[80]; /* their failure message */
 	eb_list          resolved;
 	eb_list          ready;
 	eb_list          reply_msgs;
@@ -315,6 +335,12 @@ void eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r);
 void eb__bus_run_resolved(eb_bus *bus);
 void eb__bus_req_cancel_all(eb_bus *bus);
 void eb__bus_timer_update(eb_bus *bus);
+/* The deadline heap (exposed for its unit test). push: r not in h; remove:
+ * r in h; min: NULL when empty; free: drops the array (h empty after). */
+void         eb__bus_reqheap_push(eb__bus_reqheap *h, eb__bus_req *r);
+void         eb__bus_reqheap_remove(eb__bus_reqheap *h, eb__bus_req *r);
+eb__bus_req *eb__bus_reqheap_min(const eb__bus_reqheap *h);
+void         eb__bus_reqheap_free(eb__bus_reqheap *h);
 /* Answers the requester of msg (local or remote) with a failure. */
 void eb__bus_answer_fail(eb_bus *bus, eb_bus_msg *msg, int status,
     eb_bus_failure_type type, int code, const char *message);

@@ -1,6 +1,8 @@
 /*
  * Requests and replies: the pending-request table (keyed by reply address),
- * the deadline list behind one timer, resolution (reply, failure, timeout,
+ * capped node-wide (eb_bus_opts.max_pending_requests), the deadline min-heap
+ * behind one timer (O(log n) insert and remove; timeouts clamped to
+ * eb_bus_opts.max_request_timeout_ms), resolution (reply, failure, timeout,
  * cancel; exactly once) and eb_bus_msg_reply()/eb_bus_msg_fail().
  *
  * A resolved request leaves the table at once, so a second or late reply
@@ -14,39 +16,180 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebnode/log.h>
+
 #include "common/alloc.h"
 #include "eventbus/eventbus_int.h"
+
+/* ---- the deadline heap ---- */
+
+static int
+heap_less(const eb__bus_req *a, const eb__bus_req *b)
+{
+	return a->deadline < b->deadline ||
+	       (a->deadline == b->deadline && a->seq < b->seq);
+}
+
+static void
+heap_set(eb__bus_reqheap *h, size_t i, eb__bus_req *r)
+{
+	h->v[i] = r;
+	r->hidx = i;
+}
+
+/* Moves the request at i towards the root while it beats its parent. */
+static void
+heap_up(eb__bus_reqheap *h, size_t i)
+{
+	eb__bus_req *r = h->v[i];
+
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+
+		if (!heap_less(r, h->v[parent])) {
+			break;
+		}
+		heap_set(h, i, h->v[parent]);
+		i = parent;
+	}
+	heap_set(h, i, r);
+}
+
+/* Moves the request at i towards the leaves while a child beats it. */
+static void
+heap_down(eb__bus_reqheap *h, size_t i)
+{
+	eb__bus_req *r = h->v[i];
+
+	for (;;) {
+		size_t l = 2 * i + 1;
+		size_t m;
+
+		if (l >= h->n) {
+			break;
+		}
+		m = l + 1 < h->n && heap_less(h->v[l + 1], h->v[l]) ? l + 1 : l;
+		if (!heap_less(h->v[m], r)) {
+			break;
+		}
+		heap_set(h, i, h->v[m]);
+		i = m;
+	}
+	heap_set(h, i, r);
+}
+
+void
+eb__bus_reqheap_push(eb__bus_reqheap *h, eb__bus_req *r)
+{
+	if (h->n == h->cap) {
+		h->cap = h->cap == 0 ? 64 : h->cap * 2;
+		h->v = eb__realloc(h->v, h->cap * sizeof(eb__bus_req *));
+	}
+	heap_set(h, h->n++, r);
+	heap_up(h, h->n - 1);
+}
+
+void
+eb__bus_reqheap_remove(eb__bus_reqheap *h, eb__bus_req *r)
+{
+	size_t       i = r->hidx;
+	eb__bus_req *last;
+
+	if (i >= h->n || h->v[i] != r) {
+		abort(); /* a programmer error: r is not in this heap */
+	}
+	last = h->v[--h->n];
+	if (last != r) {
+		/* The last one fills the hole; it may belong above or below. */
+		heap_set(h, i, last);
+		if (i > 0 && heap_less(last, h->v[(i - 1) / 2])) {
+			heap_up(h, i);
+		} else {
+			heap_down(h, i);
+		}
+	}
+	/* Give memory back after a burst (the cap bounds the peak). */
+	if (h->cap > 64 && h->n < h->cap / 4) {
+		h->cap /= 2;
+		h->v = eb__realloc(h->v, h->cap * sizeof(eb__bus_req *));
+	}
+}
+
+eb__bus_req *
+eb__bus_reqheap_min(const eb__bus_reqheap *h)
+{
+	return h->n > 0 ? h->v[0] : NULL;
+}
+
+void
+eb__bus_reqheap_free(eb__bus_reqheap *h)
+{
+	free(h->v);
+	h->v = NULL;
+	h->n = 0;
+	h->cap = 0;
+}
+
+/* ---- requests ---- */
+
+/* Fails r at once: the node already has max_reqs requests pending. r is
+ * in neither the map nor the heap, and holds no copies (a flood of refusals
+ * costs one small struct each until the idle turn calls them back). */
+static void
+req_refuse(eb_bus *bus, eb__bus_req *r)
+{
+	bus->reqs_refused++;
+	EB_LOG_RL_WARN("eventbus",
+	    "requests-refused: pending=%u max=%u total=%" PRIu64,
+	    bus->reqs.count, bus->max_reqs, bus->reqs_refused);
+	if (bus->refuse_text[0] == '\0') {
+		(void) snprintf(bus->refuse_text, sizeof(bus->refuse_text),
+		    "too_many_requests: %u requests already pending on this "
+		    "node",
+		    bus->max_reqs);
+	}
+	r->resolved = 1;
+	r->status = EB_EFULL;
+	r->failure.type = EB_BUS_ERROR;
+	r->failure.code = -1;
+	r->failure.message = bus->refuse_text; /* r->fmsg stays NULL */
+	bus->totals.failed++;
+	eb_list_insert_tail(&bus->resolved, &r->link);
+	eb__bus_wake(bus);
+}
 
 eb__bus_req *
 eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
     eb_bus_reply_cb cb, void *arg)
 {
 	eb__bus_req *r = eb__calloc(1, sizeof(*r));
-	eb_list     *it;
 
 	(void) snprintf(r->reply_address, sizeof(r->reply_address),
 	    EB_BUS_REPLY_PREFIX "%" PRIu64, ++bus->next_req_id);
+	r->seq = bus->next_req_id;
 	r->hent.key = r->reply_address;
+	r->cb = cb;
+	r->arg = arg;
+	if (bus->reqs.count >= bus->max_reqs) {
+		/* The callers see r->resolved and send nothing. */
+		req_refuse(bus, r);
+		return r;
+	}
 	r->address = eb__strdup(address);
 	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->request_timeout_ms;
+	/* A client's timeout is not a reason to hold memory for ever, nor to
+	 * overflow the deadline below. */
+	if (r->timeout_ms > bus->max_timeout_ms) {
+		r->timeout_ms = bus->max_timeout_ms;
+	}
 	/* The loop time may be a whole turn old: a timeout counts from when
 	 * the request was made. */
 	uv_update_time(bus->loop);
 	r->deadline = uv_now(bus->loop) + r->timeout_ms;
-	r->cb = cb;
-	r->arg = arg;
 	eb__hmap_put(&bus->reqs, &r->hent);
-	/* Keep the list sorted by deadline; with one timeout for most
-	 * requests the place is at (or near) the tail. */
-	for (it = bus->deadlines.prev; it != &bus->deadlines; it = it->prev) {
-		eb__bus_req *o = EB_CONTAINER_OF(it, eb__bus_req, link);
-
-		if (o->deadline <= r->deadline) {
-			break;
-		}
-	}
-	eb_list_insert_head(it, &r->link); /* after it */
-	if (bus->deadlines.next == &r->link) {
+	eb_list_insert_tail(&bus->deadlines, &r->link);
+	eb__bus_reqheap_push(&bus->rheap, r);
+	if (eb__bus_reqheap_min(&bus->rheap) == r) {
 		eb__bus_timer_update(bus);
 	}
 	return r;
@@ -63,10 +206,11 @@ eb__bus_req_find(eb_bus *bus, const char *reply_address)
 static void
 req_resolve(eb_bus *bus, eb__bus_req *r)
 {
-	int was_first = bus->deadlines.next == &r->link;
+	int was_first = eb__bus_reqheap_min(&bus->rheap) == r;
 
 	r->resolved = 1;
 	eb__hmap_del(&bus->reqs, &r->hent);
+	eb__bus_reqheap_remove(&bus->rheap, r);
 	eb_list_remove(&r->link);
 	eb_list_insert_tail(&bus->resolved, &r->link);
 	if (was_first) {
@@ -178,6 +322,7 @@ eb__bus_req_cancel_all(eb_bus *bus)
 		eb__hmap_del(&bus->reqs, &r->hent);
 		eb_list_insert_tail(&bus->resolved, it);
 	}
+	eb__bus_reqheap_free(&bus->rheap);
 	while ((it = eb_list_first(&bus->resolved)) != NULL) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
@@ -190,14 +335,13 @@ eb__bus_req_cancel_all(eb_bus *bus)
 static void
 timer_cb(uv_timer_t *t)
 {
-	eb_bus  *bus = t->data;
-	uint64_t now = uv_now(bus->loop);
-	eb_list *it;
+	eb_bus      *bus = t->data;
+	uint64_t     now = uv_now(bus->loop);
+	eb__bus_req *r;
 
-	while ((it = eb_list_first(&bus->deadlines)) != NULL) {
-		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
-		char        *text;
-		int          n;
+	while ((r = eb__bus_reqheap_min(&bus->rheap)) != NULL) {
+		char *text;
+		int   n;
 
 		if (r->deadline > now) {
 			break;
@@ -220,18 +364,16 @@ timer_cb(uv_timer_t *t)
 void
 eb__bus_timer_update(eb_bus *bus)
 {
-	eb_list     *it = eb_list_first(&bus->deadlines);
-	eb__bus_req *r;
+	eb__bus_req *r = eb__bus_reqheap_min(&bus->rheap);
 	uint64_t     now;
 
 	if (bus->shut) {
 		return;
 	}
-	if (it == NULL) {
+	if (r == NULL) {
 		(void) uv_timer_stop(&bus->timer);
 		return;
 	}
-	r = EB_CONTAINER_OF(it, eb__bus_req, link);
 	now = uv_now(bus->loop);
 	(void) uv_timer_start(&bus->timer, timer_cb,
 	    r->deadline > now ? r->deadline - now : 0, 0);
@@ -326,8 +468,12 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 		 * by whoever receives it, wherever that is. */
 		r = eb__bus_req_new(bus, msg->reply_address,
 		    opts != NULL ? opts->timeout_ms : 0, cb, arg);
-		eb__bus_msg_set_reply(bus, reply, r->reply_address, 0);
-		r->node = msg->origin;
+		if (!r->resolved) {
+			eb__bus_msg_set_reply(bus, reply, r->reply_address, 0);
+			r->node = msg->origin;
+		}
+		/* Refused at the cap: cb gets too_many_requests, and the
+		 * reply still goes, as one that expects no answer. */
 	}
 	msg->answered = 1;
 	count_answer(bus, msg, 0);

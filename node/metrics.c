@@ -748,6 +748,10 @@ emit_bus(mw *w, eb_node *n)
 	    bt.addresses);
 	mw_one(w, "ebnode_bus_pending_requests", "gauge",
 	    "Requests awaiting a reply.", bt.pending_requests);
+	mw_one(w, "ebnode_bus_requests_refused_total", "counter",
+	    "Requests failed at once (too_many_requests) because "
+	    "bus.max_pending_requests were pending.",
+	    bt.requests_refused);
 	emit_bus_addresses(w, t);
 	for (i = 0; i < t->n; i++) {
 		free(t->rows[i].address);

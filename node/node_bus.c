@@ -96,6 +96,9 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 	o.request_timeout_ms = (uint64_t) n->conf->bus.request_timeout_ms;
 	o.receipt_timeout_ms = (uint64_t) n->conf->bus.receipt_timeout_ms;
 	o.consumer_queue_max = (uint32_t) n->conf->bus.consumer_queue_max;
+	o.max_pending_requests = (uint32_t) n->conf->bus.max_pending_requests;
+	o.max_request_timeout_ms =
+	    (uint64_t) n->conf->bus.max_request_timeout_ms;
 	rv = eb_bus_new(n->loop, &o, &n->bus);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "bus-start-failed: err=%s", eb_err_name(rv));

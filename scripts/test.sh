@@ -5,7 +5,9 @@
 # two suites, clang-tidy checks every C source with the gcc build's
 # compile_commands.json (tools/check-tidy.sh; not in --quick), and the
 # Debian packages are built, installed, checked and purged once
-# (tools/check-package.sh, as root; not in --quick).
+# (tools/check-package.sh, as root; not in --quick). Then the
+# ThreadSanitizer subset (scripts/tsan.sh) and every fuzzer for 30 s
+# (scripts/fuzz.sh); neither in --quick.
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    one gcc build, no sanitizers (for development)
@@ -59,4 +61,12 @@ ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 EB_TEST_TIMEOUT_MULTIPLIER=3 \
 	run_suite clang-asan clang -DEB_WERROR=ON -DEB_SANITIZE=address,undefined
+# ThreadSanitizer job (issue 11): clang -fsanitize=thread build, the tests
+# that run zookeeper_close() on the libuv threadpool (scripts/tsan.sh).
+bash scripts/tsan.sh
+
+# Fuzzers (issue 11): every libFuzzer target for a bounded time
+# (EB_FUZZ_SECONDS, default 30 s each; scripts/fuzz.sh).
+bash scripts/fuzz.sh -t "${EB_FUZZ_SECONDS:-30}"
+
 echo "== all suites passed"

@@ -65,6 +65,15 @@ typedef struct eb_bus_opts {
 	/* How long a confirmed send/publish waits for a peer's receipt
 	 * (default 5000 ms). */
 	uint64_t receipt_timeout_ms;
+	/* Requests this bus made (eb_bus_request, reply-with-reply) that may
+	 * await their outcome at once, node-wide, default 131072. Beyond it a
+	 * request fails at once: status EB_EFULL, type ERROR, code -1, message
+	 * "too_many_requests: <n> requests already pending on this node"
+	 * (counted in eb_bus_totals.requests_refused). */
+	uint32_t max_pending_requests;
+	/* Request timeouts (the default and every per-request one) are
+	 * clamped to this, default 300000 ms. */
+	uint64_t max_request_timeout_ms;
 } eb_bus_opts;
 
 typedef struct eb_bus_send_opts {
@@ -259,6 +268,7 @@ typedef struct eb_bus_totals {
 	uint64_t fenced;           /* stamped messages the fence rejected */
 	uint32_t pending_receipts; /* confirmed sends awaiting their outcome */
 	uint64_t receipt_failures; /* confirmed sends that failed */
+	uint64_t requests_refused; /* at eb_bus_opts.max_pending_requests */
 } eb_bus_totals;
 
 typedef void (*eb_bus_stats_fn)(const eb_bus_addr_stats *s, void *arg);

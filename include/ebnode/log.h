@@ -113,10 +113,16 @@ EB_API const char *eb_log_quote_n(
 /*
  * Rate-limited logging per event key (the call site): in each window of
  * EB_LOG_RL_WINDOW_MS the first EB_LOG_RL_BURST lines are written, the
- * rest only counted; the first line of a later window is preceded by one
- * summary "log-suppressed: event=<slug> suppressed=N window_ms=W" (slug:
- * fmt up to its first ':'). For events a peer or an outage can repeat
- * without bound. Loop thread only, like the rest of logging.
+ * rest only counted. Once the window is over, one summary
+ * "log-suppressed: event=<slug> suppressed=N window_ms=W" (slug: fmt up to
+ * its first ':'; W: from the window's start to the summary) is written
+ * before the next log line of any event, rate-limited or not, or of this
+ * event, whichever comes first; no timer is involved, so a process that logs
+ * nothing more after a flood writes its summary with its next line (at the
+ * latest the stop lines). For events a peer or an outage can repeat without
+ * bound. A key must have static storage (the macros' per-site struct): a
+ * key with suppressed lines is linked on a process-wide list until its
+ * summary. Loop thread only, like the rest of logging.
  */
 #define EB_LOG_RL_BURST     3u
 #define EB_LOG_RL_WINDOW_MS 5000u
@@ -125,6 +131,12 @@ typedef struct eb_log_rl {
 	unsigned long long window_ms; /* start of the window; 0: none yet */
 	unsigned long long suppressed;
 	unsigned           written;
+	/* While suppressed > 0: on the list of summaries due, with what the
+	 * summary needs (module and fmt are the call site's literals). */
+	struct eb_log_rl *next_due;
+	const char       *module;
+	const char       *fmt;
+	eb_log_level      level;
 } eb_log_rl;
 
 /* 1 when the line may be written now (after a summary, if one is due). */

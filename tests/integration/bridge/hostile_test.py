@@ -376,6 +376,93 @@ class Unanswered(unittest.TestCase):
         c.close()
 
 
+class BusCap(unittest.TestCase):
+    """200 000 requests to a consumer that never answers, the bridge's own
+    caps off: the bus's node-wide cap (bus.max_pending_requests 20 000)
+    refuses the rest with its documented failure, counted in /metrics."""
+
+    CAP = 20000
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = bt.start_node("buscap", bridge={
+            "inbound": [{}], "outbound": [{}],
+            "max_requests_per_conn": 0, "max_requests": 0},
+            bus={"max_pending_requests": cls.CAP})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def test_200000_unanswered_requests_bus_cap(self):
+        N = 200000
+        text = ("too_many_requests: %d requests already pending on this "
+                "node" % self.CAP)
+        sink, c = bt.connect(self.node), bt.connect(self.node)
+        sink.register("sink")
+        sink.sync()
+        pid = self.node.pid
+        before = bt.vmhwm_kb(pid)
+        failures = [0]
+        other = []
+        cv = threading.Condition()
+
+        def reader():
+            try:
+                while failures[0] < N - self.CAP:
+                    f = c.recv_frame(ebtest.scaled(30))
+                    with cv:
+                        if f.get("type") == "err" and \
+                                f.get("failureType") == "ERROR" and \
+                                f.get("message") == text:
+                            failures[0] += 1
+                        else:
+                            other.append(f)
+                        cv.notify_all()
+            finally:
+                with cv:
+                    failures.append("done")
+                    cv.notify_all()
+
+        th = threading.Thread(target=reader, daemon=True)
+        th.start()
+        frame = c.encode({"type": "send", "address": "sink",
+                          "replyAddress": "r", "body": 1})
+        batch = frame * 1000
+        sent = 0
+        t0 = time.monotonic()
+        for _ in range(N // 1000):
+            c.send_raw(batch)
+            sent += 1000
+            # Read the failures as they come (a client that does not
+            # read would be closed as a slow consumer, by design).
+            with cv:
+                self.assertTrue(cv.wait_for(
+                    lambda: len(failures) > 1 or
+                    failures[0] >= sent - self.CAP - 4000,
+                    ebtest.scaled(30)))
+        with cv:
+            self.assertTrue(cv.wait_for(lambda: len(failures) > 1,
+                                        ebtest.scaled(60)))
+        took = time.monotonic() - t0
+        after = bt.vmhwm_kb(pid)
+        refused = metric(self.node, "ebnode_bus_requests_refused_total")
+        pending = metric(self.node, "ebnode_bus_pending_requests")
+        report("200000 unanswered requests (bus cap %d, bridge caps off): "
+               "%d refused with the bus failure in %.1f s, metrics "
+               "refused=%d pending=%d, VmHWM before=%d KiB after=%d KiB"
+               % (self.CAP, failures[0], took, refused, pending, before,
+                  after))
+        self.assertEqual(other, [])
+        self.assertEqual(failures[0], N - self.CAP)
+        self.assertEqual(refused, N - self.CAP)
+        self.assertEqual(pending, self.CAP)
+        if not asan():
+            self.assertLess(after - before, 32 * 1024)
+        sink.close()
+        c.close()
+
+
 class SlowAdmin(unittest.TestCase):
     """64 admin connections sending one byte every 3 s (default deadline
     10 s, default 64 slots)."""

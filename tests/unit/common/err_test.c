@@ -74,14 +74,17 @@ test_log_format_and_level(void **state)
 	eb_log_set_sink(NULL, NULL);
 }
 
-static int nlines;
+static int  nlines;
+static char first_line[256]; /* of the lines since nlines was 0 */
 
 static void
 count_sink(eb_log_level level, const char *line, void *arg)
 {
 	(void) level;
 	(void) arg;
-	nlines++;
+	if (nlines++ == 0) {
+		(void) snprintf(first_line, sizeof(first_line), "%s", line);
+	}
 	(void) snprintf(last_line, sizeof(last_line), "%s", line);
 }
 
@@ -124,6 +127,61 @@ test_log_rate_limited(void **state)
 	assert_int_equal(nlines, 1);
 	assert_non_null(strstr(last_line,
 	    "WARN zk: log-suppressed: event=client suppressed=7 window_ms="));
+	eb_log_set_sink(NULL, NULL);
+}
+
+/* Issue 11: a flood's summary does not wait for the same event to recur:
+ * once its window is over, the next line of any other event (rate-limited
+ * or not) is preceded by it, and it is written once. */
+static void
+test_log_rate_limited_flush_on_other_line(void **state)
+{
+	static eb_log_rl flood;
+	static eb_log_rl quiet;
+	int              i;
+
+	(void) state;
+	eb_log_set_sink(count_sink, NULL);
+	eb_log_set_level(EB_LOG_LEVEL_INFO);
+	nlines = 0;
+	for (i = 0; i < 50; i++) {
+		(void) eb_log_rl_admit(
+		    &flood, EB_LOG_LEVEL_WARN, "zk", "connect-failed: host=%s");
+	}
+	EB_LOG_NOTICE("node", "other: n=1");
+	assert_int_equal(nlines, 1); /* the window is not over yet */
+	assert_string_equal(last_line, "NOTICE node: other: n=1");
+	flood.window_ms -= EB_LOG_RL_WINDOW_MS; /* now it is */
+	nlines = 0;
+	EB_LOG_NOTICE("node", "other: n=2");
+	assert_int_equal(nlines, 2);
+	assert_non_null(strstr(first_line,
+	    "WARN zk: log-suppressed: event=connect-failed suppressed=47 "
+	    "window_ms="));
+	assert_string_equal(last_line, "NOTICE node: other: n=2");
+	/* Written once: neither another line nor the event's return
+	 * repeats it. */
+	nlines = 0;
+	EB_LOG_NOTICE("node", "other: n=3");
+	assert_int_equal(eb_log_rl_admit(&flood, EB_LOG_LEVEL_WARN, "zk",
+	                     "connect-failed: "),
+	    1);
+	assert_int_equal(nlines, 1);
+	/* A call of another rate-limited key flushes too, even one that is
+	 * itself suppressed. */
+	for (i = 0; i < 10; i++) {
+		(void) eb_log_rl_admit(
+		    &flood, EB_LOG_LEVEL_WARN, "zk", "connect-failed: host=%s");
+	}
+	flood.window_ms -= EB_LOG_RL_WINDOW_MS;
+	nlines = 0;
+	for (i = 0; i < 4; i++) {
+		(void) eb_log_rl_admit(
+		    &quiet, EB_LOG_LEVEL_INFO, "ingress", "hold-expired: ");
+	}
+	assert_int_equal(nlines, 1);
+	assert_non_null(strstr(last_line,
+	    "WARN zk: log-suppressed: event=connect-failed suppressed=8 "));
 	eb_log_set_sink(NULL, NULL);
 }
 
@@ -197,6 +255,7 @@ main(void)
 		cmocka_unit_test(test_log_escapes_control_characters),
 		cmocka_unit_test(test_log_quote),
 		cmocka_unit_test(test_log_rate_limited),
+		cmocka_unit_test(test_log_rate_limited_flush_on_other_line),
 		cmocka_unit_test(test_level_parse),
 	};
 

@@ -1,6 +1,9 @@
 /* Unit tests for request.c: request/reply, reply-to-reply, timeouts (exact
- * Vert.x text), recipient failures, NO_HANDLERS, answering rules. */
+ * Vert.x text), recipient failures, NO_HANDLERS, answering rules, the
+ * node-wide cap on pending requests and the timeout clamp. */
+#include <inttypes.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include <ebnode/bus.h>
 
@@ -309,6 +312,216 @@ test_held_request_outlives_bus(void **state)
 	eb_bus_msg_release(held);
 }
 
+/* ---- the cap on pending requests ---- */
+
+#define CAP_REQS  50000
+#define CAP_TRIES 200000
+
+typedef struct cap_tally {
+	int calls;
+	int refused;   /* EFULL, ERROR, -1, the exact text */
+	int canceled;  /* at bus close */
+	int other;     /* anything else: a failure of the test */
+	int delivered; /* requests the consumer saw (never answered) */
+} cap_tally;
+
+static void
+cap_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	cap_tally *t = arg;
+	char       want[96];
+
+	(void) bus;
+	(void) reply;
+	t->calls++;
+	(void) snprintf(want, sizeof(want),
+	    "too_many_requests: %d requests already pending on this node",
+	    CAP_REQS);
+	if (status == EB_EFULL && failure != NULL &&
+	    failure->type == EB_BUS_ERROR && failure->code == -1 &&
+	    strcmp(failure->message, want) == 0) {
+		t->refused++;
+	} else if (status == EB_ECANCELED) {
+		t->canceled++;
+	} else {
+		t->other++;
+	}
+}
+
+static void
+cap_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(void) msg; /* never answered: the request stays pending */
+	((cap_tally *) arg)->delivered++;
+}
+
+static int
+cap_settled(void *arg)
+{
+	const cap_tally *t = arg;
+
+	return t->refused + t->other == CAP_TRIES - CAP_REQS &&
+	       t->delivered == CAP_REQS;
+}
+
+static int
+built_with_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return 1;
+#else
+	return 0;
+#endif
+#else
+	return 0;
+#endif
+}
+
+static long
+max_rss_kb(void)
+{
+	struct rusage ru;
+
+	(void) getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/*
+ * 200 000 requests to a consumer that never answers, with the cap at
+ * 50 000: the first 50 000 are delivered and stay pending, every later one
+ * fails at once with the documented failure, nothing else is sent, and the
+ * peak memory is what 50 000 pending requests cost.
+ */
+static void
+test_pending_cap(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus_opts      opts;
+	eb_bus          *bus = NULL;
+	eb_bus_consumer *c;
+	eb_bus_totals    bt;
+	cap_tally        tally = { 0 };
+	json_t          *body = json_integer(7);
+	long             rss0;
+	long             rss1;
+	int              i;
+
+	eb_bus_opts_init(&opts);
+	opts.node_id = "node-a";
+	opts.max_pending_requests = CAP_REQS;
+	opts.consumer_queue_max = CAP_TRIES; /* the cap, not the queue */
+	assert_int_equal(eb_bus_new(&t->loop, &opts, &bus), 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "sink", 0, cap_handler, &tally, &c), 0);
+	rss0 = max_rss_kb();
+	for (i = 0; i < CAP_TRIES; i++) {
+		assert_int_equal(eb_bus_request(bus, "sink", body, NULL, NULL,
+		                     cap_cb, &tally),
+		    0);
+		if (i == 0) {
+			/* never from inside the call */
+			assert_int_equal(tally.calls, 0);
+		}
+		if (i % 1000 == 999) {
+			/* As from a client's reads: a loop turn between
+			 * bursts of requests. */
+			(void) uv_run(&t->loop, UV_RUN_NOWAIT);
+		}
+	}
+	json_decref(body);
+	th_watchdog_ms(t, 60000);
+	assert_int_equal(th_run_until(t, cap_settled, &tally, 60000), 0);
+	rss1 = max_rss_kb();
+	eb_bus_stats_totals(bus, &bt);
+	(void) fprintf(stderr,
+	    "pending-cap: tries=%d cap=%d pending=%u refused=%" PRIu64
+	    " delivered=%d max_rss_growth_kb=%ld (max_rss %ld -> %ld)\n",
+	    CAP_TRIES, CAP_REQS, bt.pending_requests, bt.requests_refused,
+	    tally.delivered, rss1 - rss0, rss0, rss1);
+	assert_int_equal(tally.other, 0);
+	assert_int_equal(tally.refused, CAP_TRIES - CAP_REQS);
+	assert_int_equal(bt.pending_requests, CAP_REQS);
+	assert_int_equal(bt.requests_refused, CAP_TRIES - CAP_REQS);
+	assert_int_equal(bt.sent, CAP_REQS); /* refused ones were not sent */
+	/* Without the cap (200 000 pending) this grew by 82 MB (gcc);
+	 * ASan's quarantine and redzones make the number meaningless. */
+	if (!built_with_asan()) {
+		assert_true(rss1 - rss0 < 40L * 1024);
+	}
+	bus_shut(t, bus);
+	assert_int_equal(tally.canceled, CAP_REQS);
+	assert_int_equal(tally.calls, CAP_TRIES);
+}
+
+/* A reply-with-reply at the cap: the reply still goes (as one that expects
+ * no answer) and its callback gets too_many_requests. */
+static void
+test_pending_cap_reply_with_reply(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus_opts      opts;
+	eb_bus          *bus = NULL;
+	eb_bus_consumer *c;
+	outcome          first = { 0 };
+	outcome          second = { 0 };
+	int              calls = 0;
+
+	eb_bus_opts_init(&opts);
+	opts.node_id = "node-a";
+	opts.max_pending_requests = 1;
+	assert_int_equal(eb_bus_new(&t->loop, &opts, &bus), 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "h", 0, hold_handler, &calls, &c), 0);
+	assert_int_equal(request_int(bus, "h", 1, 0, &first), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &calls, 1000), 0);
+	/* One pending (first): the reply-with-reply is over the cap. */
+	assert_int_equal(
+	    eb_bus_msg_reply(held, NULL, NULL, NULL, outcome_cb, &second), 0);
+	eb_bus_msg_release(held);
+	assert_int_equal(th_run_until(t, th_flag_set, &second.calls, 1000), 0);
+	assert_int_equal(second.status, EB_EFULL);
+	assert_int_equal(second.type, EB_BUS_ERROR);
+	assert_int_equal(second.code, -1);
+	assert_string_equal(second.message,
+	    "too_many_requests: 1 requests already pending on this node");
+	assert_int_equal(th_run_until(t, th_flag_set, &first.calls, 1000), 0);
+	assert_int_equal(first.status, 0);
+	assert_string_equal(first.reply_address, ""); /* expects no answer */
+	bus_shut(t, bus);
+}
+
+/* A timeout far beyond bus.max_request_timeout_ms is clamped to it (and
+ * the deadline does not overflow). */
+static void
+test_timeout_clamp(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus_opts      opts;
+	eb_bus          *bus = NULL;
+	eb_bus_consumer *c;
+	outcome          o = { 0 };
+	int              calls = 0;
+
+	eb_bus_opts_init(&opts);
+	opts.node_id = "node-a";
+	opts.max_request_timeout_ms = 30;
+	assert_int_equal(eb_bus_new(&t->loop, &opts, &bus), 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "h", 0, hold_handler, &calls, &c), 0);
+	assert_int_equal(request_int(bus, "h", 1, UINT64_MAX - 1, &o), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &o.calls, 2000), 0);
+	assert_int_equal(o.status, EB_ETIMEOUT);
+	assert_int_equal(o.type, EB_BUS_TIMEOUT);
+	assert_non_null(strstr(o.message, "Timed out after waiting 30(ms)"));
+	eb_bus_msg_release(held);
+	bus_shut(t, bus);
+}
+
 int
 main(void)
 {
@@ -329,6 +542,12 @@ main(void)
 		    test_reply_rules, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_held_request_outlives_bus, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_pending_cap, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_pending_cap_reply_with_reply, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_timeout_clamp, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
