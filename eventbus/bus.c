@@ -597,11 +597,10 @@ confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 }
 
 static int
-bus_confirmed(eb_bus *bus, const char *address, const json_t *body,
+bus_confirmed(eb_bus *bus, const char *address, const eb__bus_body *b,
     const json_t *headers, const eb_bus_send_opts *opts, int publish,
     eb_bus_receipt_cb cb, void *arg)
 {
-	eb__bus_body  b = { body, NULL, 0 };
 	eb_bus_msg   *msg;
 	eb__bus_rcpt *rc;
 	int           local_only = opts != NULL && opts->local_only;
@@ -610,7 +609,7 @@ bus_confirmed(eb_bus *bus, const char *address, const json_t *body,
 	if (cb == NULL) {
 		return UV_EINVAL;
 	}
-	rv = send_prepare(bus, address, &b, headers, !publish, &msg);
+	rv = send_prepare(bus, address, b, headers, !publish, &msg);
 	if (rv != 0) {
 		return rv;
 	}
@@ -638,7 +637,9 @@ eb_bus_send_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	return bus_confirmed(bus, address, body, headers, opts, 0, cb, arg);
+	eb__bus_body b = { body, NULL, 0 };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
 }
 
 int
@@ -646,5 +647,29 @@ eb_bus_publish_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	return bus_confirmed(bus, address, body, headers, opts, 1, cb, arg);
+	eb__bus_body b = { body, NULL, 0 };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
+}
+
+int
+eb_bus_send_confirmed_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_receipt_cb cb, void *arg)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4 };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
+}
+
+int
+eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const json_t *headers,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4 };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
 }
