@@ -93,7 +93,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	eb__hmap_init(&bus->reqs);
 	eb_list_init(&bus->deadlines);
 	eb_list_init(&bus->resolved);
-	eb_list_init(&bus->ready);
+	eb_list_init(&bus->fifo);
 	eb_list_init(&bus->reply_msgs);
 	eb_list_init(&bus->qfree);
 	/* Both inits cannot fail on a live loop; they are the last steps. */
@@ -190,21 +190,18 @@ bus_idle_cb(uv_idle_t *h)
 
 	bus->draining = 1;
 	if (!bus->closing) {
-		eb__bus_run_resolved(bus);
-	}
-	if (!bus->closing) {
 		eb__bus_rcpt_run_done(bus);
 	}
 	if (!bus->closing) {
-		eb__bus_deliver_ready(bus);
+		/* Replies and deliveries together, in arrival order. */
+		eb__bus_run_turn(bus);
 	}
 	bus->draining = 0;
 	if (bus->closing) {
 		bus_shutdown(bus);
 		return;
 	}
-	if (eb_list_empty(&bus->ready) && eb_list_empty(&bus->resolved) &&
-	    eb_list_empty(&bus->rcpt_done)) {
+	if (eb_list_empty(&bus->fifo) && eb_list_empty(&bus->rcpt_done)) {
 		bus->idle_active = 0;
 		(void) uv_idle_stop(&bus->idle);
 	}

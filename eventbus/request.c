@@ -24,6 +24,7 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 	eb__bus_req *r = eb__calloc(1, sizeof(*r));
 	eb_list     *it;
 
+	eb_list_init(&r->turn.link);
 	(void) snprintf(r->reply_address, sizeof(r->reply_address),
 	    EB_BUS_REPLY_PREFIX "%" PRIu64, ++bus->next_req_id);
 	r->hent.key = r->reply_address;
@@ -69,6 +70,7 @@ req_resolve(eb_bus *bus, eb__bus_req *r)
 	eb__hmap_del(&bus->reqs, &r->hent);
 	eb_list_remove(&r->link);
 	eb_list_insert_tail(&bus->resolved, &r->link);
+	eb_list_insert_tail(&bus->fifo, &r->turn.link);
 	if (was_first) {
 		eb__bus_timer_update(bus);
 	}
@@ -127,6 +129,7 @@ eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r)
 static void
 req_free(eb__bus_req *r)
 {
+	eb_list_remove(&r->turn.link);
 	eb_bus_msg_release(r->reply);
 	free(r->fmsg);
 	free(r->address);
@@ -134,32 +137,13 @@ req_free(eb__bus_req *r)
 }
 
 void
-eb__bus_run_resolved(eb_bus *bus)
+eb__bus_req_run(eb_bus *bus, eb__bus_req *r)
 {
-	eb_list  batch;
-	eb_list *it;
-
-	if (eb_list_empty(&bus->resolved)) {
-		return;
-	}
-	batch.next = bus->resolved.next;
-	batch.prev = bus->resolved.prev;
-	batch.next->prev = &batch;
-	batch.prev->next = &batch;
-	eb_list_init(&bus->resolved);
-	while ((it = eb_list_first(&batch)) != NULL) {
-		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
-
-		eb_list_remove(it);
-		if (bus->closing) {
-			/* eb_bus_close() came first: cancel below, once. */
-			eb_list_insert_tail(&bus->resolved, it);
-			continue;
-		}
-		r->cb(bus, r->status, r->reply,
-		    r->status == 0 ? NULL : &r->failure, r->arg);
-		req_free(r);
-	}
+	eb_list_remove(&r->link); /* off bus->resolved */
+	eb_list_remove(&r->turn.link);
+	r->cb(bus, r->status, r->reply, r->status == 0 ? NULL : &r->failure,
+	    r->arg);
+	req_free(r);
 }
 
 void
