@@ -415,8 +415,7 @@ bench_conns_start(bench *b)
 
 	if ((rv = uv_ip4_addr(b->o.host, b->o.port, &sa)) != 0 ||
 	    (rv = uv_ip4_addr(b->o.host,
-	         b->o.sink_port > 0 ? b->o.sink_port : b->o.port, &ssa)) !=
-	        0) {
+	         b->o.sink_port > 0 ? b->o.sink_port : b->o.port, &ssa)) != 0) {
 		return rv;
 	}
 	for (i = 0; i < b->nconns; i++) {
@@ -429,11 +428,11 @@ bench_conns_start(bench *b)
 		c->creq.data = c;
 		if ((rv = uv_tcp_connect(&c->creq, &c->tcp,
 		         (const struct sockaddr *) (c->role == ROLE_SINK &&
-		                                        b->o.mode == BENCH_FIRE
-		                                    ? &ssa
-		                                    : &sa),
-		         conn_connect_cb)) !=
-		    0) {
+		                                            b->o.mode ==
+		                                                BENCH_FIRE
+		                                        ? &ssa
+		                                        : &sa),
+		         conn_connect_cb)) != 0) {
 			return rv;
 		}
 	}

@@ -17,7 +17,10 @@
 # each node spent per message (/proc ticks), and the issue 17 goals.
 #
 #   bench/cluster.sh [--runs N] [--duration SEC] [--build-dir DIR] [--no-build]
-#                    [--out FILE.jsonl]
+#                    [--out FILE.jsonl] [--profile DIR]
+# --profile: after the runs, one more follower-pipe-c1 run under
+# `perf record -g` on the leader and the follower (user space); the top of
+# `perf report --no-children` goes to DIR/{leader,follower}.txt.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -26,6 +29,7 @@ duration=3
 build="$here/build/perf"
 do_build=1
 out=""
+profile=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) runs="$2"; shift ;;
@@ -33,6 +37,7 @@ while [ $# -gt 0 ]; do
 	--build-dir) build="$2"; shift ;;
 	--no-build) do_build=0 ;;
 	--out) out="$2"; shift ;;
+	--profile) profile="$2"; shift ;;
 	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
 	*) echo "cluster.sh: unknown argument: $1" >&2; exit 2 ;;
 	esac
@@ -171,6 +176,27 @@ for r in $(seq "$runs"); do
 	listen_start
 	echo "cluster.sh: run $r/$runs done" >&2
 done
+
+if [ -n "$profile" ]; then
+	mkdir -p "$profile"
+	prof_pids=()
+	for n in leader follower; do
+		p="$leader_pid"
+		[ "$n" = follower ] && p="$follower_pid"
+		perf record -g -o "$profile/$n.data" -p "$p" -- sleep "$duration" \
+			>/dev/null 2>&1 &
+		prof_pids+=($!)
+	done
+	"$ebbench" --json --label profile -m pipe --depth 64 --port "$follower_port" \
+		--duration "$duration" --warmup 0 -a external.ingress >"$profile/run.json"
+	wait "${prof_pids[@]}" || true
+	for n in leader follower; do
+		perf report -i "$profile/$n.data" --no-children --stdio \
+			--sort dso,symbol 2>/dev/null | grep -E '^ +[0-9.]+%' |
+			head -40 >"$profile/$n.txt" || true
+	done
+	echo "cluster.sh: profiles in $profile" >&2
+fi
 
 python3 - "$out" <<'PY'
 import json, statistics, sys

@@ -467,9 +467,9 @@ fs_number(fscan *s)
 			s->p++;
 		}
 	}
-	return !(fs_digit(s) || (s->p < s->end && (*s->p == '.' ||
-	                                              *s->p == 'e' ||
-	                                              *s->p == 'E')));
+	return !(
+	    fs_digit(s) ||
+	    (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E')));
 }
 
 /* 1 and past it when the next byte is c. */

@@ -661,9 +661,9 @@ eb_bus_send_confirmed_raw(eb_bus *bus, const char *address, const char *body,
 }
 
 int
-eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address,
-    const char *body, size_t body_len, const json_t *headers,
-    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_receipt_cb cb, void *arg)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
 		body != NULL ? body_len : 4 };

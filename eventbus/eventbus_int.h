@@ -14,8 +14,9 @@
  *   callbacks run only from that idle handle, in bus->fifo order, never
  *   from inside an API call.
  * - A pending request is in bus->reqs (by reply address) and on
- *   bus->deadlines until it is resolved; then it is on bus->resolved (and bus->fifo), out of
- *   the map (a late reply finds nothing), until its callback ran.
+ *   bus->deadlines until it is resolved; then it is on bus->resolved (and
+ * bus->fifo), out of the map (a late reply finds nothing), until its callback
+ * ran.
  * - A message that expects a reply (reply_address != NULL) is on
  *   bus->reply_msgs while msg->bus is set; eb_bus_close detaches them, so a
  *   message held past the bus answers EB_ECLOSED instead of touching it.
@@ -89,10 +90,10 @@ struct eb_bus_msg {
 /* ---- consumers ---- */
 
 struct eb_bus_consumer {
-	eb_list           link;       /* in addr->consumers */
-	eb_bus           *bus;        /* borrowed */
-	eb__bus_addr     *addr;       /* borrowed; NULL once closed */
-	char             *address;    /* owned copy */
+	eb_list           link;    /* in addr->consumers */
+	eb_bus           *bus;     /* borrowed */
+	eb__bus_addr     *addr;    /* borrowed; NULL once closed */
+	char             *address; /* owned copy */
 	eb_bus_handler_fn fn;
 	void             *arg;
 	int               local_only;
@@ -231,7 +232,7 @@ struct eb_bus {
 	eb__hmap         reqs;  /* of eb__bus_req, owned */
 	eb_list          deadlines;
 	eb_list          resolved;
-	eb_list          fifo; /* of eb__bus_turn: due, in arrival order */
+	eb_list          fifo;      /* of eb__bus_turn: due, in arrival order */
 	eb__bus_turn     fifo_mark; /* on fifo during a turn: where it ends */
 	eb_list          reply_msgs;
 	uint64_t         next_req_id;

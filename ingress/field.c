@@ -176,9 +176,9 @@ unescape(const unsigned char *p, const unsigned char *end, char *d)
 				return 0;
 			}
 			if (cp >= 0xD800 && cp <= 0xDBFF) {
-				if (end - p < 12 || p[6] != '\\' || p[7] != 'u' ||
-				    !hex4(p + 8, &lo) || lo < 0xDC00 ||
-				    lo > 0xDFFF) {
+				if (end - p < 12 || p[6] != '\\' ||
+				    p[7] != 'u' || !hex4(p + 8, &lo) ||
+				    lo < 0xDC00 || lo > 0xDFFF) {
 					return 0;
 				}
 				cp = 0x10000 + ((cp - 0xD800) << 10) +
@@ -255,7 +255,7 @@ eb__ingress_field(const char *body, size_t len, const char *key,
     eb__ingress_field_kind *kind, char *tmp, size_t n, char **heap)
 {
 	jscan                s = { (const unsigned char *) body,
-                (const unsigned char *) body + len };
+		               (const unsigned char *) body + len };
 	const unsigned char *kp;
 	const unsigned char *vp = NULL;
 	const unsigned char *ve = NULL;

@@ -106,8 +106,8 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	}
 	if (json_object_size(eb_bus_msg_headers(h->msg)) == 0) {
 		if (in->entry_headers == NULL) {
-			in->entry_headers = json_pack(
-			    "{s:s}", EB_INGRESS_HDR_ENTRY, eb_bus_node_id(in->bus));
+			in->entry_headers = json_pack("{s:s}",
+			    EB_INGRESS_HDR_ENTRY, eb_bus_node_id(in->bus));
 		}
 		headers = json_incref(in->entry_headers);
 	} else {

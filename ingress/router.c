@@ -367,8 +367,8 @@ route_confirmed(eb_ingress *in, route_ctx *x)
 	/* The bytes that arrived, never re-encoded. */
 	return x->publish ? eb_bus_publish_confirmed_raw(in->bus, x->to, body,
 	                        len, x->headers, &o, route_receipt_cb, x)
-	                  : eb_bus_send_confirmed_raw(in->bus, x->to, body,
-	                        len, x->headers, &o, route_receipt_cb, x);
+	                  : eb_bus_send_confirmed_raw(in->bus, x->to, body, len,
+	                        x->headers, &o, route_receipt_cb, x);
 }
 
 static void

@@ -98,8 +98,7 @@ use_frame(const char *p, uint32_t n, int strip)
 		if (eb__bframe_parse_ex(p, n, strip, 1, &g) == 0) {
 			json_error_t jerr;
 			json_t      *v = g.body_raw != NULL
-			                     ? json_loadb(g.body_raw,
-			                           g.body_raw_len,
+			                     ? json_loadb(g.body_raw, g.body_raw_len,
 			                           JSON_DECODE_ANY, &jerr)
 			                     : NULL;
 

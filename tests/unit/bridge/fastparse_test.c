@@ -57,12 +57,12 @@ jansson_range_only(const char *p, size_t n)
 static int
 check_same(const char *p, size_t n, int strip)
 {
-	eb__bframe fast;
-	eb__bframe slow;
-	int        rf = eb__bframe_parse_ex(p, n, strip, 1, &fast);
-	int        rs = eb__bframe_parse_ex(p, n, strip, 0, &slow);
-	int        took;
-	json_t    *fb;
+	eb__bframe   fast;
+	eb__bframe   slow;
+	int          rf = eb__bframe_parse_ex(p, n, strip, 1, &fast);
+	int          rs = eb__bframe_parse_ex(p, n, strip, 0, &slow);
+	int          took;
+	json_t      *fb;
 	json_error_t jerr;
 
 	if (rf == 0 && rs != 0 && fast.raw && fast.body_raw != NULL &&
@@ -91,8 +91,8 @@ check_same(const char *p, size_t n, int strip)
 		if (slow.body != NULL) {
 			assert_non_null(fast.body_raw);
 			/* No whitespace: the bytes are the value's text. */
-			assert_null(memchr(fast.body_raw, '\n',
-			    fast.body_raw_len));
+			assert_null(
+			    memchr(fast.body_raw, '\n', fast.body_raw_len));
 			fb = json_loadb(fast.body_raw, fast.body_raw_len,
 			    JSON_DECODE_ANY, &jerr);
 			assert_non_null(fb);

@@ -39,7 +39,8 @@ svc_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 		assert_int_equal(
 		    eb_bus_publish(lg.svc_bus, "x", v, NULL, NULL), 0);
 	} else {
-		assert_int_equal(eb_bus_send(lg.svc_bus, "x", v, NULL, NULL), 0);
+		assert_int_equal(
+		    eb_bus_send(lg.svc_bus, "x", v, NULL, NULL), 0);
 	}
 	assert_int_equal(eb_bus_msg_reply(msg, v, NULL, NULL, NULL, NULL), 0);
 	json_decref(v);

@@ -156,10 +156,10 @@ random_value(unsigned *seed, int d)
 static void
 test_random(void **state)
 {
-	static const size_t flags[] = { JSON_COMPACT | JSON_ENCODE_ANY,
-		JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII |
-		    JSON_ESCAPE_SLASH,
-		JSON_INDENT(1) | JSON_ENCODE_ANY };
+	static const size_t      flags[] = { JSON_COMPACT | JSON_ENCODE_ANY,
+		     JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII |
+		         JSON_ESCAPE_SLASH,
+		     JSON_INDENT(1) | JSON_ENCODE_ANY };
 	static const char *const keys[] = { "t", "u", "\xc3\xa9", "t\"", "",
 		"absent" };
 	unsigned                 seed = 17;
