@@ -73,7 +73,17 @@ typedef struct bus_remote {
 	eb_bus      *bus;   /* borrowed */
 	eb_link_mgr *mgr;   /* borrowed; NULL once it detached */
 	eb_list      peers; /* of up_peer, owned */
+	/* The last headers decoded and their bytes (owned): consecutive
+	 * messages often carry the same headers (every ingress forward from
+	 * one node: {"ebnode.entry": its id}), shared like empty_headers
+	 * (message headers are never modified) instead of parsed again. */
+	char   *hdr_bytes;
+	size_t  hdr_len;
+	json_t *hdr;
 } bus_remote;
+
+/* Headers up to this size are remembered for the next message. */
+#define HDR_CACHE_MAX 512u
 
 /* ---- per-address interest ---- */
 
@@ -537,10 +547,21 @@ rd_headers(bus_remote *st, eb__link_rd *r)
 	if (n == 2 && memcmp(p, "{}", 2) == 0) {
 		return json_incref(st->bus->empty_headers);
 	}
+	if (st->hdr != NULL && n == st->hdr_len &&
+	    memcmp(p, st->hdr_bytes, n) == 0) {
+		return json_incref(st->hdr);
+	}
 	h = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
 	if (h != NULL && eb__bus_headers_check(h) != 0) {
 		json_decref(h);
 		h = NULL;
+	}
+	if (h != NULL && n <= HDR_CACHE_MAX) {
+		json_decref(st->hdr);
+		st->hdr_bytes = eb__realloc(st->hdr_bytes, n);
+		memcpy(st->hdr_bytes, p, n);
+		st->hdr_len = n;
+		st->hdr = json_incref(h);
 	}
 	return h;
 }
@@ -822,6 +843,10 @@ eb__bus_remote_free(eb_bus *bus)
 			free(u->node_id);
 			free(u);
 		}
+	}
+	if (st != NULL) {
+		json_decref(st->hdr);
+		free(st->hdr_bytes);
 	}
 	free(st);
 	bus->rctx = NULL;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/dec.h"
 #include "eventbus/eventbus_int.h"
 
 eb__bus_req *
@@ -25,8 +26,11 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 	eb_list     *it;
 
 	eb_list_init(&r->turn.link);
-	(void) snprintf(r->reply_address, sizeof(r->reply_address),
-	    EB_BUS_REPLY_PREFIX "%" PRIu64, ++bus->next_req_id);
+	/* Prefix (15) + at most 20 digits fit EB_BUS_REPLY_ADDR_MAX. */
+	memcpy(r->reply_address, EB_BUS_REPLY_PREFIX,
+	    sizeof(EB_BUS_REPLY_PREFIX) - 1);
+	(void) eb__dec_u64(r->reply_address + sizeof(EB_BUS_REPLY_PREFIX) - 1,
+	    ++bus->next_req_id);
 	r->hent.key = r->reply_address;
 	r->address = eb__strdup(address);
 	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->request_timeout_ms;
