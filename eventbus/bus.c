@@ -325,7 +325,7 @@ int
 eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_send(bus, address, &b, headers, opts);
 }
@@ -335,7 +335,8 @@ eb_bus_send_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_send(bus, address, &b, headers, opts);
 }
@@ -399,7 +400,7 @@ int
 eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_publish(bus, address, &b, headers, opts);
 }
@@ -409,7 +410,8 @@ eb_bus_publish_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_publish(bus, address, &b, headers, opts);
 }
@@ -464,7 +466,7 @@ eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_request(bus, address, &b, headers, opts, cb, arg);
 }
@@ -475,7 +477,8 @@ eb_bus_request_raw(eb_bus *bus, const char *address, const char *body,
     eb_bus_reply_cb cb, void *arg)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_request(bus, address, &b, headers, opts, cb, arg);
 }
@@ -634,7 +637,7 @@ eb_bus_send_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
 }
@@ -644,7 +647,7 @@ eb_bus_publish_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
 }
@@ -655,7 +658,8 @@ eb_bus_send_confirmed_raw(eb_bus *bus, const char *address, const char *body,
     eb_bus_receipt_cb cb, void *arg)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
 }
@@ -666,7 +670,8 @@ eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address, const char *body,
     eb_bus_receipt_cb cb, void *arg)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
 }

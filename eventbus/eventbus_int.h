@@ -292,6 +292,7 @@ typedef struct eb__bus_body {
 	const json_t *json;
 	const char   *raw;
 	size_t        raw_len;
+	int           share_headers; /* eb_bus_send_opts.share_headers */
 } eb__bus_body;
 /* eb__bus_msg_new for either kind of body. */
 int eb__bus_msg_make(const char *address, const eb__bus_body *body,

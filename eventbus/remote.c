@@ -80,6 +80,12 @@ typedef struct bus_remote {
 	char   *hdr_bytes;
 	size_t  hdr_len;
 	json_t *hdr;
+	/* The last headers object encoded (held) and its encoding (owned):
+	 * a shared object (eb_bus_send_opts.share_headers, e.g. every ingress
+	 * forward of one node) is dumped once. */
+	json_t *enc_hdr;
+	char   *enc_bytes;
+	size_t  enc_len;
 } bus_remote;
 
 /* Headers up to this size are remembered for the next message. */
@@ -155,21 +161,41 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 /* ---- frame writers ---- */
 
 static void
-put_msg_parts(eb__buf *b, const eb_bus_msg *msg)
+put_body(eb__buf *b, const eb_bus_msg *msg)
 {
-	char *h;
+	eb__link_put_bytes32(b, msg->body, msg->body_len);
+}
+
+static void
+put_msg_parts(bus_remote *st, eb__buf *b, const eb_bus_msg *msg)
+{
+	char  *h;
+	size_t n;
 
 	if (json_object_size(msg->headers) == 0) {
 		eb__link_put_bytes32(b, "{}", 2); /* the common case: no dump */
+	} else if (msg->headers == st->enc_hdr) {
+		/* Message headers are never modified: the same object, the
+		 * same bytes. */
+		eb__link_put_bytes32(b, st->enc_bytes, st->enc_len);
 	} else {
 		/* Headers are a checked object of strings: dumping cannot
 		 * fail short of memory, and then "{}" is the safe fallback. */
 		h = json_dumps(msg->headers, JSON_COMPACT);
-		eb__link_put_bytes32(
-		    b, h != NULL ? h : "{}", h != NULL ? strlen(h) : 2);
+		n = h != NULL ? strlen(h) : 2;
+		eb__link_put_bytes32(b, h != NULL ? h : "{}", n);
+		if (h != NULL && n <= HDR_CACHE_MAX) {
+			json_decref(st->enc_hdr);
+			free(st->enc_bytes);
+			st->enc_hdr = json_incref(msg->headers);
+			st->enc_bytes = h;
+			st->enc_len = n;
+			put_body(b, msg);
+			return;
+		}
 		free(h);
 	}
-	eb__link_put_bytes32(b, msg->body, msg->body_len);
+	put_body(b, msg);
 }
 
 static void
@@ -223,7 +249,7 @@ remote_forward(
 	/* For a reply, msg->address is the requester's reply address. */
 	(void) eb__link_put_str16(b, msg->address, alen);
 	(void) eb__link_put_str16(b, ra, rlen);
-	put_msg_parts(b, msg);
+	put_msg_parts(st, b, msg);
 	return eb__link_frame_end(st->mgr, node);
 }
 
@@ -847,6 +873,8 @@ eb__bus_remote_free(eb_bus *bus)
 	if (st != NULL) {
 		json_decref(st->hdr);
 		free(st->hdr_bytes);
+		json_decref(st->enc_hdr);
+		free(st->enc_bytes);
 	}
 	free(st);
 	bus->rctx = NULL;

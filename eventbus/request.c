@@ -338,7 +338,7 @@ int
 eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return msg_reply(msg, &b, headers, opts, cb, arg);
 }
@@ -349,7 +349,8 @@ eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body, size_t body_len,
     void *arg)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return msg_reply(msg, &b, headers, opts, cb, arg);
 }

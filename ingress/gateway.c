@@ -120,6 +120,7 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	}
 	eb_bus_send_opts_init(&o);
 	o.timeout_ms = in->timeout_ms;
+	o.share_headers = 1; /* never modified after this call */
 	/* The body goes on as the bytes that arrived, never parsed here. */
 	body = eb_bus_msg_body_bytes(h->msg, &len);
 	rv = eb_bus_request_raw(in->bus, EB_INGRESS_LEADER_ADDRESS, body, len,

@@ -333,6 +333,7 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = in->epoch; /* fenced at the receiver (rule 6) */
+	o.share_headers = 1; /* the stamped headers are never modified */
 	if (eb_bus_handler_count(in->bus, r->to) > 0) {
 		size_t      len;
 		const char *body = eb_bus_msg_body_bytes(msg, &len);
@@ -377,6 +378,7 @@ route_confirmed(eb_ingress *in, route_ctx *x)
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = x->st.epoch; /* fenced at every receiver (rule 6) */
+	o.share_headers = 1;   /* x->headers is never modified */
 	/* The bytes that arrived, never re-encoded. */
 	return x->publish ? eb_bus_publish_confirmed_raw(in->bus, x->to, body,
 	                        len, x->headers, &o, route_receipt_cb, x)

@@ -80,6 +80,13 @@ typedef struct eb_bus_send_opts {
 	 */
 	uint64_t epoch;
 	uint64_t receipt_timeout_ms; /* confirmed only; 0: the bus default */
+	/*
+	 * Non-zero: the message keeps the headers object by reference
+	 * (json_incref) instead of a copy. The caller promises never to
+	 * modify it afterwards (the ingress passes one shared object for
+	 * every forward; the link encoder then reuses its encoding).
+	 */
+	int share_headers;
 } eb_bus_send_opts;
 
 EB_API void eb_bus_opts_init(eb_bus_opts *opts);
