@@ -58,16 +58,20 @@ js_string(jscan *s, int *esc)
 static int
 js_skip(jscan *s)
 {
-	int depth = 0;
-	int esc;
+	const unsigned char *start = s->p;
+	int                  depth = 0;
+	int                  esc;
 
+	if (s->p >= s->end) {
+		return 0;
+	}
 	if (*s->p != '{' && *s->p != '[') {
 		while (s->p < s->end && *s->p != ',' && *s->p != '}' &&
 		       *s->p != ']' && *s->p != ' ' && *s->p != '\t' &&
 		       *s->p != '\n' && *s->p != '\r') {
 			s->p++;
 		}
-		return 1;
+		return s->p > start; /* an empty value is no value */
 	}
 	do {
 		if (s->p >= s->end) {

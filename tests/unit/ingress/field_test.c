@@ -153,6 +153,33 @@ random_value(unsigned *seed, int d)
 
 /* 20 000 random bodies in three encodings (compact, ASCII-escaped,
  * indented): every key agrees with the reference. */
+/* Cut bodies (the fuzzer found a read past the end after ':'): nothing. */
+static void
+test_truncated(void **state)
+{
+	static const char *const cut[] = { "{\"t\":", "{\"t\": ", "{\"t\"",
+		"{\"t", "{", "{\"t\":1", "{\"t\":\"x", "{\"t\":\"x\"",
+		"{\"t\":[1,", "{\"u\":,\"t\":1}", "{\"t\":\"\\" };
+	size_t                   i;
+
+	(void) state;
+	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+		char                   tmp[64];
+		char                  *heap = NULL;
+		eb__ingress_field_kind kind;
+		/* An exact-size copy, so ASan sees a read past the end. */
+		size_t n = strlen(cut[i]);
+		char  *p = malloc(n);
+
+		assert_non_null(p);
+		memcpy(p, cut[i], n);
+		assert_null(eb__ingress_field(
+		    p, n, "t", &kind, tmp, sizeof(tmp), &heap));
+		assert_int_equal(kind, EB__FIELD_NONE);
+		free(p);
+	}
+}
+
 static void
 test_random(void **state)
 {
@@ -189,6 +216,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_random),
 	};
 
