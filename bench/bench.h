@@ -46,6 +46,11 @@ typedef struct bench_opts {
 	double      warmup_s;
 	double      drain_s;
 	const char *address;
+	/* fire: the counting consumer's bridge port and address (default:
+	 * port and address; another node and the route target measure
+	 * ingress delivered through a cluster). */
+	int         sink_port;
+	const char *sink_address;
 	int         server_pid;
 	int         json;
 	int         responder;

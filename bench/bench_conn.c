@@ -395,7 +395,8 @@ conn_connect_cb(uv_connect_t *req, int status)
 	if (c->role == ROLE_SINK) {
 		n = snprintf(frame, sizeof(frame),
 		    "{\"type\":\"register\",\"address\":\"%s\"}",
-		    c->b->o.address);
+		    c->b->o.sink_address != NULL ? c->b->o.sink_address
+		                                 : c->b->o.address);
 		conn_append_frame(c, frame, (size_t) n);
 	}
 	conn_append_frame(c, PING, sizeof(PING) - 1);
@@ -408,10 +409,13 @@ int
 bench_conns_start(bench *b)
 {
 	struct sockaddr_in sa;
+	struct sockaddr_in ssa;
 	int                i;
 	int                rv;
 
-	if ((rv = uv_ip4_addr(b->o.host, b->o.port, &sa)) != 0) {
+	if ((rv = uv_ip4_addr(b->o.host, b->o.port, &sa)) != 0 ||
+	    (rv = uv_ip4_addr(b->o.host,
+	         b->o.sink_port > 0 ? b->o.sink_port : b->o.port, &ssa)) != 0) {
 		return rv;
 	}
 	for (i = 0; i < b->nconns; i++) {
@@ -423,8 +427,12 @@ bench_conns_start(bench *b)
 		c->tcp.data = c;
 		c->creq.data = c;
 		if ((rv = uv_tcp_connect(&c->creq, &c->tcp,
-		         (const struct sockaddr *) &sa, conn_connect_cb)) !=
-		    0) {
+		         (const struct sockaddr *) (c->role == ROLE_SINK &&
+		                                            b->o.mode ==
+		                                                BENCH_FIRE
+		                                        ? &ssa
+		                                        : &sa),
+		         conn_connect_cb)) != 0) {
 			return rv;
 		}
 	}
@@ -710,7 +718,9 @@ responder_main(void *arg)
 	c->tcp.data = c;
 	c->creq.data = c;
 	c->role = ROLE_RESPONDER;
-	if ((rv = uv_ip4_addr(r->o.host, r->o.port, &sa)) != 0 ||
+	/* --sink-port puts the responder on another node (cross-node). */
+	if ((rv = uv_ip4_addr(r->o.host,
+	         r->o.sink_port > 0 ? r->o.sink_port : r->o.port, &sa)) != 0 ||
 	    (rv = uv_tcp_connect(&c->creq, &c->tcp,
 	         (const struct sockaddr *) &sa, responder_connect_cb)) != 0) {
 		(void) fprintf(

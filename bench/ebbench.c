@@ -68,6 +68,10 @@ usage(FILE *out)
 	    "(bridges)\n"
 	    "      --server-pid PID    report server CPU/op and RSS\n"
 	    "      --sink-noread       fire/egress: consumers never read\n"
+	    "      --sink-port P       fire: the consumer's bridge port, "
+	    "rr/pipe:\n"
+	    "                          the --responder's (default -p)\n"
+	    "      --sink-address A    fire: the consumer's address (-a)\n"
 	    "      --settle SEC        then close, wait, report server RSS\n"
 	    "      --tls               TLS (no verification unless --ca)\n"
 	    "      --ca FILE           verify the server (implies --tls)\n"
@@ -176,6 +180,13 @@ text_opt(bench_opts *o, const char *a, const char *val, int *bad)
 		*bad = val == NULL || strchr(val, '"') != NULL ||
 		       strchr(val, '\\') != NULL;
 		o->address = val;
+	} else if (is_opt(a, NULL, "--sink-address")) {
+		*bad = val == NULL || strchr(val, '"') != NULL ||
+		       strchr(val, '\\') != NULL;
+		o->sink_address = val;
+	} else if (is_opt(a, NULL, "--sink-port")) {
+		*bad = val == NULL || atoi(val) <= 0 || atoi(val) > 65535;
+		o->sink_port = val != NULL ? atoi(val) : 0;
 	} else if (is_opt(a, NULL, "--ca")) {
 		o->ca = val;
 		o->tls = 1;

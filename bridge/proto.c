@@ -200,7 +200,6 @@ bframe_parse_slow(const char *p, size_t n, int strip_token, eb__bframe *f)
 /* ---- fast path: a scanner for the common, canonical frames ---- */
 
 #define FAST_MAX_DEPTH 32
-#define FAST_MAX_KEYS  16
 
 typedef struct fscan {
 	const unsigned char *p;
@@ -286,11 +285,59 @@ fs_plain_run(const unsigned char *p, const unsigned char *end)
 	return p;
 }
 
+static int
+fs_hex4(const unsigned char *p, unsigned *out)
+{
+	unsigned v = 0;
+	int      i;
+
+	for (i = 0; i < 4; i++) {
+		unsigned c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9') {
+			v |= c - '0';
+		} else if (c >= 'a' && c <= 'f') {
+			v |= c - 'a' + 10;
+		} else if (c >= 'A' && c <= 'F') {
+			v |= c - 'A' + 10;
+		} else {
+			return 0;
+		}
+	}
+	*out = v;
+	return 1;
+}
+
+/* A \uXXXX escape at s->p (a surrogate pair as two) as jansson accepts it
+ * (no \u0000, no lone surrogate): past it and 1, else 0. */
+static int
+fs_uescape(fscan *s)
+{
+	unsigned cp;
+	unsigned lo;
+
+	if (s->end - s->p < 6 || !fs_hex4(s->p + 2, &cp) || cp == 0 ||
+	    (cp >= 0xDC00u && cp <= 0xDFFFu)) {
+		return 0;
+	}
+	if (cp >= 0xD800u && cp <= 0xDBFFu) {
+		if (s->end - s->p < 12 || s->p[6] != '\\' || s->p[7] != 'u' ||
+		    !fs_hex4(s->p + 8, &lo) || lo < 0xDC00u || lo > 0xDFFFu) {
+			return 0;
+		}
+		s->p += 6;
+	}
+	s->p += 6;
+	return 1;
+}
+
 /*
  * A string at s->p whose text is its compact encoding: valid UTF-8, no
  * control characters, escapes (only when esc) limited to the ones jansson
- * writes itself (\" \\ \b \f \n \r \t). str and len: the bytes between the
- * quotes. 0: not such a string (the caller falls back).
+ * writes itself (\" \\ \b \f \n \r \t), and with esc 2 (a body value,
+ * passed on as written) also \/ and \uXXXX. str and len: the bytes between
+ * the quotes. 0: not such a string (the caller falls back).
  */
 static int
 fs_string(fscan *s, int esc, const char **str, size_t *len)
@@ -349,6 +396,17 @@ fs_string(fscan *s, int esc, const char **str, size_t *len)
 				return 0;
 			}
 			c = p[1];
+			if (c == 'u' || c == '/') {
+				/* Kept as written in a body value (esc 2);
+				 * jansson never writes them. */
+				if (esc != 2 || (c == 'u' && !fs_uescape(s))) {
+					return 0;
+				}
+				if (c == '/') {
+					s->p += 2;
+				}
+				continue;
+			}
 			if (c != '"' && c != '\\' && c != 'b' && c != 'f' &&
 			    c != 'n' && c != 'r' && c != 't') {
 				return 0;
@@ -369,33 +427,44 @@ fs_digit(const fscan *s)
 	return s->p < s->end && *s->p >= '0' && *s->p <= '9';
 }
 
-/* An integer as jansson prints it: 0 or -?[1-9][0-9]{0,17} (no -0, no
- * reals, nothing near the int64 limits). */
+/* A JSON number, kept as written (0.1, 1e-7, 1.0E10, -0, integers of any
+ * length): -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? and no digit or
+ * letter after it. */
 static int
-fs_int(fscan *s)
+fs_number(fscan *s)
 {
-	const unsigned char *d;
-	int                  neg = 0;
-
 	if (s->p < s->end && *s->p == '-') {
-		neg = 1;
 		s->p++;
 	}
 	if (!fs_digit(s)) {
 		return 0;
 	}
-	d = s->p;
 	if (*s->p == '0') {
-		if (neg) {
-			return 0; /* -0 prints as 0 */
-		}
 		s->p++;
 	} else {
 		while (fs_digit(s)) {
 			s->p++;
 		}
-		if (s->p - d > 18) {
+	}
+	if (s->p < s->end && *s->p == '.') {
+		s->p++;
+		if (!fs_digit(s)) {
 			return 0;
+		}
+		while (fs_digit(s)) {
+			s->p++;
+		}
+	}
+	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+		s->p++;
+		if (s->p < s->end && (*s->p == '+' || *s->p == '-')) {
+			s->p++;
+		}
+		if (!fs_digit(s)) {
+			return 0;
+		}
+		while (fs_digit(s)) {
+			s->p++;
 		}
 	}
 	return !(
@@ -424,13 +493,14 @@ fs_lit(fscan *s, const char *lit, size_t n)
 	return 1;
 }
 
+/* An object in a body: kept as written, so duplicate keys and any number
+ * of members pass as they came (jansson reads the same bytes the same way
+ * as the frame: the last duplicate wins). */
 static int
 fs_object(fscan *s, int depth)
 {
-	const char *keys[FAST_MAX_KEYS];
-	size_t      lens[FAST_MAX_KEYS];
-	size_t      nk = 0;
-	size_t      i;
+	const char *key;
+	size_t      len;
 
 	if (depth > FAST_MAX_DEPTH) {
 		return 0;
@@ -441,20 +511,8 @@ fs_object(fscan *s, int depth)
 		return 1;
 	}
 	for (;;) {
-		if (nk == FAST_MAX_KEYS ||
-		    !fs_string(s, 1, &keys[nk], &lens[nk])) {
-			return 0;
-		}
-		/* Equal text is an equal key: the escapes are canonical. */
-		for (i = 0; i < nk; i++) {
-			if (lens[i] == lens[nk] &&
-			    memcmp(keys[i], keys[nk], lens[i]) == 0) {
-				return 0; /* a duplicate: jansson keeps the last
-				           */
-			}
-		}
-		nk++;
-		if (!fs_ch(s, ':') || !fs_value(s, depth)) {
+		if (!fs_string(s, 2, &key, &len) || !fs_ch(s, ':') ||
+		    !fs_value(s, depth)) {
 			return 0;
 		}
 		if (fs_ch(s, '}')) {
@@ -489,7 +547,7 @@ fs_array(fscan *s, int depth)
 	}
 }
 
-/* A value in its compact canonical encoding (no whitespace). */
+/* A body value in compact form (no whitespace), taken as written. */
 static int
 fs_value(fscan *s, int depth)
 {
@@ -501,7 +559,7 @@ fs_value(fscan *s, int depth)
 	}
 	switch (*s->p) {
 	case '"':
-		return fs_string(s, 1, &str, &len);
+		return fs_string(s, 2, &str, &len);
 	case '{':
 		return fs_object(s, depth + 1);
 	case '[':
@@ -513,7 +571,7 @@ fs_value(fscan *s, int depth)
 	case 'n':
 		return fs_lit(s, "null", 4);
 	default:
-		return fs_int(s);
+		return fs_number(s);
 	}
 }
 

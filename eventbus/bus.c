@@ -98,7 +98,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	eb__hmap_init(&bus->reqs);
 	eb_list_init(&bus->deadlines);
 	eb_list_init(&bus->resolved);
-	eb_list_init(&bus->ready);
+	eb_list_init(&bus->fifo);
 	eb_list_init(&bus->reply_msgs);
 	eb_list_init(&bus->qfree);
 	/* Both inits cannot fail on a live loop; they are the last steps. */
@@ -195,21 +195,18 @@ bus_idle_cb(uv_idle_t *h)
 
 	bus->draining = 1;
 	if (!bus->closing) {
-		eb__bus_run_resolved(bus);
-	}
-	if (!bus->closing) {
 		eb__bus_rcpt_run_done(bus);
 	}
 	if (!bus->closing) {
-		eb__bus_deliver_ready(bus);
+		/* Replies and deliveries together, in arrival order. */
+		eb__bus_run_turn(bus);
 	}
 	bus->draining = 0;
 	if (bus->closing) {
 		bus_shutdown(bus);
 		return;
 	}
-	if (eb_list_empty(&bus->ready) && eb_list_empty(&bus->resolved) &&
-	    eb_list_empty(&bus->rcpt_done)) {
+	if (eb_list_empty(&bus->fifo) && eb_list_empty(&bus->rcpt_done)) {
 		bus->idle_active = 0;
 		(void) uv_idle_stop(&bus->idle);
 	}
@@ -333,7 +330,7 @@ int
 eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_send(bus, address, &b, headers, opts);
 }
@@ -343,7 +340,8 @@ eb_bus_send_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_send(bus, address, &b, headers, opts);
 }
@@ -407,7 +405,7 @@ int
 eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_publish(bus, address, &b, headers, opts);
 }
@@ -417,7 +415,8 @@ eb_bus_publish_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_publish(bus, address, &b, headers, opts);
 }
@@ -476,7 +475,7 @@ eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return bus_request(bus, address, &b, headers, opts, cb, arg);
 }
@@ -487,7 +486,8 @@ eb_bus_request_raw(eb_bus *bus, const char *address, const char *body,
     eb_bus_reply_cb cb, void *arg)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return bus_request(bus, address, &b, headers, opts, cb, arg);
 }
@@ -606,11 +606,10 @@ confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 }
 
 static int
-bus_confirmed(eb_bus *bus, const char *address, const json_t *body,
+bus_confirmed(eb_bus *bus, const char *address, const eb__bus_body *b,
     const json_t *headers, const eb_bus_send_opts *opts, int publish,
     eb_bus_receipt_cb cb, void *arg)
 {
-	eb__bus_body  b = { body, NULL, 0 };
 	eb_bus_msg   *msg;
 	eb__bus_rcpt *rc;
 	int           local_only = opts != NULL && opts->local_only;
@@ -619,7 +618,7 @@ bus_confirmed(eb_bus *bus, const char *address, const json_t *body,
 	if (cb == NULL) {
 		return UV_EINVAL;
 	}
-	rv = send_prepare(bus, address, &b, headers, !publish, &msg);
+	rv = send_prepare(bus, address, b, headers, !publish, &msg);
 	if (rv != 0) {
 		return rv;
 	}
@@ -647,7 +646,9 @@ eb_bus_send_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	return bus_confirmed(bus, address, body, headers, opts, 0, cb, arg);
+	eb__bus_body b = { body, NULL, 0, 0 };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
 }
 
 int
@@ -655,5 +656,31 @@ eb_bus_publish_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	return bus_confirmed(bus, address, body, headers, opts, 1, cb, arg);
+	eb__bus_body b = { body, NULL, 0, 0 };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
+}
+
+int
+eb_bus_send_confirmed_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_receipt_cb cb, void *arg)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
+}
+
+int
+eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
+    eb_bus_receipt_cb cb, void *arg)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
+
+	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
 }

@@ -3,10 +3,11 @@
  * queue and delivery from the bus's idle handle.
  *
  * Delivery is never re-entrant: a send only queues, and handlers run from
- * the idle callback. One turn delivers at most what each ready consumer had
- * queued when the turn began (capped), so a handler that sends to itself
- * cannot starve I/O. Per consumer the queue is FIFO, which gives the order
- * guarantee (one sender, one handler: send order).
+ * the idle callback. One turn runs at most what was due when the turn began
+ * (capped), so a handler that sends to itself cannot starve I/O. Per
+ * consumer the queue is FIFO, and deliveries and reply callbacks run from
+ * one bus-wide queue in arrival order (bus->fifo), which gives the order
+ * guarantee: one sender, one handler: send order, replies included.
  *
  * Overflow (queue_max reached): the message is not queued; a request is
  * failed at once (ERROR, EB_EFULL, "consumer queue full"), anything else is
@@ -23,16 +24,20 @@
 #include "common/alloc.h"
 #include "eventbus/eventbus_int.h"
 
-/* Deliveries per consumer per loop turn. */
-#define DELIVER_BUDGET 256u
+/* Deliveries and reply callbacks per loop turn (bus->fifo). */
+#define TURN_BUDGET 4096u
 
 static eb__bus_qent *
 qent_get(eb_bus *bus)
 {
 	eb_list *it = eb_list_first(&bus->qfree);
 
+	eb__bus_qent *q;
+
 	if (it == NULL) {
-		return eb__malloc(sizeof(eb__bus_qent));
+		q = eb__malloc(sizeof(eb__bus_qent));
+		eb_list_init(&q->turn.link);
+		return q;
 	}
 	eb_list_remove(it);
 	bus->nqfree--;
@@ -43,6 +48,7 @@ qent_get(eb_bus *bus)
 static void
 qent_put(eb_bus *bus, eb__bus_qent *q)
 {
+	eb_list_remove(&q->turn.link); /* off bus->fifo */
 	if (bus->nqfree >= EB__BUS_QFREE || bus->shut) {
 		free(q);
 		return;
@@ -86,7 +92,6 @@ eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
 	c->arg = arg;
 	c->local_only = local_only != 0;
 	eb_list_init(&c->queue);
-	eb_list_init(&c->ready_link);
 	eb_list_insert_tail(&a->consumers, &c->link);
 	a->n_local++;
 	if (c->local_only) {
@@ -123,7 +128,6 @@ eb__bus_consumer_free(eb_bus_consumer *c)
 		eb_bus_msg_release(q->msg);
 		qent_put(c->bus, q);
 	}
-	eb_list_remove(&c->ready_link);
 	free(c->address);
 	free(c);
 }
@@ -175,7 +179,6 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 	c->closed = 1;
 	c->addr = NULL;
 	eb_list_remove(&c->link);
-	eb_list_remove(&c->ready_link);
 	a->n_local--;
 	if (c->local_only) {
 		a->n_local_only--;
@@ -255,11 +258,11 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 		rc->targets++;
 		rc->pending++;
 	}
+	q->turn.c = c;
 	eb_list_insert_tail(&c->queue, &q->link);
-	if (c->qlen++ == 0) {
-		eb_list_insert_tail(&bus->ready, &c->ready_link);
-		eb__bus_wake(bus);
-	}
+	eb_list_insert_tail(&bus->fifo, &q->turn.link);
+	c->qlen++;
+	eb__bus_wake(bus);
 	return 0;
 }
 
@@ -313,41 +316,40 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	eb_bus_msg_release(m);
 }
 
+/*
+ * One loop turn: runs what is due on bus->fifo in arrival order, up to what
+ * was there when the turn began (a handler that sends to itself, or a
+ * reply that sends again, waits for the next turn: I/O is not starved) and
+ * at most TURN_BUDGET items.
+ */
 void
-eb__bus_deliver_ready(eb_bus *bus)
+eb__bus_run_turn(eb_bus *bus)
 {
-	eb_list  batch;
-	eb_list *it;
+	eb__bus_turn *mark = &bus->fifo_mark;
+	eb_list      *it;
+	uint32_t      n = 0;
 
-	if (eb_list_empty(&bus->ready)) {
+	if (eb_list_empty(&bus->fifo)) {
 		return;
 	}
-	/* Take the ready list: consumers that become ready during this turn
-	 * wait for the next one. */
-	batch.next = bus->ready.next;
-	batch.prev = bus->ready.prev;
-	batch.next->prev = &batch;
-	batch.prev->next = &batch;
-	eb_list_init(&bus->ready);
-	while ((it = eb_list_first(&batch)) != NULL && !bus->closing) {
-		eb_bus_consumer *c =
-		    EB_CONTAINER_OF(it, eb_bus_consumer, ready_link);
-		uint32_t n =
-		    c->qlen < DELIVER_BUDGET ? c->qlen : DELIVER_BUDGET;
+	mark->c = NULL;
+	eb_list_insert_tail(&bus->fifo, &mark->link);
+	while (!bus->closing && n++ < TURN_BUDGET &&
+	       (it = bus->fifo.next) != &mark->link) {
+		eb__bus_turn    *t = EB_CONTAINER_OF(it, eb__bus_turn, link);
+		eb_bus_consumer *c = t->c;
 
-		eb_list_remove(it);
-		while (n-- > 0 && !c->closed && c->qlen > 0 && !bus->closing) {
-			consumer_deliver_one(bus, c);
+		if (c == NULL) {
+			eb__bus_req_run(
+			    bus, EB_CONTAINER_OF(t, eb__bus_req, turn));
+			continue;
 		}
+		/* Per consumer the queue is FIFO and so is bus->fifo: the
+		 * entry is the head of its consumer's queue. */
+		consumer_deliver_one(bus, c);
 		if (c->closed) {
 			eb__bus_consumer_free(c); /* closed by its handler */
-		} else if (c->qlen > 0 && eb_list_empty(&c->ready_link)) {
-			eb_list_insert_tail(&bus->ready, &c->ready_link);
 		}
 	}
-	/* A close from a handler stops the turn: hand the rest back. */
-	while ((it = eb_list_first(&batch)) != NULL) {
-		eb_list_remove(it);
-		eb_list_insert_tail(&bus->ready, it);
-	}
+	eb_list_remove(&mark->link);
 }

@@ -8,15 +8,17 @@
  * one timer), and the per-address counters.
  *
  * Invariants:
- * - A consumer with queued messages is on bus->ready; the idle handle is
- *   active while bus->ready or bus->resolved is non-empty (or the bus is
- *   closing). Handlers and reply callbacks run only from that idle handle,
- *   never from inside an API call.
+ * - Every queued delivery and every resolved request is on bus->fifo in
+ *   arrival order; the idle handle is active while bus->fifo or
+ *   bus->rcpt_done is non-empty (or the bus is closing). Handlers and reply
+ *   callbacks run only from that idle handle, in bus->fifo order, never
+ *   from inside an API call.
  * - A pending request is in bus->reqs (by reply address), on
  *   bus->deadlines (a plain list, in no order) and in bus->rheap (the
  *   deadline min-heap behind the one timer) until it is resolved; then it is
- *   on bus->resolved, out of the map and the heap (a late reply finds
- *   nothing), until its callback ran. bus->reqs.count <= bus->max_reqs.
+ *   on bus->resolved and bus->fifo, out of the map and the heap (a late
+ *   reply finds nothing), until its callback ran. A request refused at the
+ *   cap is never in the map or the heap. bus->reqs.count <= bus->max_reqs.
  * - A message that expects a reply (reply_address != NULL) is on
  *   bus->reply_msgs while msg->bus is set; eb_bus_close detaches them, so a
  *   message held past the bus answers EB_ECLOSED instead of touching it.
@@ -90,11 +92,10 @@ struct eb_bus_msg {
 /* ---- consumers ---- */
 
 struct eb_bus_consumer {
-	eb_list           link;       /* in addr->consumers */
-	eb_list           ready_link; /* in bus->ready while queue non-empty */
-	eb_bus           *bus;        /* borrowed */
-	eb__bus_addr     *addr;       /* borrowed; NULL once closed */
-	char             *address;    /* owned copy */
+	eb_list           link;    /* in addr->consumers */
+	eb_bus           *bus;     /* borrowed */
+	eb__bus_addr     *addr;    /* borrowed; NULL once closed */
+	char             *address; /* owned copy */
 	eb_bus_handler_fn fn;
 	void             *arg;
 	int               local_only;
@@ -108,7 +109,20 @@ struct eb_bus_consumer {
 
 typedef struct eb__bus_rcpt eb__bus_rcpt;
 
+/*
+ * One thing a loop turn hands to user code, on bus->fifo in arrival order:
+ * a queued consumer delivery (a qent) or a resolved request whose callback
+ * is due. One queue for both keeps FIFO per sender across sends,
+ * publishes and replies (a reply never overtakes an earlier message that
+ * arrived in the same turn, e.g. two frames in one read).
+ */
+typedef struct eb__bus_turn {
+	eb_list          link; /* bus->fifo; self-linked when off it */
+	eb_bus_consumer *c;    /* a qent's consumer; NULL: a request */
+} eb__bus_turn;
+
 typedef struct eb__bus_qent {
+	eb__bus_turn  turn;
 	eb_list       link;
 	eb_bus_msg   *msg; /* held */
 	eb__bus_rcpt *rc;  /* the receipt this delivery counts for, or NULL */
@@ -123,6 +137,7 @@ typedef struct eb__bus_qent {
 typedef struct eb__bus_req {
 	eb__hent        hent;
 	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
+	eb__bus_turn    turn;    /* on bus->fifo while resolved */
 	eb_list         link;    /* bus->deadlines, then bus->resolved */
 	char           *address; /* owned: where the request went */
 	uint64_t        timeout_ms;
@@ -237,7 +252,8 @@ struct eb_bus {
 	uint64_t         reqs_refused;    /* requests refused at max_reqs */
 	char             refuse_text[80]; /* their failure message */
 	eb_list          resolved;
-	eb_list          ready;
+	eb_list          fifo;      /* of eb__bus_turn: due, in arrival order */
+	eb__bus_turn     fifo_mark; /* on fifo during a turn: where it ends */
 	eb_list          reply_msgs;
 	uint64_t         next_req_id;
 	uv_idle_t        idle;
@@ -296,6 +312,7 @@ typedef struct eb__bus_body {
 	const json_t *json;
 	const char   *raw;
 	size_t        raw_len;
+	int           share_headers; /* eb_bus_send_opts.share_headers */
 } eb__bus_body;
 /* eb__bus_msg_new for either kind of body. */
 int eb__bus_msg_make(const char *address, const eb__bus_body *body,
@@ -317,7 +334,7 @@ int eb__bus_consumer_push(
 /* The next local consumer of a in round robin order, skipping local-only
  * ones when remote_sender; NULL when none. */
 eb_bus_consumer *eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender);
-void             eb__bus_deliver_ready(eb_bus *bus);
+void             eb__bus_run_turn(eb_bus *bus);
 void             eb__bus_consumer_free(eb_bus_consumer *c);
 /* Frees the spare queue entries (bus close). */
 void eb__bus_qent_pool_free(eb_bus *bus);
@@ -332,7 +349,8 @@ void eb__bus_req_reply(eb_bus *bus, eb__bus_req *r, eb_bus_msg *reply);
 void eb__bus_req_fail(eb_bus *bus, eb__bus_req *r, int status,
     eb_bus_failure_type type, int code, const char *message);
 void eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r);
-void eb__bus_run_resolved(eb_bus *bus);
+/* Runs a resolved request's callback (from bus->fifo) and frees it. */
+void eb__bus_req_run(eb_bus *bus, eb__bus_req *r);
 void eb__bus_req_cancel_all(eb_bus *bus);
 void eb__bus_timer_update(eb_bus *bus);
 /* The deadline heap (exposed for its unit test). push: r not in h; remove:

@@ -75,10 +75,17 @@ msg_set_body(eb_bus_msg *m, const char *body, size_t body_len)
 }
 
 static int
-msg_set_headers(eb_bus_msg *m, const json_t *headers, json_t *empty)
+msg_set_headers(eb_bus_msg *m, const json_t *headers, json_t *empty, int share)
 {
+	json_t *h;
+
 	if (headers == NULL || json_object_size(headers) == 0) {
 		m->headers = json_incref(empty); /* shared, never modified */
+	} else if (share) {
+		/* The caller promised it stays unmodified: hold, not copy.
+		 * (json_incref takes a non-const pointer; it only counts.) */
+		memcpy(&h, &headers, sizeof(h));
+		m->headers = json_incref(h);
 	} else if ((m->headers = json_deep_copy(headers)) == NULL) {
 		return UV_ENOMEM;
 	}
@@ -111,7 +118,7 @@ eb__bus_msg_new(const char *address, const json_t *body, const json_t *headers,
 		m->body_len = 4;
 		m->body_parsed = 1; /* body_json stays NULL */
 	}
-	if (msg_set_headers(m, headers, empty) != 0) {
+	if (msg_set_headers(m, headers, empty, 0) != 0) {
 		eb_bus_msg_release(m);
 		return UV_ENOMEM;
 	}
@@ -129,6 +136,7 @@ eb__bus_msg_make(const char *address, const eb__bus_body *body,
 	int         rv;
 
 	if (raw == NULL) {
+		/* share_headers applies to raw bodies only (the _raw API). */
 		return eb__bus_msg_new(
 		    address, body->json, headers, empty, is_send, msgp);
 	}
@@ -141,7 +149,7 @@ eb__bus_msg_make(const char *address, const eb__bus_body *body,
 	}
 	m = msg_alloc(address, is_send, len);
 	msg_set_body(m, raw, len);
-	if (msg_set_headers(m, headers, empty) != 0) {
+	if (msg_set_headers(m, headers, empty, body->share_headers) != 0) {
 		eb_bus_msg_release(m);
 		return UV_ENOMEM;
 	}

@@ -26,6 +26,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/dec.h"
 #include "eventbus/eventbus_int.h"
 
 static void rtimer_cb(uv_timer_t *t);
@@ -256,7 +257,7 @@ eb__bus_rcpt_forward(
 	}
 	u = eb__calloc(1, sizeof(*u));
 	u->id = id;
-	(void) snprintf(u->key, sizeof(u->key), "%" PRIu64, id);
+	(void) eb__dec_u64(u->key, id);
 	u->hent.key = u->key;
 	u->peer = node;
 	u->rc = rc;
@@ -275,7 +276,7 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
 	eb__bus_runit *u;
 	int            first;
 
-	(void) snprintf(key, sizeof(key), "%" PRIu64, id);
+	(void) eb__dec_u64(key, id);
 	e = eb__hmap_get(&bus->runit_map, key);
 	u = e != NULL ? EB_CONTAINER_OF(e, eb__bus_runit, hent) : NULL;
 	if (u == NULL || u->peer != peer) {

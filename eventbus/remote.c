@@ -73,7 +73,23 @@ typedef struct bus_remote {
 	eb_bus      *bus;   /* borrowed */
 	eb_link_mgr *mgr;   /* borrowed; NULL once it detached */
 	eb_list      peers; /* of up_peer, owned */
+	/* The last headers decoded and their bytes (owned): consecutive
+	 * messages often carry the same headers (every ingress forward from
+	 * one node: {"ebnode.entry": its id}), shared like empty_headers
+	 * (message headers are never modified) instead of parsed again. */
+	char   *hdr_bytes;
+	size_t  hdr_len;
+	json_t *hdr;
+	/* The last headers object encoded (held) and its encoding (owned):
+	 * a shared object (eb_bus_send_opts.share_headers, e.g. every ingress
+	 * forward of one node) is dumped once. */
+	json_t *enc_hdr;
+	char   *enc_bytes;
+	size_t  enc_len;
 } bus_remote;
+
+/* Headers up to this size are remembered for the next message. */
+#define HDR_CACHE_MAX 512u
 
 /* ---- per-address interest ---- */
 
@@ -145,21 +161,41 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 /* ---- frame writers ---- */
 
 static void
-put_msg_parts(eb__buf *b, const eb_bus_msg *msg)
+put_body(eb__buf *b, const eb_bus_msg *msg)
 {
-	char *h;
+	eb__link_put_bytes32(b, msg->body, msg->body_len);
+}
+
+static void
+put_msg_parts(bus_remote *st, eb__buf *b, const eb_bus_msg *msg)
+{
+	char  *h;
+	size_t n;
 
 	if (json_object_size(msg->headers) == 0) {
 		eb__link_put_bytes32(b, "{}", 2); /* the common case: no dump */
+	} else if (msg->headers == st->enc_hdr) {
+		/* Message headers are never modified: the same object, the
+		 * same bytes. */
+		eb__link_put_bytes32(b, st->enc_bytes, st->enc_len);
 	} else {
 		/* Headers are a checked object of strings: dumping cannot
 		 * fail short of memory, and then "{}" is the safe fallback. */
 		h = json_dumps(msg->headers, JSON_COMPACT);
-		eb__link_put_bytes32(
-		    b, h != NULL ? h : "{}", h != NULL ? strlen(h) : 2);
+		n = h != NULL ? strlen(h) : 2;
+		eb__link_put_bytes32(b, h != NULL ? h : "{}", n);
+		if (h != NULL && n <= HDR_CACHE_MAX) {
+			json_decref(st->enc_hdr);
+			free(st->enc_bytes);
+			st->enc_hdr = json_incref(msg->headers);
+			st->enc_bytes = h;
+			st->enc_len = n;
+			put_body(b, msg);
+			return;
+		}
 		free(h);
 	}
-	eb__link_put_bytes32(b, msg->body, msg->body_len);
+	put_body(b, msg);
 }
 
 static void
@@ -213,7 +249,7 @@ remote_forward(
 	/* For a reply, msg->address is the requester's reply address. */
 	(void) eb__link_put_str16(b, msg->address, alen);
 	(void) eb__link_put_str16(b, ra, rlen);
-	put_msg_parts(b, msg);
+	put_msg_parts(st, b, msg);
 	return eb__link_frame_end(st->mgr, node);
 }
 
@@ -537,10 +573,21 @@ rd_headers(bus_remote *st, eb__link_rd *r)
 	if (n == 2 && memcmp(p, "{}", 2) == 0) {
 		return json_incref(st->bus->empty_headers);
 	}
+	if (st->hdr != NULL && n == st->hdr_len &&
+	    memcmp(p, st->hdr_bytes, n) == 0) {
+		return json_incref(st->hdr);
+	}
 	h = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
 	if (h != NULL && eb__bus_headers_check(h) != 0) {
 		json_decref(h);
 		h = NULL;
+	}
+	if (h != NULL && n <= HDR_CACHE_MAX) {
+		json_decref(st->hdr);
+		st->hdr_bytes = eb__realloc(st->hdr_bytes, n);
+		memcpy(st->hdr_bytes, p, n);
+		st->hdr_len = n;
+		st->hdr = json_incref(h);
 	}
 	return h;
 }
@@ -822,6 +869,12 @@ eb__bus_remote_free(eb_bus *bus)
 			free(u->node_id);
 			free(u);
 		}
+	}
+	if (st != NULL) {
+		json_decref(st->hdr);
+		free(st->hdr_bytes);
+		json_decref(st->enc_hdr);
+		free(st->enc_bytes);
 	}
 	free(st);
 	bus->rctx = NULL;

@@ -19,6 +19,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/dec.h"
 #include "eventbus/eventbus_int.h"
 
 /* ---- the deadline heap ---- */
@@ -155,6 +156,7 @@ req_refuse(eb_bus *bus, eb__bus_req *r)
 	r->failure.message = bus->refuse_text; /* r->fmsg stays NULL */
 	bus->totals.failed++;
 	eb_list_insert_tail(&bus->resolved, &r->link);
+	eb_list_insert_tail(&bus->fifo, &r->turn.link); /* callback order */
 	eb__bus_wake(bus);
 }
 
@@ -164,8 +166,12 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 {
 	eb__bus_req *r = eb__calloc(1, sizeof(*r));
 
-	(void) snprintf(r->reply_address, sizeof(r->reply_address),
-	    EB_BUS_REPLY_PREFIX "%" PRIu64, ++bus->next_req_id);
+	eb_list_init(&r->turn.link);
+	/* Prefix (15) + at most 20 digits fit EB_BUS_REPLY_ADDR_MAX. */
+	memcpy(r->reply_address, EB_BUS_REPLY_PREFIX,
+	    sizeof(EB_BUS_REPLY_PREFIX) - 1);
+	(void) eb__dec_u64(r->reply_address + sizeof(EB_BUS_REPLY_PREFIX) - 1,
+	    ++bus->next_req_id);
 	r->seq = bus->next_req_id;
 	r->hent.key = r->reply_address;
 	r->cb = cb;
@@ -213,6 +219,7 @@ req_resolve(eb_bus *bus, eb__bus_req *r)
 	eb__bus_reqheap_remove(&bus->rheap, r);
 	eb_list_remove(&r->link);
 	eb_list_insert_tail(&bus->resolved, &r->link);
+	eb_list_insert_tail(&bus->fifo, &r->turn.link);
 	if (was_first) {
 		eb__bus_timer_update(bus);
 	}
@@ -271,6 +278,7 @@ eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r)
 static void
 req_free(eb__bus_req *r)
 {
+	eb_list_remove(&r->turn.link);
 	eb_bus_msg_release(r->reply);
 	free(r->fmsg);
 	free(r->address);
@@ -278,32 +286,13 @@ req_free(eb__bus_req *r)
 }
 
 void
-eb__bus_run_resolved(eb_bus *bus)
+eb__bus_req_run(eb_bus *bus, eb__bus_req *r)
 {
-	eb_list  batch;
-	eb_list *it;
-
-	if (eb_list_empty(&bus->resolved)) {
-		return;
-	}
-	batch.next = bus->resolved.next;
-	batch.prev = bus->resolved.prev;
-	batch.next->prev = &batch;
-	batch.prev->next = &batch;
-	eb_list_init(&bus->resolved);
-	while ((it = eb_list_first(&batch)) != NULL) {
-		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
-
-		eb_list_remove(it);
-		if (bus->closing) {
-			/* eb_bus_close() came first: cancel below, once. */
-			eb_list_insert_tail(&bus->resolved, it);
-			continue;
-		}
-		r->cb(bus, r->status, r->reply,
-		    r->status == 0 ? NULL : &r->failure, r->arg);
-		req_free(r);
-	}
+	eb_list_remove(&r->link); /* off bus->resolved */
+	eb_list_remove(&r->turn.link);
+	r->cb(bus, r->status, r->reply, r->status == 0 ? NULL : &r->failure,
+	    r->arg);
+	req_free(r);
 }
 
 void
@@ -496,7 +485,7 @@ int
 eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_body b = { body, NULL, 0 };
+	eb__bus_body b = { body, NULL, 0, 0 };
 
 	return msg_reply(msg, &b, headers, opts, cb, arg);
 }
@@ -507,7 +496,8 @@ eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body, size_t body_len,
     void *arg)
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4 };
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
 
 	return msg_reply(msg, &b, headers, opts, cb, arg);
 }

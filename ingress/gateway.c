@@ -95,6 +95,8 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 {
 	eb_bus_send_opts o;
 	json_t          *headers;
+	const char      *body;
+	size_t           len;
 	int              rv;
 
 	/* The bus answers a request without handlers asynchronously; ask
@@ -102,18 +104,27 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	if (eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) == 0) {
 		return EB_ENOHANDLERS;
 	}
-	headers = json_deep_copy(eb_bus_msg_headers(h->msg));
-	if (headers == NULL) {
-		headers = json_object();
-	}
-	if (json_object_get(headers, EB_INGRESS_HDR_ENTRY) == NULL) {
-		(void) json_object_set_new(headers, EB_INGRESS_HDR_ENTRY,
-		    json_string(eb_bus_node_id(in->bus)));
+	if (json_object_size(eb_bus_msg_headers(h->msg)) == 0) {
+		if (in->entry_headers == NULL) {
+			in->entry_headers = json_pack("{s:s}",
+			    EB_INGRESS_HDR_ENTRY, eb_bus_node_id(in->bus));
+		}
+		headers = json_incref(in->entry_headers);
+	} else {
+		headers = json_deep_copy(eb_bus_msg_headers(h->msg));
+		if (json_object_get(headers, EB_INGRESS_HDR_ENTRY) == NULL) {
+			(void) json_object_set_new(headers,
+			    EB_INGRESS_HDR_ENTRY,
+			    json_string(eb_bus_node_id(in->bus)));
+		}
 	}
 	eb_bus_send_opts_init(&o);
 	o.timeout_ms = in->timeout_ms;
-	rv = eb_bus_request(in->bus, EB_INGRESS_LEADER_ADDRESS,
-	    eb_bus_msg_body(h->msg), headers, &o, forward_cb, h);
+	o.share_headers = 1; /* never modified after this call */
+	/* The body goes on as the bytes that arrived, never parsed here. */
+	body = eb_bus_msg_body_bytes(h->msg, &len);
+	rv = eb_bus_request_raw(in->bus, EB_INGRESS_LEADER_ADDRESS, body, len,
+	    headers, &o, forward_cb, h);
 	json_decref(headers);
 	if (rv == 0) {
 		eb_list_insert_tail(&in->inflight, &h->link);
@@ -165,16 +176,22 @@ retryable(int status, const eb_bus_failure *failure)
 static int
 ack_fenced(eb_ingress *in, eb_bus_msg *reply)
 {
-	const json_t *b = eb_bus_msg_body(reply);
-	const json_t *e =
-	    json_is_object(b) ? json_object_get(b, "epoch") : NULL;
-	uint64_t epoch;
-	uint64_t fence = eb_bus_fence(in->bus);
+	size_t                 len;
+	const char            *b = eb_bus_msg_body_bytes(reply, &len);
+	char                   tmp[32];
+	char                  *heap;
+	eb__ingress_field_kind kind;
+	const char            *e;
+	uint64_t               epoch;
+	uint64_t               fence = eb_bus_fence(in->bus);
 
-	if (!json_is_integer(e) || json_integer_value(e) <= 0) {
+	/* Only the stamp is read from the acknowledgement, not parsed whole. */
+	e = eb__ingress_field(b, len, "epoch", &kind, tmp, sizeof(tmp), &heap);
+	free(heap);
+	if (kind != EB__FIELD_INT || e[0] == '-' || e[0] == '0') {
 		return 0; /* a custom handler's or relayed reply: no stamp */
 	}
-	epoch = (uint64_t) json_integer_value(e);
+	epoch = strtoull(e, NULL, 10);
 	if (epoch >= fence) {
 		eb_bus_fence_raise(in->bus, epoch);
 		return 0;
@@ -224,7 +241,10 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		in->st.acked++;
 		record_latency(in, h);
 		if (eb_bus_msg_reply_address(h->msg) != NULL) {
-			(void) eb_bus_msg_reply(h->msg, eb_bus_msg_body(reply),
+			size_t      len;
+			const char *body = eb_bus_msg_body_bytes(reply, &len);
+
+			(void) eb_bus_msg_reply_raw(h->msg, body, len,
 			    eb_bus_msg_headers(reply), NULL, NULL, NULL);
 		}
 		held_free(h);

@@ -159,6 +159,7 @@ timer_closed_cb(uv_handle_t *h)
 		in->close_cb(in, in->close_arg);
 	}
 	eb__ingress_rules_free(in);
+	json_decref(in->entry_headers);
 	free(in->address);
 	free(in);
 }

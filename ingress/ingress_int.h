@@ -71,9 +71,32 @@ struct eb_ingress {
 	void               *close_arg;
 	eb_ingress_stats    st;
 	char                fenced_why[200]; /* the last fenced ack's text */
+	/* {entry: this node}, made once: the headers of every forward whose
+	 * message came without headers (most), instead of a copy each. */
+	json_t *entry_headers;
 	/* Gateway receipt to the answer (ack or failure), every message. */
 	eb__hist latency;
 };
+
+typedef enum eb__ingress_field_kind {
+	EB__FIELD_NONE = 0, /* absent, not an object, or another kind */
+	EB__FIELD_STRING,
+	EB__FIELD_INT,
+	EB__FIELD_BOOL
+} eb__ingress_field_kind;
+
+/*
+ * The top-level member key of a body given as its JSON encoding (body,
+ * len), as text: a string unescaped, an integer printed as jansson prints
+ * it, "true"/"false"; NULL (kind NONE) when absent, the body is no object,
+ * or the value is of another kind (a real, null, an array, an object, an
+ * integer beyond 64 bits). The last of duplicate keys counts (jansson).
+ * The top level is scanned once (nested values are skipped, not parsed),
+ * and only the returned value is decoded. tmp (n >= 32 bytes) holds the
+ * text when it fits; else *heap does (the caller frees it; NULL otherwise).
+ */
+const char *eb__ingress_field(const char *body, size_t len, const char *key,
+    eb__ingress_field_kind *kind, char *tmp, size_t n, char **heap);
 
 typedef struct eb__ingress_held {
 	eb_list     link;     /* in->held or in->inflight */

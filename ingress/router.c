@@ -20,7 +20,6 @@
  * confirmed (its sender got a failure; it may still have been delivered).
  * Loop thread only.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/dec.h"
 #include "ingress/ingress_int.h"
 
 static void
@@ -149,77 +149,129 @@ eb__ingress_rules_copy(
 	return 0;
 }
 
-/* The value a rule looks at, as text; NULL when absent or not scalar. */
+/*
+ * The text a rule looks at, NULL when absent or not a string, integer or
+ * boolean. A body field is read from the body's bytes (field.c): nothing
+ * else of the body is parsed, and the text is kept in c for the next rule
+ * on the same field, so each field is extracted once per message.
+ */
+typedef struct subject_cache {
+	const char *field; /* the rule's field name, NULL: nothing cached */
+	const char *text;
+	char       *heap; /* owned: a long decoded string */
+	char        tmp[64];
+} subject_cache;
+
 static const char *
-rule_subject(const eb__ingress_rule *r, eb_bus_msg *msg, char *tmp, size_t n)
+rule_subject(const eb__ingress_rule *r, eb_bus_msg *msg, subject_cache *c)
 {
-	const json_t *v;
-	const json_t *body;
+	const json_t          *v;
+	const char            *body;
+	size_t                 len;
+	eb__ingress_field_kind kind;
 
 	if (r->header != NULL) {
+		/* Headers are strings (eb__bus_headers_check). */
 		v = json_object_get(eb_bus_msg_headers(msg), r->header);
-	} else {
-		body = eb_bus_msg_body(msg);
-		v = json_is_object(body) ? json_object_get(body, r->field)
-		                         : NULL;
+		return json_is_string(v) ? json_string_value(v) : NULL;
 	}
-	if (json_is_string(v)) {
-		return json_string_value(v);
+	if (c->field != NULL && strcmp(c->field, r->field) == 0) {
+		return c->text;
 	}
-	if (json_is_integer(v)) {
-		(void) snprintf(
-		    tmp, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return tmp;
-	}
-	if (json_is_boolean(v)) {
-		return json_is_true(v) ? "true" : "false";
-	}
-	return NULL;
+	free(c->heap);
+	body = eb_bus_msg_body_bytes(msg, &len);
+	c->field = r->field;
+	c->text = eb__ingress_field(
+	    body, len, r->field, &kind, c->tmp, sizeof(c->tmp), &c->heap);
+	return c->text;
 }
 
 static const eb__ingress_rule *
 route_pick(eb_ingress *in, eb_bus_msg *msg)
 {
-	char        tmp[32];
-	const char *s;
-	size_t      i;
+	subject_cache           c = { NULL, NULL, NULL, { 0 } };
+	const eb__ingress_rule *found = in->default_rule;
+	const char             *s;
+	size_t                  i;
 
 	for (i = 0; i < in->rule_count; i++) {
 		const eb__ingress_rule *r = &in->rules[i];
+		int                     hit = 0;
 
-		s = rule_subject(r, msg, tmp, sizeof(tmp));
+		s = rule_subject(r, msg, &c);
 		if (s == NULL) {
 			continue;
 		}
 		switch (r->match) {
 		case EB_INGRESS_MATCH_EQUALS:
-			if (strcmp(s, r->value) == 0) {
-				return r;
-			}
+			hit = strcmp(s, r->value) == 0;
 			break;
 		case EB_INGRESS_MATCH_PREFIX:
-			if (strncmp(s, r->value, strlen(r->value)) == 0) {
-				return r;
-			}
+			hit = strncmp(s, r->value, strlen(r->value)) == 0;
 			break;
 		case EB_INGRESS_MATCH_REGEX:
-			if (regexec(&r->re, s, 0, NULL, 0) == 0) {
-				return r;
-			}
+			hit = regexec(&r->re, s, 0, NULL, 0) == 0;
+			break;
+		}
+		if (hit) {
+			found = r;
 			break;
 		}
 	}
-	return in->default_rule;
+	free(c.heap);
+	return found;
+}
+
+/* 1 when s needs no escaping inside a JSON string. */
+static int
+json_plain(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((unsigned char) *s < 0x20 || *s == '"' || *s == '\\') {
+			return 0;
+		}
+	}
+	return 1;
 }
 
 int
 eb_ingress_ack(eb_bus_msg *msg, const eb_ingress_stamp *stamp, const char *to)
 {
+	char    buf[256];
 	json_t *ack;
+	size_t  n;
 	int     rv;
 
 	if (eb_bus_msg_reply_address(msg) == NULL) {
 		return 0; /* nobody asked */
+	}
+	/* From a template: the bytes jansson would write for the same object
+	 * (compact, this key order), without building one. */
+	if ((to == NULL || (json_plain(to) && strlen(to) < sizeof(buf) - 80)) &&
+	    stamp->epoch <= (uint64_t) INT64_MAX &&
+	    stamp->seq <= (uint64_t) INT64_MAX) {
+		static const char h1[] = "{\"status\":\"ok\",\"epoch\":";
+		static const char h2[] = ",\"seq\":";
+		static const char h3[] = ",\"to\":\"";
+		char             *p = buf;
+
+		memcpy(p, h1, sizeof(h1) - 1);
+		p += sizeof(h1) - 1;
+		p += eb__dec_u64(p, stamp->epoch);
+		memcpy(p, h2, sizeof(h2) - 1);
+		p += sizeof(h2) - 1;
+		p += eb__dec_u64(p, stamp->seq);
+		if (to != NULL) {
+			n = strlen(to);
+			memcpy(p, h3, sizeof(h3) - 1);
+			p += sizeof(h3) - 1;
+			memcpy(p, to, n);
+			p += n;
+			*p++ = '"';
+		}
+		*p++ = '}';
+		return eb_bus_msg_reply_raw(
+		    msg, buf, (size_t) (p - buf), NULL, NULL, NULL, NULL);
 	}
 	ack = json_pack("{s:s,s:I,s:I}", "status", "ok", "epoch",
 	    (json_int_t) stamp->epoch, "seq", (json_int_t) stamp->seq);
@@ -240,9 +292,9 @@ stamped_headers(eb_bus_msg *msg, const eb_ingress_stamp *st)
 	if (h == NULL) {
 		h = json_object();
 	}
-	(void) snprintf(num, sizeof(num), "%" PRIu64, st->epoch);
+	(void) eb__dec_u64(num, st->epoch);
 	(void) json_object_set_new(h, EB_INGRESS_HDR_EPOCH, json_string(num));
-	(void) snprintf(num, sizeof(num), "%" PRIu64, st->seq);
+	(void) eb__dec_u64(num, st->seq);
 	(void) json_object_set_new(h, EB_INGRESS_HDR_SEQ, json_string(num));
 	(void) json_object_set_new(
 	    h, EB_INGRESS_HDR_ENTRY, json_string(st->entry_node));
@@ -257,7 +309,10 @@ relay_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 
 	(void) bus;
 	if (status == 0) {
-		(void) eb_bus_msg_reply(msg, eb_bus_msg_body(reply),
+		size_t      len;
+		const char *body = eb_bus_msg_body_bytes(reply, &len);
+
+		(void) eb_bus_msg_reply_raw(msg, body, len,
 		    eb_bus_msg_headers(reply), NULL, NULL, NULL);
 	} else {
 		(void) eb_bus_msg_fail(msg,
@@ -278,9 +333,13 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = in->epoch; /* fenced at the receiver (rule 6) */
+	o.share_headers = 1; /* the stamped headers are never modified */
 	if (eb_bus_handler_count(in->bus, r->to) > 0) {
-		rv = eb_bus_request(in->bus, r->to, eb_bus_msg_body(msg),
-		    headers, &o, relay_cb, eb_bus_msg_hold(msg));
+		size_t      len;
+		const char *body = eb_bus_msg_body_bytes(msg, &len);
+
+		rv = eb_bus_request_raw(in->bus, r->to, body, len, headers, &o,
+		    relay_cb, eb_bus_msg_hold(msg));
 		if (rv != 0) {
 			eb_bus_msg_release(msg);
 		}
@@ -314,15 +373,17 @@ static int
 route_confirmed(eb_ingress *in, route_ctx *x)
 {
 	eb_bus_send_opts o;
+	size_t           len;
+	const char      *body = eb_bus_msg_body_bytes(x->msg, &len);
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = x->st.epoch; /* fenced at every receiver (rule 6) */
-	return x->publish ? eb_bus_publish_confirmed(in->bus, x->to,
-	                        eb_bus_msg_body(x->msg), x->headers, &o,
-	                        route_receipt_cb, x)
-	                  : eb_bus_send_confirmed(in->bus, x->to,
-	                        eb_bus_msg_body(x->msg), x->headers, &o,
-	                        route_receipt_cb, x);
+	o.share_headers = 1;   /* x->headers is never modified */
+	/* The bytes that arrived, never re-encoded. */
+	return x->publish ? eb_bus_publish_confirmed_raw(in->bus, x->to, body,
+	                        len, x->headers, &o, route_receipt_cb, x)
+	                  : eb_bus_send_confirmed_raw(in->bus, x->to, body, len,
+	                        x->headers, &o, route_receipt_cb, x);
 }
 
 static void

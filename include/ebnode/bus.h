@@ -89,6 +89,13 @@ typedef struct eb_bus_send_opts {
 	 */
 	uint64_t epoch;
 	uint64_t receipt_timeout_ms; /* confirmed only; 0: the bus default */
+	/*
+	 * Non-zero: the message keeps the headers object by reference
+	 * (json_incref) instead of a copy. The caller promises never to
+	 * modify it afterwards (the ingress passes one shared object for
+	 * every forward; the link encoder then reuses its encoding).
+	 */
+	int share_headers;
 } eb_bus_send_opts;
 
 EB_API void eb_bus_opts_init(eb_bus_opts *opts);
@@ -201,16 +208,26 @@ EB_API int eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
     void *arg);
 
 /*
- * The same with the body given as its encoding, used verbatim (the bridge
- * passes a client's body through without a parse/dump cycle): body_len
- * bytes that json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) produces for
- * some value v; the caller guarantees it. NULL or "null": a null body.
+ * The same with the body given as its encoding, used verbatim and never
+ * re-encoded (the bridge passes a client's body through as the bytes that
+ * arrived; the ingress forwards them): body_len bytes of one valid JSON
+ * value without insignificant whitespace; the caller guarantees it. Numbers
+ * and string escapes stay as written (0.1, 1e-7, "\u00e9", integers beyond
+ * 64 bits), so eb_bus_msg_body() may read such a body as null (jansson
+ * cannot hold it) while the bytes travel intact. NULL or "null": a null
+ * body.
  */
 EB_API int eb_bus_send_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts);
 EB_API int eb_bus_publish_raw(eb_bus *bus, const char *address,
     const char *body, size_t body_len, const json_t *headers,
     const eb_bus_send_opts *opts);
+EB_API int eb_bus_send_confirmed_raw(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const json_t *headers,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg);
+EB_API int eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const json_t *headers,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg);
 EB_API int eb_bus_request_raw(eb_bus *bus, const char *address,
     const char *body, size_t body_len, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg);

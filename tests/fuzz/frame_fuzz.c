@@ -45,7 +45,6 @@ static void
 compare_fast(const char *p, uint32_t n, int strip, const eb__bframe *f)
 {
 	eb__bframe g;
-	char      *body;
 
 	if (eb__bframe_parse_ex(p, n, strip, 1, &g) != 0) {
 		abort(); /* strict took it: the fast path must too */
@@ -61,16 +60,19 @@ compare_fast(const char *p, uint32_t n, int strip, const eb__bframe *f)
 		abort();
 	}
 	if (g.raw) {
-		body = f->body != NULL
-		           ? json_dumps(f->body, JSON_COMPACT | JSON_ENCODE_ANY)
-		           : NULL;
-		if ((body == NULL) != (g.body_raw == NULL) ||
-		    (body != NULL &&
-		        (strlen(body) != g.body_raw_len ||
-		            memcmp(body, g.body_raw, g.body_raw_len) != 0))) {
+		/* The body as written: jansson must read the same value. */
+		json_error_t jerr;
+		json_t      *v = g.body_raw != NULL
+		                     ? json_loadb(g.body_raw, g.body_raw_len,
+		                           JSON_DECODE_ANY, &jerr)
+		                     : NULL;
+
+		if ((f->body == NULL) != (g.body_raw == NULL) ||
+		    (f->body != NULL &&
+		        (v == NULL || !json_equal(v, f->body)))) {
 			abort();
 		}
-		free(body);
+		json_decref(v);
 	} else if ((g.body == NULL) != (f->body == NULL) ||
 	           (g.body != NULL && !json_equal(g.body, f->body))) {
 		abort();
@@ -90,9 +92,22 @@ use_frame(const char *p, uint32_t n, int strip)
 	if (eb__bframe_parse_ex(p, n, strip, 0, &f) != 0) {
 		eb__bframe g;
 
-		/* Not a JSON object: the fast path must refuse it too. */
+		/* Not a JSON object: the fast path must refuse it too,
+		 * unless jansson refused only a body number out of its
+		 * range (the fast path keeps such a body as written). */
 		if (eb__bframe_parse_ex(p, n, strip, 1, &g) == 0) {
-			abort();
+			json_error_t jerr;
+			json_t      *v = g.body_raw != NULL
+			                     ? json_loadb(g.body_raw, g.body_raw_len,
+			                           JSON_DECODE_ANY, &jerr)
+			                     : NULL;
+
+			if (!g.raw || g.body_raw == NULL || v != NULL ||
+			    (strstr(jerr.text, "too big") == NULL &&
+			        strstr(jerr.text, "overflow") == NULL)) {
+				abort();
+			}
+			eb__bframe_free(&g);
 		}
 		return;
 	}

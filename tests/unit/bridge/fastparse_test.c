@@ -30,16 +30,46 @@ str_eq(const char *a, const char *b)
  * Parses p both ways and asserts that they agree. Returns 1 when the fast
  * path took the frame, 0 when it declined, -1 when the frame is malformed.
  */
+/* 1 when the body bytes are one JSON value that jansson refuses only for
+ * a number out of its range (the fast path passes such a body on as
+ * written; the jansson path cannot hold it). */
+static int
+jansson_range_only(const char *p, size_t n)
+{
+	json_error_t jerr;
+	json_t      *v = json_loadb(p, n, JSON_DECODE_ANY, &jerr);
+
+	if (v != NULL) {
+		json_decref(v);
+		return 0;
+	}
+	return strstr(jerr.text, "too big") != NULL ||
+	       strstr(jerr.text, "overflow") != NULL;
+}
+
+/*
+ * Parses p both ways and asserts that they agree. Returns 1 when the fast
+ * path took the frame, 0 when it declined, -1 when the frame is malformed.
+ * The fast path keeps a body as written (0.1, 1e-7, \u00e9): it agrees when
+ * jansson reads those bytes as the jansson path's body, or refuses them only
+ * for a number out of its range (then the jansson path refuses the frame).
+ */
 static int
 check_same(const char *p, size_t n, int strip)
 {
-	eb__bframe fast;
-	eb__bframe slow;
-	int        rf = eb__bframe_parse_ex(p, n, strip, 1, &fast);
-	int        rs = eb__bframe_parse_ex(p, n, strip, 0, &slow);
-	int        took;
-	char      *enc = NULL;
+	eb__bframe   fast;
+	eb__bframe   slow;
+	int          rf = eb__bframe_parse_ex(p, n, strip, 1, &fast);
+	int          rs = eb__bframe_parse_ex(p, n, strip, 0, &slow);
+	int          took;
+	json_t      *fb;
+	json_error_t jerr;
 
+	if (rf == 0 && rs != 0 && fast.raw && fast.body_raw != NULL &&
+	    jansson_range_only(fast.body_raw, fast.body_raw_len)) {
+		eb__bframe_free(&fast);
+		return 1;
+	}
 	assert_int_equal(rf, rs);
 	if (rs != 0) {
 		return -1;
@@ -59,12 +89,15 @@ check_same(const char *p, size_t n, int strip)
 	if (took) {
 		assert_null(fast.root);
 		if (slow.body != NULL) {
-			enc = json_dumps(
-			    slow.body, JSON_COMPACT | JSON_ENCODE_ANY);
-			assert_non_null(enc);
-			assert_int_equal(fast.body_raw_len, strlen(enc));
-			assert_memory_equal(fast.body_raw, enc, strlen(enc));
-			free(enc);
+			assert_non_null(fast.body_raw);
+			/* No whitespace: the bytes are the value's text. */
+			assert_null(
+			    memchr(fast.body_raw, '\n', fast.body_raw_len));
+			fb = json_loadb(fast.body_raw, fast.body_raw_len,
+			    JSON_DECODE_ANY, &jerr);
+			assert_non_null(fb);
+			assert_true(json_equal(fb, slow.body));
+			json_decref(fb);
 		} else {
 			assert_null(fast.body_raw);
 		}
@@ -105,6 +138,12 @@ static const char *const taken[] = {
 	"{\"type\":\"publish\",\"address\":\"a\",\"headers\":{ \"x\" : [1, "
 	"{\"y\": 2.5}], \"e\":\"\\u00e9\\\"}\", \"z\":null, \"c\":\"codec\", "
 	"\"codecName\":\"c\", \"f\":false },\"body\":{}}",
+	"{\"body\":1.5}",
+	"{\"body\":{\"k\":1,\"k\":2,\"\\u006b\":3}}",
+	"{\"body\":[0.1,1e-7,1.0E10,-0,-0.0e+0,2E-3]}",
+	"{\"body\":1234567890123456789}",
+	"{\"body\":12345678901234567890123}",
+	"{\"body\":{\"k\":\"\\u00e9\\/\\ud83d\\ude00\"}}",
 	"{\"headers\":{\"timeout\":2.5e3,\"localOnly\":\"true\","
 	"\"token\":5,\"k\":{\"a\":[{}]},\"k\":\"again\"},\"type\":\"ping\"}",
 };
@@ -113,13 +152,6 @@ static const char *const taken[] = {
  * the jansson path then decides. */
 static const char *const declined[] = {
 	"{\"type\":\"send\",\"address\":\"a\",\"body\":{\"a\": 1}}",
-	"{\"body\":1.5}",
-	"{\"body\":1e3}",
-	"{\"body\":-0}",
-	"{\"body\":1234567890123456789}",
-	"{\"body\":\"\\u0041\"}",
-	"{\"body\":\"\\/\"}",
-	"{\"body\":{\"k\":1,\"k\":2}}",
 	"{\"type\":\"send\",\"type\":\"publish\"}",
 	"{\"address\":\"\\u0061\"}",
 	"{\"address\":5}",
@@ -136,6 +168,13 @@ static const char *const declined[] = {
 	"{\"body\":\"\xed\xa0\x80\"}",
 	"{\"body\":\"\xf4\x90\x80\x80\"}",
 	"{\"body\":01}",
+	"{\"body\":1.}",
+	"{\"body\":.5}",
+	"{\"body\":1e}",
+	"{\"body\":\"\\u0000\"}",
+	"{\"body\":\"\\ud800\"}",
+	"{\"body\":\"\\udc00x\"}",
+	"{\"body\":\"\\u12g4\"}",
 	"{\"body\":tru}",
 	"{\"body\":\"a",
 	"{\"body\":[1,]}",

@@ -127,6 +127,47 @@ test_send_publish_raw(void **state)
 	bus_shut(t, bus);
 }
 
+/* Records the headers object a consumer was given (identity). */
+static const json_t *seen_headers;
+
+static void
+headers_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(*(int *) arg)++;
+	seen_headers = eb_bus_msg_headers(msg);
+}
+
+/* share_headers: the message holds the caller's object (no copy), and it
+ * outlives the caller's reference; without it, a copy. */
+static void
+test_share_headers(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 0, 0);
+	eb_bus_consumer *c;
+	eb_bus_send_opts o;
+	json_t          *h = json_pack("{s:s}", "k", "v");
+	int              n = 0;
+
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "sh", 0, headers_handler, &n, &c), 0);
+	eb_bus_send_opts_init(&o);
+	o.share_headers = 1;
+	assert_int_equal(eb_bus_send_raw(bus, "sh", "1", 1, h, &o), 0);
+	json_decref(h); /* the queued message keeps it alive */
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(n, 1);
+	assert_ptr_equal(seen_headers, h);
+	h = json_pack("{s:s}", "k", "v");
+	assert_int_equal(eb_bus_send_raw(bus, "sh", "1", 1, h, NULL), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(n, 2);
+	assert_ptr_not_equal(seen_headers, h);
+	json_decref(h);
+	bus_shut(t, bus);
+}
+
 static void
 test_request_and_reply_raw(void **state)
 {
@@ -203,6 +244,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_send_publish_raw, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_share_headers, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_request_and_reply_raw, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(

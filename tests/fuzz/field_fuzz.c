@@ -1,0 +1,80 @@
+/*
+ * Differential fuzzer of the routing field extraction (ingress/field.c)
+ * against jansson: the input is a body; for every key the reference finds
+ * in the parsed object (and a few fixed ones), the text must agree with
+ * what a rule saw on the jansson-parsed body. Inputs jansson refuses are
+ * not judged (the bridge or the bus never hands such a body on), except
+ * that the extraction must not crash on them.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ingress/ingress_int.h"
+
+static const char *
+reference(const json_t *root, const char *key, char *tmp, size_t n)
+{
+	const json_t *v =
+	    json_is_object(root) ? json_object_get(root, key) : NULL;
+
+	if (json_is_string(v)) {
+		return json_string_value(v);
+	}
+	if (json_is_integer(v)) {
+		(void) snprintf(
+		    tmp, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return tmp;
+	}
+	if (json_is_boolean(v)) {
+		return json_is_true(v) ? "true" : "false";
+	}
+	return NULL;
+}
+
+static void
+check(const char *p, size_t n, const json_t *root, const char *key)
+{
+	char                   t1[64];
+	char                   t2[64];
+	char                  *heap = NULL;
+	eb__ingress_field_kind kind;
+	const char            *want = reference(root, key, t1, sizeof(t1));
+	const char            *got =
+	    eb__ingress_field(p, n, key, &kind, t2, sizeof(t2), &heap);
+
+	if (root != NULL && ((want == NULL) != (got == NULL) ||
+	                        (want != NULL && strcmp(want, got) != 0))) {
+		abort();
+	}
+	free(heap);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *const fixed[] = { "t", "type", "", "k" };
+	const char              *p = (const char *) data;
+	json_error_t             jerr;
+	json_t                  *root =
+	    json_loadb(p, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+	const char *key;
+	json_t     *v;
+	size_t      i;
+
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		check(p, size, root, fixed[i]);
+	}
+	if (json_is_object(root)) {
+		json_object_foreach(root, key, v)
+		{
+			(void) v;
+			check(p, size, root, key);
+		}
+	}
+	json_decref(root);
+	return 0;
+}
