@@ -21,6 +21,7 @@
 
 #include "bridge/bridge_int.h"
 #include "common/alloc.h"
+#include "common/util.h"
 
 static eb__bframe_type
 bframe_type(const json_t *t)
@@ -285,45 +286,21 @@ fs_plain_run(const unsigned char *p, const unsigned char *end)
 	return p;
 }
 
-static int
-fs_hex4(const unsigned char *p, unsigned *out)
-{
-	unsigned v = 0;
-	int      i;
-
-	for (i = 0; i < 4; i++) {
-		unsigned c = p[i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9') {
-			v |= c - '0';
-		} else if (c >= 'a' && c <= 'f') {
-			v |= c - 'a' + 10;
-		} else if (c >= 'A' && c <= 'F') {
-			v |= c - 'A' + 10;
-		} else {
-			return 0;
-		}
-	}
-	*out = v;
-	return 1;
-}
-
 /* A \uXXXX escape at s->p (a surrogate pair as two) as jansson accepts it
  * (no \u0000, no lone surrogate): past it and 1, else 0. */
 static int
 fs_uescape(fscan *s)
 {
-	unsigned cp;
-	unsigned lo;
+	uint32_t cp;
+	uint32_t lo;
 
-	if (s->end - s->p < 6 || !fs_hex4(s->p + 2, &cp) || cp == 0 ||
+	if (s->end - s->p < 6 || !eb__hex4(s->p + 2, &cp) || cp == 0 ||
 	    (cp >= 0xDC00u && cp <= 0xDFFFu)) {
 		return 0;
 	}
 	if (cp >= 0xD800u && cp <= 0xDBFFu) {
 		if (s->end - s->p < 12 || s->p[6] != '\\' || s->p[7] != 'u' ||
-		    !fs_hex4(s->p + 8, &lo) || lo < 0xDC00u || lo > 0xDFFFu) {
+		    !eb__hex4(s->p + 8, &lo) || lo < 0xDC00u || lo > 0xDFFFu) {
 			return 0;
 		}
 		s->p += 6;

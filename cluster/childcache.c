@@ -316,15 +316,6 @@ ent_ignore(eb_childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
 	}
 }
 
-static int
-is_transient(int status)
-{
-	return status == EB_EZKLOSS || status == EB_EZKOPTIMEOUT ||
-	       status == EB_EZKNOTHING || status == EB_EZKEXPIRED ||
-	       status == EB_ECANCELED || status == EB_ECLOSED ||
-	       status == EB_EZKINVALIDSTATE || status == EB_EZKCLOSING;
-}
-
 static void
 unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 {
@@ -345,7 +336,7 @@ unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 		e->getting = 0;
 		if (status == EB_EZKNONODE) {
 			ent_remove(c, e);
-		} else if (is_transient(status)) {
+		} else if (eb_zk_status_transient(status)) {
 			e->refetch = 1;
 		}
 	}
@@ -398,7 +389,7 @@ get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
 		ent_remove(c, e);
 		return;
 	}
-	if (is_transient(status)) {
+	if (eb_zk_status_transient(status)) {
 		e->refetch = 1; /* the reconnect re-lists and re-gets */
 		return;
 	}

@@ -150,6 +150,10 @@ uint64_t eb_zk_last_ok_send_ms(const eb_zk *zk);
  * eb_zk_ensure_path and each multi counting one): the
  * ebnode_zk_requests_total counter that shows a busy loop. */
 uint64_t eb_zk_requests(const eb_zk *zk);
+/* 1 when a completion's status says the session or connection is in
+ * trouble (loss, timeout, expiry, closing, canceled) rather than anything
+ * about the node: the next session event re-drives the caller. */
+int eb_zk_status_transient(int status);
 
 int eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
     int flags, eb_zk_create_cb cb, void *arg);

@@ -191,6 +191,15 @@ eb_zk_requests(const eb_zk *zk)
 	return zk->requests;
 }
 
+int
+eb_zk_status_transient(int status)
+{
+	return status == EB_EZKLOSS || status == EB_EZKOPTIMEOUT ||
+	       status == EB_EZKNOTHING || status == EB_EZKEXPIRED ||
+	       status == EB_ECANCELED || status == EB_ECLOSED ||
+	       status == EB_EZKINVALIDSTATE || status == EB_EZKCLOSING;
+}
+
 /* Counts a dispatched request (rv 0) and passes rv through. */
 static int
 zk_counted(eb_zk *zk, int rv)

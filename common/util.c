@@ -68,3 +68,27 @@ eb__parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	*out = (int64_t) v;
 	return 0;
 }
+
+int
+eb__hex4(const unsigned char *p, uint32_t *out)
+{
+	uint32_t v = 0;
+	int      i;
+
+	for (i = 0; i < 4; i++) {
+		unsigned c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9') {
+			v |= c - '0';
+		} else if (c >= 'a' && c <= 'f') {
+			v |= c - 'a' + 10;
+		} else if (c >= 'A' && c <= 'F') {
+			v |= c - 'A' + 10;
+		} else {
+			return 0;
+		}
+	}
+	*out = v;
+	return 1;
+}

@@ -15,6 +15,9 @@ uint64_t eb__mono_us(void);
 uint64_t eb__wall_ms(void);
 /* A random (version 4) UUID as 36 lowercase chars plus NUL. 0 or UV error. */
 int eb__uuid(char out[EB_UUID_STRLEN + 1]);
+/* Reads the 4 hex digits at p (a JSON \uXXXX escape's) into *out: 1, or 0
+ * when one is not a hex digit. p must have 4 readable bytes. */
+int eb__hex4(const unsigned char *p, uint32_t *out);
 /* Parses a whole decimal string into [min,max]. 0 or EB_ECONF. */
 int eb__parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 

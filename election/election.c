@@ -646,15 +646,6 @@ unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	free(q);
 }
 
-static int
-is_transient(int status)
-{
-	return status == EB_EZKLOSS || status == EB_EZKOPTIMEOUT ||
-	       status == EB_EZKNOTHING || status == EB_EZKEXPIRED ||
-	       status == EB_ECANCELED || status == EB_ECLOSED ||
-	       status == EB_EZKINVALIDSTATE || status == EB_EZKCLOSING;
-}
-
 /* Records what one lower member is, from its get. */
 static void
 fetch_result(eb_election *e, const char *name, int status, const char *data,
@@ -685,7 +676,7 @@ fetch_result(eb_election *e, const char *name, int status, const char *data,
 		known_add(e, name, EL_K_IGNORED); /* gone: cannot lead */
 		return;
 	}
-	if (is_transient(status)) {
+	if (eb_zk_status_transient(status)) {
 		e->fetch_lost = 1; /* the reconnect re-checks */
 		return;
 	}

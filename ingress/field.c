@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/util.h"
 #include "ingress/ingress_int.h"
 
 typedef struct jscan {
@@ -93,30 +94,6 @@ js_skip(jscan *s)
 	return 1;
 }
 
-static int
-hex4(const unsigned char *p, uint32_t *out)
-{
-	uint32_t v = 0;
-	int      i;
-
-	for (i = 0; i < 4; i++) {
-		unsigned c = p[i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9') {
-			v |= c - '0';
-		} else if (c >= 'a' && c <= 'f') {
-			v |= c - 'a' + 10;
-		} else if (c >= 'A' && c <= 'F') {
-			v |= c - 'A' + 10;
-		} else {
-			return 0;
-		}
-	}
-	*out = v;
-	return 1;
-}
-
 static char *
 put_utf8(char *d, uint32_t cp)
 {
@@ -176,12 +153,12 @@ unescape(const unsigned char *p, const unsigned char *end, char *d)
 			*d++ = '\t';
 			break;
 		case 'u':
-			if (end - p < 6 || !hex4(p + 2, &cp)) {
+			if (end - p < 6 || !eb__hex4(p + 2, &cp)) {
 				return 0;
 			}
 			if (cp >= 0xD800 && cp <= 0xDBFF) {
 				if (end - p < 12 || p[6] != '\\' ||
-				    p[7] != 'u' || !hex4(p + 8, &lo) ||
+				    p[7] != 'u' || !eb__hex4(p + 8, &lo) ||
 				    lo < 0xDC00 || lo > 0xDFFF) {
 					return 0;
 				}
