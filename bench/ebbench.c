@@ -120,6 +120,20 @@ mode_name(bench_mode m)
 	return names[m];
 }
 
+/* A TCP port 1..65535 from the whole of s; -1 otherwise. */
+static int
+port_parse(const char *s)
+{
+	char *end = NULL;
+	long  v;
+
+	if (s == NULL || *s == '\0') {
+		return -1;
+	}
+	v = strtol(s, &end, 10);
+	return *end == '\0' && v > 0 && v <= 65535 ? (int) v : -1;
+}
+
 static int
 is_opt(const char *a, const char *s, const char *l)
 {
@@ -185,8 +199,8 @@ text_opt(bench_opts *o, const char *a, const char *val, int *bad)
 		       strchr(val, '\\') != NULL;
 		o->sink_address = val;
 	} else if (is_opt(a, NULL, "--sink-port")) {
-		*bad = val == NULL || atoi(val) <= 0 || atoi(val) > 65535;
-		o->sink_port = val != NULL ? atoi(val) : 0;
+		o->sink_port = port_parse(val);
+		*bad = o->sink_port <= 0;
 	} else if (is_opt(a, NULL, "--ca")) {
 		o->ca = val;
 		o->tls = 1;

@@ -309,6 +309,58 @@ fs_uescape(fscan *s)
 	return 1;
 }
 
+/* 1: a byte that ends the plain run ('"', '\\', controls, >= 0x80). */
+static const unsigned char fs_stop[256] = {
+	/* clang-format off */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	/* clang-format on */
+};
+
+/* The escape at s->p (a backslash) as fs_string allows it for esc: past it
+ * and 1, else 0. */
+static int
+fs_escape(fscan *s, int esc)
+{
+	unsigned c;
+
+	if (!esc || s->end - s->p < 2) {
+		return 0;
+	}
+	c = s->p[1];
+	if (c == 'u' || c == '/') {
+		/* Kept as written in a body value (esc 2); jansson never
+		 * writes them. */
+		if (esc != 2 || (c == 'u' && !fs_uescape(s))) {
+			return 0;
+		}
+		if (c == '/') {
+			s->p += 2;
+		}
+		return 1;
+	}
+	if (c != '"' && c != '\\' && c != 'b' && c != 'f' && c != 'n' &&
+	    c != 'r' && c != 't') {
+		return 0;
+	}
+	s->p += 2;
+	return 1;
+}
+
 /*
  * A string at s->p whose text is its compact encoding: valid UTF-8, no
  * control characters, escapes (only when esc) limited to the ones jansson
@@ -319,27 +371,6 @@ fs_uescape(fscan *s)
 static int
 fs_string(fscan *s, int esc, const char **str, size_t *len)
 {
-	/* 1: a byte that ends the plain run ('"', '\\', controls, >= 0x80). */
-	static const unsigned char stop[256] = {
-		/* clang-format off */
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-		/* clang-format on */
-	};
 	const unsigned char *start;
 	const unsigned char *p;
 	size_t               u;
@@ -351,7 +382,7 @@ fs_string(fscan *s, int esc, const char **str, size_t *len)
 	start = ++s->p;
 	for (;;) {
 		p = fs_plain_run(s->p, s->end);
-		while (p < s->end && !stop[*p]) {
+		while (p < s->end && !fs_stop[*p]) {
 			p++;
 		}
 		s->p = p;
@@ -369,26 +400,9 @@ fs_string(fscan *s, int esc, const char **str, size_t *len)
 			return 0;
 		}
 		if (c == '\\') {
-			if (!esc || s->end - p < 2) {
+			if (!fs_escape(s, esc)) {
 				return 0;
 			}
-			c = p[1];
-			if (c == 'u' || c == '/') {
-				/* Kept as written in a body value (esc 2);
-				 * jansson never writes them. */
-				if (esc != 2 || (c == 'u' && !fs_uescape(s))) {
-					return 0;
-				}
-				if (c == '/') {
-					s->p += 2;
-				}
-				continue;
-			}
-			if (c != '"' && c != '\\' && c != 'b' && c != 'f' &&
-			    c != 'n' && c != 'r' && c != 't') {
-				return 0;
-			}
-			s->p += 2;
 		} else {
 			if ((u = fs_utf8(p, s->end)) == 0) {
 				return 0;

@@ -115,12 +115,12 @@ void
 eb__bus_consumer_free(eb_bus_consumer *c)
 {
 	eb_list *it;
-	eb_list *tmp;
 
 	/* c goes with its queue: the entries are relinked or freed. */
-	EB_LIST_FOREACH (it, tmp, &c->queue) {
+	while ((it = eb_list_first(&c->queue)) != NULL) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
+		eb_list_remove(it);
 		if (q->rc != NULL) {
 			eb__bus_rcpt_unit_done(
 			    c->bus, q->rc, EB_ECANCELED, "event bus closed");
@@ -269,12 +269,17 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 static void
 consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 {
-	eb_list      *it = c->queue.next; /* non-empty: the caller checked */
-	eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
-	eb_bus_msg   *m = q->msg;
+	eb_list      *it = eb_list_first(&c->queue);
+	eb__bus_qent *q;
+	eb_bus_msg   *m;
+	eb__bus_rcpt *rc;
 
-	eb__bus_rcpt *rc = q->rc;
-
+	if (it == NULL) {
+		return; /* the caller checked; bus->fifo named this entry */
+	}
+	q = EB_CONTAINER_OF(it, eb__bus_qent, link);
+	m = q->msg;
+	rc = q->rc;
 	eb_list_remove(it);
 	qent_put(bus, q);
 	c->qlen--;
@@ -335,7 +340,7 @@ eb__bus_run_turn(eb_bus *bus)
 	mark->c = NULL;
 	eb_list_insert_tail(&bus->fifo, &mark->link);
 	while (!bus->closing && n++ < TURN_BUDGET &&
-	       (it = bus->fifo.next) != &mark->link) {
+	       (it = eb_list_first(&bus->fifo)) != NULL && it != &mark->link) {
 		eb__bus_turn    *t = EB_CONTAINER_OF(it, eb__bus_turn, link);
 		eb_bus_consumer *c = t->c;
 
@@ -345,7 +350,10 @@ eb__bus_run_turn(eb_bus *bus)
 			continue;
 		}
 		/* Per consumer the queue is FIFO and so is bus->fifo: the
-		 * entry is the head of its consumer's queue. */
+		 * entry is the head of its consumer's queue. Off the fifo
+		 * first, so the loop always moves on (qent_put removes it
+		 * again, harmlessly). */
+		eb_list_remove(it);
 		consumer_deliver_one(bus, c);
 		if (c->closed) {
 			eb__bus_consumer_free(c); /* closed by its handler */

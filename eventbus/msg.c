@@ -84,7 +84,13 @@ msg_set_headers(eb_bus_msg *m, const json_t *headers, json_t *empty, int share)
 	} else if (share) {
 		/* The caller promised it stays unmodified: hold, not copy.
 		 * (json_incref takes a non-const pointer; it only counts.) */
-		memcpy(&h, &headers, sizeof(h));
+		union {
+			const json_t *c;
+			json_t       *m;
+		} u;
+
+		u.c = headers;
+		h = u.m;
 		m->headers = json_incref(h);
 	} else if ((m->headers = json_deep_copy(headers)) == NULL) {
 		return UV_ENOMEM;

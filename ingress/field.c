@@ -115,15 +115,64 @@ put_utf8(char *d, uint32_t cp)
 	return d;
 }
 
+/* The character a one-letter escape (\" \\ \/ \b \f \n \r \t) stands
+ * for; 0 for any other letter. */
+static char
+escape_char(unsigned char c)
+{
+	switch (c) {
+	case '"':
+	case '\\':
+	case '/':
+		return (char) c;
+	case 'b':
+		return '\b';
+	case 'f':
+		return '\f';
+	case 'n':
+		return '\n';
+	case 'r':
+		return '\r';
+	case 't':
+		return '\t';
+	default:
+		return 0;
+	}
+}
+
+/* The \uXXXX escape at p (a surrogate pair as one code point) written to
+ * *d as UTF-8; returns the byte after it, NULL when it is bad. */
+static const unsigned char *
+unescape_u(const unsigned char *p, const unsigned char *end, char **d)
+{
+	uint32_t cp;
+	uint32_t lo;
+
+	if (end - p < 6 || !eb__hex4(p + 2, &cp)) {
+		return NULL;
+	}
+	if (cp >= 0xD800 && cp <= 0xDBFF) {
+		if (end - p < 12 || p[6] != '\\' || p[7] != 'u' ||
+		    !eb__hex4(p + 8, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+			return NULL;
+		}
+		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+		p += 6;
+	} else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+		return NULL;
+	}
+	*d = put_utf8(*d, cp);
+	return p + 6;
+}
+
 /* The text between quotes [p, end) unescaped into d (room for end - p + 1
  * bytes: an escape never decodes longer than it is written). 0: bad. */
 static int
 unescape(const unsigned char *p, const unsigned char *end, char *d)
 {
-	uint32_t cp;
-	uint32_t lo;
-
 	while (p < end) {
+		char c;
+
 		if (*p != '\\') {
 			*d++ = (char) *p++;
 			continue;
@@ -131,49 +180,16 @@ unescape(const unsigned char *p, const unsigned char *end, char *d)
 		if (end - p < 2) {
 			return 0;
 		}
-		switch (p[1]) {
-		case '"':
-		case '\\':
-		case '/':
-			*d++ = (char) p[1];
-			break;
-		case 'b':
-			*d++ = '\b';
-			break;
-		case 'f':
-			*d++ = '\f';
-			break;
-		case 'n':
-			*d++ = '\n';
-			break;
-		case 'r':
-			*d++ = '\r';
-			break;
-		case 't':
-			*d++ = '\t';
-			break;
-		case 'u':
-			if (end - p < 6 || !eb__hex4(p + 2, &cp)) {
+		if (p[1] == 'u') {
+			if ((p = unescape_u(p, end, &d)) == NULL) {
 				return 0;
 			}
-			if (cp >= 0xD800 && cp <= 0xDBFF) {
-				if (end - p < 12 || p[6] != '\\' ||
-				    p[7] != 'u' || !eb__hex4(p + 8, &lo) ||
-				    lo < 0xDC00 || lo > 0xDFFF) {
-					return 0;
-				}
-				cp = 0x10000 + ((cp - 0xD800) << 10) +
-				     (lo - 0xDC00);
-				p += 6;
-			} else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-				return 0;
-			}
-			d = put_utf8(d, cp);
-			p += 6;
 			continue;
-		default:
+		}
+		if ((c = escape_char(p[1])) == 0) {
 			return 0;
 		}
+		*d++ = c;
 		p += 2;
 	}
 	*d = '\0';
@@ -231,112 +247,122 @@ int_text(const unsigned char *p, const unsigned char *end, char *tmp, size_t n)
 	return tmp;
 }
 
+/* Finds the value of key in the top-level object at s: [*vp, *ve) is the
+ * value as written (the last duplicate wins, as in jansson), *vesc whether
+ * it is a string with escapes. 0 when the body is no object, is malformed,
+ * or has no such key. */
+static int
+find_value(jscan *s, const char *key, const unsigned char **vp,
+    const unsigned char **ve, int *vesc)
+{
+	size_t klen = strlen(key);
+
+	*vp = NULL;
+	js_ws(s);
+	if (s->p >= s->end || *s->p != '{') {
+		return 0;
+	}
+	s->p++;
+	js_ws(s);
+	if (s->p < s->end && *s->p == '}') {
+		return 0;
+	}
+	for (;;) {
+		const unsigned char *kp;
+		int                  esc;
+		int                  match;
+
+		js_ws(s);
+		if (s->p >= s->end || *s->p != '"') {
+			return 0;
+		}
+		kp = s->p + 1;
+		if (!js_string(s, &esc)) {
+			return 0;
+		}
+		match = key_is(kp, s->p - 1, esc, key, klen);
+		js_ws(s);
+		if (s->p >= s->end || *s->p != ':') {
+			return 0;
+		}
+		s->p++;
+		js_ws(s);
+		kp = s->p;
+		if (s->p < s->end && *s->p == '"') {
+			if (!js_string(s, &esc)) {
+				return 0;
+			}
+		} else if (!js_skip(s)) {
+			return 0;
+		}
+		if (match) {
+			*vp = kp;
+			*ve = s->p;
+			*vesc = *kp == '"' && esc;
+		}
+		js_ws(s);
+		if (s->p < s->end && *s->p == '}') {
+			return *vp != NULL;
+		}
+		if (s->p >= s->end || *s->p != ',') {
+			return 0;
+		}
+		s->p++;
+	}
+}
+
+/* The string value [vp, ve) (quotes included) unescaped into tmp (n
+ * bytes) or, when longer, into *heap. NULL when an escape is bad. */
+static const char *
+string_text(const unsigned char *vp, const unsigned char *ve, int vesc,
+    char *tmp, size_t n, char **heap)
+{
+	size_t sl = (size_t) (ve - vp) - 2;
+	char  *d = sl < n ? tmp : (*heap = eb__malloc(sl + 1));
+
+	if (!vesc) {
+		memcpy(d, vp + 1, sl);
+		d[sl] = '\0';
+	} else if (!unescape(vp + 1, ve - 1, d)) {
+		free(*heap);
+		*heap = NULL;
+		return NULL;
+	}
+	return d;
+}
+
 const char *
 eb__ingress_field(const char *body, size_t len, const char *key,
     eb__ingress_field_kind *kind, char *tmp, size_t n, char **heap)
 {
 	jscan                s = { (const unsigned char *) body,
 		               (const unsigned char *) body + len };
-	const unsigned char *kp;
-	const unsigned char *vp = NULL;
+	const unsigned char *vp;
 	const unsigned char *ve = NULL;
-	size_t               klen = strlen(key);
-	int                  esc;
 	int                  vesc = 0;
-	size_t               sl;
-	char                *d;
+	const char          *v;
 
 	*kind = EB__FIELD_NONE;
 	*heap = NULL;
-	js_ws(&s);
-	if (s.p >= s.end || *s.p != '{') {
+	if (!find_value(&s, key, &vp, &ve, &vesc)) {
 		return NULL;
 	}
-	s.p++;
-	js_ws(&s);
-	if (s.p < s.end && *s.p == '}') {
-		return NULL;
+	if (*vp == '"') {
+		if ((v = string_text(vp, ve, vesc, tmp, n, heap)) != NULL) {
+			*kind = EB__FIELD_STRING;
+		}
+		return v;
 	}
-	for (;;) {
-		int match;
-
-		js_ws(&s);
-		if (s.p >= s.end || *s.p != '"') {
-			return NULL;
-		}
-		kp = s.p + 1;
-		if (!js_string(&s, &esc)) {
-			return NULL;
-		}
-		match = key_is(kp, s.p - 1, esc, key, klen);
-		js_ws(&s);
-		if (s.p >= s.end || *s.p != ':') {
-			return NULL;
-		}
-		s.p++;
-		js_ws(&s);
-		kp = s.p;
-		if (s.p < s.end && *s.p == '"') {
-			if (!js_string(&s, &esc)) {
-				return NULL;
-			}
-		} else if (!js_skip(&s)) {
-			return NULL;
-		}
-		if (match) { /* the last duplicate wins, as in jansson */
-			vp = kp;
-			ve = s.p;
-			vesc = *kp == '"' && esc;
-		}
-		js_ws(&s);
-		if (s.p < s.end && *s.p == '}') {
-			break;
-		}
-		if (s.p >= s.end || *s.p != ',') {
-			return NULL;
-		}
-		s.p++;
-	}
-	if (vp == NULL) {
-		return NULL;
-	}
-	switch (*vp) {
-	case '"':
-		sl = (size_t) (ve - vp) - 2;
-		d = sl < n ? tmp : (*heap = eb__malloc(sl + 1));
-		if (!vesc) {
-			memcpy(d, vp + 1, sl);
-			d[sl] = '\0';
-		} else if (!unescape(vp + 1, ve - 1, d)) {
-			free(*heap);
-			*heap = NULL;
-			return NULL;
-		}
-		*kind = EB__FIELD_STRING;
-		return d;
-	case 't':
+	if (*vp == 't' || *vp == 'f') {
 		*kind = EB__FIELD_BOOL;
-		return "true";
-	case 'f':
-		*kind = EB__FIELD_BOOL;
-		return "false";
-	case '-':
-	case '0':
-	case '1':
-	case '2':
-	case '3':
-	case '4':
-	case '5':
-	case '6':
-	case '7':
-	case '8':
-	case '9':
+		return *vp == 't' ? "true" : "false";
+	}
+	if (*vp == '-' || (*vp >= '0' && *vp <= '9')) {
 		if (int_text(vp, ve, tmp, n) == NULL) {
 			return NULL;
 		}
 		*kind = EB__FIELD_INT;
 		return tmp;
-	default:
-		return NULL;
 	}
+	return NULL;
 }

@@ -67,6 +67,13 @@ agree_str(const char *body, const char *key)
 static void
 test_cases(void **state)
 {
+	/* Longer than the caller's 64-byte buffer: the heap holds them. */
+	static const char long_plain[] =
+	    "{\"t\":\"a long string past the small buffer of sixty four "
+	    "bytes, so that the heap holds it\"}";
+	static const char long_escaped[] =
+	    "{\"t\":\"a long string with an escape \\t past the small "
+	    "buffer of sixty four bytes\"}";
 	static const char *const bodies[] = {
 		"{\"t\":\"x\",\"p\":1}",
 		"{\"p\":1,\"t\":\"x\"}",
@@ -86,10 +93,8 @@ test_cases(void **state)
 		"5",
 		"null",
 		"{}",
-		"{\"t\":\"a long string past the small buffer of sixty four "
-		"bytes, so that the heap holds it\"}",
-		"{\"t\":\"a long string with an escape \\t past the small "
-		"buffer of sixty four bytes\"}",
+		long_plain,
+		long_escaped,
 	};
 	static const char *const keys[] = { "t", "u", "v", "q", "absent" };
 	size_t                   i;
