@@ -22,9 +22,10 @@ Topology:
       zk-member     SIGKILL of the ensemble server the leader is connected
                     to, or of that one and a second one (quorum lost),
                     restarted after a while (zk_fixture.sh)
-    Edge 1 (client 1 and the consumer) is never faulted: an ack means
-    "routed by the leader", so a consumer whose node dies may lose acked
-    messages by design. Edge 2 (client 2's entry node) is stopped and cut.
+    Edge 1 (client 1 and the consumer) is never faulted here; since issue
+    10 an ack means "delivered to the consumer" (delivery receipts), and
+    the network-partition suite (tests/partition) faults the consumer's
+    node itself. Edge 2 (client 2's entry node) is stopped and cut.
 
 Checks (after every round and at the end; a failed check is reported with
 the evidence and makes the exit code 1; they are pure functions in
