@@ -52,6 +52,7 @@ import uuid
 __all__ = [
     "TIMEOUT_MULTIPLIER", "scaled", "ebnode_bin", "EbNode", "EbNodeError",
     "Completed", "run_ebnode", "start_expect_failure", "BridgeClient",
+    "RecordingConsumer",
     "admin_request", "zk_connect_string", "unique_root", "wait_until",
     "free_port", "merge", "standalone_config", "cluster_config",
 ]
@@ -731,6 +732,36 @@ class BridgeClient:
 
 # ---------------------------------------------------------------------------
 # Admin HTTP.
+
+class RecordingConsumer:
+    """A bridge client registered on an address at node; a thread records
+    every message frame it receives, in order, in .msgs (appends are
+    atomic; read a snapshot with list(c.msgs))."""
+
+    def __init__(self, node, address):
+        self.c = BridgeClient(*node.bridge)
+        self.c.register(address)
+        self.msgs = []
+        self.stop = False
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        while not self.stop:
+            try:
+                f = self.c.recv_frame(timeout=0.2)
+            except TimeoutError:
+                continue
+            except (ConnectionError, OSError):
+                return
+            if f.get("type") == "message":
+                self.msgs.append(f)
+
+    def close(self):
+        self.stop = True
+        self.t.join(5)
+        self.c.close()
+
 
 def admin_request(host, port, method, path, token=None, body=None,
                   timeout=10, headers=None):

@@ -23,7 +23,6 @@ import os
 import re
 import signal
 import sys
-import threading
 import time
 import unittest
 
@@ -43,40 +42,10 @@ def node_config(root, name, **extra):
     return ebtest.merge(cfg, extra)
 
 
-class Consumer:
-    """A bridge client registered on an address; a thread records the
-    bodies of the messages it receives."""
-
-    def __init__(self, node, address):
-        self.c = ebtest.BridgeClient(*node.bridge)
-        self.c.register(address)
-        self.bodies = []
-        self.lock = threading.Lock()
-        self.stop = False
-        self.t = threading.Thread(target=self.run, daemon=True)
-        self.t.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                f = self.c.recv_frame(timeout=0.2)
-            except TimeoutError:
-                continue
-            except (ConnectionError, OSError):
-                return
-            if f.get("type") == "message":
-                with self.lock:
-                    self.bodies.append(f.get("body"))
-
-    def got(self):
-        with self.lock:
-            return {b["i"] for b in self.bodies
-                    if isinstance(b, dict) and "i" in b}
-
-    def close(self):
-        self.stop = True
-        self.t.join(5)
-        self.c.close()
+def delivered_ids(consumer):
+    """The "i" of every body the consumer received."""
+    return {m["body"]["i"] for m in list(consumer.msgs)
+            if isinstance(m.get("body"), dict) and "i" in m["body"]}
 
 
 class Pump:
@@ -139,7 +108,7 @@ class Delivery(unittest.TestCase):
         # process (cleanups run last-in first-out: before c.close).
         self.addCleanup(lambda: c.running() and
                         c.send_signal(signal.SIGCONT))
-        consumer = Consumer(c, "orders")
+        consumer = ebtest.RecordingConsumer(c, "orders")
         self.addCleanup(consumer.close)
         client = ebtest.BridgeClient(*a.bridge)
         self.addCleanup(client.close)
@@ -198,9 +167,10 @@ class Delivery(unittest.TestCase):
         # No acknowledgement without delivery. The consumer reads in a
         # thread: give it a bounded moment to catch up.
         deadline = time.monotonic() + ebtest.scaled(10)
-        while time.monotonic() < deadline and not acked <= consumer.got():
+        while (time.monotonic() < deadline
+               and not acked <= delivered_ids(consumer)):
             time.sleep(0.05)
-        lost = sorted(acked - consumer.got())
+        lost = sorted(acked - delivered_ids(consumer))
         print("delivery: acknowledged but not delivered: %d" % len(lost))
         self.assertEqual(lost, [], "acknowledged but not delivered "
                          "(first 10): %s" % lost[:10])

@@ -17,7 +17,6 @@ ebnode processes and a real ZooKeeper.
 import os
 import signal
 import sys
-import threading
 import time
 import unittest
 
@@ -36,35 +35,6 @@ def node_config(root, name, **extra):
                 "outbound": [{"address": "orders"}]},
         ingress={"default_route": {"to": "orders"}})
     return ebtest.merge(cfg, extra)
-
-
-class Consumer:
-    """A bridge client registered on an address, recording every message
-    in a thread."""
-
-    def __init__(self, node, address):
-        self.c = ebtest.BridgeClient(*node.bridge)
-        self.c.register(address)
-        self.msgs = []
-        self.stop = False
-        self.t = threading.Thread(target=self.run, daemon=True)
-        self.t.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                f = self.c.recv_frame(timeout=0.2)
-            except TimeoutError:
-                continue
-            except (ConnectionError, OSError):
-                return
-            if f.get("type") == "message":
-                self.msgs.append(f)
-
-    def close(self):
-        self.stop = True
-        self.t.join(5)
-        self.c.close()
 
 
 def ingress_ready(node, consumers=1):
@@ -87,7 +57,7 @@ class Failover(unittest.TestCase):
         st, leader = ebtest.admin_request(*b.admin, "GET", "/leader")
         self.assertEqual(st, 200)
         self.assertEqual(leader["node_id"], "a")
-        consumer = Consumer(c, "orders")
+        consumer = ebtest.RecordingConsumer(c, "orders")
         self.addCleanup(consumer.close)
         client = ebtest.BridgeClient(*b.bridge)
         self.addCleanup(client.close)
@@ -183,7 +153,7 @@ class Hold(unittest.TestCase):
                                                   "hold_ms": 20000}),
                              name="edge")
         self.addCleanup(edge.close)
-        consumer = Consumer(edge, "orders")
+        consumer = ebtest.RecordingConsumer(edge, "orders")
         self.addCleanup(consumer.close)
         client = ebtest.BridgeClient(*edge.bridge)
         self.addCleanup(client.close)
