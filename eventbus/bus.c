@@ -339,9 +339,7 @@ int
 eb_bus_send_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return bus_send(bus, address, &b, headers, opts);
 }
@@ -414,9 +412,7 @@ int
 eb_bus_publish_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return bus_publish(bus, address, &b, headers, opts);
 }
@@ -485,9 +481,7 @@ eb_bus_request_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
     eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return bus_request(bus, address, &b, headers, opts, cb, arg);
 }
@@ -666,9 +660,7 @@ eb_bus_send_confirmed_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
     eb_bus_receipt_cb cb, void *arg)
 {
-	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
 }
@@ -678,9 +670,7 @@ eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
     eb_bus_receipt_cb cb, void *arg)
 {
-	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
 }

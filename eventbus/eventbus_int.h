@@ -314,6 +314,17 @@ typedef struct eb__bus_body {
 	size_t        raw_len;
 	int           share_headers; /* eb_bus_send_opts.share_headers */
 } eb__bus_body;
+/* A raw body as the *_raw APIs take it: NULL is the JSON null. */
+static inline eb__bus_body
+eb__bus_raw_body(
+    const char *body, size_t body_len, const eb_bus_send_opts *opts)
+{
+	eb__bus_body b = { NULL, body != NULL ? body : "null",
+		body != NULL ? body_len : 4,
+		opts != NULL && opts->share_headers };
+
+	return b;
+}
 /* eb__bus_msg_new for either kind of body. */
 int eb__bus_msg_make(const char *address, const eb__bus_body *body,
     const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);

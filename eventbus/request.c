@@ -495,9 +495,7 @@ eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body, size_t body_len,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg)
 {
-	eb__bus_body b = { NULL, body != NULL ? body : "null",
-		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return msg_reply(msg, &b, headers, opts, cb, arg);
 }
