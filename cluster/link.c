@@ -459,6 +459,54 @@ eb_link_mgr_peer_remove(eb_link_mgr *m, const char *node_id)
 	return 0;
 }
 
+static int
+listed(const eb_link_peer *peers, size_t n, const char *node_id)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (peers[i].node_id != NULL &&
+		    strcmp(peers[i].node_id, node_id) == 0 &&
+		    peers[i].host != NULL && peers[i].host[0] != '\0' &&
+		    peers[i].port > 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+eb_link_mgr_set_peers(eb_link_mgr *m, const eb_link_peer *peers, size_t n)
+{
+	eb_list *it;
+	eb_list *tmp;
+	size_t   i;
+
+	if (m->closing) {
+		return EB_ECLOSED;
+	}
+	for (i = 0; i < n; i++) {
+		const eb_link_peer *p = &peers[i];
+
+		if (p->node_id == NULL || p->node_id[0] == '\0' ||
+		    p->host == NULL || p->host[0] == '\0' || p->port <= 0) {
+			continue; /* not linkable (e.g. an older version) */
+		}
+		(void) eb_link_mgr_peer_add(m, p->node_id, p->host, p->port);
+	}
+	EB_LIST_FOREACH (it, tmp, &m->peers) {
+		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
+
+		if (listed(peers, n, p->node_id) ||
+		    (p->host == NULL && p->conn != NULL)) {
+			continue; /* it dialed us; membership will catch up */
+		}
+		EB_LOG_INFO("link", "peer-removed: node=%s", p->node_id);
+		peer_free(m, p);
+	}
+	return 0;
+}
+
 int
 eb_link_mgr_peer_up(const eb_link_mgr *m, const char *node_id)
 {

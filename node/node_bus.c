@@ -118,46 +118,6 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 
 /* ---- membership -> peers ---- */
 
-static const eb_member *
-cache_find_node(const eb_childcache *cc, const char *node_id)
-{
-	size_t i;
-
-	for (i = 0; i < eb__childcache_count(cc); i++) {
-		const eb_member *m = eb__childcache_at(cc, i);
-
-		if (strcmp(m->node_id, node_id) == 0 && m->cluster_port > 0) {
-			return m;
-		}
-	}
-	return NULL;
-}
-
-struct stale {
-	const eb_childcache *cc;
-	char               **ids;
-	size_t               n;
-	size_t               cap;
-};
-
-static void
-stale_cb(const eb_link_peer_stats *s, void *arg)
-{
-	struct stale *st = arg;
-
-	if (cache_find_node(st->cc, s->node_id) != NULL) {
-		return;
-	}
-	if (s->host == NULL && s->up) {
-		return; /* it dialed us; the cache will catch up */
-	}
-	if (st->n == st->cap) {
-		st->cap = st->cap == 0 ? 8 : st->cap * 2;
-		st->ids = eb__realloc(st->ids, st->cap * sizeof(*st->ids));
-	}
-	st->ids[st->n++] = eb__strdup(s->node_id);
-}
-
 /* Two live members with one node id and different addresses are two
  * processes configured with the same node.id: links (keyed by node id)
  * would reach only one of them. Say so. (One id with one address is a
@@ -193,31 +153,25 @@ members_check_ids(const eb_childcache *cc)
 void
 eb__node_bus_members(eb_node *n, const eb_childcache *cc)
 {
-	struct stale st = { cc, NULL, 0, 0 };
-	size_t       i;
+	size_t        count = eb__childcache_count(cc);
+	eb_link_peer *peers;
+	size_t        i;
 
 	if (n->links == NULL) {
 		return;
 	}
 	members_check_ids(cc);
 	/* In sequence order: for one node id the newest member wins. */
-	for (i = 0; i < eb__childcache_count(cc); i++) {
+	peers = eb__calloc(count + 1, sizeof(*peers));
+	for (i = 0; i < count; i++) {
 		const eb_member *m = eb__childcache_at(cc, i);
 
-		if (m->node_id[0] == '\0' || m->host[0] == '\0' ||
-		    m->cluster_port <= 0) {
-			continue; /* not linkable (e.g. an older version) */
-		}
-		(void) eb_link_mgr_peer_add(
-		    n->links, m->node_id, m->host, m->cluster_port);
+		peers[i].node_id = m->node_id;
+		peers[i].host = m->host;
+		peers[i].port = m->cluster_port;
 	}
-	/* Remove after the walk: the stats walk must not change peers. */
-	eb_link_mgr_stats_foreach(n->links, stale_cb, &st);
-	for (i = 0; i < st.n; i++) {
-		(void) eb_link_mgr_peer_remove(n->links, st.ids[i]);
-		free(st.ids[i]);
-	}
-	free(st.ids);
+	(void) eb_link_mgr_set_peers(n->links, peers, count);
+	free(peers);
 }
 
 /* ---- stop ---- */

@@ -18,6 +18,7 @@
 #ifndef EBNODE_LINK_H
 #define EBNODE_LINK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -72,6 +73,22 @@ EB_API int eb_link_mgr_peer_add(
     eb_link_mgr *mgr, const char *node_id, const char *host, int port);
 /* Drops the peer and its link (the bus forgets its interest at once). */
 EB_API int eb_link_mgr_peer_remove(eb_link_mgr *mgr, const char *node_id);
+/* One peer of eb_link_mgr_set_peers. */
+typedef struct eb_link_peer {
+	const char *node_id;
+	const char *host;
+	int         port;
+} eb_link_peer;
+/*
+ * Reconciles the peers with a membership list (the whole list, e.g. every
+ * member the cluster shows): adds or updates each listed peer (entries
+ * with an empty node id or host, or port <= 0, are skipped; for one node id
+ * the last entry wins) and removes every known peer that is not listed,
+ * except one that is known only from its live inbound link (it dialed us
+ * before the membership caught up). 0, or EB_ECLOSED.
+ */
+EB_API int eb_link_mgr_set_peers(
+    eb_link_mgr *mgr, const eb_link_peer *peers, size_t n);
 /* 1 when the link to node_id is up (hello exchanged), else 0. */
 EB_API int eb_link_mgr_peer_up(const eb_link_mgr *mgr, const char *node_id);
 
