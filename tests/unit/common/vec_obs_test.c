@@ -66,6 +66,7 @@ test_vec_push_remove_sort(void **state)
 typedef void (*int_cb)(eb__obs *o, int x, void *arg);
 
 static int g_calls[3];
+static int g_ten = 10;
 
 static void cb_c(eb__obs *o, int x, void *arg);
 
@@ -85,7 +86,7 @@ static void
 cb_b(eb__obs *o, int x, void *arg)
 {
 	(void) o;
-	g_calls[1] += x * (int) (intptr_t) arg;
+	g_calls[1] += x * *(const int *) arg;
 }
 
 static void
@@ -116,7 +117,7 @@ test_obs_changes_during_emit(void **state)
 	eb__obs_init(&o);
 	emit(&o, 1); /* empty: nothing happens */
 	eb__obs_add(&o, (eb__obs_fn) cb_a, NULL);
-	eb__obs_add(&o, (eb__obs_fn) cb_b, (void *) (intptr_t) 10);
+	eb__obs_add(&o, (eb__obs_fn) cb_b, &g_ten);
 	eb__obs_add(&o, (eb__obs_fn) cb_c, NULL);
 	assert_int_equal(eb__obs_count(&o), 3);
 	/* First emit: a removes c (not called) and re-adds it (not called
@@ -133,8 +134,7 @@ test_obs_changes_during_emit(void **state)
 	assert_int_equal(g_calls[2], 1);
 	/* Removal by (fn, arg): the wrong arg is not removed. */
 	assert_int_equal(eb__obs_remove(&o, (eb__obs_fn) cb_b, NULL), -1);
-	assert_int_equal(
-	    eb__obs_remove(&o, (eb__obs_fn) cb_b, (void *) (intptr_t) 10), 0);
+	assert_int_equal(eb__obs_remove(&o, (eb__obs_fn) cb_b, &g_ten), 0);
 	emit(&o, 1);
 	assert_int_equal(g_calls[1], 20);
 	assert_int_equal(eb__obs_count(&o), 2);
