@@ -1,7 +1,7 @@
 /*
  * The node link manager: options, the listener, the peer table, dialing
  * with capped jittered back-off, the tick timer, coalesced output and the
- * upper-layer interface (cluster/link.h). Connection I/O is link_conn.c.
+ * upper-layer interface (link/link.h). Connection I/O is link_conn.c.
  *
  * One link per node pair: only the node whose id is lower (strcmp) dials.
  * An inbound hello from a lower id is accepted even for a peer we have not
@@ -19,8 +19,8 @@
 
 #include <ebnode/log.h>
 
-#include "cluster/link_int.h"
 #include "common/alloc.h"
+#include "link/link_int.h"
 
 void
 eb_link_opts_init(eb_link_opts *o)
@@ -74,7 +74,7 @@ eb_link_mgr_new(
     uv_loop_t *loop, const eb_link_opts *o, eb_link_mgr **mgrp, eb_errbuf *err)
 {
 	eb_link_mgr *m;
-	void        *tls = NULL;
+	eb__tls_ctx *tls = NULL;
 	int          rv;
 
 	if (loop == NULL || o == NULL || mgrp == NULL) {
@@ -790,7 +790,7 @@ mgr_free(eb_link_mgr *m)
 		free(p->host);
 		free(p);
 	}
-	eb__link_tls_ctx_free(m->tls_ctx);
+	eb__tls_ctx_free(m->tls_ctx);
 	free(m->node_id);
 	free(m->cluster);
 	free(m->host);

@@ -16,8 +16,8 @@
 
 #include <ebnode/log.h>
 
-#include "cluster/link_int.h"
 #include "common/alloc.h"
+#include "link/link_int.h"
 
 struct link_write {
 	uv_write_t req;
@@ -147,7 +147,7 @@ eb__link_conn_flush(link_conn *c)
 	}
 	c->last_tx = uv_now(c->mgr->loop);
 	if (c->tls != NULL) {
-		if (!c->tls_done) {
+		if (!eb__tls_handshake_done(c->tls)) {
 			return; /* sent once the handshake completes */
 		}
 		if (eb__link_tls_output(c, eb__buf_head(&c->out), n) != 0) {

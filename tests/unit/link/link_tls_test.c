@@ -1,4 +1,4 @@
-/* Unit tests for mutual TLS on node links (cluster/link_tls.c): a link
+/* Unit tests for mutual TLS on node links (link/link_tls.c): a link
  * between two nodes with certificates of the test CA carries frames; a peer
  * with a certificate of another CA, an expired certificate or no TLS at all
  * never gets a link. Certificates come from the "certs" fixture
@@ -10,8 +10,8 @@
 
 #include <ebnode/link.h>
 
-#include "cluster/link.h"
-#include "cluster/link_int.h"
+#include "link/link.h"
+#include "link/link_int.h"
 #include "tests/harness/th.h"
 
 typedef struct node {

@@ -1,4 +1,4 @@
-/* Unit tests for the node link manager (cluster/link*.c) over real TCP on
+/* Unit tests for the node link manager (link/link*.c) over real TCP on
  * 127.0.0.1: hello, who dials, frames, removal, reconnect, cluster and
  * version mismatches, heartbeat timeout, oversized frames. */
 #include <signal.h>
@@ -8,8 +8,8 @@
 
 #include <ebnode/link.h>
 
-#include "cluster/link.h"
-#include "cluster/link_int.h"
+#include "link/link.h"
+#include "link/link_int.h"
 #include "tests/harness/th.h"
 
 typedef struct node {
