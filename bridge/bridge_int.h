@@ -18,7 +18,6 @@
 #include <stdint.h>
 
 #include <jansson.h>
-#include <openssl/ssl.h>
 #include <uv.h>
 
 #include <ebnode/bridge.h>
@@ -137,7 +136,7 @@ struct eb_bridge {
 	char          *token; /* owned */
 	eb__perm_list  inbound;
 	eb__perm_list  outbound;
-	SSL_CTX       *tls; /* owned, NULL without TLS */
+	eb__tls_ctx   *tls; /* owned, NULL without TLS */
 
 	uv_tcp_t   listener;
 	uv_timer_t sweep; /* idle and reply expiry, once a second */

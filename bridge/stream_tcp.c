@@ -126,10 +126,8 @@ stream_closed_cb(uv_handle_t *h)
 {
 	eb__stream *s = h->data;
 
-	if (s->ssl != NULL) {
-		SSL_free(s->ssl); /* frees both memory BIOs */
-		s->ssl = NULL;
-	}
+	eb__tls_free(s->tls); /* accepts NULL */
+	s->tls = NULL;
 	s->cbs.closed_cb(s);
 }
 
@@ -210,15 +208,13 @@ eb__stream_make_null(eb__stream *s)
 
 int
 eb__stream_init(
-    eb__stream *s, SSL_CTX *tls, const eb__stream_cbs *cbs, void *data)
+    eb__stream *s, eb__tls_ctx *tls, const eb__stream_cbs *cbs, void *data)
 {
 	s->cbs = *cbs;
 	s->data = data;
 	s->queued = 0;
 	s->closing = 0;
-	s->ssl = NULL;
-	s->rbio = NULL;
-	s->wbio = NULL;
+	s->tls = NULL;
 	s->handshake_done = 0;
 	s->tls_err[0] = '\0';
 	s->tcp.data = s;
