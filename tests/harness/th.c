@@ -170,3 +170,16 @@ th_run_until(th_loop *t, int (*pred)(void *arg), void *arg, uint64_t timeout_ms)
 	uv_close((uv_handle_t *) check, close_free_cb);
 	return ok ? 0 : -1;
 }
+
+const char *
+th_cert(const char *name)
+{
+	const char *dir = getenv("EB_CERTS_DIR");
+	static char buf[8][512];
+	static int  i;
+	char       *out = buf[i++ % 8];
+
+	assert_non_null(dir);
+	(void) snprintf(out, sizeof(buf[0]), "%s/%s", dir, name);
+	return out;
+}

@@ -13,19 +13,6 @@
 #include "tests/harness/th.h"
 #include "tls/tls.h"
 
-static char *
-cert(const char *name)
-{
-	const char *dir = getenv("EB_CERTS_DIR");
-	static char buf[8][512];
-	static int  i;
-	char       *out = buf[i++ % 8];
-
-	assert_non_null(dir);
-	(void) snprintf(out, 512, "%s/%s", dir, name);
-	return out;
-}
-
 static eb__tls_ctx *
 ctx_new(const char *crt, const char *key, const char *ca, eb__tls_verify v)
 {
@@ -34,9 +21,9 @@ ctx_new(const char *crt, const char *key, const char *ca, eb__tls_verify v)
 	eb_errbuf        e;
 
 	memset(&o, 0, sizeof(o));
-	o.cert_file = crt != NULL ? cert(crt) : NULL;
-	o.key_file = key != NULL ? cert(key) : NULL;
-	o.ca_file = ca != NULL ? cert(ca) : NULL;
+	o.cert_file = crt != NULL ? th_cert(crt) : NULL;
+	o.key_file = key != NULL ? th_cert(key) : NULL;
+	o.ca_file = ca != NULL ? th_cert(ca) : NULL;
 	o.verify = v;
 	assert_int_equal(eb__tls_ctx_new(&o, &ctx, &e), 0);
 	assert_non_null(ctx);
@@ -235,15 +222,15 @@ test_context_errors(void **state)
 	assert_non_null(strstr(e.msg, "certificate /nonexistent/cert.pem"));
 	assert_null(ctx);
 
-	o.cert_file = cert("server.pem");
-	o.key_file = cert("client.key"); /* not the certificate's key */
+	o.cert_file = th_cert("server.pem");
+	o.key_file = th_cert("client.key"); /* not the certificate's key */
 	assert_int_equal(eb__tls_ctx_new(&o, &ctx, &e), EB_ETLS);
 	assert_non_null(strstr(e.msg, "key "));
 
 	o.key_file = NULL;
 	assert_int_equal(eb__tls_ctx_new(&o, &ctx, &e), EB_ECONF);
 
-	o.key_file = cert("server.key");
+	o.key_file = th_cert("server.key");
 	o.verify = EB__TLS_VERIFY_REQUIRE;
 	assert_int_equal(eb__tls_ctx_new(&o, &ctx, &e), EB_ECONF);
 	assert_null(ctx);
