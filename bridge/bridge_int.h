@@ -102,20 +102,12 @@ int eb__bframe_parse_ex(
     const char *p, size_t n, int strip_token, int fast, eb__bframe *f);
 void eb__bframe_free(eb__bframe *f);
 
-/*
- * Outgoing frames: each returns one malloc'd buffer (4-byte length + compact
- * JSON), to be written with a single write.
- */
-void eb__bout_err(const char *message, char **out, size_t *len);
-void eb__bout_pong(char **out, size_t *len);
-/* A failed request: address = the client's token, source = the address. */
-void eb__bout_failure(const char *token, const char *source, int code,
-    const char *type, const char *message, char **out, size_t *len);
-/* A message frame; body_bytes NULL or "null" omits body. */
-void eb__bout_message(const char *address, const char *reply_address,
-    const json_t *headers, const char *body_bytes, size_t body_len, int send,
-    char **out, size_t *len);
-/* The same frames appended to out (the connection's output buffer). */
+/* Outgoing frames (4-byte length + compact JSON), appended to out (the
+ * connection's output buffer). The failure frame answers a request:
+ * address = the client's token, source = the address. A message frame's
+ * body_bytes NULL or "null" omits the body; the frame is assembled as text,
+ * so the body, which the bus keeps as its compact encoding, is spliced in
+ * without a parse/dump cycle. */
 void eb__bout_err_buf(eb__buf *out, const char *message);
 void eb__bout_pong_buf(eb__buf *out);
 void eb__bout_failure_buf(eb__buf *out, const char *token, const char *source,
