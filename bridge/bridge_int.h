@@ -173,7 +173,8 @@ void eb__bconn_accept(eb_bridge *b);
  */
 eb__bconn *eb__bconn_open_detached(eb_bridge *b);
 void       eb__bconn_feed(eb__bconn *c, const char *data, size_t n);
-/* Closes a connection (idempotent); reason for the log. */
+/* Closes a connection unless it is already closing (the hook, the budget,
+ * timeouts and errors may each reach one); reason for the log. */
 void eb__bconn_close(eb__bconn *c, const char *reason);
 /*
  * Periodic work: expires replies and decides (never closes) whether the

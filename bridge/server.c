@@ -12,6 +12,7 @@
 
 #include "bridge/bridge_int.h"
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/util.h"
 
 #define BRIDGE_DEFAULT_MAX_FRAME    (1024u * 1024u)
@@ -339,7 +340,8 @@ eb_bridge_start(eb_bridge *b, eb_errbuf *err)
 	int                     len = (int) sizeof(ss);
 	int                     rv;
 
-	if (b->started || b->closing) {
+	EB_ASSERT(!b->closing); /* start after close */
+	if (b->started) {
 		return eb_errf(err, EB_ECLOSED, "bridge already started");
 	}
 	rv = bind_addr(b->host, b->opts.port, &ss);
@@ -437,6 +439,7 @@ eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 {
 	eb_list *it;
 
+	EB_ASSERT(!b->closing); /* double close */
 	b->closing = 1;
 	b->close_cb = cb;
 	b->close_arg = arg;

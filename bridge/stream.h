@@ -12,7 +12,8 @@
  *   closed_cb: after close, once the handle has closed; the owner may free
  *              the memory holding the stream when it returns.
  * Callbacks never run from inside start/write/close. Any callback may call
- * close; the stream then delivers nothing more but closed_cb.
+ * close; the stream then delivers nothing more but closed_cb. Close exactly
+ * once; start or write after close are programming errors (EB_ASSERT).
  *
  * Threads: loop thread only.
  */

@@ -142,7 +142,6 @@ tls_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 static int
 tls_start(eb__stream *s)
 {
-	EB_ASSERT(!s->closing);
 	return eb__stream_read_start(s, tls_read_cb);
 }
 
@@ -152,10 +151,7 @@ tls_write(eb__stream *s, eb__buf *b)
 	size_t len = eb__buf_avail(b);
 	int    r;
 
-	if (s->closing) {
-		b->off = b->len = 0;
-		return EB_ECLOSED;
-	}
+	EB_ASSERT(!s->closing); /* use after close */
 	if (!s->handshake_done || len > (size_t) INT32_MAX) {
 		/* Frames are only produced after the peer sent one, which
 		 * needs a finished handshake. */

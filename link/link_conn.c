@@ -53,6 +53,7 @@ conn_closed_cb(uv_handle_t *h)
 	link_conn   *c = h->data;
 	eb_link_mgr *m = c->mgr;
 
+	EB_ASSERT(c->state == LINK_CLOSING);
 	eb_list_remove(&c->link);
 	eb_list_remove(&c->flush_link);
 	eb__frame_dec_free(&c->dec);
@@ -117,6 +118,7 @@ eb__link_conn_write_raw(link_conn *c, char *data, size_t n)
 	uv_buf_t           b;
 	int                rv;
 
+	EB_ASSERT(c->state != LINK_CLOSING); /* use after close */
 	if (n == 0) {
 		free(data);
 		return;
@@ -241,6 +243,7 @@ eb__link_conn_start(link_conn *c)
 	int                     len = sizeof(sa);
 	char                    ip[48] = "?";
 
+	EB_ASSERT(c->state == LINK_CONNECTING || c->state == LINK_HELLO);
 	c->state = LINK_HELLO;
 	if (!c->outbound &&
 	    uv_tcp_getpeername(&c->tcp, (struct sockaddr *) &sa, &len) == 0) {

@@ -26,19 +26,12 @@
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
+#include "common/assert.h"
 #include "common/buf.h"
 #include "common/frame.h"
 #include "common/list.h"
 #include "link/link.h"
 #include "tls/tls.h"
-
-/* Programmer errors only (never peer input); stays on in release builds. */
-#define LINK_ASSERT(x)           \
-	do {                     \
-		if (!(x)) {      \
-			abort(); \
-		}                \
-	} while (0)
 
 enum { LINK_FRAME_HELLO = 1, LINK_FRAME_HEARTBEAT = 2 };
 
@@ -136,10 +129,14 @@ uint64_t eb__link_backoff_ms(const eb_link_mgr *m, uint32_t attempts);
 /* link_conn.c */
 link_conn *eb__link_conn_new(eb_link_mgr *m, int outbound);
 void       eb__link_conn_start(link_conn *c); /* connected: TLS, hello */
-void       eb__link_conn_close(link_conn *c, const char *why);
-void       eb__link_conn_tick(link_conn *c, uint64_t now);
-void       eb__link_conn_flush(link_conn *c);
-void       eb__link_conn_mark_dirty(link_conn *c);
+/* Closes c unless it is already closing: errors, timeouts and the
+ * manager's close may each reach one connection. Starting a connection
+ * twice or after close, writing to a closing one, are programming errors
+ * (EB_ASSERT). */
+void eb__link_conn_close(link_conn *c, const char *why);
+void eb__link_conn_tick(link_conn *c, uint64_t now);
+void eb__link_conn_flush(link_conn *c);
+void eb__link_conn_mark_dirty(link_conn *c);
 /* The log level for a failure of c: WARN, but DEBUG for a dial that has
  * failed before (a peer that stays unreachable or misconfigured logs once
  * per episode, not on every back-off retry). */
