@@ -1,8 +1,11 @@
 /* cmocka loop harness; see th.h. */
 #include "tests/harness/th.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define TH_WATCHDOG_MS 5000u
 
@@ -182,4 +185,21 @@ th_cert(const char *name)
 	assert_non_null(dir);
 	(void) snprintf(out, sizeof(buf[0]), "%s/%s", dir, name);
 	return out;
+}
+
+int
+th_expect_abort(void (*fn)(const void *arg), const void *arg)
+{
+	pid_t pid;
+	int   status = 0;
+
+	(void) fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn(arg);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
 }

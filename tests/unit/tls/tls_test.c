@@ -236,6 +236,25 @@ test_context_errors(void **state)
 	assert_null(ctx);
 }
 
+/* close_notify twice aborts (EB_ASSERT). */
+static void
+close_twice(const void *arg)
+{
+	eb__tls_ctx *ctx = ctx_new(NULL, NULL, NULL, EB__TLS_VERIFY_NONE);
+	eb__tls     *t = eb__tls_new(ctx, 0, NULL);
+
+	(void) arg;
+	eb__tls_close_notify(t);
+	eb__tls_close_notify(t);
+}
+
+static void
+test_close_notify_twice_asserts(void **state)
+{
+	(void) state;
+	assert_true(th_expect_abort(close_twice, NULL));
+}
+
 int
 main(void)
 {
@@ -245,6 +264,7 @@ main(void)
 		cmocka_unit_test(test_client_without_certificate_refused),
 		cmocka_unit_test(test_untrusted_server_refused),
 		cmocka_unit_test(test_context_errors),
+		cmocka_unit_test(test_close_notify_twice_asserts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
