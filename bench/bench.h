@@ -66,23 +66,23 @@ typedef struct bench_opts {
 struct bench;
 
 typedef struct bench_conn {
-	uv_tcp_t       tcp;
-	uv_connect_t   creq;
-	struct bench  *b;
-	bench_role     role;
-	int            id;
-	eb__frame_dec  dec;
-	eb__buf        out;
-	int            writing;  /* one uv_write in flight at a time */
-	int            ready;    /* connected, registered, pong seen */
-	uint64_t       inflight; /* rr/pipe requests awaiting a reply */
-	uint64_t       seq;
-	uint64_t      *ts; /* send times by seq % nts (rr/pipe) */
-	uint32_t       nts;
-	uint64_t       replies; /* responder: replies sent */
-	struct ssl_st *ssl;     /* owned, NULL without --tls */
-	char          *rawin;   /* owned: ciphertext read buffer */
-	int            tls_ready;
+	uv_tcp_t        tcp;
+	uv_connect_t    creq;
+	struct bench   *b;
+	bench_role      role;
+	int             id;
+	eb__frame_dec   dec;
+	eb__buf         out;
+	int             writing;  /* one uv_write in flight at a time */
+	int             ready;    /* connected, registered, pong seen */
+	uint64_t        inflight; /* rr/pipe requests awaiting a reply */
+	uint64_t        seq;
+	uint64_t       *ts; /* send times by seq % nts (rr/pipe) */
+	uint32_t        nts;
+	uint64_t        replies; /* responder: replies sent */
+	struct eb__tls *tls;     /* owned, NULL without --tls */
+	char           *rawin;   /* owned: ciphertext read buffer */
+	int             tls_ready;
 } bench_conn;
 
 #define BENCH_TLS_READ 65536

@@ -104,7 +104,7 @@ conn_input(bench_conn *c, ssize_t nread)
 {
 	int was_ready = c->tls_ready;
 
-	if (c->ssl == NULL) {
+	if (c->tls == NULL) {
 		c->dec.in.len += (size_t) nread;
 		return 0;
 	}
@@ -128,11 +128,11 @@ bench_conn_flush(bench_conn *c)
 	int         rv;
 
 	if (c->writing || n == 0 || uv_is_closing((uv_handle_t *) &c->tcp) ||
-	    (c->ssl != NULL && !c->tls_ready)) {
+	    (c->tls != NULL && !c->tls_ready)) {
 		return; /* plaintext waits for the handshake */
 	}
 	w = eb__malloc(sizeof(*w));
-	if (c->ssl != NULL) {
+	if (c->tls != NULL) {
 		if (bench_tls_encrypt(
 		        c, eb__buf_head(&c->out), n, &w->data, &n) != 0) {
 			free(w);
@@ -319,7 +319,7 @@ conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 	bench_conn *c = h->data;
 
 	(void) hint;
-	if (c->ssl != NULL) {
+	if (c->tls != NULL) {
 		buf->base = c->rawin;
 		buf->len = BENCH_TLS_READ;
 		return;

@@ -18,7 +18,6 @@
 #include <stdint.h>
 
 #include <jansson.h>
-#include <openssl/ssl.h>
 #include <uv.h>
 
 #include <ebnode/bridge.h>
@@ -103,20 +102,12 @@ int eb__bframe_parse_ex(
     const char *p, size_t n, int strip_token, int fast, eb__bframe *f);
 void eb__bframe_free(eb__bframe *f);
 
-/*
- * Outgoing frames: each returns one malloc'd buffer (4-byte length + compact
- * JSON), to be written with a single write.
- */
-void eb__bout_err(const char *message, char **out, size_t *len);
-void eb__bout_pong(char **out, size_t *len);
-/* A failed request: address = the client's token, source = the address. */
-void eb__bout_failure(const char *token, const char *source, int code,
-    const char *type, const char *message, char **out, size_t *len);
-/* A message frame; body_bytes NULL or "null" omits body. */
-void eb__bout_message(const char *address, const char *reply_address,
-    const json_t *headers, const char *body_bytes, size_t body_len, int send,
-    char **out, size_t *len);
-/* The same frames appended to out (the connection's output buffer). */
+/* Outgoing frames (4-byte length + compact JSON), appended to out (the
+ * connection's output buffer). The failure frame answers a request:
+ * address = the client's token, source = the address. A message frame's
+ * body_bytes NULL or "null" omits the body; the frame is assembled as text,
+ * so the body, which the bus keeps as its compact encoding, is spliced in
+ * without a parse/dump cycle. */
 void eb__bout_err_buf(eb__buf *out, const char *message);
 void eb__bout_pong_buf(eb__buf *out);
 void eb__bout_failure_buf(eb__buf *out, const char *token, const char *source,
@@ -137,7 +128,7 @@ struct eb_bridge {
 	char          *token; /* owned */
 	eb__perm_list  inbound;
 	eb__perm_list  outbound;
-	SSL_CTX       *tls; /* owned, NULL without TLS */
+	eb__tls_ctx   *tls; /* owned, NULL without TLS */
 
 	uv_tcp_t   listener;
 	uv_timer_t sweep; /* idle and reply expiry, once a second */
@@ -182,7 +173,8 @@ void eb__bconn_accept(eb_bridge *b);
  */
 eb__bconn *eb__bconn_open_detached(eb_bridge *b);
 void       eb__bconn_feed(eb__bconn *c, const char *data, size_t n);
-/* Closes a connection (idempotent); reason for the log. */
+/* Closes a connection unless it is already closing (the hook, the budget,
+ * timeouts and errors may each reach one); reason for the log. */
 void eb__bconn_close(eb__bconn *c, const char *reason);
 /*
  * Periodic work: expires replies and decides (never closes) whether the

@@ -20,14 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #include <ebnode/err.h>
 #include <ebnode/log.h>
 
 #include "bridge/bridge_int.h"
-#include "bridge/smap.h"
 #include "common/alloc.h"
+#include "common/hmap.h"
 #include "common/util.h"
 
 #define CONN_DEC_KEEP ((size_t) 65536)
@@ -69,8 +67,8 @@ struct eb__bconn {
 	uint64_t    frames_out;
 	eb_list     consumers; /* of bconn_consumer, owned */
 	eb_list     replies;   /* of bconn_reply, owned, oldest first */
-	eb__smap    cmap;      /* consumers by address */
-	eb__smap    rmap;      /* replies by address */
+	eb__hmap    cmap;      /* consumers by address */
+	eb__hmap    rmap;      /* replies by address */
 	eb_list     reqs;      /* of bconn_req, attached */
 	size_t      n_consumers;
 	size_t      n_replies;
@@ -87,7 +85,7 @@ struct eb__bconn {
 
 typedef struct bconn_consumer {
 	eb_list          link;
-	eb__smap_node    hnode;   /* in c->cmap */
+	eb__hent         hnode;   /* in c->cmap */
 	eb__bconn       *c;       /* borrowed: the consumer dies first */
 	eb_bus_consumer *bc;      /* owned */
 	char            *address; /* owned */
@@ -95,11 +93,11 @@ typedef struct bconn_consumer {
 
 /* A server->client request awaiting the client's answer (one-shot). */
 typedef struct bconn_reply {
-	eb_list       link;
-	eb__smap_node hnode;   /* in c->rmap */
-	char         *address; /* owned: the bus reply address */
-	eb_bus_msg   *msg;     /* one reference held */
-	uint64_t      expires_ms;
+	eb_list     link;
+	eb__hent    hnode;   /* in c->rmap */
+	char       *address; /* owned: the bus reply address */
+	eb_bus_msg *msg;     /* one reference held */
+	uint64_t    expires_ms;
 } bconn_reply;
 
 /* A client request in flight on the bus. */
@@ -297,7 +295,7 @@ conn_failure(eb__bconn *c, const char *token, const char *source, int code,
 static bconn_reply *
 reply_find(eb__bconn *c, const char *address)
 {
-	eb__smap_node *n = eb__smap_get(&c->rmap, address);
+	eb__hent *n = eb__hmap_get(&c->rmap, address);
 
 	return n != NULL ? EB_CONTAINER_OF(n, bconn_reply, hnode) : NULL;
 }
@@ -306,7 +304,7 @@ static void
 reply_free(eb__bconn *c, bconn_reply *r)
 {
 	eb_list_remove(&r->link);
-	eb__smap_del(&c->rmap, &r->hnode);
+	eb__hmap_del(&c->rmap, &r->hnode);
 	c->n_replies--;
 	eb_bus_msg_release(r->msg);
 	free(r->address);
@@ -326,7 +324,8 @@ reply_add(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	r->msg = eb_bus_msg_hold(msg);
 	r->expires_ms = eb__mono_ms() + c->b->opts.reply_ttl_ms;
 	eb_list_insert_tail(&c->replies, &r->link);
-	eb__smap_put(&c->rmap, &r->hnode, r->address);
+	r->hnode.key = r->address;
+	eb__hmap_put(&c->rmap, &r->hnode);
 	c->n_replies++;
 }
 
@@ -569,7 +568,7 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 static bconn_consumer *
 consumer_find(eb__bconn *c, const char *address)
 {
-	eb__smap_node *n = eb__smap_get(&c->cmap, address);
+	eb__hent *n = eb__hmap_get(&c->cmap, address);
 
 	return n != NULL ? EB_CONTAINER_OF(n, bconn_consumer, hnode) : NULL;
 }
@@ -578,7 +577,7 @@ static void
 consumer_free(eb__bconn *c, bconn_consumer *k)
 {
 	eb_list_remove(&k->link);
-	eb__smap_del(&c->cmap, &k->hnode);
+	eb__hmap_del(&c->cmap, &k->hnode);
 	c->n_consumers--;
 	c->b->stats.consumers--;
 	eb_bus_consumer_close(k->bc);
@@ -648,7 +647,8 @@ frame_register(eb__bconn *c, const eb__bframe *f)
 		return;
 	}
 	eb_list_insert_tail(&c->consumers, &k->link);
-	eb__smap_put(&c->cmap, &k->hnode, k->address);
+	k->hnode.key = k->address;
+	eb__hmap_put(&c->cmap, &k->hnode);
 	c->n_consumers++;
 	c->b->stats.consumers++;
 	(void) conn_hook(c, EB_BRIDGE_EV_REGISTERED, f);
@@ -671,13 +671,27 @@ frame_unregister(eb__bconn *c, const eb__bframe *f)
 	consumer_free(c, k);
 }
 
+/* Compares every byte whatever differs, so the time taken does not tell
+ * how much of a guessed token was right. */
+static int
+token_eq(const char *a, const char *b, size_t n)
+{
+	volatile unsigned char d = 0;
+	size_t                 i;
+
+	for (i = 0; i < n; i++) {
+		d |= (unsigned char) (a[i] ^ b[i]);
+	}
+	return d == 0;
+}
+
 static int
 token_ok(const eb_bridge *b, const char *token)
 {
 	size_t n = strlen(b->token);
 
 	return token != NULL && strlen(token) == n &&
-	       CRYPTO_memcmp(token, b->token, n) == 0;
+	       token_eq(token, b->token, n);
 }
 
 /* 1 when the frame may proceed; otherwise it was answered (and in "first"
@@ -1066,8 +1080,8 @@ conn_closed_cb(eb__stream *s)
 
 	eb__frame_dec_free(&c->dec);
 	eb__buf_free(&c->out);
-	eb__smap_free(&c->cmap); /* empty since close */
-	eb__smap_free(&c->rmap);
+	eb__hmap_free(&c->cmap); /* empty since close */
+	eb__hmap_free(&c->rmap);
 	free(c);
 	eb__bridge_conn_gone(b);
 }

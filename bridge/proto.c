@@ -887,19 +887,6 @@ bout_json(eb__buf *out, json_t *j)
 	json_decref(j);
 }
 
-/* The old single-buffer form of the appending encoders. */
-static void
-bout_take(eb__buf *b, char **out, size_t *len)
-{
-	if (b->off != 0) {
-		memmove(b->data, b->data + b->off, b->len - b->off);
-		b->len -= b->off;
-		b->off = 0;
-	}
-	*out = b->data;
-	*len = b->len;
-}
-
 void
 eb__bout_err_buf(eb__buf *out, const char *message)
 {
@@ -911,31 +898,11 @@ eb__bout_err_buf(eb__buf *out, const char *message)
 }
 
 void
-eb__bout_err(const char *message, char **out, size_t *len)
-{
-	eb__buf b;
-
-	eb__buf_init(&b);
-	eb__bout_err_buf(&b, message);
-	bout_take(&b, out, len);
-}
-
-void
 eb__bout_pong_buf(eb__buf *out)
 {
 	static const char pong[] = "\0\0\0\x0f{\"type\":\"pong\"}";
 
 	eb__buf_append(out, pong, sizeof(pong) - 1);
-}
-
-void
-eb__bout_pong(char **out, size_t *len)
-{
-	eb__buf b;
-
-	eb__buf_init(&b);
-	eb__bout_pong_buf(&b);
-	bout_take(&b, out, len);
 }
 
 void
@@ -952,17 +919,6 @@ eb__bout_failure_buf(eb__buf *out, const char *token, const char *source,
 	(void) json_object_set_new(
 	    j, "message", json_string(message != NULL ? message : ""));
 	bout_json(out, j);
-}
-
-void
-eb__bout_failure(const char *token, const char *source, int code,
-    const char *type, const char *message, char **out, size_t *len)
-{
-	eb__buf b;
-
-	eb__buf_init(&b);
-	eb__bout_failure_buf(&b, token, source, code, type, message);
-	bout_take(&b, out, len);
 }
 
 /* Appends the compact encoding of j to b. */
@@ -1130,21 +1086,4 @@ eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
 	payload = b->len - b->off - start - EB_FRAME_HDR;
 	eb__frame_put_len(
 	    (unsigned char *) b->data + b->off + start, (uint32_t) payload);
-}
-
-/*
- * The message frame is assembled as text so that the body, which the bus
- * keeps as its compact encoding, is spliced in without a parse/dump cycle.
- */
-void
-eb__bout_message(const char *address, const char *reply_address,
-    const json_t *headers, const char *body_bytes, size_t body_len, int send,
-    char **out, size_t *len)
-{
-	eb__buf b;
-
-	eb__buf_init(&b);
-	eb__bout_message_buf(
-	    &b, address, reply_address, headers, body_bytes, body_len, send);
-	bout_take(&b, out, len);
 }

@@ -3,16 +3,16 @@
  * timer (idle timeout, reply expiry, TLS handshake bound), close, and the
  * read-only views for the node (stats, connection iterator).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <openssl/err.h>
 
 #include <ebnode/bridge.h>
 #include <ebnode/log.h>
 
 #include "bridge/bridge_int.h"
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/util.h"
 
 #define BRIDGE_DEFAULT_MAX_FRAME    (1024u * 1024u)
@@ -55,25 +55,11 @@ eb_bridge_opts_init(eb_bridge_opts *opts)
 }
 
 static int
-tls_error(eb_errbuf *err, const char *what, const char *path)
+tls_ctx_new(const eb_bridge_opts *o, eb_errbuf *err, eb__tls_ctx **out)
 {
-	char          reason[160] = "unknown";
-	unsigned long e = ERR_get_error();
-
-	if (e != 0) {
-		ERR_error_string_n(e, reason, sizeof(reason));
-	}
-	ERR_clear_error();
-	return eb_errf(err, EB_ETLS, "bridge tls: %s %s: %s", what,
-	    path != NULL ? path : "", reason);
-}
-
-static int
-tls_ctx_new(const eb_bridge_opts *o, eb_errbuf *err, SSL_CTX **out)
-{
-	SSL_CTX *ctx;
-	int      mode = SSL_VERIFY_NONE;
-	int      rv;
+	eb__tls_ctx_opts to;
+	char             why[sizeof(err->msg)];
+	int              rv;
 
 	if (o->tls_key == NULL) {
 		return eb_errf(err, EB_ECONF, "bridge tls: cert without key");
@@ -83,50 +69,21 @@ tls_ctx_new(const eb_bridge_opts *o, eb_errbuf *err, SSL_CTX **out)
 		return eb_errf(
 		    err, EB_ECONF, "bridge tls: client auth needs a CA file");
 	}
-	ctx = SSL_CTX_new(TLS_server_method());
-	if (ctx == NULL) {
-		return tls_error(err, "context", NULL);
+	memset(&to, 0, sizeof(to));
+	to.cert_file = o->tls_cert;
+	to.key_file = o->tls_key;
+	to.ca_file = o->tls_ca;
+	to.verify = o->tls_client_auth == EB_BRIDGE_CLIENT_AUTH_REQUIRED
+	                ? EB__TLS_VERIFY_REQUIRE
+	            : o->tls_client_auth == EB_BRIDGE_CLIENT_AUTH_REQUEST
+	                ? EB__TLS_VERIFY_REQUEST
+	                : EB__TLS_VERIFY_NONE;
+	to.idle_server = 1;
+	rv = eb__tls_ctx_new(&to, out, err);
+	if (rv != 0) {
+		(void) snprintf(why, sizeof(why), "%s", err->msg);
+		rv = eb_errf(err, rv, "bridge tls: %s", why);
 	}
-	(void) SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	/* Idle connections keep no 34 KiB record buffers (1000s of them). */
-	(void) SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	/* No client-initiated renegotiation (a CPU lever for one peer), no
-	 * compression. */
-	(void) SSL_CTX_set_options(
-	    ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1) {
-		rv = tls_error(err, "certificate", o->tls_cert);
-		goto fail;
-	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) !=
-	        1 ||
-	    SSL_CTX_check_private_key(ctx) != 1) {
-		rv = tls_error(err, "key", o->tls_key);
-		goto fail;
-	}
-	if (o->tls_ca != NULL) {
-		STACK_OF(X509_NAME) * names;
-
-		if (SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) != 1) {
-			rv = tls_error(err, "ca", o->tls_ca);
-			goto fail;
-		}
-		names = SSL_load_client_CA_file(o->tls_ca);
-		if (names != NULL) {
-			SSL_CTX_set_client_CA_list(ctx, names); /* takes it */
-		}
-	}
-	if (o->tls_client_auth == EB_BRIDGE_CLIENT_AUTH_REQUEST) {
-		mode = SSL_VERIFY_PEER;
-	} else if (o->tls_client_auth == EB_BRIDGE_CLIENT_AUTH_REQUIRED) {
-		mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-	}
-	SSL_CTX_set_verify(ctx, mode, NULL);
-	ERR_clear_error();
-	*out = ctx;
-	return 0;
-fail:
-	SSL_CTX_free(ctx);
 	return rv;
 }
 
@@ -383,7 +340,8 @@ eb_bridge_start(eb_bridge *b, eb_errbuf *err)
 	int                     len = (int) sizeof(ss);
 	int                     rv;
 
-	if (b->started || b->closing) {
+	EB_ASSERT(!b->closing); /* start after close */
+	if (b->started) {
 		return eb_errf(err, EB_ECLOSED, "bridge already started");
 	}
 	rv = bind_addr(b->host, b->opts.port, &ss);
@@ -434,7 +392,7 @@ bridge_free(eb_bridge *b)
 {
 	eb__perm_free(&b->outbound);
 	eb__perm_free(&b->inbound);
-	SSL_CTX_free(b->tls); /* accepts NULL */
+	eb__tls_ctx_free(b->tls); /* accepts NULL */
 	free(b->token);
 	free(b->host);
 	free(b);
@@ -481,6 +439,7 @@ eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 {
 	eb_list *it;
 
+	EB_ASSERT(!b->closing); /* double close */
 	b->closing = 1;
 	b->close_cb = cb;
 	b->close_arg = arg;

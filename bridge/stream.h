@@ -1,8 +1,8 @@
 /*
  * A byte stream over an accepted TCP socket, plain (stream_tcp.c) or TLS
  * (stream_tls.c), behind one ops table (like redis ConnectionType). libuv
- * owns the socket; TLS runs OpenSSL over memory BIOs and moves ciphertext
- * between the BIOs and the socket.
+ * owns the socket; TLS runs the TLS engine (tls/tls.h) and moves
+ * ciphertext between it and the socket.
  *
  * The owner embeds an eb__stream, calls eb__stream_init() after uv_accept()
  * succeeded on s->tcp, then start(). Events go to the callbacks:
@@ -12,7 +12,8 @@
  *   closed_cb: after close, once the handle has closed; the owner may free
  *              the memory holding the stream when it returns.
  * Callbacks never run from inside start/write/close. Any callback may call
- * close; the stream then delivers nothing more but closed_cb.
+ * close; the stream then delivers nothing more but closed_cb. Close exactly
+ * once; start or write after close are programming errors (EB_ASSERT).
  *
  * Threads: loop thread only.
  */
@@ -21,10 +22,10 @@
 
 #include <stddef.h>
 
-#include <openssl/ssl.h>
 #include <uv.h>
 
 #include "common/buf.h"
+#include "tls/tls.h"
 
 typedef struct eb__stream eb__stream;
 
@@ -53,11 +54,9 @@ struct eb__stream {
 	size_t                queued;  /* bytes in uv_write not yet done */
 	int                   closing; /* close was called */
 	/* TLS only */
-	SSL *ssl;  /* owned */
-	BIO *rbio; /* borrowed from ssl: ciphertext in */
-	BIO *wbio; /* borrowed from ssl: ciphertext out */
-	int  handshake_done;
-	char tls_err[128]; /* the OpenSSL reason of the last EB_ETLS */
+	eb__tls *tls; /* owned */
+	int      handshake_done;
+	char     tls_err[256]; /* the reason of the last EB_ETLS */
 };
 
 /*
@@ -77,7 +76,7 @@ extern const eb__stream_ops eb__stream_null_ops;
  * uv_tcp_init'ed and accepted). tls non-NULL selects TLS (server side);
  * returns 0 or EB_ETLS (no SSL object; the owner still closes). */
 int eb__stream_init(
-    eb__stream *s, SSL_CTX *tls, const eb__stream_cbs *cbs, void *data);
+    eb__stream *s, eb__tls_ctx *tls, const eb__stream_cbs *cbs, void *data);
 
 /* Selects the null ops after eb__stream_init(s, NULL, ...). */
 void eb__stream_make_null(eb__stream *s);
@@ -88,7 +87,7 @@ void eb__stream_make_null(eb__stream *s);
 int  eb__stream_raw_send(eb__stream *s, const char *p, size_t n);
 void eb__stream_raw_close(eb__stream *s);
 int  eb__stream_read_start(eb__stream *s, uv_read_cb cb);
-/* stream_tls.c: the SSL object and its memory BIOs; 0 or EB_ETLS. */
-int eb__stream_tls_setup(eb__stream *s, SSL_CTX *tls);
+/* stream_tls.c: the server-side TLS engine; 0 or EB_ETLS. */
+int eb__stream_tls_setup(eb__stream *s, eb__tls_ctx *tls);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "bridge/stream.h"
 #include "common/alloc.h"
+#include "common/assert.h"
 
 #define STREAM_READ_CHUNK 65536
 
@@ -59,9 +60,7 @@ eb__stream_raw_send(eb__stream *s, const char *p, size_t n)
 	uv_buf_t     ub;
 	int          rv;
 
-	if (s->closing) {
-		return EB_ECLOSED;
-	}
+	EB_ASSERT(!s->closing); /* use after close */
 	if (n == 0) {
 		return 0;
 	}
@@ -126,19 +125,15 @@ stream_closed_cb(uv_handle_t *h)
 {
 	eb__stream *s = h->data;
 
-	if (s->ssl != NULL) {
-		SSL_free(s->ssl); /* frees both memory BIOs */
-		s->ssl = NULL;
-	}
+	eb__tls_free(s->tls); /* accepts NULL */
+	s->tls = NULL;
 	s->cbs.closed_cb(s);
 }
 
 void
 eb__stream_raw_close(eb__stream *s)
 {
-	if (s->closing) {
-		return;
-	}
+	EB_ASSERT(!s->closing); /* double close */
 	s->closing = 1;
 	(void) uv_read_stop((uv_stream_t *) &s->tcp);
 	uv_close((uv_handle_t *) &s->tcp, stream_closed_cb);
@@ -163,13 +158,13 @@ tcp_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 static int
 tcp_start(eb__stream *s)
 {
-	return uv_read_start(
-	    (uv_stream_t *) &s->tcp, stream_alloc_cb, tcp_read_cb);
+	return eb__stream_read_start(s, tcp_read_cb);
 }
 
 int
 eb__stream_read_start(eb__stream *s, uv_read_cb cb)
 {
+	EB_ASSERT(!s->closing); /* start after close */
 	return uv_read_start((uv_stream_t *) &s->tcp, stream_alloc_cb, cb);
 }
 
@@ -183,14 +178,14 @@ const eb__stream_ops eb__stream_tcp_ops = {
 static int
 null_start(eb__stream *s)
 {
-	(void) s;
+	EB_ASSERT(!s->closing);
 	return 0;
 }
 
 static int
 null_write(eb__stream *s, eb__buf *b)
 {
-	(void) s;
+	EB_ASSERT(!s->closing);
 	buf_reset(b);
 	return 0;
 }
@@ -210,15 +205,13 @@ eb__stream_make_null(eb__stream *s)
 
 int
 eb__stream_init(
-    eb__stream *s, SSL_CTX *tls, const eb__stream_cbs *cbs, void *data)
+    eb__stream *s, eb__tls_ctx *tls, const eb__stream_cbs *cbs, void *data)
 {
 	s->cbs = *cbs;
 	s->data = data;
 	s->queued = 0;
 	s->closing = 0;
-	s->ssl = NULL;
-	s->rbio = NULL;
-	s->wbio = NULL;
+	s->tls = NULL;
 	s->handshake_done = 0;
 	s->tls_err[0] = '\0';
 	s->tcp.data = s;

@@ -1,52 +1,39 @@
 /*
- * TLS streams: OpenSSL over two memory BIOs. Ciphertext read from the socket
- * is pushed into rbio; whatever OpenSSL wants to send (handshake records,
- * alerts, application data, session tickets) is drained from wbio after every
- * SSL call and written to the socket in one uv_write. The socket itself is
- * libuv's; OpenSSL never sees the fd.
+ * TLS streams on the TLS engine (tls/tls.h): ciphertext read from the
+ * socket is fed to the engine; whatever it wants to send (handshake
+ * records, alerts, application data, session tickets) is drained after
+ * every call and written to the socket. The socket itself is libuv's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <openssl/err.h>
-
 #include <ebnode/err.h>
 
 #include "bridge/stream.h"
-#include "common/alloc.h"
+#include "common/assert.h"
+#include "tls/tls.h"
 
 #define TLS_PLAIN_CHUNK  16384
 #define TLS_CIPHER_CHUNK 65536
 
-/* Records the first queued OpenSSL error as text and clears the queue. */
+/* Keeps the engine's reason of the last failure for the owner's log. */
 static void
-tls_note_error(eb__stream *s, int ssl_err)
+tls_note_error(eb__stream *s)
 {
-	unsigned long e = ERR_get_error();
-
-	if (e != 0) {
-		ERR_error_string_n(e, s->tls_err, sizeof(s->tls_err));
-	} else {
-		(void) snprintf(
-		    s->tls_err, sizeof(s->tls_err), "ssl_error=%d", ssl_err);
-	}
-	ERR_clear_error();
+	(void) snprintf(
+	    s->tls_err, sizeof(s->tls_err), "%s", eb__tls_error(s->tls));
 }
 
-/* Moves pending ciphertext from wbio to the socket. 0 or an error. */
+/* Moves pending ciphertext to the socket. 0 or an error. */
 static int
 tls_flush(eb__stream *s)
 {
-	char buf[TLS_CIPHER_CHUNK];
-	int  n;
-	int  rv;
+	char   buf[TLS_CIPHER_CHUNK];
+	size_t n;
+	int    rv;
 
-	while (BIO_ctrl_pending(s->wbio) > 0) {
-		n = BIO_read(s->wbio, buf, (int) sizeof(buf));
-		if (n <= 0) {
-			return 0;
-		}
-		rv = eb__stream_raw_send(s, buf, (size_t) n);
+	while ((n = eb__tls_pull(s->tls, buf, sizeof(buf))) > 0) {
+		rv = eb__stream_raw_send(s, buf, n);
 		if (rv != 0) {
 			return rv;
 		}
@@ -70,10 +57,11 @@ tls_flush_or_report(eb__stream *s)
 }
 
 static void
-tls_fail(eb__stream *s, int ssl_err)
+tls_fail(eb__stream *s)
 {
-	tls_note_error(s, ssl_err);
-	/* Send the alert OpenSSL queued (unknown CA, protocol version...). */
+	tls_note_error(s);
+	/* Send the alert the engine queued (unknown CA, protocol version...).
+	 */
 	(void) tls_flush(s);
 	s->cbs.error_cb(s, EB_ETLS);
 }
@@ -82,20 +70,17 @@ tls_fail(eb__stream *s, int ssl_err)
 static int
 tls_handshake(eb__stream *s)
 {
-	int r;
-	int e;
+	int r = eb__tls_handshake(s->tls);
 
-	r = SSL_do_handshake(s->ssl);
-	if (r == 1) {
-		s->handshake_done = 1;
-		return tls_flush_or_report(s) == 0 ? 1 : -1;
+	if (r < 0) {
+		tls_fail(s);
+		return -1;
 	}
-	e = SSL_get_error(s->ssl, r);
-	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-		return tls_flush_or_report(s) == 0 ? 0 : -1;
+	s->handshake_done = r;
+	if (tls_flush_or_report(s) != 0) {
+		return -1;
 	}
-	tls_fail(s, e);
-	return -1;
+	return r;
 }
 
 /* Hands every decrypted byte to the owner. */
@@ -104,10 +89,9 @@ tls_read_plain(eb__stream *s)
 {
 	char buf[TLS_PLAIN_CHUNK];
 	int  r;
-	int  e;
 
 	for (;;) {
-		r = SSL_read(s->ssl, buf, (int) sizeof(buf));
+		r = eb__tls_read(s->tls, buf, sizeof(buf));
 		if (r > 0) {
 			s->cbs.read_cb(s, buf, (size_t) r);
 			if (s->closing) {
@@ -115,17 +99,16 @@ tls_read_plain(eb__stream *s)
 			}
 			continue;
 		}
-		e = SSL_get_error(s->ssl, r);
-		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		if (r == 0) {
 			(void) tls_flush_or_report(s);
 			return;
 		}
-		if (e == SSL_ERROR_ZERO_RETURN) {
+		if (r == EB_ECLOSED) {
 			(void) tls_flush(s); /* our close_notify */
 			s->cbs.error_cb(s, UV_EOF);
 			return;
 		}
-		tls_fail(s, e);
+		tls_fail(s);
 		return;
 	}
 }
@@ -146,10 +129,8 @@ tls_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	if (nread == 0) {
 		return;
 	}
-	/* A memory BIO grows as needed; the owner's frame cap and the read
-	 * chunk bound what accumulates here. */
-	if (BIO_write(s->rbio, buf->base, (int) nread) != (int) nread) {
-		tls_fail(s, SSL_ERROR_SYSCALL);
+	if (eb__tls_feed(s->tls, buf->base, (size_t) nread) != 0) {
+		tls_fail(s);
 		return;
 	}
 	if (!s->handshake_done && tls_handshake(s) != 1) {
@@ -169,12 +150,8 @@ tls_write(eb__stream *s, eb__buf *b)
 {
 	size_t len = eb__buf_avail(b);
 	int    r;
-	int    e;
 
-	if (s->closing) {
-		b->off = b->len = 0;
-		return EB_ECLOSED;
-	}
+	EB_ASSERT(!s->closing); /* use after close */
 	if (!s->handshake_done || len > (size_t) INT32_MAX) {
 		/* Frames are only produced after the peer sent one, which
 		 * needs a finished handshake. */
@@ -184,12 +161,11 @@ tls_write(eb__stream *s, eb__buf *b)
 	if (len == 0) {
 		return 0;
 	}
-	/* Everything gathered in one SSL_write: full records, one flush. */
-	r = SSL_write(s->ssl, eb__buf_head(b), (int) len);
+	/* Everything gathered in one write: full records, one flush. */
+	r = eb__tls_write(s->tls, eb__buf_head(b), len);
 	b->off = b->len = 0;
-	if (r <= 0) {
-		e = SSL_get_error(s->ssl, r);
-		tls_note_error(s, e);
+	if (r != 0) {
+		tls_note_error(s);
 		return EB_ETLS;
 	}
 	return tls_flush(s);
@@ -203,24 +179,14 @@ const eb__stream_ops eb__stream_tls_ops = {
 };
 
 int
-eb__stream_tls_setup(eb__stream *s, SSL_CTX *tls)
+eb__stream_tls_setup(eb__stream *s, eb__tls_ctx *tls)
 {
-	s->ssl = SSL_new(tls);
-	if (s->ssl == NULL) {
-		tls_note_error(s, 0);
+	eb_errbuf e;
+
+	s->tls = eb__tls_new(tls, 1, &e);
+	if (s->tls == NULL) {
+		(void) snprintf(s->tls_err, sizeof(s->tls_err), "%s", e.msg);
 		return EB_ETLS;
 	}
-	s->rbio = BIO_new(BIO_s_mem());
-	s->wbio = BIO_new(BIO_s_mem());
-	if (s->rbio == NULL || s->wbio == NULL) {
-		BIO_free(s->rbio);
-		BIO_free(s->wbio);
-		s->rbio = NULL;
-		s->wbio = NULL;
-		tls_note_error(s, 0);
-		return EB_ETLS;
-	}
-	SSL_set_bio(s->ssl, s->rbio, s->wbio); /* ssl owns both now */
-	SSL_set_accept_state(s->ssl);
 	return 0;
 }

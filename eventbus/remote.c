@@ -1,6 +1,6 @@
 /*
  * Clustered delivery: the bus's remote seam (eb__bus_remote_ops) over node
- * links (cluster/link.h). The only file of eventbus/ that knows clusters.
+ * links (link/link.h). The only file of eventbus/ that knows clusters.
  *
  * Interest: each address record holds, in a->remote, the handler count of
  * every peer that advertised it. On link up each side sends its whole table
@@ -34,10 +34,10 @@
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
-#include "cluster/link.h"
 #include "common/alloc.h"
 #include "common/frame.h"
 #include "eventbus/eventbus_int.h"
+#include "link/link.h"
 
 enum {
 	FRAME_MSG = EB_LINK_FRAME_USER,

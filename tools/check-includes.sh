@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Enforces the module dependency DAG (DESIGN.md, STYLE.md B2): a module may
 # include only its own files, the public headers and the modules it depends
-# on; OpenSSL only in bridge/ (and cluster/ links); ZooKeeper only in cluster/.
+# on; OpenSSL only in tls/; ZooKeeper only in cluster/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 allowed() { # module -> allowed repo-rooted include prefixes
 	case "$1" in
 	common)   echo "common" ;;
+	tls)      echo "tls common" ;;
+	link)     echo "link tls common" ;;
 	cluster)  echo "cluster common" ;;
 	election) echo "election cluster common" ;;
-	eventbus) echo "eventbus cluster common" ;;
-	bridge)   echo "bridge eventbus common" ;;
+	eventbus) echo "eventbus link common" ;;
+	bridge)   echo "bridge tls eventbus common" ;;
 	ingress)  echo "ingress eventbus common" ;;
 	conf)     echo "conf common" ;;
 	node)     echo "node conf bridge ingress eventbus election cluster common" ;;
@@ -20,7 +22,7 @@ allowed() { # module -> allowed repo-rooted include prefixes
 }
 
 bad=0
-for m in common cluster election eventbus bridge ingress conf node; do
+for m in common tls link cluster election eventbus bridge ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do
@@ -36,7 +38,7 @@ for m in common cluster election eventbus bridge ingress conf node; do
 		bad=1
 	fi
 	case "$m" in
-	bridge|cluster|node) ;;
+	tls) ;;
 	*) if grep -rlE '#include <openssl/' "$m" >/dev/null 2>&1; then
 		echo "check-includes: OpenSSL headers in $m/" >&2; bad=1
 	   fi ;;

@@ -57,11 +57,13 @@ EB_API void eb_link_opts_init(eb_link_opts *opts);
  * not load; UV_EINVAL for a missing node id. */
 EB_API int eb_link_mgr_new(uv_loop_t *loop, const eb_link_opts *opts,
     eb_link_mgr **mgrp, eb_errbuf *err);
-/* Binds and listens. 0 or a libuv error (e.g. UV_EADDRINUSE). */
+/* Binds and listens. 0 or a libuv error (e.g. UV_EADDRINUSE). Never after
+ * close (an assertion). */
 EB_API int eb_link_mgr_start(eb_link_mgr *mgr);
 /* The bound port after start (useful with port 0), else 0. */
 EB_API int eb_link_mgr_port(const eb_link_mgr *mgr);
-/* Exactly once; links close (peers see them drop), cb on a later tick. */
+/* Exactly once (a second close is an assertion failure); links close
+ * (peers see them drop), cb on a later tick. */
 EB_API void eb_link_mgr_close(
     eb_link_mgr *mgr, eb_link_mgr_close_cb cb, void *arg);
 

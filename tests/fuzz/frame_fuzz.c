@@ -24,13 +24,16 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void
-check_frame(char *buf, size_t len)
+check_frame(eb__buf *b)
 {
+	size_t len = eb__buf_avail(b);
+
 	if (len < EB_FRAME_HDR ||
-	    eb__frame_get_len((unsigned char *) buf) != len - EB_FRAME_HDR) {
+	    eb__frame_get_len((const unsigned char *) eb__buf_head(b)) !=
+	        len - EB_FRAME_HDR) {
 		abort();
 	}
-	free(buf);
+	eb__buf_consume(b, len);
 }
 
 static int
@@ -84,8 +87,7 @@ static void
 use_frame(const char *p, uint32_t n, int strip)
 {
 	eb__bframe f;
-	char      *out;
-	size_t     len;
+	eb__buf    out;
 	char      *body;
 
 	/* The strict parse (jansson only), the reference. */
@@ -115,16 +117,18 @@ use_frame(const char *p, uint32_t n, int strip)
 	body = f.body != NULL
 	           ? json_dumps(f.body, JSON_COMPACT | JSON_ENCODE_ANY)
 	           : NULL;
-	eb__bout_message(f.address != NULL ? f.address : "", f.reply_address,
-	    f.headers, body, body != NULL ? strlen(body) : 0,
-	    f.type == EB__BF_SEND, &out, &len);
-	check_frame(out, len);
+	eb__buf_init(&out);
+	eb__bout_message_buf(&out, f.address != NULL ? f.address : "",
+	    f.reply_address, f.headers, body, body != NULL ? strlen(body) : 0,
+	    f.type == EB__BF_SEND);
+	check_frame(&out);
 	free(body);
 	if (f.address != NULL && f.reply_address != NULL) {
-		eb__bout_failure(f.reply_address, f.address, f.failure_code,
-		    "RECIPIENT_FAILURE", f.failure_message, &out, &len);
-		check_frame(out, len);
+		eb__bout_failure_buf(&out, f.reply_address, f.address,
+		    f.failure_code, "RECIPIENT_FAILURE", f.failure_message);
+		check_frame(&out);
 	}
+	eb__buf_free(&out);
 	eb__bframe_free(&f);
 }
 

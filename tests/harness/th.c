@@ -1,8 +1,11 @@
 /* cmocka loop harness; see th.h. */
 #include "tests/harness/th.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define TH_WATCHDOG_MS 5000u
 
@@ -169,4 +172,34 @@ th_run_until(th_loop *t, int (*pred)(void *arg), void *arg, uint64_t timeout_ms)
 	uv_close((uv_handle_t *) deadline, close_free_cb);
 	uv_close((uv_handle_t *) check, close_free_cb);
 	return ok ? 0 : -1;
+}
+
+const char *
+th_cert(const char *name)
+{
+	const char *dir = getenv("EB_CERTS_DIR");
+	static char buf[8][512];
+	static int  i;
+	char       *out = buf[i++ % 8];
+
+	assert_non_null(dir);
+	(void) snprintf(out, sizeof(buf[0]), "%s/%s", dir, name);
+	return out;
+}
+
+int
+th_expect_abort(void (*fn)(const void *arg), const void *arg)
+{
+	pid_t pid;
+	int   status = 0;
+
+	(void) fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn(arg);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
 }

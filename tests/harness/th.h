@@ -45,6 +45,13 @@ int th_run_until(
 int th_flag_set(void *arg);
 /* The test timeout multiplier from the environment (>= 1). */
 uint64_t th_timeout_multiplier(void);
+/* The path of a file of the "certs" fixture ($EB_CERTS_DIR/name; the test
+ * fails without EB_CERTS_DIR). Eight rotating static buffers. */
+const char *th_cert(const char *name);
+/* Runs fn(arg) in a forked child and returns 1 when it aborted (an
+ * EB_ASSERT failed), else 0. fn must use its own loop, never the test's:
+ * a forked child shares the parent's epoll set. */
+int th_expect_abort(void (*fn)(const void *arg), const void *arg);
 /* Prints every open handle of the loop to stderr; returns their count. */
 int th_dump_handles(uv_loop_t *loop);
 

@@ -287,7 +287,7 @@ test_message_frames(void **state)
 {
 	static const char *const bodies[] = { NULL, "null", "{\"t\":1}" };
 	char                     want[256];
-	char                    *buf;
+	const char              *buf;
 	size_t                   len;
 	int                      ra;
 	int                      send;
@@ -295,16 +295,18 @@ test_message_frames(void **state)
 	eb__buf                  b;
 
 	(void) state;
+	eb__buf_init(&b);
 	for (ra = 0; ra < 2; ra++) {
 		for (i = 0; i < 3; i++) {
 			for (send = 0; send < 2; send++) {
 				const char *body = bodies[i];
 				int         n;
 
-				eb__bout_message("a.b",
+				eb__bout_message_buf(&b, "a.b",
 				    ra ? "__vertx.reply.7" : NULL, NULL, body,
-				    body != NULL ? strlen(body) : 0, send, &buf,
-				    &len);
+				    body != NULL ? strlen(body) : 0, send);
+				buf = eb__buf_head(&b);
+				len = eb__buf_avail(&b);
 				n = snprintf(want, sizeof(want),
 				    "{\"type\":\"message\",\"address\":\"a.b\"%"
 				    "s"
@@ -317,13 +319,15 @@ test_message_frames(void **state)
 				assert_true(n > 0);
 				assert_int_equal(len, (size_t) n + 4);
 				assert_int_equal(
-				    eb__frame_get_len((unsigned char *) buf),
+				    eb__frame_get_len(
+				        (const unsigned char *) buf),
 				    (uint32_t) n);
 				assert_memory_equal(buf + 4, want, (size_t) n);
-				free(buf);
+				eb__buf_consume(&b, len);
 			}
 		}
 	}
+	eb__buf_free(&b);
 	eb__buf_init(&b);
 	eb__bout_pong_buf(&b);
 	eb__bout_message_buf(&b, "x", NULL, NULL, "1", 1, 1);

@@ -18,14 +18,15 @@ parse(const char *s, int strip, eb__bframe *f)
 
 /* The payload of an encoded frame must equal want, after a correct header. */
 static void
-assert_frame(char *buf, size_t len, const char *want)
+assert_frame(eb__buf *b, const char *want)
 {
 	size_t n = strlen(want);
 
-	assert_int_equal(len, n + 4);
-	assert_int_equal(eb__frame_get_len((unsigned char *) buf), n);
-	assert_memory_equal(buf + 4, want, n);
-	free(buf);
+	assert_int_equal(eb__buf_avail(b), n + 4);
+	assert_int_equal(
+	    eb__frame_get_len((const unsigned char *) eb__buf_head(b)), n);
+	assert_memory_equal(eb__buf_head(b) + 4, want, n);
+	eb__buf_consume(b, eb__buf_avail(b));
 }
 
 static void
@@ -236,31 +237,31 @@ test_failure_fields(void **state)
 static void
 test_out_frames(void **state)
 {
-	char   *buf;
-	size_t  len;
+	eb__buf b;
 	json_t *h = json_pack("{s:s}", "k", "v/é");
 
 	(void) state;
-	eb__bout_err("access_denied", &buf, &len);
-	assert_frame(
-	    buf, len, "{\"type\":\"err\",\"message\":\"access_denied\"}");
-	eb__bout_pong(&buf, &len);
-	assert_frame(buf, len, "{\"type\":\"pong\"}");
-	eb__bout_failure("r1", "nobody", -1, "NO_HANDLERS",
-	    "No handlers for address nobody", &buf, &len);
-	assert_frame(buf, len,
+	eb__buf_init(&b);
+	eb__bout_err_buf(&b, "access_denied");
+	assert_frame(&b, "{\"type\":\"err\",\"message\":\"access_denied\"}");
+	eb__bout_pong_buf(&b);
+	assert_frame(&b, "{\"type\":\"pong\"}");
+	eb__bout_failure_buf(&b, "r1", "nobody", -1, "NO_HANDLERS",
+	    "No handlers for address nobody");
+	assert_frame(&b,
 	    "{\"type\":\"err\",\"address\":\"r1\",\"sourceAddress\":\"nobody\","
 	    "\"failureCode\":-1,\"failureType\":\"NO_HANDLERS\",\"message\":"
 	    "\"No handlers for address nobody\"}");
-	eb__bout_message("#backtrack", NULL, NULL,
-	    "{\"value\":\"Hello vert.x\"}", 24, 1, &buf, &len);
-	assert_frame(buf, len,
+	eb__bout_message_buf(&b, "#backtrack", NULL, NULL,
+	    "{\"value\":\"Hello vert.x\"}", 24, 1);
+	assert_frame(&b,
 	    "{\"type\":\"message\",\"address\":\"#backtrack\",\"headers\":{},"
 	    "\"body\":{\"value\":\"Hello vert.x\"},\"send\":true}");
-	eb__bout_message("a", "__vertx.reply.1", h, "null", 4, 0, &buf, &len);
-	assert_frame(buf, len,
+	eb__bout_message_buf(&b, "a", "__vertx.reply.1", h, "null", 4, 0);
+	assert_frame(&b,
 	    "{\"type\":\"message\",\"address\":\"a\",\"replyAddress\":"
 	    "\"__vertx.reply.1\",\"headers\":{\"k\":\"v/é\"},\"send\":false}");
+	eb__buf_free(&b);
 	json_decref(h);
 }
 

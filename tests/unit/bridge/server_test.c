@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ebnode/bridge.h>
 #include <ebnode/bus.h>
@@ -701,6 +702,41 @@ test_input_budget(void **state)
 	fixture_free(f);
 }
 
+/* Lifecycle misuse aborts (EB_ASSERT), in a child on its own loop. */
+static void
+bridge_misuse(const void *arg)
+{
+	const char    *what = arg;
+	uv_loop_t      loop;
+	eb_bus_opts    bo;
+	eb_bus        *bus = NULL;
+	eb_bridge_opts o;
+	eb_bridge     *b = NULL;
+
+	(void) uv_loop_init(&loop);
+	eb_bus_opts_init(&bo);
+	eb_bridge_opts_init(&o);
+	o.port = 0;
+	if (eb_bus_new(&loop, &bo, &bus) != 0 ||
+	    eb_bridge_new(&loop, bus, &o, NULL, &b) != 0) {
+		_exit(2);
+	}
+	eb_bridge_close(b, NULL, NULL);
+	if (strcmp(what, "close") == 0) {
+		eb_bridge_close(b, NULL, NULL);
+	} else {
+		(void) eb_bridge_start(b, NULL);
+	}
+}
+
+static void
+test_lifecycle_asserts(void **state)
+{
+	(void) state;
+	assert_true(th_expect_abort(bridge_misuse, "close"));
+	assert_true(th_expect_abort(bridge_misuse, "start"));
+}
+
 int
 main(void)
 {
@@ -721,6 +757,7 @@ main(void)
 		    test_hook_closes_others, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_input_budget, th_setup, th_teardown),
+		cmocka_unit_test(test_lifecycle_asserts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

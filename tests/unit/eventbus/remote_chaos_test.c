@@ -16,8 +16,8 @@
 #include <ebnode/bus.h>
 #include <ebnode/link.h>
 
-#include "cluster/link.h"
-#include "cluster/link_int.h"
+#include "link/link.h"
+#include "link/link_int.h"
 #include "tests/unit/eventbus/cluster_th.h"
 
 #define NODES     3

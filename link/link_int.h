@@ -1,5 +1,5 @@
 /*
- * Node link internals shared by cluster/link*.c only.
+ * Node link internals shared by link/link*.c only.
  *
  * Ownership: the manager owns its peers (list) and connections (list).
  * A peer has at most one up connection (peer->conn) and, when this node is
@@ -15,8 +15,8 @@
  *
  * Threads: loop thread only.
  */
-#ifndef EB_CLUSTER_LINK_INT_H
-#define EB_CLUSTER_LINK_INT_H
+#ifndef EB_LINK_LINK_INT_H
+#define EB_LINK_LINK_INT_H
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,18 +26,12 @@
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
-#include "cluster/link.h"
+#include "common/assert.h"
 #include "common/buf.h"
 #include "common/frame.h"
 #include "common/list.h"
-
-/* Programmer errors only (never peer input); stays on in release builds. */
-#define LINK_ASSERT(x)           \
-	do {                     \
-		if (!(x)) {      \
-			abort(); \
-		}                \
-	} while (0)
+#include "link/link.h"
+#include "tls/tls.h"
 
 enum { LINK_FRAME_HELLO = 1, LINK_FRAME_HEARTBEAT = 2 };
 
@@ -80,8 +74,7 @@ typedef struct link_conn {
 	eb__buf         out;       /* plaintext frames not yet written */
 	size_t          frame_off; /* start of the frame being built */
 	uint64_t        inflight;  /* bytes handed to uv_write, unfinished */
-	void           *tls;       /* owned SSL*, NULL: plain TCP */
-	int             tls_done;  /* handshake complete */
+	eb__tls        *tls;       /* owned, NULL: plain TCP */
 	char            peer_addr[64]; /* for log lines */
 } link_conn;
 
@@ -98,7 +91,7 @@ struct eb_link_mgr {
 	uint64_t                max_out;
 	uint32_t                max_pending;  /* inbound conns before hello */
 	int                     pending_full; /* logged this episode */
-	void                   *tls_ctx;      /* owned SSL_CTX*, NULL: plain */
+	eb__tls_ctx            *tls_ctx;      /* owned, NULL: plain TCP */
 	uv_tcp_t                listener;
 	uv_timer_t              timer;
 	uv_idle_t               idle;
@@ -136,10 +129,14 @@ uint64_t eb__link_backoff_ms(const eb_link_mgr *m, uint32_t attempts);
 /* link_conn.c */
 link_conn *eb__link_conn_new(eb_link_mgr *m, int outbound);
 void       eb__link_conn_start(link_conn *c); /* connected: TLS, hello */
-void       eb__link_conn_close(link_conn *c, const char *why);
-void       eb__link_conn_tick(link_conn *c, uint64_t now);
-void       eb__link_conn_flush(link_conn *c);
-void       eb__link_conn_mark_dirty(link_conn *c);
+/* Closes c unless it is already closing: errors, timeouts and the
+ * manager's close may each reach one connection. Starting a connection
+ * twice or after close, writing to a closing one, are programming errors
+ * (EB_ASSERT). */
+void eb__link_conn_close(link_conn *c, const char *why);
+void eb__link_conn_tick(link_conn *c, uint64_t now);
+void eb__link_conn_flush(link_conn *c);
+void eb__link_conn_mark_dirty(link_conn *c);
 /* The log level for a failure of c: WARN, but DEBUG for a dial that has
  * failed before (a peer that stays unreachable or misconfigured logs once
  * per episode, not on every back-off retry). */
@@ -150,8 +147,9 @@ int eb__link_conn_input(link_conn *c, const char *p, size_t n);
 void eb__link_conn_write_raw(link_conn *c, char *data, size_t n);
 
 /* link_tls.c */
-int  eb__link_tls_ctx_new(const eb_link_opts *o, void **ctxp, eb_errbuf *err);
-void eb__link_tls_ctx_free(void *ctx);
+/* The mutual-TLS context of o (CA, certificate and key all given). */
+int eb__link_tls_ctx_new(
+    const eb_link_opts *o, eb__tls_ctx **ctxp, eb_errbuf *err);
 int  eb__link_tls_conn_new(link_conn *c, int server);
 void eb__link_tls_conn_free(link_conn *c);
 /* Ciphertext in: plaintext goes to eb__link_conn_input. 0 or EB_ETLS. */

@@ -1,12 +1,12 @@
 /*
  * Big-endian writers and a bounds-checked reader for link frame bodies
- * (cluster/link.h). A read past the end sets rd->bad and returns zeros, so
+ * (link/link.h). A read past the end sets rd->bad and returns zeros, so
  * a decoder checks once at the end instead of after every field.
  * Pure functions; any thread.
  */
 #include <string.h>
 
-#include "cluster/link.h"
+#include "link/link.h"
 
 void
 eb__link_put_u8(eb__buf *b, uint8_t v)

@@ -1,4 +1,4 @@
-/* Unit tests for mutual TLS on node links (cluster/link_tls.c): a link
+/* Unit tests for mutual TLS on node links (link/link_tls.c): a link
  * between two nodes with certificates of the test CA carries frames; a peer
  * with a certificate of another CA, an expired certificate or no TLS at all
  * never gets a link. Certificates come from the "certs" fixture
@@ -10,8 +10,8 @@
 
 #include <ebnode/link.h>
 
-#include "cluster/link.h"
-#include "cluster/link_int.h"
+#include "link/link.h"
+#include "link/link_int.h"
 #include "tests/harness/th.h"
 
 typedef struct node {
@@ -54,19 +54,6 @@ frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t len)
 
 static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL };
 
-static char *
-cert(const char *name)
-{
-	const char *dir = getenv("EB_CERTS_DIR");
-	static char buf[8][512];
-	static int  i;
-	char       *out = buf[i++ % 8];
-
-	assert_non_null(dir);
-	(void) snprintf(out, 512, "%s/%s", dir, name);
-	return out;
-}
-
 /* tls: "good" (server cert of the test CA), "wrongca", "expired", NULL. */
 static void
 node_open(th_loop *t, node *n, const char *id, const char *tls)
@@ -79,17 +66,17 @@ node_open(th_loop *t, node *n, const char *id, const char *tls)
 	o.node_id = id;
 	o.connect_timeout_ms = 500;
 	if (tls != NULL && strcmp(tls, "good") == 0) {
-		o.tls_ca_file = cert("ca.pem");
-		o.tls_cert_file = cert("server.pem");
-		o.tls_key_file = cert("server.key");
+		o.tls_ca_file = th_cert("ca.pem");
+		o.tls_cert_file = th_cert("server.pem");
+		o.tls_key_file = th_cert("server.key");
 	} else if (tls != NULL && strcmp(tls, "wrongca") == 0) {
-		o.tls_ca_file = cert("wrongca.pem");
-		o.tls_cert_file = cert("wrong.pem");
-		o.tls_key_file = cert("wrong.key");
+		o.tls_ca_file = th_cert("wrongca.pem");
+		o.tls_cert_file = th_cert("wrong.pem");
+		o.tls_key_file = th_cert("wrong.key");
 	} else if (tls != NULL) {
-		o.tls_ca_file = cert("ca.pem");
-		o.tls_cert_file = cert("expired.pem");
-		o.tls_key_file = cert("expired.key");
+		o.tls_ca_file = th_cert("ca.pem");
+		o.tls_cert_file = th_cert("expired.pem");
+		o.tls_key_file = th_cert("expired.key");
 	}
 	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &n->mgr, &e), 0);
 	eb__link_mgr_set_handler(n->mgr, &handler, n);

@@ -16,8 +16,8 @@
 
 #include <ebnode/log.h>
 
-#include "cluster/link_int.h"
 #include "common/alloc.h"
+#include "link/link_int.h"
 
 struct link_write {
 	uv_write_t req;
@@ -53,6 +53,7 @@ conn_closed_cb(uv_handle_t *h)
 	link_conn   *c = h->data;
 	eb_link_mgr *m = c->mgr;
 
+	EB_ASSERT(c->state == LINK_CLOSING);
 	eb_list_remove(&c->link);
 	eb_list_remove(&c->flush_link);
 	eb__frame_dec_free(&c->dec);
@@ -117,6 +118,7 @@ eb__link_conn_write_raw(link_conn *c, char *data, size_t n)
 	uv_buf_t           b;
 	int                rv;
 
+	EB_ASSERT(c->state != LINK_CLOSING); /* use after close */
 	if (n == 0) {
 		free(data);
 		return;
@@ -147,7 +149,7 @@ eb__link_conn_flush(link_conn *c)
 	}
 	c->last_tx = uv_now(c->mgr->loop);
 	if (c->tls != NULL) {
-		if (!c->tls_done) {
+		if (!eb__tls_handshake_done(c->tls)) {
 			return; /* sent once the handshake completes */
 		}
 		if (eb__link_tls_output(c, eb__buf_head(&c->out), n) != 0) {
@@ -241,6 +243,7 @@ eb__link_conn_start(link_conn *c)
 	int                     len = sizeof(sa);
 	char                    ip[48] = "?";
 
+	EB_ASSERT(c->state == LINK_CONNECTING || c->state == LINK_HELLO);
 	c->state = LINK_HELLO;
 	if (!c->outbound &&
 	    uv_tcp_getpeername(&c->tcp, (struct sockaddr *) &sa, &len) == 0) {

@@ -1,7 +1,7 @@
 /*
  * The node link manager: options, the listener, the peer table, dialing
  * with capped jittered back-off, the tick timer, coalesced output and the
- * upper-layer interface (cluster/link.h). Connection I/O is link_conn.c.
+ * upper-layer interface (link/link.h). Connection I/O is link_conn.c.
  *
  * One link per node pair: only the node whose id is lower (strcmp) dials.
  * An inbound hello from a lower id is accepted even for a peer we have not
@@ -19,8 +19,8 @@
 
 #include <ebnode/log.h>
 
-#include "cluster/link_int.h"
 #include "common/alloc.h"
+#include "link/link_int.h"
 
 void
 eb_link_opts_init(eb_link_opts *o)
@@ -74,7 +74,7 @@ eb_link_mgr_new(
     uv_loop_t *loop, const eb_link_opts *o, eb_link_mgr **mgrp, eb_errbuf *err)
 {
 	eb_link_mgr *m;
-	void        *tls = NULL;
+	eb__tls_ctx *tls = NULL;
 	int          rv;
 
 	if (loop == NULL || o == NULL || mgrp == NULL) {
@@ -590,7 +590,7 @@ eb__link_frame_begin(eb_link_mgr *m, uint32_t peer, uint8_t type)
 	    c->state != LINK_UP) {
 		return NULL;
 	}
-	LINK_ASSERT(m->cur == NULL);
+	EB_ASSERT(m->cur == NULL);
 	m->cur = c;
 	c->frame_off = c->out.len;
 	hdr = eb__buf_reserve(&c->out, EB_FRAME_HDR + 1);
@@ -607,7 +607,7 @@ eb__link_frame_end(eb_link_mgr *m, uint32_t peer)
 
 	(void) peer;
 	m->cur = NULL;
-	LINK_ASSERT(c != NULL);
+	EB_ASSERT(c != NULL);
 	n = c->out.len - c->frame_off - EB_FRAME_HDR;
 	if (n > m->max_frame) {
 		EB_LOG_ERR("link", "frame-too-big: node=%s len=%zu max=%u",
@@ -746,8 +746,9 @@ eb_link_mgr_start(eb_link_mgr *m)
 	int                     len = sizeof(sa);
 	int                     rv;
 
-	if (m->closing || m->listening) {
-		return m->closing ? EB_ECLOSED : 0;
+	EB_ASSERT(!m->closing); /* start after close */
+	if (m->listening) {
+		return 0;
 	}
 	rv = uv_ip4_addr(m->host, m->port, (struct sockaddr_in *) &sa);
 	if (rv != 0) {
@@ -790,7 +791,7 @@ mgr_free(eb_link_mgr *m)
 		free(p->host);
 		free(p);
 	}
-	eb__link_tls_ctx_free(m->tls_ctx);
+	eb__tls_ctx_free(m->tls_ctx);
 	free(m->node_id);
 	free(m->cluster);
 	free(m->host);
@@ -836,10 +837,7 @@ eb_link_mgr_close(eb_link_mgr *m, eb_link_mgr_close_cb cb, void *arg)
 	eb_list *it;
 	eb_list *tmp;
 
-	if (m->closing) {
-		EB_LOG_ERR("link", "close-twice: node=%s", m->node_id);
-		return;
-	}
+	EB_ASSERT(!m->closing); /* double close */
 	m->closing = 1;
 	m->close_cb = cb;
 	m->close_arg = arg;

@@ -14,8 +14,8 @@
 
 #include <ebnode/link.h>
 
-#include "cluster/link.h"
-#include "cluster/link_int.h"
+#include "link/link.h"
+#include "link/link_int.h"
 #include "tests/harness/th.h"
 
 #define N      4

@@ -1,15 +1,16 @@
-/* Unit tests for the node link manager (cluster/link*.c) over real TCP on
+/* Unit tests for the node link manager (link/link*.c) over real TCP on
  * 127.0.0.1: hello, who dials, frames, removal, reconnect, cluster and
  * version mismatches, heartbeat timeout, oversized frames. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ebnode/link.h>
 
-#include "cluster/link.h"
-#include "cluster/link_int.h"
+#include "link/link.h"
+#include "link/link_int.h"
 #include "tests/harness/th.h"
 
 typedef struct node {
@@ -620,6 +621,37 @@ test_options(void **state)
 	assert_non_null(strstr(e.msg, "/nonexistent/ca.pem"));
 }
 
+/* Lifecycle misuse aborts (EB_ASSERT), in a child on its own loop. */
+static void
+mgr_misuse(const void *arg)
+{
+	const char  *what = arg;
+	uv_loop_t    loop;
+	eb_link_opts o;
+	eb_link_mgr *m = NULL;
+
+	(void) uv_loop_init(&loop);
+	eb_link_opts_init(&o);
+	o.node_id = "a";
+	if (eb_link_mgr_new(&loop, &o, &m, NULL) != 0) {
+		_exit(2);
+	}
+	eb_link_mgr_close(m, NULL, NULL);
+	if (strcmp(what, "close") == 0) {
+		eb_link_mgr_close(m, NULL, NULL);
+	} else {
+		(void) eb_link_mgr_start(m);
+	}
+}
+
+static void
+test_lifecycle_asserts(void **state)
+{
+	(void) state;
+	assert_true(th_expect_abort(mgr_misuse, "close"));
+	assert_true(th_expect_abort(mgr_misuse, "start"));
+}
+
 int
 main(void)
 {
@@ -649,6 +681,7 @@ main(void)
 		    test_pending_inbound_capped, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_options, th_setup, th_teardown),
+		cmocka_unit_test(test_lifecycle_asserts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,8 +9,8 @@
  *
  * Threads: loop thread only.
  */
-#ifndef EB_CLUSTER_LINK_H
-#define EB_CLUSTER_LINK_H
+#ifndef EB_LINK_LINK_H
+#define EB_LINK_LINK_H
 
 #include <stddef.h>
 #include <stdint.h>
