@@ -8,19 +8,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 allowed() { # module -> allowed repo-rooted include prefixes
 	case "$1" in
 	common)   echo "common" ;;
+	admin)    echo "admin common" ;;
 	cluster)  echo "cluster common" ;;
 	election) echo "election cluster common" ;;
-	eventbus) echo "eventbus cluster common" ;;
-	bridge)   echo "bridge eventbus common" ;;
-	ingress)  echo "ingress eventbus common" ;;
+	eventbus) echo "eventbus cluster admin common" ;;
+	bridge)   echo "bridge eventbus admin common" ;;
+	ingress)  echo "ingress eventbus admin common" ;;
 	conf)     echo "conf common" ;;
-	node)     echo "node conf bridge ingress eventbus election cluster common" ;;
+	node)     echo "node conf bridge ingress eventbus election cluster admin common" ;;
 	*)        echo "" ;;
 	esac
 }
 
 bad=0
-for m in common cluster election eventbus bridge ingress conf node; do
+for m in common admin cluster election eventbus bridge ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do
