@@ -299,16 +299,15 @@ links_metrics(eb__prom *w, void *arg)
 static void
 errors_metrics(eb__prom *w, void *arg)
 {
-	eb_node                *n = arg;
-	eb__node_cluster_stats  cs_;
-	eb__node_cluster_stats *cs = &cs_;
-	eb_bridge_stats         bs;
-	eb_bus_totals           bt;
-	eb_ingress_stats        is;
-	eb_ingress             *in = eb__node_ingress(n);
-	size_t                  i;
+	eb_node               *n = arg;
+	eb__node_cluster_stats cs;
+	eb_bridge_stats        bs;
+	eb_bus_totals          bt;
+	eb_ingress_stats       is;
+	eb_ingress            *in = eb__node_ingress(n);
+	size_t                 i;
 
-	eb__node_cluster_stats_get(n, cs);
+	eb__node_cluster_stats_get(n, &cs);
 	memset(&bs, 0, sizeof(bs));
 	memset(&bt, 0, sizeof(bt));
 	memset(&is, 0, sizeof(is));
@@ -341,8 +340,8 @@ errors_metrics(eb__prom *w, void *arg)
 			{ "ingress_failed", is.failed },
 			{ "ingress_dropped", is.dropped },
 			{ "ingress_unrouted", is.unrouted },
-			{ "zk_session_expired", cs->zk_expired },
-			{ "zk_auth_failed", cs->zk_auth_failed },
+			{ "zk_session_expired", cs.zk_expired },
+			{ "zk_auth_failed", cs.zk_auth_failed },
 		};
 
 		eb__prom_family(w, "ebnode_errors_total", "counter",
