@@ -85,6 +85,10 @@ int eb__admin_start(eb__admin *adm);
  * cb(arg) (cb may be NULL), always on a later loop turn. */
 void eb__admin_close(eb__admin *adm, eb__admin_close_cb cb, void *arg);
 
+/* A collector for the process families (resident memory, CPU time, and
+ * uptime since *arg, a const uint64_t of eb__mono_ms()). */
+void eb__admin_process_metrics(eb__prom *w, void *arg);
+
 /* Serialises v (borrowed) as the response body, application/json. */
 void eb__admin_reply_json(eb__admin_resp *rs, int status, json_t *v);
 /* {"error": code, "message": msg} with status. */

@@ -8,8 +8,9 @@
  * bridge/bridge_admin.h, ingress/ingress_admin.h). Registered here: what
  * the node's wiring owns, read through node_cluster.h and the link
  * manager: GET /health, /nodes, /leader, POST /leader/release, the role,
- * ZooKeeper and link families, errors by type across subsystems, and the
- * process. docs/ADMIN.md lists every route and metric.
+ * ZooKeeper and link families, and errors by type across subsystems; the
+ * process families come from admin/ (eb__admin_process_metrics).
+ * docs/ADMIN.md lists every route and metric.
  *
  * The step starts after bus, ingress and bridge and stops before them, so
  * the objects registered outlive the server. Counters come from the
@@ -17,7 +18,6 @@
  * cluster wiring across a stop) starts again from zero, which Prometheus
  * treats as a counter reset. Loop thread only.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +31,6 @@
 #include "admin/admin.h"
 #include "bridge/bridge_admin.h"
 #include "common/alloc.h"
-#include "common/util.h"
 #include "common/vec.h"
 #include "eventbus/bus_admin.h"
 #include "ingress/ingress_admin.h"
@@ -354,33 +353,6 @@ errors_metrics(eb__prom *w, void *arg)
 	}
 }
 
-/* ---- process ---- */
-
-static void
-process_metrics(eb__prom *w, void *arg)
-{
-	eb_node    *n = arg;
-	size_t      rss = 0;
-	uv_rusage_t ru;
-	double      cpu = 0.0;
-
-	(void) uv_resident_set_memory(&rss);
-	if (uv_getrusage(&ru) == 0) {
-		cpu =
-		    (double) ru.ru_utime.tv_sec + (double) ru.ru_stime.tv_sec +
-		    (double) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-	}
-	eb__prom_one(w, "ebnode_process_resident_memory_bytes", "gauge",
-	    "Resident set size of the ebnode process.", (uint64_t) rss);
-	eb__prom_family(w, "ebnode_process_cpu_seconds_total", "counter",
-	    "User and system CPU time of the ebnode process.");
-	eb__prom_f64(w, "ebnode_process_cpu_seconds_total", NULL, cpu);
-	eb__prom_family(w, "ebnode_uptime_seconds", "gauge",
-	    "Seconds since this node started.");
-	eb__prom_f64(w, "ebnode_uptime_seconds", NULL,
-	    (double) (eb__mono_ms() - n->start_ms) / 1000.0);
-}
-
 /* ---- the step ---- */
 
 static void
@@ -405,7 +377,7 @@ register_all(struct eb__node_admin *na)
 	eb__admin_on_metrics(adm, links_metrics, n);
 	eb__bus_admin_register(adm, n->bus);
 	eb__admin_on_metrics(adm, errors_metrics, n);
-	eb__admin_on_metrics(adm, process_metrics, n);
+	eb__admin_on_metrics(adm, eb__admin_process_metrics, &n->start_ms);
 }
 
 static void
