@@ -25,6 +25,7 @@ void
 eb_bus_watch_add(eb_bus *bus, eb_bus_watch_fn fn, void *arg)
 {
 	EB_ASSERT(fn != NULL);
+	EB_ASSERT(!bus->closing); /* no watch after eb_bus_close */
 	eb__obs_add(&bus->watchers, (eb__obs_fn) fn, arg);
 }
 

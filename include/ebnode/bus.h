@@ -321,7 +321,8 @@ EB_API uint32_t eb_bus_handler_count(eb_bus *bus, const char *address);
  */
 typedef void (*eb_bus_watch_fn)(
     eb_bus *bus, const char *address, uint32_t count, void *arg);
-/* Adds (fn, arg); the same pair added twice is called twice. */
+/* Adds (fn, arg); the same pair added twice is called twice. Adding
+ * after eb_bus_close() is a programming error (it aborts). */
 EB_API void eb_bus_watch_add(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
 /* Removes one (fn, arg) pair: 0, or UV_ENOENT when it was not added. */
 EB_API int eb_bus_watch_remove(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
