@@ -101,6 +101,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	eb_list_init(&bus->fifo);
 	eb_list_init(&bus->reply_msgs);
 	eb_list_init(&bus->qfree);
+	eb__obs_init(&bus->watchers);
 	/* Both inits cannot fail on a live loop; they are the last steps. */
 	(void) uv_idle_init(loop, &bus->idle);
 	(void) uv_timer_init(loop, &bus->timer);
@@ -135,6 +136,7 @@ bus_free(eb_bus *bus)
 	json_decref(bus->empty_headers); /* held messages keep their ref */
 	eb__hmap_free(&bus->reqs);
 	eb__bus_rcpt_free_all(bus);
+	eb__obs_free(&bus->watchers);
 	free(bus->node_id);
 	free(bus);
 }

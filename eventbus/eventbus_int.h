@@ -38,6 +38,7 @@
 
 #include "common/hmap.h"
 #include "common/list.h"
+#include "common/obs.h"
 
 #define EB_BUS_REPLY_PREFIX "__vertx.reply."
 /* "__vertx.reply." plus a 64-bit decimal and NUL. */
@@ -267,9 +268,8 @@ struct eb_bus {
 	void            *close_arg;
 	eb__bus_counters totals;
 	json_t          *empty_headers; /* owned: shared by header-less msgs */
-	eb_bus_watch_fn  watch_fn;      /* handler-count observer (watch.c) */
-	void            *watch_arg;
-	uint64_t         no_handlers; /* sends/requests that found nobody */
+	eb__obs          watchers;      /* of eb_bus_watch_fn (watch.c) */
+	uint64_t         no_handlers;   /* sends/requests that found nobody */
 	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
 	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
 
@@ -296,7 +296,7 @@ eb__bus_addr *eb__bus_addr_get(eb_bus *bus, const char *address); /* make */
 void eb__bus_addr_maybe_free(eb_bus *bus, eb__bus_addr *a);
 void eb__bus_addr_free_all(eb_bus *bus);
 
-/* watch.c: tells the observer that a's reachable handler count changed. */
+/* watch.c: tells the observers that a's reachable handler count changed. */
 void eb__bus_watch_notify(eb_bus *bus, const eb__bus_addr *a);
 
 /* msg.c */

@@ -1,7 +1,7 @@
 /*
- * Reachable handler counts and their observer (eb_bus_handler_count,
- * eb_bus_set_watch): what the ingress gateway uses to know whether a leader
- * is reachable and when one becomes reachable. Loop thread only.
+ * Reachable handler counts and their observers (eb_bus_handler_count,
+ * eb_bus_watch_add/remove): what the ingress gateway uses to know whether a
+ * leader is reachable and when one becomes reachable. Loop thread only.
  */
 #include <ebnode/bus.h>
 
@@ -22,16 +22,33 @@ eb_bus_handler_count(eb_bus *bus, const char *address)
 }
 
 void
-eb_bus_set_watch(eb_bus *bus, eb_bus_watch_fn fn, void *arg)
+eb_bus_watch_add(eb_bus *bus, eb_bus_watch_fn fn, void *arg)
 {
-	bus->watch_fn = fn;
-	bus->watch_arg = arg;
+	EB_ASSERT(fn != NULL);
+	EB_ASSERT(!bus->closing); /* no watch after eb_bus_close */
+	eb__obs_add(&bus->watchers, (eb__obs_fn) fn, arg);
+}
+
+int
+eb_bus_watch_remove(eb_bus *bus, eb_bus_watch_fn fn, void *arg)
+{
+	return eb__obs_remove(&bus->watchers, (eb__obs_fn) fn, arg) == 0
+	           ? 0
+	           : UV_ENOENT;
 }
 
 void
 eb__bus_watch_notify(eb_bus *bus, const eb__bus_addr *a)
 {
-	if (bus->watch_fn != NULL && !bus->closing) {
-		bus->watch_fn(bus, a->address, reachable(a), bus->watch_arg);
+	eb__obs_it it;
+	uint32_t   count;
+
+	if (bus->closing || eb__obs_count(&bus->watchers) == 0) {
+		return;
+	}
+	count = reachable(a);
+	EB__OBS_EACH(&bus->watchers, it)
+	{
+		((eb_bus_watch_fn) it.fn)(bus, a->address, count, it.arg);
 	}
 }

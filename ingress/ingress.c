@@ -86,9 +86,9 @@ eb_ingress_start(eb_ingress *in)
 	if (in->gateway != NULL || in->closing) {
 		return UV_EBUSY;
 	}
-	/* The ingress owns the bus's handler-count observer: a leader that
-	 * becomes reachable flushes the held messages. */
-	eb_bus_set_watch(in->bus, watch_cb, in);
+	/* A handler-count observer: a leader that becomes reachable flushes
+	 * the held messages. */
+	eb_bus_watch_add(in->bus, watch_cb, in);
 	/* Local-only: the ingress address is served on every node by its own
 	 * gateway and never advertised to peers. */
 	return eb_bus_consumer_new(
@@ -172,7 +172,7 @@ eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 	in->close_arg = arg;
 	eb_ingress_unlead(in);
 	if (in->gateway != NULL) {
-		eb_bus_set_watch(in->bus, NULL, NULL);
+		(void) eb_bus_watch_remove(in->bus, watch_cb, in);
 		eb_bus_consumer_close(in->gateway);
 		in->gateway = NULL;
 	}

@@ -110,7 +110,7 @@ typedef struct eb__ingress_held {
 /* gateway.c */
 void eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 void eb__ingress_fail_all(eb_ingress *in);
-/* The gateway latency histogram (read by node/metrics.c); borrowed. */
+/* The gateway latency histogram (read by ingress_admin.c); borrowed. */
 const eb__hist *eb__ingress_latency(const eb_ingress *in);
 /* router.c */
 void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);

@@ -1,6 +1,6 @@
 /*
  * node/ internals of the cluster wiring (node_cluster.c) for the other
- * wiring files: the admin endpoint (admin.c) and the ingress wiring.
+ * wiring files: the admin endpoint (node_admin.c) and the ingress wiring.
  *
  * Leadership listeners may be registered before the cluster step starts;
  * they are called on every change (leader=true with the epoch, then
@@ -37,7 +37,7 @@ json_t *eb__node_cluster_leader_json(eb_node *n);
 /* Step down: 0, EB_ENOTLEADER, or EB_ECLOSED when not running. */
 int eb__node_cluster_release(eb_node *n);
 
-/* What the metrics show (node/metrics.c). Counters live as long as the
+/* What the metrics show (node_admin.c). Counters live as long as the
  * cluster step (from start to the end of its stop). */
 typedef struct eb__node_cluster_stats {
 	/* "standalone", "connecting", "connected", "suspended", "closed",

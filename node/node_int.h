@@ -12,7 +12,7 @@
  * cluster first, so that a leader hands over ingress at once (DESIGN rule 8).
  *
  * Each subsystem's wiring lives in its own file, owned by that subsystem's
- * engineer: node_bus.c, node_bridge.c, node_cluster.c, admin.c. Their
+ * engineer: node_bus.c, node_bridge.c, node_cluster.c, node_admin.c. Their
  * contract (the eb__node_*_start/stop functions below):
  *
  *   start(n, cb): returns 0 and then calls cb(n, status) exactly once on a
@@ -83,7 +83,7 @@ struct eb_node {
 	eb_bridge               *bridge;  /* owned, node_bridge.c */
 	struct eb__node_cluster *cluster; /* owned, node_cluster.c: zk,
 	                                     membership, election, links */
-	struct eb__node_admin   *admin;   /* owned, admin.c */
+	struct eb__node_admin   *admin;   /* owned, node_admin.c */
 	struct eb__node_ingress *ingress; /* owned, the ingress wiring */
 
 	/* Bound ports, set by the start steps; 0: disabled (READY shows -). */
@@ -149,7 +149,7 @@ int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);
 /* The node's ingress object (NULL before the ingress step), for admin. */
 struct eb_ingress *eb__node_ingress(eb_node *n);
-/* admin.c: the admin HTTP endpoint (TODO(#3)). */
+/* node_admin.c: the admin endpoint (the admin/ server and its routes). */
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
 /* node_cluster.c: ZooKeeper, links, membership, election (TODO(#3)). */

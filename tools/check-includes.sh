@@ -8,21 +8,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 allowed() { # module -> allowed repo-rooted include prefixes
 	case "$1" in
 	common)   echo "common" ;;
+	admin)    echo "admin common" ;;
 	tls)      echo "tls common" ;;
 	link)     echo "link tls common" ;;
 	cluster)  echo "cluster common" ;;
 	election) echo "election cluster common" ;;
-	eventbus) echo "eventbus link common" ;;
-	bridge)   echo "bridge tls eventbus common" ;;
-	ingress)  echo "ingress eventbus common" ;;
+	eventbus) echo "eventbus link admin common" ;;
+	bridge)   echo "bridge tls eventbus admin common" ;;
+	ingress)  echo "ingress eventbus admin common" ;;
 	conf)     echo "conf common" ;;
-	node)     echo "node conf bridge ingress eventbus election cluster common" ;;
+	node)     echo "node conf bridge ingress eventbus election cluster admin common" ;;
 	*)        echo "" ;;
 	esac
 }
 
 bad=0
-for m in common tls link cluster election eventbus bridge ingress conf node; do
+for m in common admin tls link cluster election eventbus bridge ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do

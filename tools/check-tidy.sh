@@ -30,7 +30,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$(pwd -P)"
 dirs=("$@")
 if [ "${#dirs[@]}" -eq 0 ]; then
-	dirs=(common tls link conf cluster election eventbus bridge ingress node ctl lib
+	dirs=(common admin tls link conf cluster election eventbus bridge ingress node ctl lib
 		bench examples tests)
 fi
 db="$build/compile_commands.json"

@@ -312,14 +312,20 @@ EB_API int eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links);
  */
 EB_API uint32_t eb_bus_handler_count(eb_bus *bus, const char *address);
 /*
- * One observer of reachable handler counts: fn runs whenever the count of
- * an address changes (local registration, peer interest, link loss). It may
- * run from inside eb_bus_consumer_new/close: it must not call back into the
- * bus; defer any work (the ingress gateway arms a timer).
+ * Observers of reachable handler counts, any number of them: each fn runs
+ * whenever the count of an address changes (local registration, peer
+ * interest, link loss), in the order they were added. It may run from
+ * inside eb_bus_consumer_new/close: it must not call back into the bus;
+ * defer any work (the ingress gateway arms a timer). An observer may remove
+ * itself (or another) from its callback. Not called once the bus closes.
  */
 typedef void (*eb_bus_watch_fn)(
     eb_bus *bus, const char *address, uint32_t count, void *arg);
-EB_API void eb_bus_set_watch(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
+/* Adds (fn, arg); the same pair added twice is called twice. Adding
+ * after eb_bus_close() is a programming error (it aborts). */
+EB_API void eb_bus_watch_add(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
+/* Removes one (fn, arg) pair: 0, or UV_ENOENT when it was not added. */
+EB_API int eb_bus_watch_remove(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
 
 /* This bus's node id (opts.node_id, or a generated uuid). */
 EB_API const char *eb_bus_node_id(const eb_bus *bus);

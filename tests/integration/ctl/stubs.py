@@ -1,7 +1,8 @@
 """Stub servers for the ebctl tests: a small Vert.x TCP event-bus bridge
 (enough of BRIDGE-PROTOCOL.md for ebctl: ping, register, unregister, send,
 publish, request with built-in services) and an admin HTTP endpoint with the
-JSON shapes of node/admin.c. Both bind 127.0.0.1:0 and run on threads.
+JSON shapes of the admin routes (admin/, node/node_admin.c). Both bind
+127.0.0.1:0 and run on threads.
 
 Built-in bridge services (requests, i.e. send with replyAddress):
   echo          replies with the request's body and headers

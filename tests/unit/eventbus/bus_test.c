@@ -290,10 +290,12 @@ test_handler_count_watch(void **state)
 	th_loop          *t = *state;
 	eb_bus           *bus = bus_open(t, 0, 0);
 	struct watch_seen w = { 0 };
+	struct watch_seen w2 = { 0 };
 	rec               r[2];
 
 	memset(r, 0, sizeof(r));
-	eb_bus_set_watch(bus, watch_cb, &w);
+	eb_bus_watch_add(bus, watch_cb, &w);
+	eb_bus_watch_add(bus, watch_cb, &w2);
 	assert_int_equal(eb_bus_handler_count(bus, "wc"), 0);
 	assert_int_equal(
 	    eb_bus_consumer_new(bus, "wc", 0, rec_handler, &r[0], &r[0].c), 0);
@@ -309,7 +311,16 @@ test_handler_count_watch(void **state)
 	assert_int_equal(w.calls, 4);
 	assert_int_equal(w.last, 0);
 	assert_int_equal(eb_bus_handler_count(bus, "wc"), 0);
-	eb_bus_set_watch(bus, NULL, NULL);
+	/* Every observer sees every change; a removed one sees no more. */
+	assert_int_equal(w2.calls, 4);
+	assert_int_equal(eb_bus_watch_remove(bus, watch_cb, &w2), 0);
+	assert_int_equal(eb_bus_watch_remove(bus, watch_cb, &w2), UV_ENOENT);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "wc", 0, rec_handler, &r[0], &r[0].c), 0);
+	assert_int_equal(w.calls, 5);
+	assert_int_equal(w2.calls, 4);
+	eb_bus_consumer_close(r[0].c);
+	assert_int_equal(eb_bus_watch_remove(bus, watch_cb, &w), 0);
 	bus_shut(t, bus);
 }
 

@@ -1,25 +1,23 @@
 /*
- * The admin HTTP/1.1 endpoint on the node's loop: GET /health, /nodes,
- * /leader, POST /leader/release, and (metrics.c) GET /metrics,
- * /subscriptions, /bridge (more routes: one line in the table, see
- * admin.h).
+ * The admin HTTP/1.1 server (admin.h): routes and metric collectors
+ * registered by the modules that own the data, GET /metrics built in.
  *
- * Bounded everywhere: at most ADMIN_MAX_CONNS connections (more are
- * answered 503 and closed), a request head of at most 8 KiB and a body of
- * at most 64 KiB (413), one request at a time per connection (pipelined
- * requests wait in the parser's input). Each request has a deadline
- * (admin.request_timeout_ms) counted from the moment the connection is
- * ready for it (accept, or the end of the previous response), never reset
- * by a byte, so a client trickling bytes cannot hold a slot; and when all
- * slots are taken, the connection whose request started first and is not
- * being answered is closed for the new one, so slow clients cannot lock
- * /health out.
+ * Bounded everywhere: at most ADMIN_MAX_CONNS connections, a request head
+ * of at most 8 KiB and a body of at most 64 KiB (413), one request at a
+ * time per connection (pipelined requests wait in the parser's input).
+ * Each request has a deadline (opts.request_timeout_ms) counted from the
+ * moment the connection is ready for it (accept, or the end of the
+ * previous response), never reset by a byte, so a client trickling bytes
+ * cannot hold a slot; and when all slots are taken, the connection whose
+ * request started first and is not being answered is closed for the new
+ * one (when every connection is being answered, the new one gets 503), so
+ * slow clients cannot lock /health out.
  * Malformed requests get 400 and the connection is closed; keep-alive is
- * honoured otherwise. With admin.token set, every route requires
+ * honoured otherwise. With a token, every route requires
  * "Authorization: Bearer <token>" (401 otherwise; compared in constant
- * time). Bound to admin.listen (loopback by default). Loop thread only.
+ * time). Loop thread only.
  */
-#include "node/admin.h"
+#include "admin/admin.h"
 
 #include <http_parser.h>
 #include <limits.h>
@@ -31,10 +29,9 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/list.h"
-#include "node/metrics.h"
-#include "node/node_cluster.h"
-#include "node/node_int.h"
+#include "common/vec.h"
 
 #define ADMIN_MAX_CONNS 64
 #define ADMIN_MAX_HEAD  8192u
@@ -42,42 +39,38 @@
 #define ADMIN_MAX_URL   2048u
 #define ADMIN_HDR_MAX   1024u
 
-static void route_health(
-    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
-static void route_nodes(
-    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
-static void route_leader(
-    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
-static void route_release(
-    eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs);
+#define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* The route table: one line per route. */
-static const struct admin_route {
-	const char       *method;
-	const char       *path;
+typedef struct admin_route {
+	char             *method; /* owned */
+	char             *path;   /* owned */
 	eb__admin_handler fn;
-} admin_routes[] = {
-	{ "GET", "/health", route_health },
-	{ "GET", "/nodes", route_nodes },
-	{ "GET", "/leader", route_leader },
-	{ "POST", "/leader/release", route_release },
-	{ "GET", "/metrics", eb__admin_metrics },
-	{ "GET", "/subscriptions", eb__admin_subscriptions },
-	{ "GET", "/bridge", eb__admin_bridge },
-};
-#define ADMIN_NROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
+	void             *arg;
+} admin_route;
+
+typedef struct admin_collector {
+	eb__admin_collector fn;
+	void               *arg;
+} admin_collector;
 
 typedef struct admin_conn admin_conn;
 
-struct eb__node_admin {
-	eb_node         *n; /* borrowed */
-	uv_tcp_t         listener;
-	eb_list          conns;
-	int              nconns;
-	int              open; /* handles whose close is pending */
-	eb__node_done_cb stop_cb;
-	char            *token;      /* owned, NULL: no auth */
-	uint64_t         request_ms; /* per-request deadline */
+struct eb__admin {
+	uv_loop_t         *loop; /* borrowed */
+	uv_tcp_t           listener;
+	eb_list            conns;
+	int                nconns;
+	int                open; /* handles whose close is pending */
+	int                started;
+	int                closing;
+	eb__admin_close_cb close_cb;
+	void              *close_arg;
+	char              *listen;     /* owned */
+	int                port;       /* to bind (0: any) */
+	char              *token;      /* owned, NULL: no auth */
+	uint64_t           request_ms; /* per-request deadline */
+	eb__vec            routes;     /* of admin_route */
+	eb__vec            collectors; /* of admin_collector */
 };
 
 typedef struct admin_write {
@@ -90,25 +83,25 @@ typedef struct admin_write {
 enum hdr_field { HDR_NONE = 0, HDR_AUTH, HDR_OTHER };
 
 struct admin_conn {
-	eb_list                link;
-	struct eb__node_admin *a; /* borrowed */
-	uv_tcp_t               tcp;
-	uv_timer_t             idle;
-	int                    open; /* handles whose close is pending */
-	int                    closing;
-	int                    writing;      /* a response is being written */
-	uint64_t               req_start_ms; /* the current request's start */
-	http_parser            parser;
-	size_t                 head_bytes;
-	char                   url[ADMIN_MAX_URL + 1];
-	size_t                 url_len;
-	char                   auth[ADMIN_HDR_MAX + 1];
-	size_t                 auth_len;
-	enum hdr_field         field;
-	char                  *body; /* owned */
-	size_t                 body_len;
-	int                    too_big;
-	int                    complete;
+	eb_list        link;
+	eb__admin     *a; /* borrowed */
+	uv_tcp_t       tcp;
+	uv_timer_t     idle;
+	int            open; /* handles whose close is pending */
+	int            closing;
+	int            writing;      /* a response is being written */
+	uint64_t       req_start_ms; /* the current request's start */
+	http_parser    parser;
+	size_t         head_bytes;
+	char           url[ADMIN_MAX_URL + 1];
+	size_t         url_len;
+	char           auth[ADMIN_HDR_MAX + 1];
+	size_t         auth_len;
+	enum hdr_field field;
+	char          *body; /* owned */
+	size_t         body_len;
+	int            too_big;
+	int            complete;
 };
 
 static void conn_close(admin_conn *c);
@@ -209,6 +202,7 @@ conn_send(admin_conn *c, const eb__admin_resp *rs, int keep_alive,
 	int          n;
 	size_t       cap = rs->body_len + 512;
 
+	EB_ASSERT(!c->closing && !c->writing);
 	w = eb__calloc(1, sizeof(*w));
 	w->c = c;
 	w->close_after = !keep_alive;
@@ -249,74 +243,32 @@ send_error(admin_conn *c, int status, const char *code, const char *msg,
 	free(rs.body);
 }
 
-/* ---- routes ---- */
+/* ---- GET /metrics ---- */
 
 static void
-route_health(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
+metrics_route(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 {
-	const char *reason = "?";
-	int         ok = eb__node_cluster_health(n, &reason);
-	json_t     *o;
+	eb__admin *adm = arg;
+	eb__prom   w;
+	size_t     i;
 
 	(void) rq;
-	o = json_pack("{s:s, s:s, s:s, s:b}", "status", ok ? "ok" : "unhealthy",
-	    "reason", reason, "node_id", n->conf->node.id, "leader",
-	    eb__node_cluster_is_leader(n));
-	eb__admin_reply_json(rs, ok ? 200 : 503, o);
-	json_decref(o);
-}
+	eb__prom_init(&w);
+	for (i = 0; i < adm->collectors.len; i++) {
+		const admin_collector *c = eb__vec_at(&adm->collectors, i);
 
-static void
-route_nodes(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
-{
-	json_t *o = eb__node_cluster_nodes_json(n);
-
-	(void) rq;
-	eb__admin_reply_json(rs, 200, o);
-	json_decref(o);
-}
-
-static void
-route_leader(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
-{
-	json_t *o = eb__node_cluster_leader_json(n);
-
-	(void) rq;
-	if (o == NULL) {
-		eb__admin_reply_error(rs, 503, "no_leader", "no leader known");
-		return;
+		c->fn(&w, c->arg);
 	}
-	eb__admin_reply_json(rs, 200, o);
-	json_decref(o);
-}
-
-static void
-route_release(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
-{
-	int     rv = eb__node_cluster_release(n);
-	json_t *o;
-
-	(void) rq;
-	if (rv == EB_ENOTLEADER) {
-		eb__admin_reply_error(
-		    rs, 409, "not_leader", "this node is not the leader");
-		return;
-	}
-	if (rv != 0) {
-		eb__admin_reply_error(rs, 503, "unavailable", eb_strerror(rv));
-		return;
-	}
-	o = json_pack("{s:b, s:s, s:I}", "released", 1, "node_id",
-	    n->conf->node.id, "epoch", (json_int_t) eb__node_cluster_epoch(n));
-	eb__admin_reply_json(rs, 200, o);
-	json_decref(o);
+	eb__admin_reply_text(
+	    rs, 200, PROM_CONTENT_TYPE, eb__prom_data(&w), eb__prom_len(&w));
+	eb__prom_free(&w);
 }
 
 /* ---- request dispatch ---- */
 
 /* Constant-time comparison of the bearer token. */
 static int
-token_ok(const struct eb__node_admin *a, const char *auth, size_t len)
+token_ok(const eb__admin *a, const char *auth, size_t len)
 {
 	static const char prefix[] = "Bearer ";
 	size_t            tl;
@@ -347,23 +299,26 @@ token_ok(const struct eb__node_admin *a, const char *auth, size_t len)
 static void
 route_run(admin_conn *c, const eb__admin_req *rq, eb__admin_resp *rs)
 {
-	int    path_known = 0;
-	size_t i;
+	const eb__vec *routes = &c->a->routes;
+	int            path_known = 0;
+	size_t         i;
 
-	for (i = 0; i < ADMIN_NROUTES; i++) {
-		if (strcmp(admin_routes[i].path, rq->path) != 0) {
+	for (i = 0; i < routes->len; i++) {
+		const admin_route *r = eb__vec_at(routes, i);
+
+		if (strcmp(r->path, rq->path) != 0) {
 			continue;
 		}
 		path_known = 1;
-		if (strcmp(admin_routes[i].method, rq->method) == 0) {
-			admin_routes[i].fn(c->a->n, rq, rs);
+		if (strcmp(r->method, rq->method) == 0) {
+			r->fn(rq, rs, r->arg);
 			break;
 		}
 	}
 	if (rs->status != 0) {
 		return;
 	}
-	if (i < ADMIN_NROUTES) {
+	if (i < routes->len) {
 		eb__admin_reply_error(rs, 500, "internal", "no response");
 	} else if (path_known) {
 		eb__admin_reply_error(rs, 405, "method_not_allowed",
@@ -555,25 +510,53 @@ static const http_parser_settings admin_settings = {
 /* ---- connections ---- */
 
 static void
+admin_free(eb__admin *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->routes.len; i++) {
+		admin_route *r = eb__vec_at(&a->routes, i);
+
+		free(r->method);
+		free(r->path);
+	}
+	eb__vec_free(&a->routes);
+	eb__vec_free(&a->collectors);
+	free(a->listen);
+	free(a->token);
+	free(a);
+}
+
+/* One handle (the listener, or a connection's last) finished closing. */
+static void
+admin_release(eb__admin *a)
+{
+	EB_ASSERT(a->open > 0);
+	if (--a->open == 0) {
+		eb__admin_close_cb cb = a->close_cb;
+		void              *arg = a->close_arg;
+
+		EB_ASSERT(a->closing);
+		admin_free(a);
+		if (cb != NULL) {
+			cb(arg);
+		}
+	}
+}
+
+static void
 conn_handle_closed_cb(uv_handle_t *h)
 {
-	admin_conn            *c = h->data;
-	struct eb__node_admin *a = c->a;
+	admin_conn *c = h->data;
+	eb__admin  *a = c->a;
 
+	EB_ASSERT(c->closing && c->open > 0);
 	if (--c->open > 0) {
 		return;
 	}
 	free(c->body);
 	free(c);
-	if (--a->open == 0 && a->stop_cb != NULL) {
-		eb__node_done_cb cb = a->stop_cb;
-		eb_node         *n = a->n;
-
-		free(a->token);
-		free(a);
-		n->admin = NULL;
-		cb(n, 0);
-	}
+	admin_release(a);
 }
 
 static void
@@ -660,7 +643,7 @@ refuse_write_cb(uv_write_t *req, int status)
  * those not being answered (a slow or idle client), logged rate-limited.
  */
 static void
-evict_oldest(struct eb__node_admin *a)
+evict_oldest(eb__admin *a)
 {
 	admin_conn *old = NULL;
 	eb_list    *it;
@@ -685,14 +668,14 @@ evict_oldest(struct eb__node_admin *a)
 static void
 connection_cb(uv_stream_t *server, int status)
 {
-	struct eb__node_admin *a = server->data;
-	admin_conn            *c;
-	static char            busy[] =
+	eb__admin  *a = server->data;
+	admin_conn *c;
+	static char busy[] =
 	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
 	    "application/json\r\nContent-Length: 23\r\nConnection: "
 	    "close\r\n\r\n{\"error\":\"too_many\"}\n\n\n";
 
-	if (status != 0 || a->stop_cb != NULL) {
+	if (status != 0 || a->closing) {
 		return;
 	}
 	if (a->nconns >= ADMIN_MAX_CONNS) {
@@ -733,25 +716,94 @@ connection_cb(uv_stream_t *server, int status)
 	(void) uv_timer_start(&c->idle, idle_cb, a->request_ms, 0);
 }
 
-/* ---- start/stop ---- */
+/* ---- lifecycle ---- */
 
-static int
-admin_bind(struct eb__node_admin *a, const char *host, int port)
+void
+eb__admin_opts_init(eb__admin_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->listen = "127.0.0.1";
+	o->request_timeout_ms = 10000;
+}
+
+int
+eb__admin_new(uv_loop_t *loop, const eb__admin_opts *o, eb__admin **out)
+{
+	eb__admin *a;
+
+	if (loop == NULL || o == NULL || o->listen == NULL || out == NULL ||
+	    o->port < 0 || o->port > 65535 || o->request_timeout_ms == 0) {
+		return UV_EINVAL;
+	}
+	a = eb__calloc(1, sizeof(*a));
+	a->loop = loop;
+	a->listen = eb__strdup(o->listen);
+	a->port = o->port;
+	a->request_ms = o->request_timeout_ms;
+	a->token = o->token != NULL && o->token[0] != '\0'
+	               ? eb__strdup(o->token)
+	               : NULL;
+	eb_list_init(&a->conns);
+	eb__vec_init(&a->routes, sizeof(admin_route));
+	eb__vec_init(&a->collectors, sizeof(admin_collector));
+	(void) uv_tcp_init(loop, &a->listener);
+	a->listener.data = a;
+	a->open = 1;
+	eb__admin_route(a, "GET", "/metrics", metrics_route, a);
+	*out = a;
+	return 0;
+}
+
+void
+eb__admin_route(eb__admin *adm, const char *method, const char *path,
+    eb__admin_handler handler, void *arg)
+{
+	admin_route *r;
+
+	EB_ASSERT(!adm->closing);
+	EB_ASSERT(handler != NULL);
+	r = eb__vec_push(&adm->routes);
+	r->method = eb__strdup(method);
+	r->path = eb__strdup(path);
+	r->fn = handler;
+	r->arg = arg;
+}
+
+void
+eb__admin_on_metrics(eb__admin *adm, eb__admin_collector collector, void *arg)
+{
+	admin_collector *c;
+
+	EB_ASSERT(!adm->closing);
+	EB_ASSERT(collector != NULL);
+	c = eb__vec_push(&adm->collectors);
+	c->fn = collector;
+	c->arg = arg;
+}
+
+int
+eb__admin_start(eb__admin *adm)
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_storage bound;
 	int                     len = sizeof(bound);
 	int                     rv;
 
-	if (uv_ip4_addr(host, port, (struct sockaddr_in *) &ss) != 0 &&
-	    (rv = uv_ip6_addr(host, port, (struct sockaddr_in6 *) &ss)) != 0) {
+	EB_ASSERT(!adm->closing);
+	EB_ASSERT(!adm->started);
+	adm->started = 1;
+	if (uv_ip4_addr(adm->listen, adm->port, (struct sockaddr_in *) &ss) !=
+	        0 &&
+	    (rv = uv_ip6_addr(
+	         adm->listen, adm->port, (struct sockaddr_in6 *) &ss)) != 0) {
 		return rv;
 	}
-	if ((rv = uv_tcp_bind(&a->listener, (struct sockaddr *) &ss, 0)) != 0 ||
-	    (rv = uv_listen((uv_stream_t *) &a->listener, 64, connection_cb)) !=
+	if ((rv = uv_tcp_bind(&adm->listener, (struct sockaddr *) &ss, 0)) !=
 	        0 ||
+	    (rv = uv_listen(
+	         (uv_stream_t *) &adm->listener, 64, connection_cb)) != 0 ||
 	    (rv = uv_tcp_getsockname(
-	         &a->listener, (struct sockaddr *) &bound, &len)) != 0) {
+	         &adm->listener, (struct sockaddr *) &bound, &len)) != 0) {
 		return rv;
 	}
 	return ntohs(((struct sockaddr_in *) &bound)->sin_port);
@@ -760,81 +812,21 @@ admin_bind(struct eb__node_admin *a, const char *host, int port)
 static void
 listener_closed_cb(uv_handle_t *h)
 {
-	struct eb__node_admin *a = h->data;
-
-	if (--a->open == 0) {
-		eb__node_done_cb cb = a->stop_cb;
-		eb_node         *n = a->n;
-
-		free(a->token);
-		free(a);
-		n->admin = NULL;
-		if (cb != NULL) {
-			cb(n, 0);
-		}
-	}
-}
-
-static void
-failed_closed_cb(uv_handle_t *h)
-{
-	struct eb__node_admin *a = h->data;
-
-	free(a->token);
-	free(a);
-}
-
-int
-eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
-{
-	const eb_conf_admin   *c = &n->conf->admin;
-	struct eb__node_admin *a;
-	int                    rv;
-
-	if (!c->enabled) {
-		n->admin_port = 0;
-		eb__node_complete(n, cb, 0);
-		return 0;
-	}
-	a = eb__calloc(1, sizeof(*a));
-	a->n = n;
-	a->request_ms = (uint64_t) c->request_timeout_ms;
-	eb_list_init(&a->conns);
-	a->token = c->token != NULL && c->token[0] != '\0'
-	               ? eb__strdup(c->token)
-	               : NULL;
-	(void) uv_tcp_init(n->loop, &a->listener);
-	a->listener.data = a;
-	a->open = 1;
-	rv = admin_bind(a, c->listen, (int) c->port);
-	if (rv < 0) {
-		EB_LOG_ERR("admin", "listen-failed: listen=%s port=%lld err=%s",
-		    c->listen, (long long) c->port, eb_err_name(rv));
-		uv_close((uv_handle_t *) &a->listener, failed_closed_cb);
-		return rv;
-	}
-	n->admin = a;
-	n->admin_port = rv;
-	EB_LOG_INFO("admin", "listening: listen=%s port=%d auth=%s", c->listen,
-	    rv, a->token != NULL ? "bearer" : "none");
-	eb__node_complete(n, cb, 0);
-	return 0;
+	admin_release(h->data);
 }
 
 void
-eb__node_admin_stop(eb_node *n, eb__node_done_cb cb)
+eb__admin_close(eb__admin *adm, eb__admin_close_cb cb, void *arg)
 {
-	struct eb__node_admin *a = n->admin;
-	eb_list               *it;
-	eb_list               *tmp;
+	eb_list *it;
+	eb_list *tmp;
 
-	if (a == NULL) {
-		eb__node_complete(n, cb, 0);
-		return;
-	}
-	a->stop_cb = cb;
-	EB_LIST_FOREACH (it, tmp, &a->conns) {
+	EB_ASSERT(!adm->closing);
+	adm->closing = 1;
+	adm->close_cb = cb;
+	adm->close_arg = arg;
+	EB_LIST_FOREACH (it, tmp, &adm->conns) {
 		conn_close(EB_CONTAINER_OF(it, admin_conn, link));
 	}
-	uv_close((uv_handle_t *) &a->listener, listener_closed_cb);
+	uv_close((uv_handle_t *) &adm->listener, listener_closed_cb);
 }

@@ -1,0 +1,101 @@
+/*
+ * admin: a small HTTP/1.1 server on a libuv loop for operational endpoints
+ * (admin.c). It knows nothing of the node: the modules that own the data
+ * register their routes and metric collectors on it.
+ *
+ *   eb__admin_opts o;
+ *   eb__admin_opts_init(&o);                 (then listen, port, token...)
+ *   eb__admin_new(loop, &o, &adm);
+ *   eb__admin_route(adm, "GET", "/nodes", nodes_cb, ctx);
+ *   eb__admin_on_metrics(adm, bus_metrics_cb, bus);
+ *   port = eb__admin_start(adm);              (bound port, or < 0)
+ *   ...
+ *   eb__admin_close(adm, closed_cb, arg);     (frees adm, then closed_cb)
+ *
+ * GET /metrics is built in: it runs every collector in the order they
+ * were added into one Prometheus text body (prom.h).
+ *
+ * A handler runs on the loop, synchronously, and fills the response with
+ * eb__admin_reply_json(), eb__admin_reply_error() or eb__admin_reply_text();
+ * a handler that sets nothing answers 500. Requests are complete and
+ * bounded (method, path without the query string, query, body up to
+ * 64 KiB) and already authenticated when a token is set. Unknown paths get
+ * 404, known paths with another method 405.
+ *
+ * Lifecycle: routes and collectors may be added until close; start at most
+ * once; close exactly once (EB_ASSERT). Loop thread only.
+ */
+#ifndef EB_ADMIN_ADMIN_H
+#define EB_ADMIN_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "admin/prom.h"
+
+typedef struct eb__admin eb__admin;
+
+typedef struct eb__admin_opts {
+	const char *listen;             /* host to bind (copied) */
+	int         port;               /* 0: any free port */
+	const char *token;              /* NULL or "": no auth (copied) */
+	uint64_t    request_timeout_ms; /* per-request deadline */
+} eb__admin_opts;
+
+typedef struct eb__admin_req {
+	const char *method; /* "GET", "POST", ... */
+	const char *path;   /* "/nodes" (no query) */
+	const char *query;  /* after '?', "" if none */
+	const char *body;   /* NUL-terminated, "" if none */
+	size_t      body_len;
+} eb__admin_req;
+
+typedef struct eb__admin_resp {
+	int         status;       /* 0: not set */
+	const char *content_type; /* static string */
+	char       *body;         /* owned (malloc'd) */
+	size_t      body_len;
+} eb__admin_resp;
+
+typedef void (*eb__admin_handler)(
+    const eb__admin_req *rq, eb__admin_resp *rs, void *arg);
+/* Writes metric families into w (GET /metrics). */
+typedef void (*eb__admin_collector)(eb__prom *w, void *arg);
+typedef void (*eb__admin_close_cb)(void *arg);
+
+/* listen "127.0.0.1", port 0, no token, 10 s per request. */
+void eb__admin_opts_init(eb__admin_opts *o);
+/* Creates a server (no I/O yet). 0 or a negative error. */
+int eb__admin_new(uv_loop_t *loop, const eb__admin_opts *o, eb__admin **out);
+/* Serves method path with handler(rq, rs, arg); arg is borrowed and must
+ * outlive the server. A later route for the same method and path is never
+ * reached. */
+void eb__admin_route(eb__admin *adm, const char *method, const char *path,
+    eb__admin_handler handler, void *arg);
+/* Adds a metrics collector; GET /metrics calls them in this order. */
+void eb__admin_on_metrics(
+    eb__admin *adm, eb__admin_collector collector, void *arg);
+/* Binds and listens: the bound port (> 0), or a negative error (then close
+ * the server). */
+int eb__admin_start(eb__admin *adm);
+/* Closes every connection and the listener, frees adm and then calls
+ * cb(arg) (cb may be NULL), always on a later loop turn. */
+void eb__admin_close(eb__admin *adm, eb__admin_close_cb cb, void *arg);
+
+/* A collector for the process families (resident memory, CPU time, and
+ * uptime since *arg, a const uint64_t of eb__mono_ms()). */
+void eb__admin_process_metrics(eb__prom *w, void *arg);
+
+/* Serialises v (borrowed) as the response body, application/json. */
+void eb__admin_reply_json(eb__admin_resp *rs, int status, json_t *v);
+/* {"error": code, "message": msg} with status. */
+void eb__admin_reply_error(
+    eb__admin_resp *rs, int status, const char *code, const char *msg);
+/* A text body (copied), e.g. Prometheus "text/plain; version=0.0.4". */
+void eb__admin_reply_text(eb__admin_resp *rs, int status,
+    const char *content_type, const char *body, size_t len);
+
+#endif

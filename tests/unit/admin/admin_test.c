@@ -1,0 +1,384 @@
+/* Unit tests for the admin server (admin/admin.h) on a real loop and a
+ * real socket: routes registered with their argument, 404/405, the token,
+ * GET /metrics running the collectors in order, and close (every handle
+ * gone, the callback called once), and EB_ASSERT on a double close or a
+ * start after close. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "admin/admin.h"
+#include "tests/harness/th.h"
+
+/* ---- a one-shot HTTP client on the loop ---- */
+
+typedef struct client {
+	uv_tcp_t     tcp;
+	uv_connect_t conn;
+	uv_write_t   wr;
+	char         req[512];
+	char         resp[8192];
+	size_t       len;
+	int          written; /* the request was handed to the kernel */
+	int          done;    /* the connection is closed */
+} client;
+
+static void
+cl_closed_cb(uv_handle_t *h)
+{
+	((client *) h->data)->done = 1;
+}
+
+static void
+cl_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+	client *c = h->data;
+
+	(void) suggested;
+	b->base = c->resp + c->len;
+	b->len = sizeof(c->resp) - 1 - c->len;
+}
+
+static void
+cl_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	client *c = s->data;
+
+	(void) b;
+	if (n > 0) {
+		c->len += (size_t) n;
+		c->resp[c->len] = '\0';
+	} else if (n < 0) {
+		uv_close((uv_handle_t *) &c->tcp, cl_closed_cb);
+	}
+}
+
+static void
+cl_write_cb(uv_write_t *w, int status)
+{
+	assert_int_equal(status, 0);
+	((client *) w->data)->written = 1;
+}
+
+static void
+cl_connect_cb(uv_connect_t *req, int status)
+{
+	client  *c = req->data;
+	uv_buf_t b = uv_buf_init(c->req, (unsigned) strlen(c->req));
+
+	assert_int_equal(status, 0);
+	assert_int_equal(
+	    uv_read_start((uv_stream_t *) &c->tcp, cl_alloc_cb, cl_read_cb), 0);
+	c->wr.data = c;
+	assert_int_equal(
+	    uv_write(&c->wr, (uv_stream_t *) &c->tcp, &b, 1, cl_write_cb), 0);
+}
+
+/* Sends "METHOD path" (Connection: close, optional bearer token) and runs
+ * the loop until the server closed; the response is in c->resp. */
+static void
+http(th_loop *t, int port, const char *method, const char *path,
+    const char *token, client *c)
+{
+	struct sockaddr_in sa;
+
+	memset(c, 0, sizeof(*c));
+	(void) snprintf(c->req, sizeof(c->req),
+	    "%s %s HTTP/1.1\r\nHost: x\r\n%s%s%sConnection: close\r\n"
+	    "Content-Length: 0\r\n\r\n",
+	    method, path, token != NULL ? "Authorization: Bearer " : "",
+	    token != NULL ? token : "", token != NULL ? "\r\n" : "");
+	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
+	assert_int_equal(uv_tcp_init(&t->loop, &c->tcp), 0);
+	c->tcp.data = c;
+	c->conn.data = c;
+	assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp,
+	                     (const struct sockaddr *) &sa, cl_connect_cb),
+	    0);
+	assert_int_equal(th_run_until(t, th_flag_set, &c->done, 5000), 0);
+}
+
+static int
+status_of(const client *c)
+{
+	static const char pre[] = "HTTP/1.1 ";
+	char             *end = NULL;
+	long              st;
+
+	assert_int_equal(strncmp(c->resp, pre, sizeof(pre) - 1), 0);
+	st = strtol(c->resp + sizeof(pre) - 1, &end, 10);
+	assert_true(end != NULL && *end == ' ');
+	return (int) st;
+}
+
+static const char *
+body_of(const client *c)
+{
+	const char *b = strstr(c->resp, "\r\n\r\n");
+
+	assert_non_null(b);
+	return b + 4;
+}
+
+/* ---- routes and collectors under test ---- */
+
+static void
+hello_route(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
+{
+	json_t *o = json_pack(
+	    "{s:s, s:s}", "hello", (const char *) arg, "query", rq->query);
+
+	eb__admin_reply_json(rs, 200, o);
+	json_decref(o);
+}
+
+static void
+silent_route(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
+{
+	(void) rq;
+	(void) rs;
+	(void) arg;
+}
+
+static void
+first_collector(eb__prom *w, void *arg)
+{
+	eb__prom_one(w, "first", "gauge", "First.", *(uint64_t *) arg);
+}
+
+static void
+second_collector(eb__prom *w, void *arg)
+{
+	(void) arg;
+	eb__prom_one(w, "second", "counter", "Second.", 2);
+}
+
+static void
+closed_cb(void *arg)
+{
+	(*(int *) arg)++;
+}
+
+static char world[] = "world";
+
+static eb__admin *
+server(th_loop *t, const char *token, int *port)
+{
+	eb__admin_opts o;
+	eb__admin     *adm = NULL;
+
+	eb__admin_opts_init(&o);
+	o.token = token;
+	assert_int_equal(eb__admin_new(&t->loop, &o, &adm), 0);
+	eb__admin_route(adm, "GET", "/hello", hello_route, world);
+	eb__admin_route(adm, "GET", "/silent", silent_route, NULL);
+	*port = eb__admin_start(adm);
+	assert_true(*port > 0);
+	return adm;
+}
+
+static void
+close_server(th_loop *t, eb__admin *adm)
+{
+	int closed = 0;
+
+	eb__admin_close(adm, closed_cb, &closed);
+	assert_int_equal(closed, 0); /* never from inside close */
+	assert_int_equal(th_run_until(t, th_flag_set, &closed, 5000), 0);
+	assert_int_equal(closed, 1);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
+static void
+test_routes(void **state)
+{
+	th_loop   *t = *state;
+	int        port;
+	eb__admin *adm = server(t, NULL, &port);
+	client     c;
+
+	http(t, port, "GET", "/hello?x=1", NULL, &c);
+	assert_int_equal(status_of(&c), 200);
+	assert_non_null(strstr(c.resp, "Content-Type: application/json\r\n"));
+	assert_string_equal(
+	    body_of(&c), "{\"hello\":\"world\",\"query\":\"x=1\"}");
+	http(t, port, "POST", "/hello", NULL, &c);
+	assert_int_equal(status_of(&c), 405);
+	http(t, port, "GET", "/nope", NULL, &c);
+	assert_int_equal(status_of(&c), 404);
+	assert_string_equal(body_of(&c),
+	    "{\"error\":\"not_found\",\"message\":\"no such route\"}");
+	http(t, port, "GET", "/silent", NULL, &c);
+	assert_int_equal(status_of(&c), 500);
+	close_server(t, adm);
+}
+
+static void
+test_token(void **state)
+{
+	th_loop   *t = *state;
+	int        port;
+	eb__admin *adm = server(t, "s3cret", &port);
+	client     c;
+
+	http(t, port, "GET", "/hello", NULL, &c);
+	assert_int_equal(status_of(&c), 401);
+	assert_non_null(strstr(c.resp, "WWW-Authenticate: Bearer\r\n"));
+	http(t, port, "GET", "/hello", "wrong!", &c);
+	assert_int_equal(status_of(&c), 401);
+	http(t, port, "GET", "/hello", "s3cret", &c);
+	assert_int_equal(status_of(&c), 200);
+	close_server(t, adm);
+}
+
+static void
+test_metrics_in_order(void **state)
+{
+	th_loop   *t = *state;
+	int        port;
+	eb__admin *adm = server(t, NULL, &port);
+	uint64_t   v = 7;
+	client     c;
+
+	eb__admin_on_metrics(adm, first_collector, &v);
+	eb__admin_on_metrics(adm, second_collector, NULL);
+	http(t, port, "GET", "/metrics", NULL, &c);
+	assert_int_equal(status_of(&c), 200);
+	assert_non_null(strstr(c.resp, "Content-Type: text/plain; "
+	                               "version=0.0.4; charset=utf-8\r\n"));
+	assert_string_equal(body_of(&c), "# HELP first First.\n"
+	                                 "# TYPE first gauge\n"
+	                                 "first 7\n"
+	                                 "# HELP second Second.\n"
+	                                 "# TYPE second counter\n"
+	                                 "second 2\n");
+	close_server(t, adm);
+}
+
+static void
+test_close_with_open_connection(void **state)
+{
+	th_loop           *t = *state;
+	int                port;
+	eb__admin         *adm = server(t, NULL, &port);
+	struct sockaddr_in sa;
+	client             c;
+	int                closed = 0;
+
+	/* A client that sent half a request: close ends its connection. */
+	memset(&c, 0, sizeof(c));
+	(void) snprintf(c.req, sizeof(c.req), "GET /hello HTTP/1.1\r\n");
+	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
+	assert_int_equal(uv_tcp_init(&t->loop, &c.tcp), 0);
+	c.tcp.data = &c;
+	c.conn.data = &c;
+	assert_int_equal(uv_tcp_connect(&c.conn, &c.tcp,
+	                     (const struct sockaddr *) &sa, cl_connect_cb),
+	    0);
+	assert_int_equal(th_run_until(t, th_flag_set, &c.written, 5000), 0);
+	eb__admin_close(adm, closed_cb, &closed);
+	assert_int_equal(th_run_until(t, th_flag_set, &c.done, 5000), 0);
+	assert_int_equal(closed, 1);
+	assert_int_equal(c.len, 0);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
+static void
+test_start_failure_then_close(void **state)
+{
+	th_loop       *t = *state;
+	eb__admin_opts o;
+	eb__admin     *adm = NULL;
+	int            closed = 0;
+
+	eb__admin_opts_init(&o);
+	o.listen = "not-an-address";
+	assert_int_equal(eb__admin_new(&t->loop, &o, &adm), 0);
+	assert_true(eb__admin_start(adm) < 0);
+	eb__admin_close(adm, closed_cb, &closed);
+	assert_int_equal(th_run_until(t, th_flag_set, &closed, 5000), 0);
+	o.request_timeout_ms = 0;
+	assert_int_equal(eb__admin_new(&t->loop, &o, &adm), UV_EINVAL);
+}
+
+/* Runs misuse(adm) in a child on a fresh loop: it must die by EB_ASSERT
+ * (SIGABRT), never run on. */
+static void
+expect_abort(void (*misuse)(eb__admin *adm))
+{
+	int   st = 0;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uv_loop_t      loop;
+		eb__admin_opts o;
+		eb__admin     *adm = NULL;
+
+		if (uv_loop_init(&loop) != 0) {
+			_exit(2);
+		}
+		eb__admin_opts_init(&o);
+		if (eb__admin_new(&loop, &o, &adm) != 0) {
+			_exit(2);
+		}
+		misuse(adm);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+}
+
+static void
+double_close(eb__admin *adm)
+{
+	eb__admin_close(adm, NULL, NULL);
+	eb__admin_close(adm, NULL, NULL);
+}
+
+static void
+start_after_close(eb__admin *adm)
+{
+	eb__admin_close(adm, NULL, NULL);
+	(void) eb__admin_start(adm);
+}
+
+static void
+start_twice(eb__admin *adm)
+{
+	(void) eb__admin_start(adm);
+	(void) eb__admin_start(adm);
+}
+
+static void
+test_lifecycle_asserts(void **state)
+{
+	(void) state;
+	expect_abort(double_close);
+	expect_abort(start_after_close);
+	expect_abort(start_twice);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_routes, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_token, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_metrics_in_order, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_close_with_open_connection, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_start_failure_then_close, th_setup, th_teardown),
+		cmocka_unit_test(test_lifecycle_asserts),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
