@@ -260,7 +260,7 @@ route_health(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
 
 	(void) rq;
 	o = json_pack("{s:s, s:s, s:s, s:b}", "status", ok ? "ok" : "unhealthy",
-	    "reason", reason, "node_id", n->conf->node.id, "leader",
+	    "reason", reason, "node_id", n->conf->cluster.node_id, "leader",
 	    eb__node_cluster_is_leader(n));
 	eb__admin_reply_json(rs, ok ? 200 : 503, o);
 	json_decref(o);
@@ -307,7 +307,8 @@ route_release(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
 		return;
 	}
 	o = json_pack("{s:b, s:s, s:I}", "released", 1, "node_id",
-	    n->conf->node.id, "epoch", (json_int_t) eb__node_cluster_epoch(n));
+	    n->conf->cluster.node_id, "epoch",
+	    (json_int_t) eb__node_cluster_epoch(n));
 	eb__admin_reply_json(rs, 200, o);
 	json_decref(o);
 }

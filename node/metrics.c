@@ -152,8 +152,8 @@ mw_one(mw *w, const char *name, const char *type, const char *help, uint64_t v)
 static void
 emit_node(mw *w, eb_node *n, const eb__node_cluster_stats *cs)
 {
-	const char *info[] = { "node_id", n->conf->node.id, "address",
-		n->conf->node.address, "version", EB_VERSION_STRING, "mode",
+	const char *info[] = { "node_id", n->conf->cluster.node_id, "address",
+		n->conf->cluster.address, "version", EB_VERSION_STRING, "mode",
 		strcmp(cs->zk_state, "standalone") == 0 ? "standalone"
 		                                        : "clustered",
 		NULL };
@@ -169,7 +169,7 @@ emit_node(mw *w, eb_node *n, const eb__node_cluster_stats *cs)
 	    eb__node_cluster_is_leader(n) ? 1 : 0);
 	mw_one(w, "ebnode_eligible", "gauge",
 	    "1 when this node may lead (node.eligible), else 0.",
-	    n->conf->node.eligible ? 1 : 0);
+	    n->conf->cluster.election.eligible ? 1 : 0);
 	mw_one(w, "ebnode_epoch", "gauge",
 	    "Epoch of the current leader as this node knows it (0: none).",
 	    cs->leader_epoch > 0 ? (uint64_t) cs->leader_epoch : 0);
@@ -1094,9 +1094,8 @@ eb__admin_bridge(eb_node *n, const eb__admin_req *rq, eb__admin_resp *rs)
 	}
 	o = json_pack("{s:b, s:i, s:b, s:o, s:o}", "enabled", n->bridge != NULL,
 	    "port", n->bridge_port, "tls",
-	    n->bridge != NULL && n->conf->bridge.tls_cert != NULL &&
-	        n->conf->bridge.tls_cert[0] != '\0',
-	    "stats", bridge_stats_json(&bs), "connections", conns);
+	    n->bridge != NULL && n->conf->bridge.tls_cert != NULL, "stats",
+	    bridge_stats_json(&bs), "connections", conns);
 	eb__admin_reply_json(rs, 200, o);
 	json_decref(o);
 }
