@@ -2,8 +2,9 @@
  * The configuration schema: one table row per key, {path, kind, offset,
  * min, max, flags} (like redis' standardConfig), and the typed setters that
  * validate a JSON value against a row and store it in the field of the
- * module's opts struct that the row names, at that field's width. Text from the environment or --set is first turned into JSON by
- * eb__conf_parse_text(), so every source goes through the same checks.
+ * module's opts struct that the row names, at that field's width. Text from the
+ * environment or --set is first turned into JSON by eb__conf_parse_text(), so
+ * every source goes through the same checks.
  *
  * Array and object rows (eb_bridge_permitted lists, eb_ingress_route
  * routes) are described by an element table (eb__conf_objdesc) with a check
