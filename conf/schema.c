@@ -151,15 +151,18 @@ static const eb__conf_objdesc target_desc = { sizeof(eb_ingress_route),
 		ROW(p, f, int, EB__CT_ENUM), .words = (w), .def_int = (d), \
 		                             .flags = EB__CF_DEFAULT       \
 	}
-#define A(p, f, n, fl, o)                                              \
-	{                                                              \
-		ROW(p, f, void *, EB__CT_ARRAY),                       \
-		    .off_n = OFF(n) + WIDTH(n, size_t), .flags = (fl), \
-		    .obj = (o)                                         \
+/* Arrays and objects: the field is a pointer (moved via memcpy), the
+ * count of an array a size_t. */
+#define A(p, f, n, fl, o)                                                      \
+	{                                                                      \
+		.path = (p), .off = OFF(f), .size = sizeof(void *),            \
+		.off_n = OFF(n) + WIDTH(n, size_t), .flags = (fl), .obj = (o), \
+		.type = EB__CT_ARRAY                                           \
 	}
-#define O(p, f, o)                                           \
-	{                                                    \
-		ROW(p, f, void *, EB__CT_OBJECT), .obj = (o) \
+#define O(p, f, o)                                                  \
+	{                                                           \
+		.path = (p), .off = OFF(f), .size = sizeof(void *), \
+		.obj = (o), .type = EB__CT_OBJECT                   \
 	}
 
 /*
@@ -815,7 +818,7 @@ eb__conf_set(eb_conf *c, const eb__conf_entry *e, json_t *v,
     const eb__conf_src *src, eb_errbuf *err)
 {
 	char got[64], range[64];
-	int  k;
+	int  k = 0;
 
 	if (is_integer(e)) {
 		if (!json_is_integer(v) || json_integer_value(v) < e->min ||

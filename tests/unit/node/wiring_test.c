@@ -214,29 +214,39 @@ value_for(const eb__conf_entry *e, const eb_conf *def, char *out, size_t n)
 /* ---- tests -----------------------------------------------------------------
  */
 
+static bool
+rows_overlap(const eb__conf_entry *a, const eb__conf_entry *b)
+{
+	if (a->off < b->off + b->size && b->off < a->off + a->size) {
+		return true;
+	}
+	return a->type == EB__CT_ARRAY && b->type == EB__CT_ARRAY &&
+	       a->off_n == b->off_n;
+}
+
+/* Row i writes bytes no later row writes. */
+static void
+check_row_unique(size_t i)
+{
+	size_t j;
+
+	for (j = i + 1; j < eb__conf_schema_len; j++) {
+		if (rows_overlap(&eb__conf_schema[i], &eb__conf_schema[j])) {
+			fail_msg("%s and %s write the same field",
+			    eb__conf_schema[i].path, eb__conf_schema[j].path);
+		}
+	}
+}
+
 static void
 test_rows_disjoint(void **state)
 {
-	size_t i, j;
+	size_t i;
 
 	(void) state;
 	for (i = 0; i < eb__conf_schema_len; i++) {
-		const eb__conf_entry *a = &eb__conf_schema[i];
-
-		assert_true(a->size > 0);
-		for (j = i + 1; j < eb__conf_schema_len; j++) {
-			const eb__conf_entry *b = &eb__conf_schema[j];
-
-			if (a->off < b->off + b->size &&
-			    b->off < a->off + a->size) {
-				fail_msg("%s and %s write the same field",
-				    a->path, b->path);
-			}
-			if (a->type == EB__CT_ARRAY &&
-			    b->type == EB__CT_ARRAY) {
-				assert_int_not_equal(a->off_n, b->off_n);
-			}
-		}
+		assert_true(eb__conf_schema[i].size > 0);
+		check_row_unique(i);
 	}
 }
 
@@ -288,6 +298,44 @@ module_defaults(eb_conf *m)
 	eb_ingress_opts_init(&m->ingress);
 }
 
+/* A string row's default (NULL for "" where the row stores "" as NULL). */
+static const char *
+str_at(const eb_conf *c, const eb__conf_entry *e)
+{
+	const char *v;
+
+	memcpy(&v, (const char *) c + e->off, sizeof(v));
+	if ((e->flags & EB__CF_NULLSTR) != 0 && v != NULL && v[0] == '\0') {
+		return NULL;
+	}
+	return v;
+}
+
+static void
+check_default(const eb__conf_entry *e, const eb_conf *m, const eb_conf *def)
+{
+	const char *ms, *ds;
+
+	if (e->type == EB__CT_ARRAY || e->type == EB__CT_OBJECT) {
+		return;
+	}
+	if (e->type != EB__CT_STRING && e->type != EB__CT_WORD) {
+		if (memcmp((const char *) m + e->off,
+		        (const char *) def + e->off, e->size) != 0) {
+			fail_msg("%s: default is not the module's", e->path);
+		}
+		return;
+	}
+	ms = str_at(m, e);
+	ds = str_at(def, e);
+	if ((ms == NULL) != (ds == NULL) ||
+	    (ms != NULL && strcmp(ms, ds) != 0)) {
+		fail_msg("%s: default \"%s\" is not the module's \"%s\"",
+		    e->path, ds != NULL ? ds : "(null)",
+		    ms != NULL ? ms : "(null)");
+	}
+}
+
 static void
 test_defaults_from_modules(void **state)
 {
@@ -299,32 +347,10 @@ test_defaults_from_modules(void **state)
 	module_defaults(&m);
 	for (k = 0; k < eb__conf_schema_len; k++) {
 		const eb__conf_entry *e = &eb__conf_schema[k];
-		const char           *ms, *ds;
 
-		if ((e->flags & (EB__CF_DEFAULT | EB__CF_COMPUTED)) != 0 ||
-		    section_of(e) == NULL || section_of(e)->hand == NULL) {
-			continue;
-		}
-		if (e->type == EB__CT_STRING || e->type == EB__CT_WORD) {
-			memcpy(&ms, (const char *) &m + e->off, sizeof(ms));
-			memcpy(&ds, (const char *) def + e->off, sizeof(ds));
-			if ((e->flags & EB__CF_NULLSTR) != 0 && ms != NULL &&
-			    ms[0] == '\0') {
-				ms = NULL;
-			}
-			if ((ms == NULL) != (ds == NULL) ||
-			    (ms != NULL && strcmp(ms, ds) != 0)) {
-				fail_msg(
-				    "%s: default \"%s\" is not the module's "
-				    "\"%s\"",
-				    e->path, ds != NULL ? ds : "(null)",
-				    ms != NULL ? ms : "(null)");
-			}
-		} else if (e->type != EB__CT_ARRAY &&
-		           e->type != EB__CT_OBJECT &&
-		           memcmp((const char *) &m + e->off,
-		               (const char *) def + e->off, e->size) != 0) {
-			fail_msg("%s: default is not the module's", e->path);
+		if ((e->flags & (EB__CF_DEFAULT | EB__CF_COMPUTED)) == 0 &&
+		    section_of(e) != NULL && section_of(e)->hand != NULL) {
+			check_default(e, &m, def);
 		}
 	}
 	eb_conf_free(def);
@@ -363,52 +389,57 @@ handed(const section *s, const eb_conf *c)
 	return h;
 }
 
+/* Sets row e to a non-default value and follows it to its subsystem. */
+static void
+check_row(const eb__conf_entry *e, const eb_conf *def)
+{
+	const special *sp = special_of(e->path);
+	const section *s = section_of(e);
+	const char    *sets[4];
+	char           value[256], flag[300];
+	size_t         n = 0, j;
+	eb_conf       *c, *hc, *hd;
+
+	if (s == NULL) {
+		fail_msg("%s: its field is in no section that node hands on or "
+		         "uses",
+		    e->path);
+		return;
+	}
+	value_for(e, def, value, sizeof(value));
+	for (j = 0; sp != NULL && j < 3 && sp->with[j] != NULL; j++) {
+		sets[n++] = sp->with[j];
+	}
+	(void) snprintf(flag, sizeof(flag), "%s=%s", e->path, value);
+	sets[n++] = flag;
+	c = load_sets(sets, n);
+	if (!row_differs(e, c, def)) {
+		fail_msg("--set %s did not change its field", flag);
+	}
+	if (s->hand != NULL) {
+		/* node hands the subsystem the value, not the default */
+		hc = handed(s, c);
+		hd = handed(s, def);
+		if (row_differs(e, hc, c) || !row_differs(e, hc, hd)) {
+			fail_msg("%s: node does not hand the value to the %s "
+			         "subsystem",
+			    e->path, s->name);
+		}
+		free(hc);
+		free(hd);
+	}
+	eb_conf_free(c);
+}
+
 static void
 test_every_key_reaches(void **state)
 {
 	eb_conf *def = load_sets(NULL, 0);
-	size_t   k, j;
+	size_t   k;
 
 	(void) state;
 	for (k = 0; k < eb__conf_schema_len; k++) {
-		const eb__conf_entry *e = &eb__conf_schema[k];
-		const special        *sp = special_of(e->path);
-		const section        *s = section_of(e);
-		const char           *sets[4];
-		char                  value[256], flag[300];
-		size_t                n = 0;
-		eb_conf              *c, *hc, *hd;
-
-		if (s == NULL) {
-			fail_msg("%s: its field is in no section that node "
-			         "hands on or uses",
-			    e->path);
-		}
-		value_for(e, def, value, sizeof(value));
-		for (j = 0; sp != NULL && j < 3 && sp->with[j] != NULL; j++) {
-			sets[n++] = sp->with[j];
-		}
-		(void) snprintf(flag, sizeof(flag), "%s=%s", e->path, value);
-		sets[n++] = flag;
-		c = load_sets(sets, n);
-		if (!row_differs(e, c, def)) {
-			fail_msg("--set %s did not change its field", flag);
-		}
-		if (s->hand != NULL) {
-			/* node hands the subsystem the value, not the default
-			 */
-			hc = handed(s, c);
-			hd = handed(s, def);
-			if (row_differs(e, hc, c) || !row_differs(e, hc, hd)) {
-				fail_msg(
-				    "%s: node does not hand the value to the "
-				    "%s subsystem",
-				    e->path, s->name);
-			}
-			free(hc);
-			free(hd);
-		}
-		eb_conf_free(c);
+		check_row(&eb__conf_schema[k], def);
 	}
 	eb_conf_free(def);
 }
