@@ -17,12 +17,6 @@ eb__mono_ms(void)
 }
 
 uint64_t
-eb__mono_us(void)
-{
-	return uv_hrtime() / 1000u;
-}
-
-uint64_t
 eb__wall_ms(void)
 {
 	struct timespec ts;

@@ -9,8 +9,6 @@
 
 /* Monotonic milliseconds (uv_hrtime based). */
 uint64_t eb__mono_ms(void);
-/* Monotonic microseconds. */
-uint64_t eb__mono_us(void);
 /* Wall-clock milliseconds since the Unix epoch. */
 uint64_t eb__wall_ms(void);
 /* A random (version 4) UUID as 36 lowercase chars plus NUL. 0 or UV error. */

@@ -346,28 +346,37 @@ load_set(load_ctx *lc, const char *arg)
 
 /* ---- computed defaults and cross-key rules ------------------------------ */
 
+/* The defaults conf computes (schema.c says which). */
 static void
 derive(eb_conf *c, const int *origin)
 {
 	const eb__conf_entry *inbound = eb__conf_find("bridge.inbound");
+	eb_bridge_permitted  *in;
 	char                  host[256], addr[300];
 
-	if (c->node.address == NULL) {
+	if (c->cluster.address == NULL) {
 		if (gethostname(host, sizeof(host)) != 0 || host[0] == '\0') {
 			(void) snprintf(host, sizeof(host), "localhost");
 		}
 		host[sizeof(host) - 1] = '\0';
 		(void) snprintf(addr, sizeof(addr), "ebnode-%s", host);
-		c->node.address = eb__strdup(addr);
+		c->cluster.address = eb__strdup(addr);
 	}
-	if (c->node.id == NULL) {
-		c->node.id = eb__strdup(c->node.address);
+	if (c->cluster.node_id == NULL) {
+		c->cluster.node_id = eb__strdup(c->cluster.address);
 	}
 	if (origin[row_of(inbound)] == EB__CONF_SRC_DEFAULT) {
 		/* Absent: clients may send to the ingress address only. */
-		c->bridge.inbound = eb__calloc(1, sizeof(eb_conf_permit));
-		c->bridge.inbound[0].address = eb__strdup(c->ingress.address);
-		c->bridge.n_inbound = 1;
+		in = eb__calloc(1, sizeof(*in));
+		in->address = eb__strdup(c->ingress.address);
+		c->bridge.inbound = in;
+		c->bridge.inbound_count = 1;
+	}
+	/* A token turns authentication on, "every" frame unless set. */
+	if (c->bridge.auth_token == NULL) {
+		c->bridge.auth_mode = EB_BRIDGE_AUTH_OFF;
+	} else if (c->bridge.auth_mode == EB_BRIDGE_AUTH_OFF) {
+		c->bridge.auth_mode = EB_BRIDGE_AUTH_EVERY;
 	}
 }
 
@@ -425,8 +434,9 @@ set(const char *s)
 static int
 check_zookeeper(load_ctx *lc)
 {
-	const eb_conf_zookeeper *z = &lc->conf->zookeeper;
-	size_t                   n = strlen(z->root);
+	const eb_cluster_opts *z = &lc->conf->cluster;
+	bool                   digest = set(z->auth_scheme);
+	size_t                 n = strlen(z->root);
 
 	if (n < 2 || z->root[0] != '/' || z->root[n - 1] == '/' ||
 	    strstr(z->root, "//") != NULL) {
@@ -435,25 +445,21 @@ check_zookeeper(load_ctx *lc)
 		    "with \"/\", got \"%.60s\"",
 		    z->root);
 	}
-	if (z->auth_scheme == EB_CONF_ZK_SCHEME_DIGEST &&
-	    !set(z->auth_credentials)) {
+	if (digest && !set(z->auth_credentials)) {
 		RULE_FAIL(lc, "zookeeper.auth.scheme",
 		    "\"digest\" requires zookeeper.auth.credentials "
 		    "\"user:password\"");
 	}
-	if (z->auth_scheme == EB_CONF_ZK_SCHEME_DIGEST &&
-	    (strchr(z->auth_credentials, ':') == NULL ||
-	        z->auth_credentials[0] == ':')) {
+	if (digest && (strchr(z->auth_credentials, ':') == NULL ||
+	                  z->auth_credentials[0] == ':')) {
 		RULE_FAIL(lc, "zookeeper.auth.credentials",
 		    "expected \"user:password\"");
 	}
-	if (z->auth_scheme == EB_CONF_ZK_SCHEME_NONE &&
-	    set(z->auth_credentials)) {
+	if (!digest && set(z->auth_credentials)) {
 		RULE_FAIL(lc, "zookeeper.auth.credentials",
 		    "requires zookeeper.auth.scheme \"digest\"");
 	}
-	if (z->acl == EB_CONF_ZK_ACL_CREATOR &&
-	    z->auth_scheme == EB_CONF_ZK_SCHEME_NONE) {
+	if (z->acl == EB_CLUSTER_ACL_CREATOR && !digest) {
 		RULE_FAIL(lc, "zookeeper.acl",
 		    "\"creator\" requires zookeeper.auth.scheme \"digest\"");
 	}
@@ -512,11 +518,15 @@ zk_path_problem(const char *p)
 static int
 check_zk_paths(load_ctx *lc)
 {
-	eb_conf_zookeeper *z = &lc->conf->zookeeper;
-	char              *slash = strchr(z->connect, '/');
-	const char        *why;
-	char              *root;
-	size_t             n;
+	eb_cluster_opts *z = &lc->conf->cluster;
+	char            *connect, *old_root, *root;
+	char            *slash;
+	const char      *why;
+	size_t           n;
+
+	/* Both strings are owned by conf (const only in eb_cluster_opts). */
+	memcpy(&connect, &z->connect, sizeof(connect));
+	slash = strchr(connect, '/');
 
 	if (slash != NULL && strcmp(slash, "/") == 0) {
 		*slash = '\0'; /* "h:p/": ZooKeeper's chroot "/" is none */
@@ -529,12 +539,13 @@ check_zk_paths(load_ctx *lc)
 			n = strlen(slash) + strlen(z->root) + 1;
 			root = eb__malloc(n);
 			(void) snprintf(root, n, "%s%s", slash, z->root);
-			free(z->root);
+			memcpy(&old_root, &z->root, sizeof(old_root));
+			free(old_root);
 			z->root = root;
 			*slash = '\0';
 		}
 	}
-	if (slash == z->connect) {
+	if (slash == connect) {
 		RULE_FAIL(lc, "zookeeper.connect",
 		    "expected host:port[,host:port...][/chroot]");
 	}
@@ -581,19 +592,19 @@ check_addresses(load_ctx *lc)
 		const char *value;
 		bool        used;
 	} listen[] = {
-		{ "bridge.listen", c->bridge.listen, c->bridge.enabled },
+		{ "bridge.listen", c->bridge.host, c->bridge_enabled },
 		{ "admin.listen", c->admin.listen, c->admin.enabled },
-		{ "cluster.listen", c->cluster.listen, true },
+		{ "cluster.listen", c->link.host, true },
 	};
 	size_t i;
 
-	if (strlen(c->node.address) > NODE_ADDRESS_MAX) {
+	if (strlen(c->cluster.address) > NODE_ADDRESS_MAX) {
 		RULE_FAIL(lc, "node.address", "longer than %u characters (%zu)",
-		    NODE_ADDRESS_MAX, strlen(c->node.address));
+		    NODE_ADDRESS_MAX, strlen(c->cluster.address));
 	}
-	if (strlen(c->node.id) > NODE_ID_MAX) {
+	if (strlen(c->cluster.node_id) > NODE_ID_MAX) {
 		RULE_FAIL(lc, "node.id", "longer than %u characters (%zu)",
-		    NODE_ID_MAX, strlen(c->node.id));
+		    NODE_ID_MAX, strlen(c->cluster.node_id));
 	}
 	for (i = 0; i < sizeof(listen) / sizeof(listen[0]); i++) {
 		if (listen[i].used && !numeric_ip(listen[i].value)) {
@@ -616,17 +627,16 @@ check_addresses(load_ctx *lc)
 static int
 check_lease(load_ctx *lc)
 {
-	const eb_conf_zookeeper *z = &lc->conf->zookeeper;
-	const eb_conf_election  *el = &lc->conf->election;
-	eb_lease_plan            p;
-	const char              *key = NULL;
+	const eb_cluster_opts  *z = &lc->conf->cluster;
+	const eb_election_opts *el = &z->election;
+	eb_lease_plan           p;
+	const char             *key = NULL;
 
 	if (!set(z->connect)) {
 		return 0;
 	}
-	if (eb__lease_plan((uint32_t) z->session_timeout_ms,
-	        (uint32_t) z->tick_ms, (uint32_t) el->heartbeat_ms,
-	        (uint32_t) el->lease_ms, &p, &key) != 0) {
+	if (eb__lease_plan(z->session_timeout_ms, el->zk_tick_ms,
+	        el->heartbeat_ms, el->lease_ms, &p, &key) != 0) {
 		/* One short line: the error buffer holds 256 bytes. */
 		RULE_FAIL(lc, key,
 		    "unsafe leader lease: session %u - tick/2 %u%s - heartbeat "
@@ -644,14 +654,15 @@ check_lease(load_ctx *lc)
 static int
 check_tls(load_ctx *lc)
 {
-	const eb_conf_cluster *cl = &lc->conf->cluster;
-	const eb_conf_bridge  *br = &lc->conf->bridge;
-	int n = set(cl->tls_cert) + set(cl->tls_key) + set(cl->tls_ca);
+	const eb_link_opts   *cl = &lc->conf->link;
+	const eb_bridge_opts *br = &lc->conf->bridge;
+	int n = set(cl->tls_cert_file) + set(cl->tls_key_file) +
+	        set(cl->tls_ca_file);
 
 	if (n != 0 && n != 3) {
-		const char *first = set(cl->tls_cert)  ? "cluster.tls.cert"
-		                    : set(cl->tls_key) ? "cluster.tls.key"
-		                                       : "cluster.tls.ca";
+		const char *first = set(cl->tls_cert_file)  ? "cluster.tls.cert"
+		                    : set(cl->tls_key_file) ? "cluster.tls.key"
+		                                            : "cluster.tls.ca";
 
 		RULE_FAIL(lc, first,
 		    "cluster.tls.cert, cluster.tls.key and cluster.tls.ca must "
@@ -666,11 +677,11 @@ check_tls(load_ctx *lc)
 	if (set(br->tls_ca) && !set(br->tls_cert)) {
 		RULE_FAIL(lc, "bridge.tls.ca", "requires bridge.tls.cert");
 	}
-	if (br->tls_client_auth != EB_CONF_CLIENT_AUTH_NONE &&
+	if (br->tls_client_auth != EB_BRIDGE_CLIENT_AUTH_NONE &&
 	    !set(br->tls_ca)) {
 		RULE_FAIL(lc, "bridge.tls.client_auth",
 		    "\"%s\" requires bridge.tls.ca",
-		    br->tls_client_auth == EB_CONF_CLIENT_AUTH_REQUIRED
+		    br->tls_client_auth == EB_BRIDGE_CLIENT_AUTH_REQUIRED
 		        ? "required"
 		        : "request");
 	}
@@ -682,9 +693,9 @@ check_ports(load_ctx *lc)
 {
 	const eb_conf *c = lc->conf;
 
-	if (c->bridge.enabled && c->admin.enabled && c->admin.port != 0 &&
+	if (c->bridge_enabled && c->admin.enabled && c->admin.port != 0 &&
 	    c->admin.port == c->bridge.port &&
-	    strcmp(c->admin.listen, c->bridge.listen) == 0) {
+	    strcmp(c->admin.listen, c->bridge.host) == 0) {
 		/* Blame the one that was set, not the default. */
 		if (origin_of(lc, "admin.port") == EB__CONF_SRC_DEFAULT) {
 			RULE_FAIL(lc, "bridge.port",
@@ -694,15 +705,13 @@ check_ports(load_ctx *lc)
 		RULE_FAIL(lc, "admin.port", "same as bridge.port (%lld)",
 		    (long long) c->bridge.port);
 	}
-	if (c->cluster.port != 0 &&
-	    strcmp(c->cluster.listen, c->bridge.listen) == 0 &&
-	    c->bridge.enabled && c->cluster.port == c->bridge.port) {
+	if (c->link.port != 0 && strcmp(c->link.host, c->bridge.host) == 0 &&
+	    c->bridge_enabled && c->link.port == c->bridge.port) {
 		RULE_FAIL(lc, "cluster.port", "same as bridge.port (%lld)",
 		    (long long) c->bridge.port);
 	}
-	if (c->cluster.port != 0 &&
-	    strcmp(c->cluster.listen, c->admin.listen) == 0 &&
-	    c->admin.enabled && c->cluster.port == c->admin.port) {
+	if (c->link.port != 0 && strcmp(c->link.host, c->admin.listen) == 0 &&
+	    c->admin.enabled && c->link.port == c->admin.port) {
 		RULE_FAIL(lc, "cluster.port", "same as admin.port (%lld)",
 		    (long long) c->admin.port);
 	}
@@ -713,11 +722,11 @@ check_ports(load_ctx *lc)
 static int
 check_ingress(load_ctx *lc)
 {
-	const eb_conf_ingress *in = &lc->conf->ingress;
+	const eb_ingress_opts *in = &lc->conf->ingress;
 	char                   path[64];
 	size_t                 k;
 
-	for (k = 0; k < in->n_routes; k++) {
+	for (k = 0; k < in->route_count; k++) {
 		if (strcmp(in->routes[k].to, in->address) == 0) {
 			eb__conf_src src;
 			char         name[128];

@@ -85,27 +85,45 @@ int eb__conf_errf(const eb__conf_src *src, eb_errbuf *err, const char *path,
 
 /* ---- schema (schema.c) ------------------------------------------------ */
 
+/*
+ * A row's kind says how the value is checked and how wide the field it is
+ * stored in is (the schema macros check the width at compile time).
+ */
 typedef enum eb__conf_type {
-	EB__CT_STRING,
-	EB__CT_INT,
-	EB__CT_BOOL,
-	EB__CT_ENUM,
-	EB__CT_ARRAY, /* of objects described by obj */
-	EB__CT_OBJECT /* one object described by obj, or null/absent */
+	EB__CT_STRING, /* const char * (owned by the eb_conf) */
+	EB__CT_WORD,   /* const char *, one of words */
+	EB__CT_I64,    /* int64_t */
+	EB__CT_U64,    /* uint64_t */
+	EB__CT_U32,    /* uint32_t */
+	EB__CT_INT,    /* int */
+	EB__CT_SIZE,   /* size_t */
+	EB__CT_BOOL,   /* bool */
+	EB__CT_IBOOL,  /* int, 0 or 1 */
+	EB__CT_ENUM,   /* an int-sized enum: vals[index of word] */
+	EB__CT_ARRAY,  /* of objects described by obj; off_n: size_t count */
+	EB__CT_OBJECT, /* one object described by obj, or null/absent */
+	EB__CT_MATCH   /* element fields only: a string stored at off, with
+	                  tag stored at off2 (equals/prefix/regex) */
 } eb__conf_type;
 
-#define EB__CF_NONEMPTY 0x1u /* strings: "" is an error */
-#define EB__CF_SECRET   0x2u /* redacted by eb_conf_to_json */
-#define EB__CF_COMPUTED 0x4u /* default computed after loading */
-#define EB__CF_REGEX    0x8u /* strings: must compile as POSIX ERE */
+#define EB__CF_NONEMPTY 0x01u /* strings: "" is an error */
+#define EB__CF_SECRET   0x02u /* redacted by eb_conf_to_json */
+#define EB__CF_COMPUTED 0x04u /* default derived by conf after loading */
+#define EB__CF_REGEX    0x08u /* strings: must compile as POSIX ERE */
+#define EB__CF_NULLSTR  0x10u /* strings: "" is stored as NULL (off) */
+#define EB__CF_NOT      0x20u /* booleans: stored negated */
+#define EB__CF_DEFAULT                                  \
+	0x40u /* the row states the default (the module \
+	         has none, or the daemon's differs) */
 
-/* A field of an element object (strings and enums only). */
+/* A field of an element object (strings, match strings and enums). */
 typedef struct eb__conf_field {
 	const char        *key;
-	eb__conf_type      type; /* EB__CT_STRING or EB__CT_ENUM */
+	eb__conf_type      type; /* STRING, MATCH or ENUM (int, index) */
 	size_t             off;
+	size_t             off2;  /* MATCH: of the int tag */
 	const char *const *words; /* enum: NULL-terminated */
-	int                def;   /* enum default */
+	int                tag;   /* MATCH: the value stored at off2 */
 	unsigned           flags;
 } eb__conf_field;
 
@@ -113,19 +131,22 @@ typedef struct eb__conf_objdesc {
 	size_t                size; /* of the element struct */
 	const eb__conf_field *fields;
 	size_t                n_fields;
-	/* Cross-field rules of one element; 0 or EB_ECONF (via errf). */
-	int (*check)(const void *obj, const char *path, const eb__conf_src *src,
-	    eb_errbuf *err);
+	/* Cross-field rules of one element (n_match: MATCH keys given); 0 or
+	 * EB_ECONF (via errf). */
+	int (*check)(const void *obj, int n_match, const char *path,
+	    const eb__conf_src *src, eb_errbuf *err);
 } eb__conf_objdesc;
 
 typedef struct eb__conf_entry {
 	const char             *path;
-	size_t                  off;   /* of the value in eb_conf */
-	size_t                  off_n; /* arrays: of the size_t count */
-	const char             *def_str;
-	int64_t                 def_int; /* int, bool (0/1), enum index */
+	size_t                  off;     /* of the field in eb_conf */
+	size_t                  size;    /* of the field */
+	size_t                  off_n;   /* arrays: of the size_t count */
+	const char             *def_str; /* EB__CF_DEFAULT only */
+	int64_t                 def_int; /* EB__CF_DEFAULT only */
 	int64_t                 min, max;
-	const char *const      *words; /* enum: NULL-terminated */
+	const char *const      *words; /* enum, word: NULL-terminated */
+	const int              *vals;  /* enum: value of each word */
 	const eb__conf_objdesc *obj;   /* array and object */
 	eb__conf_type           type;
 	unsigned                flags;
@@ -138,7 +159,8 @@ extern const size_t         eb__conf_schema_len;
 const eb__conf_entry *eb__conf_find(const char *path);
 /* True if path names a section ("bridge", "bridge.tls"). */
 bool eb__conf_is_section(const char *path);
-/* Sets every value to its default (computed ones stay NULL). */
+/* Sets every value to its default: the modules' _opts_init, then the rows
+ * that state their own (computed ones stay NULL). */
 void eb__conf_defaults(eb_conf *c);
 /* Frees what c owns (not c). */
 void eb__conf_release(eb_conf *c);

@@ -1,13 +1,14 @@
 /*
- * The configuration schema: one table row per key, {path, type, offset,
- * default, min, max, flags} (like redis' standardConfig), and the typed
- * setters that validate a JSON value against a row and store it in an
- * eb_conf. Text from the environment or --set is first turned into JSON by
- * eb__conf_parse_text(), so every source goes through the same checks.
+ * The configuration schema: one table row per key, {path, kind, offset,
+ * min, max, flags} (like redis' standardConfig), and the typed setters that
+ * validate a JSON value against a row and store it in the field of the
+ * module's opts struct that the row names, at that field's width. Text from the
+ * environment or --set is first turned into JSON by eb__conf_parse_text(), so
+ * every source goes through the same checks.
  *
- * Array and object rows (permitted lists, ingress routes) are described by
- * an element table (eb__conf_objdesc) with a check function for the rules
- * that span fields. Loop-free; any thread.
+ * Array and object rows (eb_bridge_permitted lists, eb_ingress_route
+ * routes) are described by an element table (eb__conf_objdesc) with a check
+ * function for the rules that span fields. Loop-free; any thread.
  */
 #include <inttypes.h>
 #include <regex.h>
@@ -19,7 +20,12 @@
 #include "common/util.h"
 #include "conf/conf_int.h"
 
-#define OFF(field) offsetof(eb_conf, field)
+#define OFF(f) offsetof(eb_conf, f)
+#define FSZ(f) sizeof(((eb_conf *) 0)->f)
+/* 0, or a compile error when the field f is not as wide as T. */
+#define WIDTH(f, T) (0 * sizeof(char[FSZ(f) == sizeof(T) ? 1 : -1]))
+#define ROW(p, f, T, ty) \
+	.path = (p), .off = OFF(f) + WIDTH(f, T), .size = FSZ(f), .type = (ty)
 
 static const char *const log_words[] = { "err", "warn", "notice", "info",
 	"debug", NULL };
@@ -27,178 +33,234 @@ static const char *const sink_words[] = { "auto", "stderr", "journald",
 	"syslog", NULL };
 static const char *const scheme_words[] = { "", "digest", NULL };
 static const char *const acl_words[] = { "open", "creator", NULL };
+static const int acl_vals[] = { EB_CLUSTER_ACL_OPEN, EB_CLUSTER_ACL_CREATOR };
 static const char *const client_auth_words[] = { "none", "request", "required",
 	NULL };
+static const int         client_auth_vals[] = { EB_BRIDGE_CLIENT_AUTH_NONE,
+	        EB_BRIDGE_CLIENT_AUTH_REQUEST, EB_BRIDGE_CLIENT_AUTH_REQUIRED };
+/* EB_BRIDGE_AUTH_OFF has no word: conf derives it from an empty token. */
 static const char *const auth_mode_words[] = { "every", "first", NULL };
+static const int         auth_mode_vals[] = { EB_BRIDGE_AUTH_EVERY,
+	        EB_BRIDGE_AUTH_FIRST };
+/* eb_ingress_route.publish: 0 send, 1 publish. */
 static const char *const mode_words[] = { "send", "publish", NULL };
 
 /* ---- element objects --------------------------------------------------- */
 
-static int check_permit(
-    const void *obj, const char *path, const eb__conf_src *src, eb_errbuf *err);
-static int check_route(
-    const void *obj, const char *path, const eb__conf_src *src, eb_errbuf *err);
-static int check_target(
-    const void *obj, const char *path, const eb__conf_src *src, eb_errbuf *err);
+static int check_permit(const void *obj, int n_match, const char *path,
+    const eb__conf_src *src, eb_errbuf *err);
+static int check_route(const void *obj, int n_match, const char *path,
+    const eb__conf_src *src, eb_errbuf *err);
+static int check_target(const void *obj, int n_match, const char *path,
+    const eb__conf_src *src, eb_errbuf *err);
+
+#define FS(k, T, f, fl)                                                   \
+	{                                                                 \
+		.key = (k), .type = EB__CT_STRING, .off = offsetof(T, f), \
+		.flags = (fl)                                             \
+	}
+#define FM(k, t, fl)                                                   \
+	{                                                              \
+		.key = (k), .type = EB__CT_MATCH,                      \
+		.off = offsetof(eb_ingress_route, value),              \
+		.off2 = offsetof(eb_ingress_route, match), .tag = (t), \
+		.flags = (fl)                                          \
+	}
+#define FE(k, f, w)                                                \
+	{                                                          \
+		.key = (k), .type = EB__CT_ENUM,                   \
+		.off = offsetof(eb_ingress_route, f), .words = (w) \
+	}
 
 static const eb__conf_field permit_fields[] = {
-	{ "address", EB__CT_STRING, offsetof(eb_conf_permit, address), NULL, 0,
-	    EB__CF_NONEMPTY },
-	{ "addressRegex", EB__CT_STRING,
-	    offsetof(eb_conf_permit, address_regex), NULL, 0,
-	    EB__CF_NONEMPTY | EB__CF_REGEX },
+	FS("address", eb_bridge_permitted, address, EB__CF_NONEMPTY),
+	FS("addressRegex", eb_bridge_permitted, address_regex,
+	    EB__CF_NONEMPTY | EB__CF_REGEX),
 };
-static const eb__conf_objdesc permit_desc = { sizeof(eb_conf_permit),
+static const eb__conf_objdesc permit_desc = { sizeof(eb_bridge_permitted),
 	permit_fields, sizeof(permit_fields) / sizeof(permit_fields[0]),
 	check_permit };
 
 static const eb__conf_field route_fields[] = {
-	{ "header", EB__CT_STRING, offsetof(eb_conf_route, header), NULL, 0,
-	    EB__CF_NONEMPTY },
-	{ "field", EB__CT_STRING, offsetof(eb_conf_route, field), NULL, 0,
-	    EB__CF_NONEMPTY },
-	{ "equals", EB__CT_STRING, offsetof(eb_conf_route, equals), NULL, 0,
-	    0 },
-	{ "prefix", EB__CT_STRING, offsetof(eb_conf_route, prefix), NULL, 0,
-	    0 },
-	{ "regex", EB__CT_STRING, offsetof(eb_conf_route, regex), NULL, 0,
-	    EB__CF_REGEX },
-	{ "to", EB__CT_STRING, offsetof(eb_conf_route, to), NULL, 0,
-	    EB__CF_NONEMPTY },
-	{ "mode", EB__CT_ENUM, offsetof(eb_conf_route, mode), mode_words,
-	    EB_CONF_MODE_SEND, 0 },
+	FS("header", eb_ingress_route, header, EB__CF_NONEMPTY),
+	FS("field", eb_ingress_route, field, EB__CF_NONEMPTY),
+	FM("equals", EB_INGRESS_MATCH_EQUALS, 0),
+	FM("prefix", EB_INGRESS_MATCH_PREFIX, 0),
+	FM("regex", EB_INGRESS_MATCH_REGEX, EB__CF_REGEX),
+	FS("to", eb_ingress_route, to, EB__CF_NONEMPTY),
+	FE("mode", publish, mode_words),
 };
-static const eb__conf_objdesc route_desc = { sizeof(eb_conf_route),
+static const eb__conf_objdesc route_desc = { sizeof(eb_ingress_route),
 	route_fields, sizeof(route_fields) / sizeof(route_fields[0]),
 	check_route };
 
 static const eb__conf_field target_fields[] = {
-	{ "to", EB__CT_STRING, offsetof(eb_conf_target, to), NULL, 0,
-	    EB__CF_NONEMPTY },
-	{ "mode", EB__CT_ENUM, offsetof(eb_conf_target, mode), mode_words,
-	    EB_CONF_MODE_SEND, 0 },
+	FS("to", eb_ingress_route, to, EB__CF_NONEMPTY),
+	FE("mode", publish, mode_words),
 };
-static const eb__conf_objdesc target_desc = { sizeof(eb_conf_target),
+static const eb__conf_objdesc target_desc = { sizeof(eb_ingress_route),
 	target_fields, sizeof(target_fields) / sizeof(target_fields[0]),
 	check_target };
 
 /* ---- the table ---------------------------------------------------------- */
 
-#define S(p, f, d, fl)                                                     \
-	{                                                                  \
-		.path = (p), .off = OFF(f), .def_str = (d), .flags = (fl), \
-		.type = EB__CT_STRING                                      \
-	}
-#define I(p, f, d, lo, hi)                                               \
-	{                                                                \
-		.path = (p), .off = OFF(f), .def_int = (d), .min = (lo), \
-		.max = (hi), .type = EB__CT_INT                          \
-	}
-#define B(p, f, d)                                                    \
+/* Strings; SD states the row's own default. */
+#define S(p, f, fl)                                                   \
 	{                                                             \
-		.path = (p), .off = OFF(f), .def_int = (d), .min = 0, \
-		.max = 1, .type = EB__CT_BOOL                         \
+		ROW(p, f, const char *, EB__CT_STRING), .flags = (fl) \
 	}
-#define E(p, f, d, w)                                                     \
-	{                                                                 \
-		.path = (p), .off = OFF(f), .def_int = (d), .words = (w), \
-		.type = EB__CT_ENUM                                       \
+#define SD(p, f, d, fl)                                            \
+	{                                                          \
+		ROW(p, f, const char *, EB__CT_STRING),            \
+		    .def_str = (d), .flags = (fl) | EB__CF_DEFAULT \
 	}
-#define A(p, f, n, fl, o)                                                   \
+#define W(p, f, w, fl)                                              \
+	{                                                           \
+		ROW(p, f, const char *, EB__CT_WORD), .words = (w), \
+		                                      .flags = (fl) \
+	}
+/* Integers of the field's width (T, kind ty) in lo..hi. */
+#define N(p, f, T, ty, lo, hi)                             \
+	{                                                  \
+		ROW(p, f, T, ty), .min = (lo), .max = (hi) \
+	}
+#define ND(p, f, T, ty, d, lo, hi)                                          \
 	{                                                                   \
-		.path = (p), .off = OFF(f), .off_n = OFF(n), .flags = (fl), \
-		.obj = (o), .type = EB__CT_ARRAY                            \
+		ROW(p, f, T, ty), .def_int = (d), .min = (lo), .max = (hi), \
+		                  .flags = EB__CF_DEFAULT                   \
 	}
-#define O(p, f, o)                                                            \
-	{                                                                     \
-		.path = (p), .off = OFF(f), .obj = (o), .type = EB__CT_OBJECT \
+#define U32(p, f, lo, hi) N(p, f, uint32_t, EB__CT_U32, lo, hi)
+#define U64(p, f, lo, hi) N(p, f, uint64_t, EB__CT_U64, lo, hi)
+#define SZ(p, f, lo, hi)  N(p, f, size_t, EB__CT_SIZE, lo, hi)
+#define IN(p, f, lo, hi)  N(p, f, int, EB__CT_INT, lo, hi)
+#define BD(p, f, d)                                                     \
+	{                                                               \
+		ROW(p, f, bool, EB__CT_BOOL), .def_int = (d), .max = 1, \
+		                              .flags = EB__CF_DEFAULT   \
+	}
+#define IB(p, f, fl)                                                  \
+	{                                                             \
+		ROW(p, f, int, EB__CT_IBOOL), .max = 1, .flags = (fl) \
+	}
+#define E(p, f, w, v)                                                  \
+	{                                                              \
+		ROW(p, f, int, EB__CT_ENUM), .words = (w), .vals = (v) \
+	}
+#define ED(p, f, w, d)                                                     \
+	{                                                                  \
+		ROW(p, f, int, EB__CT_ENUM), .words = (w), .def_int = (d), \
+		                             .flags = EB__CF_DEFAULT       \
+	}
+/* Arrays and objects: the field is a pointer (moved via memcpy), the
+ * count of an array a size_t. */
+#define A(p, f, n, fl, o)                                                      \
+	{                                                                      \
+		.path = (p), .off = OFF(f), .size = sizeof(void *),            \
+		.off_n = OFF(n) + WIDTH(n, size_t), .flags = (fl), .obj = (o), \
+		.type = EB__CT_ARRAY                                           \
+	}
+#define O(p, f, o)                                                  \
+	{                                                           \
+		.path = (p), .off = OFF(f), .size = sizeof(void *), \
+		.obj = (o), .type = EB__CT_OBJECT                   \
 	}
 
+/*
+ * Defaults: a row without its own (no SD/ND/BD/ED) keeps what the owning
+ * module's _opts_init put there. Rows that state one do so because the
+ * module has none (eb_cluster_opts_init is not linked here; log and admin
+ * have no opts struct; bridge.enabled is the node's choice) or because the
+ * daemon's default differs from the library's: cluster.name ("ebnode" in
+ * eb_link_opts_init), cluster.link_timeout_ms (3500 there) and bridge.port
+ * (0, ephemeral, there). Computed rows are derived by conf.c after loading:
+ * node.address ("ebnode-" + host name), node.id (node.address),
+ * bridge.inbound (only ingress.address) and bridge.auth.mode (off without
+ * a token, "every" with one unless set).
+ */
 const eb__conf_entry eb__conf_schema[] = {
-	S("node.id", node.id, NULL, EB__CF_NONEMPTY | EB__CF_COMPUTED),
-	S("node.address", node.address, NULL,
-	    EB__CF_NONEMPTY | EB__CF_COMPUTED),
-	S("node.host", node.host, "127.0.0.1", EB__CF_NONEMPTY),
-	B("node.eligible", node.eligible, 1),
-	E("log.level", log.level, 3, log_words),
-	E("log.sink", log.sink, 0, sink_words),
-	S("log.journal_socket", log.journal_socket,
+	S("node.id", cluster.node_id, EB__CF_NONEMPTY | EB__CF_COMPUTED),
+	S("node.address", cluster.address, EB__CF_NONEMPTY | EB__CF_COMPUTED),
+	SD("node.host", cluster.host, "127.0.0.1", EB__CF_NONEMPTY),
+	IB("node.eligible", cluster.election.eligible, 0),
+	ED("log.level", log.level, log_words, EB_LOG_LEVEL_INFO),
+	ED("log.sink", log.sink, sink_words, EB_LOG_SINK_AUTO),
+	SD("log.journal_socket", log.journal_socket,
 	    "/run/systemd/journal/socket", EB__CF_NONEMPTY),
-	S("zookeeper.connect", zookeeper.connect, "", 0),
-	S("zookeeper.root", zookeeper.root, "/ebnode/default", 0),
-	I("zookeeper.session_timeout_ms", zookeeper.session_timeout_ms, 10000,
-	    1000, 600000),
-	I("zookeeper.tick_ms", zookeeper.tick_ms, 0, 0, 600000),
-	E("zookeeper.auth.scheme", zookeeper.auth_scheme, 0, scheme_words),
-	S("zookeeper.auth.credentials", zookeeper.auth_credentials, "",
-	    EB__CF_SECRET),
-	E("zookeeper.acl", zookeeper.acl, 0, acl_words),
-	I("election.heartbeat_ms", election.heartbeat_ms, 0, 0, 600000),
-	I("election.lease_ms", election.lease_ms, 0, 0, 600000),
-	S("cluster.name", cluster.name, "default", EB__CF_NONEMPTY),
-	S("cluster.listen", cluster.listen, "127.0.0.1", EB__CF_NONEMPTY),
-	I("cluster.port", cluster.port, 0, 0, 65535),
-	I("cluster.heartbeat_ms", cluster.heartbeat_ms, 1000, 50, 60000),
-	I("cluster.link_timeout_ms", cluster.link_timeout_ms, 3000, 100,
-	    600000),
-	S("cluster.tls.cert", cluster.tls_cert, "", 0),
-	S("cluster.tls.key", cluster.tls_key, "", 0),
-	S("cluster.tls.ca", cluster.tls_ca, "", 0),
-	I("bus.request_timeout_ms", bus.request_timeout_ms, 30000, 1, 3600000),
-	I("bus.receipt_timeout_ms", bus.receipt_timeout_ms, 5000, 1, 3600000),
-	I("bus.consumer_queue_max", bus.consumer_queue_max, 10000, 1, 10000000),
-	I("bus.max_pending_requests", bus.max_pending_requests, 131072, 1,
-	    16777216),
-	I("bus.max_request_timeout_ms", bus.max_request_timeout_ms, 300000, 1,
+	SD("zookeeper.connect", cluster.connect, "", 0),
+	SD("zookeeper.root", cluster.root, "/ebnode/default", 0),
+	ND("zookeeper.session_timeout_ms", cluster.session_timeout_ms, uint32_t,
+	    EB__CT_U32, 10000, 1000, 600000),
+	U32("zookeeper.tick_ms", cluster.election.zk_tick_ms, 0, 600000),
+	W("zookeeper.auth.scheme", cluster.auth_scheme, scheme_words,
+	    EB__CF_NULLSTR),
+	S("zookeeper.auth.credentials", cluster.auth_credentials,
+	    EB__CF_SECRET | EB__CF_NULLSTR),
+	E("zookeeper.acl", cluster.acl, acl_words, acl_vals),
+	U32("election.heartbeat_ms", cluster.election.heartbeat_ms, 0, 600000),
+	U32("election.lease_ms", cluster.election.lease_ms, 0, 600000),
+	SD("cluster.name", link.cluster_name, "default", EB__CF_NONEMPTY),
+	S("cluster.listen", link.host, EB__CF_NONEMPTY),
+	IN("cluster.port", link.port, 0, 65535),
+	U32("cluster.heartbeat_ms", link.heartbeat_ms, 50, 60000),
+	ND("cluster.link_timeout_ms", link.dead_ms, uint32_t, EB__CT_U32, 3000,
+	    100, 600000),
+	S("cluster.tls.cert", link.tls_cert_file, EB__CF_NULLSTR),
+	S("cluster.tls.key", link.tls_key_file, EB__CF_NULLSTR),
+	S("cluster.tls.ca", link.tls_ca_file, EB__CF_NULLSTR),
+	U64("bus.request_timeout_ms", bus.request_timeout_ms, 1, 3600000),
+	U64("bus.receipt_timeout_ms", bus.receipt_timeout_ms, 1, 3600000),
+	U32("bus.consumer_queue_max", bus.consumer_queue_max, 1, 10000000),
+	U32("bus.max_pending_requests", bus.max_pending_requests, 1, 16777216),
+	U64("bus.max_request_timeout_ms", bus.max_request_timeout_ms, 1,
 	    86400000),
-	B("bridge.enabled", bridge.enabled, 1),
-	S("bridge.listen", bridge.listen, "127.0.0.1", EB__CF_NONEMPTY),
-	I("bridge.port", bridge.port, 7000, 0, 65535),
-	I("bridge.max_frame_bytes", bridge.max_frame_bytes, 1048576, 16,
-	    2147483647),
-	I("bridge.max_connections", bridge.max_connections, 1024, 1, 1000000),
-	I("bridge.write_queue_bytes", bridge.write_queue_bytes, 4194304, 1024,
+	BD("bridge.enabled", bridge_enabled, 1),
+	S("bridge.listen", bridge.host, EB__CF_NONEMPTY),
+	ND("bridge.port", bridge.port, int, EB__CT_INT, 7000, 0, 65535),
+	U32("bridge.max_frame_bytes", bridge.max_frame_bytes, 16, 2147483647),
+	U32("bridge.max_connections", bridge.max_connections, 1, 1000000),
+	SZ("bridge.write_queue_bytes", bridge.write_queue_max_bytes, 1024,
 	    INT64_MAX),
-	I("bridge.idle_timeout_ms", bridge.idle_timeout_ms, 0, 0, 86400000),
-	I("bridge.reply_ttl_ms", bridge.reply_ttl_ms, 30000, 1, 3600000),
-	I("bridge.frame_timeout_ms", bridge.frame_timeout_ms, 30000, 0,
+	U64("bridge.idle_timeout_ms", bridge.idle_timeout_ms, 0, 86400000),
+	U64("bridge.reply_ttl_ms", bridge.reply_ttl_ms, 1, 3600000),
+	U64("bridge.frame_timeout_ms", bridge.frame_timeout_ms, 0, 86400000),
+	U64("bridge.first_frame_timeout_ms", bridge.first_frame_timeout_ms, 0,
 	    86400000),
-	I("bridge.first_frame_timeout_ms", bridge.first_frame_timeout_ms, 10000,
+	U64("bridge.tls.handshake_timeout_ms", bridge.tls_handshake_timeout_ms,
 	    0, 86400000),
-	I("bridge.tls.handshake_timeout_ms", bridge.tls_handshake_timeout_ms,
-	    10000, 0, 86400000),
-	I("bridge.input_budget_bytes", bridge.input_budget_bytes, 33554432, 0,
+	SZ("bridge.input_budget_bytes", bridge.input_budget_bytes, 0,
 	    INT64_MAX),
-	I("bridge.max_consumers_per_conn", bridge.max_consumers_per_conn, 1024,
-	    0, 10000000),
-	I("bridge.max_requests_per_conn", bridge.max_requests_per_conn, 1024, 0,
+	U32("bridge.max_consumers_per_conn", bridge.max_consumers_per_conn, 0,
 	    10000000),
-	I("bridge.max_requests", bridge.max_requests, 65536, 0, 100000000),
-	I("bridge.max_request_timeout_ms", bridge.max_request_timeout_ms,
-	    300000, 0, 86400000),
-	A("bridge.inbound", bridge.inbound, bridge.n_inbound, EB__CF_COMPUTED,
+	U32("bridge.max_requests_per_conn", bridge.max_requests_per_conn, 0,
+	    10000000),
+	U32("bridge.max_requests", bridge.max_requests, 0, 100000000),
+	U64("bridge.max_request_timeout_ms", bridge.max_request_timeout_ms, 0,
+	    86400000),
+	A("bridge.inbound", bridge.inbound, bridge.inbound_count,
+	    EB__CF_COMPUTED, &permit_desc),
+	A("bridge.outbound", bridge.outbound, bridge.outbound_count, 0,
 	    &permit_desc),
-	A("bridge.outbound", bridge.outbound, bridge.n_outbound, 0,
-	    &permit_desc),
-	S("bridge.tls.cert", bridge.tls_cert, "", 0),
-	S("bridge.tls.key", bridge.tls_key, "", 0),
-	S("bridge.tls.ca", bridge.tls_ca, "", 0),
-	E("bridge.tls.client_auth", bridge.tls_client_auth, 0,
-	    client_auth_words),
-	S("bridge.auth.token", bridge.auth_token, "", EB__CF_SECRET),
-	E("bridge.auth.mode", bridge.auth_mode, 0, auth_mode_words),
-	B("admin.enabled", admin.enabled, 1),
-	S("admin.listen", admin.listen, "127.0.0.1", EB__CF_NONEMPTY),
-	I("admin.port", admin.port, 7100, 0, 65535),
-	S("admin.token", admin.token, "", EB__CF_SECRET),
-	I("admin.request_timeout_ms", admin.request_timeout_ms, 10000, 100,
-	    3600000),
-	S("ingress.address", ingress.address, "external.ingress",
-	    EB__CF_NONEMPTY),
-	I("ingress.hold_max", ingress.hold_max, 1000, 0, 10000000),
-	I("ingress.hold_ms", ingress.hold_ms, 5000, 0, 3600000),
-	B("ingress.ack", ingress.ack, 1),
-	A("ingress.routes", ingress.routes, ingress.n_routes, 0, &route_desc),
+	S("bridge.tls.cert", bridge.tls_cert, EB__CF_NULLSTR),
+	S("bridge.tls.key", bridge.tls_key, EB__CF_NULLSTR),
+	S("bridge.tls.ca", bridge.tls_ca, EB__CF_NULLSTR),
+	E("bridge.tls.client_auth", bridge.tls_client_auth, client_auth_words,
+	    client_auth_vals),
+	S("bridge.auth.token", bridge.auth_token,
+	    EB__CF_SECRET | EB__CF_NULLSTR),
+	E("bridge.auth.mode", bridge.auth_mode, auth_mode_words,
+	    auth_mode_vals),
+	BD("admin.enabled", admin.enabled, 1),
+	SD("admin.listen", admin.listen, "127.0.0.1", EB__CF_NONEMPTY),
+	ND("admin.port", admin.port, int64_t, EB__CT_I64, 7100, 0, 65535),
+	SD("admin.token", admin.token, "", EB__CF_SECRET),
+	ND("admin.request_timeout_ms", admin.request_timeout_ms, int64_t,
+	    EB__CT_I64, 10000, 100, 3600000),
+	S("ingress.address", ingress.address, EB__CF_NONEMPTY),
+	U32("ingress.hold_max", ingress.hold_max, 0, 10000000),
+	U64("ingress.hold_ms", ingress.hold_ms, 0, 3600000),
+	IB("ingress.ack", ingress.relay_replies, EB__CF_NOT),
+	A("ingress.routes", ingress.routes, ingress.route_count, 0,
+	    &route_desc),
 	O("ingress.default_route", ingress.default_route, &target_desc),
 };
 const size_t eb__conf_schema_len =
@@ -246,13 +308,35 @@ cslot(const eb_conf *c, size_t off)
 	return (const char *) c + off;
 }
 
-static void
-str_replace(char **slotp, const char *s)
+/* String fields are const char * in the opts structs but owned by the
+ * eb_conf: they are read and written through memcpy. */
+static const char *
+str_get(const void *slotp)
 {
-	char *old = *slotp;
+	const char *s;
 
-	*slotp = s != NULL ? eb__strdup(s) : NULL;
+	memcpy(&s, slotp, sizeof(s));
+	return s;
+}
+
+static void
+str_put(void *slotp, const char *s)
+{
+	char *old, *copy = s != NULL ? eb__strdup(s) : NULL;
+
+	memcpy(&old, slotp, sizeof(old));
+	memcpy(slotp, &copy, sizeof(copy));
 	free(old);
+}
+
+/* Stores s, or NULL for "" when flags has EB__CF_NULLSTR. */
+static void
+str_store(void *slotp, const char *s, unsigned flags)
+{
+	if ((flags & EB__CF_NULLSTR) != 0 && s != NULL && s[0] == '\0') {
+		s = NULL;
+	}
+	str_put(slotp, s);
 }
 
 static void
@@ -261,11 +345,8 @@ obj_release(const eb__conf_objdesc *d, void *obj)
 	size_t k;
 
 	for (k = 0; k < d->n_fields; k++) {
-		if (d->fields[k].type == EB__CT_STRING) {
-			char **sp = (char **) ((char *) obj + d->fields[k].off);
-
-			free(*sp);
-			*sp = NULL;
+		if (d->fields[k].type != EB__CT_ENUM) {
+			str_put((char *) obj + d->fields[k].off, NULL);
 		}
 	}
 }
@@ -289,7 +370,10 @@ arr_get(const eb_conf *c, const eb__conf_entry *e, size_t *n)
 	void *items;
 
 	memcpy(&items, cslot(c, e->off), sizeof(items));
-	memcpy(n, cslot(c, e->off_n), sizeof(*n));
+	*n = 1;
+	if (e->type == EB__CT_ARRAY) {
+		memcpy(n, cslot(c, e->off_n), sizeof(*n));
+	}
 	return items;
 }
 
@@ -299,15 +383,97 @@ arr_put(eb_conf *c, const eb__conf_entry *e, void *items, size_t n)
 	size_t old_n;
 	void  *old = arr_get(c, e, &old_n);
 
-	if (e->type == EB__CT_ARRAY) {
+	if (old != NULL) {
 		arr_free(e->obj, old, old_n);
-	} else if (old != NULL) {
-		arr_free(e->obj, old, 1);
 	}
 	memcpy(slot(c, e->off), &items, sizeof(items));
 	if (e->type == EB__CT_ARRAY) {
 		memcpy(slot(c, e->off_n), &n, sizeof(n));
 	}
+}
+
+/* Integer-like rows: the value of the field, widened. */
+static int64_t
+int_get(const eb_conf *c, const eb__conf_entry *e)
+{
+	const void *p = cslot(c, e->off);
+	int64_t     v = 0;
+
+	switch (e->type) {
+	case EB__CT_I64:
+		v = *(const int64_t *) p;
+		break;
+	case EB__CT_U64:
+		v = (int64_t) * (const uint64_t *) p;
+		break;
+	case EB__CT_U32:
+		v = *(const uint32_t *) p;
+		break;
+	case EB__CT_SIZE:
+		v = (int64_t) * (const size_t *) p;
+		break;
+	case EB__CT_BOOL:
+		v = *(const bool *) p;
+		break;
+	case EB__CT_INT:
+	case EB__CT_IBOOL:
+	case EB__CT_ENUM:
+		v = *(const int *) p;
+		break;
+	default:
+		break;
+	}
+	return v;
+}
+
+/* Stores v (already range-checked) at the field's width. */
+static void
+int_put(eb_conf *c, const eb__conf_entry *e, int64_t v)
+{
+	void *p = slot(c, e->off);
+
+	switch (e->type) {
+	case EB__CT_I64:
+		*(int64_t *) p = v;
+		break;
+	case EB__CT_U64:
+		*(uint64_t *) p = (uint64_t) v;
+		break;
+	case EB__CT_U32:
+		*(uint32_t *) p = (uint32_t) v;
+		break;
+	case EB__CT_SIZE:
+		*(size_t *) p = (size_t) v;
+		break;
+	case EB__CT_BOOL:
+		*(bool *) p = v != 0;
+		break;
+	case EB__CT_INT:
+	case EB__CT_IBOOL:
+	case EB__CT_ENUM:
+		*(int *) p = (int) v;
+		break;
+	default:
+		break;
+	}
+}
+
+static bool
+is_string(const eb__conf_entry *e)
+{
+	return e->type == EB__CT_STRING || e->type == EB__CT_WORD;
+}
+
+/*
+ * The eb_cluster_opts defaults that the schema does not state (the rows
+ * with EB__CF_DEFAULT do): everything zero, the election's from
+ * eb_election_opts_init.
+ */
+static void
+cluster_opts_defaults(eb_cluster_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	eb_election_opts_init(&o->election);
 }
 
 void
@@ -316,25 +482,24 @@ eb__conf_defaults(eb_conf *c)
 	size_t k;
 
 	memset(c, 0, sizeof(*c));
+	cluster_opts_defaults(&c->cluster);
+	eb_link_opts_init(&c->link);
+	eb_bus_opts_init(&c->bus);
+	eb_bridge_opts_init(&c->bridge);
+	eb_ingress_opts_init(&c->ingress);
 	for (k = 0; k < eb__conf_schema_len; k++) {
 		const eb__conf_entry *e = &eb__conf_schema[k];
+		const char           *def;
 
-		switch (e->type) {
-		case EB__CT_STRING:
-			str_replace(slot(c, e->off), e->def_str);
-			break;
-		case EB__CT_INT:
-			*(int64_t *) slot(c, e->off) = e->def_int;
-			break;
-		case EB__CT_BOOL:
-			*(bool *) slot(c, e->off) = e->def_int != 0;
-			break;
-		case EB__CT_ENUM:
-			*(int *) slot(c, e->off) = (int) e->def_int;
-			break;
-		case EB__CT_ARRAY:
-		case EB__CT_OBJECT:
-			break; /* NULL, 0 */
+		if (is_string(e)) {
+			/* The module's default is a literal: own a copy. */
+			def = (e->flags & EB__CF_DEFAULT) != 0
+			          ? e->def_str
+			          : str_get(slot(c, e->off));
+			memset(slot(c, e->off), 0, sizeof(char *));
+			str_store(slot(c, e->off), def, e->flags);
+		} else if ((e->flags & EB__CF_DEFAULT) != 0) {
+			int_put(c, e, e->def_int);
 		}
 	}
 }
@@ -347,8 +512,8 @@ eb__conf_release(eb_conf *c)
 	for (k = 0; k < eb__conf_schema_len; k++) {
 		const eb__conf_entry *e = &eb__conf_schema[k];
 
-		if (e->type == EB__CT_STRING) {
-			str_replace(slot(c, e->off), NULL);
+		if (is_string(e)) {
+			str_put(slot(c, e->off), NULL);
 		} else if (e->type == EB__CT_ARRAY ||
 		           e->type == EB__CT_OBJECT) {
 			arr_put(c, e, NULL, 0);
@@ -489,17 +654,12 @@ obj_parse(const eb__conf_objdesc *d, json_t *v, void *obj, const char *path,
 	json_t     *val;
 	char        got[64], sub[256];
 	size_t      k;
+	int         n_match = 0;
 
 	if (!json_is_object(v)) {
 		eb__conf_describe(v, got, sizeof(got));
 		return eb__conf_errf(
 		    src, err, path, false, "expected an object, got %s", got);
-	}
-	for (k = 0; k < d->n_fields; k++) {
-		if (d->fields[k].type == EB__CT_ENUM) {
-			*(int *) ((char *) obj + d->fields[k].off) =
-			    d->fields[k].def;
-		}
 	}
 	json_object_foreach((json_t *) v, key, val)
 	{
@@ -526,17 +686,22 @@ obj_parse(const eb__conf_objdesc *d, json_t *v, void *obj, const char *path,
 		if (check_string(val, f->flags, sub, src, err) != 0) {
 			return EB_ECONF;
 		}
-		str_replace(fp, json_string_value(val));
+		str_put(fp, json_string_value(val));
+		if (f->type == EB__CT_MATCH) {
+			*(int *) ((char *) obj + f->off2) = f->tag;
+			n_match++;
+		}
 	}
-	return d->check(obj, path, src, err);
+	return d->check(obj, n_match, path, src, err);
 }
 
 static int
-check_permit(
-    const void *obj, const char *path, const eb__conf_src *src, eb_errbuf *err)
+check_permit(const void *obj, int n_match, const char *path,
+    const eb__conf_src *src, eb_errbuf *err)
 {
-	const eb_conf_permit *p = obj;
+	const eb_bridge_permitted *p = obj;
 
+	(void) n_match;
 	if (p->address != NULL && p->address_regex != NULL) {
 		return eb__conf_errf(src, err, path, false,
 		    "\"address\" and \"addressRegex\" are mutually exclusive");
@@ -545,11 +710,12 @@ check_permit(
 }
 
 static int
-check_target(
-    const void *obj, const char *path, const eb__conf_src *src, eb_errbuf *err)
+check_target(const void *obj, int n_match, const char *path,
+    const eb__conf_src *src, eb_errbuf *err)
 {
-	const eb_conf_target *t = obj;
+	const eb_ingress_route *t = obj;
 
+	(void) n_match;
 	if (t->to == NULL) {
 		return eb__conf_errf(
 		    src, err, path, false, "missing required key \"to\"");
@@ -558,18 +724,16 @@ check_target(
 }
 
 static int
-check_route(
-    const void *obj, const char *path, const eb__conf_src *src, eb_errbuf *err)
+check_route(const void *obj, int n_match, const char *path,
+    const eb__conf_src *src, eb_errbuf *err)
 {
-	const eb_conf_route *r = obj;
-	int                  n_ops =
-	    (r->equals != NULL) + (r->prefix != NULL) + (r->regex != NULL);
+	const eb_ingress_route *r = obj;
 
 	if ((r->header != NULL) == (r->field != NULL)) {
 		return eb__conf_errf(src, err, path, false,
 		    "expected exactly one of \"header\" or \"field\"");
 	}
-	if (n_ops != 1) {
+	if (n_match != 1) {
 		return eb__conf_errf(src, err, path, false,
 		    "expected exactly one of \"equals\", \"prefix\" or "
 		    "\"regex\"");
@@ -628,20 +792,35 @@ set_object(eb_conf *c, const eb__conf_entry *e, json_t *v,
 	return 0;
 }
 
+static bool
+is_integer(const eb__conf_entry *e)
+{
+	switch (e->type) {
+	case EB__CT_I64:
+	case EB__CT_U64:
+	case EB__CT_U32:
+	case EB__CT_INT:
+	case EB__CT_SIZE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int
+enum_val(const eb__conf_entry *e, int k)
+{
+	return e->vals != NULL ? e->vals[k] : k;
+}
+
 int
 eb__conf_set(eb_conf *c, const eb__conf_entry *e, json_t *v,
     const eb__conf_src *src, eb_errbuf *err)
 {
 	char got[64], range[64];
+	int  k = 0;
 
-	switch (e->type) {
-	case EB__CT_STRING:
-		if (check_string(v, e->flags, e->path, src, err) != 0) {
-			return EB_ECONF;
-		}
-		str_replace(slot(c, e->off), json_string_value(v));
-		return 0;
-	case EB__CT_INT:
+	if (is_integer(e)) {
 		if (!json_is_integer(v) || json_integer_value(v) < e->min ||
 		    json_integer_value(v) > e->max) {
 			eb__conf_describe(v, got, sizeof(got));
@@ -649,25 +828,45 @@ eb__conf_set(eb_conf *c, const eb__conf_entry *e, json_t *v,
 			return eb__conf_errf(src, err, e->path, false,
 			    "expected an integer %s, got %s", range, got);
 		}
-		*(int64_t *) slot(c, e->off) = json_integer_value(v);
+		int_put(c, e, json_integer_value(v));
+		return 0;
+	}
+	switch (e->type) {
+	case EB__CT_STRING:
+		if (check_string(v, e->flags, e->path, src, err) != 0) {
+			return EB_ECONF;
+		}
+		str_store(slot(c, e->off), json_string_value(v), e->flags);
+		return 0;
+	case EB__CT_WORD:
+		if (check_enum(v, e->words, e->path, src, err, &k) != 0) {
+			return EB_ECONF;
+		}
+		str_store(slot(c, e->off), e->words[k], e->flags);
 		return 0;
 	case EB__CT_BOOL:
+	case EB__CT_IBOOL:
 		if (!json_is_boolean(v)) {
 			eb__conf_describe(v, got, sizeof(got));
 			return eb__conf_errf(src, err, e->path, false,
 			    "expected true or false, got %s", got);
 		}
-		*(bool *) slot(c, e->off) = json_is_true(v);
+		int_put(
+		    c, e, json_is_true(v) != ((e->flags & EB__CF_NOT) != 0));
 		return 0;
 	case EB__CT_ENUM:
-		return check_enum(
-		    v, e->words, e->path, src, err, (int *) slot(c, e->off));
+		if (check_enum(v, e->words, e->path, src, err, &k) != 0) {
+			return EB_ECONF;
+		}
+		int_put(c, e, enum_val(e, k));
+		return 0;
 	case EB__CT_ARRAY:
 		return set_array(c, e, v, src, err);
 	case EB__CT_OBJECT:
 		return set_object(c, e, v, src, err);
+	default:
+		return EB_ECONF;
 	}
-	return EB_ECONF;
 }
 
 /* ---- text (environment, --set) ----------------------------------------- */
@@ -699,16 +898,7 @@ eb__conf_parse_text(const eb__conf_entry *e, const char *text, json_t **out,
 	char         range[64];
 
 	*out = NULL;
-	switch (e->type) {
-	case EB__CT_STRING:
-	case EB__CT_ENUM:
-		*out = json_string(text);
-		if (*out == NULL) {
-			return eb__conf_errf(src, err, e->path, false,
-			    "expected a UTF-8 string");
-		}
-		return 0;
-	case EB__CT_INT:
+	if (is_integer(e)) {
 		if (eb__parse_i64(text, INT64_MIN, INT64_MAX, &i) != 0) {
 			range_text(e, range, sizeof(range));
 			return eb__conf_errf(src, err, e->path, false,
@@ -717,7 +907,19 @@ eb__conf_parse_text(const eb__conf_entry *e, const char *text, json_t **out,
 		}
 		*out = json_integer(i);
 		return 0;
+	}
+	switch (e->type) {
+	case EB__CT_STRING:
+	case EB__CT_WORD:
+	case EB__CT_ENUM:
+		*out = json_string(text);
+		if (*out == NULL) {
+			return eb__conf_errf(src, err, e->path, false,
+			    "expected a UTF-8 string");
+		}
+		return 0;
 	case EB__CT_BOOL:
+	case EB__CT_IBOOL:
 		if (parse_bool_text(text, &b) != 0) {
 			return eb__conf_errf(src, err, e->path, false,
 			    "expected true or false, got \"%.40s\"", text);
@@ -734,8 +936,9 @@ eb__conf_parse_text(const eb__conf_entry *e, const char *text, json_t **out,
 			    jerr.text);
 		}
 		return 0;
+	default:
+		return EB_ECONF;
 	}
-	return EB_ECONF;
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -753,41 +956,63 @@ obj_to_json(const eb__conf_objdesc *d, const void *obj)
 		if (f->type == EB__CT_ENUM) {
 			(void) json_object_set_new(o, f->key,
 			    json_string(f->words[*(const int *) fp]));
-		} else if (*(char *const *) fp != NULL) {
+		} else if (str_get(fp) != NULL &&
+		           (f->type != EB__CT_MATCH ||
+		               *(const int *) ((const char *) obj + f->off2) ==
+		                   f->tag)) {
 			(void) json_object_set_new(
-			    o, f->key, json_string(*(char *const *) fp));
+			    o, f->key, json_string(str_get(fp)));
 		}
 	}
 	return o;
 }
 
+/* The word of an enum value; the first word for a value without one
+ * (bridge.auth.mode off: no token). */
+static const char *
+enum_word(const eb__conf_entry *e, int v)
+{
+	int k;
+
+	for (k = 0; e->words[k] != NULL; k++) {
+		if (enum_val(e, k) == v) {
+			return e->words[k];
+		}
+	}
+	return e->words[0];
+}
+
 json_t *
 eb__conf_get_json(const eb_conf *c, const eb__conf_entry *e, bool show_secrets)
 {
-	const void *p = cslot(c, e->off);
+	const char *s;
 	size_t      n, k;
 	void       *items;
 	json_t     *a;
 
+	if (is_integer(e)) {
+		return json_integer(int_get(c, e));
+	}
 	switch (e->type) {
-	case EB__CT_STRING: {
-		const char *s = *(char *const *) p;
-
+	case EB__CT_STRING:
+	case EB__CT_WORD:
+		s = str_get(cslot(c, e->off));
 		if (s == NULL) {
-			return json_null();
+			return (e->flags & EB__CF_NULLSTR) != 0
+			           ? json_string("")
+			           : json_null();
 		}
 		if ((e->flags & EB__CF_SECRET) != 0 && !show_secrets &&
 		    s[0] != '\0') {
 			return json_string("<redacted>");
 		}
 		return json_string(s);
-	}
-	case EB__CT_INT:
-		return json_integer(*(const int64_t *) p);
 	case EB__CT_BOOL:
-		return json_boolean(*(const bool *) p);
+	case EB__CT_IBOOL:
+		return json_boolean(
+		    (int_get(c, e) != 0) != ((e->flags & EB__CF_NOT) != 0));
 	case EB__CT_ENUM:
-		return json_string(e->words[*(const int *) p]);
+		return json_string(enum_word(e, (int) int_get(c, e)));
 	case EB__CT_ARRAY:
 		items = arr_get(c, e, &n);
 		a = json_array();
@@ -798,14 +1023,9 @@ eb__conf_get_json(const eb_conf *c, const eb__conf_entry *e, bool show_secrets)
 		}
 		return a;
 	case EB__CT_OBJECT:
-		memcpy(&items, p, sizeof(items));
+		items = arr_get(c, e, &n);
 		return items != NULL ? obj_to_json(e->obj, items) : json_null();
+	default:
+		return json_null();
 	}
-	return json_null();
-}
-
-const char *
-eb_conf_mode_name(int mode)
-{
-	return mode == EB_CONF_MODE_PUBLISH ? "publish" : "send";
 }

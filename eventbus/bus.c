@@ -12,7 +12,8 @@
  * exist.
  *
  * Close: eb_bus_close() marks the bus closing (API calls then return
- * EB_ECLOSED); on the next idle turn pending requests fail with
+ * EB_ECLOSED; a second close is a programming error, EB_ASSERT); on the
+ * next idle turn pending requests fail with
  * EB_ECANCELED exactly once, held messages are detached, the handles close
  * and the close callback runs last; then everything is freed.
  *
@@ -24,6 +25,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/util.h"
 #include "eventbus/eventbus_int.h"
 
@@ -146,6 +148,7 @@ bus_handle_closed_cb(uv_handle_t *h)
 {
 	eb_bus *bus = h->data;
 
+	EB_ASSERT(bus->shut && bus->open_handles > 0);
 	if (--bus->open_handles > 0) {
 		return;
 	}
@@ -160,6 +163,7 @@ bus_shutdown(eb_bus *bus)
 {
 	eb_list *it;
 
+	EB_ASSERT(bus->closing && !bus->shut);
 	bus->shut = 1;
 	eb__bus_remote_detach(bus);
 	(void) uv_idle_stop(&bus->idle);
@@ -179,10 +183,7 @@ bus_shutdown(eb_bus *bus)
 void
 eb_bus_close(eb_bus *bus, eb_bus_close_cb cb, void *arg)
 {
-	if (bus->closing) {
-		EB_LOG_ERR("eventbus", "close-twice: node=%s", bus->node_id);
-		return;
-	}
+	EB_ASSERT(!bus->closing);
 	bus->closing = 1;
 	bus->close_cb = cb;
 	bus->close_arg = arg;

@@ -13,6 +13,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "ingress/ingress_int.h"
 
 static void flush(eb_ingress *in);
@@ -300,6 +301,7 @@ hold_timer_cb(uv_timer_t *t)
 	char        why[128];
 	uint64_t    expired = 0;
 
+	EB_ASSERT(!in->closing); /* close stops the timer */
 	in->timer_armed = 0;
 	eb__ingress_router_drain(in);
 	if (!eb_list_empty(&in->held) &&
@@ -369,6 +371,7 @@ eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	eb__ingress_held *h;
 
 	(void) c;
+	EB_ASSERT(!in->closing); /* the gateway consumer closed with it */
 	in->st.received++;
 	h = eb__calloc(1, sizeof(*h));
 	h->msg = eb_bus_msg_hold(msg);

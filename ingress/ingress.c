@@ -6,6 +6,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "ingress/ingress_int.h"
 
 void
@@ -55,6 +56,7 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 void
 eb_ingress_set_handler(eb_ingress *in, eb_ingress_handler_fn fn, void *arg)
 {
+	EB_ASSERT(!in->closing);
 	in->handler = fn;
 	in->handler_arg = arg;
 }
@@ -62,6 +64,7 @@ eb_ingress_set_handler(eb_ingress *in, eb_ingress_handler_fn fn, void *arg)
 void
 eb_ingress_set_leader_check(eb_ingress *in, eb_ingress_leader_fn fn, void *arg)
 {
+	EB_ASSERT(!in->closing);
 	in->is_leader = fn;
 	in->is_leader_arg = arg;
 }
@@ -83,7 +86,8 @@ watch_cb(eb_bus *bus, const char *address, uint32_t count, void *arg)
 int
 eb_ingress_start(eb_ingress *in)
 {
-	if (in->gateway != NULL || in->closing) {
+	EB_ASSERT(!in->closing); /* start after close */
+	if (in->gateway != NULL) {
 		return UV_EBUSY;
 	}
 	/* A handler-count observer: a leader that becomes reachable flushes
@@ -155,6 +159,7 @@ timer_closed_cb(uv_handle_t *h)
 {
 	eb_ingress *in = h->data;
 
+	EB_ASSERT(in->closing && in->close_done);
 	if (in->close_cb != NULL) {
 		in->close_cb(in, in->close_arg);
 	}
@@ -167,6 +172,7 @@ timer_closed_cb(uv_handle_t *h)
 void
 eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 {
+	EB_ASSERT(!in->closing); /* exactly once */
 	in->closing = 1;
 	in->close_cb = cb;
 	in->close_arg = arg;
@@ -189,6 +195,7 @@ eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 void
 eb__ingress_close_finish(eb_ingress *in)
 {
+	EB_ASSERT(in->closing);
 	if (!in->close_done) {
 		in->close_done = 1;
 		uv_close((uv_handle_t *) &in->hold_timer, timer_closed_cb);

@@ -28,6 +28,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/dec.h"
 #include "ingress/ingress_int.h"
 
@@ -580,6 +581,7 @@ wait_push(eb_ingress *in, eb_bus_msg *msg)
 {
 	eb__ingress_held *w = eb__calloc(1, sizeof(*w));
 
+	EB_ASSERT(!in->closing);
 	w->msg = eb_bus_msg_hold(msg);
 	w->in = in;
 	eb_list_insert_tail(&in->waiting, &w->link);
@@ -644,6 +646,7 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	eb_ingress *in = arg;
 
 	(void) c;
+	EB_ASSERT(!in->closing); /* the leader consumer closed with it */
 	if (!leading_now(in)) {
 		/* Never act on stale leadership: the gateway retries once. */
 		(void) eb_bus_msg_fail(

@@ -176,7 +176,7 @@ run_node(const eb_conf *conf)
 	/* The sink first, so that every line of the run goes where log.sink
 	 * says; a journal that cannot be reached leaves stderr, said once. */
 	if ((rv = eb_log_sink_open((eb_log_sink_kind) conf->log.sink,
-	         conf->node.id, conf->log.journal_socket, NULL)) != 0) {
+	         conf->cluster.node_id, conf->log.journal_socket, NULL)) != 0) {
 		char q[EB_LOG_QUOTE_MAX];
 
 		EB_LOG_WARN("node",

@@ -129,17 +129,17 @@ print_ready(eb_node *n)
 	char           admin[300], bridge[300], cluster[300];
 
 	hostport(admin, sizeof(admin), c->admin.listen, n->admin_port);
-	hostport(bridge, sizeof(bridge), c->bridge.listen, n->bridge_port);
-	hostport(cluster, sizeof(cluster), c->cluster.listen, n->cluster_port);
+	hostport(bridge, sizeof(bridge), c->bridge.host, n->bridge_port);
+	hostport(cluster, sizeof(cluster), c->link.host, n->cluster_port);
 	/* The one line on stdout: tests and supervisors wait for it. */
 	(void) printf("READY admin=%s bridge=%s cluster=%s node=%s\n", admin,
-	    bridge, cluster, c->node.id);
+	    bridge, cluster, c->cluster.node_id);
 	(void) fflush(stdout);
 	EB_LOG_NOTICE("node",
 	    "ready: node=%s address=%s admin=%s bridge=%s cluster=%s "
 	    "mode=%s startup_ms=%llu",
-	    c->node.id, c->node.address, admin, bridge, cluster,
-	    c->zookeeper.connect[0] != '\0' ? "clustered" : "standalone",
+	    c->cluster.node_id, c->cluster.address, admin, bridge, cluster,
+	    c->cluster.connect[0] != '\0' ? "clustered" : "standalone",
 	    (unsigned long long) (eb__mono_ms() - n->start_ms));
 }
 
@@ -365,9 +365,10 @@ eb__node_run(eb_node *n)
 
 	EB_LOG_INFO("node",
 	    "starting: version=%s node=%s address=%s zookeeper=%s",
-	    EB_VERSION_STRING, n->conf->node.id, n->conf->node.address,
-	    n->conf->zookeeper.connect[0] != '\0' ? n->conf->zookeeper.connect
-	                                          : "-");
+	    EB_VERSION_STRING, n->conf->cluster.node_id,
+	    n->conf->cluster.address,
+	    n->conf->cluster.connect[0] != '\0' ? n->conf->cluster.connect
+	                                        : "-");
 	eb__defer(&n->defer, start_first, n);
 	(void) uv_run(n->loop, UV_RUN_DEFAULT);
 	if (!n->forced && n->open_handles != 0) {

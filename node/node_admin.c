@@ -57,7 +57,7 @@ route_health(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 
 	(void) rq;
 	o = json_pack("{s:s, s:s, s:s, s:b}", "status", ok ? "ok" : "unhealthy",
-	    "reason", reason, "node_id", n->conf->node.id, "leader",
+	    "reason", reason, "node_id", n->conf->cluster.node_id, "leader",
 	    eb__node_cluster_is_leader(n));
 	eb__admin_reply_json(rs, ok ? 200 : 503, o);
 	json_decref(o);
@@ -107,7 +107,8 @@ route_release(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 		return;
 	}
 	o = json_pack("{s:b, s:s, s:I}", "released", 1, "node_id",
-	    n->conf->node.id, "epoch", (json_int_t) eb__node_cluster_epoch(n));
+	    n->conf->cluster.node_id, "epoch",
+	    (json_int_t) eb__node_cluster_epoch(n));
 	eb__admin_reply_json(rs, 200, o);
 	json_decref(o);
 }
@@ -117,8 +118,8 @@ route_release(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 static void
 emit_node(eb__prom *w, eb_node *n, const eb__node_cluster_stats *cs)
 {
-	const char *info[] = { "node_id", n->conf->node.id, "address",
-		n->conf->node.address, "version", EB_VERSION_STRING, "mode",
+	const char *info[] = { "node_id", n->conf->cluster.node_id, "address",
+		n->conf->cluster.address, "version", EB_VERSION_STRING, "mode",
 		strcmp(cs->zk_state, "standalone") == 0 ? "standalone"
 		                                        : "clustered",
 		NULL };
@@ -134,7 +135,7 @@ emit_node(eb__prom *w, eb_node *n, const eb__node_cluster_stats *cs)
 	    eb__node_cluster_is_leader(n) ? 1 : 0);
 	eb__prom_one(w, "ebnode_eligible", "gauge",
 	    "1 when this node may lead (node.eligible), else 0.",
-	    n->conf->node.eligible ? 1 : 0);
+	    n->conf->cluster.election.eligible ? 1 : 0);
 	eb__prom_one(w, "ebnode_epoch", "gauge",
 	    "Epoch of the current leader as this node knows it (0: none).",
 	    cs->leader_epoch > 0 ? (uint64_t) cs->leader_epoch : 0);

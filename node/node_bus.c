@@ -1,10 +1,10 @@
 /*
  * Wiring of the event bus and the node links into the node (contract in
- * node_int.h). Owner: the event bus engineer (#4); the first, local-only
- * version was written by the bridge engineer (#5).
+ * node_int.h).
  *
- * Start: the bus from conf->bus and the node id. Clustered (a ZooKeeper
- * connect string is set) also a link manager from conf->cluster, attached
+ * Start: the bus from conf->bus and the node id (eb__node_bus_opts).
+ * Clustered (a ZooKeeper connect string is set) also a link manager from
+ * conf->link, the cluster.* keys (eb__node_link_opts), attached
  * to the bus and listening, so that n->cluster_port is known before the
  * cluster step advertises it in the member znode. Standalone nodes have no
  * links (cluster_port 0).
@@ -48,13 +48,7 @@ links_new(eb_node *n)
 	eb_errbuf      e;
 	int            rv;
 
-	eb_link_opts_init(&lo);
-	lo.node_id = c->node.id;
-	lo.cluster_name = c->cluster.name;
-	lo.host = c->cluster.listen;
-	lo.port = (int) c->cluster.port;
-	lo.heartbeat_ms = (uint32_t) c->cluster.heartbeat_ms;
-	lo.dead_ms = (uint32_t) c->cluster.link_timeout_ms;
+	eb__node_link_opts(c, &lo);
 	if (lo.dead_ms <= lo.heartbeat_ms) {
 		/* A link must survive at least a couple of heartbeats. */
 		EB_LOG_WARN("node",
@@ -62,11 +56,6 @@ links_new(eb_node *n)
 		    "using=%u",
 		    lo.dead_ms, lo.heartbeat_ms, lo.heartbeat_ms * 3);
 		lo.dead_ms = lo.heartbeat_ms * 3;
-	}
-	if (c->cluster.tls_cert[0] != '\0') {
-		lo.tls_cert_file = c->cluster.tls_cert;
-		lo.tls_key_file = c->cluster.tls_key;
-		lo.tls_ca_file = c->cluster.tls_ca;
 	}
 	rv = eb_link_mgr_new(n->loop, &lo, &n->links, &e);
 	if (rv != 0) {
@@ -91,21 +80,14 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 	eb_bus_opts o;
 	int         rv;
 
-	eb_bus_opts_init(&o);
-	o.node_id = n->conf->node.id;
-	o.request_timeout_ms = (uint64_t) n->conf->bus.request_timeout_ms;
-	o.receipt_timeout_ms = (uint64_t) n->conf->bus.receipt_timeout_ms;
-	o.consumer_queue_max = (uint32_t) n->conf->bus.consumer_queue_max;
-	o.max_pending_requests = (uint32_t) n->conf->bus.max_pending_requests;
-	o.max_request_timeout_ms =
-	    (uint64_t) n->conf->bus.max_request_timeout_ms;
+	eb__node_bus_opts(n->conf, &o);
 	rv = eb_bus_new(n->loop, &o, &n->bus);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "bus-start-failed: err=%s", eb_err_name(rv));
 		n->bus = NULL;
 		return rv;
 	}
-	if (n->conf->zookeeper.connect[0] != '\0' && (rv = links_new(n)) != 0) {
+	if (n->conf->cluster.connect[0] != '\0' && (rv = links_new(n)) != 0) {
 		/* A failed start holds nothing: close what exists, then
 		 * report (on a later turn, from the close callbacks). */
 		n->cluster_port = 0;

@@ -106,8 +106,8 @@ nc_get(eb_node *n)
 static int
 standalone(const eb_node *n)
 {
-	return n->conf->zookeeper.connect == NULL ||
-	       n->conf->zookeeper.connect[0] == '\0';
+	return n->conf->cluster.connect == NULL ||
+	       n->conf->cluster.connect[0] == '\0';
 }
 
 /* ---- leadership ---- */
@@ -375,7 +375,7 @@ reg_starting(node_cluster *nc, eb_registry_event ev, int status)
 		/* The holder's parts read from ZooKeeper are quoted. */
 		EB_LOG_ERR("node",
 		    "duplicate-address: address=%s is already registered by %s",
-		    nc->n->conf->node.address, eb__registry_holder(nc->reg));
+		    nc->n->conf->cluster.address, eb__registry_holder(nc->reg));
 	}
 	start_finish(nc, status);
 }
@@ -395,7 +395,7 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 		/* Rule 7: the address was taken while we were away. */
 		EB_LOG_ERR("node",
 		    "registration-lost: address=%s holder: %s err=%s",
-		    nc->n->conf->node.address, eb__registry_holder(nc->reg),
+		    nc->n->conf->cluster.address, eb__registry_holder(nc->reg),
 		    eb_err_name(status));
 		eb__node_fail(nc->n, status);
 	} else if (ev == EB_REGISTRY_LEFT && nc->stopping) {
@@ -546,7 +546,7 @@ start_timeout_cb(uv_timer_t *t)
 	node_cluster *nc = t->data;
 
 	EB_LOG_ERR("node", "cluster-start-timeout: zookeeper=%s",
-	    nc->n->conf->zookeeper.connect);
+	    nc->n->conf->cluster.connect);
 	start_finish(nc, EB_ETIMEOUT);
 }
 
@@ -561,53 +561,49 @@ clustered_new(node_cluster *nc)
 	int              rv;
 
 	eb_zk_opts_init(&zo);
-	zo.connect = c->zookeeper.connect;
-	zo.session_timeout_ms = (uint32_t) c->zookeeper.session_timeout_ms;
-	if (c->zookeeper.auth_scheme == EB_CONF_ZK_SCHEME_DIGEST) {
-		zo.auth_scheme = "digest";
-		zo.auth_credentials = c->zookeeper.auth_credentials;
+	zo.connect = c->cluster.connect;
+	zo.session_timeout_ms = c->cluster.session_timeout_ms;
+	if (c->cluster.auth_scheme != NULL) {
+		zo.auth_scheme = c->cluster.auth_scheme;
+		zo.auth_credentials = c->cluster.auth_credentials;
 	}
-	zo.acl = c->zookeeper.acl == EB_CONF_ZK_ACL_CREATOR ? EB_ZK_ACL_CREATOR
-	                                                    : EB_ZK_ACL_OPEN;
+	zo.acl = c->cluster.acl == EB_CLUSTER_ACL_CREATOR ? EB_ZK_ACL_CREATOR
+	                                                  : EB_ZK_ACL_OPEN;
 	rv = eb_zk_new(nc->n->loop, &zo, zk_event_cb, nc, &nc->zk);
 	if (rv != 0) {
 		return rv;
 	}
 	eb__registry_opts_init(&ro);
-	ro.root = c->zookeeper.root;
-	ro.address = c->node.address;
-	ro.node_id = c->node.id;
-	ro.host = c->node.host;
+	ro.root = c->cluster.root;
+	ro.address = c->cluster.address;
+	ro.node_id = c->cluster.node_id;
+	ro.host = c->cluster.host;
 	ro.cluster_port = nc->n->cluster_port;
 	ro.bridge_port = nc->n->bridge_port;
 	ro.admin_port = nc->n->admin_port;
 	ro.version = EB_VERSION_STRING;
-	ro.eligible = c->node.eligible;
+	ro.eligible = c->cluster.election.eligible;
 	rv = eb__registry_new(nc->n->loop, nc->zk, &ro, reg_cb, nc, &nc->reg);
 	if (rv != 0) {
 		return rv;
 	}
-	(void) snprintf(
-	    members, sizeof(members), "%s/leader", c->zookeeper.root);
+	(void) snprintf(members, sizeof(members), "%s/leader", c->cluster.root);
 	nc->rec_path = eb__strdup(members);
 	(void) snprintf(
-	    members, sizeof(members), "%s/members", c->zookeeper.root);
+	    members, sizeof(members), "%s/members", c->cluster.root);
 	rv = eb__childcache_new(
 	    nc->n->loop, nc->zk, members, cc_cb, nc, &nc->cc);
 	if (rv != 0) {
 		return rv;
 	}
-	eb_election_opts_init(&eo);
-	eo.eligible = c->node.eligible;
-	eo.heartbeat_ms = (uint32_t) c->election.heartbeat_ms;
-	eo.lease_ms = (uint32_t) c->election.lease_ms;
-	eo.zk_tick_ms = (uint32_t) c->zookeeper.tick_ms;
+	eo = c->cluster.election;
 	rv = eb__election_new(nc->n->loop, nc->zk, nc->reg, &eo, elected_cb,
 	    revoked_cb, nc, &nc->el);
 	if (rv != 0) {
 		return rv;
 	}
-	eb__election_set_identity(nc->el, c->node.id, c->node.address);
+	eb__election_set_identity(
+	    nc->el, c->cluster.node_id, c->cluster.address);
 	return 0;
 }
 
@@ -646,8 +642,8 @@ eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
 		rv = eb__election_new(n->loop, NULL, NULL, NULL, elected_cb,
 		    revoked_cb, nc, &nc->el);
 		if (rv == 0) {
-			eb__election_set_identity(
-			    nc->el, n->conf->node.id, n->conf->node.address);
+			eb__election_set_identity(nc->el,
+			    n->conf->cluster.node_id, n->conf->cluster.address);
 			rv = eb__election_start(nc->el);
 		}
 		if (rv != 0) {
@@ -655,7 +651,7 @@ eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
 			return rv;
 		}
 		EB_LOG_NOTICE("node", "standalone: node=%s (own leader)",
-		    n->conf->node.id);
+		    n->conf->cluster.node_id);
 		nc->running = 1;
 		eb__node_complete(n, cb, 0);
 		return 0;
@@ -682,7 +678,7 @@ eb__node_cluster_cancel_start(eb_node *n)
 
 	if (nc != NULL && nc->start_cb != NULL) {
 		EB_LOG_NOTICE("node", "cluster-start-canceled: zookeeper=%s",
-		    n->conf->zookeeper.connect);
+		    n->conf->cluster.connect);
 		start_finish(nc, EB_ECANCELED);
 	}
 }
@@ -797,19 +793,21 @@ eb__node_cluster_nodes_json(eb_node *n)
 	size_t           i;
 
 	if (nc == NULL || standalone(n) || nc->cc == NULL) {
-		json_t *self = json_pack(
-		    "{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:b, s:b}", "node_id",
-		    n->conf->node.id, "address", n->conf->node.address, "host",
-		    n->conf->node.host, "cluster_port", n->cluster_port,
-		    "bridge_port", n->bridge_port, "admin_port", n->admin_port,
-		    "epoch", (json_int_t) eb__node_cluster_epoch(n), "leader",
-		    eb__node_cluster_is_leader(n), "self", 1);
+		json_t *self =
+		    json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:b, s:b}",
+		        "node_id", n->conf->cluster.node_id, "address",
+		        n->conf->cluster.address, "host", n->conf->cluster.host,
+		        "cluster_port", n->cluster_port, "bridge_port",
+		        n->bridge_port, "admin_port", n->admin_port, "epoch",
+		        (json_int_t) eb__node_cluster_epoch(n), "leader",
+		        eb__node_cluster_is_leader(n), "self", 1);
 
 		(void) json_array_append_new(arr, self);
 		return json_pack("{s:s, s:I, s:s, s:b, s:o}", "leader",
-		    eb__node_cluster_is_leader(n) ? n->conf->node.id : "",
+		    eb__node_cluster_is_leader(n) ? n->conf->cluster.node_id
+		                                  : "",
 		    "epoch", (json_int_t) eb__node_cluster_epoch(n), "self",
-		    n->conf->node.id, "standalone", 1, "nodes", arr);
+		    n->conf->cluster.node_id, "standalone", 1, "nodes", arr);
 	}
 	leader = cache_leader(nc);
 	for (i = 0; i < eb__childcache_count(nc->cc); i++) {
@@ -819,7 +817,7 @@ eb__node_cluster_nodes_json(eb_node *n)
 	out = json_pack("{s:s?, s:I, s:s, s:b, s:o}", "leader",
 	    leader != NULL ? leader->node_id : NULL, "epoch",
 	    (json_int_t) (leader != NULL ? leader->czxid : 0), "self",
-	    n->conf->node.id, "standalone", 0, "nodes", arr);
+	    n->conf->cluster.node_id, "standalone", 0, "nodes", arr);
 	return out;
 }
 
@@ -834,7 +832,8 @@ eb__node_cluster_leader_json(eb_node *n)
 			return NULL;
 		}
 		return json_pack("{s:s, s:s, s:I, s:b, s:b}", "node_id",
-		    n->conf->node.id, "address", n->conf->node.address, "epoch",
+		    n->conf->cluster.node_id, "address",
+		    n->conf->cluster.address, "epoch",
 		    (json_int_t) eb__node_cluster_epoch(n), "self", 1,
 		    "standalone", 1);
 	}

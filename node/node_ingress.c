@@ -2,7 +2,8 @@
  * Wiring of leader-routed ingress into the node (contract in node_int.h).
  *
  * Start (after the bus, before the bridge and the cluster): the ingress
- * object from conf->ingress, its gateway registered on the bus, the
+ * object from conf->ingress (an eb_ingress_opts with its routes,
+ * eb__node_ingress_opts), its gateway registered on the bus, the
  * election's lease check as its leader check, and a leadership listener
  * that starts routing when this node is elected and stops it synchronously
  * when leadership is revoked (rule 5) or released on shutdown (rule 8).
@@ -55,59 +56,18 @@ leader_cb(eb_node *n, bool leader, int64_t epoch, void *arg)
 	}
 }
 
-static void
-route_from_conf(eb_ingress_route *r, const eb_conf_route *c)
-{
-	memset(r, 0, sizeof(*r));
-	r->header = c->header;
-	r->field = c->field;
-	if (c->equals != NULL) {
-		r->match = EB_INGRESS_MATCH_EQUALS;
-		r->value = c->equals;
-	} else if (c->prefix != NULL) {
-		r->match = EB_INGRESS_MATCH_PREFIX;
-		r->value = c->prefix;
-	} else {
-		r->match = EB_INGRESS_MATCH_REGEX;
-		r->value = c->regex;
-	}
-	r->to = c->to;
-	r->publish = c->mode == EB_CONF_MODE_PUBLISH;
-}
-
 int
 eb__node_ingress_start(eb_node *n, eb__node_done_cb cb)
 {
-	const eb_conf_ingress   *c = &n->conf->ingress;
 	struct eb__node_ingress *ni;
 	eb_ingress_opts          o;
-	eb_ingress_route        *routes;
-	eb_ingress_route         def;
 	eb_errbuf                e;
-	size_t                   i;
 	int                      rv;
 
-	eb_ingress_opts_init(&o);
-	o.address = c->address;
-	o.hold_max = (uint32_t) c->hold_max;
-	o.hold_ms = (uint64_t) c->hold_ms;
-	o.relay_replies = !c->ack;
-	routes = eb__calloc(c->n_routes, sizeof(*routes));
-	for (i = 0; i < c->n_routes; i++) {
-		route_from_conf(&routes[i], &c->routes[i]);
-	}
-	o.routes = routes;
-	o.route_count = c->n_routes;
-	if (c->default_route != NULL) {
-		memset(&def, 0, sizeof(def));
-		def.to = c->default_route->to;
-		def.publish = c->default_route->mode == EB_CONF_MODE_PUBLISH;
-		o.default_route = &def;
-	}
+	eb__node_ingress_opts(n->conf, &o);
 	ni = eb__calloc(1, sizeof(*ni));
 	ni->n = n;
 	rv = eb_ingress_new(n->loop, n->bus, &o, &e, &ni->in);
-	free(routes);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "ingress-failed: err=%s detail=\"%s\"",
 		    eb_err_name(rv), e.msg);

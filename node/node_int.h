@@ -134,6 +134,17 @@ void eb__node_shutdown(eb_node *n);
 
 /* ---- subsystem wiring (one file each, owned by that subsystem) -------- */
 
+/*
+ * node_opts.c: the opts each subsystem is created with, copied from the
+ * section of conf that is that module's own opts struct, plus the run-time
+ * fields named there. The start steps below use them.
+ */
+void eb__node_bus_opts(const eb_conf *c, eb_bus_opts *o);
+void eb__node_link_opts(const eb_conf *c, eb_link_opts *o);
+void eb__node_bridge_opts(const eb_conf *c, eb_bridge_opts *o);
+void eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o);
+void eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o);
+
 /* node_bus.c: the event bus and the node links. */
 int  eb__node_bus_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bus_stop(eb_node *n, eb__node_done_cb cb);

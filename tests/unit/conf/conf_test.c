@@ -345,13 +345,13 @@ test_err_lease(void **state)
 	    "must be <= that, >= 100 and > heartbeat");
 	/* The bound itself is accepted (2000 - 250 - 500 - 100). */
 	c = expect_ok(NULL, NULL, ok, 4);
-	assert_int_equal(c->zookeeper.tick_ms, 500);
-	assert_int_equal(c->election.lease_ms, 1150);
+	assert_int_equal(c->cluster.election.zk_tick_ms, 500);
+	assert_int_equal(c->cluster.election.lease_ms, 1150);
 	eb_conf_free(c);
 	/* Standalone has no lease: nothing to refuse. */
 	c = expect_ok(NULL, NULL, hb + 1, 2);
-	assert_int_equal(c->election.heartbeat_ms, 600);
-	assert_int_equal(c->election.lease_ms, 0);
+	assert_int_equal(c->cluster.election.heartbeat_ms, 600);
+	assert_int_equal(c->cluster.election.lease_ms, 0);
 	eb_conf_free(c);
 }
 
@@ -428,29 +428,30 @@ test_defaults(void **state)
 	(void) state;
 	assert_int_equal(c->bridge.port, 7000);
 	assert_int_equal(c->admin.port, 7100);
-	assert_int_equal(c->cluster.port, 0);
+	assert_int_equal(c->link.port, 0);
 	assert_int_equal(c->log.level, 3);
-	assert_true(c->node.eligible);
-	assert_true(c->bridge.enabled);
-	assert_string_equal(c->zookeeper.connect, "");
-	assert_string_equal(c->zookeeper.root, "/ebnode/default");
-	assert_int_equal(c->zookeeper.session_timeout_ms, 10000);
-	assert_int_equal(c->zookeeper.tick_ms, 0);
-	assert_int_equal(c->election.heartbeat_ms, 0);
-	assert_int_equal(c->election.lease_ms, 0);
+	assert_true(c->cluster.election.eligible);
+	assert_true(c->bridge_enabled);
+	assert_string_equal(c->cluster.connect, "");
+	assert_string_equal(c->cluster.root, "/ebnode/default");
+	assert_int_equal(c->cluster.session_timeout_ms, 10000);
+	assert_int_equal(c->cluster.election.zk_tick_ms, 0);
+	assert_int_equal(c->cluster.election.heartbeat_ms, 0);
+	assert_int_equal(c->cluster.election.lease_ms, 0);
 	assert_int_equal(c->bridge.max_frame_bytes, 1048576);
-	assert_int_equal(c->bridge.write_queue_bytes, 4194304);
+	assert_int_equal(c->bridge.write_queue_max_bytes, 4194304);
 	assert_int_equal(c->bus.request_timeout_ms, 30000);
 	assert_int_equal(c->ingress.hold_max, 1000);
-	assert_int_equal(c->bridge.auth_mode, EB_CONF_AUTH_EVERY);
-	assert_int_equal(strncmp(c->node.address, "ebnode-", 7), 0);
-	assert_string_equal(c->node.id, c->node.address);
+	/* No token: authentication off (the mode "every" applies with one). */
+	assert_int_equal(c->bridge.auth_mode, EB_BRIDGE_AUTH_OFF);
+	assert_int_equal(strncmp(c->cluster.address, "ebnode-", 7), 0);
+	assert_string_equal(c->cluster.node_id, c->cluster.address);
 	/* inbound absent: the ingress address only. */
-	assert_int_equal(c->bridge.n_inbound, 1);
+	assert_int_equal(c->bridge.inbound_count, 1);
 	assert_string_equal(c->bridge.inbound[0].address, "external.ingress");
 	assert_null(c->bridge.inbound[0].address_regex);
-	assert_int_equal(c->bridge.n_outbound, 0);
-	assert_int_equal(c->ingress.n_routes, 0);
+	assert_int_equal(c->bridge.outbound_count, 0);
+	assert_int_equal(c->ingress.route_count, 0);
 	assert_null(c->ingress.default_route);
 	eb_conf_free(c);
 }
@@ -479,22 +480,24 @@ test_comments_and_values(void **state)
 	    NULL, NULL, 0);
 
 	(void) state;
-	assert_string_equal(c->node.address, "http://a/*b*/");
-	assert_string_equal(c->node.id, "http://a/*b*/");
-	assert_int_equal(c->ingress.n_routes, 2);
+	assert_string_equal(c->cluster.address, "http://a/*b*/");
+	assert_string_equal(c->cluster.node_id, "http://a/*b*/");
+	assert_int_equal(c->ingress.route_count, 2);
 	assert_string_equal(c->ingress.routes[0].header, "kind");
-	assert_string_equal(c->ingress.routes[0].equals, "order");
-	assert_int_equal(c->ingress.routes[0].mode, EB_CONF_MODE_SEND);
+	assert_int_equal(c->ingress.routes[0].match, EB_INGRESS_MATCH_EQUALS);
+	assert_string_equal(c->ingress.routes[0].value, "order");
+	assert_int_equal(c->ingress.routes[0].publish, 0 /* send */);
 	assert_string_equal(c->ingress.routes[1].field, "type");
-	assert_string_equal(c->ingress.routes[1].regex, "^a.*");
-	assert_int_equal(c->ingress.routes[1].mode, EB_CONF_MODE_PUBLISH);
+	assert_int_equal(c->ingress.routes[1].match, EB_INGRESS_MATCH_REGEX);
+	assert_string_equal(c->ingress.routes[1].value, "^a.*");
+	assert_int_equal(c->ingress.routes[1].publish, 1 /* publish */);
 	assert_non_null(c->ingress.default_route);
 	assert_string_equal(c->ingress.default_route->to, "rest");
-	assert_int_equal(c->ingress.default_route->mode, EB_CONF_MODE_SEND);
+	assert_int_equal(c->ingress.default_route->publish, 0 /* send */);
 	/* inbound absent: follows ingress.address */
-	assert_int_equal(c->bridge.n_inbound, 1);
+	assert_int_equal(c->bridge.inbound_count, 1);
 	assert_string_equal(c->bridge.inbound[0].address, "in");
-	assert_int_equal(c->bridge.n_outbound, 2);
+	assert_int_equal(c->bridge.outbound_count, 2);
 	assert_string_equal(c->bridge.outbound[0].address_regex, "out\\..+");
 	assert_null(c->bridge.outbound[1].address);
 	assert_null(c->bridge.outbound[1].address_regex);
@@ -519,7 +522,7 @@ test_precedence(void **state)
 	c = expect_ok(file, env, NULL, 0);
 	assert_int_equal(c->bridge.port, 2);
 	assert_int_equal(c->admin.port, 12);
-	assert_string_equal(c->bridge.listen, "0.0.0.0"); /* file kept */
+	assert_string_equal(c->bridge.host, "0.0.0.0"); /* file kept */
 	eb_conf_free(c);
 	c = expect_ok(file, env, sets, 2);
 	assert_int_equal(c->bridge.port, 4); /* the last flag wins */
@@ -543,19 +546,20 @@ test_env_and_flag_types(void **state)
 	eb_conf    *c = expect_ok(NULL, env, sets, 5);
 
 	(void) state;
-	assert_int_equal(c->ingress.n_routes, 1);
-	assert_string_equal(c->ingress.routes[0].prefix, "p");
-	assert_int_equal(c->ingress.routes[0].mode, EB_CONF_MODE_PUBLISH);
-	assert_false(c->node.eligible);
+	assert_int_equal(c->ingress.route_count, 1);
+	assert_int_equal(c->ingress.routes[0].match, EB_INGRESS_MATCH_PREFIX);
+	assert_string_equal(c->ingress.routes[0].value, "p");
+	assert_int_equal(c->ingress.routes[0].publish, 1 /* publish */);
+	assert_false(c->cluster.election.eligible);
 	assert_int_equal(c->log.level, 4);
-	assert_false(c->bridge.enabled);
-	assert_string_equal(c->node.id, "n-1");
-	assert_int_equal(strncmp(c->node.address, "ebnode-", 7), 0);
+	assert_false(c->bridge_enabled);
+	assert_string_equal(c->cluster.node_id, "n-1");
+	assert_int_equal(strncmp(c->cluster.address, "ebnode-", 7), 0);
 	assert_string_equal(c->ingress.default_route->to, "d");
-	assert_int_equal(c->ingress.default_route->mode, EB_CONF_MODE_PUBLISH);
-	assert_int_equal(c->bridge.n_inbound, 0); /* explicit: deny all */
-	assert_int_equal(c->zookeeper.auth_scheme, EB_CONF_ZK_SCHEME_DIGEST);
-	assert_int_equal(c->zookeeper.acl, EB_CONF_ZK_ACL_CREATOR);
+	assert_int_equal(c->ingress.default_route->publish, 1 /* publish */);
+	assert_int_equal(c->bridge.inbound_count, 0); /* explicit: deny all */
+	assert_string_equal(c->cluster.auth_scheme, "digest");
+	assert_int_equal(c->cluster.acl, EB_CLUSTER_ACL_CREATOR);
 	eb_conf_free(c);
 }
 

@@ -1,6 +1,9 @@
 /* Unit tests for leader-routed ingress over the local bus. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <ebnode/bus.h>
 #include <ebnode/ingress.h>
@@ -494,6 +497,55 @@ test_bad_regex_rejected(void **state)
 	assert_null(in);
 }
 
+/* Runs fn in a child process: it must abort (EB_ASSERT), not return. */
+static void
+expect_abort(void (*fn)(void))
+{
+	int   status = 0;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+}
+
+static void
+close_twice(void)
+{
+	eb_ingress_close(g_fx.in, NULL, NULL);
+	eb_ingress_close(g_fx.in, NULL, NULL);
+}
+
+static void
+start_after_close(void)
+{
+	eb_ingress_close(g_fx.in, NULL, NULL);
+	(void) eb_ingress_start(g_fx.in);
+}
+
+static void
+bus_close_twice(void)
+{
+	eb_bus_close(g_fx.bus, NULL, NULL);
+	eb_bus_close(g_fx.bus, NULL, NULL);
+}
+
+/* Lifecycle misuse is a programming error: EB_ASSERT aborts at the call. */
+static void
+test_lifecycle_misuse_asserts(void **state)
+{
+	(void) state;
+	make(NULL, 0, &def_route, 0, 0);
+	expect_abort(close_twice);
+	expect_abort(start_after_close);
+	expect_abort(bus_close_twice);
+}
+
 int
 main(void)
 {
@@ -520,6 +572,8 @@ main(void)
 		    test_warmup_waits_for_target_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_warmup_ends_with_502, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lifecycle_misuse_asserts, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
