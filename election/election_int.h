@@ -9,8 +9,8 @@
 
 #include <ebnode/election.h>
 
-#include "cluster/registry.h"
-#include "cluster/zk.h"
+#include "zk/registry.h"
+#include "zk/zk.h"
 
 /*
  * zk and reg are borrowed and must outlive the election; both NULL means

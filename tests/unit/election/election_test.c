@@ -13,11 +13,11 @@
 
 #include <ebnode/election.h>
 
-#include "cluster/registry.h"
 #include "common/util.h"
 #include "election/election_int.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
+#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"
@@ -131,7 +131,7 @@ sim_open(th_loop *t, int i, int eligible, uint32_t timeout_ms)
 	                     sim_elected_cb, sim_revoked_cb, s, &s->el),
 	    0);
 	eb__election_set_identity(s->el, s->id, addr);
-	assert_int_equal(eb_zk_start(s->zk), 0);
+	assert_int_equal(eb__zk_start(s->zk), 0);
 	assert_int_equal(eb__registry_start(s->reg), 0);
 	assert_int_equal(eb__election_start(s->el), 0);
 	s->open = 1;
@@ -196,7 +196,7 @@ sim_close(th_loop *t, int i)
 	eb_election_close(s->el, sim_el_closed_cb, s);
 	eb__registry_close(s->reg, sim_reg_closed_cb, s);
 	s->reg = NULL;
-	eb_zk_close(s->zk, sim_zk_closed_cb, s);
+	eb__zk_close(s->zk, sim_zk_closed_cb, s);
 	assert_int_equal(th_run_until(t, sim_closed_pred, s, 2000), 0);
 }
 
@@ -388,7 +388,7 @@ reader_cb(uv_timer_t *t)
 {
 	reader *r = t->data;
 
-	if (!r->inflight && eb_zk_exists(r->zk, ROOT "/members", NULL, NULL,
+	if (!r->inflight && eb__zk_exists(r->zk, ROOT "/members", NULL, NULL,
 	                        reader_exists_cb, r) == 0) {
 		r->inflight = 1;
 	}
@@ -433,7 +433,7 @@ test_reads_do_not_renew_lease(void **state)
 	assert_false(eb_election_is_leader(nodes[0].el));
 	/* Reads did succeed meanwhile, after the last renewal. */
 	assert_true(r->ok > 0);
-	assert_true(eb_zk_last_ok_send_ms(nodes[0].zk) > t0);
+	assert_true(eb__zk_last_ok_send_ms(nodes[0].zk) > t0);
 	assert_int_equal(nodes[1].elected, 0);
 	(void) uv_timer_stop(&r->timer);
 	/* The quorum is back: the held renewal commits, we lead again. */
@@ -459,7 +459,7 @@ test_lease_from_negotiated_timeout(void **state)
 	sim_opts.zk_tick_ms = 500;
 	sim_open(t, 0, 1, 300);
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
-	assert_int_equal(eb_zk_session_timeout_ms(nodes[0].zk), 2000);
+	assert_int_equal(eb__zk_session_timeout_ms(nodes[0].zk), 2000);
 	assert_int_equal(eb__election_lease_ms(nodes[0].el), 1150);
 	assert_int_equal(eb__election_heartbeat_ms(nodes[0].el), 500);
 	/* Stall at once: the lease's base is the send time of the multi

@@ -18,11 +18,11 @@
 
 #include <ebnode/election.h>
 
-#include "cluster/member.h"
-#include "cluster/registry.h"
 #include "election/election_int.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
+#include "zk/member.h"
+#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"
@@ -124,7 +124,7 @@ sim_open(th_loop *t, int i)
 	                     sim_elected_cb, sim_revoked_cb, s, &s->el),
 	    0);
 	eb__election_set_identity(s->el, s->id, addr);
-	assert_int_equal(eb_zk_start(s->zk), 0);
+	assert_int_equal(eb__zk_start(s->zk), 0);
 	assert_int_equal(eb__registry_start(s->reg), 0);
 	assert_int_equal(eb__election_start(s->el), 0);
 	s->open = 1;
@@ -178,7 +178,7 @@ sim_close_begin(int i)
 	eb_election_close(s->el, sim_el_closed_cb, s);
 	eb__registry_close(s->reg, sim_reg_closed_cb, s);
 	s->reg = NULL;
-	eb_zk_close(s->zk, sim_zk_closed_cb, s);
+	eb__zk_close(s->zk, sim_zk_closed_cb, s);
 }
 
 static void

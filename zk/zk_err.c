@@ -9,7 +9,7 @@
 
 #include <ebnode/err.h>
 
-#include "cluster/cluster_int.h"
+#include "zk/zk_int.h"
 
 /* One row per ZooKeeper 3.8 code: the code, its name, our code. */
 #define EB_ZK_RC_MAP(XX)                                   \
