@@ -36,6 +36,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/hmap.h"
 #include "common/lease.h"
 #include "common/list.h"
@@ -1090,6 +1091,7 @@ standalone_cb(uv_timer_t *t)
 int
 eb__election_start(eb_election *e)
 {
+	EB_ASSERT(!e->closing); /* start after close */
 	if (e->closing) {
 		return EB_ECLOSED;
 	}
@@ -1217,6 +1219,7 @@ election_closed_cb(uv_handle_t *h)
 void
 eb_election_close(eb_election *e, eb_election_close_cb cb, void *arg)
 {
+	EB_ASSERT(!e->closing); /* close is exactly once */
 	e->closing = 1;
 	e->stopped = 1;
 	e->close_cb = cb;

@@ -28,6 +28,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/hmap.h"
 #include "common/list.h"
 
@@ -652,6 +653,7 @@ eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
 int
 eb__childcache_start(eb_childcache *c)
 {
+	EB_ASSERT(!c->closing); /* start after close */
 	if (c->closing) {
 		return EB_ECLOSED;
 	}
@@ -685,6 +687,7 @@ cache_closed_cb(uv_handle_t *h)
 void
 eb__childcache_close(eb_childcache *c, eb_childcache_close_cb cb, void *arg)
 {
+	EB_ASSERT(!c->closing); /* close is exactly once */
 	c->closing = 1;
 	c->close_cb = cb;
 	c->close_arg = arg;
@@ -704,14 +707,6 @@ const eb_member *
 eb__childcache_at(const eb_childcache *c, size_t i)
 {
 	return i < c->nvis ? &c->vis[i]->m : NULL;
-}
-
-const eb_member *
-eb__childcache_find(const eb_childcache *c, const char *name)
-{
-	const cc_ent *e = ent_find(c, name);
-
-	return e != NULL && e->loaded ? &e->m : NULL;
 }
 
 size_t

@@ -65,7 +65,6 @@ void eb__childcache_close(
 /* Loaded members, in sequence order. */
 size_t           eb__childcache_count(const eb_childcache *c);
 const eb_member *eb__childcache_at(const eb_childcache *c, size_t i);
-const eb_member *eb__childcache_find(const eb_childcache *c, const char *name);
 /* Children currently ignored (not valid members); the
  * ebnode_members_invalid gauge. */
 size_t eb__childcache_ignored(const eb_childcache *c);

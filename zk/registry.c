@@ -27,6 +27,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/util.h"
 #include "zk/member.h"
 
@@ -90,7 +91,6 @@ struct eb_registry {
 	int64_t  member_czxid;
 	uint64_t stale_deadline; /* mono ms; 0: not waiting */
 	char     holder[192];
-	unsigned generation;
 	uint64_t started_ms;
 };
 
@@ -263,7 +263,6 @@ registered(eb_registry *r)
 	r->state = R_REGISTERED;
 	r->retries = 0;
 	r->reregistering = 0;
-	r->generation++;
 	EB_LOG_NOTICE("registry",
 	    "registered: member=%s seq=%lld czxid=%lld session=0x%llx "
 	    "address=%s",
@@ -454,6 +453,35 @@ reg_create(eb_registry *r)
 	}
 }
 
+/*
+ * The common part of the create and the rejoin completions, which differ
+ * only in data (the number of ops, the log word, the ambiguous-rejoin mark):
+ * the member was made, the outcome is ambiguous (the multi may have been
+ * applied: resolve, never retry blindly, rule 2), or the session is gone.
+ * 1 when handled.
+ */
+static int
+member_multi_done(eb_registry *r, int status, const eb_zk_op_result *res,
+    size_t count, size_t nops, int rejoin)
+{
+	if (status == 0 && count == nops && res[1].path != NULL) {
+		set_member(r, res[1].path);
+		do_stat(r);
+		return 1;
+	}
+	if (is_loss(status)) {
+		EB_LOG_WARN("registry", "ambiguous-%s: attempt=%s err=%s",
+		    rejoin ? "rejoin" : "create", r->attempt,
+		    eb_err_name(status));
+		if (rejoin) {
+			r->ambiguous_rejoin = 1;
+		}
+		on_loss(r, R_AMBIGUOUS);
+		return 1;
+	}
+	return is_session_gone(status);
+}
+
 static void
 create_cb(
     eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
@@ -461,23 +489,7 @@ create_cb(
 	eb_registry *r = req_take(arg);
 
 	(void) zk;
-	if (r == NULL) {
-		return;
-	}
-	if (status == 0 && count == 2 && res[1].path != NULL) {
-		set_member(r, res[1].path);
-		do_stat(r);
-		return;
-	}
-	if (is_loss(status)) {
-		/* The multi may have been applied: resolve, never retry
-		 * blindly (rule 2). */
-		EB_LOG_WARN("registry", "ambiguous-create: attempt=%s err=%s",
-		    r->attempt, eb_err_name(status));
-		on_loss(r, R_AMBIGUOUS);
-		return;
-	}
-	if (is_session_gone(status)) {
+	if (r == NULL || member_multi_done(r, status, res, count, 2, 0)) {
 		return;
 	}
 	if (status == EB_EZKNODEEXISTS && count >= 1 &&
@@ -999,22 +1011,7 @@ rejoin_cb(
 	eb_registry *r = req_take(arg);
 
 	(void) zk;
-	if (r == NULL) {
-		return;
-	}
-	if (status == 0 && count == 3 && res[1].path != NULL) {
-		set_member(r, res[1].path);
-		do_stat(r);
-		return;
-	}
-	if (is_loss(status)) {
-		EB_LOG_WARN("registry", "ambiguous-rejoin: attempt=%s err=%s",
-		    r->attempt, eb_err_name(status));
-		r->ambiguous_rejoin = 1;
-		on_loss(r, R_AMBIGUOUS);
-		return;
-	}
-	if (is_session_gone(status)) {
+	if (r == NULL || member_multi_done(r, status, res, count, 3, 1)) {
 		return;
 	}
 	/* Nothing applied: our old member may be gone; register again. */
@@ -1286,6 +1283,7 @@ eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb_registry_opts *opts,
 int
 eb__registry_start(eb_registry *r)
 {
+	EB_ASSERT(!r->closing); /* start after close */
 	if (r->closing) {
 		return EB_ECLOSED;
 	}
@@ -1320,6 +1318,7 @@ registry_closed_cb(uv_handle_t *h)
 void
 eb__registry_close(eb_registry *r, eb_registry_close_cb cb, void *arg)
 {
+	EB_ASSERT(!r->closing); /* close is exactly once */
 	r->closing = 1;
 	r->close_cb = cb;
 	r->close_arg = arg;
@@ -1382,10 +1381,4 @@ const char *
 eb__registry_holder(const eb_registry *r)
 {
 	return r->holder;
-}
-
-unsigned
-eb__registry_generation(const eb_registry *r)
-{
-	return r->generation;
 }

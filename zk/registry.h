@@ -114,7 +114,5 @@ const char *eb__registry_members_path(const eb_registry *r);
 const char *eb__registry_root(const eb_registry *r);
 /* After FAILED/EB_EDUPADDR: "node_id=<id> attempt=<uuid> session=0x<id>". */
 const char *eb__registry_holder(const eb_registry *r);
-/* How many registrations (multi commits) this registry has made. */
-unsigned eb__registry_generation(const eb_registry *r);
 
 #endif
