@@ -90,8 +90,9 @@ struct eb_cluster {
 	void               *fail_arg;
 	eb__obs             members_obs;
 	eb__obs             leadership_obs;
-	eb__vec           members; /* of eb_cluster_member, rebuilt on demand */
-	eb_cluster_member self;    /* the standalone member list */
+	eb__vec members;        /* of eb_cluster_member, built from the cache */
+	int     members_dirty;  /* the cache or the registration changed */
+	eb_cluster_member self; /* the standalone member list */
 	/* Observations (eb_cluster_stats_get). */
 	uint64_t leads;
 	uint64_t leader_changes;
@@ -179,6 +180,7 @@ eb_cluster_new(uv_loop_t *loop, const eb_cluster_opts *opts, eb_cluster **cp,
 	eb__obs_init(&c->members_obs);
 	eb__obs_init(&c->leadership_obs);
 	eb__vec_init(&c->members, sizeof(eb_cluster_member));
+	c->members_dirty = 1;
 	(void) uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
 	*cp = c;
@@ -282,6 +284,11 @@ eb_cluster_members(eb_cluster *c, size_t *n)
 		*n = 1;
 		return &c->self;
 	}
+	if (!c->members_dirty) {
+		*n = c->members.len;
+		return c->members.data;
+	}
+	c->members_dirty = 0;
 	eb__vec_clear(&c->members);
 	for (i = 0; i < eb__childcache_count(c->cc); i++) {
 		const eb_member   *m = eb__childcache_at(c->cc, i);
@@ -556,6 +563,7 @@ parts_closed(eb_cluster *c)
 	eb_cluster_stop_cb  pcb = c->stop_cb;
 
 	c->el = NULL;
+	c->members_dirty = 1;
 	c->cc = NULL;
 	c->reg = NULL;
 	c->zk = NULL;
@@ -632,27 +640,37 @@ leave_done(eb_cluster *c)
 	parts_close(c); /* stop_cb after the parts closed */
 }
 
+/* A registry event while the start is pending: registered finishes it,
+ * failed fails it. */
+static void
+reg_starting(eb_cluster *c, eb_registry_event ev, int status)
+{
+	if (ev == EB_REGISTRY_REGISTERED) {
+		start_finish(c, 0);
+		return;
+	}
+	if (ev != EB_REGISTRY_FAILED) {
+		return;
+	}
+	if (status == EB_EDUPADDR) {
+		/* The holder's parts read from ZooKeeper are quoted. */
+		EB_LOG_ERR("node",
+		    "duplicate-address: address=%s is already registered by %s",
+		    c->address, eb__registry_holder(c->reg));
+	}
+	start_finish(c, status);
+}
+
 static void
 reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 {
 	eb_cluster *c = arg;
 
 	(void) r;
+	c->members_dirty = 1; /* which member is ours may have changed */
 	eb__election_registry_event(c->el, ev);
 	if (c->state == CL_STARTING) {
-		if (ev == EB_REGISTRY_REGISTERED) {
-			start_finish(c, 0);
-		} else if (ev == EB_REGISTRY_FAILED) {
-			if (status == EB_EDUPADDR) {
-				/* The holder's parts read from ZooKeeper
-				 * are quoted. */
-				EB_LOG_ERR("node",
-				    "duplicate-address: address=%s is already "
-				    "registered by %s",
-				    c->address, eb__registry_holder(c->reg));
-			}
-			start_finish(c, status);
-		}
+		reg_starting(c, ev, status);
 		return;
 	}
 	if (ev == EB_REGISTRY_FAILED && c->state == CL_RUNNING) {
@@ -757,6 +775,7 @@ cc_cb(eb_childcache *cc, eb_childcache_event ev, const eb_member *m, void *arg)
 	(void) cc;
 	(void) ev;
 	(void) m;
+	c->members_dirty = 1;
 	if (c->closing) {
 		return;
 	}

@@ -1,6 +1,6 @@
 /*
- * election/ internals for node/ (the composition root): construction on top
- * of a ZooKeeper session and the membership registry, and the plumbing of
+ * election/ internals for cluster/ (eb_cluster constructs it): construction on
+ * top of a ZooKeeper session and the membership registry, and the plumbing of
  * session and registry events, which the zk owner forwards.
  * Loop thread only.
  */

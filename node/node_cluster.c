@@ -34,6 +34,7 @@ struct eb__node_cluster {
 	eb_cluster      *c;         /* owned; NULL before start */
 	eb__obs          listeners; /* of eb__node_leader_cb */
 	int              notified;  /* leader flag last told the listeners */
+	int              starting;  /* eb_cluster_start's callback pending */
 	int              running;
 	int              stopping;
 	eb__node_done_cb cb; /* start or stop step */
@@ -188,6 +189,7 @@ started_cb(eb_cluster *c, int status, void *arg)
 	eb__node_done_cb cb = nc->cb;
 
 	(void) c;
+	nc->starting = 0;
 	if (status != 0) {
 		close_with(nc, cb, status);
 		return;
@@ -218,8 +220,10 @@ eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
 	eb_cluster_on_members(nc->c, members_cb, nc);
 	eb_cluster_on_fail(nc->c, fail_cb, nc);
 	nc->cb = cb;
+	nc->starting = 1;
 	rv = eb_cluster_start(nc->c, started_cb, nc);
 	if (rv != 0) {
+		nc->starting = 0;
 		/* Nothing will call cb; close quietly. */
 		close_with(nc, NULL, rv);
 		return rv;
@@ -232,7 +236,7 @@ eb__node_cluster_cancel_start(eb_node *n)
 {
 	node_cluster *nc = n->cluster;
 
-	if (nc != NULL && nc->c != NULL && !nc->running) {
+	if (nc != NULL && nc->starting) {
 		/* The start completes with EB_ECANCELED (started_cb). */
 		eb_cluster_stop(nc->c, NULL, NULL);
 	}

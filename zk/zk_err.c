@@ -1,5 +1,5 @@
 /*
- * ZooKeeper return codes -> EB_E* codes (cluster_int.h). The single boundary
+ * ZooKeeper return codes -> EB_E* codes (zk_int.h). The single boundary
  * where raw ZooKeeper codes are translated; ZSYSTEMERROR (-1) must never be
  * mistaken for -EPERM, so nothing passes through unchanged.
  */

@@ -157,7 +157,8 @@ EB_API int64_t eb_cluster_epoch(const eb_cluster *c);
 /* The current leadership view (strings borrowed until the next event). */
 EB_API void eb_cluster_leadership_get(
     eb_cluster *c, eb_cluster_leadership *out);
-/* The current member list (borrowed until the next event); *n set. */
+/* The current member list (borrowed until the next event that changes
+ * it); *n set. */
 EB_API const eb_cluster_member *eb_cluster_members(eb_cluster *c, size_t *n);
 /* Step down: 0, EB_ENOTLEADER, or EB_ECLOSED when not running. */
 EB_API int eb_cluster_step_down(eb_cluster *c);

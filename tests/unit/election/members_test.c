@@ -1,6 +1,6 @@
 /*
  * The election over well-formed members only, and the own member changed
- * from outside (election/election.c with cluster/registry.c over the
+ * from outside (election/election.c with zk/registry.c over the
  * in-memory ZooKeeper):
  *   - 1 000 members elect exactly one leader with a bounded number of
  *     requests, and a failover costs a bounded number more (no fixed-size

@@ -1,5 +1,5 @@
 /*
- * Membership (cluster/registry.c) against the in-memory ZooKeeper: the one
+ * Membership (zk/registry.c) against the in-memory ZooKeeper: the one
  * multi, duplicate addresses, ambiguous creates (rule 2), the stale claim of
  * a previous process, expiry (rule 7), leave (rule 8) and rejoin.
  */

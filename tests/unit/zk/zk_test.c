@@ -577,6 +577,51 @@ test_close_cancels_pending(void **state)
 	assert_int_equal(e.n, 0); /* never connected: no session event */
 }
 
+/* ---- live ids ----------------------------------------------------------- */
+
+static void
+test_live_ids(void **state)
+{
+	th_loop      *t = *state;
+	struct stub   s;
+	struct stub   s2;
+	struct events e = { .n = 0 };
+	eb_zk        *zk = stub_new(t, &s, &e);
+	eb_zk        *other = stub_new(t, &s2, &e);
+	int           a;
+	int           b;
+	uint64_t      ia;
+	uint64_t      ib;
+	uint64_t      ic;
+
+	ia = eb__zk_live_add(zk, &a);
+	ib = eb__zk_live_add(zk, &b);
+	assert_true(ia != 0 && ib != 0 && ia != ib);
+	assert_ptr_equal(eb__zk_live_get(zk, ia), &a);
+	assert_ptr_equal(eb__zk_live_get(zk, ib), &b);
+	assert_ptr_equal(
+	    eb__zk_live_get(zk, eb__zk_live_id(eb__zk_live_arg(ia))), &a);
+	assert_null(eb__zk_live_get(zk, 0));
+	assert_null(eb__zk_live_get(zk, ib + 1000));
+	/* Per session: another session's table does not know the id. */
+	assert_null(eb__zk_live_get(other, ia));
+	eb__zk_live_del(zk, ia);
+	assert_null(eb__zk_live_get(zk, ia));
+	eb__zk_live_del(zk, ia); /* a second delete is harmless */
+	/* The freed slot is reused under a new generation: the stale id
+	 * never finds its next owner. */
+	ic = eb__zk_live_add(zk, &a);
+	assert_true(ic != ia);
+	assert_null(eb__zk_live_get(zk, ia));
+	assert_ptr_equal(eb__zk_live_get(zk, ic), &a);
+	assert_ptr_equal(eb__zk_live_get(zk, ib), &b);
+	stub_finish(t, other);
+	stub_finish(t, zk);
+	uv_close((uv_handle_t *) &s.timer, NULL);
+	uv_close((uv_handle_t *) &s2.timer, NULL);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
 int
 main(void)
 {
@@ -594,6 +639,8 @@ main(void)
 		    test_close_without_start, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_cancels_pending, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_live_ids, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
