@@ -75,8 +75,7 @@ struct eb_cluster {
 	cl_state        state;
 	int             closing;
 	int             closed;
-	int             stop_requested; /* stop while starting */
-	int             open;           /* parts whose close is pending */
+	int             open; /* parts whose close is pending */
 	int             start_status;
 	int             leader;
 	int64_t         epoch;
@@ -317,21 +316,27 @@ eb_cluster_members(eb_cluster *c, size_t *n)
  * would reach only one of them. Say so. (One id with one address is a
  * re-registration after a session expiry: the newest member wins.) */
 static void
+members_check_one(const eb_cluster_member *ms, size_t n, size_t i)
+{
+	size_t j;
+
+	for (j = i + 1; j < n; j++) {
+		if (strcmp(ms[i].node_id, ms[j].node_id) != 0 ||
+		    strcmp(ms[i].address, ms[j].address) == 0) {
+			continue;
+		}
+		EB_LOG_ERR("node", "duplicate-node-id: id=%s addresses=%s,%s",
+		    ms[i].node_id, ms[i].address, ms[j].address);
+	}
+}
+
+static void
 members_check_ids(const eb_cluster_member *ms, size_t n)
 {
 	size_t i;
-	size_t j;
 
 	for (i = 0; i < n; i++) {
-		for (j = i + 1; j < n; j++) {
-			if (strcmp(ms[i].node_id, ms[j].node_id) != 0 ||
-			    strcmp(ms[i].address, ms[j].address) == 0) {
-				continue;
-			}
-			EB_LOG_ERR("node",
-			    "duplicate-node-id: id=%s addresses=%s,%s",
-			    ms[i].node_id, ms[i].address, ms[j].address);
-		}
+		members_check_one(ms, n, i);
 	}
 }
 
