@@ -168,9 +168,10 @@ static const eb__conf_objdesc target_desc = { sizeof(eb_ingress_route),
 /*
  * Defaults: a row without its own (no SD/ND/BD/ED) keeps what the owning
  * module's _opts_init put there. Rows that state one do so because the
- * module has none (eb_cluster_opts_init is not linked here; log and admin
- * have no opts struct; bridge.enabled is the node's choice) or because the
- * daemon's default differs from the library's: cluster.name ("ebnode" in
+ * module has none (log and admin have no opts struct; bridge.enabled is
+ * the node's choice) or because the daemon's default differs from the
+ * library's: zookeeper.connect ("" rather than NULL, both standalone),
+ * cluster.name ("ebnode" in
  * eb_link_opts_init), cluster.link_timeout_ms (3500 there) and bridge.port
  * (0, ephemeral, there). Computed rows are derived by conf.c after loading:
  * node.address ("ebnode-" + host name), node.id (node.address),
@@ -180,16 +181,16 @@ static const eb__conf_objdesc target_desc = { sizeof(eb_ingress_route),
 const eb__conf_entry eb__conf_schema[] = {
 	S("node.id", cluster.node_id, EB__CF_NONEMPTY | EB__CF_COMPUTED),
 	S("node.address", cluster.address, EB__CF_NONEMPTY | EB__CF_COMPUTED),
-	SD("node.host", cluster.host, "127.0.0.1", EB__CF_NONEMPTY),
+	S("node.host", cluster.host, EB__CF_NONEMPTY),
 	IB("node.eligible", cluster.election.eligible, 0),
 	ED("log.level", log.level, log_words, EB_LOG_LEVEL_INFO),
 	ED("log.sink", log.sink, sink_words, EB_LOG_SINK_AUTO),
 	SD("log.journal_socket", log.journal_socket,
 	    "/run/systemd/journal/socket", EB__CF_NONEMPTY),
 	SD("zookeeper.connect", cluster.connect, "", 0),
-	SD("zookeeper.root", cluster.root, "/ebnode/default", 0),
-	ND("zookeeper.session_timeout_ms", cluster.session_timeout_ms, uint32_t,
-	    EB__CT_U32, 10000, 1000, 600000),
+	S("zookeeper.root", cluster.root, 0),
+	U32("zookeeper.session_timeout_ms", cluster.session_timeout_ms, 1000,
+	    600000),
 	U32("zookeeper.tick_ms", cluster.election.zk_tick_ms, 0, 600000),
 	W("zookeeper.auth.scheme", cluster.auth_scheme, scheme_words,
 	    EB__CF_NULLSTR),
@@ -464,25 +465,13 @@ is_string(const eb__conf_entry *e)
 	return e->type == EB__CT_STRING || e->type == EB__CT_WORD;
 }
 
-/*
- * The eb_cluster_opts defaults that the schema does not state (the rows
- * with EB__CF_DEFAULT do): everything zero, the election's from
- * eb_election_opts_init.
- */
-static void
-cluster_opts_defaults(eb_cluster_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	eb_election_opts_init(&o->election);
-}
-
 void
 eb__conf_defaults(eb_conf *c)
 {
 	size_t k;
 
 	memset(c, 0, sizeof(*c));
-	cluster_opts_defaults(&c->cluster);
+	eb_cluster_opts_init(&c->cluster);
 	eb_link_opts_init(&c->link);
 	eb_bus_opts_init(&c->bus);
 	eb_bridge_opts_init(&c->bridge);

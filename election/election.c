@@ -35,15 +35,16 @@
 #include <ebnode/election.h>
 #include <ebnode/log.h>
 
-#include "cluster/member.h"
-#include "cluster/registry.h"
-#include "cluster/zk.h"
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/hmap.h"
 #include "common/lease.h"
 #include "common/list.h"
 #include "common/util.h"
 #include "election/election_int.h"
+#include "zk/member.h"
+#include "zk/registry.h"
+#include "zk/zk.h"
 
 /* Lower members read in parallel per round of a check. */
 #define EL_FETCH_WINDOW 32
@@ -120,6 +121,7 @@ struct eb_election {
 };
 
 typedef struct el_req {
+	eb_zk   *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 	uint64_t send_ms; /* taken before the request is queued: never late */
@@ -134,6 +136,7 @@ req_new(eb_election *e, const char *name)
 {
 	el_req *q = eb__calloc(1, sizeof(*q));
 
+	q->zk = e->zk;
 	q->id = e->id;
 	q->gen = e->gen;
 	q->send_ms = eb__mono_ms();
@@ -146,7 +149,7 @@ req_new(eb_election *e, const char *name)
 static eb_election *
 req_election(const el_req *q)
 {
-	eb_election *e = eb__live_get(q->id);
+	eb_election *e = eb__zk_live_get(q->zk, q->id);
 
 	if (e == NULL || e->closing || e->stopped || e->gen != q->gen) {
 		return NULL;
@@ -214,7 +217,7 @@ become_leader(eb_election *e, int64_t epoch, uint64_t renewed_ms)
 static int
 lease_plan(eb_election *e)
 {
-	uint32_t      t = eb_zk_session_timeout_ms(e->zk);
+	uint32_t      t = eb__zk_session_timeout_ms(e->zk);
 	eb_lease_plan p;
 	const char   *key = "";
 
@@ -254,12 +257,12 @@ lease_valid(const eb_election *e)
 	if (e->zk == NULL) {
 		return 1;
 	}
-	if (eb_zk_get_state(e->zk) != EB_ZK_STATE_CONNECTED ||
+	if (eb__zk_get_state(e->zk) != EB_ZK_STATE_CONNECTED ||
 	    e->lease_err != 0 || e->lease_ms == 0) {
 		return 0;
 	}
 	/* Only quorum-confirmed renewals count; reads a partitioned follower
-	 * still answers (eb_zk_last_ok_send_ms) do not. */
+	 * still answers (eb__zk_last_ok_send_ms) do not. */
 	return e->renewed_ms != 0 &&
 	       eb__mono_ms() - e->renewed_ms < e->lease_ms;
 }
@@ -364,7 +367,7 @@ heartbeat_cb(uv_timer_t *t)
 	op.path = e->member_path;
 	op.version = EL_MEMBER_VERSION;
 	q = req_new(e, NULL);
-	if (eb_zk_multi(e->zk, &op, 1, renew_cb, q) != 0) {
+	if (eb__zk_multi(e->zk, &op, 1, renew_cb, q) != 0) {
 		free(q);
 	}
 }
@@ -435,7 +438,7 @@ write_leader(eb_election *e, int create)
 	ops[1].len = strlen(data);
 	ops[1].version = -1;
 	q = req_new(e, create ? "c" : "s");
-	rv = eb_zk_multi(e->zk, ops, 2, leader_multi_cb, q);
+	rv = eb__zk_multi(e->zk, ops, 2, leader_multi_cb, q);
 	free(data);
 	if (rv != 0) {
 		free(q);
@@ -454,7 +457,7 @@ verify_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	if (e == NULL) {
 		return;
 	}
-	if (status == 0 && st->ephemeral_owner == eb_zk_session_id(e->zk)) {
+	if (status == 0 && st->ephemeral_owner == eb__zk_session_id(e->zk)) {
 		e->member_czxid = st->czxid;
 		if (write_leader(e, 0) == 0) {
 			return; /* still checking */
@@ -475,7 +478,7 @@ verify_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 static void
 pred_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 {
-	eb_election *e = eb__live_get(eb__live_id(arg));
+	eb_election *e = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	if (e == NULL || e->closing || e->stopped || e->pred_path == NULL ||
@@ -601,7 +604,7 @@ known_forget_path(eb_election *e, const char *path)
 static void
 member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 {
-	eb_election *e = eb__live_get(eb__live_id(arg));
+	eb_election *e = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	(void) type;
@@ -676,7 +679,7 @@ fetch_result(eb_election *e, const char *name, int status, const char *data,
 		known_add(e, name, EL_K_IGNORED); /* gone: cannot lead */
 		return;
 	}
-	if (eb_zk_status_transient(status)) {
+	if (eb__zk_status_transient(status)) {
 		e->fetch_lost = 1; /* the reconnect re-checks */
 		return;
 	}
@@ -690,7 +693,7 @@ fetch_result(eb_election *e, const char *name, int status, const char *data,
 	(void) snprintf(path, sizeof(path), "%s/%s",
 	    eb__registry_members_path(e->reg), name);
 	q = req_new(e, name);
-	if (eb_zk_exists(e->zk, path, member_watch_cb, eb__live_arg(e->id),
+	if (eb__zk_exists(e->zk, path, member_watch_cb, eb__zk_live_arg(e->id),
 	        unreadable_exists_cb, q) != 0) {
 		free(q);
 	}
@@ -742,7 +745,7 @@ fetch_one(eb_election *e, const char *name)
 
 	(void) snprintf(path, sizeof(path), "%s/%s",
 	    eb__registry_members_path(e->reg), name);
-	if (eb_zk_get(e->zk, path, member_watch_cb, eb__live_arg(e->id),
+	if (eb__zk_get(e->zk, path, member_watch_cb, eb__zk_live_arg(e->id),
 	        fetch_cb, q) != 0) {
 		free(q);
 		return -1;
@@ -803,7 +806,7 @@ decide(eb_election *e, const char *pred)
 			return;
 		}
 		q = req_new(e, NULL);
-		if (eb_zk_exists(
+		if (eb__zk_exists(
 		        e->zk, e->member_path, NULL, NULL, verify_cb, q) != 0) {
 			free(q);
 			e->checking = 0;
@@ -819,7 +822,7 @@ decide(eb_election *e, const char *pred)
 	EB_LOG_INFO(
 	    "election", "watching: pred=%s self=%s", pred, e->member_name);
 	q = req_new(e, NULL);
-	if (eb_zk_exists(e->zk, path, pred_watch_cb, eb__live_arg(e->id),
+	if (eb__zk_exists(e->zk, path, pred_watch_cb, eb__zk_live_arg(e->id),
 	        pred_exists_cb, q) != 0) {
 		free(q);
 		e->checking = 0;
@@ -868,10 +871,10 @@ list_cb(
 		e->checking = 0; /* loss: the reconnect re-checks */
 		return;
 	}
-	if (e->known_session != eb_zk_session_id(e->zk)) {
+	if (e->known_session != eb__zk_session_id(e->zk)) {
 		/* A new session dropped every watch behind what we knew. */
 		known_prune(e, 1);
-		e->known_session = eb_zk_session_id(e->zk);
+		e->known_session = eb__zk_session_id(e->zk);
 	}
 	own = eb__registry_member_seq(e->reg);
 	cands_free(e);
@@ -913,7 +916,7 @@ el_check(eb_election *e, const char *trigger)
 
 	if (e->closing || e->stopped || !e->started || e->zk == NULL ||
 	    !e->eligible || e->member_path == NULL ||
-	    eb_zk_get_state(e->zk) != EB_ZK_STATE_CONNECTED) {
+	    eb__zk_get_state(e->zk) != EB_ZK_STATE_CONNECTED) {
 		return;
 	}
 	if (lease_plan(e) != 0) {
@@ -928,7 +931,7 @@ el_check(eb_election *e, const char *trigger)
 	EB_LOG_INFO(
 	    "election", "check: trigger=%s member=%s", trigger, e->member_name);
 	q = req_new(e, NULL);
-	if (eb_zk_get_children(e->zk, eb__registry_members_path(e->reg), NULL,
+	if (eb__zk_get_children(e->zk, eb__registry_members_path(e->reg), NULL,
 	        NULL, list_cb, q) != 0) {
 		free(q);
 		e->checking = 0;
@@ -1070,7 +1073,7 @@ eb__election_new(uv_loop_t *loop, eb_zk *zk, eb_registry *reg,
 	e->lease.data = e;
 	e->defer.data = e;
 	e->open_handles = 3;
-	e->id = eb__live_add(e);
+	e->id = e->zk != NULL ? eb__zk_live_add(e->zk, e) : 0;
 	*ep = e;
 	return 0;
 }
@@ -1088,6 +1091,7 @@ standalone_cb(uv_timer_t *t)
 int
 eb__election_start(eb_election *e)
 {
+	EB_ASSERT(!e->closing); /* start after close */
 	if (e->closing) {
 		return EB_ECLOSED;
 	}
@@ -1215,11 +1219,14 @@ election_closed_cb(uv_handle_t *h)
 void
 eb_election_close(eb_election *e, eb_election_close_cb cb, void *arg)
 {
+	EB_ASSERT(!e->closing); /* close is exactly once */
 	e->closing = 1;
 	e->stopped = 1;
 	e->close_cb = cb;
 	e->close_arg = arg;
-	eb__live_del(e->id);
+	if (e->zk != NULL) {
+		eb__zk_live_del(e->zk, e->id);
+	}
 	uv_close((uv_handle_t *) &e->heartbeat, election_closed_cb);
 	uv_close((uv_handle_t *) &e->lease, election_closed_cb);
 	uv_close((uv_handle_t *) &e->defer, election_closed_cb);

@@ -1,6 +1,6 @@
 /*
- * election/ internals for node/ (the composition root): construction on top
- * of a ZooKeeper session and the membership registry, and the plumbing of
+ * election/ internals for cluster/ (eb_cluster constructs it): construction on
+ * top of a ZooKeeper session and the membership registry, and the plumbing of
  * session and registry events, which the zk owner forwards.
  * Loop thread only.
  */
@@ -9,8 +9,8 @@
 
 #include <ebnode/election.h>
 
-#include "cluster/registry.h"
-#include "cluster/zk.h"
+#include "zk/registry.h"
+#include "zk/zk.h"
 
 /*
  * zk and reg are borrowed and must outlive the election; both NULL means

@@ -9,13 +9,8 @@
  * cluster step advertises it in the member znode. Standalone nodes have no
  * links (cluster_port 0).
  *
- * Members: node_cluster.c calls eb__node_bus_members() on every child-cache
- * event; the link manager is reconciled with the cache: every member with a
- * cluster port becomes a peer (host/port updated), and a peer the cache no
- * longer lists is removed, unless it is only known from its own inbound
- * link and that link is up (membership may lag behind the peer). A member
- * that disappears while another member of the same node id remains (a
- * re-registration after session expiry) keeps its link.
+ * Members: node_cluster.c's members observer reconciles the link manager
+ * with the member list (eb_link_mgr_set_peers).
  *
  * Stop (last step): the links close, then the bus; cb after both.
  * Loop thread only.
@@ -27,7 +22,6 @@
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
-#include "cluster/childcache.h"
 #include "common/alloc.h"
 #include "node/node_int.h"
 
@@ -96,64 +90,6 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 	}
 	eb__node_complete(n, cb, 0);
 	return 0;
-}
-
-/* ---- membership -> peers ---- */
-
-/* Two live members with one node id and different addresses are two
- * processes configured with the same node.id: links (keyed by node id)
- * would reach only one of them. Say so. (One id with one address is a
- * re-registration after a session expiry: the newest member wins.) */
-static void
-members_check_one(const eb_childcache *cc, size_t i)
-{
-	const eb_member *a = eb__childcache_at(cc, i);
-	size_t           j;
-
-	for (j = i + 1; j < eb__childcache_count(cc); j++) {
-		const eb_member *b = eb__childcache_at(cc, j);
-
-		if (strcmp(a->node_id, b->node_id) != 0 ||
-		    strcmp(a->address, b->address) == 0) {
-			continue;
-		}
-		EB_LOG_ERR("node", "duplicate-node-id: id=%s addresses=%s,%s",
-		    a->node_id, a->address, b->address);
-	}
-}
-
-static void
-members_check_ids(const eb_childcache *cc)
-{
-	size_t i;
-
-	for (i = 0; i < eb__childcache_count(cc); i++) {
-		members_check_one(cc, i);
-	}
-}
-
-void
-eb__node_bus_members(eb_node *n, const eb_childcache *cc)
-{
-	size_t        count = eb__childcache_count(cc);
-	eb_link_peer *peers;
-	size_t        i;
-
-	if (n->links == NULL) {
-		return;
-	}
-	members_check_ids(cc);
-	/* In sequence order: for one node id the newest member wins. */
-	peers = eb__calloc(count + 1, sizeof(*peers));
-	for (i = 0; i < count; i++) {
-		const eb_member *m = eb__childcache_at(cc, i);
-
-		peers[i].node_id = m->node_id;
-		peers[i].host = m->host;
-		peers[i].port = m->cluster_port;
-	}
-	(void) eb_link_mgr_set_peers(n->links, peers, count);
-	free(peers);
 }
 
 /* ---- stop ---- */

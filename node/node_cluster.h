@@ -2,10 +2,10 @@
  * node/ internals of the cluster wiring (node_cluster.c) for the other
  * wiring files: the admin endpoint (node_admin.c) and the ingress wiring.
  *
- * Leadership listeners may be registered before the cluster step starts;
- * they are called on every change (leader=true with the epoch, then
- * leader=false), synchronously from the election's callbacks, so a revoke
- * reaches them before anything else happens (rule 5, rule 8).
+ * Leadership listeners (any number) may be registered before the cluster
+ * step starts; they are called on every change (leader=true with the epoch,
+ * then leader=false), synchronously from the cluster's leadership event,
+ * so a revoke reaches them before anything else happens (rule 5, rule 8).
  * Loop thread only.
  */
 #ifndef EB_NODE_NODE_CLUSTER_H
@@ -21,7 +21,7 @@
 typedef void (*eb__node_leader_cb)(
     eb_node *n, bool leader, int64_t epoch, void *arg);
 
-/* At most 8 listeners per node. 0 or UV_ENOBUFS. */
+/* Always 0. */
 int eb__node_cluster_on_leader(eb_node *n, eb__node_leader_cb cb, void *arg);
 /* Leadership now (the election lease is checked at this call). */
 bool    eb__node_cluster_is_leader(eb_node *n);

@@ -5,11 +5,13 @@
  * line once every listener is up, and stops them in reverse order on
  * SIGTERM/SIGINT (a second signal forces the exit).
  *
- * Start order: bus, bridge, admin, cluster (ZooKeeper + links + membership +
- * election). The listeners come first because the member znode advertises
- * their ports; the cluster step comes last so that a duplicate node address
- * fails the start before READY is printed. Stop order is the reverse:
- * cluster first, so that a leader hands over ingress at once (DESIGN rule 8).
+ * Start order: bus (+ node links), ingress, bridge, admin, cluster (the
+ * eb_cluster object: ZooKeeper, membership, election). The listeners come
+ * first because the member znode advertises their ports, and the ingress
+ * before the cluster so that it hears the first election; the cluster step
+ * comes last so that a duplicate node address fails the start before READY
+ * is printed. Stop order is the reverse: cluster first, so that a leader
+ * hands over ingress at once (DESIGN rule 8).
  *
  * Each subsystem's wiring lives in its own file, owned by that subsystem's
  * engineer: node_bus.c, node_bridge.c, node_cluster.c, node_admin.c. Their
@@ -59,7 +61,6 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
 
 /* Subsystems the node owns; each wiring file defines its own struct. */
-struct eb_zk;
 struct eb__node_cluster;
 struct eb__node_admin;
 struct eb__node_ingress;
@@ -81,8 +82,8 @@ struct eb_node {
 	eb_bus                  *bus;     /* owned, node_bus.c */
 	eb_link_mgr             *links;   /* owned, node_bus.c (clustered) */
 	eb_bridge               *bridge;  /* owned, node_bridge.c */
-	struct eb__node_cluster *cluster; /* owned, node_cluster.c: zk,
-	                                     membership, election, links */
+	struct eb__node_cluster *cluster; /* owned, node_cluster.c: the
+	                                     eb_cluster object */
 	struct eb__node_admin   *admin;   /* owned, node_admin.c */
 	struct eb__node_ingress *ingress; /* owned, the ingress wiring */
 
@@ -148,10 +149,6 @@ void eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o);
 /* node_bus.c: the event bus and the node links. */
 int  eb__node_bus_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bus_stop(eb_node *n, eb__node_done_cb cb);
-/* The member cache changed (node_cluster.c calls it on every event):
- * reconciles the link peers with it. */
-struct eb_childcache;
-void eb__node_bus_members(eb_node *n, const struct eb_childcache *cc);
 /* node_bridge.c: the TCP event-bus bridge (TODO(#5)). */
 int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
@@ -163,7 +160,7 @@ struct eb_ingress *eb__node_ingress(eb_node *n);
 /* node_admin.c: the admin endpoint (the admin/ server and its routes). */
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
-/* node_cluster.c: ZooKeeper, links, membership, election (TODO(#3)). */
+/* node_cluster.c: the cluster object (ebnode/cluster.h). */
 int  eb__node_cluster_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb);
 /* A stop was requested while the cluster step starts (ZooKeeper may be

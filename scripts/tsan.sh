@@ -4,7 +4,7 @@
 # everything with clang -fsanitize=thread in build/clang-tsan and runs the
 # tests that close live ZooKeeper sessions, in the C tests and in ebnode
 # processes that the Python tests spawn (they inherit TSAN_OPTIONS):
-# it.zk.{ops,session,restart}, unit.cluster.zk_test, it.cluster.{election,
+# it.zk.{ops,session,restart}, unit.zk.zk_test, it.cluster.{election,
 # zk_restart,chroot}, it.node.lifecycle (SIGTERM in every start phase),
 # unit.node.lifecycle_test, it.bus.cluster, it.ingress.failover.
 # Every report goes to a file under build/clang-tsan/tsan-logs (log_path), so

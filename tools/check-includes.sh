@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Enforces the module dependency DAG (DESIGN.md, STYLE.md B2): a module may
 # include only its own files, the public headers and the modules it depends
-# on; OpenSSL only in tls/; ZooKeeper only in cluster/.
+# on; OpenSSL only in tls/; ZooKeeper only in zk/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -11,19 +11,20 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	admin)    echo "admin common" ;;
 	tls)      echo "tls common" ;;
 	link)     echo "link tls common" ;;
-	cluster)  echo "cluster common" ;;
-	election) echo "election cluster common" ;;
+	zk)       echo "zk common" ;;
+	election) echo "election zk common" ;;
+	cluster)  echo "cluster election zk common" ;;
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
 	conf)     echo "conf common" ;;
-	node)     echo "node conf bridge ingress eventbus election cluster admin common" ;;
+	node)     echo "node conf bridge ingress eventbus cluster admin common" ;;
 	*)        echo "" ;;
 	esac
 }
 
 bad=0
-for m in common admin tls link cluster election eventbus bridge ingress conf node; do
+for m in common admin tls link zk election cluster eventbus bridge ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do
@@ -34,8 +35,8 @@ for m in common admin tls link cluster election eventbus bridge ingress conf nod
 		*) echo "check-includes: $file includes \"$inc/...\" ($m may use: $ok)" >&2; bad=1 ;;
 		esac
 	done < <(grep -HnE '^#include "[^"]+/' -r "$m" --include='*.c' --include='*.h' || true)
-	if [ "$m" != cluster ] && grep -rlE '#include <zookeeper/' "$m" >/dev/null 2>&1; then
-		echo "check-includes: ZooKeeper headers outside cluster/: $(grep -rlE '#include <zookeeper/' "$m")" >&2
+	if [ "$m" != zk ] && grep -rlE '#include <zookeeper/' "$m" >/dev/null 2>&1; then
+		echo "check-includes: ZooKeeper headers outside zk/: $(grep -rlE '#include <zookeeper/' "$m")" >&2
 		bad=1
 	fi
 	case "$m" in

@@ -93,19 +93,22 @@ typedef struct eb_cluster_member {
 	int         bridge_port;
 	int         admin_port;
 	const char *version;
-	int64_t     seq;   /* sequence suffix: member order */
-	int64_t     czxid; /* the epoch it would lead with */
+	int64_t     seq;       /* sequence suffix: member order */
+	int64_t     czxid;     /* the epoch it would lead with */
+	uint64_t    joined_ms; /* "started_ms" of the member data; 0: none */
 	int         eligible;
 	int         self; /* this node's own member */
 } eb_cluster_member;
 
 typedef struct eb_cluster_leadership {
-	int     leader; /* this node leads now */
-	int64_t epoch;  /* this node's epoch while it leads, else the last
-	                   one (0: never led) */
-	int known;      /* a leader is known (below); 0 during a hand-over
-	                   or without a session */
-	int64_t     leader_epoch;   /* the known leader's epoch */
+	int     leader;       /* this node leads now */
+	int64_t epoch;        /* this node's epoch while it leads, else the last
+	                         one (0: never led) */
+	int known;            /* a leader is known (below); 0 during a hand-over
+	                         or without a session */
+	int64_t leader_epoch; /* the known leader's epoch; while none is known,
+	                         the epoch of the member the cache shows as
+	                         leader (the fence, rule 6), 0: none */
 	const char *leader_node_id; /* the known leader; NULL unless known */
 	const char *leader_address;
 	const char *reason; /* on a revoke: why ("zk-suspended", ...); else
@@ -154,7 +157,8 @@ EB_API int64_t eb_cluster_epoch(const eb_cluster *c);
 /* The current leadership view (strings borrowed until the next event). */
 EB_API void eb_cluster_leadership_get(
     eb_cluster *c, eb_cluster_leadership *out);
-/* The current member list (borrowed until the next event); *n set. */
+/* The current member list (borrowed until the next event that changes
+ * it); *n set. */
 EB_API const eb_cluster_member *eb_cluster_members(eb_cluster *c, size_t *n);
 /* Step down: 0, EB_ENOTLEADER, or EB_ECLOSED when not running. */
 EB_API int eb_cluster_step_down(eb_cluster *c);

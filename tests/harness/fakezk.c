@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/zk_ops.h"
 #include "common/alloc.h"
 #include "common/list.h"
 #include "common/util.h"
+#include "zk/zk_ops.h"
 
 typedef struct fz_node {
 	eb_list link;

@@ -41,7 +41,7 @@
  *     fakezk_deny_read(): a node this client may not read (ACL).
  *
  * Loop thread only. Not thread-safe. Ownership: the server must outlive its
- * clients; close every client (eb_zk_close) before fakezk_server_close().
+ * clients; close every client (eb__zk_close) before fakezk_server_close().
  */
 #ifndef EB_TEST_FAKEZK_H
 #define EB_TEST_FAKEZK_H
@@ -51,8 +51,8 @@
 
 #include <uv.h>
 
-#include "cluster/zk.h"
 #include "tests/harness/th.h"
+#include "zk/zk.h"
 
 typedef struct fakezk_server fakezk_server;
 
@@ -64,7 +64,7 @@ void fakezk_server_close(fakezk_server *s, void (*cb)(void *arg), void *arg);
  * and fails the test unless the server's close completed. */
 void fakezk_server_close_run(fakezk_server *s, th_loop *t);
 
-/* A client; no session until eb_zk_start() (CONNECTED on a later turn). */
+/* A client; no session until eb__zk_start() (CONNECTED on a later turn). */
 int fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
     eb_zk_event_cb on_event, void *arg, eb_zk **zkp);
 

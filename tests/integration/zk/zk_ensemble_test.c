@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster_int.h"
-#include "cluster/zk.h"
 #include "common/util.h"
 #include "tests/harness/th.h"
 #include "tests/integration/zk/zkit.h"
+#include "zk/zk.h"
+#include "zk/zk_int.h"
 
 /* The 1-based index of the fixture server listening on port, or 0. */
 static int
@@ -57,7 +57,7 @@ test_kill_connected_server(void **state)
 	zkit_unique_root(root, sizeof(root));
 	(void) snprintf(eph, sizeof(eph), "%s/eph", root);
 	zk = zkit_open(t, connect, 10000, &e);
-	sid = eb_zk_session_id(zk);
+	sid = eb__zk_session_id(zk);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
 	port = eb__zk_connected_port(zk);
@@ -75,8 +75,8 @@ test_kill_connected_server(void **state)
 	/* Another server takes the session over within the timeout. */
 	assert_int_equal(zkit_wait_events(t, &e, 3, 10000), 0);
 	assert_int_equal(e.ev[2], EB_ZK_EV_RECONNECTED);
-	assert_true(e.at_ms[2] - t0 < eb_zk_session_timeout_ms(zk));
-	assert_int_equal(eb_zk_session_id(zk), sid);
+	assert_true(e.at_ms[2] - t0 < eb__zk_session_timeout_ms(zk));
+	assert_int_equal(eb__zk_session_id(zk), sid);
 	port2 = eb__zk_connected_port(zk);
 	assert_true(port2 != 0 && port2 != port);
 	(void) fprintf(stderr,

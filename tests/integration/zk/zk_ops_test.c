@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster_int.h"
-#include "cluster/zk.h"
 #include "common/util.h"
 #include "tests/harness/proxy.h"
 #include "tests/harness/th.h"
 #include "tests/integration/zk/zkit.h"
+#include "zk/zk.h"
+#include "zk/zk_int.h"
 
 static char *connect_str;
 
@@ -57,7 +57,7 @@ test_basic_ops_and_watches(void **state)
 	path_join(nope, sizeof(nope), root, "nope");
 	path_join(ab, sizeof(ab), root, "a/b");
 	zk = zkit_open(t, connect_str, 10000, &e);
-	assert_true(eb_zk_session_timeout_ms(zk) >= 1000);
+	assert_true(eb__zk_session_timeout_ms(zk) >= 1000);
 
 	/* ensure_path: parents created, idempotent, null data. */
 	assert_int_equal(zkit_ensure(t, zk, ab), 0);
@@ -98,8 +98,8 @@ test_basic_ops_and_watches(void **state)
 	assert_int_equal(zkit_delete(t, zk, ab, -1), EB_EZKNOTEMPTY);
 
 	/* The lease base moved to a recent send time. */
-	assert_true(eb_zk_last_ok_send_ms(zk) > 0);
-	assert_true(eb_zk_last_ok_send_ms(zk) <= eb__mono_ms());
+	assert_true(eb__zk_last_ok_send_ms(zk) > 0);
+	assert_true(eb__zk_last_ok_send_ms(zk) <= eb__mono_ms());
 	zkit_close(t, zk);
 	assert_int_equal(e.n, 1); /* CONNECTED only */
 }
@@ -126,7 +126,7 @@ test_ephemeral_sequential_children(void **state)
 	assert_int_equal(zkit_create(t, zk, path, "e", EB_ZK_EPHEMERAL, &r), 0);
 	assert_int_equal(zkit_exists(t, zk, path, NULL, NULL, &r), 0);
 	assert_true(r.has_stat);
-	assert_int_equal(r.stat.ephemeral_owner, eb_zk_session_id(zk));
+	assert_int_equal(r.stat.ephemeral_owner, eb__zk_session_id(zk));
 	/* Ephemerals cannot have children. */
 	path_join(s1, sizeof(s1), path, "kid");
 	assert_int_equal(
@@ -145,7 +145,7 @@ test_ephemeral_sequential_children(void **state)
 	assert_int_equal(strncmp(s1, path, strlen(path)), 0);
 	assert_true(strcmp(s1, s2) < 0);
 	assert_int_equal(zkit_exists(t, zk, s2, NULL, NULL, &r), 0);
-	assert_int_equal(r.stat.ephemeral_owner, eb_zk_session_id(zk));
+	assert_int_equal(r.stat.ephemeral_owner, eb__zk_session_id(zk));
 	assert_int_equal(zkit_exists(t, zk, s1, NULL, NULL, &r), 0);
 	assert_int_equal(r.stat.ephemeral_owner, 0);
 
@@ -214,7 +214,7 @@ multi_failing_check(th_loop *t, eb_zk *zk, const char *p)
 	};
 
 	memset(&m, 0, sizeof(m));
-	assert_int_equal(eb_zk_multi(zk, ops, 2, multi_cb, &m), 0);
+	assert_int_equal(eb__zk_multi(zk, ops, 2, multi_cb, &m), 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &m.done, 5000), 0);
 	assert_int_equal(m.status, EB_EZKBADVERSION);
 	assert_int_equal(m.st[0], EB_EZKBADVERSION);
@@ -264,8 +264,8 @@ test_multi(void **state)
 		};
 
 		memset(&m, 0, sizeof(m));
-		before = eb_zk_last_ok_send_ms(zk);
-		assert_int_equal(eb_zk_multi(zk, ops, 4, multi_cb, &m), 0);
+		before = eb__zk_last_ok_send_ms(zk);
+		assert_int_equal(eb__zk_multi(zk, ops, 4, multi_cb, &m), 0);
 		assert_int_equal(
 		    th_run_until(t, th_flag_set, &m.done, 5000), 0);
 		assert_int_equal(m.status, 0);
@@ -275,7 +275,7 @@ test_multi(void **state)
 		assert_string_equal(m.path[1], m1);
 		assert_int_equal(strlen(m.path[2]), strlen(sq) + 10);
 		assert_string_equal(m.path[0], "");
-		assert_true(eb_zk_last_ok_send_ms(zk) >= before);
+		assert_true(eb__zk_last_ok_send_ms(zk) >= before);
 	}
 	{
 		eb_zk_stat a, b;
@@ -286,8 +286,8 @@ test_multi(void **state)
 		    zkit_exists(t, zk, m.path[2], NULL, NULL, &r), 0);
 		b = r.stat;
 		assert_true(a.czxid == b.czxid);
-		assert_int_equal(a.ephemeral_owner, eb_zk_session_id(zk));
-		assert_int_equal(b.ephemeral_owner, eb_zk_session_id(zk));
+		assert_int_equal(a.ephemeral_owner, eb__zk_session_id(zk));
+		assert_int_equal(b.ephemeral_owner, eb__zk_session_id(zk));
 		assert_int_equal(zkit_get(t, zk, p, NULL, NULL, &r), 0);
 		assert_string_equal(r.data, "v1");
 	}
@@ -300,7 +300,7 @@ test_multi(void **state)
 		};
 
 		memset(&m, 0, sizeof(m));
-		assert_int_equal(eb_zk_multi(zk, ops, 3, multi_cb, &m), 0);
+		assert_int_equal(eb__zk_multi(zk, ops, 3, multi_cb, &m), 0);
 		assert_int_equal(
 		    th_run_until(t, th_flag_set, &m.done, 5000), 0);
 		assert_int_equal(m.done, 1);
@@ -344,14 +344,14 @@ test_acl_and_auth(void **state)
 	zkit_unique_root(root, sizeof(root));
 	path_join(p, sizeof(p), root, "locked");
 
-	eb_zk_opts_init(&o);
+	eb__zk_opts_init(&o);
 	o.connect = connect_str;
 	o.auth_scheme = "digest";
 	o.auth_credentials = "ebnode:secret";
 	o.acl = EB_ZK_ACL_CREATOR;
 	assert_int_equal(
-	    eb_zk_new(&t->loop, &o, zkit_on_event, &e1, &owner), 0);
-	assert_int_equal(eb_zk_start(owner), 0);
+	    eb__zk_new(&t->loop, &o, zkit_on_event, &e1, &owner), 0);
+	assert_int_equal(eb__zk_start(owner), 0);
 	assert_int_equal(zkit_wait_events(t, &e1, 1, 20000), 0);
 	assert_int_equal(e1.ev[0], EB_ZK_EV_CONNECTED);
 	assert_int_equal(zkit_ensure(t, owner, p), 0);
@@ -366,18 +366,18 @@ test_acl_and_auth(void **state)
 	zkit_close(t, other);
 
 	/* An unknown scheme: the server refuses, the handle is dead. */
-	eb_zk_opts_init(&o);
+	eb__zk_opts_init(&o);
 	o.connect = connect_str;
 	o.auth_scheme = "no-such-scheme";
 	o.auth_credentials = "x";
 	assert_int_equal(
-	    eb_zk_new(&t->loop, &o, zkit_on_event, &e3, &bogus), 0);
-	assert_int_equal(eb_zk_start(bogus), 0);
+	    eb__zk_new(&t->loop, &o, zkit_on_event, &e3, &bogus), 0);
+	assert_int_equal(eb__zk_start(bogus), 0);
 	assert_int_equal(zkit_wait_events(t, &e3, 2, 20000), 0);
 	assert_int_equal(e3.ev[e3.n - 1], EB_ZK_EV_AUTH_FAILED);
 	/* Requests on the dead handle fail at once, naming the cause. */
 	assert_int_equal(
-	    eb_zk_exists(bogus, "/", NULL, NULL, never_stat_cb, NULL),
+	    eb__zk_exists(bogus, "/", NULL, NULL, never_stat_cb, NULL),
 	    EB_EZKAUTH);
 	zkit_close(t, bogus);
 	zkit_close(t, owner);
@@ -423,10 +423,10 @@ test_close_cancels_in_flight(void **state)
 
 	th_watchdog_ms(t, 60000);
 	zk = zkit_open(t, connect_str, 10000, &e);
-	assert_int_equal(eb_zk_get(zk, "/", NULL, NULL, cancel_get_cb, &c), 0);
+	assert_int_equal(eb__zk_get(zk, "/", NULL, NULL, cancel_get_cb, &c), 0);
 	zkit_meter_start(t, &m);
 	t0 = uv_hrtime();
-	eb_zk_close(zk, closed_cb, &closed);
+	eb__zk_close(zk, closed_cb, &closed);
 	call_ns = uv_hrtime() - t0;
 	assert_int_equal(c.done, 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &closed, 15000), 0);
@@ -493,7 +493,7 @@ self_close_first_cb(eb_zk *zk, int status, const char *data, size_t len,
 	c->first_status = status;
 	/* Closing from inside a ZooKeeper completion is legal (STYLE B4.6):
 	 * nothing is torn down here, the next turn does it. */
-	eb_zk_close(zk, self_close_closed_cb, c);
+	eb__zk_close(zk, self_close_closed_cb, c);
 	assert_int_equal(c->closed, 0);
 }
 
@@ -511,9 +511,9 @@ test_close_from_completion(void **state)
 	th_watchdog_ms(t, 60000);
 	zk = zkit_open(t, connect_str, 10000, &e);
 	assert_int_equal(
-	    eb_zk_get(zk, "/", NULL, NULL, self_close_first_cb, &c), 0);
+	    eb__zk_get(zk, "/", NULL, NULL, self_close_first_cb, &c), 0);
 	assert_int_equal(
-	    eb_zk_get(zk, "/", NULL, NULL, self_close_second_cb, &c), 0);
+	    eb__zk_get(zk, "/", NULL, NULL, self_close_second_cb, &c), 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &c.closed, 15000), 0);
 	assert_int_equal(c.first_done, 1);
 	assert_int_equal(c.first_status, 0);
@@ -558,7 +558,7 @@ test_close_unresponsive_does_not_block(void **state)
 	th_proxy_pause(px);
 	zkit_meter_start(t, &m);
 	t0 = uv_hrtime();
-	eb_zk_close(zk, closed_cb, &closed);
+	eb__zk_close(zk, closed_cb, &closed);
 	call_ns = uv_hrtime() - t0;
 	assert_int_equal(th_run_until(t, th_flag_set, &closed, 20000), 0);
 	done_ns = uv_hrtime() - t0;

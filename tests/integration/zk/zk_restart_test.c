@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/zk.h"
 #include "common/util.h"
 #include "tests/harness/th.h"
 #include "tests/integration/zk/zkit.h"
+#include "zk/zk.h"
 
 static void
 test_restart_within_session_timeout(void **state)
@@ -37,7 +37,7 @@ test_restart_within_session_timeout(void **state)
 	(void) snprintf(node, sizeof(node), "%s/later", root);
 	(void) snprintf(eph, sizeof(eph), "%s/eph", root);
 	zk = zkit_open(t, connect, 20000, &e);
-	sid = eb_zk_session_id(zk);
+	sid = eb__zk_session_id(zk);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(zkit_create(t, zk, eph, "e", EB_ZK_EPHEMERAL, &r), 0);
 	/* Two watches armed before the restart. */
@@ -57,8 +57,8 @@ test_restart_within_session_timeout(void **state)
 	    "reconnected_after_ms=%llu\n",
 	    (unsigned long long) (e.at_ms[1] - t0),
 	    (unsigned long long) (e.at_ms[2] - t0));
-	assert_int_equal(eb_zk_session_id(zk), sid);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	assert_int_equal(eb__zk_session_id(zk), sid);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTED);
 
 	/* Same session: the ephemeral is still ours. */
 	assert_int_equal(zkit_exists(t, zk, eph, NULL, NULL, &r), 0);

@@ -16,12 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster_int.h"
-#include "cluster/zk.h"
 #include "common/util.h"
 #include "tests/harness/proxy.h"
 #include "tests/harness/th.h"
 #include "tests/integration/zk/zkit.h"
+#include "zk/zk.h"
+#include "zk/zk_int.h"
 
 #define SESSION_MS 2000u
 
@@ -86,20 +86,20 @@ heal_and_check(th_loop *t, th_proxy *px, eb_zk *zk, zkit_events *ev,
 	th_proxy_heal(px);
 	assert_int_equal(zkit_wait_events(t, ev, 4, 15000), 0);
 	assert_int_equal(ev->ev[3], EB_ZK_EV_CONNECTED);
-	assert_true(eb_zk_session_id(zk) != 0);
-	assert_true(eb_zk_session_id(zk) != sid1);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	assert_true(eb__zk_session_id(zk) != 0);
+	assert_true(eb__zk_session_id(zk) != sid1);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTED);
 	(void) fprintf(stderr,
 	    "MEASURE %s: expired_after_suspended_ms=%llu old=0x%llx "
 	    "new=0x%llx\n",
 	    silent ? "pause" : "cut",
 	    (unsigned long long) (t_exp - ev->at_ms[1]),
 	    (unsigned long long) sid1,
-	    (unsigned long long) eb_zk_session_id(zk));
+	    (unsigned long long) eb__zk_session_id(zk));
 	/* The new session works. */
 	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
 	assert_int_equal(zkit_exists(t, zk, eph, NULL, NULL, &r), 0);
-	assert_int_equal(r.stat.ephemeral_owner, eb_zk_session_id(zk));
+	assert_int_equal(r.stat.ephemeral_owner, eb__zk_session_id(zk));
 	assert_int_equal(ev->n, 4);
 	assert_int_equal(ev->ev[0], EB_ZK_EV_CONNECTED);
 }
@@ -128,7 +128,7 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	(void) snprintf(eph, sizeof(eph), "%s/eph", root);
 
 	zk = zkit_open(t, via, SESSION_MS, &e);
-	sid1 = eb_zk_session_id(zk);
+	sid1 = eb__zk_session_id(zk);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
 	/* A direct client watches the ephemeral: the server's view. */
@@ -147,12 +147,12 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	 * session timeout) for a silent network. */
 	assert_int_equal(zkit_wait_events(t, &e, 2, 10000), 0);
 	assert_int_equal(e.ev[1], EB_ZK_EV_SUSPENDED);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_SUSPENDED);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_SUSPENDED);
 	(void) fprintf(stderr, "MEASURE %s: suspended_after_ms=%llu\n",
 	    silent ? "pause" : "cut",
 	    (unsigned long long) (e.at_ms[1] - t_loss));
 	/* A request while suspended completes once, with a failure. */
-	assert_int_equal(eb_zk_get(zk, eph, NULL, NULL, get_cb, &g), 0);
+	assert_int_equal(eb__zk_get(zk, eph, NULL, NULL, get_cb, &g), 0);
 
 	/* EXPIRED: decided locally one session timeout after SUSPENDED,
 	 * while the partition lasts. */
@@ -160,8 +160,8 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	assert_int_equal(e.ev[2], EB_ZK_EV_EXPIRED);
 	t_exp = e.at_ms[2];
 	assert_true(t_exp - e.at_ms[1] >= SESSION_MS - 100);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTING);
-	assert_int_equal(eb_zk_last_ok_send_ms(zk), 0);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTING);
+	assert_int_equal(eb__zk_last_ok_send_ms(zk), 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &g.done, 5000), 0);
 	assert_int_equal(g.done, 1);
 	assert_true(g.status == EB_EZKLOSS || g.status == EB_EZKEXPIRED ||
@@ -210,7 +210,7 @@ test_short_cut_resumes_session(void **state)
 	zkit_unique_root(root, sizeof(root));
 	(void) snprintf(node, sizeof(node), "%s/w", root);
 	zk = zkit_open(t, via, 8000, &e);
-	sid = eb_zk_session_id(zk);
+	sid = eb__zk_session_id(zk);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(
 	    zkit_exists(t, zk, node, zkit_on_watch, &w, &r), EB_EZKNONODE);
@@ -227,8 +227,8 @@ test_short_cut_resumes_session(void **state)
 	 * per-path watch. */
 	assert_true(eb__zk_poll_generation(zk) > gen);
 	assert_int_equal(w.fired, 0);
-	assert_int_equal(eb_zk_session_id(zk), sid);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	assert_int_equal(eb__zk_session_id(zk), sid);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTED);
 	/* The watch armed before the cut survived the reconnect. */
 	assert_int_equal(zkit_create(t, zk, node, NULL, 0, &r), 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &w.fired, 5000), 0);
@@ -262,8 +262,8 @@ test_server_side_expiry(void **state)
 	zkit_unique_root(root, sizeof(root));
 	(void) snprintf(eph, sizeof(eph), "%s/eph", root);
 	zk = zkit_open(t, via, 4000, &e);
-	timeout = eb_zk_session_timeout_ms(zk);
-	sid1 = eb_zk_session_id(zk);
+	timeout = eb__zk_session_timeout_ms(zk);
+	sid1 = eb__zk_session_id(zk);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
 	witness = zkit_open(t, connect_str, 10000, &ew);
@@ -283,7 +283,7 @@ test_server_side_expiry(void **state)
 	assert_true(e.at_ms[2] - e.at_ms[1] < timeout);
 	assert_int_equal(zkit_wait_events(t, &e, 4, 10000), 0);
 	assert_int_equal(e.ev[3], EB_ZK_EV_CONNECTED);
-	assert_true(eb_zk_session_id(zk) != sid1);
+	assert_true(eb__zk_session_id(zk) != sid1);
 	(void) fprintf(stderr,
 	    "MEASURE server-expiry: expired_after_suspended_ms=%llu\n",
 	    (unsigned long long) (e.at_ms[2] - e.at_ms[1]));

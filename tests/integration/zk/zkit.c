@@ -17,11 +17,11 @@ zkit_on_event(eb_zk *zk, eb_zk_event ev, void *arg)
 		fail_msg("too many session events");
 	}
 	e->ev[e->n] = ev;
-	e->sid[e->n] = eb_zk_session_id(zk);
+	e->sid[e->n] = eb__zk_session_id(zk);
 	e->at_ms[e->n] = eb__mono_ms();
 	e->n++;
 	(void) fprintf(stderr, "zkit: event %d sid=0x%llx\n", (int) ev,
-	    (unsigned long long) eb_zk_session_id(zk));
+	    (unsigned long long) eb__zk_session_id(zk));
 }
 
 struct count_pred {
@@ -101,15 +101,15 @@ zkit_open(th_loop *t, const char *connect, uint32_t timeout_ms, zkit_events *e)
 	eb_zk     *zk = NULL;
 	int        n0 = e->n;
 
-	eb_zk_opts_init(&o);
+	eb__zk_opts_init(&o);
 	o.connect = connect;
 	o.session_timeout_ms = timeout_ms;
-	assert_int_equal(eb_zk_new(&t->loop, &o, zkit_on_event, e, &zk), 0);
-	assert_int_equal(eb_zk_start(zk), 0);
+	assert_int_equal(eb__zk_new(&t->loop, &o, zkit_on_event, e, &zk), 0);
+	assert_int_equal(eb__zk_start(zk), 0);
 	assert_int_equal(zkit_wait_events(t, e, n0 + 1, 20000), 0);
 	assert_int_equal(e->ev[n0], EB_ZK_EV_CONNECTED);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
-	assert_true(eb_zk_session_id(zk) != 0);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	assert_true(eb__zk_session_id(zk) != 0);
 	return zk;
 }
 
@@ -125,7 +125,7 @@ zkit_close(th_loop *t, eb_zk *zk)
 {
 	int closed = 0;
 
-	eb_zk_close(zk, close_cb, &closed);
+	eb__zk_close(zk, close_cb, &closed);
 	assert_int_equal(closed, 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &closed, 15000), 0);
 	assert_int_equal(closed, 1);
@@ -231,8 +231,8 @@ zkit_create(th_loop *t, eb_zk *zk, const char *path, const char *data,
 {
 	memset(r, 0, sizeof(*r));
 	return res_wait(t, r,
-	    eb_zk_create(zk, path, data, data != NULL ? strlen(data) : 0, flags,
-	        res_create_cb, r));
+	    eb__zk_create(zk, path, data, data != NULL ? strlen(data) : 0,
+	        flags, res_create_cb, r));
 }
 
 int
@@ -242,7 +242,7 @@ zkit_delete(th_loop *t, eb_zk *zk, const char *path, int32_t version)
 
 	memset(&r, 0, sizeof(r));
 	return res_wait(
-	    t, &r, eb_zk_delete(zk, path, version, res_void_cb, &r));
+	    t, &r, eb__zk_delete(zk, path, version, res_void_cb, &r));
 }
 
 int
@@ -250,7 +250,7 @@ zkit_exists(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
     void *warg, zkit_res *r)
 {
 	memset(r, 0, sizeof(*r));
-	return res_wait(t, r, eb_zk_exists(zk, path, w, warg, res_stat_cb, r));
+	return res_wait(t, r, eb__zk_exists(zk, path, w, warg, res_stat_cb, r));
 }
 
 int
@@ -258,7 +258,7 @@ zkit_get(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w, void *warg,
     zkit_res *r)
 {
 	memset(r, 0, sizeof(*r));
-	return res_wait(t, r, eb_zk_get(zk, path, w, warg, res_data_cb, r));
+	return res_wait(t, r, eb__zk_get(zk, path, w, warg, res_data_cb, r));
 }
 
 int
@@ -267,7 +267,7 @@ zkit_children(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
 {
 	memset(r, 0, sizeof(*r));
 	return res_wait(
-	    t, r, eb_zk_get_children(zk, path, w, warg, res_children_cb, r));
+	    t, r, eb__zk_get_children(zk, path, w, warg, res_children_cb, r));
 }
 
 int
@@ -276,7 +276,7 @@ zkit_set(th_loop *t, eb_zk *zk, const char *path, const char *data,
 {
 	memset(r, 0, sizeof(*r));
 	return res_wait(t, r,
-	    eb_zk_set(zk, path, data, strlen(data), version, res_stat_cb, r));
+	    eb__zk_set(zk, path, data, strlen(data), version, res_stat_cb, r));
 }
 
 int
@@ -285,7 +285,7 @@ zkit_ensure(th_loop *t, eb_zk *zk, const char *path)
 	zkit_res r;
 
 	memset(&r, 0, sizeof(r));
-	return res_wait(t, &r, eb_zk_ensure_path(zk, path, res_void_cb, &r));
+	return res_wait(t, &r, eb__zk_ensure_path(zk, path, res_void_cb, &r));
 }
 
 void

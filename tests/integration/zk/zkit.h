@@ -12,14 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster/zk.h"
 #include "tests/harness/th.h"
+#include "zk/zk.h"
 
 #define ZKIT_MAX_EVENTS 32
 
 typedef struct zkit_events {
 	eb_zk_event ev[ZKIT_MAX_EVENTS];
-	int64_t     sid[ZKIT_MAX_EVENTS]; /* eb_zk_session_id() at the event */
+	int64_t     sid[ZKIT_MAX_EVENTS]; /* eb__zk_session_id() at the event */
 	uint64_t    at_ms[ZKIT_MAX_EVENTS];
 	int         n;
 } zkit_events;

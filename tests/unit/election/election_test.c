@@ -13,31 +13,18 @@
 
 #include <ebnode/election.h>
 
-#include "cluster/registry.h"
 #include "common/util.h"
 #include "election/election_int.h"
+#include "tests/harness/elsim.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
+#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"
 #define NMAX    6
 
-typedef struct sim {
-	eb_zk       *zk;
-	eb_registry *reg;
-	eb_election *el;
-	int          registered;
-	int          failed;
-	int          elected;
-	int          revoked;
-	int          leader;
-	int64_t      epoch;
-	char         reason[32];
-	int          closed;
-	int          open;
-	char         id[16];
-} sim;
+typedef elsim sim;
 
 static fakezk_server   *srv;
 static sim              nodes[NMAX];
@@ -56,91 +43,10 @@ typedef struct reader {
 static reader rd;
 
 static void
-sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
-{
-	sim *s = arg;
-
-	(void) zk;
-	if (s->reg == NULL) {
-		return;
-	}
-	eb__registry_session_event(s->reg, ev);
-	eb__election_session_event(s->el, ev);
-}
-
-static void
-sim_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
-{
-	sim *s = arg;
-
-	(void) r;
-	(void) status;
-	if (ev == EB_REGISTRY_REGISTERED) {
-		s->registered++;
-	} else if (ev == EB_REGISTRY_FAILED) {
-		s->failed++;
-	}
-	eb__election_registry_event(s->el, ev);
-}
-
-static void
-sim_elected_cb(eb_election *e, int64_t epoch, void *arg)
-{
-	sim *s = arg;
-
-	(void) e;
-	s->elected++;
-	s->leader = 1;
-	s->epoch = epoch;
-}
-
-static void
-sim_revoked_cb(eb_election *e, const char *reason, void *arg)
-{
-	sim *s = arg;
-
-	(void) e;
-	s->revoked++;
-	s->leader = 0;
-	(void) snprintf(s->reason, sizeof(s->reason), "%s", reason);
-}
-
-static void
 sim_open(th_loop *t, int i, int eligible, uint32_t timeout_ms)
 {
-	sim             *s = &nodes[i];
-	eb_registry_opts o;
-	eb_election_opts eo;
-	char             addr[32];
-
-	memset(s, 0, sizeof(*s));
-	(void) snprintf(s->id, sizeof(s->id), "n%d", i);
-	(void) snprintf(addr, sizeof(addr), "addr-%d", i);
-	assert_int_equal(
-	    fakezk_client_new(srv, timeout_ms, sim_event_cb, s, &s->zk), 0);
-	eb__registry_opts_init(&o);
-	o.root = ROOT;
-	o.node_id = s->id;
-	o.address = addr;
-	o.eligible = eligible;
-	assert_int_equal(
-	    eb__registry_new(&t->loop, s->zk, &o, sim_reg_cb, s, &s->reg), 0);
-	eo = sim_opts;
-	eo.eligible = eligible;
-	assert_int_equal(eb__election_new(&t->loop, s->zk, s->reg, &eo,
-	                     sim_elected_cb, sim_revoked_cb, s, &s->el),
-	    0);
-	eb__election_set_identity(s->el, s->id, addr);
-	assert_int_equal(eb_zk_start(s->zk), 0);
-	assert_int_equal(eb__registry_start(s->reg), 0);
-	assert_int_equal(eb__election_start(s->el), 0);
-	s->open = 1;
-}
-
-static int
-registered_pred(void *arg)
-{
-	return ((sim *) arg)->registered > 0;
+	elsim_open(
+	    &nodes[i], &t->loop, srv, i, eligible, timeout_ms, &sim_opts);
 }
 
 /* Opens nodes one by one, so that node i gets the i-th sequence. */
@@ -152,35 +58,8 @@ open_in_order(th_loop *t, int n, uint32_t timeout_ms)
 	for (i = 0; i < n; i++) {
 		sim_open(t, i, 1, timeout_ms);
 		assert_int_equal(
-		    th_run_until(t, registered_pred, &nodes[i], 2000), 0);
+		    th_run_until(t, elsim_registered_pred, &nodes[i], 2000), 0);
 	}
-}
-
-static void
-sim_el_closed_cb(eb_election *e, void *arg)
-{
-	(void) e;
-	((sim *) arg)->closed++;
-}
-
-static void
-sim_reg_closed_cb(eb_registry *r, void *arg)
-{
-	(void) r;
-	((sim *) arg)->closed++;
-}
-
-static void
-sim_zk_closed_cb(eb_zk *zk, void *arg)
-{
-	(void) zk;
-	((sim *) arg)->closed++;
-}
-
-static int
-sim_closed_pred(void *arg)
-{
-	return ((sim *) arg)->closed == 3;
 }
 
 /* Closes a node: its session closes gracefully (ephemerals deleted). */
@@ -192,12 +71,8 @@ sim_close(th_loop *t, int i)
 	if (!s->open) {
 		return;
 	}
-	s->open = 0;
-	eb_election_close(s->el, sim_el_closed_cb, s);
-	eb__registry_close(s->reg, sim_reg_closed_cb, s);
-	s->reg = NULL;
-	eb_zk_close(s->zk, sim_zk_closed_cb, s);
-	assert_int_equal(th_run_until(t, sim_closed_pred, s, 2000), 0);
+	elsim_close_begin(s);
+	assert_int_equal(th_run_until(t, elsim_closed_pred, s, 2000), 0);
 }
 
 static int
@@ -388,7 +263,7 @@ reader_cb(uv_timer_t *t)
 {
 	reader *r = t->data;
 
-	if (!r->inflight && eb_zk_exists(r->zk, ROOT "/members", NULL, NULL,
+	if (!r->inflight && eb__zk_exists(r->zk, ROOT "/members", NULL, NULL,
 	                        reader_exists_cb, r) == 0) {
 		r->inflight = 1;
 	}
@@ -433,7 +308,7 @@ test_reads_do_not_renew_lease(void **state)
 	assert_false(eb_election_is_leader(nodes[0].el));
 	/* Reads did succeed meanwhile, after the last renewal. */
 	assert_true(r->ok > 0);
-	assert_true(eb_zk_last_ok_send_ms(nodes[0].zk) > t0);
+	assert_true(eb__zk_last_ok_send_ms(nodes[0].zk) > t0);
 	assert_int_equal(nodes[1].elected, 0);
 	(void) uv_timer_stop(&r->timer);
 	/* The quorum is back: the held renewal commits, we lead again. */
@@ -459,7 +334,7 @@ test_lease_from_negotiated_timeout(void **state)
 	sim_opts.zk_tick_ms = 500;
 	sim_open(t, 0, 1, 300);
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 2000), 0);
-	assert_int_equal(eb_zk_session_timeout_ms(nodes[0].zk), 2000);
+	assert_int_equal(eb__zk_session_timeout_ms(nodes[0].zk), 2000);
 	assert_int_equal(eb__election_lease_ms(nodes[0].el), 1150);
 	assert_int_equal(eb__election_heartbeat_ms(nodes[0].el), 500);
 	/* Stall at once: the lease's base is the send time of the multi
@@ -486,7 +361,8 @@ test_lease_unsafe_refused(void **state)
 	 * minimum: the node never leads (alone, it would at once). */
 	fakezk_server_set_timeout_bounds(srv, 200, 200);
 	sim_open(t, 0, 1, 2000);
-	assert_int_equal(th_run_until(t, registered_pred, &nodes[0], 2000), 0);
+	assert_int_equal(
+	    th_run_until(t, elsim_registered_pred, &nodes[0], 2000), 0);
 	assert_int_equal(eb__election_lease_error(nodes[0].el), EB_ECONF);
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[0], 300), -1);
 	assert_int_equal(nodes[0].elected, 0);
@@ -497,7 +373,8 @@ test_lease_unsafe_refused(void **state)
 	sim_opts.zk_tick_ms = 500;
 	sim_opts.lease_ms = 1200;
 	sim_open(t, 1, 1, 2000);
-	assert_int_equal(th_run_until(t, registered_pred, &nodes[1], 2000), 0);
+	assert_int_equal(
+	    th_run_until(t, elsim_registered_pred, &nodes[1], 2000), 0);
 	assert_int_equal(eb__election_lease_error(nodes[1].el), EB_ECONF);
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 300), -1);
 	sim_close(t, 1);
@@ -572,7 +449,8 @@ test_expiry_reregisters_as_follower(void **state)
 	fakezk_server_expire_session(srv, fakezk_session(nodes[0].zk));
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 2000), 0);
 	fakezk_reconnect(nodes[0].zk);
-	assert_int_equal(th_run_until(t, registered_pred, &nodes[0], 2000), 0);
+	assert_int_equal(
+	    th_run_until(t, elsim_registered_pred, &nodes[0], 2000), 0);
 	assert_int_equal(th_run_until(t, registered2_pred, &nodes[0], 2000), 0);
 	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
 	assert_int_equal(nodes[0].elected, 1);
@@ -604,11 +482,14 @@ test_not_eligible(void **state)
 	int64_t  epoch;
 
 	sim_open(t, 0, 0, 2000); /* lowest sequence, not eligible */
-	assert_int_equal(th_run_until(t, registered_pred, &nodes[0], 2000), 0);
+	assert_int_equal(
+	    th_run_until(t, elsim_registered_pred, &nodes[0], 2000), 0);
 	sim_open(t, 1, 1, 2000);
-	assert_int_equal(th_run_until(t, registered_pred, &nodes[1], 2000), 0);
+	assert_int_equal(
+	    th_run_until(t, elsim_registered_pred, &nodes[1], 2000), 0);
 	sim_open(t, 2, 1, 2000);
-	assert_int_equal(th_run_until(t, registered_pred, &nodes[2], 2000), 0);
+	assert_int_equal(
+	    th_run_until(t, elsim_registered_pred, &nodes[2], 2000), 0);
 	assert_int_equal(th_run_until(t, leader_pred, &nodes[1], 2000), 0);
 	(void) th_run_until(t, th_flag_set, &nodes[5].open, 100);
 	assert_int_equal(nodes[0].elected, 0);
@@ -631,7 +512,7 @@ test_standalone(void **state)
 
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(eb__election_new(&t->loop, NULL, NULL, NULL,
-	                     sim_elected_cb, sim_revoked_cb, &s, &e),
+	                     elsim_elected_cb, elsim_revoked_cb, &s, &e),
 	    0);
 	assert_int_equal(eb__election_start(e), 0);
 	assert_int_equal(s.elected, 0); /* never from inside start */
@@ -641,7 +522,7 @@ test_standalone(void **state)
 	eb_election_stop(e);
 	assert_int_equal(s.revoked, 1);
 	assert_string_equal(s.reason, "shutdown");
-	eb_election_close(e, sim_el_closed_cb, &s);
+	eb_election_close(e, elsim_el_closed_cb, &s);
 	assert_int_equal(th_loop_run(t), 0);
 	assert_int_equal(s.closed, 1);
 }

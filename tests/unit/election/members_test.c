@@ -1,6 +1,6 @@
 /*
  * The election over well-formed members only, and the own member changed
- * from outside (election/election.c with cluster/registry.c over the
+ * from outside (election/election.c with zk/registry.c over the
  * in-memory ZooKeeper):
  *   - 1 000 members elect exactly one leader with a bounded number of
  *     requests, and a failover costs a bounded number more (no fixed-size
@@ -18,116 +18,27 @@
 
 #include <ebnode/election.h>
 
-#include "cluster/member.h"
-#include "cluster/registry.h"
 #include "election/election_int.h"
+#include "tests/harness/elsim.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
+#include "zk/member.h"
+#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"
 #define SESS_MS 2000u
 
-typedef struct sim {
-	eb_zk       *zk;
-	eb_registry *reg;
-	eb_election *el;
-	int          registered;
-	int          rereg;
-	int          rereg_state_ok; /* what /health reads, at the event */
-	int          elected;
-	int          revoked;
-	int          leader;
-	char         reason[32];
-	int          closed;
-	int          open;
-	char         id[16];
-} sim;
+typedef elsim sim;
 
 static fakezk_server *srv;
 static sim           *nodes; /* owned array of nsims */
 static int            nsims;
 
 static void
-sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
-{
-	sim *s = arg;
-
-	(void) zk;
-	if (s->reg == NULL) {
-		return;
-	}
-	eb__election_session_event(s->el, ev);
-	eb__registry_session_event(s->reg, ev);
-}
-
-static void
-sim_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
-{
-	sim *s = arg;
-
-	(void) status;
-	if (ev == EB_REGISTRY_REGISTERED) {
-		s->registered++;
-	} else if (ev == EB_REGISTRY_REREGISTERING) {
-		s->rereg++;
-		s->rereg_state_ok = eb__registry_reregistering(r) &&
-		                    !eb__registry_is_registered(r) &&
-		                    eb__registry_member_name(r) == NULL;
-	}
-	eb__election_registry_event(s->el, ev);
-}
-
-static void
-sim_elected_cb(eb_election *e, int64_t epoch, void *arg)
-{
-	sim *s = arg;
-
-	(void) e;
-	(void) epoch;
-	s->elected++;
-	s->leader = 1;
-}
-
-static void
-sim_revoked_cb(eb_election *e, const char *reason, void *arg)
-{
-	sim *s = arg;
-
-	(void) e;
-	s->revoked++;
-	s->leader = 0;
-	(void) snprintf(s->reason, sizeof(s->reason), "%s", reason);
-}
-
-static void
 sim_open(th_loop *t, int i)
 {
-	sim             *s = &nodes[i];
-	eb_registry_opts o;
-	eb_election_opts eo;
-	char             addr[32];
-
-	memset(s, 0, sizeof(*s));
-	(void) snprintf(s->id, sizeof(s->id), "n%d", i);
-	(void) snprintf(addr, sizeof(addr), "addr-%d", i);
-	assert_int_equal(
-	    fakezk_client_new(srv, SESS_MS, sim_event_cb, s, &s->zk), 0);
-	eb__registry_opts_init(&o);
-	o.root = ROOT;
-	o.node_id = s->id;
-	o.address = addr;
-	assert_int_equal(
-	    eb__registry_new(&t->loop, s->zk, &o, sim_reg_cb, s, &s->reg), 0);
-	eb_election_opts_init(&eo);
-	assert_int_equal(eb__election_new(&t->loop, s->zk, s->reg, &eo,
-	                     sim_elected_cb, sim_revoked_cb, s, &s->el),
-	    0);
-	eb__election_set_identity(s->el, s->id, addr);
-	assert_int_equal(eb_zk_start(s->zk), 0);
-	assert_int_equal(eb__registry_start(s->reg), 0);
-	assert_int_equal(eb__election_start(s->el), 0);
-	s->open = 1;
+	elsim_open(&nodes[i], &t->loop, srv, i, 1, SESS_MS, NULL);
 }
 
 static void
@@ -138,54 +49,19 @@ sims_alloc(int n)
 	nsims = n;
 }
 
-static void
-sim_el_closed_cb(eb_election *e, void *arg)
-{
-	(void) e;
-	((sim *) arg)->closed++;
-}
-
-static void
-sim_reg_closed_cb(eb_registry *r, void *arg)
-{
-	(void) r;
-	((sim *) arg)->closed++;
-}
-
-static void
-sim_zk_closed_cb(eb_zk *zk, void *arg)
-{
-	(void) zk;
-	((sim *) arg)->closed++;
-}
-
-static int
-sim_closed_pred(void *arg)
-{
-	return ((sim *) arg)->closed == 3;
-}
-
 /* Starts closing a node (its session closes: its ephemerals go). */
 static void
 sim_close_begin(int i)
 {
-	sim *s = &nodes[i];
-
-	if (!s->open) {
-		return;
-	}
-	s->open = 0;
-	eb_election_close(s->el, sim_el_closed_cb, s);
-	eb__registry_close(s->reg, sim_reg_closed_cb, s);
-	s->reg = NULL;
-	eb_zk_close(s->zk, sim_zk_closed_cb, s);
+	elsim_close_begin(&nodes[i]);
 }
 
 static void
 sim_close(th_loop *t, int i)
 {
 	sim_close_begin(i);
-	assert_int_equal(th_run_until(t, sim_closed_pred, &nodes[i], 5000), 0);
+	assert_int_equal(
+	    th_run_until(t, elsim_closed_pred, &nodes[i], 5000), 0);
 }
 
 static int

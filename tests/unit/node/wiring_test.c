@@ -289,9 +289,7 @@ static void
 module_defaults(eb_conf *m)
 {
 	memset(m, 0, sizeof(*m));
-	/* eb_cluster_opts_init is not in this tree: only the election part
-	 * has a module default (the rest are EB__CF_DEFAULT rows or zero). */
-	eb_election_opts_init(&m->cluster.election);
+	eb_cluster_opts_init(&m->cluster);
 	eb_link_opts_init(&m->link);
 	eb_bus_opts_init(&m->bus);
 	eb_bridge_opts_init(&m->bridge);

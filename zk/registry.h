@@ -7,7 +7,7 @@
  *       {"address","node_id","host","cluster_port","bridge_port",
  *        "admin_port","version","started_ms","eligible"}
  *
- * Registration is one eb_zk_multi creating both nodes (after ensuring the
+ * Registration is one eb__zk_multi creating both nodes (after ensuring the
  * parents), so two nodes racing for one address cannot both get in: the
  * loser's multi fails on the claim and creates nothing (rule 1). The loser
  * reads the claim and fails with EB_EDUPADDR naming the holder.
@@ -44,14 +44,14 @@
  * (eb__registry_session_event). Loop thread only. The zk is borrowed and
  * must outlive the registry; strings of opts are copied.
  */
-#ifndef EB_CLUSTER_REGISTRY_H
-#define EB_CLUSTER_REGISTRY_H
+#ifndef EB_ZK_REGISTRY_H
+#define EB_ZK_REGISTRY_H
 
 #include <stdint.h>
 
 #include <uv.h>
 
-#include "cluster/zk.h"
+#include "zk/zk.h"
 
 typedef struct eb_registry eb_registry; /* opaque */
 
@@ -114,7 +114,5 @@ const char *eb__registry_members_path(const eb_registry *r);
 const char *eb__registry_root(const eb_registry *r);
 /* After FAILED/EB_EDUPADDR: "node_id=<id> attempt=<uuid> session=0x<id>". */
 const char *eb__registry_holder(const eb_registry *r);
-/* How many registrations (multi commits) this registry has made. */
-unsigned eb__registry_generation(const eb_registry *r);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * ZooKeeper return codes -> EB_E* codes (cluster_int.h). The single boundary
+ * ZooKeeper return codes -> EB_E* codes (zk_int.h). The single boundary
  * where raw ZooKeeper codes are translated; ZSYSTEMERROR (-1) must never be
  * mistaken for -EPERM, so nothing passes through unchanged.
  */
@@ -9,7 +9,7 @@
 
 #include <ebnode/err.h>
 
-#include "cluster/cluster_int.h"
+#include "zk/zk_int.h"
 
 /* One row per ZooKeeper 3.8 code: the code, its name, our code. */
 #define EB_ZK_RC_MAP(XX)                                   \

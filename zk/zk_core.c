@@ -1,10 +1,10 @@
 /*
  * The backend-independent half of eb_zk (zk.h, zk_ops.h): argument and state
  * checks, dispatch to the ops table, session bookkeeping (state, session id,
- * negotiated timeout, the lease base) and eb_zk_ensure_path, which is built
- * on eb_zk_create and so works on every backend.
+ * negotiated timeout, the lease base) and eb__zk_ensure_path, which is built
+ * on eb__zk_create and so works on every backend.
  *
- * Invariants: zk->closing is set by eb_zk_close() and never cleared; after it
+ * Invariants: zk->closing is set by eb__zk_close() and never cleared; after it
  * every public operation returns EB_ECLOSED and no session event reaches the
  * owner. The backend frees nothing of the common part; eb__zk_closed() does.
  * Loop thread only.
@@ -14,14 +14,15 @@
 
 #include <ebnode/log.h>
 
-#include "cluster/zk.h"
-#include "cluster/zk_ops.h"
 #include "common/alloc.h"
+#include "common/assert.h"
+#include "zk/zk.h"
+#include "zk/zk_ops.h"
 
 #define ZK_DEFAULT_TIMEOUT_MS 10000u
 
 void
-eb_zk_opts_init(eb_zk_opts *opts)
+eb__zk_opts_init(eb_zk_opts *opts)
 {
 	memset(opts, 0, sizeof(*opts));
 	opts->connect = NULL;
@@ -50,6 +51,7 @@ eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
 	zk->session_id = 0;
 	zk->timeout_ms = timeout_ms != 0 ? timeout_ms : ZK_DEFAULT_TIMEOUT_MS;
 	zk->last_ok_send_ms = 0;
+	eb__vec_init(&zk->live, sizeof(eb__zk_live_slot));
 	*zkp = zk;
 	return 0;
 }
@@ -129,12 +131,14 @@ eb__zk_closed(eb_zk *zk)
 	if (cb != NULL) {
 		cb(zk, arg);
 	}
+	eb__vec_free(&zk->live);
 	free(zk);
 }
 
 int
-eb_zk_start(eb_zk *zk)
+eb__zk_start(eb_zk *zk)
 {
+	EB_ASSERT(!zk->closing); /* start after close */
 	if (zk->closing) {
 		return EB_ECLOSED;
 	}
@@ -146,14 +150,9 @@ eb_zk_start(eb_zk *zk)
 }
 
 void
-eb_zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg)
+eb__zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg)
 {
-	if (zk->closing) {
-		/* Programmer error (close is exactly once); ignore rather than
-		 * free twice. */
-		EB_LOG_ERR("zk", "close-twice: ignored");
-		return;
-	}
+	EB_ASSERT(!zk->closing); /* close is exactly once */
 	zk->closing = 1;
 	zk->state = EB_ZK_STATE_CLOSED;
 	zk->close_cb = cb;
@@ -162,37 +161,37 @@ eb_zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg)
 }
 
 eb_zk_state
-eb_zk_get_state(const eb_zk *zk)
+eb__zk_get_state(const eb_zk *zk)
 {
 	return zk->state;
 }
 
 int64_t
-eb_zk_session_id(const eb_zk *zk)
+eb__zk_session_id(const eb_zk *zk)
 {
 	return zk->session_id;
 }
 
 uint32_t
-eb_zk_session_timeout_ms(const eb_zk *zk)
+eb__zk_session_timeout_ms(const eb_zk *zk)
 {
 	return zk->timeout_ms;
 }
 
 uint64_t
-eb_zk_last_ok_send_ms(const eb_zk *zk)
+eb__zk_last_ok_send_ms(const eb_zk *zk)
 {
 	return zk->last_ok_send_ms;
 }
 
 uint64_t
-eb_zk_requests(const eb_zk *zk)
+eb__zk_requests(const eb_zk *zk)
 {
 	return zk->requests;
 }
 
 int
-eb_zk_status_transient(int status)
+eb__zk_status_transient(int status)
 {
 	return status == EB_EZKLOSS || status == EB_EZKOPTIMEOUT ||
 	       status == EB_EZKNOTHING || status == EB_EZKEXPIRED ||
@@ -227,7 +226,7 @@ zk_op_check(const eb_zk *zk, const char *path, int has_cb)
 }
 
 int
-eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
+eb__zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
     int flags, eb_zk_create_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
@@ -243,7 +242,7 @@ eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
 }
 
 int
-eb_zk_delete(
+eb__zk_delete(
     eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
@@ -254,8 +253,8 @@ eb_zk_delete(
 }
 
 int
-eb_zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_stat_cb cb, void *arg)
+eb__zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+    void *watch_arg, eb_zk_stat_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
@@ -265,7 +264,7 @@ eb_zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 int
-eb_zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
+eb__zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
     eb_zk_data_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
@@ -276,7 +275,7 @@ eb_zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 int
-eb_zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+eb__zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
     void *watch_arg, eb_zk_children_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
@@ -287,7 +286,7 @@ eb_zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
 }
 
 int
-eb_zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
+eb__zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
     int32_t version, eb_zk_stat_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
@@ -298,7 +297,7 @@ eb_zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
 }
 
 int
-eb_zk_multi(
+eb__zk_multi(
     eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg)
 {
 	size_t i;
@@ -321,7 +320,7 @@ eb_zk_multi(
 }
 
 /*
- * eb_zk_ensure_path: creates each missing ancestor top-down, one create at a
+ * eb__zk_ensure_path: creates each missing ancestor top-down, one create at a
  * time; EB_EZKNODEEXISTS for a level is success. Going top-down costs one
  * round trip per level even when most exist, but it needs no exists()
  * probing and is race-free against a concurrent creator.
@@ -397,7 +396,7 @@ ensure_next(eb_zk *zk, struct ensure_req *r)
 }
 
 int
-eb_zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
+eb__zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
 {
 	struct ensure_req *r;
 	size_t             n;
@@ -428,4 +427,64 @@ eb_zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
 		free(r);
 	}
 	return rv;
+}
+
+/* ---- live ids ---- */
+
+/* id = generation << 32 | (slot + 1); a slot's generation grows on every
+ * delete, so a stale id never finds the slot's next owner. */
+uint64_t
+eb__zk_live_add(eb_zk *zk, void *obj)
+{
+	eb__zk_live_slot *s;
+	size_t            i;
+
+	EB_ASSERT(obj != NULL);
+	if (zk->live_free != 0) {
+		i = zk->live_free - 1;
+		s = eb__vec_at(&zk->live, i);
+		zk->live_free = s->next_free;
+	} else {
+		i = zk->live.len;
+		s = eb__vec_push(&zk->live);
+		s->gen = 1;
+	}
+	s->obj = obj;
+	s->next_free = 0;
+	return ((uint64_t) s->gen << 32) | (uint64_t) (i + 1);
+}
+
+static eb__zk_live_slot *
+live_slot(const eb_zk *zk, uint64_t id)
+{
+	size_t            i = (size_t) (id & 0xffffffffu);
+	eb__zk_live_slot *s;
+
+	if (i == 0 || i > zk->live.len) {
+		return NULL;
+	}
+	s = eb__vec_at(&zk->live, i - 1);
+	return s->obj != NULL && s->gen == (uint32_t) (id >> 32) ? s : NULL;
+}
+
+void *
+eb__zk_live_get(const eb_zk *zk, uint64_t id)
+{
+	eb__zk_live_slot *s = live_slot(zk, id);
+
+	return s != NULL ? s->obj : NULL;
+}
+
+void
+eb__zk_live_del(eb_zk *zk, uint64_t id)
+{
+	eb__zk_live_slot *s = live_slot(zk, id);
+
+	if (s == NULL) {
+		return;
+	}
+	s->obj = NULL;
+	s->gen++;
+	s->next_free = zk->live_free;
+	zk->live_free = (uint32_t) (id & 0xffffffffu);
 }

@@ -7,18 +7,18 @@
  * non-zero return means no callback.
  *
  * Codes: statuses are 0 or EB_E* codes (err.h). Raw ZooKeeper codes never
- * leave cluster/ (eb__err_from_zk translates them).
+ * leave zk/ (eb__err_from_zk translates them).
  *
  * Session events reach only the owner's event callback; per-path watches get
  * only node events (the wrapper filters ZOO_SESSION_EVENT out of them).
  * Watches are one-shot (ZooKeeper 3.8 C client): re-arm from the completion.
  *
- * The implementation behind eb_zk is an ops table (cluster/zk_ops.h): the real
- * libzookeeper backend (cluster/zk.c) or the in-memory fake used by
+ * The implementation behind eb_zk is an ops table (zk/zk_ops.h): the real
+ * libzookeeper backend (zk/zk.c) or the in-memory fake used by
  * deterministic unit tests (tests/harness/fakezk.c).
  */
-#ifndef EB_CLUSTER_ZK_H
-#define EB_CLUSTER_ZK_H
+#ifndef EB_ZK_ZK_H
+#define EB_ZK_ZK_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -121,22 +121,22 @@ typedef struct eb_zk_op_result {
 typedef void (*eb_zk_multi_cb)(eb_zk *zk, int status,
     const eb_zk_op_result *results, size_t count, void *arg);
 
-void eb_zk_opts_init(eb_zk_opts *opts);
+void eb__zk_opts_init(eb_zk_opts *opts);
 
-/* Real backend. No I/O until eb_zk_start(). on_event gets session events. */
-int eb_zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
+/* Real backend. No I/O until eb__zk_start(). on_event gets session events. */
+int eb__zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
     void *arg, eb_zk **zkp);
-int eb_zk_start(eb_zk *zk);
+int eb__zk_start(eb_zk *zk);
 /* Exactly once, also after a failed start. Pending operations complete with
  * EB_ECANCELED; the session is closed without blocking the loop; cb runs on
  * a later tick, and zk is freed after it returns. */
-void eb_zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg);
+void eb__zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg);
 
-eb_zk_state eb_zk_get_state(const eb_zk *zk);
+eb_zk_state eb__zk_get_state(const eb_zk *zk);
 /* The current session id (0 before the first session). */
-int64_t eb_zk_session_id(const eb_zk *zk);
+int64_t eb__zk_session_id(const eb_zk *zk);
 /* The negotiated session timeout in ms (the requested one before). */
-uint32_t eb_zk_session_timeout_ms(const eb_zk *zk);
+uint32_t eb__zk_session_timeout_ms(const eb_zk *zk);
 /*
  * Monotonic ms (eb__mono_ms) at which the most recent request that then
  * completed successfully was sent; 0 when none yet in this session.
@@ -144,35 +144,65 @@ uint32_t eb_zk_session_timeout_ms(const eb_zk *zk);
  * quorum still answers reads; the election renews its lease with a
  * quorum-committed multi, docs/CLUSTER.md "The lease").
  */
-uint64_t eb_zk_last_ok_send_ms(const eb_zk *zk);
+uint64_t eb__zk_last_ok_send_ms(const eb_zk *zk);
 
 /* Requests dispatched to the server so far (every operation, each level of
- * eb_zk_ensure_path and each multi counting one): the
+ * eb__zk_ensure_path and each multi counting one): the
  * ebnode_zk_requests_total counter that shows a busy loop. */
-uint64_t eb_zk_requests(const eb_zk *zk);
+uint64_t eb__zk_requests(const eb_zk *zk);
 /* 1 when a completion's status says the session or connection is in
  * trouble (loss, timeout, expiry, closing, canceled) rather than anything
  * about the node: the next session event re-drives the caller. */
-int eb_zk_status_transient(int status);
+int eb__zk_status_transient(int status);
 
-int eb_zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
+int eb__zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
     int flags, eb_zk_create_cb cb, void *arg);
-int eb_zk_delete(
+int eb__zk_delete(
     eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg);
 /* watch may be NULL. EB_EZKNONODE status when absent (the watch is still
  * armed then, for creation). */
-int eb_zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+int eb__zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
     void *watch_arg, eb_zk_stat_cb cb, void *arg);
-int eb_zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+int eb__zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
     void *watch_arg, eb_zk_data_cb cb, void *arg);
-int eb_zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
+int eb__zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
     void *watch_arg, eb_zk_children_cb cb, void *arg);
-int eb_zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
+int eb__zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
     int32_t version, eb_zk_stat_cb cb, void *arg);
-int eb_zk_multi(
+int eb__zk_multi(
     eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg);
 /* Creates path and its missing parents as persistent nodes (existing ones
  * are fine). */
-int eb_zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg);
+int eb__zk_ensure_path(
+    eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg);
+
+/*
+ * Live ids of the objects that share this session (registry, child cache,
+ * election, cluster): a completion or watch carries the id instead of a
+ * pointer, because its owner may have been closed and freed before the
+ * session answers. The table is the session's own (a slot per object,
+ * generation-checked, O(1)); ids are never 0 and never reused while the
+ * session lives. Delete at the owner's close (the session must still be
+ * open or closing, never freed).
+ */
+uint64_t eb__zk_live_add(eb_zk *zk, void *obj);
+void    *eb__zk_live_get(const eb_zk *zk, uint64_t id); /* NULL when gone */
+void     eb__zk_live_del(eb_zk *zk, uint64_t id);
+
+/* The id travels as an opaque callback argument (ZooKeeper and libuv take a
+ * void *), and eb__zk_live_id() turns it back; it is never dereferenced, so
+ * the pointer's lack of provenance costs nothing. */
+static inline void *
+eb__zk_live_arg(uint64_t id)
+{
+	/* NOLINTNEXTLINE(performance-no-int-to-ptr): a token, not an address */
+	return (void *) (uintptr_t) id;
+}
+
+static inline uint64_t
+eb__zk_live_id(void *arg)
+{
+	return (uint64_t) (uintptr_t) arg;
+}
 
 #endif

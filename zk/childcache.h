@@ -28,16 +28,16 @@
  * outlive the cache. Members passed to the callback and returned by the
  * accessors are borrowed until the next loop turn that changes the cache.
  */
-#ifndef EB_CLUSTER_CHILDCACHE_H
-#define EB_CLUSTER_CHILDCACHE_H
+#ifndef EB_ZK_CHILDCACHE_H
+#define EB_ZK_CHILDCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
 
-#include "cluster/member.h"
-#include "cluster/zk.h"
+#include "zk/member.h"
+#include "zk/zk.h"
 
 typedef struct eb_childcache eb_childcache; /* opaque */
 
@@ -65,7 +65,6 @@ void eb__childcache_close(
 /* Loaded members, in sequence order. */
 size_t           eb__childcache_count(const eb_childcache *c);
 const eb_member *eb__childcache_at(const eb_childcache *c, size_t i);
-const eb_member *eb__childcache_find(const eb_childcache *c, const char *name);
 /* Children currently ignored (not valid members); the
  * ebnode_members_invalid gauge. */
 size_t eb__childcache_ignored(const eb_childcache *c);

@@ -1,13 +1,13 @@
 /*
  * Requests, completions and watches of the real eb_zk backend (see
- * cluster/zk.c for the design and cluster/zk_real.h for the structures).
+ * zk/zk.c for the design and zk/zk_real.h for the structures).
  *
  * Each request is linked into its session's conn->reqs from the moment it is
  * handed to the library until its completion has been delivered on the loop
  * (then it is freed), or until the session is retired (then the owner hears
  * the retire status once and the request is freed after zookeeper_close()).
  * A completion therefore runs the owner's callback only when the request is
- * neither delivered nor retired and eb_zk_close() has not been called; after
+ * neither delivered nor retired and eb__zk_close() has not been called; after
  * close the close step cancels it (EB_ECANCELED, exactly once).
  * Loop thread only, except as described in zk_real.h.
  */
@@ -17,12 +17,12 @@
 
 #include <zookeeper/zookeeper.h>
 
-#include "cluster/cluster_int.h"
-#include "cluster/zk_ops.h"
-#include "cluster/zk_real.h"
 #include "common/alloc.h"
 #include "common/list.h"
 #include "common/util.h"
+#include "zk/zk_int.h"
+#include "zk/zk_ops.h"
+#include "zk/zk_real.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -111,7 +111,7 @@ eb__zkr_req_free(struct zk_req *q)
 
 /*
  * A completion for q has arrived on the loop: 1 when the owner's callback
- * should run now. After eb_zk_close() the request stays pending and the
+ * should run now. After eb__zk_close() the request stays pending and the
  * close step fails it with EB_ECANCELED (exactly once).
  */
 static int

@@ -1,5 +1,5 @@
 /*
- * Membership (cluster/registry.c) against the in-memory ZooKeeper: the one
+ * Membership (zk/registry.c) against the in-memory ZooKeeper: the one
  * multi, duplicate addresses, ambiguous creates (rule 2), the stale claim of
  * a previous process, expiry (rule 7), leave (rule 8) and rejoin.
  */
@@ -9,10 +9,10 @@
 
 #include <jansson.h>
 
-#include "cluster/member.h"
-#include "cluster/registry.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
+#include "zk/member.h"
+#include "zk/registry.h"
 
 #define ROOT    "/ebnode/t"
 #define MEMBERS ROOT "/members"
@@ -87,7 +87,7 @@ rn_open(th_loop *t, rnode *n, const char *node_id, const char *address,
 	o.dup_wait_ms = dup_wait_ms;
 	assert_int_equal(
 	    eb__registry_new(&t->loop, n->zk, &o, rn_reg_cb, n, &n->reg), 0);
-	assert_int_equal(eb_zk_start(n->zk), 0);
+	assert_int_equal(eb__zk_start(n->zk), 0);
 	assert_int_equal(eb__registry_start(n->reg), 0);
 }
 
@@ -109,7 +109,7 @@ static void
 rn_close(rnode *n)
 {
 	eb__registry_close(n->reg, rn_reg_closed_cb, n);
-	eb_zk_close(n->zk, rn_zk_closed_cb, n);
+	eb__zk_close(n->zk, rn_zk_closed_cb, n);
 	n->reg = NULL;
 }
 
@@ -401,7 +401,7 @@ test_leave(void **state)
 	/* Deleted by the multi, while the session is still open. */
 	assert_int_equal(fakezk_child_count(srv, MEMBERS), 0);
 	assert_false(fakezk_exists(srv, CLAIM));
-	assert_int_equal(eb_zk_get_state(n.zk), EB_ZK_STATE_CONNECTED);
+	assert_int_equal(eb__zk_get_state(n.zk), EB_ZK_STATE_CONNECTED);
 	close_all(t, &n, 1);
 }
 

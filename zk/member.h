@@ -16,8 +16,8 @@
  *
  * Loop thread only (the live-id table is process-global).
  */
-#ifndef EB_CLUSTER_MEMBER_H
-#define EB_CLUSTER_MEMBER_H
+#ifndef EB_ZK_MEMBER_H
+#define EB_ZK_MEMBER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -82,33 +82,10 @@ const char *eb__member_invalid_reason(const eb_member *m);
  */
 const char *eb__member_load(eb_member *m, const char *name, const char *data,
     size_t len, int64_t czxid, int64_t owner, int32_t version);
-/* A deep copy of m into out. */
-void eb__member_copy(eb_member *out, const eb_member *m);
 
 /* Percent-encodes an address for use as one znode name component
  * (RFC 3986 unreserved characters pass through). Returns a malloc'd
  * string. */
 char *eb__member_encode_address(const char *address);
-
-/* Live ids: never 0. */
-uint64_t eb__live_add(void *obj);
-void    *eb__live_get(uint64_t id); /* NULL when gone */
-void     eb__live_del(uint64_t id);
-
-/* The id travels as an opaque callback argument (ZooKeeper and libuv take a
- * void *), and eb__live_id() turns it back; it is never dereferenced, so
- * the pointer's lack of provenance costs nothing. */
-static inline void *
-eb__live_arg(uint64_t id)
-{
-	/* NOLINTNEXTLINE(performance-no-int-to-ptr): a token, not an address */
-	return (void *) (uintptr_t) id;
-}
-
-static inline uint64_t
-eb__live_id(void *arg)
-{
-	return (uint64_t) (uintptr_t) arg;
-}
 
 #endif

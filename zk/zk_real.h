@@ -1,7 +1,7 @@
 /*
- * Internals of the real eb_zk backend (cluster/zk.c: session, driving,
- * lifecycle; cluster/zk_req.c: requests, completions, watches). Not for any
- * other file. See cluster/zk.c for the design; loop thread only, except that
+ * Internals of the real eb_zk backend (zk/zk.c: session, driving,
+ * lifecycle; zk/zk_req.c: requests, completions, watches). Not for any
+ * other file. See zk/zk.c for the design; loop thread only, except that
  * completion and watcher functions may run in the close worker for a retired
  * conn and then must return without touching anything but that flag.
  *
@@ -9,8 +9,8 @@
  * zk_conn owns its zhandle_t, its requests (conn->reqs) and watches
  * (conn->watches) until retire_after_cb frees them on the loop.
  */
-#ifndef EB_CLUSTER_ZK_REAL_H
-#define EB_CLUSTER_ZK_REAL_H
+#ifndef EB_ZK_ZK_REAL_H
+#define EB_ZK_ZK_REAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,9 +18,9 @@
 #include <uv.h>
 #include <zookeeper/zookeeper.h>
 
-#include "cluster/zk.h"
 #include "common/defer.h"
 #include "common/list.h"
+#include "zk/zk.h"
 
 enum zk_dead { ZK_ALIVE = 0, ZK_DEAD_EXPIRED = 1, ZK_DEAD_AUTH = 2 };
 

@@ -1,8 +1,8 @@
 /*
- * The backend seam behind eb_zk (STYLE B9): cluster/ code and its owners call
+ * The backend seam behind eb_zk (STYLE B9): zk/ code and its owners call
  * only the eb_zk_* functions of zk.h; those check the common state and
  * dispatch to an ops table. Two backends exist:
- *   - the real one over libzookeeper_st driven from the loop (cluster/zk.c);
+ *   - the real one over libzookeeper_st driven from the loop (zk/zk.c);
  *   - an in-memory fake for deterministic unit tests (tests/harness/fakezk.c).
  *
  * Contract for a backend:
@@ -18,10 +18,11 @@
  *   - last_ok_send_ms is updated by the backend (eb__zk_note_ok()).
  * Loop thread only.
  */
-#ifndef EB_CLUSTER_ZK_OPS_H
-#define EB_CLUSTER_ZK_OPS_H
+#ifndef EB_ZK_ZK_OPS_H
+#define EB_ZK_ZK_OPS_H
 
-#include "cluster/zk.h"
+#include "common/vec.h"
+#include "zk/zk.h"
 
 typedef struct eb__zk_ops {
 	int (*start)(eb_zk *zk);
@@ -42,6 +43,13 @@ typedef struct eb__zk_ops {
 	    eb_zk_multi_cb cb, void *arg);
 } eb__zk_ops;
 
+/* One slot of the live-id table (eb__zk_live_add). */
+typedef struct eb__zk_live_slot {
+	void    *obj;       /* NULL: free */
+	uint32_t gen;       /* bumped on every delete */
+	uint32_t next_free; /* free list: next free slot + 1; 0: end */
+} eb__zk_live_slot;
+
 struct eb_zk {
 	uv_loop_t        *loop; /* borrowed */
 	const eb__zk_ops *ops;  /* borrowed (static table) */
@@ -57,9 +65,11 @@ struct eb_zk {
 	int               closing;
 	eb_zk_close_cb    close_cb;
 	void             *close_arg;
+	eb__vec           live;      /* of eb__zk_live_slot (eb__zk_live_add) */
+	uint32_t          live_free; /* first free slot + 1; 0: none */
 };
 
-/* Allocates the common part around a backend; used by eb_zk_new() and by
+/* Allocates the common part around a backend; used by eb__zk_new() and by
  * the fake. impl is handed over to the backend's close(). */
 int eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
     uint32_t timeout_ms, eb_zk_event_cb on_event, void *arg, eb_zk **zkp);

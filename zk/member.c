@@ -1,5 +1,5 @@
-/* Member names and data, address encoding and live ids; see member.h. */
-#include "cluster/member.h"
+/* Member names and data, and address encoding; see member.h. */
+#include "zk/member.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,6 @@
 #include <ebnode/err.h>
 
 #include "common/alloc.h"
-#include "common/list.h"
 
 int
 eb__member_parse_name(const char *name, int64_t *seq, char *uuid)
@@ -175,20 +174,6 @@ eb__member_free(eb_member *m)
 	memset(m, 0, sizeof(*m));
 }
 
-void
-eb__member_copy(eb_member *out, const eb_member *m)
-{
-	*out = *m;
-	out->name = eb__strdup(m->name);
-	out->node_id = eb__strdup(m->node_id);
-	out->address = eb__strdup(m->address);
-	out->host = eb__strdup(m->host);
-	out->version_str = eb__strdup(m->version_str);
-	if (m->data != NULL) {
-		out->data = json_incref(m->data);
-	}
-}
-
 char *
 eb__member_encode_address(const char *address)
 {
@@ -213,59 +198,4 @@ eb__member_encode_address(const char *address)
 	}
 	out[o] = '\0';
 	return out;
-}
-
-/* ---- live ids ---- */
-
-typedef struct live_ent {
-	eb_list  link;
-	uint64_t id;
-	void    *obj; /* borrowed */
-} live_ent;
-
-static eb_list  live_list = { &live_list, &live_list };
-static uint64_t live_next = 1;
-
-uint64_t
-eb__live_add(void *obj)
-{
-	live_ent *e = eb__calloc(1, sizeof(*e));
-
-	e->id = live_next++;
-	e->obj = obj;
-	eb_list_insert_head(&live_list, &e->link);
-	return e->id;
-}
-
-void *
-eb__live_get(uint64_t id)
-{
-	eb_list *it;
-	eb_list *tmp;
-
-	EB_LIST_FOREACH (it, tmp, &live_list) {
-		live_ent *e = EB_CONTAINER_OF(it, live_ent, link);
-
-		if (e->id == id) {
-			return e->obj;
-		}
-	}
-	return NULL;
-}
-
-void
-eb__live_del(uint64_t id)
-{
-	eb_list *it;
-	eb_list *tmp;
-
-	EB_LIST_FOREACH (it, tmp, &live_list) {
-		live_ent *e = EB_CONTAINER_OF(it, live_ent, link);
-
-		if (e->id == id) {
-			eb_list_remove(it);
-			free(e);
-			return;
-		}
-	}
 }

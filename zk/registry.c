@@ -16,7 +16,7 @@
  * before a session change (generation bump) or after close finds nothing
  * and is dropped.
  */
-#include "cluster/registry.h"
+#include "zk/registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +26,10 @@
 
 #include <ebnode/log.h>
 
-#include "cluster/member.h"
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/util.h"
+#include "zk/member.h"
 
 #define REG_MAX_RETRIES   8
 #define REG_DUP_MARGIN_MS 1000u
@@ -90,11 +91,11 @@ struct eb_registry {
 	int64_t  member_czxid;
 	uint64_t stale_deadline; /* mono ms; 0: not waiting */
 	char     holder[192];
-	unsigned generation;
 	uint64_t started_ms;
 };
 
 typedef struct reg_req {
+	eb_zk   *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 } reg_req;
@@ -119,6 +120,7 @@ req_new(eb_registry *r)
 {
 	reg_req *q = eb__malloc(sizeof(*q));
 
+	q->zk = r->zk;
 	q->id = r->id;
 	q->gen = r->gen;
 	return q;
@@ -129,7 +131,7 @@ static eb_registry *
 req_take(void *arg)
 {
 	reg_req     *q = arg;
-	eb_registry *r = eb__live_get(q->id);
+	eb_registry *r = eb__zk_live_get(q->zk, q->id);
 
 	if (r != NULL && (r->closing || r->gen != q->gen)) {
 		r = NULL;
@@ -248,7 +250,7 @@ static void
 on_loss(eb_registry *r, reg_state resume)
 {
 	r->state = resume;
-	if (eb_zk_get_state(r->zk) == EB_ZK_STATE_CONNECTED) {
+	if (eb__zk_get_state(r->zk) == EB_ZK_STATE_CONNECTED) {
 		eb__registry_session_event(r, EB_ZK_EV_RECONNECTED);
 	}
 }
@@ -261,13 +263,12 @@ registered(eb_registry *r)
 	r->state = R_REGISTERED;
 	r->retries = 0;
 	r->reregistering = 0;
-	r->generation++;
 	EB_LOG_NOTICE("registry",
 	    "registered: member=%s seq=%lld czxid=%lld session=0x%llx "
 	    "address=%s",
 	    r->member_name, (long long) r->member_seq,
 	    (long long) r->member_czxid,
-	    (unsigned long long) eb_zk_session_id(r->zk), r->address);
+	    (unsigned long long) eb__zk_session_id(r->zk), r->address);
 	emit(r, EB_REGISTRY_REGISTERED, 0);
 }
 
@@ -304,7 +305,7 @@ member_lost(eb_registry *r, int overwritten)
 static void
 member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 {
-	eb_registry *r = eb__live_get(eb__live_id(arg));
+	eb_registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	/* Only the current member of a settled registration: our own rejoin
@@ -345,7 +346,7 @@ stat_cb(eb_zk *zk, int status, const char *data, size_t len,
 	if (r == NULL) {
 		return;
 	}
-	if (status == 0 && st->ephemeral_owner == eb_zk_session_id(r->zk)) {
+	if (status == 0 && st->ephemeral_owner == eb__zk_session_id(r->zk)) {
 		if (!member_data_ours(r, data, len)) {
 			/* Overwritten before our watch was armed. */
 			member_lost(r, 1);
@@ -397,8 +398,8 @@ do_stat(eb_registry *r)
 	int      rv;
 
 	r->state = R_STAT;
-	rv = eb_zk_get(r->zk, r->member_path, member_watch_cb,
-	    eb__live_arg(r->id), stat_cb, q);
+	rv = eb__zk_get(r->zk, r->member_path, member_watch_cb,
+	    eb__zk_live_arg(r->id), stat_cb, q);
 	if (rv != 0) {
 		free(q);
 		retry_later(r, rv);
@@ -443,13 +444,42 @@ reg_create(eb_registry *r)
 	ops[1].flags = EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL;
 	r->state = R_CREATING;
 	q = req_new(r);
-	rv = eb_zk_multi(r->zk, ops, 2, create_cb, q);
+	rv = eb__zk_multi(r->zk, ops, 2, create_cb, q);
 	free(member);
 	free(claim);
 	if (rv != 0) {
 		free(q);
 		retry_later(r, rv);
 	}
+}
+
+/*
+ * The common part of the create and the rejoin completions, which differ
+ * only in data (the number of ops, the log word, the ambiguous-rejoin mark):
+ * the member was made, the outcome is ambiguous (the multi may have been
+ * applied: resolve, never retry blindly, rule 2), or the session is gone.
+ * 1 when handled.
+ */
+static int
+member_multi_done(eb_registry *r, int status, const eb_zk_op_result *res,
+    size_t count, size_t nops, int rejoin)
+{
+	if (status == 0 && count == nops && res[1].path != NULL) {
+		set_member(r, res[1].path);
+		do_stat(r);
+		return 1;
+	}
+	if (is_loss(status)) {
+		EB_LOG_WARN("registry", "ambiguous-%s: attempt=%s err=%s",
+		    rejoin ? "rejoin" : "create", r->attempt,
+		    eb_err_name(status));
+		if (rejoin) {
+			r->ambiguous_rejoin = 1;
+		}
+		on_loss(r, R_AMBIGUOUS);
+		return 1;
+	}
+	return is_session_gone(status);
 }
 
 static void
@@ -459,23 +489,7 @@ create_cb(
 	eb_registry *r = req_take(arg);
 
 	(void) zk;
-	if (r == NULL) {
-		return;
-	}
-	if (status == 0 && count == 2 && res[1].path != NULL) {
-		set_member(r, res[1].path);
-		do_stat(r);
-		return;
-	}
-	if (is_loss(status)) {
-		/* The multi may have been applied: resolve, never retry
-		 * blindly (rule 2). */
-		EB_LOG_WARN("registry", "ambiguous-create: attempt=%s err=%s",
-		    r->attempt, eb_err_name(status));
-		on_loss(r, R_AMBIGUOUS);
-		return;
-	}
-	if (is_session_gone(status)) {
+	if (r == NULL || member_multi_done(r, status, res, count, 2, 0)) {
 		return;
 	}
 	if (status == EB_EZKNODEEXISTS && count >= 1 &&
@@ -506,7 +520,7 @@ claim_read(eb_registry *r)
 	if (r->state != R_RESOLVE) {
 		r->state = R_CLAIM;
 	}
-	rv = eb_zk_get(r->zk, r->claim_path, NULL, NULL, claim_data_cb, q);
+	rv = eb__zk_get(r->zk, r->claim_path, NULL, NULL, claim_data_cb, q);
 	if (rv != 0) {
 		free(q);
 		retry_later(r, rv);
@@ -541,7 +555,7 @@ claim_decide(
 	    "node_id=%s attempt=%s session=0x%llx",
 	    eb_log_quote(qn, sizeof(qn), node_id),
 	    eb_log_quote(qa, sizeof(qa), attempt), (unsigned long long) owner);
-	if (owner == eb_zk_session_id(r->zk)) {
+	if (owner == eb__zk_session_id(r->zk)) {
 		/* Ours in this session: a multi that was applied although
 		 * we saw a loss. Adopt whatever attempt it carries. */
 		adopt(r, attempt);
@@ -598,7 +612,7 @@ claim_data_cb(eb_zk *zk, int status, const char *data, size_t len,
 static void
 stale_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 {
-	eb_registry *r = eb__live_get(eb__live_id(arg));
+	eb_registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	(void) path;
@@ -648,8 +662,8 @@ stale_wait(eb_registry *r)
 	r->state = R_STALE;
 	(void) uv_timer_start(&r->timer, retry_cb, r->stale_deadline - now, 0);
 	q = req_new(r);
-	rv = eb_zk_exists(r->zk, r->claim_path, stale_watch_cb,
-	    eb__live_arg(r->id), stale_exists_cb, q);
+	rv = eb__zk_exists(r->zk, r->claim_path, stale_watch_cb,
+	    eb__zk_live_arg(r->id), stale_exists_cb, q);
 	if (rv != 0) {
 		free(q);
 		retry_later(r, rv);
@@ -734,7 +748,7 @@ adopt_children_cb(
 	 * register again rather than keep a half registration. */
 	EB_LOG_WARN("registry", "orphan-claim: attempt=%s", attempt);
 	q = req_new(r);
-	if (eb_zk_delete(r->zk, r->claim_path, -1, claim_deleted_cb, q) != 0) {
+	if (eb__zk_delete(r->zk, r->claim_path, -1, claim_deleted_cb, q) != 0) {
 		free(q);
 		retry_later(r, EB_EZKRUNTIME);
 	}
@@ -746,11 +760,12 @@ adopt(eb_registry *r, const char *attempt)
 	adopt_req *a = eb__calloc(1, sizeof(*a));
 	int        rv;
 
+	a->q.zk = r->zk;
 	a->q.id = r->id;
 	a->q.gen = r->gen;
 	(void) snprintf(a->attempt, sizeof(a->attempt), "%s", attempt);
 	r->state = R_ADOPT;
-	rv = eb_zk_get_children(
+	rv = eb__zk_get_children(
 	    r->zk, r->members_path, NULL, NULL, adopt_children_cb, a);
 	if (rv != 0) {
 		free(a);
@@ -787,7 +802,7 @@ ensure_cb(eb_zk *zk, int status, void *arg)
 		    (int) (slash - r->claim_path), r->claim_path);
 		r->state = R_CREATING; /* marks "second ensure" */
 		q = req_new(r);
-		if (eb_zk_ensure_path(r->zk, path, ensure_cb, q) != 0) {
+		if (eb__zk_ensure_path(r->zk, path, ensure_cb, q) != 0) {
 			free(q);
 			retry_later(r, EB_EZKINVALIDSTATE);
 		}
@@ -806,7 +821,7 @@ reg_begin(eb_registry *r)
 	    r->state == R_LEAVING) {
 		return;
 	}
-	if (eb_zk_get_state(r->zk) != EB_ZK_STATE_CONNECTED) {
+	if (eb__zk_get_state(r->zk) != EB_ZK_STATE_CONNECTED) {
 		r->state = R_IDLE; /* the next CONNECTED/RECONNECTED resumes */
 		return;
 	}
@@ -814,7 +829,7 @@ reg_begin(eb_registry *r)
 	clear_member(r);
 	r->state = R_ENSURE;
 	q = req_new(r);
-	rv = eb_zk_ensure_path(r->zk, r->members_path, ensure_cb, q);
+	rv = eb__zk_ensure_path(r->zk, r->members_path, ensure_cb, q);
 	if (rv != 0) {
 		free(q);
 		retry_later(r, rv);
@@ -900,7 +915,7 @@ reclaim_create(eb_registry *r, int32_t claim_version)
 	ops[1].len = strlen(member);
 	ops[1].flags = EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL;
 	q = req_new(r);
-	rv = eb_zk_multi(r->zk, ops, 2, reclaim_multi_cb, q);
+	rv = eb__zk_multi(r->zk, ops, 2, reclaim_multi_cb, q);
 	free(member);
 	free(claim);
 	if (rv != 0) {
@@ -918,7 +933,7 @@ reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	if (r == NULL) {
 		return;
 	}
-	if (status == 0 && st->ephemeral_owner == eb_zk_session_id(r->zk)) {
+	if (status == 0 && st->ephemeral_owner == eb__zk_session_id(r->zk)) {
 		reclaim_create(r, st->version); /* keep our claim */
 	} else if (status == 0) {
 		/* Taken by another session: the claim path decides (our
@@ -939,7 +954,7 @@ reclaim_check_claim(eb_registry *r)
 {
 	reg_req *q = req_new(r);
 
-	if (eb_zk_exists(
+	if (eb__zk_exists(
 	        r->zk, r->claim_path, NULL, NULL, reclaim_claim_cb, q) != 0) {
 		free(q);
 		retry_later(r, EB_EZKINVALIDSTATE);
@@ -971,7 +986,7 @@ reclaim(eb_registry *r)
 {
 	reg_req *q;
 
-	if (eb_zk_get_state(r->zk) != EB_ZK_STATE_CONNECTED) {
+	if (eb__zk_get_state(r->zk) != EB_ZK_STATE_CONNECTED) {
 		r->state = R_IDLE; /* the reconnect registers again */
 		return;
 	}
@@ -981,7 +996,7 @@ reclaim(eb_registry *r)
 		return;
 	}
 	q = req_new(r);
-	if (eb_zk_delete(r->zk, r->dead_member, -1, dead_deleted_cb, q) != 0) {
+	if (eb__zk_delete(r->zk, r->dead_member, -1, dead_deleted_cb, q) != 0) {
 		free(q);
 		retry_later(r, EB_EZKINVALIDSTATE);
 	}
@@ -996,22 +1011,7 @@ rejoin_cb(
 	eb_registry *r = req_take(arg);
 
 	(void) zk;
-	if (r == NULL) {
-		return;
-	}
-	if (status == 0 && count == 3 && res[1].path != NULL) {
-		set_member(r, res[1].path);
-		do_stat(r);
-		return;
-	}
-	if (is_loss(status)) {
-		EB_LOG_WARN("registry", "ambiguous-rejoin: attempt=%s err=%s",
-		    r->attempt, eb_err_name(status));
-		r->ambiguous_rejoin = 1;
-		on_loss(r, R_AMBIGUOUS);
-		return;
-	}
-	if (is_session_gone(status)) {
+	if (r == NULL || member_multi_done(r, status, res, count, 3, 1)) {
 		return;
 	}
 	/* Nothing applied: our old member may be gone; register again. */
@@ -1056,7 +1056,7 @@ eb__registry_rejoin(eb_registry *r)
 	ops[2].len = strlen(claim);
 	ops[2].version = -1;
 	q = req_new(r);
-	rv = eb_zk_multi(r->zk, ops, 3, rejoin_cb, q);
+	rv = eb__zk_multi(r->zk, ops, 3, rejoin_cb, q);
 	free(member);
 	free(claim);
 	if (rv != 0) {
@@ -1118,7 +1118,7 @@ eb__registry_leave(eb_registry *r)
 	r->gen++; /* whatever is in flight no longer counts */
 	(void) uv_timer_stop(&r->timer);
 	if (r->state != R_REGISTERED ||
-	    eb_zk_get_state(r->zk) != EB_ZK_STATE_CONNECTED) {
+	    eb__zk_get_state(r->zk) != EB_ZK_STATE_CONNECTED) {
 		/* Nothing (certain) to delete: closing the session removes
 		 * any ephemeral we may have. */
 		r->state = R_LEAVING;
@@ -1133,7 +1133,7 @@ eb__registry_leave(eb_registry *r)
 	ops[1].path = r->claim_path;
 	ops[1].version = -1;
 	q = req_new(r);
-	rv = eb_zk_multi(r->zk, ops, 2, leave_cb, q);
+	rv = eb__zk_multi(r->zk, ops, 2, leave_cb, q);
 	if (rv != 0) {
 		free(q);
 		return rv;
@@ -1250,9 +1250,10 @@ eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb_registry_opts *opts,
 	r->bridge_port = opts->bridge_port;
 	r->admin_port = opts->admin_port;
 	r->eligible = opts->eligible;
-	r->dup_wait_ms = opts->dup_wait_ms != 0
-	                     ? opts->dup_wait_ms
-	                     : eb_zk_session_timeout_ms(zk) + REG_DUP_MARGIN_MS;
+	r->dup_wait_ms =
+	    opts->dup_wait_ms != 0
+	        ? opts->dup_wait_ms
+	        : eb__zk_session_timeout_ms(zk) + REG_DUP_MARGIN_MS;
 	r->started_ms = eb__wall_ms();
 	(void) snprintf(path, sizeof(path), "%s/members", r->root);
 	r->members_path = eb__strdup(path);
@@ -1274,7 +1275,7 @@ eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb_registry_opts *opts,
 		return rv;
 	}
 	r->timer.data = r;
-	r->id = eb__live_add(r);
+	r->id = r->zk != NULL ? eb__zk_live_add(r->zk, r) : 0;
 	*rp = r;
 	return 0;
 }
@@ -1282,6 +1283,7 @@ eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb_registry_opts *opts,
 int
 eb__registry_start(eb_registry *r)
 {
+	EB_ASSERT(!r->closing); /* start after close */
 	if (r->closing) {
 		return EB_ECLOSED;
 	}
@@ -1316,10 +1318,13 @@ registry_closed_cb(uv_handle_t *h)
 void
 eb__registry_close(eb_registry *r, eb_registry_close_cb cb, void *arg)
 {
+	EB_ASSERT(!r->closing); /* close is exactly once */
 	r->closing = 1;
 	r->close_cb = cb;
 	r->close_arg = arg;
-	eb__live_del(r->id);
+	if (r->zk != NULL) {
+		eb__zk_live_del(r->zk, r->id);
+	}
 	uv_close((uv_handle_t *) &r->timer, registry_closed_cb);
 }
 
@@ -1376,10 +1381,4 @@ const char *
 eb__registry_holder(const eb_registry *r)
 {
 	return r->holder;
-}
-
-unsigned
-eb__registry_generation(const eb_registry *r)
-{
-	return r->generation;
 }

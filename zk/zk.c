@@ -5,7 +5,7 @@
  * zookeeper_interest's timeout, a uv_timer for local session loss, a deferred
  * call queue, and at most one uv_poll on the client's socket). One zk_conn per
  * zhandle_t (one session) owns the requests and watches issued on it. A
- * session that ends (expiry, auth failure, eb_zk_close) is "retired": the
+ * session that ends (expiry, auth failure, eb__zk_close) is "retired": the
  * loop stops touching its handle, fails what is still pending, and hands
  * zookeeper_close() to the libuv threadpool, because on a live connection it
  * flushes a close request and can block for seconds (DESIGN.md). The
@@ -31,13 +31,13 @@
  * learn so after reaching a server again.
  *
  * This file holds the session, the driving and the lifecycle; requests,
- * completions and watches are in cluster/zk_req.c, the shared structures in
- * cluster/zk_real.h.
+ * completions and watches are in zk/zk_req.c, the shared structures in
+ * zk/zk_real.h.
  *
  * Loop thread only, except the completion/watcher functions, which may run in
  * the close worker for a retired conn and then return at once.
  */
-#include "cluster/zk.h"
+#include "zk/zk.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -50,13 +50,13 @@
 
 #include <ebnode/log.h>
 
-#include "cluster/cluster_int.h"
-#include "cluster/zk_ops.h"
-#include "cluster/zk_real.h"
 #include "common/alloc.h"
 #include "common/defer.h"
 #include "common/list.h"
 #include "common/util.h"
+#include "zk/zk_int.h"
+#include "zk/zk_ops.h"
+#include "zk/zk_real.h"
 
 /* Re-resolve host names at most this often. */
 #define ZK_RESOLVE_DELAY_MS 30000
@@ -656,7 +656,7 @@ real_opts_check(const eb_zk_opts *opts)
 }
 
 int
-eb_zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
+eb__zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
     void *arg, eb_zk **zkp)
 {
 	struct zk_real *r;

@@ -18,7 +18,7 @@
  * name}; the generation changes on every new session and reconnect, so
  * late completions of an old connection are dropped.
  */
-#include "cluster/childcache.h"
+#include "zk/childcache.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +28,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/hmap.h"
 #include "common/list.h"
 
@@ -72,6 +73,7 @@ struct eb_childcache {
 };
 
 typedef struct cc_req {
+	eb_zk   *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 	char     name[64];
@@ -84,6 +86,7 @@ req_new(eb_childcache *c, const char *name)
 {
 	cc_req *q = eb__calloc(1, sizeof(*q));
 
+	q->zk = c->zk;
 	q->id = c->id;
 	q->gen = c->gen;
 	if (name != NULL) {
@@ -95,7 +98,7 @@ req_new(eb_childcache *c, const char *name)
 static eb_childcache *
 req_cache(const cc_req *q)
 {
-	eb_childcache *c = eb__live_get(q->id);
+	eb_childcache *c = eb__zk_live_get(q->zk, q->id);
 
 	if (c == NULL || c->closing || c->gen != q->gen) {
 		return NULL;
@@ -240,7 +243,7 @@ static void cc_get(eb_childcache *c, cc_ent *e);
 static void
 data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 {
-	eb_childcache *c = eb__live_get(eb__live_id(arg));
+	eb_childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 	const char    *name;
 	cc_ent        *e;
 
@@ -336,7 +339,7 @@ unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 		e->getting = 0;
 		if (status == EB_EZKNONODE) {
 			ent_remove(c, e);
-		} else if (eb_zk_status_transient(status)) {
+		} else if (eb__zk_status_transient(status)) {
 			e->refetch = 1;
 		}
 	}
@@ -352,7 +355,7 @@ cc_watch_unreadable(eb_childcache *c, cc_ent *e)
 	cc_req *q = req_new(c, e->name);
 
 	(void) snprintf(path, sizeof(path), "%s/%s", c->path, e->name);
-	if (eb_zk_exists(c->zk, path, data_watch_cb, eb__live_arg(c->id),
+	if (eb__zk_exists(c->zk, path, data_watch_cb, eb__zk_live_arg(c->id),
 	        unreadable_exists_cb, q) != 0) {
 		free(q);
 		return;
@@ -389,7 +392,7 @@ get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
 		ent_remove(c, e);
 		return;
 	}
-	if (eb_zk_status_transient(status)) {
+	if (eb__zk_status_transient(status)) {
 		e->refetch = 1; /* the reconnect re-lists and re-gets */
 		return;
 	}
@@ -440,8 +443,8 @@ cc_get(eb_childcache *c, cc_ent *e)
 	}
 	q = req_new(c, e->name);
 	(void) snprintf(path, sizeof(path), "%s/%s", c->path, e->name);
-	if (eb_zk_get(c->zk, path, data_watch_cb, eb__live_arg(c->id), get_cb,
-	        q) != 0) {
+	if (eb__zk_get(c->zk, path, data_watch_cb, eb__zk_live_arg(c->id),
+	        get_cb, q) != 0) {
 		free(q);
 		e->refetch = 1;
 		return;
@@ -456,7 +459,7 @@ cc_get(eb_childcache *c, cc_ent *e)
 static void
 child_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 {
-	eb_childcache *c = eb__live_get(eb__live_id(arg));
+	eb_childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	(void) path;
@@ -529,8 +532,8 @@ list_cb(
 	if (status == EB_EZKNONODE) {
 		/* No parent yet: wait for its creation (exists watch). */
 		q = req_new(c, NULL);
-		if (eb_zk_exists(c->zk, c->path, child_watch_cb,
-		        eb__live_arg(c->id), exists_cb, q) != 0) {
+		if (eb__zk_exists(c->zk, c->path, child_watch_cb,
+		        eb__zk_live_arg(c->id), exists_cb, q) != 0) {
 			free(q);
 		}
 		maybe_synced(c);
@@ -557,7 +560,7 @@ cc_list(eb_childcache *c)
 	cc_req *q;
 
 	if (c->closing || !c->started ||
-	    eb_zk_get_state(c->zk) != EB_ZK_STATE_CONNECTED) {
+	    eb__zk_get_state(c->zk) != EB_ZK_STATE_CONNECTED) {
 		return;
 	}
 	if (c->listing || c->pending > 0) {
@@ -565,8 +568,8 @@ cc_list(eb_childcache *c)
 		return;
 	}
 	q = req_new(c, NULL);
-	if (eb_zk_get_children(c->zk, c->path, child_watch_cb,
-	        eb__live_arg(c->id), list_cb, q) != 0) {
+	if (eb__zk_get_children(c->zk, c->path, child_watch_cb,
+	        eb__zk_live_arg(c->id), list_cb, q) != 0) {
 		free(q);
 		return;
 	}
@@ -642,7 +645,7 @@ eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
 	c->arg = arg;
 	c->timer.data = c;
 	eb__hmap_init(&c->byname);
-	c->id = eb__live_add(c);
+	c->id = c->zk != NULL ? eb__zk_live_add(c->zk, c) : 0;
 	*cp = c;
 	return 0;
 }
@@ -650,6 +653,7 @@ eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
 int
 eb__childcache_start(eb_childcache *c)
 {
+	EB_ASSERT(!c->closing); /* start after close */
 	if (c->closing) {
 		return EB_ECLOSED;
 	}
@@ -683,10 +687,13 @@ cache_closed_cb(uv_handle_t *h)
 void
 eb__childcache_close(eb_childcache *c, eb_childcache_close_cb cb, void *arg)
 {
+	EB_ASSERT(!c->closing); /* close is exactly once */
 	c->closing = 1;
 	c->close_cb = cb;
 	c->close_arg = arg;
-	eb__live_del(c->id);
+	if (c->zk != NULL) {
+		eb__zk_live_del(c->zk, c->id);
+	}
 	uv_close((uv_handle_t *) &c->timer, cache_closed_cb);
 }
 
@@ -700,14 +707,6 @@ const eb_member *
 eb__childcache_at(const eb_childcache *c, size_t i)
 {
 	return i < c->nvis ? &c->vis[i]->m : NULL;
-}
-
-const eb_member *
-eb__childcache_find(const eb_childcache *c, const char *name)
-{
-	const cc_ent *e = ent_find(c, name);
-
-	return e != NULL && e->loaded ? &e->m : NULL;
 }
 
 size_t

@@ -1,20 +1,20 @@
 /*
- * cluster/ internals shared by the module's own files and the modules above
+ * zk/ internals shared by the module's own files and the modules above
  * it (election, eventbus/remote.c): eb__ names, not installed.
  *
  * Codes: raw ZooKeeper return codes (ZOK, ZNONODE, ...) exist only inside
- * cluster/. eb__err_from_zk() is the one place where they become EB_E* codes;
+ * zk/. eb__err_from_zk() is the one place where they become EB_E* codes;
  * it must be applied before any status leaves the module, because
  * ZSYSTEMERROR (-1) collides with -EPERM (UV_EPERM).
  * Loop thread or any thread (pure functions).
  */
-#ifndef EB_CLUSTER_CLUSTER_INT_H
-#define EB_CLUSTER_CLUSTER_INT_H
+#ifndef EB_ZK_ZK_INT_H
+#define EB_ZK_ZK_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster/zk.h"
+#include "zk/zk.h"
 
 /*
  * Maps a ZooKeeper C client return code (enum ZOO_ERRORS) to 0 or an EB_E*
@@ -29,7 +29,7 @@ int eb__err_from_zk(int zrc);
 const char *eb__zk_rc_name(int zrc);
 
 /*
- * Test and diagnostics hooks of the real backend (cluster/zk.c); both return
+ * Test and diagnostics hooks of the real backend (zk/zk.c); both return
  * 0 for another backend.
  *   eb__zk_connected_port: the server port of the current connection, 0 when
  *   not connected (lets ensemble tests find the server to kill).

@@ -6,8 +6,8 @@
 
 #include <ebnode/err.h>
 
-#include "cluster/cluster_int.h"
 #include "tests/harness/th.h"
+#include "zk/zk_int.h"
 
 struct row {
 	int         zrc;

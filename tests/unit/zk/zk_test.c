@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster_int.h"
-#include "cluster/zk.h"
-#include "cluster/zk_ops.h"
 #include "tests/harness/th.h"
+#include "zk/zk.h"
+#include "zk/zk_int.h"
+#include "zk/zk_ops.h"
 
 /* ---- a stub backend ------------------------------------------------------ */
 
@@ -169,7 +169,7 @@ static void
 stub_finish(th_loop *t, eb_zk *zk)
 {
 	closed = 0;
-	eb_zk_close(zk, on_closed, NULL);
+	eb__zk_close(zk, on_closed, NULL);
 	assert_int_equal(closed, 0);
 	assert_int_equal(th_loop_run(t), 0);
 	assert_int_equal(closed, 1);
@@ -184,7 +184,7 @@ test_opts_defaults(void **state)
 
 	(void) state;
 	memset(&o, 0x5a, sizeof(o));
-	eb_zk_opts_init(&o);
+	eb__zk_opts_init(&o);
 	assert_null(o.connect);
 	assert_int_equal(o.session_timeout_ms, 10000);
 	assert_null(o.auth_scheme);
@@ -200,38 +200,38 @@ test_session_transitions(void **state)
 	struct events e = { .n = 0 };
 	eb_zk        *zk = stub_new(t, &s, &e);
 
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTING);
-	assert_int_equal(eb_zk_session_id(zk), 0);
-	assert_int_equal(eb_zk_session_timeout_ms(zk), 4000);
-	assert_int_equal(eb_zk_last_ok_send_ms(zk), 0);
-	assert_int_equal(eb_zk_start(zk), 0);
-	assert_int_equal(eb_zk_start(zk), EB_EZKINVALIDSTATE); /* once */
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTING);
+	assert_int_equal(eb__zk_session_id(zk), 0);
+	assert_int_equal(eb__zk_session_timeout_ms(zk), 4000);
+	assert_int_equal(eb__zk_last_ok_send_ms(zk), 0);
+	assert_int_equal(eb__zk_start(zk), 0);
+	assert_int_equal(eb__zk_start(zk), EB_EZKINVALIDSTATE); /* once */
 
 	eb__zk_emit(zk, EB_ZK_EV_CONNECTED, 0x11);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
-	assert_int_equal(eb_zk_session_id(zk), 0x11);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	assert_int_equal(eb__zk_session_id(zk), 0x11);
 	/* The lease base only moves forward. */
 	eb__zk_note_ok(zk, 100);
 	eb__zk_note_ok(zk, 50);
-	assert_int_equal(eb_zk_last_ok_send_ms(zk), 100);
+	assert_int_equal(eb__zk_last_ok_send_ms(zk), 100);
 
 	eb__zk_emit(zk, EB_ZK_EV_SUSPENDED, 0x11);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_SUSPENDED);
-	assert_int_equal(eb_zk_last_ok_send_ms(zk), 100);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_SUSPENDED);
+	assert_int_equal(eb__zk_last_ok_send_ms(zk), 100);
 	eb__zk_emit(zk, EB_ZK_EV_RECONNECTED, 0x11);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTED);
-	assert_int_equal(eb_zk_session_id(zk), 0x11);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTED);
+	assert_int_equal(eb__zk_session_id(zk), 0x11);
 
 	/* Expiry: no lease from the dead session, the id names it until the
 	 * next session is up. */
 	eb__zk_emit(zk, EB_ZK_EV_EXPIRED, 0x11);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTING);
-	assert_int_equal(eb_zk_last_ok_send_ms(zk), 0);
-	assert_int_equal(eb_zk_session_id(zk), 0x11);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTING);
+	assert_int_equal(eb__zk_last_ok_send_ms(zk), 0);
+	assert_int_equal(eb__zk_session_id(zk), 0x11);
 	eb__zk_emit(zk, EB_ZK_EV_CONNECTED, 0x22);
-	assert_int_equal(eb_zk_session_id(zk), 0x22);
+	assert_int_equal(eb__zk_session_id(zk), 0x22);
 	eb__zk_emit(zk, EB_ZK_EV_AUTH_FAILED, 0x22);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTING);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTING);
 
 	assert_int_equal(e.n, 6);
 	assert_int_equal(e.ev[0], EB_ZK_EV_CONNECTED);
@@ -242,8 +242,8 @@ test_session_transitions(void **state)
 	assert_int_equal(e.ev[5], EB_ZK_EV_AUTH_FAILED);
 
 	closed = 0;
-	eb_zk_close(zk, on_closed, NULL);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CLOSED);
+	eb__zk_close(zk, on_closed, NULL);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CLOSED);
 	/* After close the owner hears nothing more. */
 	eb__zk_emit(zk, EB_ZK_EV_CONNECTED, 0x33);
 	assert_int_equal(e.n, 6);
@@ -296,39 +296,39 @@ test_argument_and_state_checks(void **state)
 
 	/* Not started yet. */
 	assert_int_equal(
-	    eb_zk_create(zk, "/a", NULL, 0, 0, dummy_create_cb, NULL),
+	    eb__zk_create(zk, "/a", NULL, 0, 0, dummy_create_cb, NULL),
 	    EB_EZKINVALIDSTATE);
-	assert_int_equal(eb_zk_start(zk), 0);
+	assert_int_equal(eb__zk_start(zk), 0);
 	assert_int_equal(
-	    eb_zk_create(zk, "a", NULL, 0, 0, dummy_create_cb, NULL),
+	    eb__zk_create(zk, "a", NULL, 0, 0, dummy_create_cb, NULL),
 	    EB_EZKBADARGS);
 	assert_int_equal(
-	    eb_zk_create(zk, "/a", NULL, 0, 8, dummy_create_cb, NULL),
+	    eb__zk_create(zk, "/a", NULL, 0, 8, dummy_create_cb, NULL),
 	    EB_EZKBADARGS);
 	assert_int_equal(
-	    eb_zk_create(zk, "/a", NULL, 0, 0, NULL, NULL), EB_EZKBADARGS);
+	    eb__zk_create(zk, "/a", NULL, 0, 0, NULL, NULL), EB_EZKBADARGS);
 	assert_int_equal(
-	    eb_zk_multi(zk, NULL, 1, dummy_multi_cb, NULL), EB_EZKBADARGS);
+	    eb__zk_multi(zk, NULL, 1, dummy_multi_cb, NULL), EB_EZKBADARGS);
 	assert_int_equal(
-	    eb_zk_multi(zk, &op, 0, dummy_multi_cb, NULL), EB_EZKBADARGS);
+	    eb__zk_multi(zk, &op, 0, dummy_multi_cb, NULL), EB_EZKBADARGS);
 	assert_int_equal(
-	    eb_zk_multi(zk, &bad, 1, dummy_multi_cb, NULL), EB_EZKBADARGS);
+	    eb__zk_multi(zk, &bad, 1, dummy_multi_cb, NULL), EB_EZKBADARGS);
 	assert_int_equal(
-	    eb_zk_ensure_path(zk, "/a/", dummy_void_cb, NULL), EB_EZKBADARGS);
+	    eb__zk_ensure_path(zk, "/a/", dummy_void_cb, NULL), EB_EZKBADARGS);
+	assert_int_equal(eb__zk_ensure_path(zk, "/a//b", dummy_void_cb, NULL),
+	    EB_EZKBADARGS);
 	assert_int_equal(
-	    eb_zk_ensure_path(zk, "/a//b", dummy_void_cb, NULL), EB_EZKBADARGS);
-	assert_int_equal(
-	    eb_zk_ensure_path(zk, "a/b", dummy_void_cb, NULL), EB_EZKBADARGS);
+	    eb__zk_ensure_path(zk, "a/b", dummy_void_cb, NULL), EB_EZKBADARGS);
 	assert_int_equal(s.npaths, 0);
 
 	closed = 0;
-	eb_zk_close(zk, on_closed, NULL);
+	eb__zk_close(zk, on_closed, NULL);
 	/* Closing: everything is refused, nothing is called back. */
 	assert_int_equal(
-	    eb_zk_create(zk, "/a", NULL, 0, 0, dummy_create_cb, NULL),
+	    eb__zk_create(zk, "/a", NULL, 0, 0, dummy_create_cb, NULL),
 	    EB_ECLOSED);
 	assert_int_equal(
-	    eb_zk_ensure_path(zk, "/a", dummy_void_cb, NULL), EB_ECLOSED);
+	    eb__zk_ensure_path(zk, "/a", dummy_void_cb, NULL), EB_ECLOSED);
 	assert_int_equal(th_loop_run(t), 0);
 	assert_int_equal(closed, 1);
 	uv_close((uv_handle_t *) &s.timer, NULL);
@@ -361,8 +361,8 @@ run_ensure(th_loop *t, const char *path, int fail_at, int fail_status,
 	s->fail_status = fail_status;
 	s->exists_at = exists_at;
 	memset(res, 0, sizeof(*res));
-	assert_int_equal(eb_zk_start(zk), 0);
-	assert_int_equal(eb_zk_ensure_path(zk, path, ensure_cb, res), 0);
+	assert_int_equal(eb__zk_start(zk), 0);
+	assert_int_equal(eb__zk_ensure_path(zk, path, ensure_cb, res), 0);
 	assert_int_equal(res->calls, 0); /* never from inside the call */
 	/* The stub completes from timers only: run until nothing is left. */
 	assert_int_equal(th_loop_run(t), 0);
@@ -414,14 +414,14 @@ test_new_bad_opts(void **state)
 	eb_zk_opts o;
 	eb_zk     *zk = NULL;
 
-	eb_zk_opts_init(&o);
-	assert_int_equal(eb_zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
+	eb__zk_opts_init(&o);
+	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
 	o.connect = "127.0.0.1:1";
 	o.acl = EB_ZK_ACL_CREATOR; /* creator needs an identity */
-	assert_int_equal(eb_zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
+	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
 	o.acl = EB_ZK_ACL_OPEN;
 	o.auth_scheme = "digest"; /* and credentials */
-	assert_int_equal(eb_zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
+	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
 	assert_null(zk);
 	assert_int_equal(th_loop_run(t), 0);
 }
@@ -433,13 +433,13 @@ test_close_without_start(void **state)
 	eb_zk_opts o;
 	eb_zk     *zk = NULL;
 
-	eb_zk_opts_init(&o);
+	eb__zk_opts_init(&o);
 	o.connect = "127.0.0.1:1";
-	assert_int_equal(eb_zk_new(&t->loop, &o, NULL, NULL, &zk), 0);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTING);
-	assert_int_equal(eb_zk_session_timeout_ms(zk), 10000);
+	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), 0);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTING);
+	assert_int_equal(eb__zk_session_timeout_ms(zk), 10000);
 	closed = 0;
-	eb_zk_close(zk, on_closed, NULL);
+	eb__zk_close(zk, on_closed, NULL);
 	assert_int_equal(closed, 0); /* never synchronous */
 	assert_int_equal(th_loop_run(t), 0);
 	assert_int_equal(closed, 1);
@@ -543,24 +543,24 @@ test_close_cancels_pending(void **state)
 	pend = &p;
 	(void) snprintf(connect, sizeof(connect), "127.0.0.1:%d",
 	    black_hole(&t->loop, &hole));
-	eb_zk_opts_init(&o);
+	eb__zk_opts_init(&o);
 	o.connect = connect;
 	o.session_timeout_ms = 30000;
-	assert_int_equal(eb_zk_new(&t->loop, &o, on_event, &e, &zk), 0);
-	assert_int_equal(eb_zk_start(zk), 0);
+	assert_int_equal(eb__zk_new(&t->loop, &o, on_event, &e, &zk), 0);
+	assert_int_equal(eb__zk_start(zk), 0);
 	/* Queued in the client while it tries to connect. */
 	assert_int_equal(
-	    eb_zk_create(zk, "/q", "x", 1, 0, pend_create_cb, NULL), 0);
+	    eb__zk_create(zk, "/q", "x", 1, 0, pend_create_cb, NULL), 0);
 	assert_int_equal(
-	    eb_zk_get(zk, "/q", pend_watch_cb, NULL, pend_get_cb, NULL), 0);
+	    eb__zk_get(zk, "/q", pend_watch_cb, NULL, pend_get_cb, NULL), 0);
 	/* Let it connect and wait for the handshake answer. */
 	(void) th_run_until(t, th_flag_set, &p.create_calls, 300);
 	assert_int_equal(p.create_calls, 0);
-	assert_int_equal(eb_zk_get_state(zk), EB_ZK_STATE_CONNECTING);
+	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTING);
 
 	closed = 0;
 	t0 = uv_hrtime();
-	eb_zk_close(zk, pend_closed, NULL);
+	eb__zk_close(zk, pend_closed, NULL);
 	t1 = uv_hrtime();
 	assert_true(t1 - t0 < UINT64_C(50000000)); /* returns at once */
 	assert_int_equal(p.n, 0);
@@ -575,6 +575,51 @@ test_close_cancels_pending(void **state)
 	assert_int_equal(p.order[2], 3);
 	assert_int_equal(closed, 1);
 	assert_int_equal(e.n, 0); /* never connected: no session event */
+}
+
+/* ---- live ids ----------------------------------------------------------- */
+
+static void
+test_live_ids(void **state)
+{
+	th_loop      *t = *state;
+	struct stub   s;
+	struct stub   s2;
+	struct events e = { .n = 0 };
+	eb_zk        *zk = stub_new(t, &s, &e);
+	eb_zk        *other = stub_new(t, &s2, &e);
+	int           a;
+	int           b;
+	uint64_t      ia;
+	uint64_t      ib;
+	uint64_t      ic;
+
+	ia = eb__zk_live_add(zk, &a);
+	ib = eb__zk_live_add(zk, &b);
+	assert_true(ia != 0 && ib != 0 && ia != ib);
+	assert_ptr_equal(eb__zk_live_get(zk, ia), &a);
+	assert_ptr_equal(eb__zk_live_get(zk, ib), &b);
+	assert_ptr_equal(
+	    eb__zk_live_get(zk, eb__zk_live_id(eb__zk_live_arg(ia))), &a);
+	assert_null(eb__zk_live_get(zk, 0));
+	assert_null(eb__zk_live_get(zk, ib + 1000));
+	/* Per session: another session's table does not know the id. */
+	assert_null(eb__zk_live_get(other, ia));
+	eb__zk_live_del(zk, ia);
+	assert_null(eb__zk_live_get(zk, ia));
+	eb__zk_live_del(zk, ia); /* a second delete is harmless */
+	/* The freed slot is reused under a new generation: the stale id
+	 * never finds its next owner. */
+	ic = eb__zk_live_add(zk, &a);
+	assert_true(ic != ia);
+	assert_null(eb__zk_live_get(zk, ia));
+	assert_ptr_equal(eb__zk_live_get(zk, ic), &a);
+	assert_ptr_equal(eb__zk_live_get(zk, ib), &b);
+	stub_finish(t, other);
+	stub_finish(t, zk);
+	uv_close((uv_handle_t *) &s.timer, NULL);
+	uv_close((uv_handle_t *) &s2.timer, NULL);
+	assert_int_equal(th_loop_run(t), 0);
 }
 
 int
@@ -594,6 +639,8 @@ main(void)
 		    test_close_without_start, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_cancels_pending, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_live_ids, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
