@@ -4,9 +4,10 @@
  * Start (after the bus, before the bridge and the cluster): the ingress
  * object from conf->ingress (an eb_ingress_opts with its routes,
  * eb__node_ingress_opts), its gateway registered on the bus, the
- * election's lease check as its leader check, and a leadership listener
- * that starts routing when this node is elected and stops it synchronously
- * when leadership is revoked (rule 5) or released on shutdown (rule 8).
+ * election's lease check as its leader check; the cluster wiring's
+ * leadership observer calls eb__node_ingress_leadership, which starts
+ * routing when this node is elected and stops it synchronously when
+ * leadership is revoked (rule 5) or released on shutdown (rule 8).
  * Standalone nodes are elected with epoch 1 by the cluster step.
  *
  * Stop: routing stops, held messages are failed back to their senders
@@ -20,7 +21,6 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
-#include "node/node_cluster.h"
 #include "node/node_int.h"
 
 struct eb__node_ingress {
@@ -32,24 +32,23 @@ struct eb__node_ingress {
 static int
 leader_check_cb(void *arg)
 {
-	return eb__node_cluster_is_leader(arg) ? 1 : 0;
+	return eb__cluster_view_is_leader(arg) ? 1 : 0;
 }
 
-static void
-leader_cb(eb_node *n, bool leader, int64_t epoch, void *arg)
+void
+eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch)
 {
-	struct eb__node_ingress *ni = arg;
-	int                      rv;
+	eb_ingress *in = eb__node_ingress(n);
+	int         rv;
 
-	(void) n;
-	if (ni->in == NULL) {
+	if (in == NULL) {
 		return;
 	}
 	if (!leader) {
-		eb_ingress_unlead(ni->in);
+		eb_ingress_unlead(in);
 		return;
 	}
-	rv = eb_ingress_lead(ni->in, (uint64_t) epoch);
+	rv = eb_ingress_lead(in, (uint64_t) epoch);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "ingress-lead-failed: epoch=%lld err=%s",
 		    (long long) epoch, eb_err_name(rv));
@@ -74,12 +73,8 @@ eb__node_ingress_start(eb_node *n, eb__node_done_cb cb)
 		free(ni);
 		return rv;
 	}
-	eb_ingress_set_leader_check(ni->in, leader_check_cb, n);
-	rv = eb_ingress_start(ni->in);
-	if (rv == 0) {
-		rv = eb__node_cluster_on_leader(n, leader_cb, ni);
-	}
-	if (rv != 0) {
+	eb_ingress_set_leader_check(ni->in, leader_check_cb, &n->cluster);
+	if ((rv = eb_ingress_start(ni->in)) != 0) {
 		eb_ingress_close(ni->in, NULL, NULL);
 		free(ni);
 		return rv;
@@ -109,7 +104,7 @@ eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb)
 	eb_ingress              *in = ni->in;
 
 	ni->stop_cb = cb;
-	ni->in = NULL; /* the leadership listener does nothing from now on */
+	ni->in = NULL; /* eb__node_ingress_leadership does nothing from now */
 	eb_ingress_close(in, ingress_closed_cb, ni);
 }
 

@@ -46,6 +46,7 @@
 #include <ebnode/bus.h>
 #include <ebnode/err.h>
 
+#include "cluster/cluster_admin.h"
 #include "common/defer.h"
 #include "conf/conf.h"
 
@@ -61,7 +62,6 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
 
 /* Subsystems the node owns; each wiring file defines its own struct. */
-struct eb__node_cluster;
 struct eb__node_admin;
 struct eb__node_ingress;
 
@@ -82,10 +82,15 @@ struct eb_node {
 	eb_bus                  *bus;     /* owned, node_bus.c */
 	eb_link_mgr             *links;   /* owned, node_bus.c (clustered) */
 	eb_bridge               *bridge;  /* owned, node_bridge.c */
-	struct eb__node_cluster *cluster; /* owned, node_cluster.c: the
-	                                     eb_cluster object */
 	struct eb__node_admin   *admin;   /* owned, node_admin.c */
 	struct eb__node_ingress *ingress; /* owned, the ingress wiring */
+	/* node_cluster.c: the eb_cluster object (owned) and what the admin
+	 * routes read (cluster/cluster_admin.h). */
+	eb__cluster_view cluster;
+	bool             cluster_starting; /* eb_cluster_start pending */
+	bool             cluster_leader;   /* as last told to the ingress */
+	eb__node_done_cb cluster_cb;       /* the start or stop step */
+	int              cluster_status;
 
 	/* Bound ports, set by the start steps; 0: disabled (READY shows -). */
 	int admin_port;
@@ -157,6 +162,8 @@ int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);
 /* The node's ingress object (NULL before the ingress step), for admin. */
 struct eb_ingress *eb__node_ingress(eb_node *n);
+/* Leadership changed (node_cluster.c): routing starts or stops at once. */
+void eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch);
 /* node_admin.c: the admin endpoint (the admin/ server and its routes). */
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
@@ -167,5 +174,7 @@ void eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb);
  * unreachable for its whole bound): finish that start now with
  * EB_ECANCELED, through the same path as its timeout. */
 void eb__node_cluster_cancel_start(eb_node *n);
+/* Fills n->cluster.self from conf and the bound ports. */
+void eb__node_cluster_self(eb_node *n);
 
 #endif
