@@ -48,32 +48,45 @@ static void start_next(eb_node *n);
 static void stop_next(eb_node *n);
 static void begin_stop(eb_node *n);
 
-/* ---- deferred completions ----------------------------------------------- */
+/* ---- deferred completions ---- */
 
-struct node_completion {
-	eb_node         *n;
-	eb__node_done_cb cb;
-	int              status;
-};
+eb__node_wait *
+eb__node_wait_new(eb_node *n, eb__node_done_cb cb, int status, int pending)
+{
+	eb__node_wait *w = eb__malloc(sizeof(*w));
+
+	w->n = n;
+	w->cb = cb;
+	w->status = status;
+	w->pending = pending;
+	return w;
+}
+
+void
+eb__node_wait_done(eb__node_wait *w)
+{
+	eb__node_wait c = *w;
+
+	if (--w->pending > 0) {
+		return;
+	}
+	free(w);
+	if (c.cb != NULL) {
+		c.cb(c.n, c.status);
+	}
+}
 
 static void
 completion_run(void *arg)
 {
-	struct node_completion c = *(struct node_completion *) arg;
-
-	free(arg);
-	c.cb(c.n, c.status);
+	eb__node_wait_done(arg);
 }
 
 void
 eb__node_complete(eb_node *n, eb__node_done_cb cb, int status)
 {
-	struct node_completion *c = eb__malloc(sizeof(*c));
-
-	c->n = n;
-	c->cb = cb;
-	c->status = status;
-	eb__defer(&n->defer, completion_run, c);
+	eb__defer(
+	    &n->defer, completion_run, eb__node_wait_new(n, cb, status, 1));
 }
 
 int
@@ -85,8 +98,7 @@ eb__node_exit_code(int err)
 	return err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR : EB_NODE_EXIT_FATAL;
 }
 
-/* ---- creation -------------------------------------------------------------
- */
+/* ---- creation ---- */
 
 int
 eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
@@ -107,8 +119,7 @@ eb__node_free(eb_node *n)
 	free(n);
 }
 
-/* ---- READY ----------------------------------------------------------------
- */
+/* ---- READY ---- */
 
 static void
 hostport(char *out, size_t size, const char *host, int port)
@@ -143,8 +154,7 @@ print_ready(eb_node *n)
 	    (unsigned long long) (eb__mono_ms() - n->start_ms));
 }
 
-/* ---- start ----------------------------------------------------------------
- */
+/* ---- start ---- */
 
 static void
 start_done_cb(eb_node *n, int status)
@@ -205,8 +215,7 @@ start_first(void *arg)
 	start_next(n);
 }
 
-/* ---- stop -----------------------------------------------------------------
- */
+/* ---- stop ---- */
 
 static void
 handle_closed_cb(uv_handle_t *h)
@@ -332,8 +341,7 @@ signal_cb(uv_signal_t *h, int signum)
 	begin_stop(n);
 }
 
-/* ---- run ------------------------------------------------------------------
- */
+/* ---- run ---- */
 
 int
 eb__node_run(eb_node *n)

@@ -31,15 +31,12 @@
 #include "node/node_int.h"
 
 struct eb__node_admin {
-	eb_node          *n;   /* borrowed */
 	eb__admin        *adm; /* owned */
 	eb__bridge_admin  bridge;
 	eb__ingress_admin ingress;
-	eb__node_done_cb  stop_cb;
 };
 
-/* ---- errors by type ---- */
-
+/* Errors by type across subsystems (each also in its own family). */
 static void
 errors_metrics(eb__prom *w, void *arg)
 {
@@ -48,80 +45,71 @@ errors_metrics(eb__prom *w, void *arg)
 	eb_bridge_stats  bs;
 	eb_bus_totals    bt;
 	eb_ingress_stats is;
-	eb_ingress      *in = eb__node_ingress(n);
 	size_t           i;
 
 	memset(&cs, 0, sizeof(cs));
-	if (n->cluster.cluster != NULL) {
-		eb_cluster_stats_get(n->cluster.cluster, &cs);
-	}
 	memset(&bs, 0, sizeof(bs));
 	memset(&bt, 0, sizeof(bt));
 	memset(&is, 0, sizeof(is));
+	if (n->cluster.cluster != NULL) {
+		eb_cluster_stats_get(n->cluster.cluster, &cs);
+	}
 	if (n->bridge != NULL) {
 		eb_bridge_stats_get(n->bridge, &bs);
 	}
 	if (n->bus != NULL) {
 		eb_bus_stats_totals(n->bus, &bt);
 	}
-	if (in != NULL) {
-		eb_ingress_stats_get(in, &is);
+	if (n->ingress != NULL) {
+		eb_ingress_stats_get(n->ingress, &is);
 	}
-	{
-		const struct {
-			const char *type;
-			uint64_t    v;
-		} es[] = {
-			{ "bridge_malformed_frame",
-			    bs.frames_in[EB_BRIDGE_IN_MALFORMED] },
-			{ "bridge_unknown_type",
-			    bs.frames_in[EB_BRIDGE_IN_UNKNOWN] },
-			{ "bridge_bad_length", bs.conns_closed_frame },
-			{ "bridge_access_denied", bs.denied },
-			{ "bridge_auth_failed", bs.auth_failed },
-			{ "bridge_tls_failed", bs.tls_failed },
-			{ "bridge_slow_consumer", bs.conns_closed_slow },
-			{ "bus_no_handlers", bt.no_handlers },
-			{ "bus_failed", bt.failed },
-			{ "bus_dropped", bt.dropped },
-			{ "ingress_failed", is.failed },
-			{ "ingress_dropped", is.dropped },
-			{ "ingress_unrouted", is.unrouted },
-			{ "zk_session_expired", cs.zk_expired },
-			{ "zk_auth_failed", cs.zk_auth_failed },
-		};
+	const struct {
+		const char *type;
+		uint64_t    v;
+	} es[] = {
+		{ "bridge_malformed_frame",
+		    bs.frames_in[EB_BRIDGE_IN_MALFORMED] },
+		{ "bridge_unknown_type", bs.frames_in[EB_BRIDGE_IN_UNKNOWN] },
+		{ "bridge_bad_length", bs.conns_closed_frame },
+		{ "bridge_access_denied", bs.denied },
+		{ "bridge_auth_failed", bs.auth_failed },
+		{ "bridge_tls_failed", bs.tls_failed },
+		{ "bridge_slow_consumer", bs.conns_closed_slow },
+		{ "bus_no_handlers", bt.no_handlers },
+		{ "bus_failed", bt.failed },
+		{ "bus_dropped", bt.dropped },
+		{ "ingress_failed", is.failed },
+		{ "ingress_dropped", is.dropped },
+		{ "ingress_unrouted", is.unrouted },
+		{ "zk_session_expired", cs.zk_expired },
+		{ "zk_auth_failed", cs.zk_auth_failed },
+	};
 
-		eb__prom_family(w, "ebnode_errors_total", "counter",
-		    "Errors by type (each also counted in its own family).");
-		for (i = 0; i < sizeof(es) / sizeof(es[0]); i++) {
-			const char *l[] = { "type", es[i].type, NULL };
+	eb__prom_family(w, "ebnode_errors_total", "counter",
+	    "Errors by type (each also counted in its own family).");
+	for (i = 0; i < sizeof(es) / sizeof(es[0]); i++) {
+		const char *l[] = { "type", es[i].type, NULL };
 
-			eb__prom_u64(w, "ebnode_errors_total", l, es[i].v);
-		}
+		eb__prom_u64(w, "ebnode_errors_total", l, es[i].v);
 	}
 }
 
-/* ---- the step ---- */
-
 static void
-register_all(struct eb__node_admin *na)
+register_all(eb_node *n, struct eb__node_admin *na)
 {
-	eb_node   *n = na->n;
-	eb__admin *adm = na->adm;
-
 	na->bridge.bridge = n->bridge;
 	na->bridge.port = n->bridge_port;
 	na->bridge.tls = n->conf->bridge.tls_cert != NULL &&
 	                 n->conf->bridge.tls_cert[0] != '\0';
-	na->ingress.ingress = eb__node_ingress(n);
+	na->ingress.ingress = n->ingress;
 	na->ingress.bus = n->bus;
-	eb__cluster_admin_register(adm, &n->cluster);
-	eb__bridge_admin_register(adm, &na->bridge);
-	eb__ingress_admin_register(adm, &na->ingress);
-	eb__link_admin_register(adm, n->links);
-	eb__bus_admin_register(adm, n->bus);
-	eb__admin_on_metrics(adm, errors_metrics, n);
-	eb__admin_on_metrics(adm, eb__admin_process_metrics, &n->start_ms);
+	eb__cluster_admin_register(na->adm, &n->cluster);
+	eb__bridge_admin_register(na->adm, &na->bridge);
+	eb__ingress_admin_register(na->adm, &na->ingress);
+	eb__link_admin_register(na->adm, n->links);
+	eb__bus_admin_register(na->adm, n->bus);
+	eb__admin_on_metrics(na->adm, errors_metrics, n);
+	eb__admin_on_metrics(na->adm, eb__admin_process_metrics, &n->start_ms);
 }
 
 static void
@@ -149,12 +137,11 @@ eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
 	o.token = c->token;
 	o.request_timeout_ms = (uint64_t) c->request_timeout_ms;
 	na = eb__calloc(1, sizeof(*na));
-	na->n = n;
 	if ((rv = eb__admin_new(n->loop, &o, &na->adm)) != 0) {
 		free(na);
 		return rv;
 	}
-	register_all(na);
+	register_all(n, na);
 	rv = eb__admin_start(na->adm);
 	if (rv < 0) {
 		EB_LOG_ERR("admin", "listen-failed: listen=%s port=%lld err=%s",
@@ -174,24 +161,20 @@ eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
 static void
 closed_cb(void *arg)
 {
-	struct eb__node_admin *na = arg;
-	eb__node_done_cb       cb = na->stop_cb;
-	eb_node               *n = na->n;
+	eb__node_wait *w = arg;
 
-	free(na);
-	n->admin = NULL;
-	cb(n, 0);
+	free(w->n->admin);
+	w->n->admin = NULL;
+	eb__node_wait_done(w);
 }
 
 void
 eb__node_admin_stop(eb_node *n, eb__node_done_cb cb)
 {
-	struct eb__node_admin *na = n->admin;
-
-	if (na == NULL) {
+	if (n->admin == NULL) {
 		eb__node_complete(n, cb, 0);
 		return;
 	}
-	na->stop_cb = cb;
-	eb__admin_close(na->adm, closed_cb, na);
+	eb__admin_close(
+	    n->admin->adm, closed_cb, eb__node_wait_new(n, cb, 0, 1));
 }

@@ -7,44 +7,28 @@
  * Secure default (conf derives it): bound to loopback, only the ingress
  * address inbound, nothing outbound.
  */
-#include <stdlib.h>
 
 #include <ebnode/bridge.h>
 #include <ebnode/log.h>
 
-#include "common/alloc.h"
 #include "node/node_int.h"
-
-typedef struct node_bridge_closing {
-	eb_node         *n;
-	eb__node_done_cb cb;
-	int              status;
-} node_bridge_closing;
 
 static void
 node_bridge_closed_cb(eb_bridge *b, void *arg)
 {
-	node_bridge_closing *nc = arg;
-	eb_node             *n = nc->n;
-	eb__node_done_cb     cb = nc->cb;
-	int                  status = nc->status;
+	eb__node_wait *w = arg;
 
 	(void) b;
-	free(nc);
-	n->bridge = NULL;
-	cb(n, status);
+	w->n->bridge = NULL;
+	eb__node_wait_done(w);
 }
 
 static void
 node_bridge_close(eb_node *n, eb__node_done_cb cb, int status)
 {
-	node_bridge_closing *nc = eb__malloc(sizeof(*nc));
-
-	nc->n = n;
-	nc->cb = cb;
-	nc->status = status;
 	n->bridge_port = 0;
-	eb_bridge_close(n->bridge, node_bridge_closed_cb, nc);
+	eb_bridge_close(n->bridge, node_bridge_closed_cb,
+	    eb__node_wait_new(n, cb, status, 1));
 }
 
 int

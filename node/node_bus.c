@@ -15,24 +15,14 @@
  * Stop (last step): the links close, then the bus; cb after both.
  * Loop thread only.
  */
-#include <stdlib.h>
-#include <string.h>
 
 #include <ebnode/bus.h>
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
-#include "common/alloc.h"
 #include "node/node_int.h"
 
-typedef struct node_bus_close {
-	eb_node         *n;
-	eb__node_done_cb cb;
-	int              pending; /* close callbacks still to come */
-	int              status;  /* for cb: 0 (stop) or the start error */
-} node_bus_close;
-
-static void node_bus_close_all(eb_node *n, eb__node_done_cb cb, int status);
+static void bus_close_all(eb_node *n, eb__node_done_cb cb, int status);
 
 static int
 links_new(eb_node *n)
@@ -85,7 +75,7 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 		/* A failed start holds nothing: close what exists, then
 		 * report (on a later turn, from the close callbacks). */
 		n->cluster_port = 0;
-		node_bus_close_all(n, cb, rv);
+		bus_close_all(n, cb, rv);
 		return 0;
 	}
 	eb__node_complete(n, cb, 0);
@@ -95,55 +85,37 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 /* ---- stop ---- */
 
 static void
-stop_step_done(node_bus_close *nc)
-{
-	eb_node         *n = nc->n;
-	eb__node_done_cb cb = nc->cb;
-
-	int status = nc->status;
-
-	if (--nc->pending > 0) {
-		return;
-	}
-	free(nc);
-	cb(n, status);
-}
-
-static void
 links_closed_cb(eb_link_mgr *m, void *arg)
 {
-	node_bus_close *nc = arg;
+	eb__node_wait *w = arg;
 
 	(void) m;
-	nc->n->links = NULL;
-	stop_step_done(nc);
+	w->n->links = NULL;
+	eb__node_wait_done(w);
 }
 
 static void
-node_bus_closed_cb(eb_bus *bus, void *arg)
+bus_closed_cb(eb_bus *bus, void *arg)
 {
-	node_bus_close *nc = arg;
+	eb__node_wait *w = arg;
 
 	(void) bus;
-	nc->n->bus = NULL;
-	stop_step_done(nc);
+	w->n->bus = NULL;
+	eb__node_wait_done(w);
 }
 
 static void
-node_bus_close_all(eb_node *n, eb__node_done_cb cb, int status)
+bus_close_all(eb_node *n, eb__node_done_cb cb, int status)
 {
-	node_bus_close *nc = eb__calloc(1, sizeof(*nc));
+	eb__node_wait *w = eb__node_wait_new(
+	    n, cb, status, (n->bus != NULL) + (n->links != NULL));
 
-	nc->n = n;
-	nc->cb = cb;
-	nc->status = status;
-	nc->pending = (n->bus != NULL) + (n->links != NULL);
 	/* Links first: peers see this node's interest vanish at once. */
 	if (n->links != NULL) {
-		eb_link_mgr_close(n->links, links_closed_cb, nc);
+		eb_link_mgr_close(n->links, links_closed_cb, w);
 	}
 	if (n->bus != NULL) {
-		eb_bus_close(n->bus, node_bus_closed_cb, nc);
+		eb_bus_close(n->bus, bus_closed_cb, w);
 	}
 }
 
@@ -154,5 +126,5 @@ eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
 		eb__node_complete(n, cb, 0);
 		return;
 	}
-	node_bus_close_all(n, cb, 0);
+	bus_close_all(n, cb, 0);
 }

@@ -92,26 +92,22 @@ fail_cb(eb_cluster *c, int err, void *arg)
 static void
 cluster_closed_cb(eb_cluster *c, void *arg)
 {
-	eb_node         *n = arg;
-	eb__node_done_cb cb = n->cluster_cb;
+	eb__node_wait *w = arg;
 
 	(void) c;
 	/* A node is started once: nothing of the cluster wiring outlives its
 	 * stop (or failed start). */
-	n->cluster.cluster = NULL;
-	n->cluster.running = false;
-	n->cluster.stopping = false;
-	if (cb != NULL) {
-		cb(n, n->cluster_status);
-	}
+	w->n->cluster.cluster = NULL;
+	w->n->cluster.running = false;
+	w->n->cluster.stopping = false;
+	eb__node_wait_done(w);
 }
 
 static void
 close_with(eb_node *n, eb__node_done_cb cb, int status)
 {
-	n->cluster_cb = cb;
-	n->cluster_status = status;
-	eb_cluster_close(n->cluster.cluster, cluster_closed_cb, n);
+	eb_cluster_close(n->cluster.cluster, cluster_closed_cb,
+	    eb__node_wait_new(n, cb, status, 1));
 }
 
 static void
