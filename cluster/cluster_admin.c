@@ -269,6 +269,17 @@ emit_zk(eb__prom *w, const eb_cluster_stats *cs)
 	}
 }
 
+/* The cluster's stats, or zeros (state "down") without one. */
+static void
+view_stats(const eb__cluster_view *v, eb_cluster_stats *cs)
+{
+	memset(cs, 0, sizeof(*cs));
+	cs->zk_state = "down";
+	if (v->cluster != NULL) {
+		eb_cluster_stats_get(v->cluster, cs);
+	}
+}
+
 static void
 cluster_metrics(eb__prom *w, void *arg)
 {
@@ -276,15 +287,23 @@ cluster_metrics(eb__prom *w, void *arg)
 	eb_cluster_stats      cs;
 	eb_cluster_leadership l;
 
-	memset(&cs, 0, sizeof(cs));
+	view_stats(v, &cs);
 	memset(&l, 0, sizeof(l));
-	cs.zk_state = "down";
 	if (v->cluster != NULL) {
-		eb_cluster_stats_get(v->cluster, &cs);
 		eb_cluster_leadership_get(v->cluster, &l);
 	}
 	emit_role(w, v, &cs, &l);
 	emit_zk(w, &cs);
+}
+
+void
+eb__cluster_admin_errors(eb__prom *w, const eb__cluster_view *v)
+{
+	eb_cluster_stats cs;
+
+	view_stats(v, &cs);
+	eb__admin_error_row(w, "zk_session_expired", cs.zk_expired);
+	eb__admin_error_row(w, "zk_auth_failed", cs.zk_auth_failed);
 }
 
 void

@@ -32,5 +32,7 @@ bool eb__cluster_view_is_leader(const eb__cluster_view *v);
 /* Registers the routes and the cluster collector. v is borrowed and must
  * outlive adm. */
 void eb__cluster_admin_register(eb__admin *adm, eb__cluster_view *v);
+/* The ZooKeeper rows of ebnode_errors_total (no cluster: zeros). */
+void eb__cluster_admin_errors(eb__prom *w, const eb__cluster_view *v);
 
 #endif

@@ -19,30 +19,6 @@
 #include "conf/conf.h"
 #include "node/node_int.h"
 
-static int run_loop(const eb_conf *conf);
-
-static int
-run_node(const eb_conf *conf)
-{
-	int rv, code;
-
-	/* The sink first, so that every line of the run goes where log.sink
-	 * says; a journal that cannot be reached leaves stderr, said once. */
-	if ((rv = eb_log_sink_open((eb_log_sink_kind) conf->log.sink,
-	         conf->cluster.node_id, conf->log.journal_socket, NULL)) != 0) {
-		char q[EB_LOG_QUOTE_MAX];
-
-		EB_LOG_WARN("node",
-		    "log-sink-unavailable: sink=journald "
-		    "socket=%s err=%s fallback=stderr",
-		    eb_log_quote(q, sizeof(q), conf->log.journal_socket),
-		    eb_err_name(rv));
-	}
-	code = run_loop(conf);
-	eb_log_sink_close();
-	return code;
-}
-
 static int
 run_loop(const eb_conf *conf)
 {
@@ -71,6 +47,28 @@ run_loop(const eb_conf *conf)
 	if (uv_loop_close(&loop) != 0) {
 		(void) fprintf(stderr, "ebnode: handles left open at exit\n");
 	}
+	return code;
+}
+
+static int
+run_node(const eb_conf *conf)
+{
+	int rv, code;
+
+	/* The sink first, so that every line of the run goes where log.sink
+	 * says; a journal that cannot be reached leaves stderr, said once. */
+	if ((rv = eb_log_sink_open((eb_log_sink_kind) conf->log.sink,
+	         conf->cluster.node_id, conf->log.journal_socket, NULL)) != 0) {
+		char q[EB_LOG_QUOTE_MAX];
+
+		EB_LOG_WARN("node",
+		    "log-sink-unavailable: sink=journald "
+		    "socket=%s err=%s fallback=stderr",
+		    eb_log_quote(q, sizeof(q), conf->log.journal_socket),
+		    eb_err_name(rv));
+	}
+	code = run_loop(conf);
+	eb_log_sink_close();
 	return code;
 }
 

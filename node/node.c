@@ -23,17 +23,13 @@
 /* A graceful stop longer than this is cut short (exit code 1). */
 #define NODE_STOP_TIMEOUT_MS 30000
 
-typedef int (*step_start_fn)(eb_node *n, eb__node_done_cb cb);
-typedef void (*step_stop_fn)(eb_node *n, eb__node_done_cb cb);
-typedef void (*step_cancel_fn)(eb_node *n);
-
 /* cancel (NULL: the step starts promptly) cuts a start in flight short
  * when a stop is requested: it completes with EB_ECANCELED. */
 static const struct node_step {
-	const char    *name;
-	step_start_fn  start;
-	step_stop_fn   stop;
-	step_cancel_fn cancel;
+	const char *name;
+	int (*start)(eb_node *n, eb__node_done_cb cb);
+	void (*stop)(eb_node *n, eb__node_done_cb cb);
+	void (*cancel)(eb_node *n);
 } node_steps[] = {
 	{ "bus", eb__node_bus_start, eb__node_bus_stop, NULL },
 	{ "ingress", eb__node_ingress_start, eb__node_ingress_stop, NULL },
@@ -47,8 +43,6 @@ static const struct node_step {
 static void start_next(eb_node *n);
 static void stop_next(eb_node *n);
 static void begin_stop(eb_node *n);
-
-/* ---- deferred completions ---- */
 
 eb__node_wait *
 eb__node_wait_new(eb_node *n, eb__node_done_cb cb, int status, int pending)
@@ -92,13 +86,10 @@ eb__node_complete(eb_node *n, eb__node_done_cb cb, int status)
 int
 eb__node_exit_code(int err)
 {
-	if (err == 0) {
-		return EB_NODE_EXIT_OK;
-	}
-	return err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR : EB_NODE_EXIT_FATAL;
+	return err == 0             ? EB_NODE_EXIT_OK
+	       : err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR
+	                            : EB_NODE_EXIT_FATAL;
 }
-
-/* ---- creation ---- */
 
 int
 eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
@@ -107,8 +98,7 @@ eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
 
 	n->loop = loop;
 	n->conf = conf;
-	n->phase = EB__NODE_NEW;
-	n->exit_code = EB_NODE_EXIT_OK;
+	eb__node_cluster_opts(conf, &n->cluster.self);
 	*np = n;
 	return 0;
 }
@@ -118,8 +108,6 @@ eb__node_free(eb_node *n)
 {
 	free(n);
 }
-
-/* ---- READY ---- */
 
 static void
 hostport(char *out, size_t size, const char *host, int port)
@@ -139,9 +127,12 @@ print_ready(eb_node *n)
 	const eb_conf *c = n->conf;
 	char           admin[300], bridge[300], cluster[300];
 
-	hostport(admin, sizeof(admin), c->admin.listen, n->admin_port);
-	hostport(bridge, sizeof(bridge), c->bridge.host, n->bridge_port);
-	hostport(cluster, sizeof(cluster), c->link.host, n->cluster_port);
+	hostport(
+	    admin, sizeof(admin), c->admin.listen, n->cluster.self.admin_port);
+	hostport(bridge, sizeof(bridge), c->bridge.host,
+	    n->cluster.self.bridge_port);
+	hostport(cluster, sizeof(cluster), c->link.host,
+	    n->cluster.self.cluster_port);
 	/* The one line on stdout: tests and supervisors wait for it. */
 	(void) printf("READY admin=%s bridge=%s cluster=%s node=%s\n", admin,
 	    bridge, cluster, c->cluster.node_id);
@@ -154,7 +145,14 @@ print_ready(eb_node *n)
 	    (unsigned long long) (eb__mono_ms() - n->start_ms));
 }
 
-/* ---- start ---- */
+static void
+start_failed(eb_node *n, const struct node_step *s, int err)
+{
+	EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
+	    eb_err_name(err), eb_strerror(err));
+	n->exit_code = eb__node_exit_code(err);
+	begin_stop(n);
+}
 
 static void
 start_done_cb(eb_node *n, int status)
@@ -169,10 +167,7 @@ start_done_cb(eb_node *n, int status)
 		return;
 	}
 	if (status != 0) {
-		EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
-		    eb_err_name(status), eb_strerror(status));
-		n->exit_code = eb__node_exit_code(status);
-		begin_stop(n);
+		start_failed(n, s, status);
 		return;
 	}
 	EB_LOG_DEBUG("node", "started: step=%s", s->name);
@@ -199,10 +194,7 @@ start_next(eb_node *n)
 	n->step_busy = true;
 	if ((rv = s->start(n, start_done_cb)) != 0) {
 		n->step_busy = false;
-		EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
-		    eb_err_name(rv), eb_strerror(rv));
-		n->exit_code = eb__node_exit_code(rv);
-		begin_stop(n);
+		start_failed(n, s, rv);
 	}
 }
 
@@ -214,8 +206,6 @@ start_first(void *arg)
 	n->phase = EB__NODE_STARTING;
 	start_next(n);
 }
-
-/* ---- stop ---- */
 
 static void
 handle_closed_cb(uv_handle_t *h)
@@ -269,6 +259,15 @@ stop_next(eb_node *n)
 	node_steps[n->started].stop(n, stop_done_cb);
 }
 
+/* Leaves without a graceful stop: main exits with 1 at once. */
+static void
+force_exit(eb_node *n)
+{
+	n->exit_code = EB_NODE_EXIT_FATAL;
+	n->forced = true;
+	uv_stop(n->loop);
+}
+
 static void
 stop_timer_cb(uv_timer_t *t)
 {
@@ -276,9 +275,7 @@ stop_timer_cb(uv_timer_t *t)
 
 	EB_LOG_ERR("node", "stop-timeout: after_ms=%d step=%s",
 	    NODE_STOP_TIMEOUT_MS, node_steps[n->started].name);
-	n->exit_code = EB_NODE_EXIT_FATAL;
-	n->forced = true;
-	uv_stop(n->loop);
+	force_exit(n);
 }
 
 /* Starts the reverse walk, unless a start step is still in flight. */
@@ -331,17 +328,13 @@ signal_cb(uv_signal_t *h, int signum)
 	if (n->signals > 1) {
 		/* The operator insists: leave without a graceful stop. */
 		EB_LOG_WARN("node", "forced-exit: signal=%d", signum);
-		n->exit_code = EB_NODE_EXIT_FATAL;
-		n->forced = true;
-		uv_stop(n->loop);
+		force_exit(n);
 		return;
 	}
 	EB_LOG_NOTICE("node", "stop-requested: signal=%s",
 	    signum == SIGTERM ? "SIGTERM" : "SIGINT");
 	begin_stop(n);
 }
-
-/* ---- run ---- */
 
 int
 eb__node_run(eb_node *n)

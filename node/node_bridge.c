@@ -1,11 +1,6 @@
 /*
- * node wiring for the TCP event-bus bridge: creates the bridge from
- * conf->bridge (an eb_bridge_opts, eb__node_bridge_opts) on the node's bus
- * and loop, starts it (n->bridge_port is the bound port) and closes it on
- * stop.
- *
- * Secure default (conf derives it): bound to loopback, only the ingress
- * address inbound, nothing outbound.
+ * The bridge step (node_int.h): the TCP event-bus bridge on the node's bus
+ * (n->cluster.self.bridge_port: the bound port). Loop thread only.
  */
 
 #include <ebnode/bridge.h>
@@ -26,7 +21,7 @@ node_bridge_closed_cb(eb_bridge *b, void *arg)
 static void
 node_bridge_close(eb_node *n, eb__node_done_cb cb, int status)
 {
-	n->bridge_port = 0;
+	n->cluster.self.bridge_port = 0;
 	eb_bridge_close(n->bridge, node_bridge_closed_cb,
 	    eb__node_wait_new(n, cb, status, 1));
 }
@@ -39,7 +34,7 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 	int            rv;
 
 	if (!n->conf->bridge_enabled) {
-		n->bridge_port = 0;
+		n->cluster.self.bridge_port = 0;
 		eb__node_complete(n, cb, 0);
 		return 0;
 	}
@@ -62,7 +57,7 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 		node_bridge_close(n, cb, rv);
 		return 0;
 	}
-	n->bridge_port = eb_bridge_port(n->bridge);
+	n->cluster.self.bridge_port = eb_bridge_port(n->bridge);
 	eb__node_complete(n, cb, 0);
 	return 0;
 }

@@ -1,88 +1,15 @@
 /*
- * Wiring of the event bus and the node links into the node (contract in
- * node_int.h).
- *
- * Start: the bus from conf->bus and the node id (eb__node_bus_opts).
- * Clustered (a ZooKeeper connect string is set) also a link manager from
- * conf->link, the cluster.* keys (eb__node_link_opts), attached
- * to the bus and listening, so that n->cluster_port is known before the
- * cluster step advertises it in the member znode. Standalone nodes have no
- * links (cluster_port 0).
- *
- * Members: node_cluster.c's members observer reconciles the link manager
- * with the member list (eb_link_mgr_set_peers).
- *
- * Stop (last step): the links close, then the bus; cb after both.
- * Loop thread only.
+ * The bus step (node_int.h): the event bus, and when clustered (a
+ * ZooKeeper connect string is set) a link manager attached to it and
+ * listening, so that n->cluster.self.cluster_port is known before the cluster
+ * step advertises it; node_cluster.c feeds it the member list. Stop (last
+ * step): the links close, then the bus. Loop thread only.
  */
-
 #include <ebnode/bus.h>
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
 #include "node/node_int.h"
-
-static void bus_close_all(eb_node *n, eb__node_done_cb cb, int status);
-
-static int
-links_new(eb_node *n)
-{
-	const eb_conf *c = n->conf;
-	eb_link_opts   lo;
-	eb_errbuf      e;
-	int            rv;
-
-	eb__node_link_opts(c, &lo);
-	if (lo.dead_ms <= lo.heartbeat_ms) {
-		/* A link must survive at least a couple of heartbeats. */
-		EB_LOG_WARN("node",
-		    "link-timeout-raised: link_timeout_ms=%u heartbeat_ms=%u "
-		    "using=%u",
-		    lo.dead_ms, lo.heartbeat_ms, lo.heartbeat_ms * 3);
-		lo.dead_ms = lo.heartbeat_ms * 3;
-	}
-	rv = eb_link_mgr_new(n->loop, &lo, &n->links, &e);
-	if (rv != 0) {
-		EB_LOG_ERR("node", "links-failed: err=%s detail=%s",
-		    eb_err_name(rv), e.msg);
-		n->links = NULL;
-		return rv;
-	}
-	if ((rv = eb_bus_cluster_attach(n->bus, n->links)) != 0 ||
-	    (rv = eb_link_mgr_start(n->links)) != 0) {
-		EB_LOG_ERR("node", "links-failed: listen=%s port=%d err=%s",
-		    lo.host, lo.port, eb_err_name(rv));
-		return rv;
-	}
-	n->cluster_port = eb_link_mgr_port(n->links);
-	return 0;
-}
-
-int
-eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
-{
-	eb_bus_opts o;
-	int         rv;
-
-	eb__node_bus_opts(n->conf, &o);
-	rv = eb_bus_new(n->loop, &o, &n->bus);
-	if (rv != 0) {
-		EB_LOG_ERR("node", "bus-start-failed: err=%s", eb_err_name(rv));
-		n->bus = NULL;
-		return rv;
-	}
-	if (n->conf->cluster.connect[0] != '\0' && (rv = links_new(n)) != 0) {
-		/* A failed start holds nothing: close what exists, then
-		 * report (on a later turn, from the close callbacks). */
-		n->cluster_port = 0;
-		bus_close_all(n, cb, rv);
-		return 0;
-	}
-	eb__node_complete(n, cb, 0);
-	return 0;
-}
-
-/* ---- stop ---- */
 
 static void
 links_closed_cb(eb_link_mgr *m, void *arg)
@@ -117,6 +44,64 @@ bus_close_all(eb_node *n, eb__node_done_cb cb, int status)
 	if (n->bus != NULL) {
 		eb_bus_close(n->bus, bus_closed_cb, w);
 	}
+}
+
+static int
+links_new(eb_node *n)
+{
+	const eb_conf *c = n->conf;
+	eb_link_opts   lo;
+	eb_errbuf      e;
+	int            rv;
+
+	eb__node_link_opts(c, &lo);
+	if (lo.dead_ms <= lo.heartbeat_ms) {
+		/* A link must survive at least a couple of heartbeats. */
+		EB_LOG_WARN("node",
+		    "link-timeout-raised: link_timeout_ms=%u heartbeat_ms=%u "
+		    "using=%u",
+		    lo.dead_ms, lo.heartbeat_ms, lo.heartbeat_ms * 3);
+		lo.dead_ms = lo.heartbeat_ms * 3;
+	}
+	rv = eb_link_mgr_new(n->loop, &lo, &n->links, &e);
+	if (rv != 0) {
+		EB_LOG_ERR("node", "links-failed: err=%s detail=%s",
+		    eb_err_name(rv), e.msg);
+		n->links = NULL;
+		return rv;
+	}
+	if ((rv = eb_bus_cluster_attach(n->bus, n->links)) != 0 ||
+	    (rv = eb_link_mgr_start(n->links)) != 0) {
+		EB_LOG_ERR("node", "links-failed: listen=%s port=%d err=%s",
+		    lo.host, lo.port, eb_err_name(rv));
+		return rv;
+	}
+	n->cluster.self.cluster_port = eb_link_mgr_port(n->links);
+	return 0;
+}
+
+int
+eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
+{
+	eb_bus_opts o;
+	int         rv;
+
+	eb__node_bus_opts(n->conf, &o);
+	rv = eb_bus_new(n->loop, &o, &n->bus);
+	if (rv != 0) {
+		EB_LOG_ERR("node", "bus-start-failed: err=%s", eb_err_name(rv));
+		n->bus = NULL;
+		return rv;
+	}
+	if (n->conf->cluster.connect[0] != '\0' && (rv = links_new(n)) != 0) {
+		/* A failed start holds nothing: close what exists, then
+		 * report (on a later turn, from the close callbacks). */
+		n->cluster.self.cluster_port = 0;
+		bus_close_all(n, cb, rv);
+		return 0;
+	}
+	eb__node_complete(n, cb, 0);
+	return 0;
 }
 
 void

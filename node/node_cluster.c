@@ -1,17 +1,10 @@
 /*
- * Wiring of the cluster object (ebnode/cluster.h) into the node (contract
- * in node_int.h): the options from the configuration and the bound ports
- * (eb__node_cluster_self), start and stop as the last node step, a
- * run-time failure fails the node (eb__node_fail), the leadership observer
- * raises the bus fence (rule 6) and tells the ingress about every change,
- * and the members observer reconciles the node links with the member list
- * (eb_link_mgr_set_peers). n->cluster is also what the admin routes read
- * (cluster/cluster_admin.h).
- *
- * Start: a failed start (duplicate address: exit 3; lease-unsafe: exit 1)
- * holds nothing: the cluster object is closed before the step reports.
- * Stop (rule 8): eb_cluster_stop revokes leadership synchronously (the
- * ingress stops routing), leaves (bounded), then the object is closed.
+ * The cluster step (node_int.h), last: the eb_cluster object from conf and
+ * the bound ports; a run-time failure fails the node; the leadership
+ * observer raises the bus fence (rule 6) and tells the ingress; the
+ * members observer reconciles the node links (eb_link_mgr_set_peers). A
+ * failed start holds nothing. Stop (rule 8): eb_cluster_stop revokes
+ * leadership synchronously, leaves (bounded), then the object closes.
  * Loop thread only.
  */
 #include <stdlib.h>
@@ -22,17 +15,6 @@
 
 #include "common/alloc.h"
 #include "node/node_int.h"
-
-void
-eb__node_cluster_self(eb_node *n)
-{
-	eb__node_cluster_opts(n->conf, &n->cluster.self);
-	n->cluster.self.cluster_port = n->cluster_port;
-	n->cluster.self.bridge_port = n->bridge_port;
-	n->cluster.self.admin_port = n->admin_port;
-}
-
-/* ---- observers ---- */
 
 static void
 leadership_cb(eb_cluster *c, const eb_cluster_leadership *l, void *arg)
@@ -87,8 +69,6 @@ fail_cb(eb_cluster *c, int err, void *arg)
 	}
 }
 
-/* ---- lifecycle ---- */
-
 static void
 cluster_closed_cb(eb_cluster *c, void *arg)
 {
@@ -131,7 +111,6 @@ eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
 	eb_errbuf e;
 	int       rv;
 
-	eb__node_cluster_self(n);
 	rv = eb_cluster_new(n->loop, &n->cluster.self, &n->cluster.cluster, &e);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "cluster-failed: err=%s detail=%s",

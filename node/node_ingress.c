@@ -1,18 +1,9 @@
 /*
- * Wiring of leader-routed ingress into the node (contract in node_int.h).
- *
- * Start (after the bus, before the bridge and the cluster): the ingress
- * object from conf->ingress (eb__node_ingress_opts), its gateway registered
- * on the bus, and the election's lease check as its leader check. The
- * cluster wiring's leadership observer calls eb__node_ingress_leadership,
- * which starts routing when this node is elected and stops it
- * synchronously when leadership is revoked (rule 5) or released on
- * shutdown (rule 8). Standalone nodes are elected with epoch 1 by the
- * cluster step.
- *
- * Stop: routing stops, held messages are failed back to their senders
- * (never dropped silently), then the ingress closes.
- * Loop thread only.
+ * The ingress step (node_int.h): leader-routed ingress with the lease
+ * check as its leader check. eb__node_ingress_leadership starts routing
+ * when this node is elected and stops it synchronously on a revoke (rule
+ * 5) or a release (rule 8). Stop: held messages are failed back to their
+ * senders, then the ingress closes. Loop thread only.
  */
 #include <ebnode/ingress.h>
 #include <ebnode/log.h>

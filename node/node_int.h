@@ -68,16 +68,13 @@ struct eb_node {
 	eb_bridge             *bridge;  /* node_bridge.c */
 	struct eb__node_admin *admin;   /* node_admin.c */
 	/* node_cluster.c: the eb_cluster object and what the admin routes
-	 * read (cluster/cluster_admin.h). */
+	 * read (cluster/cluster_admin.h). cluster.self holds the ports the
+	 * start steps bound, which the member data advertises (0: disabled;
+	 * READY shows -). */
 	eb__cluster_view cluster;
 	bool             cluster_starting; /* eb_cluster_start pending */
 	bool             cluster_leader;   /* as last told to the ingress */
 	eb__node_done_cb cluster_cb;       /* the start or stop step */
-
-	/* Bound ports, set by the start steps; 0: disabled (READY shows -). */
-	int admin_port;
-	int bridge_port;
-	int cluster_port;
 
 	/* Lifecycle (node.c only). */
 	int         phase;     /* enum eb__node_phase */
@@ -147,8 +144,6 @@ void eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb);
  * unreachable for its whole bound) completes that start at once with
  * EB_ECANCELED, through the same path as its timeout. */
 void eb__node_cluster_cancel_start(eb_node *n);
-/* Fills n->cluster.self from conf and the bound ports. */
-void eb__node_cluster_self(eb_node *n);
 /* Leadership changed (node_cluster.c): ingress routing starts or stops at
  * once. */
 void eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch);
