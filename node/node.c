@@ -1,11 +1,9 @@
 /*
- * The node's lifecycle: start the subsystems in order (node_int.h), print
- * READY, and on a signal or a fatal error stop them in reverse order, then
- * close the node's own handles so that the loop ends by itself.
- *
- * A step table drives both directions. Exactly one step is in flight at a
- * time (step_busy); a stop requested while a start step runs is acted on
- * when that step completes, so no subsystem is ever stopped half-started.
+ * The node's lifecycle (node_int.h, docs/NODE.md). A step table drives both
+ * directions; exactly one step is in flight at a time (step_busy); a stop
+ * requested while a start step runs is acted on when that step completes
+ * (or is canceled), so no subsystem is ever stopped half-started. After
+ * the last stop the node's own handles close and the loop ends by itself.
  * Loop thread only.
  */
 #include <signal.h>
@@ -83,8 +81,8 @@ eb__node_complete(eb_node *n, eb__node_done_cb cb, int status)
 	    &n->defer, completion_run, eb__node_wait_new(n, cb, status, 1));
 }
 
-int
-eb__node_exit_code(int err)
+static int
+exit_code(int err)
 {
 	return err == 0             ? EB_NODE_EXIT_OK
 	       : err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR
@@ -150,7 +148,7 @@ start_failed(eb_node *n, const struct node_step *s, int err)
 {
 	EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
 	    eb_err_name(err), eb_strerror(err));
-	n->exit_code = eb__node_exit_code(err);
+	n->exit_code = exit_code(err);
 	begin_stop(n);
 }
 
@@ -314,7 +312,7 @@ eb__node_fail(eb_node *n, int err)
 	EB_LOG_ERR(
 	    "node", "fatal: err=%s (%s)", eb_err_name(err), eb_strerror(err));
 	if (n->exit_code == EB_NODE_EXIT_OK) {
-		n->exit_code = eb__node_exit_code(err);
+		n->exit_code = exit_code(err);
 	}
 	begin_stop(n);
 }

@@ -1,6 +1,6 @@
 /*
  * The bridge step (node_int.h): the TCP event-bus bridge on the node's bus
- * (n->cluster.self.bridge_port: the bound port). Loop thread only.
+ * (its bound port in n->cluster.self). Loop thread only.
  */
 
 #include <ebnode/bridge.h>
@@ -34,13 +34,8 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 	int            rv;
 
 	if (!n->conf->bridge_enabled) {
-		n->cluster.self.bridge_port = 0;
 		eb__node_complete(n, cb, 0);
 		return 0;
-	}
-	if (n->bus == NULL) {
-		EB_LOG_ERR("bridge", "start-failed: no bus");
-		return EB_ECLOSED;
 	}
 	eb__node_bridge_opts(n->conf, &o);
 	rv = eb_bridge_new(n->loop, n->bus, &o, &err, &n->bridge);

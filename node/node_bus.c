@@ -1,9 +1,9 @@
 /*
  * The bus step (node_int.h): the event bus, and when clustered (a
  * ZooKeeper connect string is set) a link manager attached to it and
- * listening, so that n->cluster.self.cluster_port is known before the cluster
- * step advertises it; node_cluster.c feeds it the member list. Stop (last
- * step): the links close, then the bus. Loop thread only.
+ * listening, so that the cluster step can advertise its port;
+ * node_cluster.c feeds it the member list. Stop (last step): the links
+ * close, then the bus. Loop thread only.
  */
 #include <ebnode/bus.h>
 #include <ebnode/link.h>
@@ -96,7 +96,6 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 	if (n->conf->cluster.connect[0] != '\0' && (rv = links_new(n)) != 0) {
 		/* A failed start holds nothing: close what exists, then
 		 * report (on a later turn, from the close callbacks). */
-		n->cluster.self.cluster_port = 0;
 		bus_close_all(n, cb, rv);
 		return 0;
 	}
@@ -107,9 +106,5 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 void
 eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
 {
-	if (n->bus == NULL && n->links == NULL) {
-		eb__node_complete(n, cb, 0);
-		return;
-	}
 	bus_close_all(n, cb, 0);
 }

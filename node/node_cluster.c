@@ -78,7 +78,6 @@ cluster_closed_cb(eb_cluster *c, void *arg)
 	/* A node is started once: nothing of the cluster wiring outlives its
 	 * stop (or failed start). */
 	w->n->cluster.cluster = NULL;
-	w->n->cluster.running = false;
 	w->n->cluster.stopping = false;
 	eb__node_wait_done(w);
 }

@@ -31,9 +31,11 @@
 #include <ebnode/bus.h>
 #include <ebnode/err.h>
 
+#include "bridge/bridge_admin.h"
 #include "cluster/cluster_admin.h"
 #include "common/defer.h"
 #include "conf/conf.h"
+#include "ingress/ingress_admin.h"
 
 typedef struct eb_node eb_node;
 
@@ -45,8 +47,6 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_FATAL   1
 #define EB_NODE_EXIT_USAGE   2 /* usage or configuration error */
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
-
-struct eb__node_admin;
 
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
@@ -62,11 +62,13 @@ struct eb_node {
 	eb__deferq     defer; /* node-level deferred calls */
 
 	/* Subsystems, owned, filled by the wiring files. */
-	eb_bus                *bus;     /* node_bus.c */
-	eb_link_mgr           *links;   /* node_bus.c (clustered only) */
-	eb_ingress            *ingress; /* node_ingress.c */
-	eb_bridge             *bridge;  /* node_bridge.c */
-	struct eb__node_admin *admin;   /* node_admin.c */
+	eb_bus           *bus;     /* node_bus.c */
+	eb_link_mgr      *links;   /* node_bus.c (clustered only) */
+	eb_ingress       *ingress; /* node_ingress.c */
+	eb_bridge        *bridge;  /* node_bridge.c */
+	eb__admin        *admin;   /* node_admin.c, and what it reads: */
+	eb__bridge_admin  bridge_admin;
+	eb__ingress_admin ingress_admin;
 	/* node_cluster.c: the eb_cluster object and what the admin routes
 	 * read (cluster/cluster_admin.h). cluster.self holds the ports the
 	 * start steps bound, which the member data advertises (0: disabled;
@@ -98,8 +100,6 @@ int eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np);
 int eb__node_run(eb_node *n);
 /* After eb__node_run() returned (not after a forced exit). */
 void eb__node_free(eb_node *n);
-/* A start error's exit code (EB_EDUPADDR -> 3, else 1). */
-int eb__node_exit_code(int err);
 
 /* Calls cb(n, status) on a later loop turn (for start/stop steps). */
 void eb__node_complete(eb_node *n, eb__node_done_cb cb, int status);
@@ -116,7 +116,7 @@ eb__node_wait *eb__node_wait_new(
     eb_node *n, eb__node_done_cb cb, int status, int pending);
 void eb__node_wait_done(eb__node_wait *w);
 /* An unrecoverable run-time error: logs it and stops the node gracefully;
- * the process exits with eb__node_exit_code(err). */
+ * the process exits with 3 for EB_EDUPADDR, else 1. */
 void eb__node_fail(eb_node *n, int err);
 /* Requests a graceful stop (as SIGTERM does); exit code 0. */
 void eb__node_shutdown(eb_node *n);
