@@ -1,6 +1,6 @@
 /*
  * The process metric families (eb__admin_process_metrics, admin.h), read
- * from libuv at each scrape.
+ * from libuv at each scrape, and the ebnode_errors_total row writer.
  */
 #include <uv.h>
 
@@ -30,4 +30,12 @@ eb__admin_process_metrics(eb__prom *w, void *arg)
 	    "Seconds since this node started.");
 	eb__prom_f64(w, "ebnode_uptime_seconds", NULL,
 	    (double) (eb__mono_ms() - *start_ms) / 1000.0);
+}
+
+void
+eb__admin_error_row(eb__prom *w, const char *type, uint64_t v)
+{
+	const char *l[] = { "type", type, NULL };
+
+	eb__prom_u64(w, "ebnode_errors_total", l, v);
 }

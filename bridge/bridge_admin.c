@@ -214,3 +214,23 @@ eb__bridge_admin_register(eb__admin *adm, eb__bridge_admin *ctx)
 	eb__admin_route(adm, "GET", "/bridge", bridge_route, ctx);
 	eb__admin_on_metrics(adm, bridge_metrics, ctx);
 }
+
+void
+eb__bridge_admin_errors(eb__prom *w, eb_bridge *b)
+{
+	eb_bridge_stats s;
+
+	memset(&s, 0, sizeof(s));
+	if (b != NULL) {
+		eb_bridge_stats_get(b, &s);
+	}
+	eb__admin_error_row(
+	    w, "bridge_malformed_frame", s.frames_in[EB_BRIDGE_IN_MALFORMED]);
+	eb__admin_error_row(
+	    w, "bridge_unknown_type", s.frames_in[EB_BRIDGE_IN_UNKNOWN]);
+	eb__admin_error_row(w, "bridge_bad_length", s.conns_closed_frame);
+	eb__admin_error_row(w, "bridge_access_denied", s.denied);
+	eb__admin_error_row(w, "bridge_auth_failed", s.auth_failed);
+	eb__admin_error_row(w, "bridge_tls_failed", s.tls_failed);
+	eb__admin_error_row(w, "bridge_slow_consumer", s.conns_closed_slow);
+}

@@ -22,5 +22,7 @@ typedef struct eb__bridge_admin {
 /* Registers GET /bridge and the bridge collector. ctx is borrowed and must
  * outlive adm. */
 void eb__bridge_admin_register(eb__admin *adm, eb__bridge_admin *ctx);
+/* The bridge's rows of ebnode_errors_total (b NULL: zeros). */
+void eb__bridge_admin_errors(eb__prom *w, eb_bridge *b);
 
 #endif

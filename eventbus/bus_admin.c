@@ -345,3 +345,17 @@ eb__bus_admin_register(eb__admin *adm, eb_bus *bus)
 	eb__admin_route(adm, "GET", "/subscriptions", subscriptions_route, bus);
 	eb__admin_on_metrics(adm, bus_metrics, bus);
 }
+
+void
+eb__bus_admin_errors(eb__prom *w, eb_bus *bus)
+{
+	eb_bus_totals t;
+
+	memset(&t, 0, sizeof(t));
+	if (bus != NULL) {
+		eb_bus_stats_totals(bus, &t);
+	}
+	eb__admin_error_row(w, "bus_no_handlers", t.no_handlers);
+	eb__admin_error_row(w, "bus_failed", t.failed);
+	eb__admin_error_row(w, "bus_dropped", t.dropped);
+}

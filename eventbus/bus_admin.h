@@ -19,5 +19,7 @@
  * must outlive adm; NULL (not running): /subscriptions answers 503 and the
  * families show zeros. */
 void eb__bus_admin_register(eb__admin *adm, eb_bus *bus);
+/* The bus's rows of ebnode_errors_total (bus NULL: zeros). */
+void eb__bus_admin_errors(eb__prom *w, eb_bus *bus);
 
 #endif

@@ -120,3 +120,17 @@ eb__ingress_admin_register(eb__admin *adm, eb__ingress_admin *ctx)
 {
 	eb__admin_on_metrics(adm, ingress_metrics, ctx);
 }
+
+void
+eb__ingress_admin_errors(eb__prom *w, eb_ingress *in)
+{
+	eb_ingress_stats s;
+
+	memset(&s, 0, sizeof(s));
+	if (in != NULL) {
+		eb_ingress_stats_get(in, &s);
+	}
+	eb__admin_error_row(w, "ingress_failed", s.failed);
+	eb__admin_error_row(w, "ingress_dropped", s.dropped);
+	eb__admin_error_row(w, "ingress_unrouted", s.unrouted);
+}

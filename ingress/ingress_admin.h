@@ -20,5 +20,7 @@ typedef struct eb__ingress_admin {
 
 /* Registers the ingress collector. ctx is borrowed and must outlive adm. */
 void eb__ingress_admin_register(eb__admin *adm, eb__ingress_admin *ctx);
+/* The ingress's rows of ebnode_errors_total (in NULL: zeros). */
+void eb__ingress_admin_errors(eb__prom *w, eb_ingress *in);
 
 #endif

@@ -1,11 +1,9 @@
 /*
- * The node's lifecycle: start the subsystems in order (node_int.h), print
- * READY, and on a signal or a fatal error stop them in reverse order, then
- * close the node's own handles so that the loop ends by itself.
- *
- * A step table drives both directions. Exactly one step is in flight at a
- * time (step_busy); a stop requested while a start step runs is acted on
- * when that step completes, so no subsystem is ever stopped half-started.
+ * The node's lifecycle (node_int.h, docs/NODE.md). A step table drives both
+ * directions; exactly one step is in flight at a time (step_busy); a stop
+ * requested while a start step runs is acted on when that step completes
+ * (or is canceled), so no subsystem is ever stopped half-started. After
+ * the last stop the node's own handles close and the loop ends by itself.
  * Loop thread only.
  */
 #include <signal.h>
@@ -23,17 +21,13 @@
 /* A graceful stop longer than this is cut short (exit code 1). */
 #define NODE_STOP_TIMEOUT_MS 30000
 
-typedef int (*step_start_fn)(eb_node *n, eb__node_done_cb cb);
-typedef void (*step_stop_fn)(eb_node *n, eb__node_done_cb cb);
-typedef void (*step_cancel_fn)(eb_node *n);
-
 /* cancel (NULL: the step starts promptly) cuts a start in flight short
  * when a stop is requested: it completes with EB_ECANCELED. */
 static const struct node_step {
-	const char    *name;
-	step_start_fn  start;
-	step_stop_fn   stop;
-	step_cancel_fn cancel;
+	const char *name;
+	int (*start)(eb_node *n, eb__node_done_cb cb);
+	void (*stop)(eb_node *n, eb__node_done_cb cb);
+	void (*cancel)(eb_node *n);
 } node_steps[] = {
 	{ "bus", eb__node_bus_start, eb__node_bus_stop, NULL },
 	{ "ingress", eb__node_ingress_start, eb__node_ingress_stop, NULL },
@@ -48,45 +42,52 @@ static void start_next(eb_node *n);
 static void stop_next(eb_node *n);
 static void begin_stop(eb_node *n);
 
-/* ---- deferred completions ----------------------------------------------- */
+eb__node_wait *
+eb__node_wait_new(eb_node *n, eb__node_done_cb cb, int status, int pending)
+{
+	eb__node_wait *w = eb__malloc(sizeof(*w));
 
-struct node_completion {
-	eb_node         *n;
-	eb__node_done_cb cb;
-	int              status;
-};
+	w->n = n;
+	w->cb = cb;
+	w->status = status;
+	w->pending = pending;
+	return w;
+}
+
+void
+eb__node_wait_done(eb__node_wait *w)
+{
+	eb__node_wait c = *w;
+
+	if (--w->pending > 0) {
+		return;
+	}
+	free(w);
+	if (c.cb != NULL) {
+		c.cb(c.n, c.status);
+	}
+}
 
 static void
 completion_run(void *arg)
 {
-	struct node_completion c = *(struct node_completion *) arg;
-
-	free(arg);
-	c.cb(c.n, c.status);
+	eb__node_wait_done(arg);
 }
 
 void
 eb__node_complete(eb_node *n, eb__node_done_cb cb, int status)
 {
-	struct node_completion *c = eb__malloc(sizeof(*c));
-
-	c->n = n;
-	c->cb = cb;
-	c->status = status;
-	eb__defer(&n->defer, completion_run, c);
+	eb__defer(
+	    &n->defer, completion_run, eb__node_wait_new(n, cb, status, 1));
 }
 
-int
-eb__node_exit_code(int err)
+static int
+exit_code(int err)
 {
-	if (err == 0) {
-		return EB_NODE_EXIT_OK;
-	}
-	return err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR : EB_NODE_EXIT_FATAL;
+	return err == 0             ? EB_NODE_EXIT_OK
+	       : err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR
+	                            : EB_NODE_EXIT_FATAL;
 }
-
-/* ---- creation -------------------------------------------------------------
- */
 
 int
 eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
@@ -95,8 +96,7 @@ eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
 
 	n->loop = loop;
 	n->conf = conf;
-	n->phase = EB__NODE_NEW;
-	n->exit_code = EB_NODE_EXIT_OK;
+	eb__node_cluster_opts(conf, &n->cluster.self);
 	*np = n;
 	return 0;
 }
@@ -106,9 +106,6 @@ eb__node_free(eb_node *n)
 {
 	free(n);
 }
-
-/* ---- READY ----------------------------------------------------------------
- */
 
 static void
 hostport(char *out, size_t size, const char *host, int port)
@@ -128,9 +125,12 @@ print_ready(eb_node *n)
 	const eb_conf *c = n->conf;
 	char           admin[300], bridge[300], cluster[300];
 
-	hostport(admin, sizeof(admin), c->admin.listen, n->admin_port);
-	hostport(bridge, sizeof(bridge), c->bridge.host, n->bridge_port);
-	hostport(cluster, sizeof(cluster), c->link.host, n->cluster_port);
+	hostport(
+	    admin, sizeof(admin), c->admin.listen, n->cluster.self.admin_port);
+	hostport(bridge, sizeof(bridge), c->bridge.host,
+	    n->cluster.self.bridge_port);
+	hostport(cluster, sizeof(cluster), c->link.host,
+	    n->cluster.self.cluster_port);
 	/* The one line on stdout: tests and supervisors wait for it. */
 	(void) printf("READY admin=%s bridge=%s cluster=%s node=%s\n", admin,
 	    bridge, cluster, c->cluster.node_id);
@@ -143,8 +143,14 @@ print_ready(eb_node *n)
 	    (unsigned long long) (eb__mono_ms() - n->start_ms));
 }
 
-/* ---- start ----------------------------------------------------------------
- */
+static void
+start_failed(eb_node *n, const struct node_step *s, int err)
+{
+	EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
+	    eb_err_name(err), eb_strerror(err));
+	n->exit_code = exit_code(err);
+	begin_stop(n);
+}
 
 static void
 start_done_cb(eb_node *n, int status)
@@ -159,10 +165,7 @@ start_done_cb(eb_node *n, int status)
 		return;
 	}
 	if (status != 0) {
-		EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
-		    eb_err_name(status), eb_strerror(status));
-		n->exit_code = eb__node_exit_code(status);
-		begin_stop(n);
+		start_failed(n, s, status);
 		return;
 	}
 	EB_LOG_DEBUG("node", "started: step=%s", s->name);
@@ -189,10 +192,7 @@ start_next(eb_node *n)
 	n->step_busy = true;
 	if ((rv = s->start(n, start_done_cb)) != 0) {
 		n->step_busy = false;
-		EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
-		    eb_err_name(rv), eb_strerror(rv));
-		n->exit_code = eb__node_exit_code(rv);
-		begin_stop(n);
+		start_failed(n, s, rv);
 	}
 }
 
@@ -204,9 +204,6 @@ start_first(void *arg)
 	n->phase = EB__NODE_STARTING;
 	start_next(n);
 }
-
-/* ---- stop -----------------------------------------------------------------
- */
 
 static void
 handle_closed_cb(uv_handle_t *h)
@@ -260,6 +257,15 @@ stop_next(eb_node *n)
 	node_steps[n->started].stop(n, stop_done_cb);
 }
 
+/* Leaves without a graceful stop: main exits with 1 at once. */
+static void
+force_exit(eb_node *n)
+{
+	n->exit_code = EB_NODE_EXIT_FATAL;
+	n->forced = true;
+	uv_stop(n->loop);
+}
+
 static void
 stop_timer_cb(uv_timer_t *t)
 {
@@ -267,9 +273,7 @@ stop_timer_cb(uv_timer_t *t)
 
 	EB_LOG_ERR("node", "stop-timeout: after_ms=%d step=%s",
 	    NODE_STOP_TIMEOUT_MS, node_steps[n->started].name);
-	n->exit_code = EB_NODE_EXIT_FATAL;
-	n->forced = true;
-	uv_stop(n->loop);
+	force_exit(n);
 }
 
 /* Starts the reverse walk, unless a start step is still in flight. */
@@ -308,7 +312,7 @@ eb__node_fail(eb_node *n, int err)
 	EB_LOG_ERR(
 	    "node", "fatal: err=%s (%s)", eb_err_name(err), eb_strerror(err));
 	if (n->exit_code == EB_NODE_EXIT_OK) {
-		n->exit_code = eb__node_exit_code(err);
+		n->exit_code = exit_code(err);
 	}
 	begin_stop(n);
 }
@@ -322,18 +326,13 @@ signal_cb(uv_signal_t *h, int signum)
 	if (n->signals > 1) {
 		/* The operator insists: leave without a graceful stop. */
 		EB_LOG_WARN("node", "forced-exit: signal=%d", signum);
-		n->exit_code = EB_NODE_EXIT_FATAL;
-		n->forced = true;
-		uv_stop(n->loop);
+		force_exit(n);
 		return;
 	}
 	EB_LOG_NOTICE("node", "stop-requested: signal=%s",
 	    signum == SIGTERM ? "SIGTERM" : "SIGINT");
 	begin_stop(n);
 }
-
-/* ---- run ------------------------------------------------------------------
- */
 
 int
 eb__node_run(eb_node *n)

@@ -1,50 +1,29 @@
 /*
- * node wiring for the TCP event-bus bridge: creates the bridge from
- * conf->bridge (an eb_bridge_opts, eb__node_bridge_opts) on the node's bus
- * and loop, starts it (n->bridge_port is the bound port) and closes it on
- * stop.
- *
- * Secure default (conf derives it): bound to loopback, only the ingress
- * address inbound, nothing outbound.
+ * The bridge step (node_int.h): the TCP event-bus bridge on the node's bus
+ * (its bound port in n->cluster.self). Loop thread only.
  */
-#include <stdlib.h>
 
 #include <ebnode/bridge.h>
 #include <ebnode/log.h>
 
-#include "common/alloc.h"
 #include "node/node_int.h"
-
-typedef struct node_bridge_closing {
-	eb_node         *n;
-	eb__node_done_cb cb;
-	int              status;
-} node_bridge_closing;
 
 static void
 node_bridge_closed_cb(eb_bridge *b, void *arg)
 {
-	node_bridge_closing *nc = arg;
-	eb_node             *n = nc->n;
-	eb__node_done_cb     cb = nc->cb;
-	int                  status = nc->status;
+	eb__node_wait *w = arg;
 
 	(void) b;
-	free(nc);
-	n->bridge = NULL;
-	cb(n, status);
+	w->n->bridge = NULL;
+	eb__node_wait_done(w);
 }
 
 static void
 node_bridge_close(eb_node *n, eb__node_done_cb cb, int status)
 {
-	node_bridge_closing *nc = eb__malloc(sizeof(*nc));
-
-	nc->n = n;
-	nc->cb = cb;
-	nc->status = status;
-	n->bridge_port = 0;
-	eb_bridge_close(n->bridge, node_bridge_closed_cb, nc);
+	n->cluster.self.bridge_port = 0;
+	eb_bridge_close(n->bridge, node_bridge_closed_cb,
+	    eb__node_wait_new(n, cb, status, 1));
 }
 
 int
@@ -55,13 +34,8 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 	int            rv;
 
 	if (!n->conf->bridge_enabled) {
-		n->bridge_port = 0;
 		eb__node_complete(n, cb, 0);
 		return 0;
-	}
-	if (n->bus == NULL) {
-		EB_LOG_ERR("bridge", "start-failed: no bus");
-		return EB_ECLOSED;
 	}
 	eb__node_bridge_opts(n->conf, &o);
 	rv = eb_bridge_new(n->loop, n->bus, &o, &err, &n->bridge);
@@ -78,7 +52,7 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 		node_bridge_close(n, cb, rv);
 		return 0;
 	}
-	n->bridge_port = eb_bridge_port(n->bridge);
+	n->cluster.self.bridge_port = eb_bridge_port(n->bridge);
 	eb__node_complete(n, cb, 0);
 	return 0;
 }

@@ -1,38 +1,50 @@
 /*
- * Wiring of the event bus and the node links into the node (contract in
- * node_int.h).
- *
- * Start: the bus from conf->bus and the node id (eb__node_bus_opts).
- * Clustered (a ZooKeeper connect string is set) also a link manager from
- * conf->link, the cluster.* keys (eb__node_link_opts), attached
- * to the bus and listening, so that n->cluster_port is known before the
- * cluster step advertises it in the member znode. Standalone nodes have no
- * links (cluster_port 0).
- *
- * Members: node_cluster.c's members observer reconciles the link manager
- * with the member list (eb_link_mgr_set_peers).
- *
- * Stop (last step): the links close, then the bus; cb after both.
- * Loop thread only.
+ * The bus step (node_int.h): the event bus, and when clustered (a
+ * ZooKeeper connect string is set) a link manager attached to it and
+ * listening, so that the cluster step can advertise its port;
+ * node_cluster.c feeds it the member list. Stop (last step): the links
+ * close, then the bus. Loop thread only.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include <ebnode/bus.h>
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
-#include "common/alloc.h"
 #include "node/node_int.h"
 
-typedef struct node_bus_close {
-	eb_node         *n;
-	eb__node_done_cb cb;
-	int              pending; /* close callbacks still to come */
-	int              status;  /* for cb: 0 (stop) or the start error */
-} node_bus_close;
+static void
+links_closed_cb(eb_link_mgr *m, void *arg)
+{
+	eb__node_wait *w = arg;
 
-static void node_bus_close_all(eb_node *n, eb__node_done_cb cb, int status);
+	(void) m;
+	w->n->links = NULL;
+	eb__node_wait_done(w);
+}
+
+static void
+bus_closed_cb(eb_bus *bus, void *arg)
+{
+	eb__node_wait *w = arg;
+
+	(void) bus;
+	w->n->bus = NULL;
+	eb__node_wait_done(w);
+}
+
+static void
+bus_close_all(eb_node *n, eb__node_done_cb cb, int status)
+{
+	eb__node_wait *w = eb__node_wait_new(
+	    n, cb, status, (n->bus != NULL) + (n->links != NULL));
+
+	/* Links first: peers see this node's interest vanish at once. */
+	if (n->links != NULL) {
+		eb_link_mgr_close(n->links, links_closed_cb, w);
+	}
+	if (n->bus != NULL) {
+		eb_bus_close(n->bus, bus_closed_cb, w);
+	}
+}
 
 static int
 links_new(eb_node *n)
@@ -64,7 +76,7 @@ links_new(eb_node *n)
 		    lo.host, lo.port, eb_err_name(rv));
 		return rv;
 	}
-	n->cluster_port = eb_link_mgr_port(n->links);
+	n->cluster.self.cluster_port = eb_link_mgr_port(n->links);
 	return 0;
 }
 
@@ -84,75 +96,15 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 	if (n->conf->cluster.connect[0] != '\0' && (rv = links_new(n)) != 0) {
 		/* A failed start holds nothing: close what exists, then
 		 * report (on a later turn, from the close callbacks). */
-		n->cluster_port = 0;
-		node_bus_close_all(n, cb, rv);
+		bus_close_all(n, cb, rv);
 		return 0;
 	}
 	eb__node_complete(n, cb, 0);
 	return 0;
 }
 
-/* ---- stop ---- */
-
-static void
-stop_step_done(node_bus_close *nc)
-{
-	eb_node         *n = nc->n;
-	eb__node_done_cb cb = nc->cb;
-
-	int status = nc->status;
-
-	if (--nc->pending > 0) {
-		return;
-	}
-	free(nc);
-	cb(n, status);
-}
-
-static void
-links_closed_cb(eb_link_mgr *m, void *arg)
-{
-	node_bus_close *nc = arg;
-
-	(void) m;
-	nc->n->links = NULL;
-	stop_step_done(nc);
-}
-
-static void
-node_bus_closed_cb(eb_bus *bus, void *arg)
-{
-	node_bus_close *nc = arg;
-
-	(void) bus;
-	nc->n->bus = NULL;
-	stop_step_done(nc);
-}
-
-static void
-node_bus_close_all(eb_node *n, eb__node_done_cb cb, int status)
-{
-	node_bus_close *nc = eb__calloc(1, sizeof(*nc));
-
-	nc->n = n;
-	nc->cb = cb;
-	nc->status = status;
-	nc->pending = (n->bus != NULL) + (n->links != NULL);
-	/* Links first: peers see this node's interest vanish at once. */
-	if (n->links != NULL) {
-		eb_link_mgr_close(n->links, links_closed_cb, nc);
-	}
-	if (n->bus != NULL) {
-		eb_bus_close(n->bus, node_bus_closed_cb, nc);
-	}
-}
-
 void
 eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
 {
-	if (n->bus == NULL && n->links == NULL) {
-		eb__node_complete(n, cb, 0);
-		return;
-	}
-	node_bus_close_all(n, cb, 0);
+	bus_close_all(n, cb, 0);
 }

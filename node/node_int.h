@@ -1,38 +1,23 @@
 /*
  * node: the composition root. One struct eb_node per process owns the loop's
- * top-level objects (bus, bridge, ZooKeeper session, membership, election,
- * admin endpoint, ingress router), starts them in order, prints the READY
- * line once every listener is up, and stops them in reverse order on
- * SIGTERM/SIGINT (a second signal forces the exit).
+ * top-level objects, starts them in order (node.c's step table: bus and
+ * node links, ingress, bridge, admin, cluster; docs/NODE.md says why),
+ * prints the READY line once every listener is up, and stops them in
+ * reverse order on SIGTERM/SIGINT (a second signal forces the exit).
  *
- * Start order: bus (+ node links), ingress, bridge, admin, cluster (the
- * eb_cluster object: ZooKeeper, membership, election). The listeners come
- * first because the member znode advertises their ports, and the ingress
- * before the cluster so that it hears the first election; the cluster step
- * comes last so that a duplicate node address fails the start before READY
- * is printed. Stop order is the reverse: cluster first, so that a leader
- * hands over ingress at once (DESIGN rule 8).
- *
- * Each subsystem's wiring lives in its own file, owned by that subsystem's
- * engineer: node_bus.c, node_bridge.c, node_cluster.c, node_admin.c. Their
- * contract (the eb__node_*_start/stop functions below):
+ * Each subsystem's wiring lives in its own file; their contract (the
+ * eb__node_*_start/stop functions below):
  *
  *   start(n, cb): returns 0 and then calls cb(n, status) exactly once on a
- *     later loop turn (never from inside start; use eb__node_complete()).
- *     status 0: the subsystem runs and holds its resources in n's slots.
- *     status < 0: it did not start and holds nothing (it cleaned up);
- *     EB_EDUPADDR makes ebnode exit with code 3, anything else with 1.
- *     A non-zero return means no callback and nothing held.
- *   stop(n, cb): called only after a successful start, at most once;
- *     closes everything the subsystem holds and then calls cb(n, 0) exactly
- *     once on a later loop turn. Asynchronous work (a leader's hand-over,
- *     draining connections) finishes before cb.
+ *     later loop turn (eb__node_complete). status 0: the subsystem runs and
+ *     holds its resources in n's slots; status < 0: it holds nothing
+ *     (EB_EDUPADDR: exit code 3, anything else 1). A non-zero return means
+ *     no callback and nothing held.
+ *   stop(n, cb): only after a successful start, at most once; closes what
+ *     the subsystem holds, then cb(n, 0) exactly once on a later turn.
  *
  * A subsystem that hits an unrecoverable error at run time calls
- * eb__node_fail(n, err) instead of exiting.
- *
- * Threads: loop thread only. Ownership: conf is borrowed (main owns it and
- * frees it after the loop ended); the loop is borrowed.
+ * eb__node_fail(n, err). Loop thread only; conf and loop are borrowed.
  */
 #ifndef EB_NODE_NODE_INT_H
 #define EB_NODE_NODE_INT_H
@@ -46,12 +31,15 @@
 #include <ebnode/bus.h>
 #include <ebnode/err.h>
 
+#include "bridge/bridge_admin.h"
+#include "cluster/cluster_admin.h"
 #include "common/defer.h"
 #include "conf/conf.h"
+#include "ingress/ingress_admin.h"
 
 typedef struct eb_node eb_node;
 
-/* Completion of a start or stop step; see the contract above. */
+/* Completion of a start or stop step (the contract above). */
 typedef void (*eb__node_done_cb)(eb_node *n, int status);
 
 /* Exit codes of ebnode (main.c). */
@@ -59,11 +47,6 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_FATAL   1
 #define EB_NODE_EXIT_USAGE   2 /* usage or configuration error */
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
-
-/* Subsystems the node owns; each wiring file defines its own struct. */
-struct eb__node_cluster;
-struct eb__node_admin;
-struct eb__node_ingress;
 
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
@@ -78,19 +61,22 @@ struct eb_node {
 	const eb_conf *conf;  /* borrowed */
 	eb__deferq     defer; /* node-level deferred calls */
 
-	/* Subsystem slots, filled by the wiring files. */
-	eb_bus                  *bus;     /* owned, node_bus.c */
-	eb_link_mgr             *links;   /* owned, node_bus.c (clustered) */
-	eb_bridge               *bridge;  /* owned, node_bridge.c */
-	struct eb__node_cluster *cluster; /* owned, node_cluster.c: the
-	                                     eb_cluster object */
-	struct eb__node_admin   *admin;   /* owned, node_admin.c */
-	struct eb__node_ingress *ingress; /* owned, the ingress wiring */
-
-	/* Bound ports, set by the start steps; 0: disabled (READY shows -). */
-	int admin_port;
-	int bridge_port;
-	int cluster_port;
+	/* Subsystems, owned, filled by the wiring files. */
+	eb_bus           *bus;     /* node_bus.c */
+	eb_link_mgr      *links;   /* node_bus.c (clustered only) */
+	eb_ingress       *ingress; /* node_ingress.c */
+	eb_bridge        *bridge;  /* node_bridge.c */
+	eb__admin        *admin;   /* node_admin.c, and what it reads: */
+	eb__bridge_admin  bridge_admin;
+	eb__ingress_admin ingress_admin;
+	/* node_cluster.c: the eb_cluster object and what the admin routes
+	 * read (cluster/cluster_admin.h). cluster.self holds the ports the
+	 * start steps bound, which the member data advertises (0: disabled;
+	 * READY shows -). */
+	eb__cluster_view cluster;
+	bool             cluster_starting; /* eb_cluster_start pending */
+	bool             cluster_leader;   /* as last told to the ingress */
+	eb__node_done_cb cluster_cb;       /* the start or stop step */
 
 	/* Lifecycle (node.c only). */
 	int         phase;     /* enum eb__node_phase */
@@ -107,65 +93,59 @@ struct eb_node {
 	int         open_handles;
 };
 
-/*
- * Creates a node (no I/O, no callbacks). conf and loop are borrowed and must
- * outlive it. Returns 0 or a negative error.
- */
+/* No I/O, no callbacks; 0 or a negative error. */
 int eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np);
-/*
- * Starts the node, runs the loop until the node has stopped (every handle
- * closed, unless n->forced) and returns the process exit code.
- */
+/* Starts the node, runs the loop until it has stopped (every handle
+ * closed, unless n->forced) and returns the process exit code. */
 int eb__node_run(eb_node *n);
-/* Frees the node after eb__node_run() returned (not after a forced exit). */
+/* After eb__node_run() returned (not after a forced exit). */
 void eb__node_free(eb_node *n);
-/* Maps a start error to an exit code (EB_EDUPADDR -> 3, else 1). */
-int eb__node_exit_code(int err);
 
 /* Calls cb(n, status) on a later loop turn (for start/stop steps). */
 void eb__node_complete(eb_node *n, eb__node_done_cb cb, int status);
-/*
- * An unrecoverable run-time error (e.g. the node address was taken while
- * the session was being re-created): logs it and stops the node
- * gracefully; the process exits with eb__node_exit_code(err).
- */
+/* Waits for `pending` close callbacks of a step, each of which calls
+ * eb__node_wait_done; the last one frees it and calls cb(n, status)
+ * (cb NULL: nothing). */
+typedef struct eb__node_wait {
+	eb_node         *n;
+	eb__node_done_cb cb;
+	int              status;
+	int              pending;
+} eb__node_wait;
+eb__node_wait *eb__node_wait_new(
+    eb_node *n, eb__node_done_cb cb, int status, int pending);
+void eb__node_wait_done(eb__node_wait *w);
+/* An unrecoverable run-time error: logs it and stops the node gracefully;
+ * the process exits with 3 for EB_EDUPADDR, else 1. */
 void eb__node_fail(eb_node *n, int err);
 /* Requests a graceful stop (as SIGTERM does); exit code 0. */
 void eb__node_shutdown(eb_node *n);
 
-/* ---- subsystem wiring (one file each, owned by that subsystem) -------- */
-
-/*
- * node_opts.c: the opts each subsystem is created with, copied from the
- * section of conf that is that module's own opts struct, plus the run-time
- * fields named there. The start steps below use them.
- */
+/* node_opts.c: each subsystem's opts, its conf section (the module's own
+ * opts struct) plus the run-time fields named there. */
 void eb__node_bus_opts(const eb_conf *c, eb_bus_opts *o);
 void eb__node_link_opts(const eb_conf *c, eb_link_opts *o);
 void eb__node_bridge_opts(const eb_conf *c, eb_bridge_opts *o);
 void eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o);
 void eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o);
 
-/* node_bus.c: the event bus and the node links. */
+/* The steps, in start order (node.c). */
 int  eb__node_bus_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bus_stop(eb_node *n, eb__node_done_cb cb);
-/* node_bridge.c: the TCP event-bus bridge (TODO(#5)). */
-int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
-void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
-/* node_ingress.c: leader-routed ingress (gateway + leader router). */
 int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);
-/* The node's ingress object (NULL before the ingress step), for admin. */
-struct eb_ingress *eb__node_ingress(eb_node *n);
-/* node_admin.c: the admin endpoint (the admin/ server and its routes). */
+int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
+void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
-/* node_cluster.c: the cluster object (ebnode/cluster.h). */
 int  eb__node_cluster_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb);
-/* A stop was requested while the cluster step starts (ZooKeeper may be
- * unreachable for its whole bound): finish that start now with
+/* A stop requested while the cluster step starts (ZooKeeper may be
+ * unreachable for its whole bound) completes that start at once with
  * EB_ECANCELED, through the same path as its timeout. */
 void eb__node_cluster_cancel_start(eb_node *n);
+/* Leadership changed (node_cluster.c): ingress routing starts or stops at
+ * once. */
+void eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch);
 
 #endif

@@ -1,10 +1,8 @@
 /*
- * The opts each subsystem gets from the configuration: the section conf
- * loaded, which is the module's own opts struct (conf/conf.h), copied
- * whole, plus only what the node knows at run time (the node id for the bus
- * and the links, the version for the cluster; ports are set by the caller).
- * No option is mapped by hand here: tests/unit/node/wiring_test.c checks
- * that every schema key arrives in these structs. Pure; any thread.
+ * Each subsystem's opts: its conf section copied whole (the module's own
+ * opts struct) plus what only the node knows; ports are set by the
+ * caller. tests/unit/node/wiring_test.c checks that every schema key
+ * arrives. Pure; any thread.
  */
 #include <ebnode/version.h>
 

@@ -10,15 +10,15 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	common)   echo "common" ;;
 	admin)    echo "admin common" ;;
 	tls)      echo "tls common" ;;
-	link)     echo "link tls common" ;;
+	link)     echo "link tls admin common" ;;
 	zk)       echo "zk common" ;;
 	election) echo "election zk common" ;;
-	cluster)  echo "cluster election zk common" ;;
+	cluster)  echo "cluster election zk admin common" ;;
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
 	conf)     echo "conf common" ;;
-	node)     echo "node conf bridge ingress eventbus cluster admin common" ;;
+	node)     echo "node conf bridge ingress eventbus cluster link admin common" ;;
 	*)        echo "" ;;
 	esac
 }
