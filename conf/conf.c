@@ -593,7 +593,7 @@ check_addresses(load_ctx *lc)
 		bool        used;
 	} listen[] = {
 		{ "bridge.listen", c->bridge.host, c->bridge_enabled },
-		{ "admin.listen", c->admin.listen, c->admin.enabled },
+		{ "admin.listen", c->admin.listen, c->admin_enabled },
 		{ "cluster.listen", c->link.host, true },
 	};
 	size_t i;
@@ -693,7 +693,7 @@ check_ports(load_ctx *lc)
 {
 	const eb_conf *c = lc->conf;
 
-	if (c->bridge_enabled && c->admin.enabled && c->admin.port != 0 &&
+	if (c->bridge_enabled && c->admin_enabled && c->admin.port != 0 &&
 	    c->admin.port == c->bridge.port &&
 	    strcmp(c->admin.listen, c->bridge.host) == 0) {
 		/* Blame the one that was set, not the default. */
@@ -711,7 +711,7 @@ check_ports(load_ctx *lc)
 		    (long long) c->bridge.port);
 	}
 	if (c->link.port != 0 && strcmp(c->link.host, c->admin.listen) == 0 &&
-	    c->admin.enabled && c->link.port == c->admin.port) {
+	    c->admin_enabled && c->link.port == c->admin.port) {
 		RULE_FAIL(lc, "cluster.port", "same as admin.port (%lld)",
 		    (long long) c->admin.port);
 	}

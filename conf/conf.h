@@ -36,6 +36,8 @@
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
+#include "admin/admin.h"
+
 /*
  * Each section is the owning module's own opts struct, filled by the
  * module's _opts_init first; the schema rows (schema.c) write straight into
@@ -61,14 +63,6 @@ typedef struct eb_conf_log {
 	const char      *journal_socket; /* the journal's native socket */
 } eb_conf_log;
 
-typedef struct eb_conf_admin {
-	bool    enabled;
-	char   *listen;
-	int64_t port;
-	char   *token; /* "" = none; secret */
-	int64_t request_timeout_ms;
-} eb_conf_admin;
-
 typedef struct eb_conf {
 	eb_cluster_opts cluster;
 	eb_link_opts    link;
@@ -77,7 +71,8 @@ typedef struct eb_conf {
 	bool            bridge_enabled; /* bridge.enabled: node's choice */
 	eb_ingress_opts ingress;
 	eb_conf_log     log;
-	eb_conf_admin   admin;
+	eb__admin_opts  admin;
+	bool            admin_enabled; /* admin.enabled: node's choice */
 } eb_conf;
 
 /* Where the configuration comes from. Every field may be NULL/0. */

@@ -168,12 +168,12 @@ static const eb__conf_objdesc target_desc = { sizeof(eb_ingress_route),
 /*
  * Defaults: a row without its own (no SD/ND/BD/ED) keeps what the owning
  * module's _opts_init put there. Rows that state one do so because the
- * module has none (log and admin have no opts struct; bridge.enabled is
- * the node's choice) or because the daemon's default differs from the
- * library's: zookeeper.connect ("" rather than NULL, both standalone),
- * cluster.name ("ebnode" in
- * eb_link_opts_init), cluster.link_timeout_ms (3500 there) and bridge.port
- * (0, ephemeral, there). Computed rows are derived by conf.c after loading:
+ * module has none (log has no opts struct; bridge.enabled and
+ * admin.enabled are the node's choice) or because the daemon's default
+ * differs from the library's: zookeeper.connect ("" rather than NULL, both
+ * standalone), cluster.name ("ebnode" in eb_link_opts_init),
+ * cluster.link_timeout_ms (3500 there), bridge.port and admin.port (0,
+ * ephemeral, there). Computed rows are derived by conf.c after loading:
  * node.address ("ebnode-" + host name), node.id (node.address),
  * bridge.inbound (only ingress.address) and bridge.auth.mode (off without
  * a token, "every" with one unless set).
@@ -250,12 +250,11 @@ const eb__conf_entry eb__conf_schema[] = {
 	    EB__CF_SECRET | EB__CF_NULLSTR),
 	E("bridge.auth.mode", bridge.auth_mode, auth_mode_words,
 	    auth_mode_vals),
-	BD("admin.enabled", admin.enabled, 1),
-	SD("admin.listen", admin.listen, "127.0.0.1", EB__CF_NONEMPTY),
-	ND("admin.port", admin.port, int64_t, EB__CT_I64, 7100, 0, 65535),
-	SD("admin.token", admin.token, "", EB__CF_SECRET),
-	ND("admin.request_timeout_ms", admin.request_timeout_ms, int64_t,
-	    EB__CT_I64, 10000, 100, 3600000),
+	BD("admin.enabled", admin_enabled, 1),
+	S("admin.listen", admin.listen, EB__CF_NONEMPTY),
+	ND("admin.port", admin.port, int, EB__CT_INT, 7100, 0, 65535),
+	S("admin.token", admin.token, EB__CF_SECRET | EB__CF_NULLSTR),
+	U64("admin.request_timeout_ms", admin.request_timeout_ms, 100, 3600000),
 	S("ingress.address", ingress.address, EB__CF_NONEMPTY),
 	U32("ingress.hold_max", ingress.hold_max, 0, 10000000),
 	U64("ingress.hold_ms", ingress.hold_ms, 0, 3600000),
@@ -476,6 +475,7 @@ eb__conf_defaults(eb_conf *c)
 	eb_bus_opts_init(&c->bus);
 	eb_bridge_opts_init(&c->bridge);
 	eb_ingress_opts_init(&c->ingress);
+	eb__admin_opts_init(&c->admin);
 	for (k = 0; k < eb__conf_schema_len; k++) {
 		const eb__conf_entry *e = &eb__conf_schema[k];
 		const char           *def;

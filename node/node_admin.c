@@ -47,34 +47,29 @@ register_all(eb_node *n, eb__admin *adm)
 int
 eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
 {
-	const eb_conf_admin *c = &n->conf->admin;
-	eb__admin           *adm;
-	eb__admin_opts       o;
-	int                  rv;
+	eb__admin     *adm;
+	eb__admin_opts o;
+	int            rv;
 
-	if (!c->enabled) {
+	if (!n->conf->admin_enabled) {
 		eb__node_complete(n, cb, 0);
 		return 0;
 	}
-	eb__admin_opts_init(&o);
-	o.listen = c->listen;
-	o.port = (int) c->port;
-	o.token = c->token;
-	o.request_timeout_ms = (uint64_t) c->request_timeout_ms;
+	eb__node_admin_opts(n->conf, &o);
 	if ((rv = eb__admin_new(n->loop, &o, &adm)) != 0) {
 		return rv;
 	}
 	register_all(n, adm);
 	if ((rv = eb__admin_start(adm)) < 0) {
-		EB_LOG_ERR("admin", "listen-failed: listen=%s port=%lld err=%s",
-		    c->listen, (long long) c->port, eb_err_name(rv));
+		EB_LOG_ERR("admin", "listen-failed: listen=%s port=%d err=%s",
+		    o.listen, o.port, eb_err_name(rv));
 		eb__admin_close(adm, NULL, NULL);
 		return rv;
 	}
 	n->admin = adm;
 	n->cluster.self.admin_port = rv;
-	EB_LOG_INFO("admin", "listening: listen=%s port=%d auth=%s", c->listen,
-	    rv, c->token != NULL && c->token[0] != '\0' ? "bearer" : "none");
+	EB_LOG_INFO("admin", "listening: listen=%s port=%d auth=%s", o.listen,
+	    rv, o.token != NULL && o.token[0] != '\0' ? "bearer" : "none");
 	eb__node_complete(n, cb, 0);
 	return 0;
 }

@@ -128,6 +128,7 @@ void eb__node_link_opts(const eb_conf *c, eb_link_opts *o);
 void eb__node_bridge_opts(const eb_conf *c, eb_bridge_opts *o);
 void eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o);
 void eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o);
+void eb__node_admin_opts(const eb_conf *c, eb__admin_opts *o);
 
 /* The steps, in start order (node.c). */
 int  eb__node_bus_start(eb_node *n, eb__node_done_cb cb);

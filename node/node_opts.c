@@ -35,6 +35,12 @@ eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o)
 }
 
 void
+eb__node_admin_opts(const eb_conf *c, eb__admin_opts *o)
+{
+	*o = c->admin;
+}
+
+void
 eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o)
 {
 	*o = c->cluster;

@@ -17,7 +17,7 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
-	conf)     echo "conf common" ;;
+	conf)     echo "conf admin common" ;;
 	node)     echo "node conf bridge ingress eventbus cluster link admin common" ;;
 	*)        echo "" ;;
 	esac

@@ -7,8 +7,8 @@
  *     default configuration (which starts from the modules' _opts_init);
  *   - the field lies inside one section of eb_conf, and the opts struct
  *     node/ hands to that subsystem (node_opts.c) carries the same value;
- *     the sections node keeps for itself (bridge.enabled, log, admin) are
- *     listed by name.
+ *     the sections node keeps for itself (bridge.enabled, admin.enabled,
+ *     log) are listed by name.
  * It also checks that no two rows write the same bytes, that integer
  * ranges fit the field's width, and that a row without its own default
  * holds exactly the module's _opts_init default.
@@ -37,6 +37,11 @@ static void
 hand_cluster(const eb_conf *c, void *out)
 {
 	eb__node_cluster_opts(c, out);
+}
+static void
+hand_admin(const eb_conf *c, void *out)
+{
+	eb__node_admin_opts(c, out);
 }
 static void
 hand_link(const eb_conf *c, void *out)
@@ -75,7 +80,8 @@ static const section sections[] = {
 	SEC(bridge, hand_bridge), SEC(ingress, hand_ingress),
 	SEC(bridge_enabled, NULL), /* node_bridge.c: start the bridge or not */
 	SEC(log, NULL),            /* main.c, node.c: level and sink */
-	SEC(admin, NULL),          /* admin.c */
+	SEC(admin, hand_admin),
+	SEC(admin_enabled, NULL), /* node_admin.c: start the admin or not */
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -294,6 +300,7 @@ module_defaults(eb_conf *m)
 	eb_bus_opts_init(&m->bus);
 	eb_bridge_opts_init(&m->bridge);
 	eb_ingress_opts_init(&m->ingress);
+	eb__admin_opts_init(&m->admin);
 }
 
 /* A string row's default (NULL for "" where the row stores "" as NULL). */
