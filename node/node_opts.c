@@ -1,9 +1,5 @@
-/*
- * Each subsystem's opts: its conf section copied whole (the module's own
- * opts struct) plus what only the node knows; ports are set by the
- * caller. tests/unit/node/wiring_test.c checks that every schema key
- * arrives. Pure; any thread.
- */
+/* Each subsystem's opts: its conf section copied whole plus what only the
+ * node knows (ports: the caller). unit.node.wiring_test checks them. */
 #include <ebnode/version.h>
 
 #include "node/node_int.h"
