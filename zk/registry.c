@@ -413,12 +413,18 @@ static void create_cb(
 
 static void claim_read(eb_registry *r);
 
+/*
+ * The one multi that makes a member: the claim (created, or, when
+ * claim_version >= 0, the claim we still own pointed at the new attempt,
+ * guarded by its version) and the member under a new attempt id; cb gets
+ * the result.
+ */
 static void
-reg_create(eb_registry *r)
+claim_and_member(eb_registry *r, int32_t claim_version, eb_zk_multi_cb cb)
 {
 	char     member_prefix[1024];
-	char    *member = NULL;
-	char    *claim = NULL;
+	char    *member;
+	char    *claim;
 	eb_zk_op ops[2];
 	reg_req *q;
 	int      rv;
@@ -432,25 +438,36 @@ reg_create(eb_registry *r)
 	member = member_json(r);
 	claim = claim_json(r);
 	memset(ops, 0, sizeof(ops));
-	ops[0].type = EB_ZK_OP_CREATE;
 	ops[0].path = r->claim_path;
 	ops[0].data = claim;
 	ops[0].len = strlen(claim);
-	ops[0].flags = EB_ZK_EPHEMERAL;
+	if (claim_version >= 0) {
+		ops[0].type = EB_ZK_OP_SET;
+		ops[0].version = claim_version;
+	} else {
+		ops[0].type = EB_ZK_OP_CREATE;
+		ops[0].flags = EB_ZK_EPHEMERAL;
+	}
 	ops[1].type = EB_ZK_OP_CREATE;
 	ops[1].path = member_prefix;
 	ops[1].data = member;
 	ops[1].len = strlen(member);
 	ops[1].flags = EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL;
-	r->state = R_CREATING;
 	q = req_new(r);
-	rv = eb__zk_multi(r->zk, ops, 2, create_cb, q);
+	rv = eb__zk_multi(r->zk, ops, 2, cb, q);
 	free(member);
 	free(claim);
 	if (rv != 0) {
 		free(q);
 		retry_later(r, rv);
 	}
+}
+
+static void
+reg_create(eb_registry *r)
+{
+	r->state = R_CREATING;
+	claim_and_member(r, -1, create_cb);
 }
 
 /*
@@ -882,48 +899,6 @@ reclaim_multi_cb(
 	}
 }
 
-/* The claim is still ours: point it at a new attempt and create the new
- * member with it, in one multi (the claim's version guards against a
- * concurrent change). */
-static void
-reclaim_create(eb_registry *r, int32_t claim_version)
-{
-	char     member_prefix[1024];
-	char    *member;
-	char    *claim;
-	eb_zk_op ops[2];
-	reg_req *q;
-	int      rv;
-
-	if (eb__uuid(r->attempt) != 0) {
-		reg_fail(r, UV_EIO);
-		return;
-	}
-	(void) snprintf(member_prefix, sizeof(member_prefix), "%s/m-%s-",
-	    r->members_path, r->attempt);
-	member = member_json(r);
-	claim = claim_json(r);
-	memset(ops, 0, sizeof(ops));
-	ops[0].type = EB_ZK_OP_SET;
-	ops[0].path = r->claim_path;
-	ops[0].data = claim;
-	ops[0].len = strlen(claim);
-	ops[0].version = claim_version;
-	ops[1].type = EB_ZK_OP_CREATE;
-	ops[1].path = member_prefix;
-	ops[1].data = member;
-	ops[1].len = strlen(member);
-	ops[1].flags = EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL;
-	q = req_new(r);
-	rv = eb__zk_multi(r->zk, ops, 2, reclaim_multi_cb, q);
-	free(member);
-	free(claim);
-	if (rv != 0) {
-		free(q);
-		retry_later(r, rv);
-	}
-}
-
 static void
 reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 {
@@ -934,7 +909,8 @@ reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 		return;
 	}
 	if (status == 0 && st->ephemeral_owner == eb__zk_session_id(r->zk)) {
-		reclaim_create(r, st->version); /* keep our claim */
+		/* Keep our claim: point it at a new attempt. */
+		claim_and_member(r, st->version, reclaim_multi_cb);
 	} else if (status == 0) {
 		/* Taken by another session: the claim path decides (our
 		 * previous process: wait; anyone else: fail loudly, rule
