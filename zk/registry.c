@@ -255,6 +255,19 @@ on_loss(eb_registry *r, reg_state resume)
 	}
 }
 
+/* A failed step: after a connection loss wait in resume for the reconnect
+ * (the step may have been applied: never retry blindly, rule 2); without a
+ * session do nothing (the session event decides); else retry, bounded. */
+static void
+step_failed(eb_registry *r, int status, reg_state resume)
+{
+	if (is_loss(status)) {
+		on_loss(r, resume);
+	} else if (!is_session_gone(status)) {
+		retry_later(r, status);
+	}
+}
+
 /* ---- registered: read the member (czxid, owner, data) and watch it ---- */
 
 static void
@@ -745,11 +758,7 @@ adopt_children_cb(
 		return;
 	}
 	if (status != 0) {
-		if (is_loss(status)) {
-			on_loss(r, R_AMBIGUOUS);
-		} else if (!is_session_gone(status)) {
-			retry_later(r, status);
-		}
+		step_failed(r, status, R_AMBIGUOUS);
 		return;
 	}
 	i = adopt_find(names, count, attempt);
@@ -805,11 +814,7 @@ ensure_cb(eb_zk *zk, int status, void *arg)
 		return;
 	}
 	if (status != 0) {
-		if (is_loss(status)) {
-			on_loss(r, R_IDLE);
-		} else if (!is_session_gone(status)) {
-			retry_later(r, status);
-		}
+		step_failed(r, status, R_IDLE);
 		return;
 	}
 	if (r->state == R_ENSURE) {
@@ -918,10 +923,8 @@ reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 		claim_read(r);
 	} else if (status == EB_EZKNONODE) {
 		reg_create(r); /* claim and member anew, atomically */
-	} else if (is_loss(status)) {
-		on_loss(r, R_IDLE);
-	} else if (!is_session_gone(status)) {
-		retry_later(r, status);
+	} else {
+		step_failed(r, status, R_IDLE);
 	}
 }
 
@@ -950,10 +953,8 @@ dead_deleted_cb(eb_zk *zk, int status, void *arg)
 		free(r->dead_member);
 		r->dead_member = NULL;
 		reclaim_check_claim(r);
-	} else if (is_loss(status)) {
-		on_loss(r, R_IDLE); /* the reconnect starts over */
-	} else if (!is_session_gone(status)) {
-		retry_later(r, status);
+	} else {
+		step_failed(r, status, R_IDLE); /* the reconnect starts over */
 	}
 }
 
