@@ -35,6 +35,7 @@
 #include <ebnode/ingress.h>
 #include <ebnode/link.h>
 #include <ebnode/log.h>
+#include <ebnode/web.h>
 
 /*
  * Each section is the owning module's own opts struct, filled by the
@@ -75,6 +76,8 @@ typedef struct eb_conf {
 	eb_bus_opts     bus;
 	eb_bridge_opts  bridge;
 	bool            bridge_enabled; /* bridge.enabled: node's choice */
+	eb_web_opts     web;            /* the browser bridge (web/) */
+	bool            web_enabled;    /* web.enabled: node's choice */
 	eb_ingress_opts ingress;
 	eb_conf_log     log;
 	eb_conf_admin   admin;

@@ -4,6 +4,9 @@
  * and loop, starts it (n->bridge_port is the bound port) and closes it on
  * stop.
  *
+ * The browser front (node_web.c) belongs to this step: opened once the
+ * bridge listens, closed before it.
+ *
  * Secure default (conf derives it): bound to loopback, only the ingress
  * address inbound, nothing outbound.
  */
@@ -79,8 +82,24 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 		return 0;
 	}
 	n->bridge_port = eb_bridge_port(n->bridge);
+	rv = eb__node_web_open(n);
+	if (rv != 0) {
+		node_bridge_close(n, cb, rv);
+		return 0;
+	}
 	eb__node_complete(n, cb, 0);
 	return 0;
+}
+
+/* The browser front is closed: now the bridge under it. */
+static void
+node_bridge_web_stopped(eb_node *n, int status)
+{
+	eb__node_done_cb cb = n->web_cb;
+
+	(void) status;
+	n->web_cb = NULL;
+	node_bridge_close(n, cb, 0);
 }
 
 void
@@ -88,6 +107,11 @@ eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb)
 {
 	if (n->bridge == NULL) {
 		eb__node_complete(n, cb, 0);
+		return;
+	}
+	if (n->web != NULL) {
+		n->web_cb = cb;
+		eb__node_web_stop(n, node_bridge_web_stopped);
 		return;
 	}
 	node_bridge_close(n, cb, 0);

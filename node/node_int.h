@@ -82,6 +82,8 @@ struct eb_node {
 	eb_bus                  *bus;     /* owned, node_bus.c */
 	eb_link_mgr             *links;   /* owned, node_bus.c (clustered) */
 	eb_bridge               *bridge;  /* owned, node_bridge.c */
+	struct eb_web           *web;     /* owned, node_web.c */
+	eb__node_done_cb         web_cb;  /* node_bridge.c: after web stop */
 	struct eb__node_cluster *cluster; /* owned, node_cluster.c: the
 	                                     eb_cluster object */
 	struct eb__node_admin   *admin;   /* owned, node_admin.c */
@@ -90,6 +92,7 @@ struct eb_node {
 	/* Bound ports, set by the start steps; 0: disabled (READY shows -). */
 	int admin_port;
 	int bridge_port;
+	int web_port;
 	int cluster_port;
 
 	/* Lifecycle (node.c only). */
@@ -143,6 +146,7 @@ void eb__node_shutdown(eb_node *n);
 void eb__node_bus_opts(const eb_conf *c, eb_bus_opts *o);
 void eb__node_link_opts(const eb_conf *c, eb_link_opts *o);
 void eb__node_bridge_opts(const eb_conf *c, eb_bridge_opts *o);
+void eb__node_web_opts(const eb_conf *c, eb_web_opts *o);
 void eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o);
 void eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o);
 
@@ -152,6 +156,12 @@ void eb__node_bus_stop(eb_node *n, eb__node_done_cb cb);
 /* node_bridge.c: the TCP event-bus bridge (TODO(#5)). */
 int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
+/* node_web.c: the browser bridge (SockJS/WebSocket front of the bridge),
+ * part of the bridge step (node_bridge.c): opened right after the bridge
+ * started (0 or an error; nothing when web.enabled is false), closed
+ * before the bridge closes (cb(n, 0) on a later turn). */
+int  eb__node_web_open(eb_node *n);
+void eb__node_web_stop(eb_node *n, eb__node_done_cb cb);
 /* node_ingress.c: leader-routed ingress (gateway + leader router). */
 int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);

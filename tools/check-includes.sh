@@ -17,14 +17,15 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
+	web)      echo "web bridge tls eventbus admin common" ;;
 	conf)     echo "conf common" ;;
-	node)     echo "node conf bridge ingress eventbus cluster admin common" ;;
+	node)     echo "node conf web bridge ingress eventbus cluster admin common" ;;
 	*)        echo "" ;;
 	esac
 }
 
 bad=0
-for m in common admin tls link zk election cluster eventbus bridge ingress conf node; do
+for m in common admin tls link zk election cluster eventbus bridge ingress web conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do

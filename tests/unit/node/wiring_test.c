@@ -54,6 +54,11 @@ hand_bridge(const eb_conf *c, void *out)
 	eb__node_bridge_opts(c, out);
 }
 static void
+hand_web(const eb_conf *c, void *out)
+{
+	eb__node_web_opts(c, out);
+}
+static void
 hand_ingress(const eb_conf *c, void *out)
 {
 	eb__node_ingress_opts(c, out);
@@ -74,8 +79,10 @@ static const section sections[] = {
 	SEC(cluster, hand_cluster), SEC(link, hand_link), SEC(bus, hand_bus),
 	SEC(bridge, hand_bridge), SEC(ingress, hand_ingress),
 	SEC(bridge_enabled, NULL), /* node_bridge.c: start the bridge or not */
-	SEC(log, NULL),            /* main.c, node.c: level and sink */
-	SEC(admin, NULL),          /* admin.c */
+	SEC(web, hand_web),
+	SEC(web_enabled, NULL), /* node_web.c: start the web front or not */
+	SEC(log, NULL),         /* main.c, node.c: level and sink */
+	SEC(admin, NULL),       /* admin.c */
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -293,6 +300,7 @@ module_defaults(eb_conf *m)
 	eb_link_opts_init(&m->link);
 	eb_bus_opts_init(&m->bus);
 	eb_bridge_opts_init(&m->bridge);
+	eb_web_opts_init(&m->web);
 	eb_ingress_opts_init(&m->ingress);
 }
 
