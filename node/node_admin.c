@@ -36,6 +36,7 @@
 #include "ingress/ingress_admin.h"
 #include "node/node_cluster.h"
 #include "node/node_int.h"
+#include "web/dashboard.h"
 
 struct eb__node_admin {
 	eb_node          *n;   /* borrowed */
@@ -366,6 +367,7 @@ register_all(struct eb__node_admin *na)
 	eb__admin_route(adm, "GET", "/nodes", route_nodes, n);
 	eb__admin_route(adm, "GET", "/leader", route_leader, n);
 	eb__admin_route(adm, "POST", "/leader/release", route_release, n);
+	eb__web_dashboard_register(adm);
 	na->bridge.bridge = n->bridge;
 	na->bridge.port = n->bridge_port;
 	na->bridge.tls = n->conf->bridge.tls_cert != NULL &&
