@@ -376,6 +376,7 @@ register_all(struct eb__node_admin *na)
 	na->ingress.bus = n->bus;
 	eb__admin_on_metrics(adm, cluster_metrics, n);
 	eb__bridge_admin_register(adm, &na->bridge);
+	eb__web_admin_register(adm, n->web);
 	eb__ingress_admin_register(adm, &na->ingress);
 	eb__admin_on_metrics(adm, links_metrics, n);
 	eb__bus_admin_register(adm, n->bus);

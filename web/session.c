@@ -13,6 +13,7 @@
  * and the browser client would warn about an unhandled message.
  */
 #include <http_parser.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,7 +305,10 @@ sockjs_escape(eb__buf *b, const char *p, size_t n)
 			e[1] = (char) c;
 			eb__buf_append(b, e, 2);
 		} else {
-			memcpy(e, "\\u00", 4);
+			e[0] = '\\';
+			e[1] = 'u';
+			e[2] = '0';
+			e[3] = '0';
 			e[4] = hex[c >> 4];
 			e[5] = hex[c & 15];
 			eb__buf_append(b, e, 6);
@@ -693,35 +697,50 @@ http_request(web_sess *ss)
 	http_reply(ss, 404, "Not Found", "text/plain", cors, "Not found");
 }
 
+/*
+ * Parses up to one request head from data (answering it); returns the
+ * bytes used, or SIZE_MAX after a parse error (answered, state DONE).
+ */
+static size_t
+http_parse_one(web_sess *ss, const char *data, size_t n)
+{
+	size_t used = http_parser_execute(&ss->parser, &web_settings, data, n);
+	enum http_errno e = HTTP_PARSER_ERRNO(&ss->parser);
+	int             too_long;
+
+	if (e != HPE_OK && e != HPE_PAUSED) {
+		too_long = e == HPE_CB_url || e == HPE_CB_header_field ||
+		           e == HPE_CB_header_value;
+		http_reply(ss, too_long ? 431 : 400,
+		    too_long ? "Request Header Fields Too Large"
+		             : "Bad Request",
+		    "text/plain", "", "");
+		ss->state = WEB_DONE;
+		return SIZE_MAX;
+	}
+	if (e == HPE_PAUSED) {
+		http_parser_pause(&ss->parser, 0);
+	}
+	if (!ss->have_request) {
+		EB_ASSERT(used == n); /* the parser keeps a partial head */
+		return used;
+	}
+	ss->have_request = 0;
+	http_request(ss);
+	return used;
+}
+
 static void
 http_input(web_sess *ss, const char *data, size_t n)
 {
 	while (n > 0 && ss->state == WEB_HTTP && !ss->s->closing) {
-		size_t used =
-		    http_parser_execute(&ss->parser, &web_settings, data, n);
-		enum http_errno e = HTTP_PARSER_ERRNO(&ss->parser);
+		size_t used = http_parse_one(ss, data, n);
 
-		if (e != HPE_OK && e != HPE_PAUSED) {
-			http_reply(ss,
-			    e == HPE_CB_url || e == HPE_CB_header_field ||
-			            e == HPE_CB_header_value
-			        ? 431
-			        : 400,
-			    "Bad Request", "text/plain", "", "");
-			ss->state = WEB_DONE;
+		if (used == SIZE_MAX) {
 			break;
-		}
-		if (e == HPE_PAUSED) {
-			http_parser_pause(&ss->parser, 0);
 		}
 		data += used;
 		n -= used;
-		if (!ss->have_request) {
-			EB_ASSERT(n == 0);
-			break;
-		}
-		ss->have_request = 0;
-		http_request(ss);
 	}
 	if (ss->state == WEB_DONE && !ss->s->closing) {
 		ss->conn_cbs.error_cb(ss->s, UV_EPROTO);

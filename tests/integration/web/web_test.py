@@ -5,7 +5,7 @@ the bridge's rules applying to them as to TCP clients.
 
 - SockJS: greeting, info (CORS echoes the Origin), "o" on open, a[...]
   frames, client arrays of several messages, heartbeats ("h"), a broken
-  SockJS message closes with 1007, the bridge's pong is not forwarded,
+  SockJS message or invalid UTF-8 closes with 1007, the bridge's pong is not forwarded,
   err frames carry "body" as Vert.x's SockJS bridge words them.
 - raw WebSocket: one event-bus message per text frame; a WebSocket ping is
   answered; a close handshake ends the connection.
@@ -221,6 +221,10 @@ class SockJS(unittest.TestCase):
         t0 = time.monotonic()
         self.assertEqual(ws.sockjs(), ("h", None))
         self.assertLess(time.monotonic() - t0, ebtest.scaled(3))
+        st, text = ebtest.admin_request(*self.node.admin, "GET", "/metrics")
+        self.assertEqual(st, 200)
+        self.assertIn('ebnode_web_sessions_total{transport="sockjs"}', text)
+        self.assertRegex(text, r"(?m)^ebnode_web_heartbeats_total [1-9]")
         ws.close()
 
     def test_broken_sockjs_message_closes(self):
@@ -246,6 +250,16 @@ class SockJS(unittest.TestCase):
         ws.send(struct.pack("!H", 1000), opcode=8)
         op, _ = ws.recv()
         self.assertEqual(op, 8)
+        ws.close()
+
+    def test_invalid_utf8_refused(self):
+        # wslay validates text messages: close 1007
+        ws = WS(self.node.web_port, "/eventbus/websocket")
+        ws.send(b'{"type":"ping","x":"\xff\xfe"}')
+        op, p = ws.recv()
+        while op != 8:
+            op, p = ws.recv()
+        self.assertEqual(struct.unpack("!H", p[:2])[0], 1007)
         ws.close()
 
     def test_oversized_message_refused(self):
