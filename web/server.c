@@ -91,7 +91,7 @@ listener_cb(uv_stream_t *server, int status)
 {
 	eb_web *w = server->data;
 
-	if (w->closing) {
+	if (w->closing || w->bridge->closing) {
 		return;
 	}
 	if (status < 0) {

@@ -128,6 +128,8 @@ async function main() {
     numbers.bridge_status = st.status;
 
     console.log('browser bridge: ' + JSON.stringify(numbers));
+    if (browser) { await browser.close(); browser = null; }
+    await cl.stopAll();
     failed = false;
   } finally {
     if (browser) await browser.close().catch(() => {});

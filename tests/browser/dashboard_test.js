@@ -85,6 +85,8 @@ async function main() {
     await tp.evaluate(() => clearInterval(window.pump));
 
     console.log('browser dashboard: ' + JSON.stringify(numbers));
+    if (browser) { await browser.close(); browser = null; }
+    await cl.stopAll();
     failed = false;
   } finally {
     if (browser) await browser.close().catch(() => {});

@@ -98,7 +98,7 @@ class Cluster {
     fs.closeSync(logfd);
     n.proc = proc;
     n.exited = false;
-    proc.on('exit', () => { n.exited = true; });
+    proc.on('exit', (code, sig) => { n.exited = true; n.code = code === null ? sig : code; });
     await new Promise((resolve, reject) => {
       let out = '';
       const t = setTimeout(() => reject(new Error(name + ': no READY line')), 20000 * mult);
@@ -125,6 +125,15 @@ class Cluster {
     n.proc.kill('SIGTERM');
     await waitUntil(() => n.exited, 15000, name + ' exits');
     n.admin = null;
+  }
+
+  // SIGTERMs every running node; throws unless each exits with 0 (under
+  // ASan a leak makes it non-zero).
+  async stopAll() {
+    for (const n of Object.values(this.nodes)) {
+      await this.stop(n.name);
+      if (n.code !== 0) throw new Error(n.name + ' exited with ' + n.code);
+    }
   }
 
   async admin(name, p, token) {
