@@ -13,9 +13,9 @@
  * one (when every connection is being answered, the new one gets 503), so
  * slow clients cannot lock /health out.
  * Malformed requests get 400 and the connection is closed; keep-alive is
- * honoured otherwise. With a token, every route requires
- * "Authorization: Bearer <token>" (401 otherwise; compared in constant
- * time). Loop thread only.
+ * honoured otherwise. With a token, every route but the open ones
+ * (eb__admin_route_open) requires "Authorization: Bearer <token>" (401
+ * otherwise; compared in constant time). Loop thread only.
  */
 #include "admin/admin.h"
 
@@ -46,6 +46,7 @@ typedef struct admin_route {
 	char             *path;   /* owned */
 	eb__admin_handler fn;
 	void             *arg;
+	int               open; /* served without the token */
 } admin_route;
 
 typedef struct admin_collector {
@@ -294,6 +295,23 @@ token_ok(const eb__admin *a, const char *auth, size_t len)
 	return diff == 0;
 }
 
+/* 1 when the first route for method and path is open (no token). */
+static int
+route_open(const eb__admin *a, const char *method, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < a->routes.len; i++) {
+		const admin_route *r = eb__vec_at(&a->routes, i);
+
+		if (strcmp(r->path, path) == 0 &&
+		    strcmp(r->method, method) == 0) {
+			return r->open;
+		}
+	}
+	return 0;
+}
+
 /* Runs the route for rq's path and method. Without an answer, rs gets
  * 500 (the route set none), 405 (known path, other method) or 404. */
 static void
@@ -357,7 +375,8 @@ dispatch(admin_conn *c)
 		    (int) u.field_data[UF_QUERY].len,
 		    c->url + u.field_data[UF_QUERY].off);
 	}
-	if (!token_ok(c->a, c->auth, c->auth_len)) {
+	if (!route_open(c->a, method, path) &&
+	    !token_ok(c->a, c->auth, c->auth_len)) {
 		EB_LOG_WARN("admin", "unauthorized: path=%s",
 		    eb_log_quote(q, sizeof(q), path));
 		send_error(
@@ -767,6 +786,18 @@ eb__admin_route(eb__admin *adm, const char *method, const char *path,
 	r->path = eb__strdup(path);
 	r->fn = handler;
 	r->arg = arg;
+	r->open = 0;
+}
+
+void
+eb__admin_route_open(eb__admin *adm, const char *method, const char *path,
+    eb__admin_handler handler, void *arg)
+{
+	admin_route *r;
+
+	eb__admin_route(adm, method, path, handler, arg);
+	r = eb__vec_at(&adm->routes, adm->routes.len - 1);
+	r->open = 1;
 }
 
 void

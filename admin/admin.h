@@ -19,7 +19,8 @@
  * eb__admin_reply_json(), eb__admin_reply_error() or eb__admin_reply_text();
  * a handler that sets nothing answers 500. Requests are complete and
  * bounded (method, path without the query string, query, body up to
- * 64 KiB) and already authenticated when a token is set. Unknown paths get
+ * 64 KiB) and already authenticated when a token is set (but on open
+ * routes). Unknown paths get
  * 404, known paths with another method 405.
  *
  * Lifecycle: routes and collectors may be added until close; start at most
@@ -74,6 +75,10 @@ int eb__admin_new(uv_loop_t *loop, const eb__admin_opts *o, eb__admin **out);
  * outlive the server. A later route for the same method and path is never
  * reached. */
 void eb__admin_route(eb__admin *adm, const char *method, const char *path,
+    eb__admin_handler handler, void *arg);
+/* The same, but served without the token: only for what reveals nothing
+ * by itself (the dashboard page, whose data requests carry the token). */
+void eb__admin_route_open(eb__admin *adm, const char *method, const char *path,
     eb__admin_handler handler, void *arg);
 /* Adds a metrics collector; GET /metrics calls them in this order. */
 void eb__admin_on_metrics(

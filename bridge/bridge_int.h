@@ -167,6 +167,21 @@ struct eb_bridge {
 /* Accepts one pending connection from the listener (server.c calls). */
 void eb__bconn_accept(eb_bridge *b);
 /*
+ * Installs a transport over an accepted stream before it starts (web/:
+ * the WebSocket and SockJS layer): it may replace s->ops and s->cbs with
+ * its own, keeping the originals to call, and sets s->layer. 0 or an
+ * error (the connection is then closed).
+ */
+typedef int (*eb__stream_layer_fn)(eb__stream *s, void *arg);
+/*
+ * Accepts one pending connection from another listener (web/: its own
+ * port) as a bridge connection: the same permissions, authentication,
+ * bounds, hook and statistics as the bridge's own; layer (non-NULL) wraps
+ * the stream, plain or TLS by the bridge's TLS options.
+ */
+void eb__bconn_accept_from(
+    eb_bridge *b, uv_stream_t *listener, eb__stream_layer_fn layer, void *arg);
+/*
  * A connection without a socket (null stream: output discarded), fed with
  * eb__bconn_feed(): the frame-handling entry point for the fuzzer and tests.
  * Close it with eb__bconn_close() like any other.

@@ -140,7 +140,7 @@ conn_hook(eb__bconn *c, eb_bridge_event_type t, const eb__bframe *f)
 	ev.type = t;
 	ev.conn_id = c->id;
 	ev.peer = c->peer;
-	ev.tls = c->stream.ops == &eb__stream_tls_ops;
+	ev.tls = c->stream.tls != NULL;
 	if (f != NULL) {
 		ev.address = f->address;
 		ev.frame = f->root;
@@ -1187,14 +1187,14 @@ static const eb__stream_cbs conn_cbs = {
 };
 
 static void
-accept_refused(eb_bridge *b)
+accept_refused(eb_bridge *b, uv_stream_t *listener)
 {
 	uv_tcp_t *t = eb__malloc(sizeof(*t));
 
 	(void) uv_tcp_init(b->loop, t);
 	t->data = b;
 	b->live++;
-	(void) uv_accept((uv_stream_t *) &b->listener, (uv_stream_t *) t);
+	(void) uv_accept(listener, (uv_stream_t *) t);
 	b->stats.conns_refused++;
 	EB_LOG_RL_NOTICE("bridge", "conn-refused: open=%llu max=%u",
 	    (unsigned long long) b->stats.conns_open, b->opts.max_connections);
@@ -1230,12 +1230,19 @@ conn_make_room(eb_bridge *b)
 void
 eb__bconn_accept(eb_bridge *b)
 {
+	eb__bconn_accept_from(b, (uv_stream_t *) &b->listener, NULL, NULL);
+}
+
+void
+eb__bconn_accept_from(
+    eb_bridge *b, uv_stream_t *listener, eb__stream_layer_fn layer, void *arg)
+{
 	eb__bconn *c;
 	int        rv;
 
 	if (b->stats.conns_open >= b->opts.max_connections &&
 	    !conn_make_room(b)) {
-		accept_refused(b);
+		accept_refused(b, listener);
 		return;
 	}
 	c = eb__calloc(1, sizeof(*c));
@@ -1261,12 +1268,16 @@ eb__bconn_accept(eb_bridge *b)
 	eb_list_insert_tail(&b->conns, &c->link);
 	rv = eb__stream_init(&c->stream, b->tls, &conn_cbs, c);
 	if (rv == 0) {
-		rv = uv_accept((uv_stream_t *) &b->listener,
-		    (uv_stream_t *) &c->stream.tcp);
+		rv = uv_accept(listener, (uv_stream_t *) &c->stream.tcp);
 	}
 	if (rv == 0) {
 		(void) uv_tcp_nodelay(&c->stream.tcp, 1);
 		peer_name(&c->stream.tcp, c->peer, sizeof(c->peer));
+		if (layer != NULL) {
+			rv = layer(&c->stream, arg);
+		}
+	}
+	if (rv == 0) {
 		rv = c->stream.ops->start(&c->stream);
 	}
 	if (rv != 0) {
@@ -1378,7 +1389,7 @@ eb__bconn_info(const eb__bconn *c, uint64_t now, eb_bridge_conn_info *info)
 	memset(info, 0, sizeof(*info));
 	info->id = c->id;
 	info->peer = c->peer;
-	info->tls = c->stream.ops == &eb__stream_tls_ops;
+	info->tls = c->stream.tls != NULL;
 	info->age_ms = now - c->started_ms;
 	info->frames_in = c->frames_in;
 	info->frames_out = c->frames_out;

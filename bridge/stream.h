@@ -53,6 +53,9 @@ struct eb__stream {
 	void                 *data;    /* the owner's */
 	size_t                queued;  /* bytes in uv_write not yet done */
 	int                   closing; /* close was called */
+	/* A transport layered over this stream (web/: WebSocket, SockJS)
+	 * or NULL; see eb__bconn_accept_from() in bridge_int.h. */
+	void *layer;
 	/* TLS only */
 	eb__tls *tls; /* owned */
 	int      handshake_done;

@@ -212,6 +212,7 @@ eb__stream_init(
 	s->queued = 0;
 	s->closing = 0;
 	s->tls = NULL;
+	s->layer = NULL;
 	s->handshake_done = 0;
 	s->tls_err[0] = '\0';
 	s->tcp.data = s;

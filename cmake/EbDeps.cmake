@@ -16,3 +16,10 @@ find_library(HTTP_PARSER_LIBRARY http_parser REQUIRED)
 add_library(eb_http_parser INTERFACE)
 target_include_directories(eb_http_parser SYSTEM INTERFACE ${HTTP_PARSER_INCLUDE_DIR})
 target_link_libraries(eb_http_parser INTERFACE ${HTTP_PARSER_LIBRARY})
+
+# wslay (libwslay-dev): WebSocket framing for the browser bridge (web/).
+find_path(WSLAY_INCLUDE_DIR wslay/wslay.h REQUIRED)
+find_library(WSLAY_LIBRARY wslay REQUIRED)
+add_library(eb_wslay INTERFACE)
+target_include_directories(eb_wslay SYSTEM INTERFACE ${WSLAY_INCLUDE_DIR})
+target_link_libraries(eb_wslay INTERFACE ${WSLAY_LIBRARY})

@@ -593,6 +593,7 @@ check_addresses(load_ctx *lc)
 		bool        used;
 	} listen[] = {
 		{ "bridge.listen", c->bridge.host, c->bridge_enabled },
+		{ "web.listen", c->web.host, c->web_enabled },
 		{ "admin.listen", c->admin.listen, c->admin_enabled },
 		{ "cluster.listen", c->link.host, true },
 	};

@@ -35,6 +35,7 @@
 #include <ebnode/ingress.h>
 #include <ebnode/link.h>
 #include <ebnode/log.h>
+#include <ebnode/web.h>
 
 #include "admin/admin.h"
 
@@ -69,6 +70,8 @@ typedef struct eb_conf {
 	eb_bus_opts     bus;
 	eb_bridge_opts  bridge;
 	bool            bridge_enabled; /* bridge.enabled: node's choice */
+	eb_web_opts     web;            /* the browser bridge (web/) */
+	bool            web_enabled;    /* web.enabled: node's choice */
 	eb_ingress_opts ingress;
 	eb_conf_log     log;
 	eb__admin_opts  admin;

@@ -250,6 +250,12 @@ const eb__conf_entry eb__conf_schema[] = {
 	    EB__CF_SECRET | EB__CF_NULLSTR),
 	E("bridge.auth.mode", bridge.auth_mode, auth_mode_words,
 	    auth_mode_vals),
+	BD("web.enabled", web_enabled, 0), /* the node's choice */
+	S("web.listen", web.host, EB__CF_NONEMPTY),
+	ND("web.port", web.port, int, EB__CT_INT, 7300, 0, 65535),
+	S("web.path", web.path, EB__CF_NONEMPTY),
+	U64("web.heartbeat_ms", web.heartbeat_ms, 0, 3600000),
+	U32("web.max_header_bytes", web.max_header_bytes, 512, 1048576),
 	BD("admin.enabled", admin_enabled, 1),
 	S("admin.listen", admin.listen, EB__CF_NONEMPTY),
 	ND("admin.port", admin.port, int, EB__CT_INT, 7100, 0, 65535),
@@ -474,6 +480,7 @@ eb__conf_defaults(eb_conf *c)
 	eb_link_opts_init(&c->link);
 	eb_bus_opts_init(&c->bus);
 	eb_bridge_opts_init(&c->bridge);
+	eb_web_opts_init(&c->web);
 	eb_ingress_opts_init(&c->ingress);
 	eb__admin_opts_init(&c->admin);
 	for (k = 0; k < eb__conf_schema_len; k++) {

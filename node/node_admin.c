@@ -11,6 +11,7 @@
 #include "eventbus/bus_admin.h"
 #include "link/link_admin.h"
 #include "node/node_int.h"
+#include "web/dashboard.h"
 
 /* Errors by type across subsystems, rows from the modules that count. */
 static void
@@ -36,7 +37,9 @@ register_all(eb_node *n, eb__admin *adm)
 	n->ingress_admin.ingress = n->ingress;
 	n->ingress_admin.bus = n->bus;
 	eb__cluster_admin_register(adm, &n->cluster);
+	eb__web_dashboard_register(adm);
 	eb__bridge_admin_register(adm, &n->bridge_admin);
+	eb__web_admin_register(adm, n->web);
 	eb__ingress_admin_register(adm, &n->ingress_admin);
 	eb__link_admin_register(adm, n->links);
 	eb__bus_admin_register(adm, n->bus);

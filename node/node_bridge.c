@@ -1,6 +1,7 @@
 /*
  * The bridge step (node_int.h): the TCP event-bus bridge on the node's bus
- * (its bound port in n->cluster.self). Loop thread only.
+ * (its bound port in n->cluster.self), with its browser front (node_web.c:
+ * opened once the bridge listens, closed before it). Loop thread only.
  */
 
 #include <ebnode/bridge.h>
@@ -53,13 +54,33 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 		return 0;
 	}
 	n->cluster.self.bridge_port = eb_bridge_port(n->bridge);
+	if ((rv = eb__node_web_open(n)) != 0) {
+		node_bridge_close(n, cb, rv);
+		return 0;
+	}
 	eb__node_complete(n, cb, 0);
 	return 0;
+}
+
+/* The browser front is closed: now the bridge under it. */
+static void
+node_bridge_web_stopped(eb_node *n, int status)
+{
+	eb__node_done_cb cb = n->web_cb;
+
+	(void) status;
+	n->web_cb = NULL;
+	node_bridge_close(n, cb, 0);
 }
 
 void
 eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb)
 {
+	if (n->web != NULL) {
+		n->web_cb = cb;
+		eb__node_web_stop(n, node_bridge_web_stopped);
+		return;
+	}
 	if (n->bridge == NULL) {
 		eb__node_complete(n, cb, 0);
 		return;

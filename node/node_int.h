@@ -66,6 +66,8 @@ struct eb_node {
 	eb_link_mgr      *links;   /* node_bus.c (clustered only) */
 	eb_ingress       *ingress; /* node_ingress.c */
 	eb_bridge        *bridge;  /* node_bridge.c */
+	struct eb_web    *web;     /* node_web.c (part of the bridge step) */
+	eb__node_done_cb  web_cb;  /* node_bridge.c: after the web stop */
 	eb__admin        *admin;   /* node_admin.c, and what it reads: */
 	eb__bridge_admin  bridge_admin;
 	eb__ingress_admin ingress_admin;
@@ -129,6 +131,7 @@ void eb__node_bridge_opts(const eb_conf *c, eb_bridge_opts *o);
 void eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o);
 void eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o);
 void eb__node_admin_opts(const eb_conf *c, eb__admin_opts *o);
+void eb__node_web_opts(const eb_conf *c, eb_web_opts *o);
 
 /* The steps, in start order (node.c). */
 int  eb__node_bus_start(eb_node *n, eb__node_done_cb cb);
@@ -137,6 +140,10 @@ int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
+/* node_web.c, inside the bridge step: open (0, or an error: nothing is
+ * held but what closes itself) and stop (cb on a later turn). */
+int  eb__node_web_open(eb_node *n);
+void eb__node_web_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_cluster_start(eb_node *n, eb__node_done_cb cb);

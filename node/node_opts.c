@@ -25,6 +25,12 @@ eb__node_bridge_opts(const eb_conf *c, eb_bridge_opts *o)
 }
 
 void
+eb__node_web_opts(const eb_conf *c, eb_web_opts *o)
+{
+	*o = c->web;
+}
+
+void
 eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o)
 {
 	*o = c->ingress;

@@ -2,14 +2,24 @@
 # Installs ebnode's build and test dependencies from Debian when any is missing.
 # iproute2, nftables and ethtool: the network-partition tests (tests/partition).
 # Idempotent: does nothing (and needs no root) when everything is present.
+# --test (scripts/test.sh): also what only the tests need -- chromium and
+# the npm packages of the real-browser tests (tests/browser); scripts/cluster
+# up does not pass it.
 set -euo pipefail
+test_deps=0
+[ "${1:-}" = --test ] && test_deps=1
 
 PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libjansson-dev
       libssl-dev libzookeeper-st-dev zookeeper libhttp-parser-dev libcmocka-dev
+      libwslay-dev
       openssl procps python3 nodejs npm
       iproute2 nftables ethtool
       lowdown man-db groff-base lintian dpkg-dev pkgconf adduser bash-completion
       systemd)
+
+if [ "$test_deps" = 1 ]; then
+	PKGS+=(chromium)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -45,4 +55,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ -f "$here/tests/interop/package.json" ] && [ ! -d "$here/tests/interop/node_modules/vertx3-tcp-eventbus-client" ]; then
 	echo "deps: npm install in tests/interop" >&2
 	(cd "$here/tests/interop" && npm install --no-audit --no-fund --silent)
+fi
+# The real-browser tests (tests/browser): puppeteer-core and the Vert.x
+# browser client, pinned by package-lock.json; chromium comes from Debian.
+if [ "$test_deps" = 1 ] && [ -f "$here/tests/browser/package-lock.json" ] &&
+	[ ! -d "$here/tests/browser/node_modules/puppeteer-core" ]; then
+	echo "deps: npm ci in tests/browser" >&2
+	(cd "$here/tests/browser" && npm ci --no-audit --no-fund --silent)
 fi

@@ -27,10 +27,12 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-bash scripts/deps.sh
+bash scripts/deps.sh --test
 jobs="$(nproc)"
 # deps.sh installed the npm client: the interop test must not skip.
 export EB_REQUIRE_INTEROP=1
+# ... and chromium with the browser tests' npm packages (tests/browser).
+export EB_REQUIRE_BROWSER=1
 
 bash tools/check-format.sh
 bash tools/check-includes.sh

@@ -17,8 +17,9 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
+	web)      echo "web bridge tls eventbus admin common" ;;
 	conf)     echo "conf admin common" ;;
-	node)     echo "node conf bridge ingress eventbus cluster link admin common" ;;
+	node)     echo "node conf web bridge ingress eventbus cluster link admin common" ;;
 	*)        echo "" ;;
 	esac
 }

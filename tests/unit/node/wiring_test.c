@@ -39,6 +39,11 @@ hand_cluster(const eb_conf *c, void *out)
 	eb__node_cluster_opts(c, out);
 }
 static void
+hand_web(const eb_conf *c, void *out)
+{
+	eb__node_web_opts(c, out);
+}
+static void
 hand_admin(const eb_conf *c, void *out)
 {
 	eb__node_admin_opts(c, out);
@@ -82,6 +87,8 @@ static const section sections[] = {
 	SEC(log, NULL),            /* main.c, node.c: level and sink */
 	SEC(admin, hand_admin),
 	SEC(admin_enabled, NULL), /* node_admin.c: start the admin or not */
+	SEC(web, hand_web),
+	SEC(web_enabled, NULL), /* node_web.c: start the web front or not */
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -299,6 +306,7 @@ module_defaults(eb_conf *m)
 	eb_link_opts_init(&m->link);
 	eb_bus_opts_init(&m->bus);
 	eb_bridge_opts_init(&m->bridge);
+	eb_web_opts_init(&m->web);
 	eb_ingress_opts_init(&m->ingress);
 	eb__admin_opts_init(&m->admin);
 }

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// The admin dashboard in a real browser (issue 15): three clustered
+// ebnodes with an admin token; Debian's chromium (headless, puppeteer-core)
+// opens the page node c serves at / with #token=...; the leader is marked;
+// after the leader's SIGTERM the page shows the new leader within 2 s
+// (measured: SIGTERM sent -> the page's leader element changed). Ingress
+// traffic from a browser bridge page runs meanwhile, so the page shows
+// rates. Checks that / is served without the token and the data is not.
+// Saves a screenshot: $EB_TEST_OUT/dashboard.png.
+'use strict';
+const assert = require('assert');
+const path = require('path');
+const lib = require('./lib');
+
+const puppeteer = lib.loadPuppeteer();
+const TOKEN = 'dash-s3cret';
+
+async function main() {
+  const cl = new lib.Cluster('dash');
+  let browser = null;
+  let web = null;
+  let failed = true;
+  const numbers = {};
+  const extra = { admin: { listen: '127.0.0.1', port: 0, token: TOKEN } };
+  try {
+    await cl.start('a', extra);
+    await lib.waitUntil(async () => (await cl.admin('a', '/leader', TOKEN)).status === 200, 20000, 'a leads');
+    await cl.start('b', extra);
+    const c = await cl.start('c', extra);
+
+    // The page is open, its data is not.
+    const page0 = await fetch(c.admin + '/');
+    assert.strictEqual(page0.status, 200);
+    assert.match(await page0.text(), /ebnode dashboard/);
+    assert.strictEqual((await fetch(c.admin + '/nodes')).status, 401);
+
+    browser = await lib.launch(puppeteer);
+    // Ingress traffic from a browser bridge page on c (route target there).
+    web = await lib.staticServer();
+    const tp = await browser.newPage();
+    await tp.goto(web.url + '/page.html');
+    await tp.evaluate((u) => T.open('c1', u, false), c.web);
+    await tp.evaluate(() => {
+      T.register('c1', 'orders');
+      window.pump = setInterval(() => { for (let i = 0; i < 20; i++) T.send('c1', 'external.ingress', { o: i }); }, 50);
+    });
+
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1200, height: 760 });
+    // Without the token the page says so.
+    await page.goto(c.admin + '/');
+    await page.waitForFunction(() => /unauthorized/.test(document.getElementById('status').textContent), { timeout: 5000 * lib.mult });
+
+    await page.goto(c.admin + '/#token=' + TOKEN);
+    const leaderOnPage = () => page.evaluate(() => document.getElementById('leader').getAttribute('data-leader'));
+    await lib.waitUntil(async () => (await leaderOnPage()) === 'a', 10000, 'page shows leader a')
+      .catch(async (e) => {
+        throw new Error(e.message + '; page status: ' + await page.evaluate(() => document.getElementById('status').textContent));
+      });
+    const marked = await page.evaluate(() => Array.from(document.querySelectorAll('#members tr.leader')).map((tr) => tr.getAttribute('data-node')));
+    assert.deepStrictEqual(marked, ['a']);
+    const rows = await page.evaluate(() => document.querySelectorAll('#members tbody tr').length);
+    assert.strictEqual(rows, 3);
+    await lib.waitUntil(() => page.evaluate(() => document.querySelectorAll('#links tbody tr .up').length === 2), 10000, 'two links up');
+
+    // Leader SIGTERM: the page shows the new leader within 2 s.
+    const t0 = Date.now();
+    cl.nodes.a.proc.kill('SIGTERM');
+    const newLeader = await lib.waitUntil(async () => {
+      const l = await leaderOnPage();
+      return l && l !== 'a' && l !== 'none' ? l : null;
+    }, 5000, 'page shows a new leader');
+    numbers.leader_change_to_page_ms = Date.now() - t0;
+    assert.ok(['b', 'c'].includes(newLeader), newLeader);
+    assert.ok(numbers.leader_change_to_page_ms < 2000, 'took ' + numbers.leader_change_to_page_ms + ' ms');
+    await lib.waitUntil(() => cl.nodes.a.exited, 15000, 'a exits');
+    // The history shows the change; let rates settle for the screenshot.
+    await lib.waitUntil(() => page.evaluate(() => document.querySelectorAll('#changes tbody tr').length >= 2), 3000, 'role change listed');
+    await lib.waitUntil(() => page.evaluate(() => document.querySelectorAll('#members tbody tr').length === 2), 10000, 'a gone from members');
+    await lib.sleep(1000);
+    const shot = path.join(lib.outDir(), 'dashboard.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    numbers.screenshot = shot;
+    numbers.page_text_ingress = await page.evaluate(() => document.querySelector('#local tr[data-key="ingress received"] td').textContent);
+    await tp.evaluate(() => clearInterval(window.pump));
+
+    console.log('browser dashboard: ' + JSON.stringify(numbers));
+    if (browser) { await browser.close(); browser = null; }
+    await cl.stopAll();
+    failed = false;
+  } finally {
+    if (browser) await browser.close().catch(() => {});
+    if (web) web.srv.close();
+    await cl.close(failed);
+  }
+}
+
+const guard = setTimeout(() => { console.error('browser dashboard: overall timeout'); process.exit(1); }, 110000 * lib.mult);
+main().then(() => { clearTimeout(guard); process.exit(0); }, (e) => {
+  console.error('browser dashboard: FAIL: ' + (e && e.stack ? e.stack : e));
+  process.exit(1);
+});

@@ -1,0 +1,926 @@
+/*
+ * The web layer over one bridge connection's stream (web_int.h).
+ *
+ * Until a WebSocket upgrade the socket speaks HTTP/1.1 (keep-alive): the
+ * SockJS greeting and info endpoint, 404 for the rest. After the upgrade
+ * wslay does the WebSocket framing (masking, fragments, control frames,
+ * close handshake, the message size bound). Client messages go to the
+ * bridge connection as its length-prefixed frames (one per event-bus
+ * message: a raw WebSocket text frame, or each string of a SockJS
+ * array); the connection's output frames leave as WebSocket text frames
+ * (raw), or gathered into one SockJS "a[...]" frame per write. The
+ * bridge's pong answers are dropped: the Vert.x SockJS bridge sends none,
+ * and the browser client would warn about an unhandled message.
+ */
+#include <http_parser.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <wslay/wslay.h>
+
+#include <jansson.h>
+
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "common/util.h"
+#include "tls/digest.h"
+#include "web/web_int.h"
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+typedef enum web_state {
+	WEB_HTTP = 0, /* reading request heads */
+	WEB_SOCKJS,   /* upgraded: SockJS websocket transport */
+	WEB_RAW,      /* upgraded: one message per text frame */
+	WEB_DONE      /* answered with an error; closing */
+} web_state;
+
+typedef struct web_sess {
+	eb_list               link; /* in w->sessions */
+	eb_web               *w;    /* borrowed */
+	eb__stream           *s;    /* borrowed: the bridge connection's */
+	const eb__stream_ops *inner;
+	eb__stream_cbs        conn_cbs; /* the bridge connection's */
+	web_state             state;
+
+	http_parser parser;
+	size_t      head_bytes; /* of the current request head */
+	int         in_value;   /* the last header callback was a value */
+	int         hdr;        /* which header the value belongs to */
+	int         too_long;   /* a kept field overflowed its array */
+	int         have_request;
+	char        url[1024];
+	char        field[32];
+	char        upgrade[32];
+	char        key[64];
+	char        version[8];
+	char        origin[256];
+
+	wslay_event_context_ptr ctx;
+	eb__buf                 wsin;  /* socket bytes wslay has not read */
+	eb__buf                 wsout; /* wslay's output, to the socket */
+	eb__buf                 feed;  /* frames for the bridge connection */
+	eb__buf                 msg;   /* a SockJS frame being assembled */
+	eb__buf                 one;   /* one outgoing message, reworded */
+	uint64_t                last_out_ms;
+	int                     proto_error; /* a SockJS message was broken */
+} web_sess;
+
+enum { HDR_NONE = 0, HDR_UPGRADE, HDR_KEY, HDR_VERSION, HDR_ORIGIN };
+
+static void sess_send(web_sess *ss);
+
+/* ---- output ---- */
+
+static int
+sess_write(web_sess *ss, eb__buf *b)
+{
+	if (eb__buf_avail(b) == 0) {
+		return 0;
+	}
+	ss->last_out_ms = eb__mono_ms();
+	return ss->inner->write(ss->s, b);
+}
+
+static void
+http_reply(web_sess *ss, int code, const char *reason, const char *content_type,
+    const char *extra, const char *body)
+{
+	char   head[1024];
+	size_t blen = strlen(body);
+	int    n;
+
+	n = snprintf(head, sizeof(head),
+	    "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: %s\r\n"
+	    "Content-Length: %zu\r\n"
+	    "Cache-Control: no-store, no-cache, no-transform, "
+	    "must-revalidate, max-age=0\r\n"
+	    "%s"
+	    "\r\n",
+	    code, reason, content_type, blen, extra);
+	EB_ASSERT(n > 0 && (size_t) n < sizeof(head));
+	eb__buf_append(&ss->wsout, head, (size_t) n);
+	eb__buf_append(&ss->wsout, body, blen);
+	if (code >= 400) {
+		ss->w->stats.http_rejected++;
+	}
+	(void) sess_write(ss, &ss->wsout);
+}
+
+/* The CORS headers SockJS answers with (sockjs-client's info request is
+ * cross-origin when the page comes from elsewhere). */
+static void
+cors_headers(const web_sess *ss, char *out, size_t n)
+{
+	const char *o = ss->origin[0] != '\0' ? ss->origin : "*";
+
+	(void) snprintf(out, n,
+	    "Access-Control-Allow-Origin: %s\r\n"
+	    "Access-Control-Allow-Credentials: true\r\n"
+	    "Vary: Origin\r\n",
+	    o);
+}
+
+/* ---- WebSocket ---- */
+
+static ssize_t
+ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
+    void *user)
+{
+	web_sess *ss = user;
+	size_t    n = eb__buf_avail(&ss->wsin);
+
+	(void) flags;
+	if (n == 0) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	if (n > len) {
+		n = len;
+	}
+	memcpy(buf, eb__buf_head(&ss->wsin), n);
+	eb__buf_consume(&ss->wsin, n);
+	return (ssize_t) n;
+}
+
+static ssize_t
+ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
+    int flags, void *user)
+{
+	web_sess *ss = user;
+
+	(void) ctx;
+	(void) flags;
+	eb__buf_append(&ss->wsout, data, len);
+	return (ssize_t) len;
+}
+
+static void
+feed_frame(web_sess *ss, const char *p, size_t n)
+{
+	unsigned char h[4];
+
+	h[0] = (unsigned char) (n >> 24);
+	h[1] = (unsigned char) (n >> 16);
+	h[2] = (unsigned char) (n >> 8);
+	h[3] = (unsigned char) n;
+	eb__buf_append(&ss->feed, h, sizeof(h));
+	eb__buf_append(&ss->feed, p, n);
+}
+
+/* A SockJS client message: a JSON array of strings (or one string). */
+static void
+sockjs_in(web_sess *ss, const char *p, size_t n)
+{
+	json_error_t e;
+	json_t      *root;
+	json_t      *v;
+	size_t       k;
+
+	if (n == 0) {
+		return; /* SockJS ignores empty frames */
+	}
+	root = json_loadb(p, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+	if (root == NULL) {
+		ss->proto_error = 1;
+		return;
+	}
+	if (json_is_string(root)) {
+		feed_frame(
+		    ss, json_string_value(root), json_string_length(root));
+	} else if (json_is_array(root)) {
+		json_array_foreach(root, k, v)
+		{
+			if (!json_is_string(v)) {
+				ss->proto_error = 1;
+				break;
+			}
+			feed_frame(
+			    ss, json_string_value(v), json_string_length(v));
+		}
+	} else {
+		ss->proto_error = 1;
+	}
+	json_decref(root);
+}
+
+static void
+ws_msg_cb(wslay_event_context_ptr             ctx,
+    const struct wslay_event_on_msg_recv_arg *arg, void *user)
+{
+	web_sess *ss = user;
+
+	(void) ctx;
+	if (wslay_is_ctrl_frame(arg->opcode)) {
+		return; /* wslay answers pings and closes itself */
+	}
+	ss->w->stats.ws_messages_in++;
+	if (ss->state == WEB_RAW) {
+		feed_frame(ss, (const char *) arg->msg, arg->msg_length);
+	} else {
+		sockjs_in(ss, (const char *) arg->msg, arg->msg_length);
+	}
+}
+
+static const struct wslay_event_callbacks ws_callbacks = {
+	.recv_callback = ws_recv_cb,
+	.send_callback = ws_send_cb,
+	.on_msg_recv_callback = ws_msg_cb,
+};
+
+/* wslay's queued output to the socket; a failed write closes. */
+static void
+sess_send(web_sess *ss)
+{
+	int rv;
+
+	(void) wslay_event_send(ss->ctx);
+	rv = sess_write(ss, &ss->wsout);
+	if (rv != 0 && !ss->s->closing) {
+		ss->conn_cbs.error_cb(ss->s, rv);
+	}
+}
+
+static void
+ws_queue(web_sess *ss, uint8_t opcode, const char *p, size_t n)
+{
+	struct wslay_event_msg m;
+
+	m.opcode = opcode;
+	m.msg = (const uint8_t *) p;
+	m.msg_length = n;
+	(void) wslay_event_queue_msg(ss->ctx, &m); /* copies */
+}
+
+static void
+ws_input(web_sess *ss)
+{
+	int rv = wslay_event_recv(ss->ctx);
+
+	if (eb__buf_avail(&ss->feed) > 0) {
+		ss->conn_cbs.read_cb(
+		    ss->s, eb__buf_head(&ss->feed), eb__buf_avail(&ss->feed));
+		eb__buf_consume(&ss->feed, eb__buf_avail(&ss->feed));
+		if (ss->s->closing) {
+			return;
+		}
+	}
+	if (ss->proto_error) {
+		(void) wslay_event_queue_close(
+		    ss->ctx, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, NULL, 0);
+	}
+	sess_send(ss);
+	if (ss->s->closing) {
+		return;
+	}
+	if (rv != 0 || ss->proto_error || !wslay_event_want_read(ss->ctx)) {
+		ss->conn_cbs.error_cb(
+		    ss->s, rv != 0 || ss->proto_error ? UV_EPROTO : UV_EOF);
+	}
+}
+
+/* SockJS string escaping: JSON, with every control byte as \u00XX. */
+static void
+sockjs_escape(eb__buf *b, const char *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t            k, from = 0;
+
+	for (k = 0; k < n; k++) {
+		unsigned char c = (unsigned char) p[k];
+		char          e[6];
+
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			continue;
+		}
+		eb__buf_append(b, p + from, k - from);
+		from = k + 1;
+		if (c == '"' || c == '\\') {
+			e[0] = '\\';
+			e[1] = (char) c;
+			eb__buf_append(b, e, 2);
+		} else {
+			e[0] = '\\';
+			e[1] = 'u';
+			e[2] = '0';
+			e[3] = '0';
+			e[4] = hex[c >> 4];
+			e[5] = hex[c & 15];
+			eb__buf_append(b, e, 6);
+		}
+	}
+	eb__buf_append(b, p + from, n - from);
+}
+
+static int
+is_pong(const char *p, size_t n)
+{
+	static const char pong[] = "{\"type\":\"pong\"}";
+
+	return n == sizeof(pong) - 1 && memcmp(p, pong, n) == 0;
+}
+
+/*
+ * An err frame without an address, {"type":"err","message":M}, as the
+ * Vert.x SockJS bridge words it: {"type":"err","body":M}, keeping
+ * "message" for clients of the TCP wording. NULL: not such a frame.
+ */
+static const char *
+err_body(const char *p, size_t n, size_t *vlen)
+{
+	static const char pre[] = "{\"type\":\"err\",\"message\":";
+	size_t            k = sizeof(pre) - 1;
+
+	if (n < k + 3 || memcmp(p, pre, k) != 0 || p[k] != '"' ||
+	    p[n - 1] != '}' || p[n - 2] != '"') {
+		return NULL;
+	}
+	*vlen = n - 1 - k;
+	return p + k;
+}
+
+static void
+ws_out_one(eb__buf *to, const char *p, size_t n)
+{
+	static const char head[] = "{\"type\":\"err\",\"body\":";
+	static const char mid[] = ",\"message\":";
+	size_t            vlen = 0;
+	const char       *v = err_body(p, n, &vlen);
+
+	to->off = 0;
+	to->len = 0;
+	if (v == NULL) {
+		eb__buf_append(to, p, n);
+		return;
+	}
+	eb__buf_append(to, head, sizeof(head) - 1);
+	eb__buf_append(to, v, vlen);
+	eb__buf_append(to, mid, sizeof(mid) - 1);
+	eb__buf_append(to, v, vlen);
+	eb__buf_append(to, "}", 1);
+}
+
+/* The connection's frames (4-byte length + JSON) to WebSocket messages. */
+static void
+ws_out_frames(web_sess *ss, eb__buf *b)
+{
+	const char *p = eb__buf_head(b);
+	size_t      left = eb__buf_avail(b);
+	int         first = 1;
+
+	ss->msg.off = 0;
+	ss->msg.len = 0;
+	while (left >= 4) {
+		const unsigned char *u = (const unsigned char *) p;
+		size_t n = ((size_t) u[0] << 24) | ((size_t) u[1] << 16) |
+		           ((size_t) u[2] << 8) | (size_t) u[3];
+
+		EB_ASSERT(
+		    n <= left - 4); /* the connection writes whole frames */
+		p += 4;
+		left -= 4;
+		if (is_pong(p, n)) {
+			/* dropped */
+		} else if (ss->state == WEB_RAW) {
+			ws_out_one(&ss->one, p, n);
+			ws_queue(ss, WSLAY_TEXT_FRAME, eb__buf_head(&ss->one),
+			    eb__buf_avail(&ss->one));
+		} else {
+			ws_out_one(&ss->one, p, n);
+			eb__buf_append(
+			    &ss->msg, first ? "a[\"" : ",\"", first ? 3 : 2);
+			sockjs_escape(&ss->msg, eb__buf_head(&ss->one),
+			    eb__buf_avail(&ss->one));
+			eb__buf_append(&ss->msg, "\"", 1);
+			first = 0;
+		}
+		p += n;
+		left -= n;
+	}
+	if (!first) {
+		eb__buf_append(&ss->msg, "]", 1);
+		ws_queue(ss, WSLAY_TEXT_FRAME, eb__buf_head(&ss->msg),
+		    eb__buf_avail(&ss->msg));
+	}
+}
+
+/* ---- HTTP ---- */
+
+static web_sess *
+sess_of(http_parser *p)
+{
+	return p->data;
+}
+
+static void
+keep(web_sess *ss, char *dst, size_t cap, const char *at, size_t n)
+{
+	size_t have = strlen(dst);
+
+	if (have + n >= cap) {
+		ss->too_long = 1;
+		return;
+	}
+	memcpy(dst + have, at, n);
+	dst[have + n] = '\0';
+}
+
+static int
+head_count(web_sess *ss, size_t n)
+{
+	ss->head_bytes += n;
+	return ss->head_bytes > ss->w->opts.max_header_bytes;
+}
+
+static int
+on_message_begin(http_parser *p)
+{
+	web_sess *ss = sess_of(p);
+
+	ss->head_bytes = 0;
+	ss->in_value = 0;
+	ss->hdr = HDR_NONE;
+	ss->too_long = 0;
+	ss->have_request = 0;
+	ss->url[0] = '\0';
+	ss->field[0] = '\0';
+	ss->upgrade[0] = '\0';
+	ss->key[0] = '\0';
+	ss->version[0] = '\0';
+	ss->origin[0] = '\0';
+	return 0;
+}
+
+static int
+on_url(http_parser *p, const char *at, size_t n)
+{
+	web_sess *ss = sess_of(p);
+
+	keep(ss, ss->url, sizeof(ss->url), at, n);
+	return head_count(ss, n);
+}
+
+static int
+on_header_field(http_parser *p, const char *at, size_t n)
+{
+	web_sess *ss = sess_of(p);
+	size_t    have;
+
+	if (ss->in_value) {
+		ss->field[0] = '\0';
+		ss->in_value = 0;
+	}
+	have = strlen(ss->field);
+	if (have + n < sizeof(ss->field)) {
+		memcpy(ss->field + have, at, n);
+		ss->field[have + n] = '\0';
+	} else {
+		ss->field[0] = '\0'; /* a name we do not keep */
+	}
+	return head_count(ss, n);
+}
+
+static int
+on_header_value(http_parser *p, const char *at, size_t n)
+{
+	web_sess *ss = sess_of(p);
+
+	if (!ss->in_value) {
+		ss->in_value = 1;
+		ss->hdr = strcasecmp(ss->field, "upgrade") == 0 ? HDR_UPGRADE
+		          : strcasecmp(ss->field, "sec-websocket-key") == 0
+		              ? HDR_KEY
+		          : strcasecmp(ss->field, "sec-websocket-version") == 0
+		              ? HDR_VERSION
+		          : strcasecmp(ss->field, "origin") == 0 ? HDR_ORIGIN
+		                                                 : HDR_NONE;
+	}
+	switch (ss->hdr) {
+	case HDR_UPGRADE:
+		keep(ss, ss->upgrade, sizeof(ss->upgrade), at, n);
+		break;
+	case HDR_KEY:
+		keep(ss, ss->key, sizeof(ss->key), at, n);
+		break;
+	case HDR_VERSION:
+		keep(ss, ss->version, sizeof(ss->version), at, n);
+		break;
+	case HDR_ORIGIN:
+		keep(ss, ss->origin, sizeof(ss->origin), at, n);
+		break;
+	default:
+		break;
+	}
+	return head_count(ss, n);
+}
+
+static int
+on_message_complete(http_parser *p)
+{
+	web_sess *ss = sess_of(p);
+
+	ss->have_request = 1;
+	/* Stop here: the request is answered before the next is parsed. */
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings web_settings = {
+	.on_message_begin = on_message_begin,
+	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_message_complete = on_message_complete,
+};
+
+/* 1 when seg (not containing '/') is a SockJS server or session id. */
+static int
+sockjs_id(const char *seg, size_t n)
+{
+	size_t k;
+
+	if (n == 0) {
+		return 0;
+	}
+	for (k = 0; k < n; k++) {
+		if (seg[k] == '.' || seg[k] == '/') {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The WebSocket handshake answer; 0, or -1 after a 400. */
+static int
+ws_accept(web_sess *ss)
+{
+	char          src[sizeof(ss->key) + sizeof(WS_GUID)];
+	unsigned char sha[EB__SHA1_LEN];
+	char          acc[32];
+	char          head[256];
+	int           n;
+
+	if (ss->parser.method != HTTP_GET ||
+	    strcasecmp(ss->upgrade, "websocket") != 0 || ss->key[0] == '\0' ||
+	    strcmp(ss->version, "13") != 0) {
+		http_reply(ss, 400, "Bad Request", "text/plain", "",
+		    "Can \"Upgrade\" only to \"WebSocket\".");
+		return -1;
+	}
+	n = snprintf(src, sizeof(src), "%s%s", ss->key, WS_GUID);
+	EB_ASSERT(n > 0 && (size_t) n < sizeof(src));
+	eb__sha1(src, (size_t) n, sha);
+	(void) eb__base64(sha, sizeof(sha), acc);
+	n = snprintf(head, sizeof(head),
+	    "HTTP/1.1 101 Switching Protocols\r\n"
+	    "Upgrade: websocket\r\n"
+	    "Connection: Upgrade\r\n"
+	    "Sec-WebSocket-Accept: %s\r\n"
+	    "\r\n",
+	    acc);
+	EB_ASSERT(n > 0 && (size_t) n < sizeof(head));
+	eb__buf_append(&ss->wsout, head, (size_t) n);
+	(void) sess_write(ss, &ss->wsout);
+	return 0;
+}
+
+static void
+ws_open(web_sess *ss, web_state st)
+{
+	uint32_t max = ss->w->bridge->opts.max_frame_bytes;
+	int      rv;
+
+	rv = wslay_event_context_server_init(&ss->ctx, &ws_callbacks, ss);
+	EB_ASSERT(rv == 0);
+	/* A SockJS message carries frames JSON-escaped: room for the
+	 * escaping of a frame at the bound; the bridge checks each frame. */
+	wslay_event_config_set_max_recv_msg_length(ss->ctx,
+	    st == WEB_RAW ? (uint64_t) max : (uint64_t) max * 2u + 64u);
+	ss->state = st;
+	ss->w->stats.sessions++;
+	if (st == WEB_SOCKJS) {
+		ss->w->stats.sockjs_opened++;
+		ws_queue(ss, WSLAY_TEXT_FRAME, "o", 1);
+		sess_send(ss);
+	} else {
+		ss->w->stats.raw_opened++;
+	}
+}
+
+/* Answers one parsed request; returns the new state. */
+static void
+http_request(web_sess *ss)
+{
+	eb_web     *w = ss->w;
+	const char *u = ss->url;
+	size_t      plen = strcspn(u, "?#");
+	const char *rest;
+	size_t      rlen;
+	const char *slash;
+	char        cors[512];
+	char        body[160];
+
+	w->stats.http_requests++;
+	if (ss->too_long) {
+		http_reply(ss, 431, "Request Header Fields Too Large",
+		    "text/plain", "", "");
+		ss->state = WEB_DONE;
+		return;
+	}
+	if (plen < w->path_len || memcmp(u, w->path, w->path_len) != 0 ||
+	    (plen > w->path_len && u[w->path_len] != '/')) {
+		http_reply(ss, 404, "Not Found", "text/plain", "", "Not found");
+		return;
+	}
+	rest = u + w->path_len;
+	rlen = plen - w->path_len;
+	cors_headers(ss, cors, sizeof(cors));
+	if (rlen <= 1) {
+		http_reply(ss, 200, "OK", "text/plain; charset=UTF-8", cors,
+		    "Welcome to SockJS!\n");
+		return;
+	}
+	if (rlen == 5 && memcmp(rest, "/info", 5) == 0) {
+		w->stats.info_requests++;
+		if (ss->parser.method == HTTP_OPTIONS) {
+			char extra[700];
+
+			(void) snprintf(extra, sizeof(extra),
+			    "%sAccess-Control-Allow-Methods: OPTIONS, GET\r\n"
+			    "Access-Control-Max-Age: 31536000\r\n",
+			    cors);
+			http_reply(
+			    ss, 204, "No Content", "text/plain", extra, "");
+			return;
+		}
+		(void) snprintf(body, sizeof(body),
+		    "{\"websocket\":true,\"origins\":[\"*:*\"],"
+		    "\"cookie_needed\":false,\"entropy\":%u}",
+		    (unsigned) (eb__mono_ms() * 2654435761u));
+		http_reply(ss, 200, "OK", "application/json; charset=UTF-8",
+		    cors, body);
+		return;
+	}
+	if (rlen == 10 && memcmp(rest, "/websocket", 10) == 0) {
+		if (ws_accept(ss) == 0) {
+			ws_open(ss, WEB_RAW);
+		} else {
+			ss->state = WEB_DONE;
+		}
+		return;
+	}
+	/* /<server>/<session>/websocket */
+	slash = memchr(rest + 1, '/', rlen - 1);
+	if (slash != NULL) {
+		const char *sess = slash + 1;
+		const char *slash2 =
+		    memchr(sess, '/', (size_t) (u + plen - sess));
+
+		if (slash2 != NULL &&
+		    sockjs_id(rest + 1, (size_t) (slash - rest - 1)) &&
+		    sockjs_id(sess, (size_t) (slash2 - sess)) &&
+		    (size_t) (u + plen - slash2) == 10 &&
+		    memcmp(slash2, "/websocket", 10) == 0) {
+			if (ws_accept(ss) == 0) {
+				ws_open(ss, WEB_SOCKJS);
+			} else {
+				ss->state = WEB_DONE;
+			}
+			return;
+		}
+	}
+	http_reply(ss, 404, "Not Found", "text/plain", cors, "Not found");
+}
+
+/*
+ * Parses up to one request head from data (answering it); returns the
+ * bytes used, or SIZE_MAX after a parse error (answered, state DONE).
+ */
+static size_t
+http_parse_one(web_sess *ss, const char *data, size_t n)
+{
+	size_t used = http_parser_execute(&ss->parser, &web_settings, data, n);
+	enum http_errno e = HTTP_PARSER_ERRNO(&ss->parser);
+	int             too_long;
+
+	if (e != HPE_OK && e != HPE_PAUSED) {
+		too_long = e == HPE_CB_url || e == HPE_CB_header_field ||
+		           e == HPE_CB_header_value;
+		http_reply(ss, too_long ? 431 : 400,
+		    too_long ? "Request Header Fields Too Large"
+		             : "Bad Request",
+		    "text/plain", "", "");
+		ss->state = WEB_DONE;
+		return SIZE_MAX;
+	}
+	if (e == HPE_PAUSED) {
+		http_parser_pause(&ss->parser, 0);
+	}
+	if (!ss->have_request) {
+		EB_ASSERT(used == n); /* the parser keeps a partial head */
+		return used;
+	}
+	ss->have_request = 0;
+	http_request(ss);
+	return used;
+}
+
+static void
+http_input(web_sess *ss, const char *data, size_t n)
+{
+	while (n > 0 && ss->state == WEB_HTTP && !ss->s->closing) {
+		size_t used = http_parse_one(ss, data, n);
+
+		if (used == SIZE_MAX) {
+			break;
+		}
+		data += used;
+		n -= used;
+	}
+	if (ss->state == WEB_DONE && !ss->s->closing) {
+		ss->conn_cbs.error_cb(ss->s, UV_EPROTO);
+		return;
+	}
+	if ((ss->state == WEB_SOCKJS || ss->state == WEB_RAW) && n > 0 &&
+	    !ss->s->closing) {
+		eb__buf_append(&ss->wsin, data, n);
+		ws_input(ss);
+	}
+}
+
+/* ---- the stream layer ---- */
+
+static web_sess *
+sess_of_stream(eb__stream *s)
+{
+	return s->layer;
+}
+
+static void
+layer_read_cb(eb__stream *s, const char *data, size_t n)
+{
+	web_sess *ss = sess_of_stream(s);
+
+	if (ss->state == WEB_HTTP) {
+		http_input(ss, data, n);
+	} else if (ss->state != WEB_DONE) {
+		eb__buf_append(&ss->wsin, data, n);
+		ws_input(ss);
+	}
+}
+
+static void
+layer_error_cb(eb__stream *s, int status)
+{
+	web_sess *ss = sess_of_stream(s);
+
+	ss->conn_cbs.error_cb(s, status);
+}
+
+static void
+layer_closed_cb(eb__stream *s)
+{
+	web_sess             *ss = sess_of_stream(s);
+	eb_web               *w = ss->w;
+	eb__stream_cbs        cbs = ss->conn_cbs;
+	const eb__stream_ops *ss_inner = ss->inner;
+
+	eb_list_remove(&ss->link);
+	if (ss->state == WEB_SOCKJS || ss->state == WEB_RAW) {
+		EB_ASSERT(w->stats.sessions > 0);
+		w->stats.sessions--;
+	}
+	if (ss->ctx != NULL) {
+		wslay_event_context_free(ss->ctx);
+	}
+	eb__buf_free(&ss->wsin);
+	eb__buf_free(&ss->wsout);
+	eb__buf_free(&ss->feed);
+	eb__buf_free(&ss->msg);
+	eb__buf_free(&ss->one);
+	free(ss);
+	s->layer = NULL;
+	s->ops = ss_inner;
+	eb__web_session_gone(w);
+	cbs.closed_cb(s);
+}
+
+static int
+layer_start(eb__stream *s)
+{
+	web_sess *ss = sess_of_stream(s);
+
+	return ss->inner->start(s);
+}
+
+static int
+layer_write(eb__stream *s, eb__buf *b)
+{
+	web_sess *ss = sess_of_stream(s);
+
+	EB_ASSERT(!s->closing); /* write after close */
+	if (ss->state == WEB_SOCKJS || ss->state == WEB_RAW) {
+		ws_out_frames(ss, b);
+		(void) wslay_event_send(ss->ctx);
+	}
+	b->off = 0;
+	b->len = 0;
+	return sess_write(ss, &ss->wsout);
+}
+
+static void
+layer_close(eb__stream *s)
+{
+	web_sess *ss = sess_of_stream(s);
+
+	ss->inner->close(s);
+}
+
+static const eb__stream_ops web_ops = {
+	.name = "web",
+	.start = layer_start,
+	.write = layer_write,
+	.close = layer_close,
+};
+
+static const eb__stream_cbs web_cbs = {
+	.read_cb = layer_read_cb,
+	.error_cb = layer_error_cb,
+	.closed_cb = layer_closed_cb,
+};
+
+int
+eb__web_layer(eb__stream *s, void *arg)
+{
+	eb_web   *w = arg;
+	web_sess *ss;
+
+	EB_ASSERT(s->layer == NULL);
+	if (w->closing) {
+		return UV_ECANCELED;
+	}
+	ss = eb__calloc(1, sizeof(*ss));
+	ss->w = w;
+	ss->s = s;
+	ss->inner = s->ops;
+	ss->conn_cbs = s->cbs;
+	ss->state = WEB_HTTP;
+	http_parser_init(&ss->parser, HTTP_REQUEST);
+	ss->parser.data = ss;
+	eb__buf_init(&ss->wsin);
+	eb__buf_init(&ss->wsout);
+	eb__buf_init(&ss->feed);
+	eb__buf_init(&ss->msg);
+	eb__buf_init(&ss->one);
+	ss->last_out_ms = eb__mono_ms();
+	eb_list_insert_tail(&w->sessions, &ss->link);
+	w->live++;
+	s->layer = ss;
+	s->ops = &web_ops;
+	s->cbs = web_cbs;
+	return 0;
+}
+
+void
+eb__web_beat(eb_web *w, uint64_t now_ms)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &w->sessions) {
+		web_sess *ss = EB_CONTAINER_OF(it, web_sess, link);
+
+		if ((ss->state != WEB_SOCKJS && ss->state != WEB_RAW) ||
+		    ss->s->closing ||
+		    now_ms - ss->last_out_ms < w->opts.heartbeat_ms) {
+			continue;
+		}
+		w->stats.heartbeats++;
+		if (ss->state == WEB_SOCKJS) {
+			ws_queue(ss, WSLAY_TEXT_FRAME, "h", 1);
+		} else {
+			ws_queue(ss, WSLAY_PING, "", 0);
+		}
+		sess_send(ss);
+	}
+}
+
+void
+eb__web_close_sessions(eb_web *w)
+{
+	eb_list *it;
+	eb_list *tmp;
+
+	EB_LIST_FOREACH (it, tmp, &w->sessions) {
+		web_sess *ss = EB_CONTAINER_OF(it, web_sess, link);
+
+		if (!ss->s->closing) {
+			eb__bconn_close(ss->s->data, "web-closed");
+		}
+	}
+}
