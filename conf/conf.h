@@ -78,6 +78,9 @@ typedef struct eb_conf {
 	eb_ingress_opts ingress;
 	eb_conf_log     log;
 	eb_conf_admin   admin;
+	/* Where each key's value came from (per schema row; owned; read it
+	 * through eb_conf_dynamic_to_json). */
+	int *origin;
 } eb_conf;
 
 /* Where the configuration comes from. Every field may be NULL/0. */
@@ -88,6 +91,12 @@ typedef struct eb_conf_sources {
 	const char *const *env;  /* "NAME=value" list, NULL-terminated */
 	const char *const *sets; /* "key.path=value" list, in flag order */
 	size_t             n_sets;
+	/* The cluster configuration (JSON, dynamic keys only), applied last:
+	 * for dynamic keys, local sources < cluster. NULL: none. Messages
+	 * name it cluster_name ("<root>/config v7"). */
+	const char *cluster_text;
+	size_t      cluster_len;
+	const char *cluster_name;
 } eb_conf_sources;
 
 /*
@@ -105,6 +114,24 @@ void eb_conf_free(eb_conf *conf); /* accepts NULL */
  * set, unless show_secrets.
  */
 json_t *eb_conf_to_json(const eb_conf *conf, bool show_secrets);
+
+/*
+ * Dynamic keys (docs/CONFIG.md "Dynamic keys") may change at run time: from
+ * the cluster configuration (<root>/config) or a SIGHUP reload of the local
+ * sources. Every other key is static.
+ */
+bool eb_conf_key_dynamic(const char *path);
+/* Validates a cluster configuration on the defaults (what `ebctl config
+ * set` checks before writing): 0 or EB_ECONF with the message. */
+int eb_conf_check_dynamic(
+    const char *text, size_t len, const char *name, eb_errbuf *err);
+/* {"key.path": {"value": V, "from": "default|file|env|flag|cluster"}} for
+ * every dynamic key (new reference). */
+json_t *eb_conf_dynamic_to_json(const eb_conf *conf);
+/* The number of static keys whose values differ between a and b; their
+ * paths, comma-separated, in out (n bytes, cut when full). */
+size_t eb_conf_static_changes(
+    const eb_conf *a, const eb_conf *b, char *out, size_t n);
 
 /* The environment variable for a key path: "bridge.port" ->
  * "EBNODE_BRIDGE_PORT". Writes at most n bytes; returns 0 or EB_ECONF (too

@@ -166,10 +166,10 @@ print_config(const eb_conf *conf)
 	return EB_NODE_EXIT_OK;
 }
 
-static int run_loop(const eb_conf *conf);
+static int run_loop(const eb_conf *conf, const eb_conf_sources *src);
 
 static int
-run_node(const eb_conf *conf)
+run_node(const eb_conf *conf, const eb_conf_sources *src)
 {
 	int rv, code;
 
@@ -185,13 +185,13 @@ run_node(const eb_conf *conf)
 		    eb_log_quote(q, sizeof(q), conf->log.journal_socket),
 		    eb_err_name(rv));
 	}
-	code = run_loop(conf);
+	code = run_loop(conf, src);
 	eb_log_sink_close();
 	return code;
 }
 
 static int
-run_loop(const eb_conf *conf)
+run_loop(const eb_conf *conf, const eb_conf_sources *src)
 {
 	uv_loop_t loop;
 	eb_node  *n = NULL;
@@ -207,6 +207,7 @@ run_loop(const eb_conf *conf)
 		(void) uv_loop_close(&loop);
 		return EB_NODE_EXIT_FATAL;
 	}
+	n->src = src; /* SIGHUP and the cluster configuration rebuild */
 	code = eb__node_run(n);
 	if (n->forced) {
 		/* Handles are still open: leave without tearing them down. */
@@ -255,15 +256,15 @@ main(int argc, char **argv)
 		free(c.sets);
 		exit(EB_NODE_EXIT_USAGE);
 	}
-	free(c.sets);
 	if (c.check) {
 		(void) printf("config ok\n");
 		code = EB_NODE_EXIT_OK;
 	} else if (c.print_config) {
 		code = print_config(conf);
 	} else {
-		code = run_node(conf);
+		code = run_node(conf, &src);
 	}
+	free(c.sets);
 	eb_conf_free(conf);
 	exit(code);
 }

@@ -35,6 +35,7 @@
 #include "eventbus/bus_admin.h"
 #include "ingress/ingress_admin.h"
 #include "node/node_cluster.h"
+#include "node/node_config.h"
 #include "node/node_int.h"
 
 struct eb__node_admin {
@@ -53,10 +54,14 @@ route_health(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	eb_node    *n = arg;
 	const char *reason = "?";
 	int         ok = eb__node_cluster_health(n, &reason);
+	int         degraded = ok && eb__node_config_degraded(n, &reason);
 	json_t     *o;
 
 	(void) rq;
-	o = json_pack("{s:s, s:s, s:s, s:b}", "status", ok ? "ok" : "unhealthy",
+	o = json_pack("{s:s, s:s, s:s, s:b}", "status",
+	    !ok        ? "unhealthy"
+	    : degraded ? "degraded"
+	               : "ok",
 	    "reason", reason, "node_id", n->conf->cluster.node_id, "leader",
 	    eb__node_cluster_is_leader(n));
 	eb__admin_reply_json(rs, ok ? 200 : 503, o);
@@ -379,6 +384,7 @@ register_all(struct eb__node_admin *na)
 	eb__bus_admin_register(adm, n->bus);
 	eb__admin_on_metrics(adm, errors_metrics, n);
 	eb__admin_on_metrics(adm, eb__admin_process_metrics, &n->start_ms);
+	eb__node_config_admin_register(adm, n);
 }
 
 static void

@@ -27,6 +27,7 @@
 
 #include "common/alloc.h"
 #include "common/obs.h"
+#include "node/node_config.h"
 #include "node/node_int.h"
 
 struct eb__node_cluster {
@@ -176,6 +177,7 @@ started_cb(eb_cluster *c, int status, void *arg)
 		return;
 	}
 	nc->running = 1;
+	eb__node_config_attach(nc->n, nc->c);
 	cb(nc->n, 0);
 }
 
@@ -237,6 +239,7 @@ eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 {
 	node_cluster *nc = n->cluster;
 
+	eb__node_config_detach(n);
 	nc->stopping = 1;
 	nc->cb = cb;
 	eb_cluster_stop(nc->c, stopped_cb, nc);
@@ -435,4 +438,10 @@ eb__node_cluster_stats_get(eb_node *n, eb__node_cluster_stats *out)
 	out->zk_reconnected = s.zk_reconnected;
 	out->zk_expired = s.zk_expired;
 	out->zk_auth_failed = s.zk_auth_failed;
+}
+
+eb_cluster *
+eb__node_cluster_obj(eb_node *n)
+{
+	return running(n);
 }

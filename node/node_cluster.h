@@ -24,8 +24,10 @@ typedef void (*eb__node_leader_cb)(
 /* Always 0. */
 int eb__node_cluster_on_leader(eb_node *n, eb__node_leader_cb cb, void *arg);
 /* Leadership now (the election lease is checked at this call). */
-bool    eb__node_cluster_is_leader(eb_node *n);
-int64_t eb__node_cluster_epoch(eb_node *n);
+bool eb__node_cluster_is_leader(eb_node *n);
+/* The running eb_cluster (borrowed), or NULL. */
+struct eb_cluster *eb__node_cluster_obj(eb_node *n);
+int64_t            eb__node_cluster_epoch(eb_node *n);
 /* 1 when the node is a registered member with a live session (or
  * standalone and running); else 0 with a short reason. */
 int eb__node_cluster_health(eb_node *n, const char **reason);

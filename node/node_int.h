@@ -64,6 +64,7 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 struct eb__node_cluster;
 struct eb__node_admin;
 struct eb__node_ingress;
+struct eb__node_config;
 
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
@@ -86,6 +87,10 @@ struct eb_node {
 	                                     eb_cluster object */
 	struct eb__node_admin   *admin;   /* owned, node_admin.c */
 	struct eb__node_ingress *ingress; /* owned, the ingress wiring */
+	struct eb__node_config  *config;  /* owned, node_config.c */
+	/* The local sources conf was loaded from (main.c; NULL: none), for
+	 * the dynamic configuration's rebuilds (node_config.c). */
+	const eb_conf_sources *src;
 
 	/* Bound ports, set by the start steps; 0: disabled (READY shows -). */
 	int admin_port;

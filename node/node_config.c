@@ -1,0 +1,311 @@
+/*
+ * The node's dynamic configuration (node_config.h). Every change builds a
+ * whole new eb_conf from the local sources (file < environment < --set)
+ * with the cluster configuration on top (dynamic keys only), through the
+ * same schema as the start: one source per option, the same messages. A
+ * configuration that loads is applied to every subsystem in one loop turn
+ * (between two messages); one that does not is refused as a whole.
+ */
+#include "node/node_config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ebnode/bridge.h>
+#include <ebnode/cluster.h>
+#include <ebnode/ingress.h>
+#include <ebnode/log.h>
+
+#include "admin/prom.h"
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "node/node_cluster.h"
+
+struct eb__node_config {
+	eb_node    *n;       /* borrowed (owns us) */
+	eb_cluster *cluster; /* borrowed while the step runs, else NULL */
+	eb_conf    *applied; /* owned; NULL: n->conf (the start's) */
+	int64_t     version; /* cluster version applied; 0: none */
+	char       *text;    /* owned: that version's bytes; NULL: none */
+	size_t      len;
+	uint64_t    applied_ms; /* wall clock (ms) of the last apply */
+	uint64_t    applies;
+	uint64_t    rejected;
+	int64_t     rejected_version; /* the last refused cluster version */
+	char        reason[EB_ERRBUF_SIZE + 64]; /* "": not degraded */
+	uint64_t    reloads;                     /* SIGHUP reloads applied */
+	uv_signal_t sighup;
+	int         running;
+	int         closing; /* the SIGHUP handle is closing */
+};
+
+typedef struct eb__node_config node_config;
+
+static node_config *
+cfg_get(eb_node *n)
+{
+	if (n->config == NULL) {
+		n->config = eb__calloc(1, sizeof(node_config));
+		n->config->n = n;
+	}
+	return n->config;
+}
+
+static uint64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	(void) clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+static const eb_conf *
+current(const node_config *nc)
+{
+	return nc->applied != NULL ? nc->applied : nc->n->conf;
+}
+
+/* Applies the dynamic keys of c to the running subsystems. 0, or an error
+ * with detail (then nothing changed: the ingress is swapped last and the
+ * bridge lists only after the ingress accepted its table). */
+static int
+apply_conf(node_config *nc, const eb_conf *c, int64_t version, eb_errbuf *err)
+{
+	eb_node        *n = nc->n;
+	eb_ingress     *in = eb__node_ingress(n);
+	eb_ingress_opts io;
+	int             rv;
+
+	if (in != NULL) {
+		eb__node_ingress_opts(c, &io);
+		rv = eb_ingress_reconfigure(in, &io, (uint64_t) version, err);
+		if (rv != 0) {
+			return rv;
+		}
+	}
+	if (n->bridge != NULL) {
+		rv = eb_bridge_set_permitted(n->bridge, c->bridge.inbound,
+		    c->bridge.inbound_count, c->bridge.outbound,
+		    c->bridge.outbound_count, err);
+		if (rv != 0) {
+			return rv; /* validated by conf already: not expected */
+		}
+	}
+	eb_log_set_level(c->log.level);
+	return 0;
+}
+
+/*
+ * Builds the configuration from the local sources and the cluster text
+ * (text NULL: none), and applies it. what names the change in logs.
+ * Returns 0 when applied.
+ */
+static int
+rebuild(node_config *nc, int64_t version, const char *text, size_t len,
+    const char *what)
+{
+	eb_node        *n = nc->n;
+	eb_conf_sources src;
+	eb_conf        *c = NULL;
+	eb_errbuf       err;
+	char            name[128], statics[200];
+	int             rv;
+
+	memset(&src, 0, sizeof(src));
+	if (n->src != NULL) {
+		src = *n->src;
+	}
+	(void) snprintf(name, sizeof(name), "%s/config v%" PRId64,
+	    n->conf->cluster.root, version);
+	src.cluster_text = text;
+	src.cluster_len = len;
+	src.cluster_name = name;
+	err.msg[0] = '\0';
+	rv = eb_conf_load(&src, &c, &err);
+	if (rv == 0 && strcmp(what, "local") == 0 &&
+	    eb_conf_static_changes(n->conf, c, statics, sizeof(statics)) > 0) {
+		EB_LOG_WARN("config",
+		    "static-keys-changed: keys=%s (kept until a restart)",
+		    statics);
+	}
+	if (rv == 0) {
+		rv = apply_conf(nc, c, version, &err);
+	}
+	if (rv != 0) {
+		nc->rejected++;
+		if (text != NULL) {
+			nc->rejected_version = version;
+		}
+		(void) snprintf(nc->reason, sizeof(nc->reason),
+		    "config %s refused: %s", what, err.msg);
+		EB_LOG_ERR("config",
+		    "rejected: source=%s version=%" PRId64 " kept=%" PRId64
+		    " reason=%s",
+		    what, version, nc->version, err.msg);
+		eb_conf_free(c);
+		return rv;
+	}
+	eb_conf_free(nc->applied);
+	nc->applied = c;
+	if (text != nc->text) {
+		free(nc->text);
+		nc->text = NULL;
+		nc->len = 0;
+		if (text != NULL) {
+			nc->text = eb__malloc(len + 1);
+			memcpy(nc->text, text, len);
+			nc->text[len] = '\0';
+			nc->len = len;
+		}
+	}
+	nc->version = version;
+	nc->applied_ms = wall_ms();
+	nc->applies++;
+	nc->reason[0] = '\0';
+	EB_LOG_NOTICE(
+	    "config", "applied: source=%s version=%" PRId64, what, version);
+	return 0;
+}
+
+static void
+config_cb(
+    eb_cluster *c, int64_t version, const char *data, size_t len, void *arg)
+{
+	node_config *nc = arg;
+
+	(void) c;
+	(void) rebuild(nc, version, version > 0 ? data : NULL, len, "cluster");
+}
+
+static void
+sighup_cb(uv_signal_t *h, int signum)
+{
+	node_config *nc = h->data;
+
+	(void) signum;
+	EB_LOG_NOTICE("config", "reload: signal=SIGHUP");
+	if (rebuild(nc, nc->version, nc->text, nc->len, "local") == 0) {
+		nc->reloads++;
+	}
+}
+
+void
+eb__node_config_attach(eb_node *n, eb_cluster *c)
+{
+	node_config *nc = cfg_get(n);
+	const char  *data = NULL;
+	size_t       len = 0;
+	int64_t      version;
+
+	EB_ASSERT(!nc->running && !nc->closing);
+	(void) uv_signal_init(n->loop, &nc->sighup);
+	nc->sighup.data = nc;
+	(void) uv_signal_start(&nc->sighup, sighup_cb, SIGHUP);
+	nc->running = 1;
+	nc->cluster = c;
+	eb_cluster_on_config(c, config_cb, nc);
+	/* What was read before the cluster finished starting. */
+	version = eb_cluster_config_get(c, &data, &len);
+	if (version > 0) {
+		(void) rebuild(nc, version, data, len, "cluster");
+	}
+}
+
+static void
+sighup_closed_cb(uv_handle_t *h)
+{
+	node_config *nc = h->data;
+
+	nc->closing = 0;
+}
+
+void
+eb__node_config_detach(eb_node *n)
+{
+	node_config *nc = n->config;
+
+	if (nc == NULL || !nc->running) {
+		return;
+	}
+	(void) eb_cluster_off_config(nc->cluster, config_cb, nc);
+	nc->cluster = NULL;
+	nc->running = 0;
+	nc->closing = 1;
+	uv_close((uv_handle_t *) &nc->sighup, sighup_closed_cb);
+}
+
+int
+eb__node_config_degraded(eb_node *n, const char **reason)
+{
+	node_config *nc = n->config;
+
+	if (nc == NULL || nc->reason[0] == '\0') {
+		return 0;
+	}
+	*reason = nc->reason;
+	return 1;
+}
+
+void
+eb__node_config_free(eb_node *n)
+{
+	node_config *nc = n->config;
+
+	if (nc == NULL) {
+		return;
+	}
+	EB_ASSERT(!nc->running && !nc->closing);
+	eb_conf_free(nc->applied);
+	free(nc->text);
+	free(nc);
+	n->config = NULL;
+}
+
+/* ---- GET /config and the metrics ---- */
+
+static void
+route_config(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
+{
+	eb_node     *n = arg;
+	node_config *nc = cfg_get(n);
+	json_t      *o;
+
+	(void) rq;
+	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "node_id",
+	    n->conf->cluster.node_id, "version", (json_int_t) nc->version,
+	    "applied_at_ms", (json_int_t) nc->applied_ms, "applies",
+	    (json_int_t) nc->applies, "rejected", (json_int_t) nc->rejected,
+	    "reloads", (json_int_t) nc->reloads, "error",
+	    nc->reason[0] != '\0' ? json_string(nc->reason) : json_null(),
+	    "keys", eb_conf_dynamic_to_json(current(nc)));
+	if (nc->rejected_version != 0) {
+		(void) json_object_set_new(o, "rejected_version",
+		    json_integer((json_int_t) nc->rejected_version));
+	}
+	eb__admin_reply_json(rs, 200, o);
+	json_decref(o);
+}
+
+static void
+config_metrics(eb__prom *w, void *arg)
+{
+	node_config *nc = cfg_get(arg);
+
+	eb__prom_one(w, "ebnode_config_version", "gauge",
+	    "The cluster configuration version applied (0: none).",
+	    (uint64_t) nc->version);
+	eb__prom_one(w, "ebnode_config_rejected_total", "counter",
+	    "Configurations refused (cluster versions and local reloads).",
+	    nc->rejected);
+}
+
+void
+eb__node_config_admin_register(eb__admin *adm, eb_node *n)
+{
+	(void) cfg_get(n);
+	eb__admin_route(adm, "GET", "/config", route_config, n);
+	eb__admin_on_metrics(adm, config_metrics, n);
+}
