@@ -9,6 +9,7 @@
 #include "node/node_config.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +31,11 @@ struct eb__node_config {
 	int64_t     version; /* cluster version applied; 0: none */
 	char       *text;    /* owned: that version's bytes; NULL: none */
 	size_t      len;
+	/* The local file as last loaded (start, SIGHUP): a cluster change
+	 * rebuilds on this snapshot, so that an edited file takes effect only
+	 * with SIGHUP. NULL: no file, or not read (then the file is read). */
+	char       *file_text;
+	size_t      file_len;
 	uint64_t    applied_ms; /* wall clock (ms) of the last apply */
 	uint64_t    applies;
 	uint64_t    rejected;
@@ -98,14 +104,41 @@ apply_conf(node_config *nc, const eb_conf *c, int64_t version, eb_errbuf *err)
 	return 0;
 }
 
+/* Reads the local file into *out (NUL-terminated); 0 or -1. */
+static int
+slurp(const char *path, char **out, size_t *outlen)
+{
+	FILE  *f = fopen(path, "rb");
+	char  *buf = NULL;
+	size_t n = 0, cap = 0, got;
+
+	if (f == NULL) {
+		return -1;
+	}
+	do {
+		if (cap - n < 4096) {
+			cap = cap != 0 ? cap * 2 : 8192;
+			buf = eb__realloc(buf, cap + 1);
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+	} while (got > 0 && n <= (16u << 20));
+	(void) fclose(f);
+	buf[n] = '\0';
+	*out = buf;
+	*outlen = n;
+	return 0;
+}
+
 /*
- * Builds the configuration from the local sources and the cluster text
- * (text NULL: none), and applies it. what names the change in logs.
- * Returns 0 when applied.
+ * Builds the configuration from the local sources (file_text: the file's
+ * content to use; NULL: the file as it is now) and the cluster text (text
+ * NULL: none), and applies it. what names the change in logs. Returns 0
+ * when applied.
  */
 static int
-rebuild(node_config *nc, int64_t version, const char *text, size_t len,
-    const char *what)
+rebuild_with(node_config *nc, const char *file_text, size_t file_len,
+    int64_t version, const char *text, size_t len, const char *what)
 {
 	eb_node        *n = nc->n;
 	eb_conf_sources src;
@@ -117,6 +150,10 @@ rebuild(node_config *nc, int64_t version, const char *text, size_t len,
 	memset(&src, 0, sizeof(src));
 	if (n->src != NULL) {
 		src = *n->src;
+	}
+	if (file_text != NULL && src.file != NULL && src.text == NULL) {
+		src.text = file_text;
+		src.text_len = file_len;
 	}
 	(void) snprintf(name, sizeof(name), "%s/config v%" PRId64,
 	    n->conf->cluster.root, version);
@@ -170,6 +207,14 @@ rebuild(node_config *nc, int64_t version, const char *text, size_t len,
 	return 0;
 }
 
+static int
+rebuild(node_config *nc, int64_t version, const char *text, size_t len,
+    const char *what)
+{
+	return rebuild_with(
+	    nc, nc->file_text, nc->file_len, version, text, len, what);
+}
+
 static void
 config_cb(
     eb_cluster *c, int64_t version, const char *data, size_t len, void *arg)
@@ -186,10 +231,27 @@ sighup_cb(uv_signal_t *h, int signum)
 	node_config *nc = h->data;
 
 	(void) signum;
+	const eb_conf_sources *src = nc->n->src;
+	char                  *file = NULL;
+	size_t                 flen = 0;
+
 	EB_LOG_NOTICE("config", "reload: signal=SIGHUP");
-	if (rebuild(nc, nc->version, nc->text, nc->len, "local") == 0) {
-		nc->reloads++;
+	if (src != NULL && src->file != NULL && src->text == NULL &&
+	    slurp(src->file, &file, &flen) != 0) {
+		/* Let the load say why (cannot open ...), as at the start. */
+		file = NULL;
 	}
+	if (rebuild_with(
+	        nc, file, flen, nc->version, nc->text, nc->len, "local") == 0) {
+		nc->reloads++;
+		if (file != NULL) {
+			free(nc->file_text);
+			nc->file_text = file;
+			nc->file_len = flen;
+			file = NULL;
+		}
+	}
+	free(file);
 }
 
 void
@@ -201,6 +263,11 @@ eb__node_config_attach(eb_node *n, eb_cluster *c)
 	int64_t      version;
 
 	EB_ASSERT(!nc->running && !nc->closing);
+	if (n->src != NULL && n->src->file != NULL && n->src->text == NULL &&
+	    nc->file_text == NULL &&
+	    slurp(n->src->file, &nc->file_text, &nc->file_len) != 0) {
+		nc->file_text = NULL; /* read at each rebuild instead */
+	}
 	(void) uv_signal_init(n->loop, &nc->sighup);
 	nc->sighup.data = nc;
 	(void) uv_signal_start(&nc->sighup, sighup_cb, SIGHUP);
@@ -260,6 +327,7 @@ eb__node_config_free(eb_node *n)
 	EB_ASSERT(!nc->running && !nc->closing);
 	eb_conf_free(nc->applied);
 	free(nc->text);
+	free(nc->file_text);
 	free(nc);
 	n->config = NULL;
 }

@@ -373,6 +373,11 @@ class ConfigCenter(unittest.TestCase):
                                bridge={"max_connections": 77})
         with open(a.config_path, "w", encoding="utf-8") as fh:
             json.dump(changed, fh)
+        # The edited file is not read until SIGHUP, cluster changes or not.
+        w = ctl.set(cluster_doc("t1", hold_ms=3000), "--expect", str(v))
+        v = w["version"]
+        wait_version(nodes, v)
+        self.assertEqual(get_config(a)["keys"]["log.level"]["value"], "info")
         a.send_signal(__import__("signal").SIGHUP)
         ebtest.wait_until(lambda: get_config(a)["reloads"] == 1, 10,
                           "a reloaded")
@@ -383,6 +388,22 @@ class ConfigCenter(unittest.TestCase):
         self.assertEqual(g["version"], v)
         a.wait_log("static-keys-changed: keys=bridge.max_connections", 5)
         print("rollback, history, diff, SIGHUP: ok (version %d)" % v)
+
+        # 7. With a digest credential, the znode is writable only with it.
+        aroot = ebtest.unique_root()
+        actl = Ctl(aroot, ctl.dir)
+        code, out, err = actl.run("--zk-auth", "admin:s3cret", "set",
+                                  actl.file(cluster_doc("t1")))
+        self.assertEqual(code, 0, err)
+        code, out, err = actl.run("--zk-auth", "other:pw", "--expect", "1",
+                                  "set", actl.file(cluster_doc("t2")))
+        print("set with another credential: exit %d: %s"
+              % (code, err.strip()))
+        self.assertEqual(code, 1)
+        self.assertIn("ACL", err)
+        code, out, err = actl.run("--zk-auth", "admin:s3cret", "--expect",
+                                  "1", "set", actl.file(cluster_doc("t2")))
+        self.assertEqual(code, 0, err)
 
     def id_dir(self):
         import tempfile
