@@ -2,7 +2,9 @@
  * conf: the daemon's configuration. One JSON file (// and slash-star
  * comments allowed), overridden by EBNODE_<PATH> environment variables and
  * by "--set key.path=value" flags, in that order of precedence on top of the
- * built-in defaults, all validated against one schema table (schema.c).
+ * built-in defaults, all validated against one schema table (schema.c). The
+ * cluster configuration (<root>/config) comes last and may set only the
+ * dynamic keys (EB__CF_DYNAMIC rows: docs/CONFIG.md).
  *
  * The result is an immutable eb_conf built all or nothing: either every
  * source is valid and consistent, or eb_conf_load() fails with one message
@@ -100,7 +102,8 @@ typedef struct eb_conf_sources {
 } eb_conf_sources;
 
 /*
- * Builds a configuration from defaults < file < env < sets. Returns 0 and
+ * Builds a configuration from defaults < file < env < sets < the cluster
+ * layer (dynamic keys only; a static key there is an error). Returns 0 and
  * *confp (free with eb_conf_free), or EB_ECONF with the one-line message in
  * err (if non-NULL) and *confp untouched. Unknown EBNODE_* environment
  * variables are ignored (EBNODE_CONFIG and EBNODE_BIN are not keys).

@@ -686,6 +686,20 @@ test_cluster_layer(void **state)
 	        json_object_get(d, "ingress.hold_max"), "from")),
 	    "default");
 	assert_null(json_object_get(d, "bridge.port")); /* static */
+	/* Exactly the keys docs/CONFIG.md marks dynamic. */
+	{
+		static const char *const dyn[] = { "log.level",
+			"ingress.hold_max", "ingress.hold_ms", "ingress.ack",
+			"ingress.routes", "ingress.default_route",
+			"bridge.inbound", "bridge.outbound" };
+		size_t                   i;
+
+		assert_int_equal(json_object_size(d), 8);
+		for (i = 0; i < 8; i++) {
+			assert_non_null(json_object_get(d, dyn[i]));
+			assert_true(eb_conf_key_dynamic(dyn[i]));
+		}
+	}
 	json_decref(d);
 	eb_conf_free(c);
 
