@@ -445,10 +445,53 @@ env_or(const char *name, const char *dflt)
 	return v != NULL && v[0] != '\0' ? v : dflt;
 }
 
+/* A whole decimal number in lo..hi, or -1. */
+static int64_t
+number(const char *s, int64_t lo, int64_t hi)
+{
+	char     *end = NULL;
+	long long v = strtoll(s, &end, 10);
+
+	return end != s && *end == '\0' && v >= lo && v <= hi ? v : -1;
+}
+
+/* One option with a value (argv[*i] and argv[*i + 1]): 1 taken, 0 not an
+ * option of ours, -1 a bad value. */
+static int
+option(int argc, char **argv, int *i, cfg_run *r)
+{
+	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+
+	if (v == NULL) {
+		return 0;
+	}
+	if (strcmp(a, "--zk") == 0) {
+		r->connect = v;
+	} else if (strcmp(a, "--root") == 0) {
+		r->root = v;
+	} else if (strcmp(a, "--zk-auth") == 0) {
+		r->auth = v;
+	} else if (strcmp(a, "--expect") == 0) {
+		r->expect = number(v, 0, INT32_MAX - 1);
+		if (r->expect < 0) {
+			return -1;
+		}
+	} else if (strcmp(a, "--timeout") == 0) {
+		r->timeout_ms = (int) number(v, 1, 3600000);
+		if (r->timeout_ms < 0) {
+			return -1;
+		}
+	} else {
+		return 0;
+	}
+	(*i)++;
+	return 1;
+}
+
 static int
 parse(int argc, char **argv, cfg_run *r)
 {
-	int         i;
+	int         i, rv;
 	const char *cmd = NULL, *arg = NULL;
 
 	r->connect = env_or("EBCTL_ZK", "127.0.0.1:2181");
@@ -461,27 +504,24 @@ parse(int argc, char **argv, cfg_run *r)
 
 		if (strcmp(a, "--json") == 0) {
 			r->json = 1;
-		} else if (i + 1 < argc && strcmp(a, "--zk") == 0) {
-			r->connect = argv[++i];
-		} else if (i + 1 < argc && strcmp(a, "--root") == 0) {
-			r->root = argv[++i];
-		} else if (i + 1 < argc && strcmp(a, "--zk-auth") == 0) {
-			r->auth = argv[++i];
-		} else if (i + 1 < argc && strcmp(a, "--expect") == 0) {
-			r->expect = strtoll(argv[++i], NULL, 10);
-		} else if (i + 1 < argc && strcmp(a, "--timeout") == 0) {
-			r->timeout_ms = atoi(argv[++i]);
-		} else if (a[0] == '-') {
-			return usage();
-		} else if (cmd == NULL) {
-			cmd = a;
-		} else if (arg == NULL) {
-			arg = a;
-		} else {
+			continue;
+		}
+		if ((rv = option(argc, argv, &i, r)) != 0) {
+			if (rv < 0) {
+				return usage();
+			}
+			continue;
+		}
+		if (a[0] == '-' || arg != NULL) {
 			return usage();
 		}
+		if (cmd == NULL) {
+			cmd = a;
+		} else {
+			arg = a;
+		}
 	}
-	if (cmd == NULL || r->timeout_ms <= 0) {
+	if (cmd == NULL) {
 		return usage();
 	}
 	if (strcmp(cmd, "get") == 0 && arg == NULL) {
@@ -496,7 +536,7 @@ parse(int argc, char **argv, cfg_run *r)
 		r->file = arg;
 	} else if (strcmp(cmd, "rollback") == 0 && arg != NULL) {
 		r->op = OP_ROLLBACK;
-		r->target = strtoll(arg, NULL, 10);
+		r->target = number(arg, 1, INT32_MAX);
 		if (r->target <= 0) {
 			return usage();
 		}

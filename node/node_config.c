@@ -130,6 +130,49 @@ slurp(const char *path, char **out, size_t *outlen)
 	return 0;
 }
 
+/* A configuration was refused: the previous one stays. */
+static void
+refused(node_config *nc, int64_t version, int from_cluster, const char *what,
+    const char *why)
+{
+	nc->rejected++;
+	if (from_cluster) {
+		nc->rejected_version = version;
+	}
+	(void) snprintf(
+	    nc->reason, sizeof(nc->reason), "config %s refused: %s", what, why);
+	EB_LOG_ERR("config",
+	    "rejected: source=%s version=%" PRId64 " kept=%" PRId64
+	    " reason=%s",
+	    what, version, nc->version, why);
+}
+
+/* c (owned from here) was applied, built with text (NULL: none). */
+static void
+applied(node_config *nc, eb_conf *c, int64_t version, const char *text,
+    size_t len, const char *what)
+{
+	eb_conf_free(nc->applied);
+	nc->applied = c;
+	if (text != nc->text) {
+		free(nc->text);
+		nc->text = NULL;
+		nc->len = 0;
+		if (text != NULL) {
+			nc->text = eb__malloc(len + 1);
+			memcpy(nc->text, text, len);
+			nc->text[len] = '\0';
+			nc->len = len;
+		}
+	}
+	nc->version = version;
+	nc->applied_ms = wall_ms();
+	nc->applies++;
+	nc->reason[0] = '\0';
+	EB_LOG_NOTICE(
+	    "config", "applied: source=%s version=%" PRId64, what, version);
+}
+
 /*
  * Builds the configuration from the local sources (file_text: the file's
  * content to use; NULL: the file as it is now) and the cluster text (text
@@ -172,38 +215,11 @@ rebuild_with(node_config *nc, const char *file_text, size_t file_len,
 		rv = apply_conf(nc, c, version, &err);
 	}
 	if (rv != 0) {
-		nc->rejected++;
-		if (text != NULL) {
-			nc->rejected_version = version;
-		}
-		(void) snprintf(nc->reason, sizeof(nc->reason),
-		    "config %s refused: %s", what, err.msg);
-		EB_LOG_ERR("config",
-		    "rejected: source=%s version=%" PRId64 " kept=%" PRId64
-		    " reason=%s",
-		    what, version, nc->version, err.msg);
+		refused(nc, version, text != NULL, what, err.msg);
 		eb_conf_free(c);
 		return rv;
 	}
-	eb_conf_free(nc->applied);
-	nc->applied = c;
-	if (text != nc->text) {
-		free(nc->text);
-		nc->text = NULL;
-		nc->len = 0;
-		if (text != NULL) {
-			nc->text = eb__malloc(len + 1);
-			memcpy(nc->text, text, len);
-			nc->text[len] = '\0';
-			nc->len = len;
-		}
-	}
-	nc->version = version;
-	nc->applied_ms = wall_ms();
-	nc->applies++;
-	nc->reason[0] = '\0';
-	EB_LOG_NOTICE(
-	    "config", "applied: source=%s version=%" PRId64, what, version);
+	applied(nc, c, version, text, len, what);
 	return 0;
 }
 
