@@ -7,6 +7,8 @@ consumers, not eligible) share <root>. Each runs with its own local file
 whose route goes to "t0" (no consumer); the cluster configuration written
 with `ebctl config set` routes to t1, then t2. Checks, in one cluster:
 
+0. A bridge connection opened before v1 stays open; an address v1 permits
+   inbound (refused with access_denied before) goes through on it.
 1. A route changed under ~5 000 ingress requests/s: every request is
    acknowledged (none lost, none failed); every delivered message carries
    ebnode.config, and the address it arrived on is the target of that
@@ -21,9 +23,12 @@ with `ebctl config set` routes to t1, then t2. Checks, in one cluster:
    3 with a conflict message.
 5. `ebctl config rollback V` writes V's content as a new version that
    every node applies; `history` lists the versions.
-6. SIGHUP with a changed local file: a dynamic key the cluster does not set
-   (log.level) comes from the file, the cluster's keys still win, a static
-   key's change is logged and not applied.
+6. SIGHUP with a changed local file: the edit waits for the signal (a
+   cluster change in between does not read it); then a dynamic key the
+   cluster does not set (log.level) comes from the file, the cluster's keys
+   still win, a static key's change is logged and not applied.
+7. Written with --zk-auth (digest, creator ACL), <root>/config refuses a
+   write with another credential.
 """
 import json
 import os
@@ -56,7 +61,9 @@ def cluster_doc(target, hold_ms=5000):
     return {"ingress": {"routes": [{"field": "kind", "equals": "x",
                                     "to": target}],
                         "hold_ms": hold_ms},
-            "bridge": {"outbound": [{"addressRegex": "t[0-9]"}]}}
+            "bridge": {"outbound": [{"addressRegex": "t[0-9]"}],
+                       "inbound": [{"address": "external.ingress"},
+                                   {"address": "t3"}]}}
 
 
 class Ctl:
@@ -207,11 +214,26 @@ class ConfigCenter(unittest.TestCase):
         nodes = [a, b, c]
         for n in nodes:
             self.assertEqual(get_config(n)["version"], 0)
+        # A bridge connection open across the change: t3 is not permitted
+        # inbound by the local files, then permitted by v1.
+        keep = ebtest.BridgeClient(*c.bridge)
+        self.addCleanup(keep.close)
+        t3 = Consumer(c, "t3")
+        self.addCleanup(t3.close)
+        keep.send("t3", {"n": -3})
+        f = keep.recv_frame(timeout=5)
+        self.assertEqual((f["type"], f.get("message")),
+                         ("err", "access_denied"), f)
 
         # v1: routes to t1.
         w = ctl.set(cluster_doc("t1"), "--expect", "0")
         self.assertEqual(w["version"], 1)
         wait_version(nodes, 1)
+        keep.send("t3", {"n": -3})
+        ebtest.wait_until(lambda: t3.msgs, 5,
+                          "t3 reached over the connection opened before v1")
+        keep.ping()
+        self.assertEqual(keep.recv_frame(timeout=5)["type"], "pong")
         cons = {t: Consumer(c, t) for t in ("t0", "t1", "t2")}
         for k in cons.values():
             self.addCleanup(k.close)
