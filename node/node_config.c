@@ -75,8 +75,9 @@ current(const node_config *nc)
 }
 
 /* Applies the dynamic keys of c to the running subsystems. 0, or an error
- * with detail (then nothing changed: the ingress is swapped last and the
- * bridge lists only after the ingress accepted its table). */
+ * with detail; then nothing changed: each swap is all or nothing, and when
+ * the bridge refuses its lists after the ingress took its table, the
+ * ingress gets the table in force back. */
 static int
 apply_conf(node_config *nc, const eb_conf *c, int64_t version, eb_errbuf *err)
 {
@@ -96,8 +97,18 @@ apply_conf(node_config *nc, const eb_conf *c, int64_t version, eb_errbuf *err)
 		rv = eb_bridge_set_permitted(n->bridge, c->bridge.inbound,
 		    c->bridge.inbound_count, c->bridge.outbound,
 		    c->bridge.outbound_count, err);
+		if (rv != 0 && in != NULL) {
+			/* conf compiled the same regexes: not expected. The
+			 * table in force was accepted before. */
+			int back;
+
+			eb__node_ingress_opts(current(nc), &io);
+			back = eb_ingress_reconfigure(
+			    in, &io, (uint64_t) nc->version, NULL);
+			EB_ASSERT(back == 0);
+		}
 		if (rv != 0) {
-			return rv; /* validated by conf already: not expected */
+			return rv;
 		}
 	}
 	eb_log_set_level(c->log.level);
