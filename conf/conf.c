@@ -909,13 +909,19 @@ origin_name(int kind)
 json_t *
 eb_conf_dynamic_to_json(const eb_conf *conf)
 {
+	return eb_conf_keys_to_json(conf, true);
+}
+
+json_t *
+eb_conf_keys_to_json(const eb_conf *conf, bool dynamic)
+{
 	json_t *root = json_object();
 	size_t  k;
 
 	for (k = 0; k < eb__conf_schema_len; k++) {
 		const eb__conf_entry *e = &eb__conf_schema[k];
 
-		if ((e->flags & EB__CF_DYNAMIC) == 0) {
+		if (((e->flags & EB__CF_DYNAMIC) != 0) != dynamic) {
 			continue;
 		}
 		(void) json_object_set_new(root, e->path,

@@ -131,6 +131,9 @@ int eb_conf_check_dynamic(
 /* {"key.path": {"value": V, "from": "default|file|env|flag|cluster"}} for
  * every dynamic key (new reference). */
 json_t *eb_conf_dynamic_to_json(const eb_conf *conf);
+/* The same for the dynamic (dynamic true) or the static keys; secrets are
+ * shown as "<redacted>" when set. */
+json_t *eb_conf_keys_to_json(const eb_conf *conf, bool dynamic);
 /* The number of static keys whose values differ between a and b; their
  * paths, comma-separated, in out (n bytes, cut when full). */
 size_t eb_conf_static_changes(

@@ -376,6 +376,8 @@ route_config(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	    "reloads", (json_int_t) nc->reloads, "error",
 	    nc->reason[0] != '\0' ? json_string(nc->reason) : json_null(),
 	    "keys", eb_conf_dynamic_to_json(current(nc)));
+	(void) json_object_set_new(
+	    o, "static", eb_conf_keys_to_json(n->conf, false));
 	if (nc->rejected_version != 0) {
 		(void) json_object_set_new(o, "rejected_version",
 		    json_integer((json_int_t) nc->rejected_version));

@@ -407,6 +407,9 @@ class ConfigCenter(unittest.TestCase):
         self.assertEqual(g["keys"]["log.level"],
                          {"value": "debug", "from": "file"})
         self.assertEqual(g["keys"]["ingress.routes"]["from"], "cluster")
+        self.assertEqual(g["static"]["zookeeper.connect"]["from"], "file")
+        self.assertEqual(g["static"]["bus.request_timeout_ms"]["from"],
+                         "default")
         self.assertEqual(g["version"], v)
         a.wait_log("static-keys-changed: keys=bridge.max_connections", 5)
         print("rollback, history, diff, SIGHUP: ok (version %d)" % v)
