@@ -426,15 +426,25 @@ read_file(const char *path, char **text, size_t *len)
 }
 
 static int
-usage(void)
+usage_to(FILE *out, int code)
 {
-	(void) fprintf(stderr,
+	(void) fprintf(out,
 	    "usage: ebctl config [--zk HOSTS] [--root PATH] "
 	    "[--zk-auth USER:PASSWORD]\n"
 	    "                    [--expect VERSION] [--timeout MS] [--json]\n"
 	    "                    get | set FILE | diff FILE | history | "
-	    "rollback VERSION\n");
-	return CTL_EXIT_USAGE;
+	    "rollback VERSION\n"
+	    "HOSTS: env EBCTL_ZK (127.0.0.1:2181); PATH: env EBCTL_ZK_ROOT "
+	    "(/ebnode/default);\n"
+	    "USER:PASSWORD: env EBCTL_ZK_AUTH. Exit 3: conflict (another "
+	    "writer first).\n");
+	return code;
+}
+
+static int
+usage(void)
+{
+	return usage_to(stderr, CTL_EXIT_USAGE);
 }
 
 static const char *
@@ -506,6 +516,10 @@ parse(int argc, char **argv, cfg_run *r)
 			r->json = 1;
 			continue;
 		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			(void) usage_to(stdout, CTL_EXIT_OK);
+			return -1; /* done: exit 0 */
+		}
 		if ((rv = option(argc, argv, &i, r)) != 0) {
 			if (rv < 0) {
 				return usage();
@@ -558,7 +572,7 @@ eb__ctl_config_main(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	eb_log_set_level(EB_LOG_LEVEL_WARN); /* no session chatter */
 	if ((rv = parse(argc, argv, &r)) != CTL_EXIT_OK) {
-		return rv;
+		return rv < 0 ? CTL_EXIT_OK : rv;
 	}
 	if (r.file != NULL) {
 		if (read_file(r.file, &r.text, &r.len) != 0) {

@@ -347,6 +347,18 @@ class ConfigCenter(unittest.TestCase):
         else:
             print("zkCli.sh not found: invalid-content check skipped")
 
+        # set validates locally first: nothing written.
+        code, out, err = ctl.run("set", ctl.file(
+            {"ingress": {"routes": [{"field": "k", "equals": "x"}]}}))
+        self.assertEqual(code, 1)
+        self.assertIn("invalid: ", err)
+        self.assertIn('ingress.routes[0]: missing required key "to"', err)
+        code, out, err = ctl.run("set", ctl.file({"bridge": {"port": 1}}))
+        self.assertEqual(code, 1)
+        self.assertIn("bridge.port: a static key", err)
+        code, out, err = ctl.run("--json", "get")
+        self.assertEqual(json.loads(out)["version"], v)
+
         # 4. Two concurrent sets with the same expected version.
         f1 = ctl.file(cluster_doc("t1"))
         f2 = ctl.file(cluster_doc("t2", hold_ms=4000))
