@@ -310,7 +310,8 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 			json_t *c =
 			    version > 0 ? json_loadb(data, len, 0, NULL) : NULL;
 			json_t *o = json_pack("{s:I, s:o}", "version",
-			    (json_int_t) version, c != NULL ? c : json_null());
+			    (json_int_t) version, "config",
+			    c != NULL ? c : json_null());
 			char   *s = json_dumps(o, JSON_INDENT(2));
 
 			(void) printf("%s\n", s);
