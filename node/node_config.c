@@ -78,6 +78,18 @@ current(const node_config *nc)
  * with detail; then nothing changed: each swap is all or nothing, and when
  * the bridge refuses its lists after the ingress took its table, the
  * ingress gets the table in force back. */
+/* Gives the ingress the table in force back (it was accepted before). */
+static void
+ingress_back(node_config *nc, eb_ingress *in)
+{
+	eb_ingress_opts io;
+	int             rv;
+
+	eb__node_ingress_opts(current(nc), &io);
+	rv = eb_ingress_reconfigure(in, &io, (uint64_t) nc->version, NULL);
+	EB_ASSERT(rv == 0);
+}
+
 static int
 apply_conf(node_config *nc, const eb_conf *c, int64_t version, eb_errbuf *err)
 {
@@ -93,23 +105,17 @@ apply_conf(node_config *nc, const eb_conf *c, int64_t version, eb_errbuf *err)
 			return rv;
 		}
 	}
-	if (n->bridge != NULL) {
-		rv = eb_bridge_set_permitted(n->bridge, c->bridge.inbound,
-		    c->bridge.inbound_count, c->bridge.outbound,
-		    c->bridge.outbound_count, err);
-		if (rv != 0 && in != NULL) {
-			/* conf compiled the same regexes: not expected. The
-			 * table in force was accepted before. */
-			int back;
-
-			eb__node_ingress_opts(current(nc), &io);
-			back = eb_ingress_reconfigure(
-			    in, &io, (uint64_t) nc->version, NULL);
-			EB_ASSERT(back == 0);
+	rv = n->bridge == NULL
+	         ? 0
+	         : eb_bridge_set_permitted(n->bridge, c->bridge.inbound,
+	               c->bridge.inbound_count, c->bridge.outbound,
+	               c->bridge.outbound_count, err);
+	if (rv != 0) {
+		/* conf compiled the same regexes: not expected */
+		if (in != NULL) {
+			ingress_back(nc, in);
 		}
-		if (rv != 0) {
-			return rv;
-		}
+		return rv;
 	}
 	eb_log_set_level(c->log.level);
 	return 0;
