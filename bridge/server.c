@@ -550,3 +550,30 @@ eb_bridge_conn_close(eb_bridge *b, uint64_t conn_id)
 	}
 	return UV_ENOENT;
 }
+
+int
+eb_bridge_set_permitted(eb_bridge *b, const eb_bridge_permitted *inbound,
+    size_t inbound_count, const eb_bridge_permitted *outbound,
+    size_t outbound_count, eb_errbuf *err)
+{
+	eb__perm_list in, out;
+	int           rv;
+
+	EB_ASSERT(!b->closing);
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	rv = eb__perm_init(&in, inbound, inbound_count, "inbound", err);
+	if (rv != 0) {
+		return rv;
+	}
+	rv = eb__perm_init(&out, outbound, outbound_count, "outbound", err);
+	if (rv != 0) {
+		eb__perm_free(&in);
+		return rv;
+	}
+	eb__perm_free(&b->inbound);
+	eb__perm_free(&b->outbound);
+	b->inbound = in;
+	b->outbound = out;
+	return 0;
+}

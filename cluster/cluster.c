@@ -41,6 +41,7 @@
 #include <ebnode/cluster.h>
 #include <ebnode/log.h>
 
+#include "cluster/cluster_int.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/obs.h"
@@ -98,11 +99,12 @@ struct eb_cluster {
 	uint64_t zk_events[6]; /* by eb_zk_event (1..5) */
 	char     last_leader[64];
 	/* The leader record <root>/leader as last read. */
-	uint64_t live; /* live id (the session's table) */
-	int64_t  rec_epoch;
-	char    *rec_node; /* NULL: no record */
-	char    *rec_path;
-	char    *members_path;
+	uint64_t            live; /* live id (the session's table) */
+	int64_t             rec_epoch;
+	char               *rec_node; /* NULL: no record */
+	char               *rec_path;
+	char               *members_path;
+	eb__cluster_config *config; /* <root>/config (config.c) */
 };
 
 static void rec_read(eb_cluster *c);
@@ -178,6 +180,7 @@ eb_cluster_new(uv_loop_t *loop, const eb_cluster_opts *opts, eb_cluster **cp,
 	c->members_path = eb__strdup(path);
 	eb__obs_init(&c->members_obs);
 	eb__obs_init(&c->leadership_obs);
+	c->config = eb__cluster_config_new(c);
 	eb__vec_init(&c->members, sizeof(eb_cluster_member));
 	c->members_dirty = 1;
 	(void) uv_timer_init(loop, &c->timer);
@@ -623,6 +626,7 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 	if (ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) {
 		rec_read(c);
 	}
+	eb__cluster_config_session_event(c->config, ev);
 	if (ev == EB_ZK_EV_AUTH_FAILED && c->state == CL_RUNNING) {
 		fail(c, EB_EZKAUTH);
 	}
@@ -690,7 +694,44 @@ reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
 	}
 }
 
+/* ---- what config.c uses (cluster_int.h) ---- */
+
+eb_zk *
+eb__cluster_zk(const eb_cluster *c)
+{
+	return c->state != CL_STOPPING && c->state != CL_DOWN ? c->zk : NULL;
+}
+
+const char *
+eb__cluster_root(const eb_cluster *c)
+{
+	return c->root;
+}
+
+eb__cluster_config *
+eb__cluster_config_of(const eb_cluster *c)
+{
+	return c->config;
+}
+
+void *
+eb__cluster_live_arg(const eb_cluster *c)
+{
+	return eb__zk_live_arg(c->live);
+}
+
 /* ---- the leader record <root>/leader ---- */
+
+eb_cluster *
+eb__cluster_from_live(eb_zk *zk, void *arg)
+{
+	eb_cluster *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
+
+	return c != NULL && c->zk != NULL && c->state != CL_STOPPING &&
+	               c->state != CL_DOWN
+	           ? c
+	           : NULL;
+}
 
 static eb_cluster *
 rec_cluster(eb_zk *zk, void *arg)
@@ -979,6 +1020,7 @@ timer_closed_cb(uv_handle_t *h)
 	free(c->rec_node);
 	free(c->rec_path);
 	free(c->members_path);
+	eb__cluster_config_free(c->config);
 	free(c);
 }
 

@@ -38,10 +38,17 @@ route_health(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	eb__cluster_view *v = arg;
 	const char       *reason = v->stopping ? "stopping" : "starting";
 	int     ok = v->running ? eb_cluster_health(v->cluster, &reason) : 0;
+	int     degraded = ok && v->degraded != NULL;
 	json_t *o;
 
 	(void) rq;
-	o = json_pack("{s:s, s:s, s:s, s:b}", "status", ok ? "ok" : "unhealthy",
+	if (degraded) {
+		reason = v->degraded;
+	}
+	o = json_pack("{s:s, s:s, s:s, s:b}", "status",
+	    !ok        ? "unhealthy"
+	    : degraded ? "degraded"
+	               : "ok",
 	    "reason", reason, "node_id", v->self.node_id, "leader",
 	    eb__cluster_view_is_leader(v));
 	eb__admin_reply_json(rs, ok ? 200 : 503, o);

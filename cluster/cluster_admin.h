@@ -25,6 +25,9 @@ typedef struct eb__cluster_view {
 	eb_cluster     *cluster;  /* borrowed; NULL: none (metrics "down") */
 	bool            running;  /* started and not stopping */
 	bool            stopping; /* from the stop until the close ended */
+	const char     *degraded; /* NULL, or why the node runs degraded (a
+	                             refused cluster configuration); /health
+	                             says "degraded" with it (borrowed) */
 } eb__cluster_view;
 
 /* Leadership now: running and leading (the lease is checked). */

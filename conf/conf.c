@@ -30,7 +30,10 @@ typedef struct load_ctx {
 	eb_conf        *conf;
 	const char     *file;
 	eb__conf_posidx idx;
-	int            *origin; /* per schema row: enum eb__conf_src_kind */
+	const char     *cluster; /* the cluster layer's name in messages */
+	eb__conf_posidx cidx;    /* positions in the cluster layer */
+	int             layer;   /* the kind walk() records as origin */
+	int            *origin;  /* per schema row: enum eb__conf_src_kind */
 	eb_errbuf      *err;
 } load_ctx;
 
@@ -196,10 +199,16 @@ walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
 			    src, lc->err, path, true, "unknown key");
 		}
 		if ((e = eb__conf_find(path)) != NULL) {
+			if (lc->layer == EB__CONF_SRC_CLUSTER &&
+			    (e->flags & EB__CF_DYNAMIC) == 0) {
+				return eb__conf_errf(src, lc->err, path, true,
+				    "a static key: set it in each node's own "
+				    "configuration");
+			}
 			if (eb__conf_set(lc->conf, e, v, src, lc->err) != 0) {
 				return EB_ECONF;
 			}
-			lc->origin[row_of(e)] = EB__CONF_SRC_FILE;
+			lc->origin[row_of(e)] = lc->layer;
 		} else if (eb__conf_is_section(path)) {
 			if (walk(lc, v, path, src) != 0) {
 				return EB_ECONF;
@@ -212,36 +221,30 @@ walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
 	return 0;
 }
 
+/*
+ * Applies one JSON text (owned: freed here) named name in messages, with
+ * its positions in idx; walk() records layer as the origin of its keys.
+ */
 static int
-load_file(load_ctx *lc, const eb_conf_sources *in)
+load_text(load_ctx *lc, const char *name, char *text, size_t len,
+    eb__conf_posidx *idx, int layer)
 {
-	eb__conf_src        src = { EB__CONF_SRC_FILE, lc->file, NULL, 0, 0 };
+	eb__conf_src        src = { EB__CONF_SRC_FILE, name, NULL, 0, 0 };
 	const eb__conf_pos *near;
 	json_error_t        jerr;
 	json_t             *root = NULL;
-	char               *text = NULL;
-	size_t              len = 0;
 	int                 rv, line, col;
 
-	if (in->text != NULL) {
-		/* Given in memory (tests, fuzzing): a private copy to strip. */
-		text = eb__malloc(in->text_len + 1);
-		memcpy(text, in->text, in->text_len);
-		text[in->text_len] = '\0';
-		len = in->text_len;
-	} else if ((rv = read_file(lc->file, &text, &len, lc->err)) != 0) {
-		return rv;
-	}
+	lc->layer = layer;
 	if (eb__conf_strip_comments(text, len, &line, &col) != 0) {
 		rv = eb_errf(lc->err, EB_ECONF,
-		    "%s:%d:%d: unterminated comment", lc->file, line, col);
+		    "%s:%d:%d: unterminated comment", name, line, col);
 		goto fail;
 	}
-	eb__conf_posidx_build(&lc->idx, text, len);
-	if (lc->idx.dup_path != NULL) {
+	eb__conf_posidx_build(idx, text, len);
+	if (idx->dup_path != NULL) {
 		rv = eb_errf(lc->err, EB_ECONF, "%s:%d:%d: %s: duplicate key",
-		    lc->file, lc->idx.dup_line, lc->idx.dup_col,
-		    lc->idx.dup_path);
+		    name, idx->dup_line, idx->dup_col, idx->dup_path);
 		goto fail;
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -250,19 +253,55 @@ load_file(load_ctx *lc, const eb_conf_sources *in)
 		 */
 		jerr.column = jerr.column > 0 ? jerr.column : 1;
 		jerr.line = jerr.line > 0 ? jerr.line : 1;
-		near = eb__conf_posidx_before(&lc->idx, jerr.line, jerr.column);
-		rv = eb_errf(lc->err, EB_ECONF, "%s:%d:%d: %s%s%s: %s",
-		    lc->file, jerr.line, jerr.column, "syntax error",
+		near = eb__conf_posidx_before(idx, jerr.line, jerr.column);
+		rv = eb_errf(lc->err, EB_ECONF, "%s:%d:%d: %s%s%s: %s", name,
+		    jerr.line, jerr.column, "syntax error",
 		    near != NULL ? " after " : "",
 		    near != NULL ? near->path : "", jerr.text);
 		goto fail;
 	}
-	src.idx = &lc->idx;
+	src.idx = idx;
 	rv = walk(lc, root, "", &src);
 fail:
 	json_decref(root);
 	free(text);
 	return rv;
+}
+
+static char *
+text_copy(const char *t, size_t len)
+{
+	char *text = eb__malloc(len + 1);
+
+	memcpy(text, t, len);
+	text[len] = '\0';
+	return text;
+}
+
+static int
+load_file(load_ctx *lc, const eb_conf_sources *in)
+{
+	char  *text = NULL;
+	size_t len = 0;
+	int    rv;
+
+	if (in->text != NULL) {
+		/* Given in memory (tests, fuzzing): a private copy to strip. */
+		text = text_copy(in->text, in->text_len);
+		len = in->text_len;
+	} else if ((rv = read_file(lc->file, &text, &len, lc->err)) != 0) {
+		return rv;
+	}
+	return load_text(lc, lc->file, text, len, &lc->idx, EB__CONF_SRC_FILE);
+}
+
+/* The cluster configuration: dynamic keys only, on top of everything. */
+static int
+load_cluster(load_ctx *lc, const eb_conf_sources *in)
+{
+	return load_text(lc, lc->cluster,
+	    text_copy(in->cluster_text, in->cluster_len), in->cluster_len,
+	    &lc->cidx, EB__CONF_SRC_CLUSTER);
 }
 
 /* ---- environment and flags --------------------------------------------- */
@@ -408,6 +447,11 @@ blame(const load_ctx *lc, const char *path, eb__conf_src *src, char *name,
 		break;
 	case EB__CONF_SRC_FLAG:
 		(void) snprintf(name, n, "%s", path);
+		break;
+	case EB__CONF_SRC_CLUSTER:
+		src->kind = EB__CONF_SRC_FILE; /* positions, as for a file */
+		src->name = lc->cluster;
+		src->idx = &lc->cidx;
 		break;
 	default:
 		(void) snprintf(name, n, "default");
@@ -792,6 +836,11 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	for (k = 0; rv == 0 && k < src->n_sets; k++) {
 		rv = load_set(&lc, src->sets[k]);
 	}
+	if (rv == 0 && src->cluster_text != NULL) {
+		lc.cluster = src->cluster_name != NULL ? src->cluster_name
+		                                       : "cluster config";
+		rv = load_cluster(&lc, src);
+	}
 	if (rv == 0) {
 		derive(lc.conf, lc.origin);
 		if ((rv = check_zookeeper(&lc)) == 0 &&
@@ -804,7 +853,8 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 		}
 	}
 	eb__conf_posidx_free(&lc.idx);
-	free(lc.origin);
+	eb__conf_posidx_free(&lc.cidx);
+	lc.conf->origin = lc.origin; /* owned by the conf from here */
 	if (rv != 0) {
 		eb_conf_free(lc.conf);
 		one_line(err);
@@ -812,6 +862,109 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	}
 	*confp = lc.conf;
 	return 0;
+}
+
+int
+eb_conf_check_dynamic(
+    const char *text, size_t len, const char *name, eb_errbuf *err)
+{
+	eb_conf_sources src;
+	eb_conf        *c = NULL;
+	int             rv;
+
+	memset(&src, 0, sizeof(src));
+	src.cluster_text = text;
+	src.cluster_len = len;
+	src.cluster_name = name;
+	if ((rv = eb_conf_load(&src, &c, err)) == 0) {
+		eb_conf_free(c);
+	}
+	return rv;
+}
+
+bool
+eb_conf_key_dynamic(const char *path)
+{
+	const eb__conf_entry *e = eb__conf_find(path);
+
+	return e != NULL && (e->flags & EB__CF_DYNAMIC) != 0;
+}
+
+static const char *
+origin_name(int kind)
+{
+	switch (kind) {
+	case EB__CONF_SRC_FILE:
+		return "file";
+	case EB__CONF_SRC_ENV:
+		return "env";
+	case EB__CONF_SRC_FLAG:
+		return "flag";
+	case EB__CONF_SRC_CLUSTER:
+		return "cluster";
+	default:
+		return "default";
+	}
+}
+
+json_t *
+eb_conf_dynamic_to_json(const eb_conf *conf)
+{
+	return eb_conf_keys_to_json(conf, true);
+}
+
+json_t *
+eb_conf_keys_to_json(const eb_conf *conf, bool dynamic)
+{
+	json_t *root = json_object();
+	size_t  k;
+
+	for (k = 0; k < eb__conf_schema_len; k++) {
+		const eb__conf_entry *e = &eb__conf_schema[k];
+
+		if (((e->flags & EB__CF_DYNAMIC) != 0) != dynamic) {
+			continue;
+		}
+		(void) json_object_set_new(root, e->path,
+		    json_pack("{s:o, s:s}", "value",
+		        eb__conf_get_json(conf, e, false), "from",
+		        origin_name(conf->origin != NULL
+		                        ? conf->origin[k]
+		                        : EB__CONF_SRC_DEFAULT)));
+	}
+	return root;
+}
+
+size_t
+eb_conf_static_changes(const eb_conf *a, const eb_conf *b, char *out, size_t n)
+{
+	size_t k, changed = 0, used = 0;
+
+	if (n > 0) {
+		out[0] = '\0';
+	}
+	for (k = 0; k < eb__conf_schema_len; k++) {
+		const eb__conf_entry *e = &eb__conf_schema[k];
+		json_t               *va, *vb;
+		int                   w;
+
+		if ((e->flags & EB__CF_DYNAMIC) != 0) {
+			continue;
+		}
+		va = eb__conf_get_json(a, e, true);
+		vb = eb__conf_get_json(b, e, true);
+		if (!json_equal(va, vb)) {
+			changed++;
+			w = snprintf(out + used, n - used, "%s%s",
+			    used > 0 ? "," : "", e->path);
+			if (w > 0 && (size_t) w < n - used) {
+				used += (size_t) w;
+			}
+		}
+		json_decref(va);
+		json_decref(vb);
+	}
+	return changed;
 }
 
 void

@@ -2,7 +2,9 @@
  * conf: the daemon's configuration. One JSON file (// and slash-star
  * comments allowed), overridden by EBNODE_<PATH> environment variables and
  * by "--set key.path=value" flags, in that order of precedence on top of the
- * built-in defaults, all validated against one schema table (schema.c).
+ * built-in defaults, all validated against one schema table (schema.c). The
+ * cluster configuration (<root>/config) comes last and may set only the
+ * dynamic keys (EB__CF_DYNAMIC rows: docs/CONFIG.md).
  *
  * The result is an immutable eb_conf built all or nothing: either every
  * source is valid and consistent, or eb_conf_load() fails with one message
@@ -76,6 +78,9 @@ typedef struct eb_conf {
 	eb_conf_log     log;
 	eb__admin_opts  admin;
 	bool            admin_enabled; /* admin.enabled: node's choice */
+	/* Where each key's value came from (per schema row; owned; read it
+	 * through eb_conf_dynamic_to_json). */
+	int *origin;
 } eb_conf;
 
 /* Where the configuration comes from. Every field may be NULL/0. */
@@ -86,10 +91,17 @@ typedef struct eb_conf_sources {
 	const char *const *env;  /* "NAME=value" list, NULL-terminated */
 	const char *const *sets; /* "key.path=value" list, in flag order */
 	size_t             n_sets;
+	/* The cluster configuration (JSON, dynamic keys only), applied last:
+	 * for dynamic keys, local sources < cluster. NULL: none. Messages
+	 * name it cluster_name ("<root>/config v7"). */
+	const char *cluster_text;
+	size_t      cluster_len;
+	const char *cluster_name;
 } eb_conf_sources;
 
 /*
- * Builds a configuration from defaults < file < env < sets. Returns 0 and
+ * Builds a configuration from defaults < file < env < sets < the cluster
+ * layer (dynamic keys only; a static key there is an error). Returns 0 and
  * *confp (free with eb_conf_free), or EB_ECONF with the one-line message in
  * err (if non-NULL) and *confp untouched. Unknown EBNODE_* environment
  * variables are ignored (EBNODE_CONFIG and EBNODE_BIN are not keys).
@@ -103,6 +115,27 @@ void eb_conf_free(eb_conf *conf); /* accepts NULL */
  * set, unless show_secrets.
  */
 json_t *eb_conf_to_json(const eb_conf *conf, bool show_secrets);
+
+/*
+ * Dynamic keys (docs/CONFIG.md "Dynamic keys") may change at run time: from
+ * the cluster configuration (<root>/config) or a SIGHUP reload of the local
+ * sources. Every other key is static.
+ */
+bool eb_conf_key_dynamic(const char *path);
+/* Validates a cluster configuration on the defaults (what `ebctl config
+ * set` checks before writing): 0 or EB_ECONF with the message. */
+int eb_conf_check_dynamic(
+    const char *text, size_t len, const char *name, eb_errbuf *err);
+/* {"key.path": {"value": V, "from": "default|file|env|flag|cluster"}} for
+ * every dynamic key (new reference). */
+json_t *eb_conf_dynamic_to_json(const eb_conf *conf);
+/* The same for the dynamic (dynamic true) or the static keys; secrets are
+ * shown as "<redacted>" when set. */
+json_t *eb_conf_keys_to_json(const eb_conf *conf, bool dynamic);
+/* The number of static keys whose values differ between a and b; their
+ * paths, comma-separated, in out (n bytes, cut when full). */
+size_t eb_conf_static_changes(
+    const eb_conf *a, const eb_conf *b, char *out, size_t n);
 
 /* The environment variable for a key path: "bridge.port" ->
  * "EBNODE_BRIDGE_PORT". Writes at most n bytes; returns 0 or EB_ECONF (too

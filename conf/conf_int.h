@@ -63,7 +63,8 @@ enum eb__conf_src_kind {
 	EB__CONF_SRC_DEFAULT = 0,
 	EB__CONF_SRC_FILE,
 	EB__CONF_SRC_ENV,
-	EB__CONF_SRC_FLAG
+	EB__CONF_SRC_FLAG,
+	EB__CONF_SRC_CLUSTER /* the cluster configuration (dynamic keys) */
 };
 
 /* Where the values being applied come from. */
@@ -115,6 +116,9 @@ typedef enum eb__conf_type {
 #define EB__CF_DEFAULT                                  \
 	0x40u /* the row states the default (the module \
 	         has none, or the daemon's differs) */
+/* Dynamic: may change at run time (the cluster configuration, SIGHUP);
+ * every other key is static (node-local, read once at start). */
+#define EB__CF_DYNAMIC 0x80u
 
 /* A field of an element object (strings, match strings and enums). */
 typedef struct eb__conf_field {

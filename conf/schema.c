@@ -183,7 +183,9 @@ const eb__conf_entry eb__conf_schema[] = {
 	S("node.address", cluster.address, EB__CF_NONEMPTY | EB__CF_COMPUTED),
 	S("node.host", cluster.host, EB__CF_NONEMPTY),
 	IB("node.eligible", cluster.election.eligible, 0),
-	ED("log.level", log.level, log_words, EB_LOG_LEVEL_INFO),
+	{ ROW("log.level", log.level, int, EB__CT_ENUM), .words = log_words,
+	    .def_int = EB_LOG_LEVEL_INFO,
+	    .flags = EB__CF_DEFAULT | EB__CF_DYNAMIC },
 	ED("log.sink", log.sink, sink_words, EB_LOG_SINK_AUTO),
 	SD("log.journal_socket", log.journal_socket,
 	    "/run/systemd/journal/socket", EB__CF_NONEMPTY),
@@ -238,9 +240,9 @@ const eb__conf_entry eb__conf_schema[] = {
 	U64("bridge.max_request_timeout_ms", bridge.max_request_timeout_ms, 0,
 	    86400000),
 	A("bridge.inbound", bridge.inbound, bridge.inbound_count,
-	    EB__CF_COMPUTED, &permit_desc),
-	A("bridge.outbound", bridge.outbound, bridge.outbound_count, 0,
-	    &permit_desc),
+	    EB__CF_COMPUTED | EB__CF_DYNAMIC, &permit_desc),
+	A("bridge.outbound", bridge.outbound, bridge.outbound_count,
+	    EB__CF_DYNAMIC, &permit_desc),
 	S("bridge.tls.cert", bridge.tls_cert, EB__CF_NULLSTR),
 	S("bridge.tls.key", bridge.tls_key, EB__CF_NULLSTR),
 	S("bridge.tls.ca", bridge.tls_ca, EB__CF_NULLSTR),
@@ -262,12 +264,19 @@ const eb__conf_entry eb__conf_schema[] = {
 	S("admin.token", admin.token, EB__CF_SECRET | EB__CF_NULLSTR),
 	U64("admin.request_timeout_ms", admin.request_timeout_ms, 100, 3600000),
 	S("ingress.address", ingress.address, EB__CF_NONEMPTY),
-	U32("ingress.hold_max", ingress.hold_max, 0, 10000000),
-	U64("ingress.hold_ms", ingress.hold_ms, 0, 3600000),
-	IB("ingress.ack", ingress.relay_replies, EB__CF_NOT),
-	A("ingress.routes", ingress.routes, ingress.route_count, 0,
+	{ ROW("ingress.hold_max", ingress.hold_max, uint32_t, EB__CT_U32),
+	    .max = 10000000, .flags = EB__CF_DYNAMIC },
+	{ ROW("ingress.hold_ms", ingress.hold_ms, uint64_t, EB__CT_U64),
+	    .max = 3600000, .flags = EB__CF_DYNAMIC },
+	IB("ingress.ack", ingress.relay_replies, EB__CF_NOT | EB__CF_DYNAMIC),
+	A("ingress.routes", ingress.routes, ingress.route_count, EB__CF_DYNAMIC,
 	    &route_desc),
-	O("ingress.default_route", ingress.default_route, &target_desc),
+	{ .path = "ingress.default_route",
+	    .off = OFF(ingress.default_route),
+	    .size = sizeof(void *),
+	    .obj = &target_desc,
+	    .type = EB__CT_OBJECT,
+	    .flags = EB__CF_DYNAMIC },
 };
 const size_t eb__conf_schema_len =
     sizeof(eb__conf_schema) / sizeof(eb__conf_schema[0]);
@@ -515,6 +524,8 @@ eb__conf_release(eb_conf *c)
 			arr_put(c, e, NULL, 0);
 		}
 	}
+	free(c->origin);
+	c->origin = NULL;
 }
 
 /* ---- value checks ---------------------------------------------------------

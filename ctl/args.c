@@ -42,6 +42,8 @@ eb__ctl_usage(FILE *out)
 	    "  leader                   the current leader\n"
 	    "  health                   node health (exit 1 if unhealthy)\n"
 	    "  release                  ask the leader to step down\n"
+	    "Cluster configuration (ZooKeeper; ebctl config --help):\n"
+	    "  config get|set FILE|diff FILE|history|rollback VERSION\n"
 	    "\n"
 	    "BODY is JSON text ('{\"a\":1}', '\"a string\"', 42); '-' reads "
 	    "it from stdin.\n"

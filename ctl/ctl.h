@@ -128,6 +128,12 @@ int eb__ctl_send_frame(
 int eb__ctl_recv_frame(
     ctl_conn *c, int timeout_ms, json_t **out, char *err, size_t errlen);
 
+/* ---- ebctl config (config_cmd.c) --------------------------------------- */
+
+/* argv[0] is "config": the whole subcommand; returns the exit code (3: a
+ * compare-and-set conflict). */
+int eb__ctl_config_main(int argc, char **argv);
+
 /* ---- admin HTTP (http.c) ------------------------------------------------ */
 
 typedef struct ctl_http_resp {

@@ -425,6 +425,9 @@ main(int argc, char **argv)
 	int      rv;
 
 	(void) signal(SIGPIPE, SIG_IGN);
+	if (argc >= 2 && strcmp(argv[1], "config") == 0) {
+		return eb__ctl_config_main(argc - 1, argv + 1);
+	}
 	rv = eb__ctl_args_parse(argc, argv, &a, err, sizeof(err));
 	if (rv != CTL_EXIT_OK) {
 		(void) fprintf(stderr, "ebctl: %s\nTry 'ebctl --help'.\n", err);

@@ -43,7 +43,8 @@ struct eb_ingress {
 	int               relay_replies;
 	eb__ingress_rule *rules; /* owned, rule_count entries */
 	size_t            rule_count;
-	eb__ingress_rule *default_rule; /* owned or NULL */
+	eb__ingress_rule *default_rule;   /* owned or NULL */
+	uint64_t          config_version; /* stamped when non-zero */
 
 	eb_bus_consumer *gateway; /* owned registration */
 	eb_bus_consumer *leader;  /* owned registration while leading */

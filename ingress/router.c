@@ -285,7 +285,8 @@ eb_ingress_ack(eb_bus_msg *msg, const eb_ingress_stamp *stamp, const char *to)
 }
 
 static json_t *
-stamped_headers(eb_bus_msg *msg, const eb_ingress_stamp *st)
+stamped_headers(
+    const eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st)
 {
 	json_t *h = json_deep_copy(eb_bus_msg_headers(msg));
 	char    num[24];
@@ -299,6 +300,11 @@ stamped_headers(eb_bus_msg *msg, const eb_ingress_stamp *st)
 	(void) json_object_set_new(h, EB_INGRESS_HDR_SEQ, json_string(num));
 	(void) json_object_set_new(
 	    h, EB_INGRESS_HDR_ENTRY, json_string(st->entry_node));
+	if (in->config_version != 0) {
+		(void) eb__dec_u64(num, in->config_version);
+		(void) json_object_set_new(
+		    h, EB_INGRESS_HDR_CONFIG, json_string(num));
+	}
 	return h;
 }
 
@@ -540,7 +546,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	    eb_bus_handler_count(in->bus, r->to) == 0) {
 		return 1;
 	}
-	headers = stamped_headers(msg, &st);
+	headers = stamped_headers(in, msg, &st);
 	if (in->relay_replies && !r->publish &&
 	    eb_bus_msg_reply_address(msg) != NULL) {
 		rv = relay(in, r, msg, headers);
@@ -662,4 +668,52 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	if (route_one(in, msg, in->n_waiting < in->hold_max)) {
 		wait_push(in, msg);
 	}
+}
+
+int
+eb_ingress_reconfigure(eb_ingress *in, const eb_ingress_opts *opts,
+    uint64_t version, eb_errbuf *err)
+{
+	eb__ingress_rule *old_rules = in->rules,
+	                 *old_default = in->default_rule;
+	size_t old_count = in->rule_count;
+	int    rv;
+
+	EB_ASSERT(!in->closing);
+	in->rules = NULL;
+	in->rule_count = 0;
+	in->default_rule = NULL;
+	if ((rv = eb__ingress_rules_copy(in, opts, err)) != 0) {
+		in->rules = old_rules;
+		in->rule_count = old_count;
+		in->default_rule = old_default;
+		return rv;
+	}
+	/* The new table is in place: free the old one (routed messages
+	 * hold copies of their targets, never a rule). */
+	{
+		eb__ingress_rule *new_rules = in->rules,
+		                 *new_default = in->default_rule;
+		size_t new_count = in->rule_count;
+
+		in->rules = old_rules;
+		in->rule_count = old_count;
+		in->default_rule = old_default;
+		eb__ingress_rules_free(in);
+		in->rules = new_rules;
+		in->rule_count = new_count;
+		in->default_rule = new_default;
+	}
+	in->hold_max = opts->hold_max;
+	in->hold_ms = opts->hold_ms;
+	in->relay_replies = opts->relay_replies != 0;
+	in->config_version = version;
+	eb_ingress_kick(in); /* new hold bounds: re-arm the hold timer */
+	return 0;
+}
+
+uint64_t
+eb_ingress_config_version(const eb_ingress *in)
+{
+	return in->config_version;
 }

@@ -20,7 +20,7 @@
 #include "node/node_int.h"
 
 static int
-run_loop(const eb_conf *conf)
+run_loop(const eb_conf *conf, const eb_conf_sources *src)
 {
 	uv_loop_t loop;
 	eb_node  *n = NULL;
@@ -36,6 +36,7 @@ run_loop(const eb_conf *conf)
 		(void) uv_loop_close(&loop);
 		return EB_NODE_EXIT_FATAL;
 	}
+	n->src = src; /* SIGHUP and the cluster configuration rebuild */
 	code = eb__node_run(n);
 	if (n->forced) {
 		/* Handles are still open: leave without tearing them down. */
@@ -51,7 +52,7 @@ run_loop(const eb_conf *conf)
 }
 
 static int
-run_node(const eb_conf *conf)
+run_node(const eb_conf *conf, const eb_conf_sources *src)
 {
 	int rv, code;
 
@@ -67,7 +68,7 @@ run_node(const eb_conf *conf)
 		    eb_log_quote(q, sizeof(q), conf->log.journal_socket),
 		    eb_err_name(rv));
 	}
-	code = run_loop(conf);
+	code = run_loop(conf, src);
 	eb_log_sink_close();
 	return code;
 }
@@ -100,15 +101,15 @@ main(int argc, char **argv)
 		eb__conf_cli_free(&c);
 		exit(EB_NODE_EXIT_USAGE);
 	}
-	eb__conf_cli_free(&c);
 	if (c.check) {
 		(void) printf("config ok\n");
 	} else if (c.print_config) {
 		code = eb__conf_cli_print(conf) == 0 ? EB_NODE_EXIT_OK
 		                                     : EB_NODE_EXIT_FATAL;
 	} else {
-		code = run_node(conf);
+		code = run_node(conf, &c.src);
 	}
+	eb__conf_cli_free(&c); /* after the run: the node re-reads c.src */
 	eb_conf_free(conf);
 	exit(code);
 }

@@ -10,6 +10,7 @@
 #include "admin/admin.h"
 #include "eventbus/bus_admin.h"
 #include "link/link_admin.h"
+#include "node/node_config.h"
 #include "node/node_int.h"
 #include "web/dashboard.h"
 
@@ -45,6 +46,7 @@ register_all(eb_node *n, eb__admin *adm)
 	eb__bus_admin_register(adm, n->bus);
 	eb__admin_on_metrics(adm, errors_metrics, n);
 	eb__admin_on_metrics(adm, eb__admin_process_metrics, &n->start_ms);
+	eb__node_config_admin_register(adm, n);
 }
 
 int

@@ -14,6 +14,7 @@
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "node/node_config.h"
 #include "node/node_int.h"
 
 static void
@@ -101,6 +102,7 @@ started_cb(eb_cluster *c, int status, void *arg)
 		return;
 	}
 	n->cluster.running = true;
+	eb__node_config_attach(n, n->cluster.cluster);
 	n->cluster_cb(n, 0);
 }
 
@@ -153,6 +155,7 @@ stopped_cb(eb_cluster *c, void *arg)
 void
 eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 {
+	eb__node_config_detach(n);
 	n->cluster.running = false;
 	n->cluster.stopping = true;
 	n->cluster_cb = cb;

@@ -48,6 +48,8 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_USAGE   2 /* usage or configuration error */
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
 
+struct eb__node_config;
+
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
 	EB__NODE_STARTING,
@@ -79,6 +81,10 @@ struct eb_node {
 	bool             cluster_starting; /* eb_cluster_start pending */
 	bool             cluster_leader;   /* as last told to the ingress */
 	eb__node_done_cb cluster_cb;       /* the start or stop step */
+	struct eb__node_config *config;    /* node_config.c */
+	/* The local sources conf was loaded from (main.c; NULL: none), for
+	 * the dynamic configuration's rebuilds (node_config.c). */
+	const eb_conf_sources *src;
 
 	/* Lifecycle (node.c only). */
 	int         phase;     /* enum eb__node_phase */

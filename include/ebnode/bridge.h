@@ -221,4 +221,14 @@ EB_API const char *eb_bridge_event_name(eb_bridge_event_type t);
  * Returns 0 or UV_ENOENT. */
 EB_API int eb_bridge_conn_close(eb_bridge *b, uint64_t conn_id);
 
+/*
+ * Replaces the inbound and outbound permitted lists at once (the lists are
+ * copied and compiled first; on an error nothing changes: EB_ECONF with
+ * detail). Connections stay open: every frame checked after the call is
+ * checked against the new lists; consumers registered before it stay.
+ */
+EB_API int eb_bridge_set_permitted(eb_bridge *b,
+    const eb_bridge_permitted *inbound, size_t inbound_count,
+    const eb_bridge_permitted *outbound, size_t outbound_count, eb_errbuf *err);
+
 #endif

@@ -182,4 +182,29 @@ typedef struct eb_cluster_stats {
 } eb_cluster_stats;
 EB_API void eb_cluster_stats_get(eb_cluster *c, eb_cluster_stats *out);
 
+/*
+ * The configuration center (docs/CONFIG.md "Cluster configuration"):
+ * <root>/config, read with a data watch and re-read on every change and
+ * every (re)connect. Its version is the znode's data version + 1 (1 after
+ * the create, +1 per write); 0: no <root>/config. The bytes are not
+ * validated here: the owner (node/) validates and applies them.
+ * Config observers run on the loop whenever the version read changes;
+ * data (NUL-terminated, len bytes; NULL for version 0) is borrowed for the
+ * call. Standalone, or before start, nothing is read.
+ */
+#define EB_CLUSTER_CONFIG_HISTORY 20 /* versions kept in config-history */
+typedef void (*eb_cluster_config_cb)(
+    eb_cluster *c, int64_t version, const char *data, size_t len, void *arg);
+EB_API void eb_cluster_on_config(
+    eb_cluster *c, eb_cluster_config_cb cb, void *arg);
+EB_API int eb_cluster_off_config(
+    eb_cluster *c, eb_cluster_config_cb cb, void *arg);
+/* The last version read (0: none) and its bytes (borrowed until the next
+ * change; NULL when none). */
+EB_API int64_t eb_cluster_config_get(
+    eb_cluster *c, const char **data, size_t *len);
+
+/* Writes go through ebctl (`ebctl config set`), as compare-and-set with
+ * history in <root>/config-history: docs/CONFIG.md. */
+
 #endif

@@ -50,6 +50,8 @@
 #define EB_INGRESS_HDR_EPOCH      "ebnode.epoch"
 #define EB_INGRESS_HDR_SEQ        "ebnode.seq"
 #define EB_INGRESS_HDR_ENTRY      "ebnode.entry"
+/* The configuration version the message was routed by (when non-zero). */
+#define EB_INGRESS_HDR_CONFIG "ebnode.config"
 
 typedef struct eb_ingress eb_ingress; /* opaque */
 
@@ -166,6 +168,21 @@ EB_API void eb_ingress_kick(eb_ingress *in);
 EB_API int eb_ingress_ack(
     eb_bus_msg *msg, const eb_ingress_stamp *stamp, const char *to);
 EB_API void eb_ingress_stats_get(const eb_ingress *in, eb_ingress_stats *out);
+
+/*
+ * Replaces the routes, the default route, the hold bounds (hold_max,
+ * hold_ms) and the acknowledgement mode (relay_replies) of opts at once;
+ * the other fields of opts are ignored. The router runs on the loop thread,
+ * so the swap falls between two messages: each message is routed entirely
+ * by one table, and every message routed after the call carries
+ * version (when non-zero) in the EB_INGRESS_HDR_CONFIG header. A send
+ * routed once more after a failed receipt keeps its first target. Returns
+ * 0, or EB_ECONF with detail (nothing changed).
+ */
+EB_API int eb_ingress_reconfigure(eb_ingress *in, const eb_ingress_opts *opts,
+    uint64_t version, eb_errbuf *err);
+/* The version of the table in force (0: as created, unversioned). */
+EB_API uint64_t eb_ingress_config_version(const eb_ingress *in);
 
 typedef void (*eb_ingress_close_cb)(eb_ingress *in, void *arg);
 /* Exactly once. Held messages are failed (requests) or counted (sends);

@@ -222,6 +222,8 @@ class CheckTest(unittest.TestCase):
         for k in keys:
             env = "EBNODE_" + k.upper().replace(".", "_")
             self.assertIn("| `%s` |" % k, doc, k)
+            row = doc.split("| `%s` |" % k, 1)[1].split("\n", 1)[0]
+            self.assertRegex(row, r"\| (static|\*\*dynamic\*\*) \|$", k)
             self.assertIn("`%s`" % env, doc, env)
             self.assertIn('"%s"' % k.rsplit(".", 1)[1], example, k)
 

@@ -618,10 +618,155 @@ test_env_names(void **state)
 	}
 }
 
+/* ---- the cluster layer (dynamic keys) ------------------------------------ */
+
+static int
+load_cluster(const char *file, const char *cluster, eb_conf **c, eb_errbuf *e)
+{
+	eb_conf_sources src;
+
+	memset(&src, 0, sizeof(src));
+	write_file(file);
+	src.file = "ebnode.json";
+	src.env = no_env;
+	src.cluster_text = cluster;
+	src.cluster_len = strlen(cluster);
+	src.cluster_name = "/r/config v3";
+	e->msg[0] = '\0';
+	*c = NULL;
+	return eb_conf_load(&src, c, e);
+}
+
+static int
+load_cluster_ok(const char *file, const char *cluster, eb_conf **c)
+{
+	eb_errbuf e;
+	int       rv = load_cluster(file, cluster, c, &e);
+
+	if (rv != 0) {
+		fail_msg("unexpected error: %s", e.msg);
+	}
+	return rv;
+}
+
+static void
+test_cluster_layer(void **state)
+{
+	static const char ok_text[] = "{\"log\":{\"level\":\"debug\"}}";
+	static const char bad_text[] = "{\"log\":{\"level\":\"loud\"}}";
+	static const char file[] =
+	    "{\"log\": {\"level\": \"warn\"}, \"bridge\": {\"port\": 7001},\n"
+	    " \"ingress\": {\"routes\": [{\"field\": \"k\", \"equals\": "
+	    "\"v\", \"to\": \"t0\"}]}}";
+	eb_conf  *c;
+	eb_errbuf e;
+	json_t   *d;
+
+	(void) state;
+	/* Cluster > file for dynamic keys; the rest stays local. */
+	assert_int_equal(load_cluster_ok(file,
+	                     "{\"ingress\": {\"routes\": [{\"field\": \"k\", "
+	                     "\"equals\": \"v\", \"to\": \"t1\"}], "
+	                     "\"hold_ms\": 7}}",
+	                     &c),
+	    0);
+	assert_string_equal(c->ingress.routes[0].to, "t1");
+	assert_int_equal(c->ingress.hold_ms, 7);
+	assert_int_equal(c->bridge.port, 7001);
+	assert_int_equal(c->log.level, EB_LOG_LEVEL_WARN);
+	d = eb_conf_dynamic_to_json(c);
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_object_get(d, "ingress.routes"), "from")),
+	    "cluster");
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_object_get(d, "log.level"), "from")),
+	    "file");
+	assert_string_equal(
+	    json_string_value(json_object_get(
+	        json_object_get(d, "ingress.hold_max"), "from")),
+	    "default");
+	assert_null(json_object_get(d, "bridge.port")); /* static */
+	/* Exactly the keys docs/CONFIG.md marks dynamic. */
+	{
+		static const char *const dyn[] = { "log.level",
+			"ingress.hold_max", "ingress.hold_ms", "ingress.ack",
+			"ingress.routes", "ingress.default_route",
+			"bridge.inbound", "bridge.outbound" };
+		size_t                   i;
+
+		assert_int_equal(json_object_size(d), 8);
+		for (i = 0; i < 8; i++) {
+			assert_non_null(json_object_get(d, dyn[i]));
+			assert_true(eb_conf_key_dynamic(dyn[i]));
+		}
+	}
+	json_decref(d);
+	eb_conf_free(c);
+
+	/* Static keys, bad values and cross-key rules: the same messages,
+	 * named by the cluster source and its positions. */
+	assert_int_equal(
+	    load_cluster(file, "{\"bridge\": {\"port\": 1}}", &c, &e),
+	    EB_ECONF);
+	assert_null(c);
+	assert_string_equal(e.msg,
+	    "/r/config v3:1:13: bridge.port: a static key: set it in each "
+	    "node's own configuration");
+	assert_int_equal(load_cluster(file,
+	                     "{\"ingress\":{\"routes\":[{\"field\":\"k\","
+	                     "\"equals\":\"x\"}]}}",
+	                     &c, &e),
+	    EB_ECONF);
+	assert_string_equal(e.msg,
+	    "/r/config v3:1:23: ingress.routes[0]: missing required key "
+	    "\"to\"");
+	assert_int_equal(load_cluster(file,
+	                     "{\"ingress\":{\"default_route\":{\"to\":"
+	                     "\"external.ingress\"}}}",
+	                     &c, &e),
+	    EB_ECONF);
+	assert_string_equal(e.msg,
+	    "/r/config v3:1:29: ingress.default_route: routes back to "
+	    "ingress.address \"external.ingress\"");
+	assert_int_equal(load_cluster(file, "[1]", &c, &e), EB_ECONF);
+
+	assert_int_equal(
+	    eb_conf_check_dynamic(ok_text, strlen(ok_text), "f.json", &e), 0);
+	assert_int_equal(
+	    eb_conf_check_dynamic(bad_text, strlen(bad_text), "f.json", &e),
+	    EB_ECONF);
+	assert_string_equal(e.msg, "f.json:1:17: log.level: expected one of "
+	                           "err|warn|notice|info|debug, got \"loud\"");
+	assert_true(eb_conf_key_dynamic("bridge.outbound"));
+	assert_true(eb_conf_key_dynamic("ingress.ack"));
+	assert_false(eb_conf_key_dynamic("bridge.port"));
+	assert_false(eb_conf_key_dynamic("ingress.address"));
+}
+
+static void
+test_static_changes(void **state)
+{
+	eb_conf *a, *b;
+	char     keys[100];
+
+	(void) state;
+	a = expect_ok("{\"bridge\": {\"port\": 7001}}", NULL, NULL, 0);
+	assert_int_equal(load_cluster_ok("{\"bridge\": {\"port\": 7002}, "
+	                                 "\"admin\": {\"port\": 7101}}",
+	                     "{\"log\": {\"level\": \"debug\"}}", &b),
+	    0);
+	assert_int_equal(eb_conf_static_changes(a, b, keys, sizeof(keys)), 2);
+	assert_string_equal(keys, "bridge.port,admin.port");
+	eb_conf_free(a);
+	eb_conf_free(b);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cluster_layer),
+		cmocka_unit_test(test_static_changes),
 		cmocka_unit_test(test_err_out_of_range),
 		cmocka_unit_test(test_err_unknown_key),
 		cmocka_unit_test(test_err_wrong_type),

@@ -28,6 +28,8 @@ typedef struct fx {
 	int  n_target;
 	char target_seq[64][24];
 	char target_entry[64][64];
+	char target_config[64][24]; /* "" when the header is absent */
+	char target_addr[64][24];
 	char target_body[64][64];
 } fx;
 
@@ -73,6 +75,13 @@ target_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	    "%s", json_string_value(json_object_get(h, EB_INGRESS_HDR_ENTRY)));
 	(void) snprintf(g_fx.target_body[i], sizeof(g_fx.target_body[i]),
 	    "%.*s", (int) n, b);
+	(void) snprintf(g_fx.target_config[i], sizeof(g_fx.target_config[i]),
+	    "%s",
+	    json_is_string(json_object_get(h, EB_INGRESS_HDR_CONFIG))
+	        ? json_string_value(json_object_get(h, EB_INGRESS_HDR_CONFIG))
+	        : "");
+	(void) snprintf(g_fx.target_addr[i], sizeof(g_fx.target_addr[i]), "%s",
+	    arg != NULL ? (const char *) arg : "orders");
 }
 
 static int
@@ -175,6 +184,7 @@ wait_replies(int n)
 }
 
 static const eb_ingress_route def_route = { .to = "orders" };
+static char addr_orders[] = "orders", addr_refunds[] = "refunds";
 
 static void
 test_routes_stamps_and_acks(void **state)
@@ -546,6 +556,65 @@ test_lifecycle_misuse_asserts(void **state)
 	expect_abort(bus_close_twice);
 }
 
+/* The whole table swaps between two messages; each message is routed by
+ * one version and says which; held messages are routed by the version in
+ * force when they are routed; a bad table changes nothing. */
+static void
+test_reconfigure_swaps_table(void **state)
+{
+	static const eb_ingress_route refunds = { .to = "refunds" };
+	static const eb_ingress_route bad = { .field = "k",
+		.value = "(",
+		.to = "x",
+		.match = EB_INGRESS_MATCH_REGEX };
+	eb_bus_consumer              *t1, *t2;
+	eb_ingress_opts               o;
+	eb_errbuf                     e;
+
+	(void) state;
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb,
+	                     addr_orders, &t1),
+	    0);
+	assert_int_equal(eb_bus_consumer_new(g_fx.bus, "refunds", 0, target_cb,
+	                     addr_refunds, &t2),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	request("{\"n\":1}", NULL, NULL);
+	wait_replies(1);
+	eb_ingress_opts_init(&o);
+	o.default_route = &refunds;
+	o.hold_max = 10;
+	assert_int_equal(eb_ingress_reconfigure(g_fx.in, &o, 7, &e), 0);
+	assert_int_equal(eb_ingress_config_version(g_fx.in), 7);
+	request("{\"n\":2}", NULL, NULL);
+	wait_replies(2);
+	o.routes = &bad;
+	o.route_count = 1;
+	assert_int_equal(eb_ingress_reconfigure(g_fx.in, &o, 8, &e), EB_ECONF);
+	assert_int_equal(eb_ingress_config_version(g_fx.in), 7);
+	/* Held while no leader, then routed by the version in force then. */
+	eb_ingress_unlead(g_fx.in);
+	request("{\"n\":3}", NULL, NULL);
+	o.default_route = &def_route;
+	o.routes = NULL;
+	o.route_count = 0;
+	assert_int_equal(eb_ingress_reconfigure(g_fx.in, &o, 9, &e), 0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 6), 0);
+	wait_replies(3);
+	assert_int_equal(g_fx.n_target, 3);
+	assert_string_equal(g_fx.target_addr[0], "orders");
+	assert_string_equal(g_fx.target_config[0], "");
+	assert_string_equal(g_fx.target_addr[1], "refunds");
+	assert_string_equal(g_fx.target_config[1], "7");
+	assert_string_equal(g_fx.target_body[1], "{\"n\":2}");
+	assert_string_equal(g_fx.target_addr[2], "orders");
+	assert_string_equal(g_fx.target_config[2], "9");
+	assert_string_equal(g_fx.target_body[2], "{\"n\":3}");
+	eb_bus_consumer_close(t1);
+	eb_bus_consumer_close(t2);
+}
+
 int
 main(void)
 {
@@ -574,6 +643,8 @@ main(void)
 		    test_warmup_ends_with_502, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_lifecycle_misuse_asserts, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reconfigure_swaps_table, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,52 @@
+/*
+ * cluster internals shared by cluster.c (the session owner) and config.c
+ * (the configuration center at <root>/config). Not installed.
+ * Threads: loop thread only.
+ */
+#ifndef EB_CLUSTER_CLUSTER_INT_H
+#define EB_CLUSTER_CLUSTER_INT_H
+
+#include <ebnode/cluster.h>
+
+#include "zk/zk.h"
+
+typedef struct eb__cluster_config eb__cluster_config;
+
+/* cluster.c: the session (NULL standalone or before start), the root, the
+ * configuration part, and the cluster behind a live-id callback argument
+ * (NULL once it is stopping or gone). */
+eb_zk              *eb__cluster_zk(const eb_cluster *c);
+const char         *eb__cluster_root(const eb_cluster *c);
+eb__cluster_config *eb__cluster_config_of(const eb_cluster *c);
+void               *eb__cluster_live_arg(const eb_cluster *c);
+eb_cluster         *eb__cluster_from_live(eb_zk *zk, void *arg);
+
+/* config.c */
+eb__cluster_config *eb__cluster_config_new(eb_cluster *c);
+void                eb__cluster_config_free(eb__cluster_config *cf);
+/* A session event: (re)connected re-reads <root>/config. */
+void eb__cluster_config_session_event(eb__cluster_config *cf, eb_zk_event ev);
+
+/*
+ * Writing and history of <root>/config on any session (the node's, or
+ * ebctl's own): config.c, see its header comment. Callbacks run exactly
+ * once on a later turn when the call returned 0 (EB_ECANCELED when the
+ * session closes first); ctx strings are copied.
+ */
+typedef struct eb__config_version {
+	int64_t version;
+	char   *data; /* NUL-terminated, len bytes */
+	size_t  len;
+} eb__config_version;
+/* status 0 and the new version; EB_EZKBADVERSION: <root>/config was not
+ * at expected_version any more (a concurrent writer). */
+typedef void (*eb__config_set_cb)(int status, int64_t version, void *arg);
+int eb__config_write(eb_zk *zk, const char *root, const char *data, size_t len,
+    int64_t expected_version, eb__config_set_cb cb, void *arg);
+/* The kept versions, oldest first (borrowed for the call). */
+typedef void (*eb__config_history_cb)(
+    int status, const eb__config_version *v, size_t n, void *arg);
+int eb__config_history(
+    eb_zk *zk, const char *root, eb__config_history_cb cb, void *arg);
+
+#endif

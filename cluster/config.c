@@ -1,0 +1,481 @@
+/*
+ * The configuration center: <root>/config holds the cluster-wide dynamic
+ * configuration (JSON, validated by each node's owner, not here). This part
+ * of the cluster reads it with a data watch, again on every change and on
+ * every (re)connect, and reports (version, bytes) to the config observers
+ * whenever the version changes. The version is the znode's data version
+ * plus one: 1 after the create, +1 for every write; 0 means there is no
+ * <root>/config (the nodes run with their local configuration only).
+ *
+ * Writes are compare-and-set: eb__config_write() names the version it
+ * replaces and fails with EB_EZKBADVERSION when another writer came first.
+ * Each write also creates <root>/config-history/v-<version, 10 digits> with
+ * the same bytes in the same multi; history beyond the last
+ * EB_CLUSTER_CONFIG_HISTORY versions is deleted after each write. The
+ * znodes get the session's ACL (zookeeper.acl "creator": writable only
+ * with the cluster's digest credential, readable by all).
+ * Threads: loop thread only.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/cluster.h>
+#include <ebnode/log.h>
+
+#include "cluster/cluster_int.h"
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "common/obs.h"
+#include "common/vec.h"
+
+struct eb__cluster_config {
+	eb_cluster *c; /* borrowed: the owner */
+	char       *path;
+	char       *hist;
+	eb__obs     obs;
+	int64_t     version; /* last reported; -1: nothing read yet */
+	char       *data;    /* owned copy of the last read bytes */
+	size_t      len;
+};
+
+eb__cluster_config *
+eb__cluster_config_new(eb_cluster *c)
+{
+	eb__cluster_config *cf = eb__calloc(1, sizeof(*cf));
+	const char         *root = eb__cluster_root(c);
+	size_t              n = strlen(root) + 32;
+
+	cf->c = c;
+	cf->path = eb__malloc(n);
+	(void) snprintf(cf->path, n, "%s/config", root);
+	cf->hist = eb__malloc(n);
+	(void) snprintf(cf->hist, n, "%s/config-history", root);
+	eb__obs_init(&cf->obs);
+	cf->version = -1;
+	return cf;
+}
+
+void
+eb__cluster_config_free(eb__cluster_config *cf)
+{
+	if (cf == NULL) {
+		return;
+	}
+	eb__obs_free(&cf->obs);
+	free(cf->path);
+	free(cf->hist);
+	free(cf->data);
+	free(cf);
+}
+
+void
+eb_cluster_on_config(eb_cluster *c, eb_cluster_config_cb cb, void *arg)
+{
+	eb__obs_add(&eb__cluster_config_of(c)->obs, (eb__obs_fn) cb, arg);
+}
+
+int
+eb_cluster_off_config(eb_cluster *c, eb_cluster_config_cb cb, void *arg)
+{
+	return eb__obs_remove(
+	    &eb__cluster_config_of(c)->obs, (eb__obs_fn) cb, arg);
+}
+
+int64_t
+eb_cluster_config_get(eb_cluster *c, const char **data, size_t *len)
+{
+	eb__cluster_config *cf = eb__cluster_config_of(c);
+
+	*data = cf->data;
+	*len = cf->len;
+	return cf->version < 0 ? 0 : cf->version;
+}
+
+/* ---- reading ---- */
+
+static void config_read(eb__cluster_config *cf);
+
+static eb__cluster_config *
+live_config(eb_zk *zk, void *arg)
+{
+	eb_cluster *c = eb__cluster_from_live(zk, arg);
+
+	return c != NULL ? eb__cluster_config_of(c) : NULL;
+}
+
+static void
+report(eb__cluster_config *cf, int64_t version, const char *data, size_t len)
+{
+	eb__obs_it it;
+
+	if (version == cf->version && version != 0) {
+		return; /* a re-read after a reconnect: nothing new */
+	}
+	if (version == 0 && cf->version == 0) {
+		return;
+	}
+	free(cf->data);
+	cf->data = NULL;
+	cf->len = 0;
+	if (data != NULL) {
+		cf->data = eb__malloc(len + 1);
+		memcpy(cf->data, data, len);
+		cf->data[len] = '\0';
+		cf->len = len;
+	}
+	cf->version = version;
+	EB_LOG_DEBUG(
+	    "config", "read: version=%" PRId64 " bytes=%zu", version, len);
+	EB__OBS_EACH(&cf->obs, it)
+	{
+		((eb_cluster_config_cb) it.fn)(
+		    cf->c, version, cf->data, cf->len, it.arg);
+	}
+}
+
+static void
+watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+{
+	eb__cluster_config *cf = live_config(zk, arg);
+
+	(void) type;
+	(void) path;
+	if (cf != NULL) {
+		config_read(cf);
+	}
+}
+
+static void
+exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	eb__cluster_config *cf = live_config(zk, arg);
+
+	(void) st;
+	if (cf != NULL && status == 0) {
+		config_read(cf); /* created between our get and exists */
+	}
+}
+
+static void
+get_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *st, void *arg)
+{
+	eb__cluster_config *cf = live_config(zk, arg);
+
+	if (cf == NULL) {
+		return;
+	}
+	if (status == EB_EZKNONODE) {
+		report(cf, 0, NULL, 0);
+		/* A get arms no watch on an absent node; exists does. */
+		(void) eb__zk_exists(zk, cf->path, watch_cb,
+		    eb__cluster_live_arg(cf->c), exists_cb,
+		    eb__cluster_live_arg(cf->c));
+		return;
+	}
+	if (status != 0) {
+		return; /* loss: the reconnect reads again */
+	}
+	report(cf, (int64_t) st->version + 1, data, len);
+}
+
+static void
+config_read(eb__cluster_config *cf)
+{
+	eb_zk *zk = eb__cluster_zk(cf->c);
+
+	if (zk == NULL || eb__zk_get_state(zk) != EB_ZK_STATE_CONNECTED) {
+		return;
+	}
+	(void) eb__zk_get(zk, cf->path, watch_cb, eb__cluster_live_arg(cf->c),
+	    get_cb, eb__cluster_live_arg(cf->c));
+}
+
+void
+eb__cluster_config_session_event(eb__cluster_config *cf, eb_zk_event ev)
+{
+	if (ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) {
+		config_read(cf);
+	}
+}
+
+/* ---- writing and history (any session: the node's or ebctl's) ---- */
+
+static void
+paths(const char *root, char *cfg, char *hist, size_t n)
+{
+	(void) snprintf(cfg, n, "%s/config", root);
+	(void) snprintf(hist, n, "%s/config-history", root);
+}
+
+typedef struct set_ctx {
+	eb__config_set_cb cb;
+	void             *arg;
+	char             *data;
+	size_t            len;
+	int64_t           expected;
+	char              path[512];
+	char              hist[512];
+} set_ctx;
+
+static void
+set_finish(set_ctx *x, int status)
+{
+	x->cb(status, status == 0 ? x->expected + 1 : 0, x->arg);
+	free(x->data);
+	free(x);
+}
+
+static void
+trim_deleted_cb(eb_zk *zk, int status, void *arg)
+{
+	(void) zk;
+	(void) status;
+	free(arg);
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void
+trim_children_cb(
+    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+{
+	char        *hist = arg;
+	const char **v;
+	size_t       i, n;
+
+	if (status != 0 || count <= EB_CLUSTER_CONFIG_HISTORY) {
+		free(hist);
+		return;
+	}
+	v = eb__calloc(count, sizeof(*v));
+	memcpy((void *) v, (const void *) names, count * sizeof(*v));
+	qsort((void *) v, count, sizeof(*v), name_cmp);
+	for (i = 0; i + EB_CLUSTER_CONFIG_HISTORY < count; i++) {
+		char *path;
+
+		n = strlen(hist) + strlen(v[i]) + 2;
+		path = eb__malloc(n);
+		(void) snprintf(path, n, "%s/%s", hist, v[i]);
+		if (eb__zk_delete(zk, path, -1, trim_deleted_cb, path) != 0) {
+			free(path);
+		}
+	}
+	free((void *) v);
+	free(hist);
+}
+
+static void
+multi_cb(eb_zk *zk, int status, const eb_zk_op_result *results, size_t count,
+    void *arg)
+{
+	set_ctx *x = arg;
+	char    *hist;
+
+	(void) results;
+	(void) count;
+	if (status == EB_EZKNODEEXISTS || status == EB_EZKNONODE) {
+		/* created (or deleted) by another writer meanwhile */
+		status = EB_EZKBADVERSION;
+	}
+	if (status == 0) {
+		hist = eb__strdup(x->hist);
+		if (eb__zk_get_children(
+		        zk, hist, NULL, NULL, trim_children_cb, hist) != 0) {
+			free(hist);
+		}
+	}
+	set_finish(x, status);
+}
+
+static void
+set_write(eb_zk *zk, set_ctx *x)
+{
+	eb_zk_op ops[2];
+	char     hpath[600];
+	int      rv;
+
+	memset(ops, 0, sizeof(ops));
+	(void) snprintf(
+	    hpath, sizeof(hpath), "%s/v-%010" PRId64, x->hist, x->expected + 1);
+	if (x->expected == 0) {
+		ops[0].type = EB_ZK_OP_CREATE;
+	} else {
+		ops[0].type = EB_ZK_OP_SET;
+		ops[0].version = (int32_t) (x->expected - 1);
+	}
+	ops[0].path = x->path;
+	ops[0].data = x->data;
+	ops[0].len = x->len;
+	ops[1].type = EB_ZK_OP_CREATE;
+	ops[1].path = hpath;
+	ops[1].data = x->data;
+	ops[1].len = x->len;
+	if ((rv = eb__zk_multi(zk, ops, 2, multi_cb, x)) != 0) {
+		set_finish(x, rv);
+	}
+}
+
+static void
+hist_ready_cb(eb_zk *zk, int status, void *arg)
+{
+	set_ctx *x = arg;
+
+	if (status != 0) {
+		set_finish(x, status);
+		return;
+	}
+	set_write(zk, x);
+}
+
+int
+eb__config_write(eb_zk *zk, const char *root, const char *data, size_t len,
+    int64_t expected_version, eb__config_set_cb cb, void *arg)
+{
+	set_ctx *x;
+	int      rv;
+
+	if (expected_version < 0 || expected_version >= INT32_MAX ||
+	    strlen(root) > 400) {
+		return EB_EZKBADARGS;
+	}
+	x = eb__calloc(1, sizeof(*x));
+	x->cb = cb;
+	x->arg = arg;
+	x->data = eb__malloc(len + 1);
+	memcpy(x->data, data, len);
+	x->len = len;
+	x->expected = expected_version;
+	paths(root, x->path, x->hist, sizeof(x->path));
+	if ((rv = eb__zk_ensure_path(zk, x->hist, hist_ready_cb, x)) != 0) {
+		free(x->data);
+		free(x);
+		return rv;
+	}
+	return 0;
+}
+
+typedef struct hist_ctx {
+	eb__config_history_cb cb;
+	void                 *arg;
+	char                  hist[512];
+	char                **names; /* owned, sorted */
+	size_t                n, next;
+	eb__vec               got; /* of eb__config_version */
+} hist_ctx;
+
+static void
+hist_finish(hist_ctx *x, int status)
+{
+	size_t i;
+
+	x->cb(status, x->got.data, x->got.len, x->arg);
+	for (i = 0; i < x->got.len; i++) {
+		eb__config_version *v = eb__vec_at(&x->got, i);
+
+		free(v->data);
+	}
+	eb__vec_free(&x->got);
+	for (i = 0; i < x->n; i++) {
+		free(x->names[i]);
+	}
+	free((void *) x->names);
+	free(x);
+}
+
+static void hist_next(eb_zk *zk, hist_ctx *x);
+
+static void
+hist_get_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *st, void *arg)
+{
+	hist_ctx *x = arg;
+
+	(void) st;
+	if (status == 0) {
+		eb__config_version *v = eb__vec_push(&x->got);
+
+		v->data = eb__malloc(len + 1);
+		memcpy(v->data, data, len);
+		v->data[len] = '\0';
+		v->version = strtoll(x->names[x->next] + 2, NULL, 10);
+		v->len = len;
+	} else if (status != EB_EZKNONODE) {
+		hist_finish(x, status);
+		return;
+	}
+	x->next++;
+	hist_next(zk, x);
+}
+
+static void
+hist_next(eb_zk *zk, hist_ctx *x)
+{
+	char path[600];
+	int  rv;
+
+	if (x->next >= x->n) {
+		hist_finish(x, 0);
+		return;
+	}
+	(void) snprintf(
+	    path, sizeof(path), "%s/%s", x->hist, x->names[x->next]);
+	if ((rv = eb__zk_get(zk, path, NULL, NULL, hist_get_cb, x)) != 0) {
+		hist_finish(x, rv);
+	}
+}
+
+static void
+hist_children_cb(
+    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+{
+	hist_ctx *x = arg;
+	size_t    i;
+
+	if (status == EB_EZKNONODE) {
+		hist_finish(x, 0);
+		return;
+	}
+	if (status != 0) {
+		hist_finish(x, status);
+		return;
+	}
+	x->names = eb__calloc(count + 1, sizeof(*x->names));
+	for (i = 0; i < count; i++) {
+		if (strncmp(names[i], "v-", 2) == 0) {
+			x->names[x->n++] = eb__strdup(names[i]);
+		}
+	}
+	qsort((void *) x->names, x->n, sizeof(*x->names), name_cmp);
+	hist_next(zk, x);
+}
+
+int
+eb__config_history(
+    eb_zk *zk, const char *root, eb__config_history_cb cb, void *arg)
+{
+	hist_ctx *x;
+	char      cfg[512];
+	int       rv;
+
+	if (strlen(root) > 400) {
+		return EB_EZKBADARGS;
+	}
+	x = eb__calloc(1, sizeof(*x));
+	x->cb = cb;
+	x->arg = arg;
+	paths(root, cfg, x->hist, sizeof(x->hist));
+	eb__vec_init(&x->got, sizeof(eb__config_version));
+	rv = eb__zk_get_children(zk, x->hist, NULL, NULL, hist_children_cb, x);
+	if (rv != 0) {
+		eb__vec_free(&x->got);
+		free(x);
+	}
+	return rv;
+}

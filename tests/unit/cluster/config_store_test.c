@@ -1,0 +1,152 @@
+/*
+ * <root>/config writes and history (cluster/config.c) on the in-memory
+ * ZooKeeper: compare-and-set with the version (create at 0, conflict on a
+ * stale version, also after an external write such as zkCli's), a history
+ * copy per write, trimmed to EB_CLUSTER_CONFIG_HISTORY, read oldest first.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster_int.h"
+#include "tests/harness/fakezk.h"
+#include "tests/harness/th.h"
+
+#define ROOT "/ebnode/t"
+
+static fakezk_server *srv;
+static int            connected;
+static int            done;
+static int            status;
+static int64_t        version;
+static size_t         n_hist;
+static int64_t        first_hist, last_hist;
+static char           last_data[64];
+
+static void
+event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+{
+	(void) zk;
+	(void) arg;
+	if (ev == EB_ZK_EV_CONNECTED) {
+		connected = 1;
+	}
+}
+
+static void
+written_cb(int st, int64_t v, void *arg)
+{
+	(void) arg;
+	status = st;
+	version = v;
+	done = 1;
+}
+
+static void
+history_cb(int st, const eb__config_version *v, size_t n, void *arg)
+{
+	(void) arg;
+	status = st;
+	n_hist = n;
+	first_hist = n > 0 ? v[0].version : 0;
+	last_hist = n > 0 ? v[n - 1].version : 0;
+	(void) snprintf(
+	    last_data, sizeof(last_data), "%s", n > 0 ? v[n - 1].data : "");
+	done = 1;
+}
+
+static int
+write_cfg(th_loop *t, eb_zk *zk, const char *data, int64_t expected)
+{
+	done = 0;
+	assert_int_equal(eb__config_write(zk, ROOT, data, strlen(data),
+	                     expected, written_cb, NULL),
+	    0);
+	assert_int_equal(th_run_until(t, th_flag_set, &done, 2000), 0);
+	return status;
+}
+
+static int
+history_trimmed(void *arg)
+{
+	(void) arg;
+	return fakezk_child_count(srv, ROOT "/config-history") ==
+	       EB_CLUSTER_CONFIG_HISTORY;
+}
+
+static void
+zk_closed_cb(eb_zk *zk, void *arg)
+{
+	(void) zk;
+	(*(int *) arg)++;
+}
+
+static void
+test_cas_and_history(void **state)
+{
+	th_loop   *t = *state;
+	eb_zk     *zk;
+	eb_zk_stat st;
+	char       buf[64], data[32];
+	int        i, closed = 0;
+
+	srv = fakezk_server_new(&t->loop);
+	assert_int_equal(fakezk_client_new(srv, 400, event_cb, NULL, &zk), 0);
+	assert_int_equal(eb__zk_start(zk), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &connected, 2000), 0);
+
+	/* Create at 0; a second create conflicts. */
+	assert_int_equal(write_cfg(t, zk, "{\"a\":1}", 0), 0);
+	assert_int_equal(version, 1);
+	assert_int_equal(
+	    fakezk_get(srv, ROOT "/config", buf, sizeof(buf), &st), 0);
+	assert_string_equal(buf, "{\"a\":1}");
+	assert_int_equal(st.version, 0); /* version 1 = data version + 1 */
+	assert_true(fakezk_exists(srv, ROOT "/config-history/v-0000000001"));
+	assert_int_equal(write_cfg(t, zk, "{\"a\":2}", 0), EB_EZKBADVERSION);
+
+	/* Set at 1 -> 2; a stale version conflicts and writes nothing. */
+	assert_int_equal(write_cfg(t, zk, "{\"a\":2}", 1), 0);
+	assert_int_equal(version, 2);
+	assert_int_equal(write_cfg(t, zk, "{\"a\":3}", 1), EB_EZKBADVERSION);
+	assert_false(fakezk_exists(srv, ROOT "/config-history/v-0000000003"));
+
+	/* An external write (zkCli) moves the version: the next CAS at the
+	 * old one conflicts; at the new one it succeeds. */
+	assert_int_equal(fakezk_set(srv, ROOT "/config", "{\"x\":1}"), 0);
+	assert_int_equal(write_cfg(t, zk, "{\"a\":3}", 2), EB_EZKBADVERSION);
+	assert_int_equal(write_cfg(t, zk, "{\"a\":4}", 3), 0);
+	assert_int_equal(version, 4);
+
+	/* History trimmed to the last EB_CLUSTER_CONFIG_HISTORY. */
+	for (i = 0; i < 25; i++) {
+		(void) snprintf(data, sizeof(data), "{\"i\":%d}", i);
+		assert_int_equal(write_cfg(t, zk, data, version), 0);
+	}
+	assert_int_equal(version, 29);
+	/* The trim's deletes follow each write's answer. */
+	assert_int_equal(th_run_until(t, history_trimmed, NULL, 2000), 0);
+	done = 0;
+	assert_int_equal(eb__config_history(zk, ROOT, history_cb, NULL), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &done, 2000), 0);
+	assert_int_equal(status, 0);
+	assert_int_equal(n_hist, EB_CLUSTER_CONFIG_HISTORY);
+	assert_int_equal(first_hist, 29 - EB_CLUSTER_CONFIG_HISTORY + 1);
+	assert_int_equal(last_hist, 29);
+	assert_string_equal(last_data, "{\"i\":24}");
+
+	eb__zk_close(zk, zk_closed_cb, &closed);
+	assert_int_equal(th_run_until(t, th_flag_set, &closed, 2000), 0);
+	fakezk_server_close_run(srv, t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_cas_and_history, th_setup, th_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
