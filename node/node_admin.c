@@ -36,6 +36,7 @@
 #include "ingress/ingress_admin.h"
 #include "node/node_cluster.h"
 #include "node/node_int.h"
+#include "node/node_shared.h"
 
 struct eb__node_admin {
 	eb_node          *n;   /* borrowed */
@@ -378,6 +379,7 @@ register_all(struct eb__node_admin *na)
 	eb__admin_on_metrics(adm, links_metrics, n);
 	eb__bus_admin_register(adm, n->bus);
 	eb__admin_on_metrics(adm, errors_metrics, n);
+	eb__admin_on_metrics(adm, eb__node_shared_metrics, n);
 	eb__admin_on_metrics(adm, eb__admin_process_metrics, &n->start_ms);
 }
 

@@ -28,6 +28,7 @@
 #include "common/alloc.h"
 #include "common/obs.h"
 #include "node/node_int.h"
+#include "node/node_shared.h"
 
 struct eb__node_cluster {
 	eb_node         *n;         /* borrowed (owns us) */
@@ -158,6 +159,7 @@ cluster_closed_cb(eb_cluster *c, void *arg)
 static void
 close_with(node_cluster *nc, eb__node_done_cb cb, int status)
 {
+	eb__node_shared_stop(nc->n);
 	nc->cb = cb;
 	nc->status = status;
 	eb_cluster_close(nc->c, cluster_closed_cb, nc);
@@ -176,6 +178,7 @@ started_cb(eb_cluster *c, int status, void *arg)
 		return;
 	}
 	nc->running = 1;
+	eb__node_shared_start(nc->n);
 	cb(nc->n, 0);
 }
 
@@ -239,6 +242,7 @@ eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 
 	nc->stopping = 1;
 	nc->cb = cb;
+	eb__node_shared_stop(n); /* its locks go before the member does */
 	eb_cluster_stop(nc->c, stopped_cb, nc);
 }
 
@@ -258,6 +262,12 @@ eb__node_cluster_is_leader(eb_node *n)
 	eb_cluster *c = running(n);
 
 	return c != NULL && !n->cluster->stopping && eb_cluster_is_leader(c);
+}
+
+eb_cluster *
+eb__node_cluster_obj(eb_node *n)
+{
+	return running(n);
 }
 
 int64_t

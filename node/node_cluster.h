@@ -23,6 +23,8 @@ typedef void (*eb__node_leader_cb)(
 
 /* Always 0. */
 int eb__node_cluster_on_leader(eb_node *n, eb__node_leader_cb cb, void *arg);
+/* The running cluster object, or NULL (shared data, node_shared.c). */
+struct eb_cluster *eb__node_cluster_obj(eb_node *n);
 /* Leadership now (the election lease is checked at this call). */
 bool    eb__node_cluster_is_leader(eb_node *n);
 int64_t eb__node_cluster_epoch(eb_node *n);

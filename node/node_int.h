@@ -64,6 +64,7 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 struct eb__node_cluster;
 struct eb__node_admin;
 struct eb__node_ingress;
+struct eb__node_shared;
 
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
@@ -86,6 +87,7 @@ struct eb_node {
 	                                     eb_cluster object */
 	struct eb__node_admin   *admin;   /* owned, node_admin.c */
 	struct eb__node_ingress *ingress; /* owned, the ingress wiring */
+	struct eb__node_shared  *shared;  /* owned, node_shared.c */
 
 	/* Bound ports, set by the start steps; 0: disabled (READY shows -). */
 	int admin_port;
