@@ -10,6 +10,7 @@ numbers."""
 import itertools
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -23,6 +24,7 @@ SESSION_MS = int(os.environ.get("EB_IT_SESSION_MS", "2000"))
 CYCLES = int(os.environ.get("EB_SHARED_CYCLES", "1000"))
 INCS = int(os.environ.get("EB_SHARED_INCS", "10000"))
 IDS = int(os.environ.get("EB_SHARED_IDS", "1000000"))
+EBCTL = os.environ.get("EBCTL_BIN", "ebctl")
 
 PERMIT_IN = [{"addressRegex": "ebnode[.](lock|counter|id)"}]
 PERMIT_OUT = [{"addressRegex": "notify[.].*"}]
@@ -273,6 +275,50 @@ class Shared(unittest.TestCase):
         report("ids", "%d ids from 3 nodes (batches of %d over the bus) in "
                "%.1f s (%.0f/s): %d unique" % (total, batch, dt, total / dt,
                                                 len(every)))
+
+    def ebctl(self, node, *args, stdin=subprocess.DEVNULL):
+        return subprocess.run([EBCTL, "--bridge", "%s:%d" % node.bridge] +
+                              list(args), stdin=stdin, capture_output=True,
+                              text=True, timeout=ebtest.scaled(20))
+
+    def test_5_ebctl(self):
+        n = self.nodes[1]
+        name = "ctl%d" % os.getpid()
+        r = self.ebctl(n, "counter", name, "add", "5")
+        self.assertEqual((r.returncode, r.stdout), (0, "5\n"), r.stderr)
+        r = self.ebctl(n, "counter", name, "increment")
+        self.assertEqual(r.stdout, "6\n")
+        r = self.ebctl(n, "counter", name, "cas", "1", "9")
+        self.assertEqual((r.returncode, r.stdout), (1, "6\nok=false\n"))
+        r = self.ebctl(n, "counter", name, "cas", "6", "9")
+        self.assertEqual((r.returncode, r.stdout), (0, "9\nok=true\n"))
+        r = self.ebctl(n, "counter", name)
+        self.assertEqual(r.stdout, "9\n")
+        r = self.ebctl(n, "id", "3")
+        ids = [int(x) for x in r.stdout.split()]
+        self.assertEqual(len(ids), 3)
+        self.assertEqual(ids, sorted(ids))
+        # lock: held while stdin is open; another client finds it busy.
+        p = subprocess.Popen([EBCTL, "--bridge", "%s:%d" % n.bridge,
+                              "lock", name], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            line = p.stdout.readline()
+            self.assertTrue(line.startswith("token="), line)
+            c = Client(self.nodes[2])
+            with self.assertRaises(Failure) as cm:
+                c.request("ebnode.lock", {"op": "try", "name": name})
+            self.assertEqual(cm.exception.code, 409)
+            p.stdin.close()
+            self.assertEqual(p.stdout.readline(), "released\n")
+            self.assertEqual(p.wait(ebtest.scaled(10)), 0)
+            r2 = c.request("ebnode.lock", {"op": "try", "name": name})
+            self.assertGreater(r2["token"], int(line.split("=")[1]))
+            c.close()
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
     def test_9_holder_dies(self):
         # Last: kills a node (a fresh set of 3 for this test).
