@@ -30,15 +30,17 @@ enum lk_state {
 };
 
 struct eb_lock {
-	eb_shared         *s;
-	eb_list            link; /* s->locks */
-	uint64_t           live;
-	int                state;
-	int                user;     /* callbacks still due to the user */
-	int                checking; /* a children read is in flight */
-	int                recheck;  /* another check was asked meanwhile */
-	int                ensured;  /* the lock directory was created */
-	int                creating; /* the create is in flight */
+	eb_shared *s;
+	eb_list    link; /* s->locks */
+	uint64_t   live;
+	int        state;
+	int        user;     /* callbacks still due to the user */
+	int        checking; /* a children read is in flight */
+	int        recheck;  /* another check was asked meanwhile */
+	int        ensured;  /* the lock directory was created */
+	int        creating; /* the create is in flight */
+	int        lowest;   /* found lowest; held once the token is
+	                        known */
 	char              *name;
 	char              *dir;    /* <root>/locks/<name> */
 	char              *prefix; /* "l-<tag>-" */
@@ -519,22 +521,26 @@ confirmed_cb(
 	lk->cb(lk, 0, lk->token, lk->arg);
 }
 
-/* Lowest: the token (czxid), then the holding check. */
+/*
+ * Lowest, with the token known: held. The lease's first base is the send
+ * time of a quorum-committed write of this session: the create itself
+ * while it is recent (less than half a lease ago), else a fresh check of
+ * the lock node (a waiter that waited long).
+ */
 static void
-held_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+lk_hold(eb_lock *lk)
 {
-	eb_lock     *lk = lk_get(zk, arg);
 	eb_zk_op     op;
 	confirm_req *q;
 
-	if (lk == NULL || lk->state != LK_WAITING) {
+	if (eb__mono_ms() - lk->create_sent_ms < lk->s->lease_ms / 2) {
+		lk->confirmed_ms = lk->create_sent_ms;
+		q = eb__calloc(1, sizeof(*q));
+		q->lk_live = lk->live;
+		q->sent = lk->create_sent_ms;
+		confirmed_cb(lk->s->zk, 0, NULL, 0, q);
 		return;
 	}
-	if (status != 0) {
-		lk_fail(lk, lk_status(status));
-		return;
-	}
-	lk->token = st->czxid;
 	memset(&op, 0, sizeof(op));
 	op.type = EB_ZK_OP_CHECK;
 	op.path = lk->path;
@@ -542,9 +548,30 @@ held_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	q = eb__calloc(1, sizeof(*q));
 	q->lk_live = lk->live;
 	q->sent = eb__mono_ms();
-	if (eb__zk_multi(zk, &op, 1, confirmed_cb, q) != 0) {
+	if (eb__zk_multi(lk->s->zk, &op, 1, confirmed_cb, q) != 0) {
 		free(q);
 		lk_fail(lk, EB_EZKLOSS);
+	}
+}
+
+/* The token: the czxid of the lock node, read right after the create
+ * (pipelined with the first children read). */
+static void
+token_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	eb_lock *lk = lk_get(zk, arg);
+
+	if (lk == NULL || lk->state != LK_WAITING) {
+		return;
+	}
+	if (status != 0) {
+		lk_fail(lk,
+		    status == EB_EZKNONODE ? EB_EZKNONODE : lk_status(status));
+		return;
+	}
+	lk->token = st->czxid;
+	if (lk->lowest) {
+		lk_hold(lk);
 	}
 }
 
@@ -617,11 +644,11 @@ children_cb(
 		return;
 	}
 	if (pred == NULL) {
-		if (eb__zk_exists(zk, lk->path, NULL, NULL, held_cb, arg) !=
-		    0) {
-			lk_fail(lk, EB_EZKLOSS);
+		lk->lowest = 1;
+		if (lk->token != 0) {
+			lk_hold(lk);
 		}
-		return;
+		return; /* else token_cb holds */
 	}
 	if (lk->timeout_ms == 0) {
 		lk_fail(lk, UV_EBUSY);
@@ -682,6 +709,10 @@ create_cb(eb_zk *zk, int status, const char *path, void *arg)
 	}
 	lk->path = eb__strdup(path);
 	lk->state = LK_WAITING;
+	if (eb__zk_exists(zk, lk->path, NULL, NULL, token_cb, arg) != 0) {
+		lk_fail(lk, EB_EZKLOSS);
+		return;
+	}
 	lk_check(lk);
 }
 
