@@ -164,7 +164,8 @@ sl_find(eb_shared_service *svc, uint64_t owner, const char *name, int64_t token)
 {
 	eb_list *it;
 
-	for (it = svc->locks.next; it != &svc->locks; it = it->next) {
+	for (it = eb_list_first(&svc->locks); it != NULL && it != &svc->locks;
+	     it = it->next) {
 		svc_lock *sl = EB_CONTAINER_OF(it, svc_lock, link);
 
 		if (sl->msg == NULL && sl->owner == owner &&

@@ -123,7 +123,8 @@ count_state(const eb_shared *s, int state)
 	eb_list *it;
 	size_t   n = 0;
 
-	for (it = s->locks.next; it != &s->locks; it = it->next) {
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
 		n += lk->state == state && lk->user;
@@ -245,21 +246,72 @@ lk_revoke(eb_lock *lk, const char *reason)
 	lk_finish(lk);
 }
 
+enum { MATCH_LIVE, MATCH_LAPSED, MATCH_DUE };
+
+/* MATCH_LIVE: reported to nobody yet, or held; MATCH_LAPSED: held with
+ * its lease run out; MATCH_DUE: waiting past its deadline. */
+static int
+lk_matches(const eb_lock *lk, int what, uint64_t now)
+{
+	if (!lk->user || lk->state == LK_DONE) {
+		return 0;
+	}
+	return what == MATCH_LIVE ||
+	       (what == MATCH_LAPSED && lk->state == LK_HELD &&
+	           !lk_valid(lk, now)) ||
+	       (what == MATCH_DUE && lk->state != LK_HELD &&
+	           lk->deadline_ms != 0 && lk->deadline_ms <= now);
+}
+
+/*
+ * Calls fn for every lock that matches, with a reason and a status. The
+ * locks are named by live id first and looked up again before each call,
+ * since a callback to the user may release any lock.
+ */
+static void
+lk_each(eb_shared *s, int what, void (*fn)(eb_lock *, const char *, int),
+    const char *reason, int status)
+{
+	uint64_t now = eb__mono_ms();
+	eb__vec  ids;
+	eb_list *it;
+	size_t   i;
+
+	eb__vec_init(&ids, sizeof(uint64_t));
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (lk_matches(lk, what, now)) {
+			*(uint64_t *) eb__vec_push(&ids) = lk->live;
+		}
+	}
+	for (i = 0; i < ids.len; i++) {
+		eb_lock *lk = eb__zk_live_get(
+		    s->zk, *(const uint64_t *) eb__vec_at(&ids, i));
+
+		if (lk != NULL && lk_matches(lk, what, now)) {
+			fn(lk, reason, status);
+		}
+	}
+	eb__vec_free(&ids);
+}
+
+static void
+lk_drop(eb_lock *lk, const char *reason, int status)
+{
+	if (lk->state == LK_HELD) {
+		lk_revoke(lk, reason);
+	} else {
+		lk_fail(lk, status);
+	}
+}
+
 /* Every lock: held ones revoked, pending ones failed with status. */
 static void
 lk_drop_all(eb_shared *s, const char *reason, int status)
 {
-	eb_list *it, *tmp;
-
-	EB_LIST_FOREACH (it, tmp, &s->locks) {
-		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
-
-		if (lk->state == LK_HELD) {
-			lk_revoke(lk, reason);
-		} else if (lk->state != LK_DONE) {
-			lk_fail(lk, status);
-		}
-	}
+	lk_each(s, MATCH_LIVE, lk_drop, reason, status);
 }
 
 /* ---- timers ---- */
@@ -272,16 +324,8 @@ static void
 lease_cb(uv_timer_t *t)
 {
 	eb_shared *s = t->data;
-	uint64_t   now = eb__mono_ms();
-	eb_list   *it, *tmp;
 
-	EB_LIST_FOREACH (it, tmp, &s->locks) {
-		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
-
-		if (lk->state == LK_HELD && !lk_valid(lk, now)) {
-			lk_revoke(lk, "lease-expired");
-		}
-	}
+	lk_each(s, MATCH_LAPSED, lk_drop, "lease-expired", 0);
 	lease_arm(s);
 }
 
@@ -294,7 +338,8 @@ lease_arm(eb_shared *s)
 	if (s->closing) {
 		return;
 	}
-	for (it = s->locks.next; it != &s->locks; it = it->next) {
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 		uint64_t       d;
 
@@ -323,17 +368,8 @@ static void
 deadline_cb(uv_timer_t *t)
 {
 	eb_shared *s = t->data;
-	uint64_t   now = eb__mono_ms();
-	eb_list   *it, *tmp;
 
-	EB_LIST_FOREACH (it, tmp, &s->locks) {
-		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
-
-		if (lk->user && lk->state != LK_HELD && lk->deadline_ms != 0 &&
-		    lk->deadline_ms <= now) {
-			lk_fail(lk, EB_ETIMEOUT);
-		}
-	}
+	lk_each(s, MATCH_DUE, lk_drop, NULL, EB_ETIMEOUT);
 	deadline_arm(s);
 }
 
@@ -346,7 +382,8 @@ deadline_arm(eb_shared *s)
 	if (s->closing) {
 		return;
 	}
-	for (it = s->locks.next; it != &s->locks; it = it->next) {
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
 		if (lk->user && lk->state != LK_HELD && lk->deadline_ms != 0 &&
@@ -784,26 +821,33 @@ typedef struct orphan_req {
 	char    *prefix;
 } orphan_req;
 
+/* Deletes the children of dir named prefix*. */
+static void
+orphan_delete(eb_shared *s, const char *dir, const char *prefix,
+    const char *const *names, size_t count)
+{
+	size_t i;
+	char   path[EB__SHARED_PATH_MAX];
+
+	for (i = 0; i < count; i++) {
+		if (strncmp(names[i], prefix, strlen(prefix)) == 0) {
+			(void) snprintf(
+			    path, sizeof(path), "%s/%s", dir, names[i]);
+			node_delete(s, path, dir, prefix);
+		}
+	}
+}
+
 static void
 orphan_list_cb(
     eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	orphan_req *q = arg;
 	eb_shared  *s = eb__zk_live_get(zk, q->s_live);
-	size_t      i;
-	char        path[EB__SHARED_PATH_MAX];
 
 	if (s != NULL && !s->closing) {
 		if (status == 0) {
-			for (i = 0; i < count; i++) {
-				if (strncmp(names[i], q->prefix,
-				        strlen(q->prefix)) != 0) {
-					continue;
-				}
-				(void) snprintf(path, sizeof(path), "%s/%s",
-				    q->dir, names[i]);
-				node_delete(s, path, q->dir, q->prefix);
-			}
+			orphan_delete(s, q->dir, q->prefix, names, count);
 		} else if (eb__zk_status_transient(status) &&
 		           status != EB_EZKEXPIRED) {
 			orphan_add(s, q->dir, q->prefix);
@@ -955,6 +999,7 @@ eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg)
 	{
 		eb_list *it, *tmp;
 
+		/* Creates in flight: their nodes go with the session. */
 		EB_LIST_FOREACH (it, tmp, &s->locks) {
 			lk_free(EB_CONTAINER_OF(it, eb_lock, link));
 		}
@@ -978,7 +1023,8 @@ eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
 	*out = s->st;
 	out->locks_held = 0;
 	out->locks_waiting = 0;
-	for (it = s->locks.next; it != &s->locks; it = it->next) {
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
 		if (!lk->user) {
@@ -1082,20 +1128,32 @@ eb_lock_owner(const eb_lock *lk)
 size_t
 eb_shared_release_owner(eb_shared *s, uint64_t owner)
 {
-	eb_list *it, *tmp;
-	size_t   n = 0;
+	eb_list *it;
+	eb__vec  ids;
+	size_t   n = 0, i;
 
 	if (owner == 0) {
 		return 0;
 	}
-	EB_LIST_FOREACH (it, tmp, &s->locks) {
-		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+	eb__vec_init(&ids, sizeof(uint64_t));
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
 		if (lk->user && lk->owner == owner) {
+			*(uint64_t *) eb__vec_push(&ids) = lk->live;
+		}
+	}
+	for (i = 0; i < ids.len; i++) {
+		eb_lock *lk = eb__zk_live_get(
+		    s->zk, *(const uint64_t *) eb__vec_at(&ids, i));
+
+		if (lk != NULL && lk->user) {
 			lk_finish(lk);
 			n++;
 		}
 	}
+	eb__vec_free(&ids);
 	lease_arm(s);
 	deadline_arm(s);
 	return n;
@@ -1107,7 +1165,8 @@ eb_shared_find_lock(
 {
 	eb_list *it;
 
-	for (it = s->locks.next; it != &s->locks; it = it->next) {
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
 		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
 		if (lk->user && lk->state == LK_HELD && lk->owner == owner &&
