@@ -20,6 +20,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 import ebtest  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "cluster"))
+from partition_test import Proxy  # noqa: E402
+
 SESSION_MS = int(os.environ.get("EB_IT_SESSION_MS", "2000"))
 CYCLES = int(os.environ.get("EB_SHARED_CYCLES", "1000"))
 INCS = int(os.environ.get("EB_SHARED_INCS", "10000"))
@@ -319,6 +323,73 @@ class Shared(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+    def test_6_holder_partitioned(self):
+        """The holder's node is cut from ZooKeeper (ebproxy pause): the
+        holder is told it lost the lock (notify) before anybody else gets
+        it, and a write with its old token is then rejected by the fencing
+        resource."""
+        zk = ebtest.zk_connect_string()
+        proxy = Proxy(zk.split(",")[0])
+        root = ebtest.unique_root()
+        nodes = []
+        try:
+            cfg = ebtest.merge(node_config(root, 0),
+                               {"zookeeper": {"connect": "127.0.0.1:%d"
+                                              % proxy.port}})
+            nodes.append(ebtest.EbNode(cfg, name="p0"))
+            nodes.append(ebtest.EbNode(node_config(root, 1), name="p1"))
+            a, b = Client(nodes[0]), Client(nodes[1])
+            a.b.register("notify.a")
+            a.b.send_frame({"type": "ping"})
+            a.b.recv_until(lambda f: f.get("type") == "pong")
+            ra = a.request("ebnode.lock", {"op": "acquire", "name": "p",
+                                           "notify": "notify.a"})
+            res = Fenced()
+            self.assertTrue(res.enter(ra["token"]))
+            got = {}
+
+            def waiter():
+                r = b.request("ebnode.lock", {"op": "acquire", "name": "p",
+                                              "timeout_ms": 30000}, 40)
+                got["t"] = time.monotonic()
+                got["token"] = r["token"]
+                got["ok"] = res.enter(r["token"])
+
+            t = threading.Thread(target=waiter)
+            t.start()
+            t0 = time.monotonic()
+            proxy.cmd("pause")
+            f = a.b.recv_until(lambda f: f.get("address") == "notify.a",
+                               timeout=ebtest.scaled(10))
+            t_rev = time.monotonic()
+            res.leave()  # the holder stops when told
+            self.assertEqual(f["body"]["token"], ra["token"])
+            self.assertIn(f["body"]["reason"],
+                          ("zk-suspended", "lease-expired"))
+            t.join(ebtest.scaled(30))
+            self.assertIn("t", got)
+            self.assertTrue(got["ok"])
+            self.assertGreater(got["token"], ra["token"])
+            self.assertLess(t_rev, got["t"])
+            self.assertEqual(res.max_holders, 1)
+            # The old holder writing late with its token is fenced off.
+            self.assertFalse(res.enter(ra["token"]))
+            report("holder-partitioned", "holder told (%s) %.0f ms after "
+                   "the cut, next holder %.0f ms after the cut (margin "
+                   "%.0f ms); tokens %d -> %d; late write with the old "
+                   "token rejected" % (f["body"]["reason"],
+                                       (t_rev - t0) * 1000,
+                                       (got["t"] - t0) * 1000,
+                                       (got["t"] - t_rev) * 1000,
+                                       ra["token"], got["token"]))
+            proxy.cmd("resume")
+            a.close()
+            b.close()
+        finally:
+            for n in nodes:
+                n.close()
+            proxy.close()
 
     def test_9_holder_dies(self):
         # Last: kills a node (a fresh set of 3 for this test).
