@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
@@ -118,6 +119,18 @@ class Shared(unittest.TestCase):
     def tearDownClass(cls):
         for n in cls.nodes:
             n.close()
+
+    @staticmethod
+    def metrics(node):
+        url = "http://%s:%d/metrics" % node.admin
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = r.read().decode()
+        out = {}
+        for ln in text.splitlines():
+            if ln.startswith("ebnode_shared_"):
+                k, v = ln.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
 
     def clients(self, nodes=None):
         return [Client(n) for n in (nodes or self.nodes)]
@@ -237,6 +250,12 @@ class Shared(unittest.TestCase):
         self.assertEqual(r["value"], 3)
         for c in cs:
             c.close()
+        m = self.metrics(self.nodes[0])
+        self.assertGreaterEqual(m["ebnode_shared_counter_ops_total"], INCS)
+        self.assertGreaterEqual(m["ebnode_shared_lock_acquisitions_total"],
+                                1)
+        self.assertEqual(m["ebnode_shared_locks_held"], 0)
+        self.assertIn("ebnode_shared_lock_revocations_total", m)
         report("counters", "3 x %d increments in %.1f s (%.0f/s): final %d"
                % (INCS, dt, 3 * INCS / dt, v["value"]))
 
