@@ -89,8 +89,8 @@ lease_plan(eb_shared *s)
 	eb_lease_plan p;
 	const char   *key = NULL;
 
-	if (eb__lease_plan(eb__zk_session_timeout_ms(s->zk),
-	        eb__cluster_zk_tick_ms(s->c), 0, 0, &p, &key) != 0) {
+	if (eb__lease_plan(eb__zk_session_timeout_ms(s->zk), s->tick_ms, 0, 0,
+	        &p, &key) != 0) {
 		EB_LOG_ERR("shared",
 		    "lease-unsafe: key=%s session_ms=%u (locks are refused)",
 		    key != NULL ? key : "-", p.session_ms);
@@ -934,21 +934,22 @@ session_cb(eb_cluster *c, eb_zk_event ev, void *arg)
 
 /* ---- lifecycle ---- */
 
-int
-eb_shared_new(uv_loop_t *loop, eb_cluster *c, eb_shared **sp)
+void
+eb__shared_session_event(eb_shared *s, eb_zk_event ev)
 {
-	eb_zk     *zk;
-	eb_shared *s;
+	session_cb(s->c, ev, s);
+}
 
-	if (loop == NULL || c == NULL || sp == NULL ||
-	    (zk = eb__cluster_zk(c)) == NULL) {
-		return UV_EINVAL;
-	}
-	s = eb__calloc(1, sizeof(*s));
+eb_shared *
+eb__shared_new_zk(
+    uv_loop_t *loop, eb_zk *zk, const char *root, uint32_t tick_ms)
+{
+	eb_shared *s = eb__calloc(1, sizeof(*s));
+
 	s->loop = loop;
-	s->c = c;
 	s->zk = zk;
-	s->root = eb__strdup(eb__cluster_root(c));
+	s->root = eb__strdup(root);
+	s->tick_ms = tick_ms;
 	s->live = eb__zk_live_add(zk, s);
 	eb_list_init(&s->locks);
 	eb_list_init(&s->ops);
@@ -963,6 +964,22 @@ eb_shared_new(uv_loop_t *loop, eb_cluster *c, eb_shared **sp)
 	s->deadline.data = s;
 	s->defer.data = s;
 	lease_plan(s);
+	return s;
+}
+
+int
+eb_shared_new(uv_loop_t *loop, eb_cluster *c, eb_shared **sp)
+{
+	eb_zk     *zk;
+	eb_shared *s;
+
+	if (loop == NULL || c == NULL || sp == NULL ||
+	    (zk = eb__cluster_zk(c)) == NULL) {
+		return UV_EINVAL;
+	}
+	s = eb__shared_new_zk(
+	    loop, zk, eb__cluster_root(c), eb__cluster_zk_tick_ms(c));
+	s->c = c;
 	eb__cluster_on_session(c, session_cb, s);
 	*sp = s;
 	return 0;
@@ -991,7 +1008,9 @@ void
 eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg)
 {
 	EB_ASSERT(!s->closing); /* close is exactly once */
-	(void) eb__cluster_off_session(s->c, session_cb, s);
+	if (s->c != NULL) {
+		(void) eb__cluster_off_session(s->c, session_cb, s);
+	}
 	lk_drop_all(s, "shutdown", EB_ECANCELED);
 	s->closing = 1;
 	s->close_cb = cb;

@@ -25,6 +25,7 @@ struct eb_shared {
 	eb_cluster *c;  /* borrowed */
 	eb_zk      *zk; /* the cluster's session (borrowed) */
 	char       *root;
+	uint32_t    tick_ms; /* ZooKeeper tickTime for the lease (0: unknown) */
 	uint64_t    live;
 	int         closing;
 	int         closed;
@@ -53,6 +54,12 @@ struct eb_shared {
 typedef struct eb__counter_op eb__counter_op;
 typedef void (*eb__counter_done)(
     eb_shared *s, eb__counter_op *op, int status, int64_t value, int ok);
+
+/* For unit tests over the in-memory ZooKeeper: an eb_shared on a bare
+ * session (no cluster), whose session events the test passes in. */
+eb_shared *eb__shared_new_zk(
+    uv_loop_t *loop, eb_zk *zk, const char *root, uint32_t tick_ms);
+void eb__shared_session_event(eb_shared *s, eb_zk_event ev);
 
 /* 1 when name is a valid lock or counter name. */
 int eb__shared_name_ok(const char *name);
