@@ -26,6 +26,7 @@
 #include "bridge/stream.h"
 #include "common/frame.h"
 #include "common/list.h"
+#include "common/obs.h"
 
 /* ---- permissions (perm.c) ---- */
 
@@ -157,6 +158,7 @@ struct eb_bridge {
 
 	eb_bridge_hook_fn hook; /* NULL: none */
 	void             *hook_arg;
+	eb__obs           closed_obs; /* bridge_obs.h */
 
 	int                closing;
 	int                open_handles;

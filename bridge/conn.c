@@ -24,6 +24,7 @@
 #include <ebnode/log.h>
 
 #include "bridge/bridge_int.h"
+#include "bridge/bridge_obs.h"
 #include "common/alloc.h"
 #include "common/hmap.h"
 #include "common/util.h"
@@ -488,6 +489,25 @@ conn_reply(eb_bus_msg *msg, const eb__bframe *f, const eb_bus_send_opts *so,
 	return eb_bus_msg_reply(msg, f->body, f->headers, so, cb, arg);
 }
 
+/* Requests to reserved addresses name their connection (bridge_obs.h):
+ * the headers with EB__BRIDGE_CONN_HEADER set, or NULL for others. */
+static json_t *
+conn_stamp(const eb__bconn *c, const eb__bframe *f)
+{
+	json_t *h;
+	char    id[24];
+
+	if (strncmp(f->address, EB__BRIDGE_RESERVED_PREFIX,
+	        sizeof(EB__BRIDGE_RESERVED_PREFIX) - 1) != 0) {
+		return NULL;
+	}
+	h = f->headers != NULL ? json_copy((json_t *) f->headers)
+	                       : json_object();
+	(void) snprintf(id, sizeof(id), "%llu", (unsigned long long) c->id);
+	(void) json_object_set_new(h, EB__BRIDGE_CONN_HEADER, json_string(id));
+	return h;
+}
+
 static void
 frame_send(eb__bconn *c, const eb__bframe *f)
 {
@@ -544,12 +564,15 @@ frame_send(eb__bconn *c, const eb__bframe *f)
 		return;
 	}
 	if (f->reply_address != NULL) {
+		json_t *h = conn_stamp(c, f);
+
 		r = req_new(c, f->reply_address, f->address);
-		rv = f->raw
-		         ? eb_bus_request_raw(b->bus, f->address, f->body_raw,
-		               f->body_raw_len, f->headers, &so, req_cb, r)
-		         : eb_bus_request(b->bus, f->address, f->body,
-		               f->headers, &so, req_cb, r);
+		rv = f->raw ? eb_bus_request_raw(b->bus, f->address,
+		                  f->body_raw, f->body_raw_len,
+		                  h != NULL ? h : f->headers, &so, req_cb, r)
+		            : eb_bus_request(b->bus, f->address, f->body,
+		                  h != NULL ? h : f->headers, &so, req_cb, r);
+		json_decref(h);
 		if (rv != 0) {
 			req_refused(c, r, rv);
 		}
@@ -1134,6 +1157,14 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 	b->stats.requests_in_flight -= c->n_reqs;
 	c->n_reqs = 0;
 	(void) conn_hook(c, EB_BRIDGE_EV_SOCKET_CLOSED, NULL);
+	{
+		eb__obs_it it2;
+
+		EB__OBS_EACH(&b->closed_obs, it2)
+		{
+			((eb__bridge_conn_closed_cb) it2.fn)(b, c->id, it2.arg);
+		}
+	}
 	EB_LOG_RL_INFO("bridge",
 	    "conn-closed: peer=%s id=%llu reason=%s frames_in=%llu "
 	    "frames_out=%llu",

@@ -11,6 +11,7 @@
 #include <ebnode/log.h>
 
 #include "bridge/bridge_int.h"
+#include "bridge/bridge_obs.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/util.h"
@@ -142,6 +143,7 @@ eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
 	eb_list_init(&b->paused);
 	eb_list_init(&b->fresh);
 	eb_list_init(&b->pending_out);
+	eb__obs_init(&b->closed_obs);
 	rv = eb__perm_init(
 	    &b->inbound, opts->inbound, opts->inbound_count, "inbound", err);
 	if (rv != 0) {
@@ -161,6 +163,7 @@ eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
 	*bridgep = b;
 	return 0;
 fail:
+	eb__obs_free(&b->closed_obs);
 	eb__perm_free(&b->outbound);
 	eb__perm_free(&b->inbound);
 	free(b->token);
@@ -390,6 +393,7 @@ eb_bridge_port(const eb_bridge *b)
 static void
 bridge_free(eb_bridge *b)
 {
+	eb__obs_free(&b->closed_obs);
 	eb__perm_free(&b->outbound);
 	eb__perm_free(&b->inbound);
 	eb__tls_ctx_free(b->tls); /* accepts NULL */
@@ -513,6 +517,20 @@ eb_bridge_conn_foreach(const eb_bridge *b,
 		n++;
 	}
 	return n;
+}
+
+void
+eb__bridge_on_conn_closed(eb_bridge *b, eb__bridge_conn_closed_cb cb, void *arg)
+{
+	EB_ASSERT(!b->closing);
+	eb__obs_add(&b->closed_obs, (eb__obs_fn) cb, arg);
+}
+
+int
+eb__bridge_off_conn_closed(
+    eb_bridge *b, eb__bridge_conn_closed_cb cb, void *arg)
+{
+	return eb__obs_remove(&b->closed_obs, (eb__obs_fn) cb, arg);
 }
 
 void

@@ -1,6 +1,14 @@
 /*
- * cluster internals shared by cluster.c (the session owner) and config.c
- * (the configuration center at <root>/config). Not installed.
+ * cluster internals shared by cluster.c (the session owner), config.c
+ * (the configuration center at <root>/config) and the modules built on the
+ * node's session (shared/: locks, counters, ids), whose znodes die with
+ * that session. Not installed.
+ *
+ * eb__cluster_zk() is NULL before start and standalone; the eb_zk object
+ * lives from start until the cluster's parts close (across session
+ * expiries: the same handle makes the new session). Session observers run
+ * from the session event, after the election has seen it (a suspended
+ * leader is revoked first), in the order they were added.
  * Threads: loop thread only.
  */
 #ifndef EB_CLUSTER_CLUSTER_INT_H
@@ -48,5 +56,14 @@ typedef void (*eb__config_history_cb)(
     int status, const eb__config_version *v, size_t n, void *arg);
 int eb__config_history(
     eb_zk *zk, const char *root, eb__config_history_cb cb, void *arg);
+
+/* Session observers (shared/) and the configured tickTime. */
+typedef void (*eb__cluster_session_cb)(
+    eb_cluster *c, eb_zk_event ev, void *arg);
+uint32_t eb__cluster_zk_tick_ms(const eb_cluster *c);
+void     eb__cluster_on_session(
+        eb_cluster *c, eb__cluster_session_cb cb, void *arg);
+int eb__cluster_off_session(
+    eb_cluster *c, eb__cluster_session_cb cb, void *arg);
 
 #endif

@@ -20,6 +20,9 @@ static const struct {
 	{ "leader", CTL_LEADER, 0, 0 },
 	{ "health", CTL_HEALTH, 0, 0 },
 	{ "release", CTL_RELEASE, 0, 0 },
+	{ "lock", CTL_LOCK, 1, 1 },
+	{ "counter", CTL_COUNTER, 1, 4 },
+	{ "id", CTL_ID, 0, 1 },
 	{ "help", CTL_HELP, 0, 1 },
 	{ "version", CTL_VERSION, 0, 0 },
 };
@@ -37,6 +40,10 @@ eb__ctl_usage(FILE *out)
 	    "  publish ADDRESS [BODY]   publish to every consumer\n"
 	    "  request ADDRESS [BODY]   send and print the reply body\n"
 	    "  listen ADDRESS           register and print messages\n"
+	    "  lock NAME                take a cluster lock, print its token,\n"
+	    "                           hold it until stdin closes, release\n"
+	    "  counter NAME [get|increment|add N|cas EXPECT UPDATE]\n"
+	    "  id [COUNT]               cluster-unique ids\n"
 	    "Admin commands (--admin HOST:PORT, default %s):\n"
 	    "  nodes                    cluster members\n"
 	    "  leader                   the current leader\n"
@@ -314,6 +321,13 @@ check_command(ctl_args *a, char **pos, int npos, char *err, size_t errlen)
 		    "%s: wrong number of arguments (see ebctl --help)", pos[0]);
 	}
 	if (a->cmd == CTL_HELP || a->cmd == CTL_VERSION) {
+		return CTL_EXIT_OK;
+	}
+	if (a->cmd == CTL_LOCK || a->cmd == CTL_COUNTER || a->cmd == CTL_ID) {
+		for (a->npos = 0; a->npos < npos - 1 && a->npos < 4;
+		     a->npos++) {
+			a->pos[a->npos] = pos[a->npos + 1];
+		}
 		return CTL_EXIT_OK;
 	}
 	if (npos > 1) {

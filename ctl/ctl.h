@@ -35,6 +35,9 @@ typedef enum ctl_cmd {
 	CTL_LEADER,
 	CTL_HEALTH,
 	CTL_RELEASE,
+	CTL_LOCK, /* shared data (ctl/shared.c) */
+	CTL_COUNTER,
+	CTL_ID,
 	CTL_HELP,
 	CTL_VERSION
 } ctl_cmd;
@@ -63,6 +66,9 @@ typedef struct ctl_args {
 	const char  *body_text; /* JSON text, "-" for stdin, NULL: no body */
 	json_t      *body;      /* owned; parsed body_text (not for "-") */
 	json_t      *headers;   /* owned; object of -H k=v, never NULL */
+	const char  *pos[4];    /* lock, counter, id: the arguments after the
+	                           command (borrowed from argv) */
+	int npos;
 } ctl_args;
 
 /*
@@ -151,5 +157,9 @@ int eb__ctl_http(const ctl_endpoint *ep, const char *method, const char *path,
  * 1 if incomplete, -1 if malformed. */
 int  eb__ctl_http_parse(const char *data, size_t n, ctl_http_resp *resp);
 void eb__ctl_http_resp_free(ctl_http_resp *resp);
+
+/* lock NAME, counter NAME [OP [ARGS]], id [COUNT] (ctl/shared.c): bus
+ * requests to ebnode.lock, ebnode.counter, ebnode.id (docs/SHARED.md). */
+int eb__ctl_cmd_shared(const ctl_args *a);
 
 #endif

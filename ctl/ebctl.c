@@ -453,6 +453,11 @@ main(int argc, char **argv)
 	case CTL_LISTEN:
 		rv = cmd_listen(&a);
 		break;
+	case CTL_LOCK:
+	case CTL_COUNTER:
+	case CTL_ID:
+		rv = eb__ctl_cmd_shared(&a);
+		break;
 	default:
 		rv = cmd_admin(&a);
 		break;

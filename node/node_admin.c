@@ -12,6 +12,7 @@
 #include "link/link_admin.h"
 #include "node/node_config.h"
 #include "node/node_int.h"
+#include "node/node_shared.h"
 #include "web/dashboard.h"
 
 /* Errors by type across subsystems, rows from the modules that count. */
@@ -45,6 +46,7 @@ register_all(eb_node *n, eb__admin *adm)
 	eb__link_admin_register(adm, n->links);
 	eb__bus_admin_register(adm, n->bus);
 	eb__admin_on_metrics(adm, errors_metrics, n);
+	eb__admin_on_metrics(adm, eb__node_shared_metrics, n);
 	eb__admin_on_metrics(adm, eb__admin_process_metrics, &n->start_ms);
 	eb__node_config_admin_register(adm, n);
 }

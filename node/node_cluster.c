@@ -16,6 +16,7 @@
 #include "common/alloc.h"
 #include "node/node_config.h"
 #include "node/node_int.h"
+#include "node/node_shared.h"
 
 static void
 leadership_cb(eb_cluster *c, const eb_cluster_leadership *l, void *arg)
@@ -86,6 +87,7 @@ cluster_closed_cb(eb_cluster *c, void *arg)
 static void
 close_with(eb_node *n, eb__node_done_cb cb, int status)
 {
+	eb__node_shared_stop(n);
 	eb_cluster_close(n->cluster.cluster, cluster_closed_cb,
 	    eb__node_wait_new(n, cb, status, 1));
 }
@@ -103,6 +105,7 @@ started_cb(eb_cluster *c, int status, void *arg)
 	}
 	n->cluster.running = true;
 	eb__node_config_attach(n, n->cluster.cluster);
+	eb__node_shared_start(n);
 	n->cluster_cb(n, 0);
 }
 
@@ -156,6 +159,7 @@ void
 eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 {
 	eb__node_config_detach(n);
+	eb__node_shared_stop(n); /* its locks go before the member does */
 	n->cluster.running = false;
 	n->cluster.stopping = true;
 	n->cluster_cb = cb;

@@ -49,6 +49,7 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
 
 struct eb__node_config;
+struct eb__node_shared;
 
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
@@ -82,6 +83,7 @@ struct eb_node {
 	bool             cluster_leader;   /* as last told to the ingress */
 	eb__node_done_cb cluster_cb;       /* the start or stop step */
 	struct eb__node_config *config;    /* node_config.c */
+	struct eb__node_shared *shared;    /* node_shared.c */
 	/* The local sources conf was loaded from (main.c; NULL: none), for
 	 * the dynamic configuration's rebuilds (node_config.c). */
 	const eb_conf_sources *src;

@@ -14,18 +14,19 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	zk)       echo "zk common" ;;
 	election) echo "election zk common" ;;
 	cluster)  echo "cluster election zk admin common" ;;
+	shared)   echo "shared cluster zk common" ;;
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
 	web)      echo "web bridge tls eventbus admin common" ;;
 	conf)     echo "conf admin common" ;;
-	node)     echo "node conf web bridge ingress eventbus cluster link admin common" ;;
+	node)     echo "node conf web bridge ingress eventbus cluster shared link admin common" ;;
 	*)        echo "" ;;
 	esac
 }
 
 bad=0
-for m in common admin tls link zk election cluster eventbus bridge ingress conf node; do
+for m in common admin tls link zk election cluster shared eventbus bridge web ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do

@@ -1,0 +1,1197 @@
+/*
+ * eb_shared: the object, its session events, the lock lease and the lock
+ * recipe (include/ebnode/shared.h, docs/SHARED.md).
+ *
+ * Lock node names are "l-<tag>-<seq>": the tag (node session id and a
+ * per-node counter) finds a node whose create was sent but whose answer
+ * was lost with the connection, so that it is deleted on reconnection
+ * instead of blocking the lock for as long as the session lives.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+#include <ebnode/shared.h>
+
+#include "cluster/cluster_int.h"
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "common/lease.h"
+#include "common/util.h"
+#include "shared/shared_int.h"
+
+enum lk_state {
+	LK_CREATING = 0, /* the create is in flight */
+	LK_WAITING = 1,  /* created; a predecessor holds or waits */
+	LK_HELD = 2,
+	LK_DONE = 3 /* reported, released or revoked: waits for the create */
+};
+
+struct eb_lock {
+	eb_shared *s;
+	eb_list    link; /* s->locks */
+	uint64_t   live;
+	int        state;
+	int        user;     /* callbacks still due to the user */
+	int        checking; /* a children read is in flight */
+	int        recheck;  /* another check was asked meanwhile */
+	int        ensured;  /* the lock directory was created */
+	int        creating; /* the create is in flight */
+	int        lowest;   /* found lowest; held once the token is
+	                        known */
+	char              *name;
+	char              *dir;    /* <root>/locks/<name> */
+	char              *prefix; /* "l-<tag>-" */
+	char              *path;   /* own node; NULL until created */
+	int64_t            token;
+	uint64_t           owner;
+	int64_t            timeout_ms;
+	uint64_t           deadline_ms; /* 0: none */
+	uint64_t           create_sent_ms;
+	uint64_t           confirmed_ms; /* send time of the holding check */
+	eb_lock_cb         cb;
+	eb_lock_revoked_cb revoked;
+	void              *arg;
+};
+
+int
+eb__shared_name_ok(const char *name)
+{
+	size_t i, n;
+
+	if (name == NULL) {
+		return 0;
+	}
+	n = strlen(name);
+	if (n == 0 || n > EB__SHARED_NAME_MAX || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0) {
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		        (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+		        ch == '-')) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* ---- the lease ---- */
+
+static void
+lease_plan(eb_shared *s)
+{
+	eb_lease_plan p;
+	const char   *key = NULL;
+
+	if (eb__lease_plan(eb__zk_session_timeout_ms(s->zk), s->tick_ms, 0, 0,
+	        &p, &key) != 0) {
+		EB_LOG_ERR("shared",
+		    "lease-unsafe: key=%s session_ms=%u (locks are refused)",
+		    key != NULL ? key : "-", p.session_ms);
+		s->lease_ms = 0;
+		s->heartbeat_ms = p.heartbeat_ms;
+		return;
+	}
+	s->lease_ms = p.lease_ms;
+	s->heartbeat_ms = p.heartbeat_ms;
+}
+
+static uint64_t
+lk_base(const eb_lock *lk)
+{
+	uint64_t r = lk->s->renewed_ms;
+
+	return lk->confirmed_ms > r ? lk->confirmed_ms : r;
+}
+
+static int
+lk_valid(const eb_lock *lk, uint64_t now)
+{
+	return lk->state == LK_HELD && lk->s->lease_ms > 0 &&
+	       now - lk_base(lk) < lk->s->lease_ms;
+}
+
+static size_t
+count_state(const eb_shared *s, int state)
+{
+	eb_list *it;
+	size_t   n = 0;
+
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		n += lk->state == state && lk->user;
+	}
+	return n;
+}
+
+/* ---- freeing and deleting nodes ---- */
+
+static void
+orphan_add(eb_shared *s, const char *dir, const char *prefix)
+{
+	char **slot = eb__vec_push(&s->orphans);
+	size_t n = strlen(dir) + strlen(prefix) + 2;
+
+	*slot = eb__malloc(n);
+	(void) snprintf(*slot, n, "%s\n%s", dir, prefix);
+}
+
+typedef struct del_req {
+	uint64_t s_live;
+	char    *dir;
+	char    *prefix;
+} del_req;
+
+static void
+del_cb(eb_zk *zk, int status, void *arg)
+{
+	del_req   *d = arg;
+	eb_shared *s = eb__zk_live_get(zk, d->s_live);
+
+	if (s != NULL && eb__zk_status_transient(status) &&
+	    status != EB_EZKEXPIRED) {
+		orphan_add(s, d->dir, d->prefix); /* on reconnection */
+	}
+	free(d->dir);
+	free(d->prefix);
+	free(d);
+}
+
+static void
+node_delete(eb_shared *s, const char *path, const char *dir, const char *prefix)
+{
+	del_req *d = eb__calloc(1, sizeof(*d));
+
+	d->s_live = s->live;
+	d->dir = eb__strdup(dir);
+	d->prefix = eb__strdup(prefix);
+	if (eb__zk_delete(s->zk, path, -1, del_cb, d) != 0) {
+		orphan_add(s, dir, prefix);
+		free(d->dir);
+		free(d->prefix);
+		free(d);
+	}
+}
+
+static void
+lk_free(eb_lock *lk)
+{
+	eb_list_remove(&lk->link);
+	if (lk->live != 0) {
+		eb__zk_live_del(lk->s->zk, lk->live);
+	}
+	free(lk->name);
+	free(lk->dir);
+	free(lk->prefix);
+	free(lk->path);
+	free(lk);
+}
+
+/* No more callbacks to the user; the node goes now, or when the create
+ * answers (create_cb frees then). */
+static void
+lk_finish(eb_lock *lk)
+{
+	lk->user = 0;
+	lk->state = LK_DONE;
+	if (lk->path != NULL) {
+		node_delete(lk->s, lk->path, lk->dir, lk->prefix);
+		lk_free(lk);
+		return;
+	}
+	if (lk->creating && !lk->s->closing) {
+		return;
+	}
+	lk_free(lk);
+}
+
+static void
+lk_fail(eb_lock *lk, int status)
+{
+	eb_shared *s = lk->s;
+
+	if (lk->user) {
+		lk->user = 0;
+		if (status == EB_ETIMEOUT || status == UV_EBUSY) {
+			s->st.timeouts++;
+		}
+		lk->cb(lk, status, 0, lk->arg);
+	}
+	lk_finish(lk);
+}
+
+static void
+lk_revoke(eb_lock *lk, const char *reason)
+{
+	eb_shared *s = lk->s;
+
+	EB_LOG_WARN("shared",
+	    "lock-revoked: name=%s token=%" PRId64 " reason=%s", lk->name,
+	    lk->token, reason);
+	s->st.revocations++;
+	if (lk->user) {
+		lk->user = 0;
+		if (lk->revoked != NULL) {
+			lk->revoked(lk, reason, lk->arg);
+		}
+	}
+	lk_finish(lk);
+}
+
+enum { MATCH_LIVE, MATCH_LAPSED, MATCH_DUE };
+
+/* MATCH_LIVE: reported to nobody yet, or held; MATCH_LAPSED: held with
+ * its lease run out; MATCH_DUE: waiting past its deadline. */
+static int
+lk_matches(const eb_lock *lk, int what, uint64_t now)
+{
+	if (!lk->user || lk->state == LK_DONE) {
+		return 0;
+	}
+	return what == MATCH_LIVE ||
+	       (what == MATCH_LAPSED && lk->state == LK_HELD &&
+	           !lk_valid(lk, now)) ||
+	       (what == MATCH_DUE && lk->state != LK_HELD &&
+	           lk->deadline_ms != 0 && lk->deadline_ms <= now);
+}
+
+/*
+ * Calls fn for every lock that matches, with a reason and a status. The
+ * locks are named by live id first and looked up again before each call,
+ * since a callback to the user may release any lock.
+ */
+static void
+lk_each(eb_shared *s, int what, void (*fn)(eb_lock *, const char *, int),
+    const char *reason, int status)
+{
+	uint64_t now = eb__mono_ms();
+	eb__vec  ids;
+	eb_list *it;
+	size_t   i;
+
+	eb__vec_init(&ids, sizeof(uint64_t));
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (lk_matches(lk, what, now)) {
+			*(uint64_t *) eb__vec_push(&ids) = lk->live;
+		}
+	}
+	for (i = 0; i < ids.len; i++) {
+		eb_lock *lk = eb__zk_live_get(
+		    s->zk, *(const uint64_t *) eb__vec_at(&ids, i));
+
+		if (lk != NULL && lk_matches(lk, what, now)) {
+			fn(lk, reason, status);
+		}
+	}
+	eb__vec_free(&ids);
+}
+
+static void
+lk_drop(eb_lock *lk, const char *reason, int status)
+{
+	if (lk->state == LK_HELD) {
+		lk_revoke(lk, reason);
+	} else {
+		lk_fail(lk, status);
+	}
+}
+
+/* Every lock: held ones revoked, pending ones failed with status. */
+static void
+lk_drop_all(eb_shared *s, const char *reason, int status)
+{
+	lk_each(s, MATCH_LIVE, lk_drop, reason, status);
+}
+
+/* ---- timers ---- */
+
+static void lease_arm(eb_shared *s);
+static void deadline_arm(eb_shared *s);
+static void heartbeat_cb(uv_timer_t *t);
+
+static void
+lease_cb(uv_timer_t *t)
+{
+	eb_shared *s = t->data;
+
+	lk_each(s, MATCH_LAPSED, lk_drop, "lease-expired", 0);
+	lease_arm(s);
+}
+
+static void
+lease_arm(eb_shared *s)
+{
+	uint64_t due = 0, now = eb__mono_ms();
+	eb_list *it;
+
+	if (s->closing) {
+		return;
+	}
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+		uint64_t       d;
+
+		if (lk->state != LK_HELD) {
+			continue;
+		}
+		d = lk_base(lk) + s->lease_ms;
+		if (due == 0 || d < due) {
+			due = d;
+		}
+	}
+	if (due == 0) {
+		(void) uv_timer_stop(&s->lease);
+		(void) uv_timer_stop(&s->heartbeat);
+		return;
+	}
+	(void) uv_timer_start(
+	    &s->lease, lease_cb, due > now ? due - now : 0, 0);
+	if (!uv_is_active((uv_handle_t *) &s->heartbeat)) {
+		(void) uv_timer_start(&s->heartbeat, heartbeat_cb,
+		    s->heartbeat_ms, s->heartbeat_ms);
+	}
+}
+
+static void
+deadline_cb(uv_timer_t *t)
+{
+	eb_shared *s = t->data;
+
+	lk_each(s, MATCH_DUE, lk_drop, NULL, EB_ETIMEOUT);
+	deadline_arm(s);
+}
+
+static void
+deadline_arm(eb_shared *s)
+{
+	uint64_t due = 0, now = eb__mono_ms();
+	eb_list *it;
+
+	if (s->closing) {
+		return;
+	}
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (lk->user && lk->state != LK_HELD && lk->deadline_ms != 0 &&
+		    (due == 0 || lk->deadline_ms < due)) {
+			due = lk->deadline_ms;
+		}
+	}
+	if (due == 0) {
+		(void) uv_timer_stop(&s->deadline);
+		return;
+	}
+	(void) uv_timer_start(
+	    &s->deadline, deadline_cb, due > now ? due - now : 0, 0);
+}
+
+/* ---- the renewal (the lease's base) ---- */
+
+typedef struct renew_req {
+	uint64_t s_live;
+	uint64_t sent;
+	size_t   n;
+	uint64_t lives[]; /* the locks checked, in op order */
+} renew_req;
+
+static void
+renew_cb(
+    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+{
+	renew_req *q = arg;
+	eb_shared *s = eb__zk_live_get(zk, q->s_live);
+	size_t     i;
+
+	if (s == NULL || s->closing) {
+		free(q);
+		return;
+	}
+	if (status == 0) {
+		/* Committed by the quorum: the session was alive there after
+		 * `sent` (as the election's renewal, docs/CLUSTER.md). */
+		if (q->sent > s->renewed_ms) {
+			s->renewed_ms = q->sent;
+		}
+	} else if (!eb__zk_status_transient(status)) {
+		for (i = 0; i < count && i < q->n; i++) {
+			eb_lock *lk;
+
+			if (res[i].status != EB_EZKNONODE &&
+			    res[i].status != EB_EZKBADVERSION) {
+				continue;
+			}
+			lk = eb__zk_live_get(zk, q->lives[i]);
+			if (lk != NULL && lk->state == LK_HELD) {
+				lk_revoke(lk, "lock-gone");
+			}
+		}
+	}
+	free(q);
+	lease_arm(s);
+}
+
+/* Every heartbeat_ms while locks are held, even while earlier renewals are
+ * pending: one multi checking each held lock node (a quorum write). */
+static void
+heartbeat_cb(uv_timer_t *t)
+{
+	eb_shared *s = t->data;
+	size_t     n = count_state(s, LK_HELD), i = 0;
+	eb_zk_op  *ops;
+	renew_req *q;
+	eb_list   *it;
+
+	if (n == 0) {
+		(void) uv_timer_stop(&s->heartbeat);
+		return;
+	}
+	ops = eb__calloc(n, sizeof(*ops));
+	q = eb__calloc(1, sizeof(*q) + n * sizeof(q->lives[0]));
+	q->s_live = s->live;
+	q->sent = eb__mono_ms();
+	for (it = s->locks.next; it != &s->locks && i < n; it = it->next) {
+		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (lk->state != LK_HELD || !lk->user) {
+			continue;
+		}
+		ops[i].type = EB_ZK_OP_CHECK;
+		ops[i].path = lk->path;
+		ops[i].version = 0; /* lock nodes are never written */
+		q->lives[i] = lk->live;
+		i++;
+	}
+	q->n = i;
+	if (eb__zk_multi(s->zk, ops, i, renew_cb, q) != 0) {
+		free(q);
+	}
+	free(ops);
+}
+
+/* ---- the recipe ---- */
+
+static void lk_check(eb_lock *lk);
+static int  lk_create(eb_lock *lk);
+
+/* The sequence suffix of a lock node name ("l-<tag>-0000000042"). */
+static int
+seq_of(const char *name, int64_t *seq)
+{
+	const char *dash = strrchr(name, '-');
+	char       *end = NULL;
+	long long   v;
+
+	if (dash == NULL || dash[1] == '\0' || strncmp(name, "l-", 2) != 0) {
+		return -1;
+	}
+	v = strtoll(dash + 1, &end, 10);
+	if (end == NULL || *end != '\0' || v < 0) {
+		return -1;
+	}
+	*seq = (int64_t) v;
+	return 0;
+}
+
+static int
+lk_status(int status)
+{
+	return eb__zk_status_transient(status) ? EB_EZKLOSS : status;
+}
+
+static eb_lock *
+lk_get(eb_zk *zk, void *arg)
+{
+	return eb__zk_live_get(zk, eb__zk_live_id(arg));
+}
+
+typedef struct confirm_req {
+	uint64_t lk_live;
+	uint64_t sent;
+} confirm_req;
+
+/* The holding check answered: a quorum-committed write sent at q->sent
+ * proves the session alive then, the base of the lock's lease. */
+static void
+confirmed_cb(
+    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+{
+	confirm_req *q = arg;
+	eb_lock     *lk = eb__zk_live_get(zk, q->lk_live);
+	eb_shared   *s;
+
+	(void) res;
+	(void) count;
+	if (lk == NULL || lk->state != LK_WAITING) {
+		free(q);
+		return;
+	}
+	s = lk->s;
+	lk->confirmed_ms = q->sent;
+	free(q);
+	if (status != 0) {
+		lk_fail(lk, status == EB_EZKBADVERSION ? EB_EZKNONODE
+		                                       : lk_status(status));
+		return;
+	}
+	lk->state = LK_HELD;
+	if (!lk_valid(lk, eb__mono_ms())) {
+		lk_fail(lk, EB_EZKLOSS); /* the lease lapsed meanwhile */
+		return;
+	}
+	s->st.acquisitions++;
+	lease_arm(s);
+	deadline_arm(s);
+	lk->cb(lk, 0, lk->token, lk->arg);
+}
+
+/*
+ * Lowest, with the token known: held. The lease's first base is the send
+ * time of a quorum-committed write of this session: the create itself
+ * while it is recent (less than half a lease ago), else a fresh check of
+ * the lock node (a waiter that waited long).
+ */
+static void
+lk_hold(eb_lock *lk)
+{
+	eb_zk_op     op;
+	confirm_req *q;
+
+	if (eb__mono_ms() - lk->create_sent_ms < lk->s->lease_ms / 2) {
+		lk->confirmed_ms = lk->create_sent_ms;
+		q = eb__calloc(1, sizeof(*q));
+		q->lk_live = lk->live;
+		q->sent = lk->create_sent_ms;
+		confirmed_cb(lk->s->zk, 0, NULL, 0, q);
+		return;
+	}
+	memset(&op, 0, sizeof(op));
+	op.type = EB_ZK_OP_CHECK;
+	op.path = lk->path;
+	op.version = 0;
+	q = eb__calloc(1, sizeof(*q));
+	q->lk_live = lk->live;
+	q->sent = eb__mono_ms();
+	if (eb__zk_multi(lk->s->zk, &op, 1, confirmed_cb, q) != 0) {
+		free(q);
+		lk_fail(lk, EB_EZKLOSS);
+	}
+}
+
+/* The token: the czxid of the lock node, read right after the create
+ * (pipelined with the first children read). */
+static void
+token_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	eb_lock *lk = lk_get(zk, arg);
+
+	if (lk == NULL || lk->state != LK_WAITING) {
+		return;
+	}
+	if (status != 0) {
+		lk_fail(lk,
+		    status == EB_EZKNONODE ? EB_EZKNONODE : lk_status(status));
+		return;
+	}
+	lk->token = st->czxid;
+	if (lk->lowest) {
+		lk_hold(lk);
+	}
+}
+
+static void
+pred_watch(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+{
+	eb_lock *lk = lk_get(zk, arg);
+
+	(void) type;
+	(void) path;
+	if (lk != NULL && lk->state == LK_WAITING) {
+		lk_check(lk);
+	}
+}
+
+static void
+pred_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	eb_lock *lk = lk_get(zk, arg);
+
+	(void) st;
+	if (lk == NULL || lk->state != LK_WAITING) {
+		return;
+	}
+	if (status == EB_EZKNONODE || (status == 0 && lk->recheck)) {
+		lk_check(lk); /* gone before the watch was set */
+	} else if (status != 0) {
+		lk_fail(lk, lk_status(status));
+	}
+}
+
+static void
+children_cb(
+    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+{
+	eb_lock    *lk = lk_get(zk, arg);
+	const char *own, *pred = NULL;
+	int64_t     own_seq, seq, pred_seq = -1;
+	int         found = 0;
+	size_t      i;
+	char        pp[EB__SHARED_PATH_MAX];
+
+	if (lk == NULL) {
+		return;
+	}
+	lk->checking = 0;
+	if (lk->state != LK_WAITING) {
+		return;
+	}
+	if (status != 0) {
+		lk_fail(lk, lk_status(status));
+		return;
+	}
+	own = strrchr(lk->path, '/') + 1;
+	if (seq_of(own, &own_seq) != 0) {
+		lk_fail(lk, EB_EPROTO);
+		return;
+	}
+	for (i = 0; i < count; i++) {
+		if (strcmp(names[i], own) == 0) {
+			found = 1;
+		} else if (seq_of(names[i], &seq) == 0 && seq < own_seq &&
+		           seq > pred_seq) {
+			pred = names[i];
+			pred_seq = seq;
+		}
+	}
+	if (!found) {
+		lk_fail(lk, EB_EZKNONODE);
+		return;
+	}
+	if (pred == NULL) {
+		lk->lowest = 1;
+		if (lk->token != 0) {
+			lk_hold(lk);
+		}
+		return; /* else token_cb holds */
+	}
+	if (lk->timeout_ms == 0) {
+		lk_fail(lk, UV_EBUSY);
+		return;
+	}
+	if (lk->recheck) {
+		lk_check(lk);
+		return;
+	}
+	(void) snprintf(pp, sizeof(pp), "%s/%s", lk->dir, pred);
+	if (eb__zk_exists(zk, pp, pred_watch, arg, pred_cb, arg) != 0) {
+		lk_fail(lk, EB_EZKLOSS);
+	}
+}
+
+static void
+lk_check(eb_lock *lk)
+{
+	if (lk->checking) {
+		lk->recheck = 1;
+		return;
+	}
+	lk->checking = 1;
+	lk->recheck = 0;
+	if (eb__zk_get_children(lk->s->zk, lk->dir, NULL, NULL, children_cb,
+	        eb__zk_live_arg(lk->live)) != 0) {
+		lk->checking = 0;
+		lk_fail(lk, EB_EZKLOSS);
+	}
+}
+
+static void
+create_cb(eb_zk *zk, int status, const char *path, void *arg)
+{
+	eb_lock   *lk = lk_get(zk, arg);
+	eb_shared *s;
+
+	if (lk == NULL) {
+		return;
+	}
+	s = lk->s;
+	lk->creating = 0;
+	if (lk->state == LK_DONE) { /* abandoned while creating */
+		if (status == 0) {
+			node_delete(s, path, lk->dir, lk->prefix);
+		} else if (eb__zk_status_transient(status)) {
+			orphan_add(s, lk->dir, lk->prefix);
+		}
+		lk_free(lk);
+		return;
+	}
+	if (status != 0) {
+		if (eb__zk_status_transient(status)) {
+			orphan_add(s, lk->dir, lk->prefix);
+		}
+		lk_fail(lk, lk_status(status));
+		return;
+	}
+	lk->path = eb__strdup(path);
+	lk->state = LK_WAITING;
+	if (eb__zk_exists(zk, lk->path, NULL, NULL, token_cb, arg) != 0) {
+		lk_fail(lk, EB_EZKLOSS);
+		return;
+	}
+	lk_check(lk);
+}
+
+static void
+ensure_cb(eb_zk *zk, int status, void *arg)
+{
+	eb_lock *lk = lk_get(zk, arg);
+	int      rv;
+
+	if (lk == NULL) {
+		return;
+	}
+	lk->creating = 0;
+	if (lk->state == LK_DONE) {
+		lk_free(lk);
+		return;
+	}
+	if (status != 0 && status != EB_EZKNODEEXISTS) {
+		lk_fail(lk, lk_status(status));
+		return;
+	}
+	if ((rv = lk_create(lk)) != 0) {
+		lk_fail(lk, lk_status(rv));
+	}
+}
+
+static void
+lk_create_answered(eb_zk *zk, int status, const char *path, void *arg)
+{
+	eb_lock *lk = lk_get(zk, arg);
+
+	if (lk != NULL && status == EB_EZKNONODE && !lk->ensured &&
+	    lk->state == LK_CREATING) {
+		/* The lock's directory is missing: make it, then again. */
+		lk->ensured = 1;
+		if (eb__zk_ensure_path(zk, lk->dir, ensure_cb, arg) == 0) {
+			return;
+		}
+		lk->creating = 0;
+		lk_fail(lk, EB_EZKLOSS);
+		return;
+	}
+	create_cb(zk, status, path, arg);
+}
+
+static int
+lk_create(eb_lock *lk)
+{
+	char path[EB__SHARED_PATH_MAX];
+	int  rv;
+
+	(void) snprintf(path, sizeof(path), "%s/%s", lk->dir, lk->prefix);
+	lk->creating = 1;
+	lk->create_sent_ms = eb__mono_ms();
+	rv = eb__zk_create(lk->s->zk, path, NULL, 0,
+	    EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL, lk_create_answered,
+	    eb__zk_live_arg(lk->live));
+	if (rv != 0) {
+		lk->creating = 0;
+	}
+	return rv;
+}
+
+/* ---- orphans: nodes of abandoned or revoked locks ---- */
+
+typedef struct orphan_req {
+	uint64_t s_live;
+	char    *dir;
+	char    *prefix;
+} orphan_req;
+
+/* Deletes the children of dir named prefix*. */
+static void
+orphan_delete(eb_shared *s, const char *dir, const char *prefix,
+    const char *const *names, size_t count)
+{
+	size_t i;
+	char   path[EB__SHARED_PATH_MAX];
+
+	for (i = 0; i < count; i++) {
+		if (strncmp(names[i], prefix, strlen(prefix)) == 0) {
+			(void) snprintf(
+			    path, sizeof(path), "%s/%s", dir, names[i]);
+			node_delete(s, path, dir, prefix);
+		}
+	}
+}
+
+static void
+orphan_list_cb(
+    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+{
+	orphan_req *q = arg;
+	eb_shared  *s = eb__zk_live_get(zk, q->s_live);
+
+	if (s != NULL && !s->closing) {
+		if (status == 0) {
+			orphan_delete(s, q->dir, q->prefix, names, count);
+		} else if (eb__zk_status_transient(status) &&
+		           status != EB_EZKEXPIRED) {
+			orphan_add(s, q->dir, q->prefix);
+		}
+	}
+	free(q->dir);
+	free(q->prefix);
+	free(q);
+}
+
+static void
+orphans_clear(eb_shared *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->orphans.len; i++) {
+		free(*(char **) eb__vec_at(&s->orphans, i));
+	}
+	eb__vec_clear(&s->orphans);
+}
+
+static void
+orphans_run(eb_shared *s)
+{
+	char **v;
+	size_t n = s->orphans.len, i;
+
+	if (n == 0) {
+		return;
+	}
+	v = eb__vec_steal(&s->orphans);
+	eb__vec_init(&s->orphans, sizeof(char *));
+	for (i = 0; i < n; i++) {
+		orphan_req *q = eb__calloc(1, sizeof(*q));
+		char       *nl = strchr(v[i], '\n');
+
+		*nl = '\0';
+		q->s_live = s->live;
+		q->dir = eb__strdup(v[i]);
+		q->prefix = eb__strdup(nl + 1);
+		free(v[i]);
+		if (eb__zk_get_children(
+		        s->zk, q->dir, NULL, NULL, orphan_list_cb, q) != 0) {
+			orphan_add(s, q->dir, q->prefix);
+			free(q->dir);
+			free(q->prefix);
+			free(q);
+		}
+	}
+	free(v);
+}
+
+/* ---- session events (after the election saw them) ---- */
+
+static void
+session_cb(eb_cluster *c, eb_zk_event ev, void *arg)
+{
+	eb_shared *s = arg;
+
+	(void) c;
+	switch (ev) {
+	case EB_ZK_EV_SUSPENDED:
+		lk_drop_all(s, "zk-suspended", EB_EZKLOSS);
+		break;
+	case EB_ZK_EV_EXPIRED:
+		lk_drop_all(s, "zk-expired", EB_EZKEXPIRED);
+		orphans_clear(s); /* the session's nodes are gone */
+		break;
+	case EB_ZK_EV_AUTH_FAILED:
+		lk_drop_all(s, "zk-auth-failed", EB_EZKAUTH);
+		break;
+	case EB_ZK_EV_CONNECTED:
+		orphans_clear(s);
+		lease_plan(s);
+		break;
+	case EB_ZK_EV_RECONNECTED:
+		lease_plan(s);
+		orphans_run(s);
+		break;
+	}
+	lease_arm(s);
+	deadline_arm(s);
+}
+
+/* ---- lifecycle ---- */
+
+void
+eb__shared_session_event(eb_shared *s, eb_zk_event ev)
+{
+	session_cb(s->c, ev, s);
+}
+
+eb_shared *
+eb__shared_new_zk(
+    uv_loop_t *loop, eb_zk *zk, const char *root, uint32_t tick_ms)
+{
+	eb_shared *s = eb__calloc(1, sizeof(*s));
+
+	s->loop = loop;
+	s->zk = zk;
+	s->root = eb__strdup(root);
+	s->tick_ms = tick_ms;
+	s->live = eb__zk_live_add(zk, s);
+	eb_list_init(&s->locks);
+	eb_list_init(&s->ops);
+	eb__vec_init(&s->orphans, sizeof(char *));
+	eb__vec_init(&s->id_reqs, sizeof(void *));
+	(void) uv_timer_init(loop, &s->heartbeat);
+	(void) uv_timer_init(loop, &s->lease);
+	(void) uv_timer_init(loop, &s->deadline);
+	(void) uv_timer_init(loop, &s->defer);
+	s->heartbeat.data = s;
+	s->lease.data = s;
+	s->deadline.data = s;
+	s->defer.data = s;
+	lease_plan(s);
+	return s;
+}
+
+int
+eb_shared_new(uv_loop_t *loop, eb_cluster *c, eb_shared **sp)
+{
+	eb_zk     *zk;
+	eb_shared *s;
+
+	if (loop == NULL || c == NULL || sp == NULL ||
+	    (zk = eb__cluster_zk(c)) == NULL) {
+		return UV_EINVAL;
+	}
+	s = eb__shared_new_zk(
+	    loop, zk, eb__cluster_root(c), eb__cluster_zk_tick_ms(c));
+	s->c = c;
+	eb__cluster_on_session(c, session_cb, s);
+	*sp = s;
+	return 0;
+}
+
+static void
+timer_closed_cb(uv_handle_t *h)
+{
+	eb_shared *s = h->data;
+
+	if (--s->open_timers > 0) {
+		return;
+	}
+	s->closed = 1;
+	if (s->close_cb != NULL) {
+		s->close_cb(s, s->close_arg);
+	}
+	orphans_clear(s);
+	eb__vec_free(&s->orphans);
+	eb__vec_free(&s->id_reqs);
+	free(s->root);
+	free(s);
+}
+
+void
+eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg)
+{
+	EB_ASSERT(!s->closing); /* close is exactly once */
+	if (s->c != NULL) {
+		(void) eb__cluster_off_session(s->c, session_cb, s);
+	}
+	lk_drop_all(s, "shutdown", EB_ECANCELED);
+	s->closing = 1;
+	s->close_cb = cb;
+	s->close_arg = arg;
+	{
+		eb_list *it, *tmp;
+
+		/* Creates in flight: their nodes go with the session. */
+		EB_LIST_FOREACH (it, tmp, &s->locks) {
+			lk_free(EB_CONTAINER_OF(it, eb_lock, link));
+		}
+	}
+	eb__counter_cancel_all(s);
+	eb__id_cancel_all(s);
+	eb__zk_live_del(s->zk, s->live);
+	s->live = 0;
+	s->open_timers = 4;
+	uv_close((uv_handle_t *) &s->heartbeat, timer_closed_cb);
+	uv_close((uv_handle_t *) &s->lease, timer_closed_cb);
+	uv_close((uv_handle_t *) &s->deadline, timer_closed_cb);
+	uv_close((uv_handle_t *) &s->defer, timer_closed_cb);
+}
+
+void
+eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
+{
+	eb_list *it;
+
+	*out = s->st;
+	out->locks_held = 0;
+	out->locks_waiting = 0;
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (!lk->user) {
+			continue;
+		}
+		if (lk->state == LK_HELD) {
+			out->locks_held++;
+		} else {
+			out->locks_waiting++;
+		}
+	}
+}
+
+/* ---- locks: the API ---- */
+
+int
+eb_lock_acquire(eb_shared *s, const char *name, int64_t timeout_ms,
+    uint64_t owner, eb_lock_cb cb, eb_lock_revoked_cb revoked, void *arg,
+    eb_lock **lkp)
+{
+	eb_lock *lk;
+	char     buf[EB__SHARED_PATH_MAX];
+	int      rv;
+
+	EB_ASSERT(!s->closing); /* use after close */
+	if (!eb__shared_name_ok(name) || cb == NULL) {
+		return UV_EINVAL;
+	}
+	if (eb__zk_get_state(s->zk) != EB_ZK_STATE_CONNECTED) {
+		return EB_EZKLOSS;
+	}
+	if (s->lease_ms == 0) {
+		return EB_ECONF;
+	}
+	lk = eb__calloc(1, sizeof(*lk));
+	lk->s = s;
+	lk->name = eb__strdup(name);
+	(void) snprintf(buf, sizeof(buf), "%s/locks/%s", s->root, name);
+	lk->dir = eb__strdup(buf);
+	(void) snprintf(buf, sizeof(buf), "l-%" PRIx64 "x%" PRIu64 "-",
+	    (uint64_t) eb__zk_session_id(s->zk), ++s->tag);
+	lk->prefix = eb__strdup(buf);
+	lk->owner = owner;
+	lk->timeout_ms = timeout_ms;
+	lk->deadline_ms =
+	    timeout_ms > 0 ? eb__mono_ms() + (uint64_t) timeout_ms : 0;
+	lk->cb = cb;
+	lk->revoked = revoked;
+	lk->arg = arg;
+	lk->user = 1;
+	lk->state = LK_CREATING;
+	lk->live = eb__zk_live_add(s->zk, lk);
+	eb_list_init(&lk->link);
+	eb_list_insert_tail(&s->locks, &lk->link);
+	if ((rv = lk_create(lk)) != 0) {
+		lk_free(lk);
+		return rv;
+	}
+	deadline_arm(s);
+	if (lkp != NULL) {
+		*lkp = lk;
+	}
+	return 0;
+}
+
+void
+eb_lock_release(eb_lock *lk)
+{
+	eb_shared *s = lk->s;
+
+	EB_ASSERT(lk->user); /* released, failed or revoked already */
+	lk_finish(lk);
+	lease_arm(s);
+	deadline_arm(s);
+}
+
+int
+eb_lock_held(eb_lock *lk)
+{
+	return lk->user && lk_valid(lk, eb__mono_ms());
+}
+
+int64_t
+eb_lock_token(const eb_lock *lk)
+{
+	return lk->token;
+}
+
+const char *
+eb_lock_name(const eb_lock *lk)
+{
+	return lk->name;
+}
+
+uint64_t
+eb_lock_owner(const eb_lock *lk)
+{
+	return lk->owner;
+}
+
+size_t
+eb_shared_release_owner(eb_shared *s, uint64_t owner)
+{
+	eb_list *it;
+	eb__vec  ids;
+	size_t   n = 0, i;
+
+	if (owner == 0) {
+		return 0;
+	}
+	eb__vec_init(&ids, sizeof(uint64_t));
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (lk->user && lk->owner == owner) {
+			*(uint64_t *) eb__vec_push(&ids) = lk->live;
+		}
+	}
+	for (i = 0; i < ids.len; i++) {
+		eb_lock *lk = eb__zk_live_get(
+		    s->zk, *(const uint64_t *) eb__vec_at(&ids, i));
+
+		if (lk != NULL && lk->user) {
+			lk_finish(lk);
+			n++;
+		}
+	}
+	eb__vec_free(&ids);
+	lease_arm(s);
+	deadline_arm(s);
+	return n;
+}
+
+eb_lock *
+eb_shared_find_lock(
+    eb_shared *s, uint64_t owner, const char *name, int64_t token)
+{
+	eb_list *it;
+
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (lk->user && lk->state == LK_HELD && lk->owner == owner &&
+		    lk->token == token && strcmp(lk->name, name) == 0) {
+			return lk;
+		}
+	}
+	return NULL;
+}

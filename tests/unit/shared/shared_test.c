@@ -1,0 +1,464 @@
+/*
+ * Unit tests of shared data (shared/) over the in-memory ZooKeeper
+ * (tests/harness/fakezk.h): two simulated nodes, each an eb_shared on its
+ * own session. The lock hand-over and tokens, revocation inside the
+ * SUSPENDED event, revocation when the lease lapses while reads still
+ * work, the revoked holder's node deleted on reconnection, try/timeout,
+ * counters under contention, ids.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shared/shared_int.h"
+#include "tests/harness/fakezk.h"
+#include "tests/harness/th.h"
+
+#define ROOT "/eb"
+
+static fakezk_server *srv;
+
+typedef struct snode {
+	eb_zk     *zk;
+	eb_shared *s;
+	int        events;
+	int        suspended;
+	int        revoked_in_event; /* revocations seen inside an event */
+	int        closed;
+} snode;
+
+typedef struct lk_obs {
+	snode      *n;
+	eb_lock    *lk;
+	int         done;
+	int         status;
+	int64_t     token;
+	int         revoked;
+	const char *reason;
+} lk_obs;
+
+static lk_obs *g_watch; /* the holder whose revocation inside an event is
+                           counted */
+
+static void
+ev_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+{
+	snode *n = arg;
+	int    before = g_watch != NULL ? g_watch->revoked : 0;
+
+	(void) zk;
+	n->events++;
+	if (ev == EB_ZK_EV_SUSPENDED) {
+		n->suspended++;
+	}
+	if (n->s != NULL) {
+		eb__shared_session_event(n->s, ev);
+	}
+	if (g_watch != NULL && g_watch->n == n && g_watch->revoked > before) {
+		n->revoked_in_event++;
+	}
+}
+
+static int
+connected(void *arg)
+{
+	return eb__zk_get_state(((snode *) arg)->zk) == EB_ZK_STATE_CONNECTED;
+}
+
+static void
+sn_open(th_loop *t, snode *n)
+{
+	memset(n, 0, sizeof(*n));
+	assert_int_equal(fakezk_client_new(srv, 2000, ev_cb, n, &n->zk), 0);
+	assert_int_equal(eb__zk_start(n->zk), 0);
+	assert_int_equal(th_run_until(t, connected, n, 5000), 0);
+	n->s = eb__shared_new_zk(&t->loop, n->zk, ROOT, 0);
+}
+
+static void
+sh_closed_cb(eb_shared *s, void *arg)
+{
+	(void) s;
+	((snode *) arg)->closed++;
+}
+
+static void
+zk_closed_cb(eb_zk *zk, void *arg)
+{
+	(void) zk;
+	((snode *) arg)->closed++;
+}
+
+static int
+closed2(void *arg)
+{
+	return ((snode *) arg)->closed == 2;
+}
+
+static void
+sn_close(th_loop *t, snode *n)
+{
+	eb_shared_close(n->s, sh_closed_cb, n);
+	n->s = NULL;
+	eb__zk_close(n->zk, zk_closed_cb, n);
+	assert_int_equal(th_run_until(t, closed2, n, 5000), 0);
+}
+
+static void
+lk_cb(eb_lock *lk, int status, int64_t token, void *arg)
+{
+	lk_obs *o = arg;
+
+	(void) lk;
+	o->done = 1;
+	o->status = status;
+	o->token = token;
+	if (status != 0) {
+		o->lk = NULL;
+	}
+}
+
+static void
+lk_revoked_cb(eb_lock *lk, const char *reason, void *arg)
+{
+	lk_obs *o = arg;
+
+	(void) lk;
+	o->revoked++;
+	o->reason = reason;
+	o->lk = NULL;
+}
+
+static int
+obs_done(void *arg)
+{
+	return ((lk_obs *) arg)->done;
+}
+
+static int
+obs_revoked(void *arg)
+{
+	return ((lk_obs *) arg)->revoked > 0;
+}
+
+static void
+acquire(snode *n, const char *name, int64_t timeout, lk_obs *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->n = n;
+	assert_int_equal(eb_lock_acquire(n->s, name, timeout, 7, lk_cb,
+	                     lk_revoked_cb, o, &o->lk),
+	    0);
+}
+
+static int
+setup(void **state)
+{
+	th_loop *t;
+
+	th_setup(state);
+	t = *state;
+	srv = fakezk_server_new(&t->loop);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	fakezk_server_close_run(srv, *state);
+	srv = NULL;
+	return th_teardown(state);
+}
+
+static int
+child_count_zero(void *arg)
+{
+	(void) arg;
+	return fakezk_child_count(srv, ROOT "/locks/x") == 0;
+}
+
+static void
+test_handover_tokens(void **state)
+{
+	th_loop        *t = *state;
+	snode           a, b;
+	lk_obs          oa, ob, oc;
+	eb_shared_stats st;
+
+	sn_open(t, &a);
+	sn_open(t, &b);
+	acquire(&a, "x", -1, &oa);
+	assert_int_equal(th_run_until(t, obs_done, &oa, 5000), 0);
+	assert_int_equal(oa.status, 0);
+	assert_true(oa.token > 0);
+	assert_true(eb_lock_held(oa.lk));
+	acquire(&b, "x", 5000, &ob);
+	acquire(&b, "x", 5000, &oc); /* waits behind ob, not behind oa */
+	(void) th_run_until(t, obs_done, &ob, 200);
+	assert_false(ob.done);
+	eb_shared_stats_get(b.s, &st);
+	assert_int_equal(st.locks_waiting, 2);
+	assert_int_equal(st.locks_held, 0);
+	eb_lock_release(oa.lk);
+	assert_int_equal(th_run_until(t, obs_done, &ob, 5000), 0);
+	assert_int_equal(ob.status, 0);
+	assert_true(ob.token > oa.token);
+	assert_false(oc.done);
+	eb_lock_release(ob.lk);
+	assert_int_equal(th_run_until(t, obs_done, &oc, 5000), 0);
+	assert_true(oc.token > ob.token);
+	assert_int_equal(eb_shared_release_owner(b.s, 7), 1);
+	assert_int_equal(th_run_until(t, child_count_zero, NULL, 5000), 0);
+	sn_close(t, &a);
+	sn_close(t, &b);
+}
+
+static void
+test_suspend_revokes_in_event(void **state)
+{
+	th_loop *t = *state;
+	snode    a, b;
+	lk_obs   oa, ob;
+
+	sn_open(t, &a);
+	sn_open(t, &b);
+	acquire(&a, "x", -1, &oa);
+	assert_int_equal(th_run_until(t, obs_done, &oa, 5000), 0);
+	acquire(&b, "x", -1, &ob);
+	g_watch = &oa;
+	fakezk_disconnect(a.zk);
+	assert_int_equal(th_run_until(t, obs_revoked, &oa, 5000), 0);
+	assert_string_equal(oa.reason, "zk-suspended");
+	assert_int_equal(a.revoked_in_event, 1); /* inside the event */
+	g_watch = NULL;
+	/* The session lives: nobody else holds it until the revoked
+	 * holder's node is gone, which happens on reconnection. */
+	(void) th_run_until(t, obs_done, &ob, 200);
+	assert_false(ob.done);
+	fakezk_reconnect(a.zk);
+	assert_int_equal(th_run_until(t, obs_done, &ob, 5000), 0);
+	assert_int_equal(ob.status, 0);
+	assert_true(ob.token > oa.token);
+	eb_lock_release(ob.lk);
+	assert_int_equal(th_run_until(t, child_count_zero, NULL, 5000), 0);
+	sn_close(t, &a);
+	sn_close(t, &b);
+}
+
+static void
+test_lease_lapses(void **state)
+{
+	th_loop        *t = *state;
+	snode           a;
+	lk_obs          oa;
+	eb_shared_stats st;
+
+	sn_open(t, &a);
+	acquire(&a, "x", -1, &oa);
+	assert_int_equal(th_run_until(t, obs_done, &oa, 5000), 0);
+	/* Reads still answered, writes never committed (a follower cut off
+	 * from the quorum): the renewals stop, the lease runs out. */
+	fakezk_stall_writes(a.zk, 1);
+	assert_int_equal(th_run_until(t, obs_revoked, &oa, 5000), 0);
+	assert_string_equal(oa.reason, "lease-expired");
+	assert_int_equal(a.suspended, 0);
+	eb_shared_stats_get(a.s, &st);
+	assert_int_equal(st.revocations, 1);
+	assert_int_equal(st.locks_held, 0);
+	fakezk_stall_writes(a.zk, 0);
+	sn_close(t, &a);
+}
+
+static void
+test_try_and_timeout(void **state)
+{
+	th_loop *t = *state;
+	snode    a, b;
+	lk_obs   oa, ob;
+
+	sn_open(t, &a);
+	sn_open(t, &b);
+	acquire(&a, "x", -1, &oa);
+	assert_int_equal(th_run_until(t, obs_done, &oa, 5000), 0);
+	acquire(&b, "x", 0, &ob);
+	assert_int_equal(th_run_until(t, obs_done, &ob, 5000), 0);
+	assert_int_equal(ob.status, UV_EBUSY);
+	acquire(&b, "x", 100, &ob);
+	assert_int_equal(th_run_until(t, obs_done, &ob, 5000), 0);
+	assert_int_equal(ob.status, EB_ETIMEOUT);
+	assert_int_equal(
+	    eb_lock_acquire(b.s, "a/b", -1, 0, lk_cb, NULL, &ob, NULL),
+	    UV_EINVAL);
+	eb_lock_release(oa.lk);
+	assert_int_equal(th_run_until(t, child_count_zero, NULL, 5000), 0);
+	sn_close(t, &a);
+	sn_close(t, &b);
+}
+
+typedef struct ctr {
+	snode  *n;
+	int     left;
+	int     done;
+	int     status;
+	int64_t value;
+	int     ok;
+} ctr;
+
+static void
+ctr_cb(eb_shared *s, int status, int64_t value, int ok, void *arg)
+{
+	ctr *c = arg;
+
+	c->status = status;
+	c->value = value;
+	c->ok = ok;
+	if (status == 0 && --c->left > 0) {
+		assert_int_equal(eb_counter_add(s, "c", 1, ctr_cb, c), 0);
+		return;
+	}
+	c->done = 1;
+}
+
+static int
+ctr_done(void *arg)
+{
+	return ((ctr *) arg)->done;
+}
+
+static int
+both_done(void *arg)
+{
+	ctr *c = arg;
+
+	return c[0].done && c[1].done;
+}
+
+static void
+test_counters(void **state)
+{
+	th_loop        *t = *state;
+	snode           a, b;
+	ctr             c[2] = { { .left = 200 }, { .left = 200 } };
+	ctr             g = { .left = 1 };
+	eb_shared_stats sa, sb;
+
+	sn_open(t, &a);
+	sn_open(t, &b);
+	assert_int_equal(eb_counter_add(a.s, "c", 1, ctr_cb, &c[0]), 0);
+	assert_int_equal(eb_counter_add(b.s, "c", 1, ctr_cb, &c[1]), 0);
+	assert_int_equal(th_run_until(t, both_done, c, 10000), 0);
+	assert_int_equal(c[0].status, 0);
+	assert_int_equal(c[1].status, 0);
+	assert_int_equal(eb_counter_get(a.s, "c", ctr_cb, &g), 0);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.value, 400);
+	eb_shared_stats_get(a.s, &sa);
+	eb_shared_stats_get(b.s, &sb);
+	assert_true(sa.counter_retries + sb.counter_retries > 0);
+	memset(&g, 0, sizeof(g));
+	g.left = 1;
+	assert_int_equal(eb_counter_cas(b.s, "c", 3, 9, ctr_cb, &g), 0);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.ok, 0);
+	assert_int_equal(g.value, 400);
+	memset(&g, 0, sizeof(g));
+	g.left = 1;
+	assert_int_equal(eb_counter_cas(b.s, "c", 400, 9, ctr_cb, &g), 0);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.ok, 1);
+	assert_int_equal(g.value, 9);
+	memset(&g, 0, sizeof(g));
+	g.left = 1;
+	assert_int_equal(eb_counter_get(a.s, "fresh", ctr_cb, &g), 0);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.value, 0);
+	sn_close(t, &a);
+	sn_close(t, &b);
+}
+
+typedef struct idc {
+	uint64_t ids[3000];
+	size_t   n;
+	int      left;
+} idc;
+
+static void
+id_cb(eb_shared *s, int status, const uint64_t *ids, size_t count, void *arg)
+{
+	idc *c = arg;
+
+	assert_int_equal(status, 0);
+	memcpy(c->ids + c->n, ids, count * sizeof(*ids));
+	c->n += count;
+	if (--c->left > 0) {
+		assert_int_equal(eb_id_next(s, 700, id_cb, c), 0);
+	}
+}
+
+static int
+ids_done(void *arg)
+{
+	idc *c = arg;
+
+	return c[0].left == 0 && c[1].left == 0;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+test_ids(void **state)
+{
+	th_loop  *t = *state;
+	snode     a, b;
+	idc      *c = calloc(2, sizeof(*c));
+	uint64_t *all;
+	size_t    i, k;
+
+	sn_open(t, &a);
+	sn_open(t, &b);
+	c[0].left = c[1].left = 4;
+	assert_int_equal(eb_id_next(a.s, 700, id_cb, &c[0]), 0);
+	assert_int_equal(eb_id_next(b.s, 700, id_cb, &c[1]), 0);
+	assert_int_equal(th_run_until(t, ids_done, c, 10000), 0);
+	all = calloc(c[0].n + c[1].n, sizeof(*all));
+	for (k = 0; k < 2; k++) {
+		for (i = 1; i < c[k].n; i++) {
+			assert_true(c[k].ids[i] > c[k].ids[i - 1]);
+		}
+	}
+	memcpy(all, c[0].ids, c[0].n * sizeof(*all));
+	memcpy(all + c[0].n, c[1].ids, c[1].n * sizeof(*all));
+	qsort(all, c[0].n + c[1].n, sizeof(*all), cmp_u64);
+	for (i = 1; i < c[0].n + c[1].n; i++) {
+		assert_true(all[i] != all[i - 1]);
+	}
+	assert_true(all[0] > 0);
+	free(all);
+	free(c);
+	sn_close(t, &a);
+	sn_close(t, &b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_handover_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_suspend_revokes_in_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lease_lapses, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_try_and_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ids, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
