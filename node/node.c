@@ -16,7 +16,6 @@
 
 #include "common/alloc.h"
 #include "common/util.h"
-#include "node/node_config.h"
 #include "node/node_int.h"
 
 /* A graceful stop longer than this is cut short (exit code 1). */
@@ -105,7 +104,7 @@ eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
 void
 eb__node_free(eb_node *n)
 {
-	eb__node_config_free(n);
+	eb__conf_dyn_free(n->config);
 	free(n);
 }
 

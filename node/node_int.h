@@ -34,8 +34,9 @@
 #include "bridge/bridge_admin.h"
 #include "cluster/cluster_admin.h"
 #include "common/defer.h"
-#include "conf/conf.h"
+#include "conf/dynamic.h"
 #include "ingress/ingress_admin.h"
+#include "shared/host.h"
 
 typedef struct eb_node eb_node;
 
@@ -47,9 +48,6 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_FATAL   1
 #define EB_NODE_EXIT_USAGE   2 /* usage or configuration error */
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
-
-struct eb__node_config;
-struct eb__node_shared;
 
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
@@ -82,8 +80,8 @@ struct eb_node {
 	bool             cluster_starting; /* eb_cluster_start pending */
 	bool             cluster_leader;   /* as last told to the ingress */
 	eb__node_done_cb cluster_cb;       /* the start or stop step */
-	struct eb__node_config *config;    /* node_config.c */
-	struct eb__node_shared *shared;    /* node_shared.c */
+	eb__conf_dyn    *config;           /* node_config.c */
+	eb__shared_host *shared;           /* node_cluster.c */
 	/* The local sources conf was loaded from (main.c; NULL: none), for
 	 * the dynamic configuration's rebuilds (node_config.c). */
 	const eb_conf_sources *src;
@@ -163,5 +161,12 @@ void eb__node_cluster_cancel_start(eb_node *n);
 /* Leadership changed (node_cluster.c): ingress routing starts or stops at
  * once. */
 void eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch);
+/* node_config.c: the dynamic configuration applied to the subsystems
+ * (created on first use). attach, once the cluster runs: follows its
+ * <root>/config (applying what it read already) and SIGHUP; detach (the
+ * cluster step's stop) undoes it; idempotent. */
+eb__conf_dyn *eb__node_config(eb_node *n);
+void          eb__node_config_attach(eb_node *n, eb_cluster *c);
+void          eb__node_config_detach(eb_node *n);
 
 #endif
