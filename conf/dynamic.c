@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <ebnode/log.h>
 
 #include "admin/prom.h"
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "common/util.h"
 
 struct eb__conf_dyn {
 	const eb_conf         *start; /* borrowed */
@@ -55,15 +55,6 @@ eb__conf_dyn_new(const eb_conf *start, const eb_conf_sources *src,
 	d->arg = arg;
 	d->degraded = degraded;
 	return d;
-}
-
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	(void) clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
 }
 
 const eb_conf *
@@ -150,7 +141,7 @@ applied(eb__conf_dyn *d, eb_conf *c, int64_t version, const char *text,
 		}
 	}
 	d->version = version;
-	d->applied_ms = wall_ms();
+	d->applied_ms = eb__wall_ms();
 	d->applies++;
 	d->reason[0] = '\0';
 	*d->degraded = NULL;

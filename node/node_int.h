@@ -67,8 +67,7 @@ struct eb_node {
 	eb_link_mgr      *links;   /* node_bus.c (clustered only) */
 	eb_ingress       *ingress; /* node_ingress.c */
 	eb_bridge        *bridge;  /* node_bridge.c */
-	struct eb_web    *web;     /* node_web.c (part of the bridge step) */
-	eb__node_done_cb  web_cb;  /* node_bridge.c: after the web stop */
+	struct eb_web    *web;     /* node_bridge.c */
 	eb__admin        *admin;   /* node_admin.c, and what it reads: */
 	eb__bridge_admin  bridge_admin;
 	eb__ingress_admin ingress_admin;
@@ -146,10 +145,6 @@ int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
-/* node_web.c, inside the bridge step: open (0, or an error: nothing is
- * held but what closes itself) and stop (cb on a later turn). */
-int  eb__node_web_open(eb_node *n);
-void eb__node_web_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_cluster_start(eb_node *n, eb__node_done_cb cb);
