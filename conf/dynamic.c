@@ -39,6 +39,7 @@ struct eb__conf_dyn {
 	char        reason[EB_ERRBUF_SIZE + 64]; /* "": not degraded */
 	uint64_t    reloads;                     /* SIGHUP reloads applied */
 	uv_signal_t sighup;
+	eb_cluster *cluster; /* followed while running */
 	bool        running;
 	bool        closing; /* the SIGHUP handle is closing */
 };
@@ -232,9 +233,22 @@ sighup_cb(uv_signal_t *h, int signum)
 	free(file);
 }
 
-void
-eb__conf_dyn_start(eb__conf_dyn *d, uv_loop_t *loop)
+static void
+config_cb(
+    eb_cluster *c, int64_t version, const char *data, size_t len, void *arg)
 {
+	(void) c;
+	(void) eb__conf_dyn_cluster(
+	    arg, version, version > 0 ? data : NULL, len);
+}
+
+void
+eb__conf_dyn_start(eb__conf_dyn *d, uv_loop_t *loop, eb_cluster *c)
+{
+	const char *data = NULL;
+	size_t      len = 0;
+	int64_t     version;
+
 	EB_ASSERT(!d->running && !d->closing);
 	if (has_file(d) && d->file_text == NULL &&
 	    slurp(d->src->file, &d->file_text, &d->file_len) != 0) {
@@ -244,6 +258,13 @@ eb__conf_dyn_start(eb__conf_dyn *d, uv_loop_t *loop)
 	d->sighup.data = d;
 	(void) uv_signal_start(&d->sighup, sighup_cb, SIGHUP);
 	d->running = true;
+	d->cluster = c;
+	eb_cluster_on_config(c, config_cb, d);
+	/* What was read before the cluster finished starting. */
+	version = eb_cluster_config_get(c, &data, &len);
+	if (version > 0) {
+		(void) eb__conf_dyn_cluster(d, version, data, len);
+	}
 }
 
 static void
@@ -260,6 +281,8 @@ eb__conf_dyn_stop(eb__conf_dyn *d)
 	if (!d->running) {
 		return;
 	}
+	(void) eb_cluster_off_config(d->cluster, config_cb, d);
+	d->cluster = NULL;
 	d->running = false;
 	d->closing = true;
 	uv_close((uv_handle_t *) &d->sighup, sighup_closed_cb);

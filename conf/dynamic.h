@@ -34,9 +34,10 @@ typedef int (*eb__conf_apply_cb)(
 eb__conf_dyn *eb__conf_dyn_new(const eb_conf *start, const eb_conf_sources *src,
     eb__conf_apply_cb apply, void *arg, const char **degraded);
 /* Snapshots the local file (a cluster change rebuilds on it, so that an
- * edited file takes effect only with SIGHUP) and follows SIGHUP on loop.
- * stop closes the signal handle (closed on a later turn); idempotent. */
-void eb__conf_dyn_start(eb__conf_dyn *d, uv_loop_t *loop);
+ * edited file takes effect only with SIGHUP), follows SIGHUP on loop and
+ * the running cluster c's <root>/config (applying what it read already).
+ * stop undoes it (the signal handle closes on a later turn); idempotent. */
+void eb__conf_dyn_start(eb__conf_dyn *d, uv_loop_t *loop, eb_cluster *c);
 void eb__conf_dyn_stop(eb__conf_dyn *d);
 /* After stop's handle closed (or without a start). */
 void eb__conf_dyn_free(eb__conf_dyn *d);

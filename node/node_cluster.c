@@ -149,7 +149,7 @@ started_cb(eb_cluster *c, int status, void *arg)
 		return;
 	}
 	n->cluster.running = true;
-	eb__node_config_attach(n, n->cluster.cluster);
+	eb__conf_dyn_start(eb__node_config(n), n->loop, n->cluster.cluster);
 	shared_start(n);
 	n->cluster_cb(n, 0);
 }
@@ -203,7 +203,7 @@ stopped_cb(eb_cluster *c, void *arg)
 void
 eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 {
-	eb__node_config_detach(n);
+	eb__conf_dyn_stop(n->config);
 	shared_stop(n); /* its locks go before the member does */
 	n->cluster.running = false;
 	n->cluster.stopping = true;

@@ -2,11 +2,11 @@
  * The dynamic configuration in the node (conf/dynamic.h does the building,
  * refusing, SIGHUP and GET /config): each new eb_conf goes to the ingress
  * (route table, hold bounds, ack mode), the bridge (permitted lists) and
- * the log level; the cluster step feeds it the cluster's <root>/config.
+ * the log level; it follows the cluster's <root>/config while the cluster
+ * step runs.
  * Loop thread only.
  */
 #include <ebnode/bridge.h>
-#include <ebnode/cluster.h>
 #include <ebnode/ingress.h>
 #include <ebnode/log.h>
 
@@ -58,40 +58,4 @@ eb__node_config(eb_node *n)
 		    n->conf, n->src, apply_cb, n, &n->cluster.degraded);
 	}
 	return n->config;
-}
-
-static void
-config_cb(
-    eb_cluster *c, int64_t version, const char *data, size_t len, void *arg)
-{
-	(void) c;
-	(void) eb__conf_dyn_cluster(
-	    arg, version, version > 0 ? data : NULL, len);
-}
-
-void
-eb__node_config_attach(eb_node *n, eb_cluster *c)
-{
-	eb__conf_dyn *d = eb__node_config(n);
-	const char   *data = NULL;
-	size_t        len = 0;
-	int64_t       version;
-
-	eb__conf_dyn_start(d, n->loop);
-	eb_cluster_on_config(c, config_cb, d);
-	/* What was read before the cluster finished starting. */
-	version = eb_cluster_config_get(c, &data, &len);
-	if (version > 0) {
-		(void) eb__conf_dyn_cluster(d, version, data, len);
-	}
-}
-
-void
-eb__node_config_detach(eb_node *n)
-{
-	if (n->config != NULL) {
-		(void) eb_cluster_off_config(
-		    n->cluster.cluster, config_cb, n->config);
-		eb__conf_dyn_stop(n->config);
-	}
 }

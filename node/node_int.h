@@ -157,11 +157,7 @@ void eb__node_cluster_cancel_start(eb_node *n);
  * once. */
 void eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch);
 /* node_config.c: the dynamic configuration applied to the subsystems
- * (created on first use). attach, once the cluster runs: follows its
- * <root>/config (applying what it read already) and SIGHUP; detach (the
- * cluster step's stop) undoes it; idempotent. */
+ * (created on first use; the cluster step starts and stops it). */
 eb__conf_dyn *eb__node_config(eb_node *n);
-void          eb__node_config_attach(eb_node *n, eb_cluster *c);
-void          eb__node_config_detach(eb_node *n);
 
 #endif
