@@ -1,15 +1,18 @@
 /* Shared data on a running cluster (host.h). */
 #include "shared/host.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <ebnode/log.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 
 struct eb__shared_host {
 	eb_shared         *s;
 	eb_shared_service *svc;
+	bool               closing;
 };
 
 int
@@ -38,8 +41,10 @@ eb__shared_host_start(
 void
 eb__shared_host_conn_closed(eb__shared_host *h, uint64_t conn_id)
 {
-	size_t n = eb_shared_service_conn_closed(h->svc, conn_id);
+	size_t n;
 
+	EB_ASSERT(!h->closing);
+	n = eb_shared_service_conn_closed(h->svc, conn_id);
 	if (n > 0) {
 		EB_LOG_INFO("shared",
 		    "conn-locks-released: conn=%llu locks=%zu",
@@ -57,6 +62,8 @@ closed_cb(eb_shared *s, void *arg)
 void
 eb__shared_host_close(eb__shared_host *h)
 {
+	EB_ASSERT(!h->closing);
+	h->closing = true;
 	eb_shared_service_close(h->svc);
 	h->svc = NULL;
 	/* What it still does with the session it does now; the object
