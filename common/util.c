@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <uv.h>
@@ -85,4 +86,16 @@ eb__hex4(const unsigned char *p, uint32_t *out)
 	}
 	*out = v;
 	return 1;
+}
+
+void
+eb__fmt_hostport(char *out, size_t size, const char *host, int port)
+{
+	if (port <= 0) {
+		(void) snprintf(out, size, "-");
+	} else {
+		(void) snprintf(out, size,
+		    strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d", host,
+		    port);
+	}
 }

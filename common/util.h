@@ -18,5 +18,7 @@ int eb__uuid(char out[EB_UUID_STRLEN + 1]);
 int eb__hex4(const unsigned char *p, uint32_t *out);
 /* Parses a whole decimal string into [min,max]. 0 or EB_ECONF. */
 int eb__parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* "host:port", "[v6]:port" for an IPv6 host, or "-" when port <= 0. */
+void eb__fmt_hostport(char *out, size_t size, const char *host, int port);
 
 #endif

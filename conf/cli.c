@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include <ebnode/version.h>
+
 #include "common/alloc.h"
 
 extern char **environ;
@@ -37,8 +39,8 @@ static const char usage_text[] =
     "Exit codes: 0 ok, 1 fatal error, 2 usage or configuration error,\n"
     "3 node address already registered in the cluster.\n";
 
-void
-eb__conf_cli_usage(FILE *out)
+static void
+cli_usage(FILE *out)
 {
 	(void) fputs(usage_text, out);
 }
@@ -133,8 +135,8 @@ eb__conf_cli_free(eb__conf_cli *c)
 	c->src.sets = NULL;
 }
 
-int
-eb__conf_cli_print(const eb_conf *conf)
+static int
+cli_print(const eb_conf *conf)
 {
 	json_t *j = eb_conf_to_json(conf, false);
 	char   *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -146,4 +148,37 @@ eb__conf_cli_print(const eb_conf *conf)
 	(void) printf("%s\n", s);
 	free(s);
 	return 0;
+}
+
+int
+eb__conf_cli_prepare(int argc, char **argv, eb__conf_cli *c, eb_conf **conf)
+{
+	eb_errbuf err;
+
+	*conf = NULL;
+	if (eb__conf_cli_parse(argc, argv, c) != 0) {
+		return 2;
+	}
+	if (c->help) {
+		cli_usage(stdout);
+		return 0;
+	}
+	if (c->version) {
+		(void) printf("ebnode %s (link protocol %d)\n",
+		    EB_VERSION_STRING, EB_LINK_PROTOCOL_VERSION);
+		return 0;
+	}
+	err.msg[0] = '\0';
+	if (eb_conf_load(&c->src, conf, &err) != 0) {
+		(void) fprintf(stderr, "%s\n", err.msg);
+		return 2;
+	}
+	if (c->check) {
+		(void) printf("config ok\n");
+		return 0;
+	}
+	if (c->print_config) {
+		return cli_print(*conf) == 0 ? 0 : 1;
+	}
+	return -1;
 }

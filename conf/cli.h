@@ -24,9 +24,12 @@ typedef struct eb__conf_cli {
 /* 0, or -1 after one usage line on stderr. Free c either way. */
 int  eb__conf_cli_parse(int argc, char **argv, eb__conf_cli *c);
 void eb__conf_cli_free(eb__conf_cli *c);
-/* The --help text. */
-void eb__conf_cli_usage(FILE *out);
-/* Prints the effective configuration as JSON on stdout: 0, or -1. */
-int eb__conf_cli_print(const eb_conf *conf);
+/* Parses the command line, does the one-shot actions and loads the
+ * configuration. -1: run the node with *conf (owned by the caller); else
+ * the exit code: 0 (--help, --version, --check, --print-config done), 1
+ * (printing failed), 2 (usage or configuration error, said on stderr).
+ * Free c (and *conf) either way, after the run: the node re-reads c->src. */
+int eb__conf_cli_prepare(
+    int argc, char **argv, eb__conf_cli *c, eb_conf **conf);
 
 #endif

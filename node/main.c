@@ -78,35 +78,9 @@ main(int argc, char **argv)
 {
 	eb__conf_cli c;
 	eb_conf     *conf = NULL;
-	eb_errbuf    err;
-	int          code = EB_NODE_EXIT_OK;
+	int          code = eb__conf_cli_prepare(argc, argv, &c, &conf);
 
-	if (eb__conf_cli_parse(argc, argv, &c) != 0) {
-		eb__conf_cli_free(&c);
-		exit(EB_NODE_EXIT_USAGE);
-	}
-	if (c.help) {
-		eb__conf_cli_usage(stdout);
-	} else if (c.version) {
-		(void) printf("ebnode %s (link protocol %d)\n",
-		    EB_VERSION_STRING, EB_LINK_PROTOCOL_VERSION);
-	}
-	if (c.help || c.version) {
-		eb__conf_cli_free(&c);
-		exit(EB_NODE_EXIT_OK);
-	}
-	err.msg[0] = '\0';
-	if (eb_conf_load(&c.src, &conf, &err) != 0) {
-		(void) fprintf(stderr, "%s\n", err.msg);
-		eb__conf_cli_free(&c);
-		exit(EB_NODE_EXIT_USAGE);
-	}
-	if (c.check) {
-		(void) printf("config ok\n");
-	} else if (c.print_config) {
-		code = eb__conf_cli_print(conf) == 0 ? EB_NODE_EXIT_OK
-		                                     : EB_NODE_EXIT_FATAL;
-	} else {
+	if (code < 0) {
 		code = run_node(conf, &c.src);
 	}
 	eb__conf_cli_free(&c); /* after the run: the node re-reads c.src */

@@ -16,7 +16,6 @@
 
 #include "common/alloc.h"
 #include "common/util.h"
-#include "node/node_config.h"
 #include "node/node_int.h"
 
 /* A graceful stop longer than this is cut short (exit code 1). */
@@ -105,20 +104,8 @@ eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
 void
 eb__node_free(eb_node *n)
 {
-	eb__node_config_free(n);
+	eb__conf_dyn_free(n->config);
 	free(n);
-}
-
-static void
-hostport(char *out, size_t size, const char *host, int port)
-{
-	if (port <= 0) {
-		(void) snprintf(out, size, "-");
-	} else if (strchr(host, ':') != NULL) {
-		(void) snprintf(out, size, "[%s]:%d", host, port); /* IPv6 */
-	} else {
-		(void) snprintf(out, size, "%s:%d", host, port);
-	}
 }
 
 static void
@@ -127,11 +114,11 @@ print_ready(eb_node *n)
 	const eb_conf *c = n->conf;
 	char           admin[300], bridge[300], cluster[300];
 
-	hostport(
+	eb__fmt_hostport(
 	    admin, sizeof(admin), c->admin.listen, n->cluster.self.admin_port);
-	hostport(bridge, sizeof(bridge), c->bridge.host,
+	eb__fmt_hostport(bridge, sizeof(bridge), c->bridge.host,
 	    n->cluster.self.bridge_port);
-	hostport(cluster, sizeof(cluster), c->link.host,
+	eb__fmt_hostport(cluster, sizeof(cluster), c->link.host,
 	    n->cluster.self.cluster_port);
 	/* The one line on stdout: tests and supervisors wait for it. */
 	(void) printf("READY admin=%s bridge=%s cluster=%s node=%s\n", admin,

@@ -10,9 +10,8 @@
 #include "admin/admin.h"
 #include "eventbus/bus_admin.h"
 #include "link/link_admin.h"
-#include "node/node_config.h"
 #include "node/node_int.h"
-#include "node/node_shared.h"
+#include "shared/shared_admin.h"
 #include "web/dashboard.h"
 
 /* Errors by type across subsystems, rows from the modules that count. */
@@ -46,9 +45,9 @@ register_all(eb_node *n, eb__admin *adm)
 	eb__link_admin_register(adm, n->links);
 	eb__bus_admin_register(adm, n->bus);
 	eb__admin_on_metrics(adm, errors_metrics, n);
-	eb__admin_on_metrics(adm, eb__node_shared_metrics, n);
+	eb__shared_admin_register(adm, &n->shared);
 	eb__admin_on_metrics(adm, eb__admin_process_metrics, &n->start_ms);
-	eb__node_config_admin_register(adm, n);
+	eb__conf_dyn_admin_register(adm, eb__node_config(n));
 }
 
 int

@@ -1,16 +1,21 @@
 /*
  * The bridge step (node_int.h): the TCP event-bus bridge on the node's bus
- * (its bound port in n->cluster.self), with its browser front (node_web.c:
- * opened once the bridge listens, closed before it). Loop thread only.
+ * (its bound port in n->cluster.self) and its browser front (web/: SockJS
+ * and WebSocket on its own port, web.enabled), whose clients share the
+ * bridge's permitted lists, token, TLS and bounds. The front opens once the
+ * bridge listens and closes before it; web.enabled without bridge.enabled
+ * is a start error. Loop thread only.
  */
-
 #include <ebnode/bridge.h>
 #include <ebnode/log.h>
+#include <ebnode/web.h>
 
 #include "node/node_int.h"
 
+static void bridge_close(eb_node *n, eb__node_wait *w);
+
 static void
-node_bridge_closed_cb(eb_bridge *b, void *arg)
+bridge_closed_cb(eb_bridge *b, void *arg)
 {
 	eb__node_wait *w = arg;
 
@@ -20,11 +25,54 @@ node_bridge_closed_cb(eb_bridge *b, void *arg)
 }
 
 static void
-node_bridge_close(eb_node *n, eb__node_done_cb cb, int status)
+web_closed_cb(eb_web *web, void *arg)
 {
+	eb__node_wait *w = arg;
+
+	(void) web;
+	w->n->web = NULL;
+	bridge_close(w->n, w);
+}
+
+/* The browser front first (if open), then the bridge; then w is done. */
+static void
+bridge_close(eb_node *n, eb__node_wait *w)
+{
+	if (n->web != NULL) {
+		eb_web_close(n->web, web_closed_cb, w);
+		return;
+	}
 	n->cluster.self.bridge_port = 0;
-	eb_bridge_close(n->bridge, node_bridge_closed_cb,
-	    eb__node_wait_new(n, cb, status, 1));
+	eb_bridge_close(n->bridge, bridge_closed_cb, w);
+}
+
+/* 0, or an error (logged); what was opened closes with the bridge. */
+static int
+web_open(eb_node *n)
+{
+	eb_web_opts o;
+	eb_errbuf   err = { { 0 } };
+	int         rv;
+
+	if (!n->conf->web_enabled) {
+		return 0;
+	}
+	if (n->bridge == NULL) {
+		EB_LOG_ERR("web", "start-failed: web.enabled needs "
+		                  "bridge.enabled");
+		return EB_ECONF;
+	}
+	eb__node_web_opts(n->conf, &o);
+	if ((rv = eb_web_new(n->loop, n->bridge, &o, &err, &n->web)) != 0) {
+		n->web = NULL;
+	} else {
+		rv = eb_web_start(n->web, &err);
+	}
+	if (rv != 0) {
+		EB_LOG_ERR("web", "start-failed: err=%s detail=\"%s\"",
+		    eb_err_name(rv), err.msg);
+	}
+	return rv;
 }
 
 int
@@ -46,44 +94,27 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 		n->bridge = NULL;
 		return rv;
 	}
-	rv = eb_bridge_start(n->bridge, &err);
-	if (rv != 0) {
+	if ((rv = eb_bridge_start(n->bridge, &err)) != 0) {
 		EB_LOG_ERR("bridge", "start-failed: err=%s detail=\"%s\"",
 		    eb_err_name(rv), err.msg);
-		node_bridge_close(n, cb, rv);
-		return 0;
+	} else {
+		n->cluster.self.bridge_port = eb_bridge_port(n->bridge);
+		rv = web_open(n);
 	}
-	n->cluster.self.bridge_port = eb_bridge_port(n->bridge);
-	if ((rv = eb__node_web_open(n)) != 0) {
-		node_bridge_close(n, cb, rv);
+	if (rv != 0) {
+		bridge_close(n, eb__node_wait_new(n, cb, rv, 1));
 		return 0;
 	}
 	eb__node_complete(n, cb, 0);
 	return 0;
 }
 
-/* The browser front is closed: now the bridge under it. */
-static void
-node_bridge_web_stopped(eb_node *n, int status)
-{
-	eb__node_done_cb cb = n->web_cb;
-
-	(void) status;
-	n->web_cb = NULL;
-	node_bridge_close(n, cb, 0);
-}
-
 void
 eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb)
 {
-	if (n->web != NULL) {
-		n->web_cb = cb;
-		eb__node_web_stop(n, node_bridge_web_stopped);
-		return;
-	}
 	if (n->bridge == NULL) {
 		eb__node_complete(n, cb, 0);
 		return;
 	}
-	node_bridge_close(n, cb, 0);
+	bridge_close(n, eb__node_wait_new(n, cb, 0, 1));
 }

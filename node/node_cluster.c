@@ -2,9 +2,12 @@
  * The cluster step (node_int.h), last: the eb_cluster object from conf and
  * the bound ports; a run-time failure fails the node; the leadership
  * observer raises the bus fence (rule 6) and tells the ingress; the
- * members observer reconciles the node links (eb_link_mgr_set_peers). A
- * failed start holds nothing. Stop (rule 8): eb_cluster_stop revokes
- * leadership synchronously, leaves (bounded), then the object closes.
+ * members observer reconciles the node links (eb_link_mgr_set_peers). Once
+ * it runs: the dynamic configuration (node_config.c) and, when clustered,
+ * shared data (shared/host.h; a bridge connection that closes releases its
+ * locks). A failed start holds nothing. Stop (rule 8): shared data first
+ * (its locks go before the member), eb_cluster_stop revokes leadership
+ * synchronously, leaves (bounded), then the object closes.
  * Loop thread only.
  */
 #include <stdlib.h>
@@ -13,10 +16,9 @@
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 
+#include "bridge/bridge_obs.h"
 #include "common/alloc.h"
-#include "node/node_config.h"
 #include "node/node_int.h"
-#include "node/node_shared.h"
 
 static void
 leadership_cb(eb_cluster *c, const eb_cluster_leadership *l, void *arg)
@@ -72,6 +74,49 @@ fail_cb(eb_cluster *c, int err, void *arg)
 }
 
 static void
+conn_closed_cb(eb_bridge *b, uint64_t conn_id, void *arg)
+{
+	eb_node *n = arg;
+
+	(void) b;
+	if (n->shared != NULL) {
+		eb__shared_host_conn_closed(n->shared, conn_id);
+	}
+}
+
+/* Standalone nodes have no shared data (requests get NO_HANDLERS); a
+ * failed start is logged and leaves the node without. */
+static void
+shared_start(eb_node *n)
+{
+	if (n->conf->cluster.connect == NULL ||
+	    n->conf->cluster.connect[0] == '\0' ||
+	    eb__shared_host_start(
+	        n->loop, n->cluster.cluster, n->bus, &n->shared) != 0) {
+		return;
+	}
+	if (n->bridge != NULL) {
+		eb__bridge_on_conn_closed(n->bridge, conn_closed_cb, n);
+	}
+}
+
+/* Idempotent. */
+static void
+shared_stop(eb_node *n)
+{
+	eb__shared_host *h = n->shared;
+
+	if (h == NULL) {
+		return;
+	}
+	n->shared = NULL;
+	if (n->bridge != NULL) {
+		(void) eb__bridge_off_conn_closed(n->bridge, conn_closed_cb, n);
+	}
+	eb__shared_host_close(h);
+}
+
+static void
 cluster_closed_cb(eb_cluster *c, void *arg)
 {
 	eb__node_wait *w = arg;
@@ -87,7 +132,7 @@ cluster_closed_cb(eb_cluster *c, void *arg)
 static void
 close_with(eb_node *n, eb__node_done_cb cb, int status)
 {
-	eb__node_shared_stop(n);
+	shared_stop(n);
 	eb_cluster_close(n->cluster.cluster, cluster_closed_cb,
 	    eb__node_wait_new(n, cb, status, 1));
 }
@@ -104,8 +149,8 @@ started_cb(eb_cluster *c, int status, void *arg)
 		return;
 	}
 	n->cluster.running = true;
-	eb__node_config_attach(n, n->cluster.cluster);
-	eb__node_shared_start(n);
+	eb__conf_dyn_start(eb__node_config(n), n->loop, n->cluster.cluster);
+	shared_start(n);
 	n->cluster_cb(n, 0);
 }
 
@@ -158,8 +203,8 @@ stopped_cb(eb_cluster *c, void *arg)
 void
 eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 {
-	eb__node_config_detach(n);
-	eb__node_shared_stop(n); /* its locks go before the member does */
+	eb__conf_dyn_stop(n->config);
+	shared_stop(n); /* its locks go before the member does */
 	n->cluster.running = false;
 	n->cluster.stopping = true;
 	n->cluster_cb = cb;

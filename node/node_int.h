@@ -34,8 +34,9 @@
 #include "bridge/bridge_admin.h"
 #include "cluster/cluster_admin.h"
 #include "common/defer.h"
-#include "conf/conf.h"
+#include "conf/dynamic.h"
 #include "ingress/ingress_admin.h"
+#include "shared/host.h"
 
 typedef struct eb_node eb_node;
 
@@ -47,9 +48,6 @@ typedef void (*eb__node_done_cb)(eb_node *n, int status);
 #define EB_NODE_EXIT_FATAL   1
 #define EB_NODE_EXIT_USAGE   2 /* usage or configuration error */
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
-
-struct eb__node_config;
-struct eb__node_shared;
 
 enum eb__node_phase {
 	EB__NODE_NEW = 0,
@@ -69,8 +67,7 @@ struct eb_node {
 	eb_link_mgr      *links;   /* node_bus.c (clustered only) */
 	eb_ingress       *ingress; /* node_ingress.c */
 	eb_bridge        *bridge;  /* node_bridge.c */
-	struct eb_web    *web;     /* node_web.c (part of the bridge step) */
-	eb__node_done_cb  web_cb;  /* node_bridge.c: after the web stop */
+	struct eb_web    *web;     /* node_bridge.c */
 	eb__admin        *admin;   /* node_admin.c, and what it reads: */
 	eb__bridge_admin  bridge_admin;
 	eb__ingress_admin ingress_admin;
@@ -82,8 +79,8 @@ struct eb_node {
 	bool             cluster_starting; /* eb_cluster_start pending */
 	bool             cluster_leader;   /* as last told to the ingress */
 	eb__node_done_cb cluster_cb;       /* the start or stop step */
-	struct eb__node_config *config;    /* node_config.c */
-	struct eb__node_shared *shared;    /* node_shared.c */
+	eb__conf_dyn    *config;           /* node_config.c */
+	eb__shared_host *shared;           /* node_cluster.c */
 	/* The local sources conf was loaded from (main.c; NULL: none), for
 	 * the dynamic configuration's rebuilds (node_config.c). */
 	const eb_conf_sources *src;
@@ -148,10 +145,6 @@ int  eb__node_ingress_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_bridge_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb);
-/* node_web.c, inside the bridge step: open (0, or an error: nothing is
- * held but what closes itself) and stop (cb on a later turn). */
-int  eb__node_web_open(eb_node *n);
-void eb__node_web_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_admin_start(eb_node *n, eb__node_done_cb cb);
 void eb__node_admin_stop(eb_node *n, eb__node_done_cb cb);
 int  eb__node_cluster_start(eb_node *n, eb__node_done_cb cb);
@@ -163,5 +156,8 @@ void eb__node_cluster_cancel_start(eb_node *n);
 /* Leadership changed (node_cluster.c): ingress routing starts or stops at
  * once. */
 void eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch);
+/* node_config.c: the dynamic configuration applied to the subsystems
+ * (created on first use; the cluster step starts and stops it). */
+eb__conf_dyn *eb__node_config(eb_node *n);
 
 #endif

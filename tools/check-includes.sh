@@ -14,7 +14,7 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	zk)       echo "zk common" ;;
 	election) echo "election zk common" ;;
 	cluster)  echo "cluster election zk admin common" ;;
-	shared)   echo "shared cluster zk common" ;;
+	shared)   echo "shared cluster zk admin common" ;;
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;

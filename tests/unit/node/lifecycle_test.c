@@ -19,7 +19,6 @@
 #include <ebnode/log.h>
 
 #include "conf/conf.h"
-#include "node/node_config.h"
 #include "node/node_int.h"
 #include "tests/harness/th.h"
 
@@ -152,12 +151,6 @@ void
 eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
 {
 	fake_stop(CLUSTER, n, cb);
-}
-/* node_config.c holds nothing in this test. */
-void
-eb__node_config_free(eb_node *n)
-{
-	(void) n;
 }
 void
 eb__node_cluster_cancel_start(eb_node *n)

@@ -1,0 +1,42 @@
+/* The shared-data metric families (shared_admin.h). */
+#include "shared/shared_admin.h"
+
+#include "admin/prom.h"
+
+static void
+shared_metrics(eb__prom *w, void *arg)
+{
+	eb__shared_host **slot = arg;
+	eb_shared_stats   st = { 0 };
+
+	if (*slot != NULL) {
+		eb_shared_stats_get(eb__shared_host_shared(*slot), &st);
+	}
+	eb__prom_one(w, "ebnode_shared_locks_held", "gauge",
+	    "Locks held by this node's clients now.", st.locks_held);
+	eb__prom_one(w, "ebnode_shared_locks_waiting", "gauge",
+	    "Lock acquisitions waiting now.", st.locks_waiting);
+	eb__prom_one(w, "ebnode_shared_lock_acquisitions_total", "counter",
+	    "Locks acquired.", st.acquisitions);
+	eb__prom_one(w, "ebnode_shared_lock_revocations_total", "counter",
+	    "Held locks lost (suspended, expired, lease lapsed, node gone).",
+	    st.revocations);
+	eb__prom_one(w, "ebnode_shared_lock_timeouts_total", "counter",
+	    "Acquisitions that timed out or found the lock busy (try).",
+	    st.timeouts);
+	eb__prom_one(w, "ebnode_shared_counter_ops_total", "counter",
+	    "Counter operations completed.", st.counter_ops);
+	eb__prom_one(w, "ebnode_shared_counter_retries_total", "counter",
+	    "Counter compare-and-set retries (contention).",
+	    st.counter_retries);
+	eb__prom_one(w, "ebnode_shared_ids_total", "counter",
+	    "Unique ids handed out.", st.ids);
+	eb__prom_one(w, "ebnode_shared_id_blocks_total", "counter",
+	    "Id blocks taken from ZooKeeper.", st.id_blocks);
+}
+
+void
+eb__shared_admin_register(eb__admin *adm, eb__shared_host **slot)
+{
+	eb__admin_on_metrics(adm, shared_metrics, slot);
+}
