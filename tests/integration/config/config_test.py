@@ -105,9 +105,15 @@ def wait_version(nodes, v, timeout=10):
                       "every node at config version %d" % v, interval=0.002)
 
 
+# Requests in flight at most: well under the bridge's per-connection cap
+# (bridge.max_requests_per_conn, 1024), so that a slow moment on a loaded
+# machine slows the sender instead of getting requests refused.
+WINDOW = 512
+
+
 class Load:
-    """Ingress requests at RATE/s into node b's bridge from one client;
-    acks and failures counted by reply address."""
+    """Ingress requests at RATE/s into node b's bridge from one client, at
+    most WINDOW unanswered; acks and failures counted by reply address."""
 
     def __init__(self, node):
         self.c = ebtest.BridgeClient(*node.bridge)
@@ -126,6 +132,9 @@ class Load:
         batch = max(1, RATE // 200)  # every 5 ms
         t0 = time.monotonic()
         while not self.stop:
+            if self.sent - self.acked - len(self.failed) + batch > WINDOW:
+                time.sleep(0.001)
+                continue
             frames = []
             for _ in range(batch):
                 n = self.sent
