@@ -137,7 +137,7 @@ ZK_SERVER_SH = os.environ.get("ZK_SERVER_SH",
                               "/usr/share/zookeeper/bin/zkServer.sh")
 LOCKS = ["l:a", "l:b", "l:d:in", "l:d:out", "l:e"]
 SHORT = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4",
-         "f:6"] + LOCKS
+         "f:6", "l:a", "l:b"]
 LONG = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4",
         "f:6"] + LOCKS
 
