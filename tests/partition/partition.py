@@ -34,6 +34,9 @@ Scenarios (NAME[:PARAM]):
            forwarder in the hub: this kernel has no sch_netem)
   f:S      n3 (the route target's node) SIGSTOPped for S seconds (4, 6)
   Cuts b, c, d last 5 s, e 8 s.
+  l:X      a lock holder (issue 14, docs/SHARED.md): X one of a, b, d:in,
+           d:out, e, the fault above applied to n1 while n1's client
+           holds the lock (a at syncLimit 5)
 
 Load: one bridge client (through n2) pipelines ingress requests asking for a
 reply to "external.ingress" at RATE/s (EB_PARTITION_RATE, default 300); the
@@ -57,6 +60,24 @@ Checks (strict: any violation fails the trial):
                    ASan that includes LeakSanitizer)
 Reported, not failed: gaps in the per-epoch sequence numbers.
 
+Lock scenarios (l:X): three bridge clients (this namespace), one per node,
+loop acquire (with a notify address) -> writes every 10 ms for 20 ms to a
+fencing-checking resource kept here (it records every (token, client)
+write and rejects a token lower than the highest accepted) -> release. Once
+n1's client holds the lock it is pinned (keeps it and keeps writing until
+revoked or the heal), and the fault is applied. Checks (strict):
+  two-holders  no two clients' hold intervals (acquire answer received ..
+               release sent or notify received) share time
+  tokens       tokens strictly increase in acquisition order
+  fence        no write rejected (a stale holder writing after a newer
+               token), accepted writes of different tokens never interleave
+  told         every hold the node revoked reached its client as a notify
+               (node revocation counters = notifies received)
+  recovery     every client holds the lock 3 times after the heal
+  exit, client node exit codes; no client connection error
+Reported: cycles, notifies, time from the cut to the notify and to the
+next holder.
+
 Usage:
   partition.py [--scenarios a:4,b,...] [--trials N] [--short] [--json F]
   partition.py --cleanup-stale     remove namespaces of dead runs
@@ -71,6 +92,7 @@ import argparse
 import ctypes
 import heapq
 import http.client
+import itertools
 import json
 import os
 import random
@@ -113,8 +135,11 @@ DELIVERY_WAIT_S = ebtest.scaled(3)
 RECOVERY_S = ebtest.scaled(30)
 ZK_SERVER_SH = os.environ.get("ZK_SERVER_SH",
                               "/usr/share/zookeeper/bin/zkServer.sh")
-SHORT = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
-LONG = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4", "f:6"]
+LOCKS = ["l:a", "l:b", "l:d:in", "l:d:out", "l:e"]
+SHORT = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4",
+         "f:6", "l:a", "l:b"]
+LONG = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4",
+        "f:6"] + LOCKS
 
 
 def now():
@@ -491,8 +516,10 @@ class Node:
                      "link_timeout_ms": 1000},
             bus={"request_timeout_ms": 10000},
             bridge={"listen": ip, "port": 7000,
-                    "inbound": [{"address": chaos.INGRESS}],
-                    "outbound": [{"address": chaos.TARGET}]},
+                    "inbound": [{"address": chaos.INGRESS},
+                                {"address": "ebnode.lock"}],
+                    "outbound": [{"address": chaos.TARGET},
+                                 {"addressRegex": "notify[.].*"}]},
             admin={"listen": ip, "port": 9090},
             ingress={"default_route": {"to": chaos.TARGET},
                      "hold_max": 1000, "hold_ms": 5000})
@@ -825,6 +852,316 @@ class Trial:
                 log("close %s: %s" % (n.name, e))
 
 
+# ---------------------------------------------------------------------------
+# Lock scenarios (issue 14): a lock holder under the same faults.
+
+LOCK = "plock"
+LOCK_HOLD_S = 0.02        # a normal hold: writes every LOCK_WRITE_S
+LOCK_WRITE_S = 0.01
+LOCK_ACQ_MS = 10000       # acquire timeout_ms (a 408 is retried)
+LOCK_AFTER_HEAL = 3       # holds per client after the heal (recovery)
+LOCK_SCEN = {"a": ("a", "5"), "b": ("b", None), "d:in": ("d", "in"),
+             "d:out": ("d", "out"), "e": ("e", None)}
+
+
+class Fence:
+    """The fencing-checking resource: every write carries the writer's
+    token; a token lower than the highest accepted is rejected. Records
+    every write (t, token, client, accepted)."""
+
+    def __init__(self):
+        self.mu = threading.Lock()
+        self.highest = 0
+        self.writes = []
+
+    def write(self, token, client):
+        with self.mu:
+            ok = token >= self.highest
+            if ok:
+                self.highest = token
+            self.writes.append((now(), token, client, ok))
+            return ok
+
+
+class LockFailure(Exception):
+    def __init__(self, code, message):
+        Exception.__init__(self, "%s: %s" % (code, message))
+        self.code = code
+
+
+class LockClient(threading.Thread):
+    """A bridge client (in the harness namespace, connected to one node)
+    looping acquire -> writes to the fence -> release. A hold is
+    [token, acquired_ts, end_ts, how, pinned]: how "released" (end = the
+    release was sent), "revoked" (end = the notify arrived) or None.
+    While pin is set, the next hold lasts until revoked or unpinned."""
+
+    def __init__(self, node, fence):
+        threading.Thread.__init__(self, daemon=True, name="lock-" + node.name)
+        self.cname = node.name
+        self.fence = fence
+        self.notify = "notify." + node.name
+        self.b = ebtest.BridgeClient(*node.eb.bridge)
+        self.b.register(self.notify)
+        self.b.ping()
+        self.b.recv_until(lambda f: f.get("type") == "pong", timeout=10)
+        self.seq = itertools.count(1)
+        self.holds = []
+        self.notifies = []      # (ts, token, reason)
+        self.fails = {}         # failure code -> count
+        self.pin = threading.Event()
+        self.quit = False
+        self.error = None
+        self.revoked = set()
+
+    def _frame(self, timeout):
+        try:
+            f = self.b.recv_frame(timeout / ebtest.TIMEOUT_MULTIPLIER)
+        except TimeoutError:
+            return None
+        if f.get("address") == self.notify:
+            body = f.get("body") or {}
+            self.notifies.append((now(), body.get("token"),
+                                  body.get("reason")))
+            self.revoked.add(body.get("token"))
+            return None
+        return f
+
+    def request(self, body, timeout):
+        ra = "lr.%s.%d" % (self.cname, next(self.seq))
+        self.b.send("ebnode.lock", body,
+                    headers={"timeout": str(int(timeout * 1000))},
+                    reply_address=ra)
+        deadline = time.monotonic() + timeout + 5
+        while time.monotonic() < deadline:
+            f = self._frame(0.5)
+            if f is None:
+                continue
+            if f.get("type") == "err":
+                raise LockFailure(f.get("failureCode"), f.get("message"))
+            if f.get("address") == ra:
+                return f.get("body")
+        raise TimeoutError("no answer to %r" % (body,))
+
+    def run(self):
+        try:
+            self._loop()
+        except Exception as e:  # reported by the check
+            self.error = "%s: %s" % (type(e).__name__, e)
+
+    def _loop(self):
+        while not self.quit:
+            try:
+                r = self.request({"op": "acquire", "name": LOCK,
+                                  "timeout_ms": LOCK_ACQ_MS,
+                                  "notify": self.notify},
+                                 LOCK_ACQ_MS / 1000.0 + 2)
+            except LockFailure as e:
+                self.fails[e.code] = self.fails.get(e.code, 0) + 1
+                if not self.quit:
+                    self._frame(0.05)  # back off: no ZooKeeper for now
+                continue
+            tok = r["token"]
+            h = [tok, now(), None, None, self.pin.is_set()]
+            self.holds.append(h)
+            until = h[1] + LOCK_HOLD_S
+            while True:
+                if tok in self.revoked:
+                    h[2] = [t for t, k, _ in self.notifies if k == tok][0]
+                    h[3] = "revoked"
+                    break
+                if self.quit or (now() >= until and not
+                                 (h[4] and self.pin.is_set())):
+                    break
+                self.fence.write(tok, self.cname)
+                self._frame(LOCK_WRITE_S)
+            if h[3] == "revoked":
+                if h[4]:
+                    self.pin.clear()
+                continue
+            h[2] = now()
+            h[3] = "released"
+            try:
+                self.request({"op": "release", "name": LOCK, "token": tok},
+                             10)
+            except LockFailure as e:  # 404: revoked meanwhile (notified)
+                self.fails["release-%s" % e.code] = \
+                    self.fails.get("release-%s" % e.code, 0) + 1
+
+    def current(self):
+        h = self.holds[-1] if self.holds else None
+        return h if h is not None and h[2] is None else None
+
+    def stop(self):
+        self.quit = True
+        self.pin.clear()
+        self.join(ebtest.scaled(LOCK_ACQ_MS / 1000.0 + 10))
+        self.b.close()
+
+
+class LockTrial(Trial):
+    """l:X: bridge clients on n1, n2 and n3 loop on one lock; once n1's
+    client holds it (pinned: it keeps the lock and keeps writing), fault X
+    of the leadership scenarios is applied to n1 (a: its ZooKeeper server
+    F cut from the quorum while serving reads; b: n1 cut from every
+    ZooKeeper server; d:in / d:out: one-way n1 <-> F; e: n1's egress
+    delayed and lossy), then healed."""
+
+    def __init__(self, ctx, param):
+        scen, p = LOCK_SCEN[param]
+        Trial.__init__(self, ctx, scen, p)
+        self.label = "l:" + param
+        self.fence = Fence()
+        self.clients = []
+
+    def run(self):
+        ens = self.ctx.ensemble
+        t_start = time.monotonic()
+        root = ebtest.unique_root()
+        f = ens.follower()
+        others = [i for i in (1, 2, 3) if i != f]
+        self.info["zk_follower"] = f
+        wd = self.ctx.trial_dir(self.label)
+        self.nodes.append(Node(self.ctx.net, 1, root, "%s:2181" % ZK_IP[f],
+                               wd))
+        zk_o = ",".join("%s:2181" % ZK_IP[i] for i in others)
+        for i in (2, 3):
+            self.nodes.append(Node(self.ctx.net, i, root, zk_o, wd))
+        self.clients = [LockClient(n, self.fence) for n in self.nodes]
+        for c in self.clients:
+            c.start()
+        c1 = self.clients[0]
+        ebtest.wait_until(lambda: all(len(c.holds) >= 3
+                                      for c in self.clients), 30,
+                          "lock cycles on every node")
+        c1.pin.set()
+        ebtest.wait_until(lambda: c1.current() is not None and
+                          c1.current()[4], 30, "n1's client holds (pinned)")
+        self.pinned = c1.current()
+        t_fault = self.t_fault = now()
+        self.fault(self.nodes[0], self.nodes[2], f, others)
+        t_heal = self.t_heal = now()
+        c1.pin.clear()
+        self.info["fault_s"] = round(t_heal - t_fault, 2)
+        try:
+            ebtest.wait_until(
+                lambda: all(sum(1 for h in c.holds if h[1] > t_heal)
+                            >= LOCK_AFTER_HEAL for c in self.clients),
+                RECOVERY_S / ebtest.TIMEOUT_MULTIPLIER,
+                "%d holds per client after the heal" % LOCK_AFTER_HEAL)
+        except AssertionError as e:
+            self.violate("recovery", str(e))
+        self.info["recovery_s"] = round(now() - t_heal, 2)
+        self.finish()
+        self.check()
+        self.info["elapsed_s"] = round(time.monotonic() - t_start, 1)
+
+    def finish(self):
+        for c in self.clients:
+            c.stop()
+        self.t_end = now()
+        self.revocations = {}
+        for n in self.nodes:
+            try:
+                st, body = ebtest.admin_request(*n.eb.admin, "GET",
+                                                "/metrics", timeout=5)
+                m = re.search(r"^ebnode_shared_lock_revocations_total (\S+)",
+                              body, re.M)
+                self.revocations[n.name] = int(float(m.group(1)))
+            except (OSError, ValueError, AttributeError, TypeError,
+                    http.client.HTTPException):
+                self.revocations[n.name] = None
+        for n in self.nodes:
+            n.close()
+
+    def check(self):
+        for n in self.nodes:
+            if n.exit_code != 0:
+                self.violate("exit", "%s exited with %s after SIGTERM" % (
+                    n.name, n.exit_code))
+        holds = []
+        for c in self.clients:
+            if c.error:
+                self.violate("client", "%s: %s" % (c.cname, c.error))
+            for tok, t0, t1, how, pin in c.holds:
+                holds.append((t0, t1 if t1 is not None else self.t_end, tok,
+                              c.cname, how, pin))
+        # Two holders: hold intervals of different clients (acquire reply
+        # received .. release sent or notify received) that share time.
+        ov = chaos_checks.overlaps([(a, b, tok, nm)
+                                    for a, b, tok, nm, _, _ in holds])
+        self.info["max_hold_overlap_ms"] = round(ov[0][0], 1) if ov else 0.0
+        for ms, a, b in ov[:3]:
+            self.violate("two-holders", "%s (token %d) and %s (token %d) "
+                         "hold at once for %.1f ms" % (a[3], a[2], b[3],
+                                                        b[2], ms))
+        # Tokens: strictly increasing in acquisition order, all distinct.
+        hs = sorted(holds)
+        bad = [(x, y) for x, y in zip(hs, hs[1:]) if y[2] <= x[2]]
+        for x, y in bad[:3]:
+            self.violate("tokens", "%s got token %d after %s's %d" % (
+                y[3], y[2], x[3], x[2]))
+        # The fence: no rejected write (a stale holder writing after its
+        # successor), accepted writes of different tokens never interleave.
+        w = list(self.fence.writes)
+        rej = [x for x in w if not x[3]]
+        self.info["fence_writes"] = len(w)
+        self.info["fence_rejected"] = len(rej)
+        for t, tok, cl, _ in rej[:3]:
+            self.violate("fence", "%s wrote with token %d after a higher "
+                         "token was accepted" % (cl, tok))
+        span = {}
+        for t, tok, cl, ok in w:
+            if ok:
+                a, b, _ = span.get(tok, (t, t, cl))
+                span[tok] = (min(a, t), max(b, t), cl)
+        wi = sorted(span.items())
+        inter = [(x, y) for x, y in zip(wi, wi[1:]) if y[1][0] <= x[1][1]]
+        self.info["fence_interleaved"] = len(inter)
+        for x, y in inter[:3]:
+            self.violate("fence", "accepted writes of tokens %d (%s) and "
+                         "%d (%s) interleave" % (x[0], x[1][2], y[0],
+                                                 y[1][2]))
+        # Told: a hold that a later token superseded while it was not
+        # ended by its client must have been revoked with a notify.
+        for t0, t1, tok, nm, how, pin in holds:
+            if how is None and any(h[2] > tok and h[0] < t1 for h in holds):
+                self.violate("told", "%s held token %d without a notify "
+                             "while a later token was granted" % (nm, tok))
+        notes = [(t, tok, r, c.cname) for c in self.clients
+                 for t, tok, r in c.notifies]
+        self.info["lock_cycles"] = len(holds)
+        self.info["notifies"] = len(notes)
+        self.info["reasons"] = sorted({r for _, _, r, _ in notes})
+        self.info["node_revocations"] = self.revocations
+        known = [v for v in self.revocations.values() if v is not None]
+        if len(known) == len(self.revocations) and sum(known) != len(notes):
+            self.violate("told", "nodes count %d revocations, clients got "
+                         "%d notifies" % (sum(known), len(notes)))
+        ph = self.pinned
+        tok = ph[0]
+        rev = [t for t, k, _, _ in notes if k == tok]
+        nxt = [h for h in holds if h[2] > tok]
+        self.info["pinned_token"] = tok
+        self.info["cut_to_revoke_ms"] = (
+            round((rev[0] - self.t_fault) * 1000) if rev else None)
+        self.info["cut_to_next_holder_ms"] = (
+            round((min(h[0] for h in nxt) - self.t_fault) * 1000)
+            if nxt else None)
+        self.info["revoked_in_fault"] = bool(rev) and rev[0] <= self.t_heal
+        self.info["fails"] = {c.cname: c.fails for c in self.clients}
+
+    def close(self):
+        for c in self.clients:
+            if c.is_alive():
+                c.stop()
+        for n in self.nodes:
+            try:
+                n.close()
+            except Exception as e:  # keep closing the others
+                log("close %s: %s" % (n.name, e))
+
+
 class Ctx:
     def __init__(self, workdir):
         self.net = Net()
@@ -855,6 +1192,12 @@ def parse_scenarios(text):
         if not tok:
             continue
         s, _, p = tok.partition(":")
+        if s == "l":
+            if p not in LOCK_SCEN:
+                raise SystemExit("lock scenario: l:%s" % "|l:".join(
+                    sorted(LOCK_SCEN)))
+            out.append((s, p))
+            continue
         if s not in "abcdef" or len(s) != 1:
             raise SystemExit("unknown scenario %r" % tok)
         if s == "a" and not p.isdigit():
@@ -890,7 +1233,31 @@ def prerequisites():
     return None
 
 
+def print_lock_summary(results):
+    log("lock scenarios (strict; max overlap and rejected writes 0):")
+    print("%-8s %6s %6s %7s %7s %8s %8s %s" % (
+        "trial", "cycles", "notif", "ovl-ms", "fencrej", "revoke", "next",
+        "result"))
+    for r in results:
+        i = r["info"]
+        print("%-8s %6s %6s %7s %7s %8s %8s %s" % (
+            r["trial"], i.get("lock_cycles", "-"), i.get("notifies", "-"),
+            i.get("max_hold_overlap_ms", "-"), i.get("fence_rejected", "-"),
+            i.get("cut_to_revoke_ms", "-"),
+            i.get("cut_to_next_holder_ms", "-"),
+            "PASS" if not r["violations"] else
+            "FAIL(" + ",".join(sorted({v[0] for v in r["violations"]})) +
+            ")"))
+    sys.stdout.flush()
+
+
 def print_summary(results):
+    locks = [r for r in results if r["trial"].startswith("l:")]
+    results = [r for r in results if not r["trial"].startswith("l:")]
+    if locks:
+        print_lock_summary(locks)
+    if not results:
+        return
     log("summary (strict; 0 expected everywhere):")
     hdr = ("%-7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %s" % (
         "trial", "ovl-m", "ovl-l", "stale", "ackreg", "undlv", "unans",
@@ -966,7 +1333,7 @@ def main():
         setns(ctx.net.ns("cl"))  # client, consumer, pollers: never faulted
         for sl, s, p in plan:
             ctx.use_ensemble(sl)
-            tr = Trial(ctx, s, p)
+            tr = LockTrial(ctx, p) if s == "l" else Trial(ctx, s, p)
             log("trial %s" % tr.label)
             try:
                 tr.run()
