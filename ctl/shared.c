@@ -33,8 +33,8 @@ sfail(const ctl_args *a, const char *what, const char *detail)
 	return CTL_EXIT_FAIL;
 }
 
-/* One request: 0 and the reply body (new reference) in *out, or an exit
- * code after printing why. */
+/* One request (body: a new reference, consumed): 0 and the reply body (new
+ * reference) in *out, or an exit code after printing why. */
 static int
 request(const ctl_args *a, ctl_conn *c, const char *address, json_t *body,
     int wait_ms, json_t **out)
@@ -49,7 +49,8 @@ request(const ctl_args *a, ctl_conn *c, const char *address, json_t *body,
 	if (json_object_get(h, "timeout") == NULL) {
 		(void) json_object_set_new(h, "timeout", json_integer(wait_ms));
 	}
-	f = json_pack("{s:s, s:s, s:s, s:o, s:O}", "type", "send", "address",
+	/* Both h and body are stolen by the frame ("o"). */
+	f = json_pack("{s:s, s:s, s:s, s:o, s:o}", "type", "send", "address",
 	    address, "replyAddress", ra, "headers", h, "body", body);
 	rv = eb__ctl_send_frame(c, f, a->timeout_ms, err, sizeof(err));
 	json_decref(f);
