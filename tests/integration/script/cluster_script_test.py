@@ -5,6 +5,7 @@ to the ingress address at node2 show a message routed by the leader,
 `scripts/cluster status` reports every node healthy, and
 `scripts/cluster down` stops everything (no process left)."""
 import os
+import random
 import re
 import socket
 import subprocess
@@ -20,15 +21,25 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
 SCRIPT = os.path.join(ROOT, "scripts", "cluster")
 
 
+def ephemeral_low():
+    """The first port the kernel hands out as an ephemeral port."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_base(count=3):
-    """A base port b with b+1..b+count free for bridge, admin and links."""
-    for _ in range(50):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        base = s.getsockname()[1] // 10 * 10
-        s.close()
-        if base + 3 * 100 + count > 65000 or base < 20000:
-            continue
+    """A base port b with b+1..b+count free for bridge, admin and links,
+    below the ephemeral range: the script binds these ports only after
+    this probe, and a port from the ephemeral range can be taken meanwhile
+    by any outgoing connection on the machine (other tests run in
+    parallel)."""
+    top = ephemeral_low() - 3 * 100 - count - 1
+    rnd = random.Random()
+    for _ in range(200):
+        base = rnd.randrange(10000, max(10001, top)) // 10 * 10
         socks = []
         try:
             for off in (0, 100, 200):
