@@ -31,8 +31,8 @@
 #include "common/util.h"
 #include "web/web_int.h"
 
-#define WEB_XHR_RESPONSE_LIMIT (128u * 1024u) /* SockJS response_limit */
-#define WEB_XHR_DISCONNECT_MS  5000u          /* SockJS disconnect_delay */
+#define WEB_XHR_RESPONSE_LIMIT ((size_t) 131072) /* SockJS response_limit */
+#define WEB_XHR_DISCONNECT_MS  5000u             /* SockJS disconnect_delay */
 #define WEB_XHR_ID_MAX         64u
 
 typedef struct web_xhr {
