@@ -51,7 +51,14 @@ sess_write(web_sess *ss, eb__buf *b)
 void
 eb__web_flush(web_sess *ss)
 {
-	int rv = sess_write(ss, &ss->wsout);
+	int rv;
+
+	if (ss->s->closing) {
+		ss->wsout.off = 0;
+		ss->wsout.len = 0;
+		return;
+	}
+	rv = sess_write(ss, &ss->wsout);
 
 	if (rv != 0 && !ss->s->closing) {
 		ss->conn_cbs.error_cb(ss->s, rv);

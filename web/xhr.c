@@ -95,6 +95,12 @@ xhr_push(web_xhr *xs)
 	if (r == NULL || n == 0) {
 		return;
 	}
+	if (r->s->closing) {
+		/* The carrier is closing (its closed callback detaches it
+		 * later): the frames wait for the next request. */
+		eb__web_xhr_detach(r);
+		return;
+	}
 	recv_chunk(r, eb__buf_head(&xs->pend), n);
 	eb__buf_consume(&xs->pend, n);
 	xs->last_out_ms = eb__mono_ms();
@@ -166,7 +172,9 @@ xhr_close(eb__stream *s)
 
 	xs->closing = 1;
 	eb__hmap_del(&xs->w->xhr_map, &xs->hent);
-	if (xs->recv != NULL) {
+	if (xs->recv != NULL && xs->recv->s->closing) {
+		eb__web_xhr_detach(xs->recv);
+	} else if (xs->recv != NULL) {
 		web_sess *r = xs->recv;
 
 		recv_chunk(r, go_away, sizeof(go_away) - 1);
