@@ -329,6 +329,9 @@ xhr_receive(web_sess *ss, const char *sid, int poll)
 		recv_chunk(ss, prelude, sizeof(prelude));
 		ss->xhr_sent = 0;
 	}
+	if (xs->recv != NULL && xs->recv->s->closing) {
+		eb__web_xhr_detach(xs->recv); /* aborted, not yet closed */
+	}
 	if (xs->recv != NULL) {
 		recv_chunk(ss, another, sizeof(another) - 1);
 		recv_end(ss);
