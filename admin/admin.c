@@ -157,6 +157,8 @@ status_text(int status)
 	switch (status) {
 	case 200:
 		return "OK";
+	case 204:
+		return "No Content";
 	case 400:
 		return "Bad Request";
 	case 401:
@@ -231,16 +233,33 @@ conn_send(admin_conn *c, const eb__admin_resp *rs, int keep_alive,
 	}
 }
 
+/*
+ * CORS for the GET routes: a page from another origin (the dashboard of
+ * another member) may read them. "*" is safe: every data route needs the
+ * bearer token, which such a page must hold already, and no cookies or
+ * other ambient credentials are used (a "*" answer is never readable by a
+ * request made with credentials).
+ */
+#define ADMIN_CORS_ORIGIN "Access-Control-Allow-Origin: *\r\n"
+#define ADMIN_CORS_PREFLIGHT                              \
+	"Access-Control-Allow-Origin: *\r\n"              \
+	"Access-Control-Allow-Methods: GET\r\n"           \
+	"Access-Control-Allow-Headers: Authorization\r\n" \
+	"Access-Control-Max-Age: 600\r\n"
+
 static void
 send_error(admin_conn *c, int status, const char *code, const char *msg,
-    int keep_alive)
+    int keep_alive, int cors)
 {
 	eb__admin_resp rs;
 
 	memset(&rs, 0, sizeof(rs));
 	eb__admin_reply_error(&rs, status, code, msg);
 	conn_send(c, &rs, keep_alive,
-	    status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+	    status == 401
+	        ? (cors ? "WWW-Authenticate: Bearer\r\n" ADMIN_CORS_ORIGIN
+	                : "WWW-Authenticate: Bearer\r\n")
+	        : NULL);
 	free(rs.body);
 }
 
@@ -312,6 +331,23 @@ route_open(const eb__admin *a, const char *method, const char *path)
 	return 0;
 }
 
+/* 1 when a route for method and path exists. */
+static int
+route_exists(const eb__admin *a, const char *method, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < a->routes.len; i++) {
+		const admin_route *r = eb__vec_at(&a->routes, i);
+
+		if (strcmp(r->path, path) == 0 &&
+		    strcmp(r->method, method) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Runs the route for rq's path and method. Without an answer, rs gets
  * 500 (the route set none), 405 (known path, other method) or 404. */
 static void
@@ -357,13 +393,14 @@ dispatch(admin_conn *c)
 	char                   q[EB_LOG_QUOTE_MAX];
 	const char            *method = http_method_str(c->parser.method);
 	int                    keep = http_should_keep_alive(&c->parser);
+	int                    get;
 
 	memset(&rs, 0, sizeof(rs));
 	http_parser_url_init(&u);
 	if (http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 ||
 	    !(u.field_set & (1 << UF_PATH))) {
 		send_error(
-		    c, 400, "bad_request", "malformed request target", 0);
+		    c, 400, "bad_request", "malformed request target", 0, 0);
 		return;
 	}
 	(void) snprintf(path, sizeof(path), "%.*s",
@@ -375,12 +412,20 @@ dispatch(admin_conn *c)
 		    (int) u.field_data[UF_QUERY].len,
 		    c->url + u.field_data[UF_QUERY].off);
 	}
+	get = strcmp(method, "GET") == 0;
+	if (strcmp(method, "OPTIONS") == 0 && route_exists(c->a, "GET", path)) {
+		/* A CORS preflight carries no credentials: answered open. */
+		eb__admin_reply_text(&rs, 204, "text/plain", "", 0);
+		conn_send(c, &rs, keep, ADMIN_CORS_PREFLIGHT);
+		free(rs.body);
+		return;
+	}
 	if (!route_open(c->a, method, path) &&
 	    !token_ok(c->a, c->auth, c->auth_len)) {
 		EB_LOG_WARN("admin", "unauthorized: path=%s",
 		    eb_log_quote(q, sizeof(q), path));
-		send_error(
-		    c, 401, "unauthorized", "missing or wrong token", keep);
+		send_error(c, 401, "unauthorized", "missing or wrong token",
+		    keep, get);
 		return;
 	}
 	rq.method = method;
@@ -391,7 +436,7 @@ dispatch(admin_conn *c)
 	route_run(c, &rq, &rs);
 	EB_LOG_DEBUG("admin", "request: method=%s path=%s status=%d", method,
 	    eb_log_quote(q, sizeof(q), path), rs.status);
-	conn_send(c, &rs, keep, NULL);
+	conn_send(c, &rs, keep, get ? ADMIN_CORS_ORIGIN : NULL);
 	free(rs.body);
 }
 
@@ -626,9 +671,9 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	    &c->parser, &admin_settings, buf->base, (size_t) nread);
 	free(buf->base);
 	if (c->too_big == 2) {
-		send_error(c, 413, "too_large", "request body too large", 0);
+		send_error(c, 413, "too_large", "request body too large", 0, 0);
 	} else if (c->too_big) {
-		send_error(c, 413, "too_large", "request head too large", 0);
+		send_error(c, 413, "too_large", "request head too large", 0, 0);
 	} else if (c->complete) {
 		c->complete = 0;
 		dispatch(c);
@@ -639,7 +684,8 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	} else if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
 		EB_LOG_DEBUG("admin", "bad-request: err=%s",
 		    http_errno_name(HTTP_PARSER_ERRNO(&c->parser)));
-		send_error(c, 400, "bad_request", "malformed HTTP request", 0);
+		send_error(
+		    c, 400, "bad_request", "malformed HTTP request", 0, 0);
 	}
 }
 

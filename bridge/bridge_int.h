@@ -190,6 +190,9 @@ void eb__bconn_accept_from(
  */
 eb__bconn *eb__bconn_open_detached(eb_bridge *b);
 void       eb__bconn_feed(eb__bconn *c, const char *data, size_t n);
+/* A connection's stream (web/: the layer of a SockJS xhr session over a
+ * detached connection, whose output it takes instead of discarding). */
+eb__stream *eb__bconn_stream(eb__bconn *c);
 /* Closes a connection unless it is already closing (the hook, the budget,
  * timeouts and errors may each reach one); reason for the log. */
 void eb__bconn_close(eb__bconn *c, const char *reason);

@@ -1359,6 +1359,12 @@ eb__bconn_feed(eb__bconn *c, const char *data, size_t n)
 	}
 }
 
+eb__stream *
+eb__bconn_stream(eb__bconn *c)
+{
+	return &c->stream;
+}
+
 void
 eb__bconn_sweep(eb__bconn *c, uint64_t now)
 {

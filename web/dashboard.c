@@ -31,14 +31,18 @@ web_metrics(eb__prom *w, void *arg)
 	eb_web_stats st;
 	const char  *sockjs[] = { "transport", "sockjs", NULL };
 	const char  *raw[] = { "transport", "websocket", NULL };
+	const char  *xhr[] = { "transport", "xhr", NULL };
 
 	eb_web_stats_get(arg, &st);
 	eb__prom_one(w, "ebnode_web_sessions", "gauge",
 	    "Open browser bridge WebSockets (SockJS and raw).", st.sessions);
 	eb__prom_family(w, "ebnode_web_sessions_total", "counter",
-	    "Browser bridge WebSockets opened, by transport.");
+	    "Browser bridge sessions opened, by transport.");
 	eb__prom_u64(w, "ebnode_web_sessions_total", sockjs, st.sockjs_opened);
 	eb__prom_u64(w, "ebnode_web_sessions_total", raw, st.raw_opened);
+	eb__prom_u64(w, "ebnode_web_sessions_total", xhr, st.xhr_opened);
+	eb__prom_one(w, "ebnode_web_xhr_sessions", "gauge",
+	    "Open SockJS xhr/xhr_streaming sessions.", st.xhr_sessions);
 	eb__prom_one(w, "ebnode_web_http_requests_total", "counter",
 	    "HTTP request heads parsed on the web port.", st.http_requests);
 	eb__prom_one(w, "ebnode_web_http_rejected_total", "counter",

@@ -82,6 +82,8 @@ eb_web_new(uv_loop_t *loop, eb_bridge *bridge, const eb_web_opts *opts,
 	w->opts.host = w->host;
 	w->opts.path = w->path;
 	eb_list_init(&w->sessions);
+	eb_list_init(&w->xhrs);
+	eb__hmap_init(&w->xhr_map);
 	*webp = w;
 	return 0;
 }
@@ -152,11 +154,15 @@ eb_web_start(eb_web *w, eb_errbuf *err)
 		                    ? ((struct sockaddr_in6 *) &ss)->sin6_port
 		                    : ((struct sockaddr_in *) &ss)->sin_port);
 	}
-	if (w->opts.heartbeat_ms > 0) {
+	/* Heartbeats, and the xhr sessions' disconnect delay: always. */
+	{
 		every = w->opts.heartbeat_ms / 4;
 		every = every < WEB_BEAT_MIN_MS   ? WEB_BEAT_MIN_MS
 		        : every > WEB_BEAT_MAX_MS ? WEB_BEAT_MAX_MS
 		                                  : every;
+		if (w->opts.heartbeat_ms == 0) {
+			every = WEB_BEAT_MAX_MS;
+		}
 		(void) uv_timer_init(w->loop, &w->beat);
 		w->beat.data = w;
 		w->beat_inited = 1;
@@ -190,6 +196,7 @@ web_finish(eb_web *w)
 	if (w->close_cb != NULL) {
 		w->close_cb(w, w->close_arg);
 	}
+	eb__hmap_free(&w->xhr_map);
 	free(w->host);
 	free(w->path);
 	free(w);
@@ -229,6 +236,7 @@ eb_web_close(eb_web *w, eb_web_close_cb cb, void *arg)
 		uv_close((uv_handle_t *) &w->beat, handle_closed_cb);
 	}
 	eb__web_close_sessions(w);
+	eb__web_xhr_close_all(w);
 	if (w->open_handles == 0 && w->live == 0) {
 		/* Nothing to wait for: cb still runs on a later tick. */
 		w->open_handles++;

@@ -32,44 +32,6 @@
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-typedef enum web_state {
-	WEB_HTTP = 0, /* reading request heads */
-	WEB_SOCKJS,   /* upgraded: SockJS websocket transport */
-	WEB_RAW,      /* upgraded: one message per text frame */
-	WEB_DONE      /* answered with an error; closing */
-} web_state;
-
-typedef struct web_sess {
-	eb_list               link; /* in w->sessions */
-	eb_web               *w;    /* borrowed */
-	eb__stream           *s;    /* borrowed: the bridge connection's */
-	const eb__stream_ops *inner;
-	eb__stream_cbs        conn_cbs; /* the bridge connection's */
-	web_state             state;
-
-	http_parser parser;
-	size_t      head_bytes; /* of the current request head */
-	int         in_value;   /* the last header callback was a value */
-	int         hdr;        /* which header the value belongs to */
-	int         too_long;   /* a kept field overflowed its array */
-	int         have_request;
-	char        url[1024];
-	char        field[32];
-	char        upgrade[32];
-	char        key[64];
-	char        version[8];
-	char        origin[256];
-
-	wslay_event_context_ptr ctx;
-	eb__buf                 wsin;  /* socket bytes wslay has not read */
-	eb__buf                 wsout; /* wslay's output, to the socket */
-	eb__buf                 feed;  /* frames for the bridge connection */
-	eb__buf                 msg;   /* a SockJS frame being assembled */
-	eb__buf                 one;   /* one outgoing message, reworded */
-	uint64_t                last_out_ms;
-	int                     proto_error; /* a SockJS message was broken */
-} web_sess;
-
 enum { HDR_NONE = 0, HDR_UPGRADE, HDR_KEY, HDR_VERSION, HDR_ORIGIN };
 
 static void sess_send(web_sess *ss);
@@ -84,6 +46,23 @@ sess_write(web_sess *ss, eb__buf *b)
 	}
 	ss->last_out_ms = eb__mono_ms();
 	return ss->inner->write(ss->s, b);
+}
+
+void
+eb__web_flush(web_sess *ss)
+{
+	int rv;
+
+	if (ss->s->closing) {
+		ss->wsout.off = 0;
+		ss->wsout.len = 0;
+		return;
+	}
+	rv = sess_write(ss, &ss->wsout);
+
+	if (rv != 0 && !ss->s->closing) {
+		ss->conn_cbs.error_cb(ss->s, rv);
+	}
 }
 
 static void
@@ -124,6 +103,19 @@ cors_headers(const web_sess *ss, char *out, size_t n)
 	    "Access-Control-Allow-Credentials: true\r\n"
 	    "Vary: Origin\r\n",
 	    o);
+}
+
+void
+eb__web_reply(web_sess *ss, int code, const char *reason,
+    const char *content_type, const char *extra, const char *body)
+{
+	http_reply(ss, code, reason, content_type, extra, body);
+}
+
+void
+eb__web_cors(const web_sess *ss, char *out, size_t n)
+{
+	cors_headers(ss, out, n);
 }
 
 /* ---- WebSocket ---- */
@@ -174,8 +166,8 @@ feed_frame(web_sess *ss, const char *p, size_t n)
 }
 
 /* A SockJS client message: a JSON array of strings (or one string). */
-static void
-sockjs_in(web_sess *ss, const char *p, size_t n)
+void
+eb__web_sockjs_in(web_sess *ss, const char *p, size_t n)
 {
 	json_error_t e;
 	json_t      *root;
@@ -223,7 +215,7 @@ ws_msg_cb(wslay_event_context_ptr             ctx,
 	if (ss->state == WEB_RAW) {
 		feed_frame(ss, (const char *) arg->msg, arg->msg_length);
 	} else {
-		sockjs_in(ss, (const char *) arg->msg, arg->msg_length);
+		eb__web_sockjs_in(ss, (const char *) arg->msg, arg->msg_length);
 	}
 }
 
@@ -365,16 +357,14 @@ ws_out_one(eb__buf *to, const char *p, size_t n)
 	eb__buf_append(to, "}", 1);
 }
 
-/* The connection's frames (4-byte length + JSON) to WebSocket messages. */
+/* Calls fn for each frame (4-byte length + JSON) of b but pongs. */
 static void
-ws_out_frames(web_sess *ss, eb__buf *b)
+frames_each(
+    const eb__buf *b, void (*fn)(void *, const char *, size_t), void *arg)
 {
 	const char *p = eb__buf_head(b);
 	size_t      left = eb__buf_avail(b);
-	int         first = 1;
 
-	ss->msg.off = 0;
-	ss->msg.len = 0;
 	while (left >= 4) {
 		const unsigned char *u = (const unsigned char *) p;
 		size_t n = ((size_t) u[0] << 24) | ((size_t) u[1] << 16) |
@@ -384,26 +374,64 @@ ws_out_frames(web_sess *ss, eb__buf *b)
 		    n <= left - 4); /* the connection writes whole frames */
 		p += 4;
 		left -= 4;
-		if (is_pong(p, n)) {
-			/* dropped */
-		} else if (ss->state == WEB_RAW) {
-			ws_out_one(&ss->one, p, n);
-			ws_queue(ss, WSLAY_TEXT_FRAME, eb__buf_head(&ss->one),
-			    eb__buf_avail(&ss->one));
-		} else {
-			ws_out_one(&ss->one, p, n);
-			eb__buf_append(
-			    &ss->msg, first ? "a[\"" : ",\"", first ? 3 : 2);
-			sockjs_escape(&ss->msg, eb__buf_head(&ss->one),
-			    eb__buf_avail(&ss->one));
-			eb__buf_append(&ss->msg, "\"", 1);
-			first = 0;
+		if (!is_pong(p, n)) {
+			fn(arg, p, n);
 		}
 		p += n;
 		left -= n;
 	}
-	if (!first) {
-		eb__buf_append(&ss->msg, "]", 1);
+}
+
+typedef struct sockjs_acc {
+	eb__buf *msg;
+	eb__buf *one;
+	int      first;
+} sockjs_acc;
+
+static void
+sockjs_add(void *arg, const char *p, size_t n)
+{
+	sockjs_acc *a = arg;
+
+	ws_out_one(a->one, p, n);
+	eb__buf_append(a->msg, a->first ? "a[\"" : ",\"", a->first ? 3 : 2);
+	sockjs_escape(a->msg, eb__buf_head(a->one), eb__buf_avail(a->one));
+	eb__buf_append(a->msg, "\"", 1);
+	a->first = 0;
+}
+
+int
+eb__web_sockjs_frame(eb__buf *msg, eb__buf *one, const eb__buf *b)
+{
+	sockjs_acc a = { msg, one, 1 };
+
+	msg->off = 0;
+	msg->len = 0;
+	frames_each(b, sockjs_add, &a);
+	if (a.first) {
+		return 0;
+	}
+	eb__buf_append(msg, "]", 1);
+	return 1;
+}
+
+static void
+raw_add(void *arg, const char *p, size_t n)
+{
+	web_sess *ss = arg;
+
+	ws_out_one(&ss->one, p, n);
+	ws_queue(ss, WSLAY_TEXT_FRAME, eb__buf_head(&ss->one),
+	    eb__buf_avail(&ss->one));
+}
+
+/* The connection's frames to WebSocket messages. */
+static void
+ws_out_frames(web_sess *ss, eb__buf *b)
+{
+	if (ss->state == WEB_RAW) {
+		frames_each(b, raw_add, ss);
+	} else if (eb__web_sockjs_frame(&ss->msg, &ss->one, b)) {
 		ws_queue(ss, WSLAY_TEXT_FRAME, eb__buf_head(&ss->msg),
 		    eb__buf_avail(&ss->msg));
 	}
@@ -453,6 +481,9 @@ on_message_begin(http_parser *p)
 	ss->key[0] = '\0';
 	ss->version[0] = '\0';
 	ss->origin[0] = '\0';
+	ss->body.off = 0;
+	ss->body.len = 0;
+	ss->body_over = 0;
 	return 0;
 }
 
@@ -519,6 +550,21 @@ on_header_value(http_parser *p, const char *at, size_t n)
 	return head_count(ss, n);
 }
 
+/* The body is kept up to the SockJS message bound (xhr_send). */
+static int
+on_body(http_parser *p, const char *at, size_t n)
+{
+	web_sess *ss = sess_of(p);
+	size_t    max = (size_t) ss->w->bridge->opts.max_frame_bytes * 2u + 64u;
+
+	if (ss->body_over || eb__buf_avail(&ss->body) + n > max) {
+		ss->body_over = 1;
+		return 0;
+	}
+	eb__buf_append(&ss->body, at, n);
+	return 0;
+}
+
 static int
 on_message_complete(http_parser *p)
 {
@@ -535,6 +581,7 @@ static const http_parser_settings web_settings = {
 	.on_url = on_url,
 	.on_header_field = on_header_field,
 	.on_header_value = on_header_value,
+	.on_body = on_body,
 	.on_message_complete = on_message_complete,
 };
 
@@ -693,6 +740,13 @@ http_request(web_sess *ss)
 			}
 			return;
 		}
+		if (slash2 != NULL &&
+		    sockjs_id(rest + 1, (size_t) (slash - rest - 1)) &&
+		    sockjs_id(sess, (size_t) (slash2 - sess)) &&
+		    eb__web_xhr_request(ss, sess, (size_t) (slash2 - sess),
+		        slash2 + 1, (size_t) (u + plen - slash2 - 1))) {
+			return;
+		}
 	}
 	http_reply(ss, 404, "Not Found", "text/plain", cors, "Not found");
 }
@@ -768,6 +822,8 @@ layer_read_cb(eb__stream *s, const char *data, size_t n)
 
 	if (ss->state == WEB_HTTP) {
 		http_input(ss, data, n);
+	} else if (ss->state == WEB_XHR) {
+		/* no pipelining behind an open xhr answer: dropped */
 	} else if (ss->state != WEB_DONE) {
 		eb__buf_append(&ss->wsin, data, n);
 		ws_input(ss);
@@ -791,6 +847,9 @@ layer_closed_cb(eb__stream *s)
 	const eb__stream_ops *ss_inner = ss->inner;
 
 	eb_list_remove(&ss->link);
+	if (ss->xs != NULL) {
+		eb__web_xhr_detach(ss);
+	}
 	if (ss->state == WEB_SOCKJS || ss->state == WEB_RAW) {
 		EB_ASSERT(w->stats.sessions > 0);
 		w->stats.sessions--;
@@ -803,6 +862,7 @@ layer_closed_cb(eb__stream *s)
 	eb__buf_free(&ss->feed);
 	eb__buf_free(&ss->msg);
 	eb__buf_free(&ss->one);
+	eb__buf_free(&ss->body);
 	free(ss);
 	s->layer = NULL;
 	s->ops = ss_inner;
@@ -877,6 +937,7 @@ eb__web_layer(eb__stream *s, void *arg)
 	eb__buf_init(&ss->feed);
 	eb__buf_init(&ss->msg);
 	eb__buf_init(&ss->one);
+	eb__buf_init(&ss->body);
 	ss->last_out_ms = eb__mono_ms();
 	eb_list_insert_tail(&w->sessions, &ss->link);
 	w->live++;
@@ -895,7 +956,8 @@ eb__web_beat(eb_web *w, uint64_t now_ms)
 	EB_LIST_FOREACH (it, tmp, &w->sessions) {
 		web_sess *ss = EB_CONTAINER_OF(it, web_sess, link);
 
-		if ((ss->state != WEB_SOCKJS && ss->state != WEB_RAW) ||
+		if (w->opts.heartbeat_ms == 0 ||
+		    (ss->state != WEB_SOCKJS && ss->state != WEB_RAW) ||
 		    ss->s->closing ||
 		    now_ms - ss->last_out_ms < w->opts.heartbeat_ms) {
 			continue;
@@ -908,6 +970,7 @@ eb__web_beat(eb_web *w, uint64_t now_ms)
 		}
 		sess_send(ss);
 	}
+	eb__web_xhr_beat(w, now_ms);
 }
 
 void

@@ -15,13 +15,16 @@
 #ifndef EB_WEB_WEB_INT_H
 #define EB_WEB_WEB_INT_H
 
+#include <http_parser.h>
 #include <stdint.h>
+#include <wslay/wslay.h>
 
 #include <uv.h>
 
 #include <ebnode/web.h>
 
 #include "bridge/bridge_int.h"
+#include "common/hmap.h"
 #include "common/list.h"
 
 struct eb_web {
@@ -40,6 +43,8 @@ struct eb_web {
 	int        started;
 
 	eb_list  sessions; /* of web_sess, open or closing */
+	eb_list  xhrs;     /* of web_xhr (xhr.c), open or closing */
+	eb__hmap xhr_map;  /* web_xhr by session id, open ones only */
 	unsigned live;     /* sessions not yet freed */
 
 	eb_web_stats stats;
@@ -50,6 +55,54 @@ struct eb_web {
 	void           *close_arg;
 };
 
+typedef enum web_state {
+	WEB_HTTP = 0, /* reading request heads */
+	WEB_SOCKJS,   /* upgraded: SockJS websocket transport */
+	WEB_RAW,      /* upgraded: one message per text frame */
+	WEB_XHR,      /* an xhr/xhr_streaming response is open (xhr.c) */
+	WEB_DONE      /* answered with an error; closing */
+} web_state;
+
+typedef struct web_sess {
+	eb_list               link; /* in w->sessions */
+	eb_web               *w;    /* borrowed */
+	eb__stream           *s;    /* borrowed: the bridge connection's */
+	const eb__stream_ops *inner;
+	eb__stream_cbs        conn_cbs; /* the bridge connection's */
+	web_state             state;
+
+	http_parser parser;
+	size_t      head_bytes; /* of the current request head */
+	int         in_value;   /* the last header callback was a value */
+	int         hdr;        /* which header the value belongs to */
+	int         too_long;   /* a kept field overflowed its array */
+	int         have_request;
+	char        url[1024];
+	char        field[32];
+	char        upgrade[32];
+	char        key[64];
+	char        version[8];
+	char        origin[256];
+
+	wslay_event_context_ptr ctx;
+	eb__buf                 wsin;  /* socket bytes wslay has not read */
+	eb__buf                 wsout; /* wslay's output, to the socket */
+	eb__buf                 feed;  /* frames for the bridge connection */
+	eb__buf                 msg;   /* a SockJS frame being assembled */
+	eb__buf                 one;   /* one outgoing message, reworded */
+	uint64_t                last_out_ms;
+	int                     proto_error; /* a SockJS message was broken */
+
+	/* xhr transports (xhr.c): the request body, the session a receiving
+	 * response is attached to, its kind and the bytes it carried. */
+	eb__buf         body;
+	int             body_over; /* the body exceeded the bound */
+	struct web_xhr *xs;        /* NULL: not receiving */
+	int             xhr_poll;  /* xhr (one answer) vs xhr_streaming */
+	size_t          xhr_sent;
+	int             pinged; /* the carrier connection got its ping */
+} web_sess;
+
 /* Installs the layer on an accepted bridge stream (eb__stream_layer_fn;
  * arg is the eb_web). */
 int eb__web_layer(eb__stream *s, void *arg);
@@ -59,5 +112,33 @@ void eb__web_beat(eb_web *w, uint64_t now_ms);
 void eb__web_close_sessions(eb_web *w);
 /* A session was freed (live--); server.c may finish closing. */
 void eb__web_session_gone(eb_web *w);
+
+/* session.c helpers for xhr.c */
+/* Writes ss->wsout to the socket; a failure closes the connection. */
+void eb__web_flush(web_sess *ss);
+/* A complete HTTP answer with Content-Length (extra: header lines). */
+void eb__web_reply(web_sess *ss, int code, const char *reason,
+    const char *content_type, const char *extra, const char *body);
+/* The CORS header lines echoing the request's Origin. */
+void eb__web_cors(const web_sess *ss, char *out, size_t n);
+/* A SockJS client message (a JSON array of strings, or one string) as
+ * bridge frames appended to ss->feed; sets ss->proto_error if broken. */
+void eb__web_sockjs_in(web_sess *ss, const char *p, size_t n);
+/* The connection's frames in b as one SockJS "a[...]" frame in msg
+ * (emptied first; one: scratch); 0 when none (pongs are dropped). */
+int eb__web_sockjs_frame(eb__buf *msg, eb__buf *one, const eb__buf *b);
+
+/* xhr.c: the SockJS xhr_streaming, xhr (polling) and xhr_send transports,
+ * sessions that outlive one HTTP connection. */
+/* A request for <path>/<server>/<sid>/<kind> other than websocket;
+ * 0 when kind is not an xhr transport (the caller answers 404). */
+int eb__web_xhr_request(web_sess *ss, const char *sid, size_t sid_len,
+    const char *kind, size_t kind_len);
+/* The carrier socket of a receiving response closed. */
+void eb__web_xhr_detach(web_sess *ss);
+/* Heartbeats for receiving responses, the disconnect delay. */
+void eb__web_xhr_beat(eb_web *w, uint64_t now_ms);
+/* Closes every xhr session (eb_web_close). */
+void eb__web_xhr_close_all(eb_web *w);
 
 #endif

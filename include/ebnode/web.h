@@ -62,6 +62,8 @@ typedef struct eb_web_stats {
 	uint64_t http_rejected;  /* 4xx answers */
 	uint64_t ws_messages_in; /* text messages from clients */
 	uint64_t heartbeats;     /* "h" frames and pings sent */
+	uint64_t xhr_opened;     /* SockJS xhr/xhr_streaming sessions */
+	uint64_t xhr_sessions;   /* of them open now */
 } eb_web_stats;
 
 EB_API void eb_web_stats_get(const eb_web *w, eb_web_stats *out);

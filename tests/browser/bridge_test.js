@@ -88,6 +88,42 @@ async function main() {
     // messages/s from one page (send to its own consumer through node b)
     numbers.messages_per_s = Math.round(await ev((n) => T.rate('b1', 'browser.rate', n), N_RATE));
 
+    // the SockJS xhr-streaming fallback (a proxy that blocks WebSocket):
+    // sockjs-client forced to it through the EventBus options; a page on
+    // node b reaches a handler on a1 (node a) and the other way round
+    await ev((u) => T.open('x1', u, false, { transports: ['xhr-streaming'] }), b.web);
+    assert.strictEqual(await ev(() => T.transport('x1')), 'xhr-streaming');
+    await ev(() => T.register('a1', 'browser.echo'));
+    const xr = await ev(async () => {
+      const t0 = performance.now();
+      for (;;) {
+        const r = await T.request('x1', 'browser.echo', { x: 1 }, { h: 'x' });
+        if (!r.err) return r;
+        if (performance.now() - t0 > 10000) throw new Error('xhr request: ' + JSON.stringify(r.err));
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    });
+    assert.deepStrictEqual(xr.body, { echo: { x: 1 }, by: 'a1' });
+    await ev(() => T.register('x1', 'browser.xnews'));
+    await ev(() => T.send('x1', 'browser.echo', { s: 'xhr' }));
+    await lib.waitUntil(() => ev(() => T.got('a1', 'browser.echo').some((m) => m.body && m.body.s === 'xhr')), 5000, 'xhr send arrives');
+    const xback = await ev(async () => {
+      for (let i = 0; i < 500; i++) {
+        const r = await T.request('a1', 'browser.xnews', { to: 'x1' });
+        if (!r.err) return r.body;
+        await new Promise((res) => setTimeout(res, 10));
+      }
+      throw new Error('x1 registration not reachable');
+    });
+    assert.deepStrictEqual(xback, { echo: { to: 'x1' }, by: 'x1' });
+    await ev(() => T.send('x1', 'secret.x', {}));
+    const xdenied = await lib.waitUntil(() => ev(() => T.unhandled('x1').find((m) => m.type === 'err')), 5000, 'xhr access_denied');
+    assert.strictEqual(xdenied.body, 'access_denied');
+    numbers.xhr_streaming_messages_per_s = Math.round(await ev((n) => T.rate('x1', 'browser.xrate', n), N_RATE));
+    const xm = await (await fetch(b.admin + '/metrics')).text();
+    assert.match(xm, /ebnode_web_sessions_total\{transport="xhr"\} [1-9]/);
+    await ev(() => { T.buses.x1.close(); });
+
     // ingress: the route target 'orders' is on page b1; ack has an epoch
     await ev(() => T.register('b1', 'orders'));
     const ingress = () => ev(async () => {

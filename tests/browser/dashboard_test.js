@@ -6,10 +6,16 @@
 // (measured: SIGTERM sent -> the page's leader element changed). Ingress
 // traffic from a browser bridge page runs meanwhile, so the page shows
 // rates. Checks that / is served without the token and the data is not.
+// Per node (each member's /metrics fetched cross-origin from its admin
+// port, CORS): the page shows ingress rates, held messages and the
+// configuration version of all three nodes; after `ebctl config set` the
+// new version appears for every node (timed) and equals its GET /config.
 // Saves a screenshot: $EB_TEST_OUT/dashboard.png.
 'use strict';
 const assert = require('assert');
 const path = require('path');
+const fs = require('fs');
+const { execFileSync } = require('child_process');
 const lib = require('./lib');
 
 const puppeteer = lib.loadPuppeteer();
@@ -63,6 +69,50 @@ async function main() {
     assert.strictEqual(rows, 3);
     await lib.waitUntil(() => page.evaluate(() => document.querySelectorAll('#links tbody tr .up').length === 2), 10000, 'two links up');
 
+    // CORS on the admin port: the preflight is open, the data is not.
+    const pre = await fetch(a0admin(cl) + '/metrics', { method: 'OPTIONS', headers: { Origin: 'http://x', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'authorization' } });
+    assert.strictEqual(pre.status, 204);
+    assert.strictEqual(pre.headers.get('access-control-allow-origin'), '*');
+    assert.match(pre.headers.get('access-control-allow-headers'), /authorization/i);
+    const un = await fetch(a0admin(cl) + '/metrics');
+    assert.strictEqual(un.status, 401);
+    assert.strictEqual(un.headers.get('access-control-allow-origin'), '*');
+
+    // Per node: rates and held messages for all three, from their own
+    // /metrics; c (which gets the bridge page's traffic) has a rate.
+    const perNode = () => page.evaluate(() => Array.from(document.querySelectorAll('#pernode tbody tr')).map((tr) => {
+      const o = { node: tr.getAttribute('data-node'), state: tr.getAttribute('data-state') };
+      tr.querySelectorAll('td[data-k]').forEach((td) => { o[td.getAttribute('data-k')] = td.textContent; if (td.hasAttribute('data-total')) o[td.getAttribute('data-k') + '_total'] = Number(td.getAttribute('data-total')); });
+      return o;
+    }));
+    const pn = await lib.waitUntil(async () => {
+      const r = await perNode();
+      return r.length === 3 && r.every((x) => x.state === 'ok' && /\/s/.test(x.recv) && /^\d+$/.test(x.held)) &&
+        r.find((x) => x.node === 'c').recv_total > 0 ? r : null;
+    }, 10000, 'rates of all three nodes');
+    assert.deepStrictEqual(pn.map((x) => x.node).sort(), ['a', 'b', 'c']);
+    assert.ok(pn.find((x) => x.node === 'a').routed_total > 0, JSON.stringify(pn)); // a leads: routes
+    numbers.per_node = pn.map((x) => x.node + ': ' + x.recv + ' held ' + x.held + ' config ' + x.config).join('; ');
+
+    // Configuration version per node: set one with ebctl; the page shows
+    // it for every node, equal to each node's GET /config.
+    const v0 = pn.map((x) => x.config);
+    const doc = path.join(cl.dir, 'cluster-config.json');
+    fs.writeFileSync(doc, JSON.stringify({ log: { level: 'info' } }));
+    const tc = Date.now();
+    execFileSync(process.env.EBCTL_BIN || 'ebctl', ['config', '--zk', cl.zk, '--root', cl.root, 'set', doc], { timeout: 20000 * lib.mult });
+    const pv = await lib.waitUntil(async () => {
+      const r = await perNode();
+      return r.length === 3 && r.every((x) => x.config !== '' && x.config !== '?' && Number(x.config) >= 1) ? r : null;
+    }, 10000, 'config versions on the page');
+    numbers.config_set_to_page_ms = Date.now() - tc;
+    for (const x of pv) {
+      const cfg = await cl.admin(x.node, '/config', TOKEN);
+      assert.strictEqual(cfg.status, 200);
+      assert.strictEqual(Number(x.config), cfg.body.version, x.node + ': page ' + x.config + ' vs /config ' + cfg.body.version);
+    }
+    numbers.config_versions = v0.join(',') + ' -> ' + pv.map((x) => x.node + '=' + x.config).join(',');
+
     // Leader SIGTERM: the page shows the new leader within 2 s.
     const t0 = Date.now();
     cl.nodes.a.proc.kill('SIGTERM');
@@ -77,6 +127,10 @@ async function main() {
     // The history shows the change; let rates settle for the screenshot.
     await lib.waitUntil(() => page.evaluate(() => document.querySelectorAll('#changes tbody tr').length >= 2), 3000, 'role change listed');
     await lib.waitUntil(() => page.evaluate(() => document.querySelectorAll('#members tbody tr').length === 2), 10000, 'a gone from members');
+    await lib.waitUntil(async () => {
+      const r = await perNode();
+      return r.length === 2 && r.every((x) => x.state === 'ok');
+    }, 5000, 'per-node rows of b and c');
     await lib.sleep(1000);
     const shot = path.join(lib.outDir(), 'dashboard.png');
     await page.screenshot({ path: shot, fullPage: true });
@@ -94,6 +148,8 @@ async function main() {
     await cl.close(failed);
   }
 }
+
+function a0admin(cl) { return cl.nodes.a.admin; }
 
 const guard = setTimeout(() => { console.error('browser dashboard: overall timeout'); process.exit(1); }, 110000 * lib.mult);
 main().then(() => { clearTimeout(guard); process.exit(0); }, (e) => {

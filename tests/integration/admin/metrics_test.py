@@ -528,6 +528,45 @@ class Routes(unittest.TestCase):
         head = raw.split(b"\r\n\r\n", 1)[0].decode()
         self.assertTrue(head.startswith("HTTP/1.1 401"), head)
         self.assertIn("WWW-Authenticate: Bearer", head)
+        self.assertIn("Access-Control-Allow-Origin: *", head)
+
+        # CORS for the GET routes (another member's dashboard reads them):
+        # the preflight is open, GET answers allow any origin, the others
+        # get no CORS header.
+        def raw_req(req):
+            with socket.create_connection(self.node.admin,
+                                          timeout=ebtest.scaled(5)) as s:
+                s.sendall(req)
+                out = b""
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    out += chunk
+            return out.split(b"\r\n\r\n", 1)[0].decode()
+        head = raw_req(b"OPTIONS /metrics HTTP/1.1\r\nHost: x\r\n"
+                       b"Origin: http://other:1\r\n"
+                       b"Access-Control-Request-Method: GET\r\n"
+                       b"Access-Control-Request-Headers: authorization\r\n"
+                       b"Connection: close\r\n\r\n")
+        self.assertTrue(head.startswith("HTTP/1.1 204"), head)
+        self.assertIn("Access-Control-Allow-Origin: *", head)
+        self.assertIn("Access-Control-Allow-Methods: GET", head)
+        self.assertIn("Access-Control-Allow-Headers: Authorization", head)
+        head = raw_req(("GET /bridge HTTP/1.1\r\nHost: x\r\n"
+                        "Authorization: Bearer %s\r\n"
+                        "Connection: close\r\n\r\n" % self.TOKEN).encode())
+        self.assertTrue(head.startswith("HTTP/1.1 200"), head)
+        self.assertIn("Access-Control-Allow-Origin: *", head)
+        head = raw_req(("POST /bridge HTTP/1.1\r\nHost: x\r\n"
+                        "Authorization: Bearer %s\r\nContent-Length: 0\r\n"
+                        "Connection: close\r\n\r\n" % self.TOKEN).encode())
+        self.assertTrue(head.startswith("HTTP/1.1 405"), head)
+        self.assertNotIn("Access-Control", head)
+        # no preflight for a path without a GET route: 401 as before
+        head = raw_req(b"OPTIONS /nothing HTTP/1.1\r\nHost: x\r\n"
+                       b"Connection: close\r\n\r\n")
+        self.assertTrue(head.startswith("HTTP/1.1 401"), head)
 
 
 class MetricsCluster(unittest.TestCase):
