@@ -327,15 +327,6 @@ sweep_interval(const eb_bridge *b)
 	return ms < BRIDGE_SWEEP_MIN_MS ? BRIDGE_SWEEP_MIN_MS : ms;
 }
 
-static int
-bind_addr(const char *host, int port, struct sockaddr_storage *ss)
-{
-	if (uv_ip4_addr(host, port, (struct sockaddr_in *) ss) == 0) {
-		return 0;
-	}
-	return uv_ip6_addr(host, port, (struct sockaddr_in6 *) ss);
-}
-
 int
 eb_bridge_start(eb_bridge *b, eb_errbuf *err)
 {
@@ -347,7 +338,7 @@ eb_bridge_start(eb_bridge *b, eb_errbuf *err)
 	if (b->started) {
 		return eb_errf(err, EB_ECLOSED, "bridge already started");
 	}
-	rv = bind_addr(b->host, b->opts.port, &ss);
+	rv = eb__ip_addr(b->host, b->opts.port, &ss);
 	if (rv != 0) {
 		return eb_errf(
 		    err, rv, "bridge.host \"%s\": not an IP address", b->host);

@@ -1,4 +1,4 @@
-/* Clocks, ids and number parsing; see util.h. */
+/* Clocks, ids, number parsing, files and addresses; see util.h. */
 #include "common/util.h"
 
 #include <errno.h>
@@ -10,6 +10,8 @@
 #include <uv.h>
 
 #include <ebnode/err.h>
+
+#include "common/alloc.h"
 
 uint64_t
 eb__mono_ms(void)
@@ -98,4 +100,44 @@ eb__fmt_hostport(char *out, size_t size, const char *host, int port)
 		    strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d", host,
 		    port);
 	}
+}
+
+int
+eb__read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	FILE  *f = fopen(path, "rb");
+	char  *buf = NULL;
+	size_t n = 0, cap = 0, got;
+	int    saved;
+
+	if (f == NULL) {
+		return -errno;
+	}
+	do {
+		if (cap - n < 4096) {
+			cap = cap != 0 ? cap * 2 : 8192;
+			buf = eb__realloc(buf, cap + 1);
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+	} while (got > 0 && n <= max);
+	saved = ferror(f) ? errno : 0;
+	(void) fclose(f);
+	if (saved != 0 || n > max) {
+		free(buf);
+		return saved != 0 ? -saved : UV_EFBIG;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int
+eb__ip_addr(const char *host, int port, struct sockaddr_storage *ss)
+{
+	if (uv_ip4_addr(host, port, (struct sockaddr_in *) ss) == 0) {
+		return 0;
+	}
+	return uv_ip6_addr(host, port, (struct sockaddr_in6 *) ss);
 }

@@ -1,4 +1,5 @@
-/* Small helpers: clocks, random ids. Loop thread or any thread. */
+/* Small helpers: clocks, random ids, numbers, files, addresses. Loop thread
+ * or any thread. */
 #ifndef EB_COMMON_UTIL_H
 #define EB_COMMON_UTIL_H
 
@@ -18,6 +19,13 @@ int eb__uuid(char out[EB_UUID_STRLEN + 1]);
 int eb__hex4(const unsigned char *p, uint32_t *out);
 /* Parses a whole decimal string into [min,max]. 0 or EB_ECONF. */
 int eb__parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* Reads a whole file into *out (NUL-terminated, free() it) and its length
+ * into *len: 0, UV_EFBIG when it is larger than max bytes, or the negative
+ * errno of the open or read (libuv's error codes on Linux). */
+int eb__read_file(const char *path, size_t max, char **out, size_t *len);
+/* A numeric IPv4 or IPv6 address and port into *ss: 0 or UV_EINVAL. */
+struct sockaddr_storage;
+int eb__ip_addr(const char *host, int port, struct sockaddr_storage *ss);
 /* "host:port", "[v6]:port" for an IPv6 host, or "-" when port <= 0. */
 void eb__fmt_hostport(char *out, size_t size, const char *host, int port);
 

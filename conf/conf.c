@@ -11,7 +11,6 @@
 #include "conf/conf.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 
 #include "common/alloc.h"
 #include "common/lease.h"
+#include "common/util.h"
 #include "conf/conf_int.h"
 
 #define CONF_MAX_FILE_BYTES (16u << 20)
@@ -144,33 +144,17 @@ row_of(const eb__conf_entry *e)
 static int
 read_file(const char *path, char **textp, size_t *lenp, eb_errbuf *err)
 {
-	FILE  *f = fopen(path, "rb");
-	char  *text = NULL;
-	size_t len = 0, cap = 0, got;
-	int    saved;
+	int rv = eb__read_file(path, CONF_MAX_FILE_BYTES, textp, lenp);
 
-	if (f == NULL) {
-		return eb_errf(err, EB_ECONF, "%s: cannot open: %s", path,
-		    strerror(errno));
-	}
-	do {
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 8192;
-			text = eb__realloc(text, cap + 1);
-		}
-		got = fread(text + len, 1, cap - len, f);
-		len += got;
-	} while (got > 0 && len <= CONF_MAX_FILE_BYTES);
-	saved = ferror(f) ? errno : 0;
-	(void) fclose(f);
-	if (saved != 0 || len > CONF_MAX_FILE_BYTES) {
-		free(text);
+	if (rv == UV_EFBIG) {
 		return eb_errf(err, EB_ECONF, "%s: cannot read: %s", path,
-		    saved != 0 ? strerror(saved) : "larger than 16 MiB");
+		    "larger than 16 MiB");
 	}
-	text[len] = '\0';
-	*textp = text;
-	*lenp = len;
+	if (rv != 0) {
+		return eb_errf(err, EB_ECONF, "%s: cannot %s: %s", path,
+		    rv == UV_ENOENT || rv == UV_EACCES ? "open" : "read",
+		    strerror(-rv));
+	}
 	return 0;
 }
 

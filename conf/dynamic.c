@@ -18,6 +18,9 @@
 #include "common/assert.h"
 #include "common/util.h"
 
+/* The local file is read again on SIGHUP: the same bound as at start. */
+#define CONF_DYN_MAX_FILE (16u << 20)
+
 struct eb__conf_dyn {
 	const eb_conf         *start; /* borrowed */
 	const eb_conf_sources *src;   /* borrowed; NULL: none */
@@ -68,32 +71,6 @@ int64_t
 eb__conf_dyn_version(const eb__conf_dyn *d)
 {
 	return d->version;
-}
-
-/* Reads the local file into *out (NUL-terminated); 0 or -1. */
-static int
-slurp(const char *path, char **out, size_t *outlen)
-{
-	FILE  *f = fopen(path, "rb");
-	char  *buf = NULL;
-	size_t n = 0, cap = 0, got;
-
-	if (f == NULL) {
-		return -1;
-	}
-	do {
-		if (cap - n < 4096) {
-			cap = cap != 0 ? cap * 2 : 8192;
-			buf = eb__realloc(buf, cap + 1);
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got > 0 && n <= (16u << 20));
-	(void) fclose(f);
-	buf[n] = '\0';
-	*out = buf;
-	*outlen = n;
-	return 0;
 }
 
 /* Whether the local sources name a file to read (not given as text). */
@@ -216,7 +193,8 @@ sighup_cb(uv_signal_t *h, int signum)
 
 	(void) signum;
 	EB_LOG_NOTICE("config", "reload: signal=SIGHUP");
-	if (has_file(d) && slurp(d->src->file, &file, &flen) != 0) {
+	if (has_file(d) &&
+	    eb__read_file(d->src->file, CONF_DYN_MAX_FILE, &file, &flen) != 0) {
 		/* Let the load say why (cannot open ...), as at the start. */
 		file = NULL;
 	}
@@ -251,7 +229,8 @@ eb__conf_dyn_start(eb__conf_dyn *d, uv_loop_t *loop, eb_cluster *c)
 
 	EB_ASSERT(!d->running && !d->closing);
 	if (has_file(d) && d->file_text == NULL &&
-	    slurp(d->src->file, &d->file_text, &d->file_len) != 0) {
+	    eb__read_file(d->src->file, CONF_DYN_MAX_FILE, &d->file_text,
+	        &d->file_len) != 0) {
 		d->file_text = NULL; /* read at each rebuild instead */
 	}
 	(void) uv_signal_init(loop, &d->sighup);

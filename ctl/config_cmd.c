@@ -30,6 +30,7 @@
 
 #include "cluster/cluster_int.h"
 #include "common/alloc.h"
+#include "common/util.h"
 #include "conf/conf.h"
 #include "ctl/ctl.h"
 #include "zk/zk.h"
@@ -402,31 +403,6 @@ timeout_cb(uv_timer_t *t)
 }
 
 static int
-read_file(const char *path, char **text, size_t *len)
-{
-	FILE  *f = fopen(path, "rb");
-	char  *buf = NULL;
-	size_t n = 0, cap = 0, got;
-
-	if (f == NULL) {
-		return -1;
-	}
-	do {
-		if (cap - n < 4096) {
-			cap = cap != 0 ? cap * 2 : 8192;
-			buf = eb__realloc(buf, cap + 1);
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got > 0 && n < (1u << 20));
-	(void) fclose(f);
-	buf[n] = '\0';
-	*text = buf;
-	*len = n;
-	return 0;
-}
-
-static int
 usage_to(FILE *out, int code)
 {
 	(void) fprintf(out,
@@ -576,7 +552,7 @@ eb__ctl_config_main(int argc, char **argv)
 		return rv < 0 ? CTL_EXIT_OK : rv;
 	}
 	if (r.file != NULL) {
-		if (read_file(r.file, &r.text, &r.len) != 0) {
+		if (eb__read_file(r.file, 16u << 20, &r.text, &r.len) != 0) {
 			(void) fprintf(
 			    stderr, "ebctl: config: cannot read %s\n", r.file);
 			return CTL_EXIT_FAIL;

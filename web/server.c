@@ -110,15 +110,6 @@ beat_cb(uv_timer_t *t)
 	eb__web_beat(t->data, eb__mono_ms());
 }
 
-static int
-bind_addr(const char *host, int port, struct sockaddr_storage *ss)
-{
-	if (uv_ip4_addr(host, port, (struct sockaddr_in *) ss) == 0) {
-		return 0;
-	}
-	return uv_ip6_addr(host, port, (struct sockaddr_in6 *) ss);
-}
-
 int
 eb_web_start(eb_web *w, eb_errbuf *err)
 {
@@ -130,7 +121,7 @@ eb_web_start(eb_web *w, eb_errbuf *err)
 	EB_ASSERT(!w->closing); /* start after close */
 	EB_ASSERT(!w->started); /* double start */
 	w->started = 1;
-	rv = bind_addr(w->host, w->opts.port, &ss);
+	rv = eb__ip_addr(w->host, w->opts.port, &ss);
 	if (rv != 0) {
 		return eb_errf(
 		    err, rv, "web.listen \"%s\": not an IP address", w->host);
