@@ -68,6 +68,12 @@ typedef struct eb__bus_addr {
 	uint64_t         rr;             /* cluster-wide weighted RR cursor */
 	eb__bus_counters c;
 	void            *remote; /* owned by remote.c: per-node interest */
+	/* Flow control (pressure.c): local consumers over the high watermark,
+	 * a component's explicit hold (eb_bus_pressure_set), and the busy
+	 * state last told to the pressure observers. */
+	uint32_t n_busy;
+	int      held_busy;
+	int      busy;
 } eb__bus_addr;
 
 /* ---- messages ---- */
@@ -104,6 +110,8 @@ struct eb_bus_consumer {
 	int               in_handler;
 	int               undelivered; /* set by the handler: not taken */
 	int               overflowing; /* logged this overflow episode */
+	int               busy;        /* qlen crossed the high watermark */
+	int               paused;      /* eb_bus_consumer_pause: queue parked */
 	eb_list           queue;       /* of struct eb__bus_qent, owned */
 	uint32_t          qlen;
 };
@@ -269,6 +277,10 @@ struct eb_bus {
 	eb__bus_counters totals;
 	json_t          *empty_headers; /* owned: shared by header-less msgs */
 	eb__obs          watchers;      /* of eb_bus_watch_fn (watch.c) */
+	eb__obs          pressure_obs;  /* of eb_bus_pressure_fn */
+	uint32_t         q_high;        /* consumer queue watermarks */
+	uint32_t         q_low;
+	uint64_t         busy_episodes; /* address busy transitions */
 	uint64_t         no_handlers;   /* sends/requests that found nobody */
 	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
 	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
@@ -336,6 +348,12 @@ eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,
 void eb__bus_msg_set_reply(
     eb_bus *bus, eb_bus_msg *msg, const char *reply_address, uint32_t origin);
 void eb__bus_msg_detach(eb_bus_msg *msg);
+
+/* pressure.c */
+/* a's busy state may have changed: tells the pressure observers. */
+void eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a);
+/* c's queue length changed: crosses the watermarks. */
+void eb__bus_consumer_level(eb_bus *bus, eb_bus_consumer *c);
 
 /* consumer.c */
 /* Queues msg on c as one unit of rc (NULL: no receipt); 0 or EB_EFULL
