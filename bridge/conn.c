@@ -43,6 +43,8 @@
  * connection stops reading and continues on the next turn.
  */
 #define BCONN_FRAME_BUDGET 256u
+/* A parked connection whose client read nothing for this long is closed. */
+#define BCONN_PARK_STALL_MS 2000u
 /* Per-frame log lines (malformed, denied, auth) per connection, so that a
  * hostile client cannot flood the log; the rest are only counted. */
 #define BCONN_LOG_BUDGET 16u
@@ -81,6 +83,7 @@ struct eb__bconn {
 	int         blocked;    /* flow control: in b->blocked, not reading */
 	char       *blocked_on; /* owned: the busy address, while blocked */
 	int         parked;     /* flow control: its bus consumers paused */
+	uint64_t    parked_ms;  /* parked, or last write progress since */
 	unsigned    log_left;   /* per-frame log lines still allowed */
 	const char *doomed;     /* the sweep's close reason, closed next */
 	int         authenticated;
@@ -370,8 +373,11 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
  * kernel), the connection's bus consumers are paused, so their messages
  * wait in the bus's bounded queues (whose watermarks push back on the
  * producers) instead of closing the client as too slow; below an eighth
- * they resume. Only plain and TLS sockets (a layered transport reports no
- * completed writes).
+ * they resume. A client that reads nothing for BCONN_PARK_STALL_MS while
+ * parked is closed as a slow consumer by the sweep (its parked messages
+ * are dropped and counted, as for any closed consumer), so it cannot
+ * hold its producers forever. Only plain and TLS sockets (a layered
+ * transport reports no completed writes).
  */
 static size_t
 conn_out_backlog(eb__bconn *c)
@@ -395,6 +401,7 @@ conn_park_set(eb__bconn *c, int park)
 		}
 	}
 	if (park) {
+		c->parked_ms = eb__mono_ms();
 		c->b->stats.consumers_parked++;
 		c->b->stats.parked_total++;
 	} else {
@@ -419,8 +426,11 @@ conn_written_cb(eb__stream *s)
 {
 	eb__bconn *c = s->data;
 
-	if (c->parked && !c->closing &&
-	    conn_out_backlog(c) <= c->b->opts.write_queue_max_bytes / 8) {
+	if (!c->parked || c->closing) {
+		return;
+	}
+	c->parked_ms = eb__mono_ms(); /* progress: the client reads */
+	if (conn_out_backlog(c) <= c->b->opts.write_queue_max_bytes / 8) {
 		conn_park_set(c, 0);
 	}
 }
@@ -1539,6 +1549,15 @@ eb__bconn_sweep(eb__bconn *c, uint64_t now)
 	    now - c->started_ms >= b->opts.first_frame_timeout_ms) {
 		b->stats.conns_closed_timeout++;
 		c->doomed = "first-frame-timeout";
+		return;
+	}
+	if (c->parked && now - c->parked_ms >= BCONN_PARK_STALL_MS) {
+		b->stats.conns_closed_slow++;
+		EB_LOG_WARN("bridge",
+		    "slow-consumer-closed: peer=%s queued=%zu stalled_ms=%llu",
+		    c->peer, conn_out_backlog(c),
+		    (unsigned long long) (now - c->parked_ms));
+		c->doomed = "slow-consumer";
 		return;
 	}
 	if (c->frame_started_ms != 0 && b->opts.frame_timeout_ms > 0 &&

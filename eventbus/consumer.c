@@ -150,6 +150,7 @@ consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 
 		eb_list_remove(it);
 		c->qlen--;
+		c->qbytes -= m->body_len;
 		if (q->rc != NULL) {
 			eb__bus_rcpt_unit_done(bus, q->rc, EB_ENOHANDLERS,
 			    "consumer closed before delivery");
@@ -270,6 +271,7 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 	q->turn.c = c;
 	eb_list_insert_tail(&c->queue, &q->link);
 	c->qlen++;
+	c->qbytes += msg->body_len;
 	if (!c->paused) { /* else it waits, off bus->fifo, for the resume */
 		eb_list_insert_tail(&bus->fifo, &q->turn.link);
 		eb__bus_wake(bus);
@@ -295,6 +297,7 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	eb_list_remove(it);
 	qent_put(bus, q);
 	c->qlen--;
+	c->qbytes -= m->body_len;
 	if (c->qlen <= bus->queue_max / 2) {
 		c->overflowing = 0; /* hysteresis: not one line per drop */
 	}

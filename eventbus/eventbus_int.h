@@ -114,6 +114,7 @@ struct eb_bus_consumer {
 	int               paused;      /* eb_bus_consumer_pause: queue parked */
 	eb_list           queue;       /* of struct eb__bus_qent, owned */
 	uint32_t          qlen;
+	size_t            qbytes; /* body bytes queued (watermarks) */
 };
 
 typedef struct eb__bus_rcpt eb__bus_rcpt;
@@ -350,6 +351,9 @@ void eb__bus_msg_set_reply(
 void eb__bus_msg_detach(eb_bus_msg *msg);
 
 /* pressure.c */
+/* A consumer is busy from this many body bytes queued too (a paused
+ * consumer of big messages), until a quarter of it. */
+#define EB__BUS_BUSY_BYTES (4u << 20)
 /* a's busy state may have changed: tells the pressure observers. */
 void eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a);
 /* c's queue length changed: crosses the watermarks. */

@@ -4,7 +4,8 @@
  * parked (paused) consumers.
  *
  * A consumer is busy from qlen >= q_high (half the queue bound) until
- * qlen <= q_low (a quarter): the hysteresis keeps producers from flapping.
+ * qlen <= q_low (a quarter), or from EB__BUS_BUSY_BYTES of bodies queued
+ * until a quarter of that: the hysteresis keeps producers from flapping.
  * An address is busy while any of its local consumers is busy or a
  * component holds it (eb_bus_pressure_set). Observers hear every change of
  * that aggregate. Loop thread only.
@@ -44,11 +45,13 @@ eb__bus_consumer_level(eb_bus *bus, eb_bus_consumer *c)
 	if (a == NULL) {
 		return; /* closed: consumer_flush settled it */
 	}
-	if (!c->busy && c->qlen >= bus->q_high) {
+	if (!c->busy &&
+	    (c->qlen >= bus->q_high || c->qbytes >= EB__BUS_BUSY_BYTES)) {
 		c->busy = 1;
 		a->n_busy++;
 		eb__bus_pressure_update(bus, a);
-	} else if (c->busy && c->qlen <= bus->q_low) {
+	} else if (c->busy && c->qlen <= bus->q_low &&
+	           c->qbytes <= EB__BUS_BUSY_BYTES / 4) {
 		c->busy = 0;
 		a->n_busy--;
 		eb__bus_pressure_update(bus, a);
