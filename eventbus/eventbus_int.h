@@ -74,6 +74,8 @@ typedef struct eb__bus_addr {
 	uint32_t n_busy;
 	int      held_busy;
 	int      busy;
+	uint32_t n_remote_busy;   /* peers that said PRESSURE busy (remote.c) */
+	int      local_busy_told; /* n_busy > 0 as last told to the peers */
 } eb__bus_addr;
 
 /* ---- messages ---- */
@@ -240,6 +242,9 @@ typedef struct eb__bus_remote_ops {
 	/* Calls fn for every node with interest in address. */
 	void (*each_node)(void *ctx, eb__bus_addr        *a,
 	    void (*fn)(void *fnarg, uint32_t node), void *fnarg);
+	/* The local consumers of address became busy or not (flow
+	 * control): tells every peer (a PRESSURE frame). */
+	void (*pressure)(void *ctx, const char *address, int busy);
 	/* The bus is closing: drop per-address state (a->remote). */
 	void (*addr_free)(void *ctx, eb__bus_addr *a);
 } eb__bus_remote_ops;

@@ -7,8 +7,9 @@
  * qlen <= q_low (a quarter), or from EB__BUS_BUSY_BYTES of bodies queued
  * until a quarter of that: the hysteresis keeps producers from flapping.
  * An address is busy while any of its local consumers is busy or a
- * component holds it (eb_bus_pressure_set). Observers hear every change of
- * that aggregate. Loop thread only.
+ * component holds it (eb_bus_pressure_set), or while a peer said (a PRESSURE
+ * link frame, remote.c) that its consumers of it are busy. Observers hear every
+ * change of that aggregate. Loop thread only.
  */
 #include <ebnode/bus.h>
 
@@ -18,9 +19,17 @@
 void
 eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a)
 {
-	int        busy = a->n_busy > 0 || a->held_busy;
+	int        busy = a->n_busy > 0 || a->held_busy || a->n_remote_busy > 0;
+	int        local = a->n_busy > 0;
 	eb__obs_it it;
 
+	/* Peers hear about the local consumers only (a hold is local, and a
+	 * peer's own pressure is its own to tell). */
+	if (local != a->local_busy_told && bus->rops != NULL &&
+	    bus->rops->pressure != NULL && !bus->closing) {
+		a->local_busy_told = local;
+		bus->rops->pressure(bus->rctx, a->address, local);
+	}
 	if (busy == a->busy) {
 		return;
 	}
