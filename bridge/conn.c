@@ -1261,6 +1261,19 @@ conn_closed_cb(eb__stream *s)
 	eb__bridge_conn_gone(b);
 }
 
+/* Closing: c leaves the flow-control lists and counts. */
+static void
+conn_flow_close(eb__bconn *c)
+{
+	if (c->blocked) {
+		conn_unblock(c); /* closing: not back on b->paused */
+	}
+	if (c->parked) {
+		c->b->stats.consumers_parked--;
+		c->parked = 0;
+	}
+}
+
 void
 eb__bconn_close(eb__bconn *c, const char *reason)
 {
@@ -1288,13 +1301,7 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 		eb__frame_dec_free(&c->dec);
 	}
 	conn_in_account(c);
-	if (c->blocked) {
-		conn_unblock(c); /* closing: not back on b->paused */
-	}
-	if (c->parked) {
-		b->stats.consumers_parked--;
-		c->parked = 0;
-	}
+	conn_flow_close(c);
 	if (c->paused) {
 		c->paused = 0;
 		eb_list_remove(&c->pause_link);

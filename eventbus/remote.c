@@ -176,23 +176,25 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 static void
 pressure_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, int busy)
 {
-	addr_remote *r = a->remote;
-	uint32_t     i;
+	addr_remote  *r = a->remote;
+	remote_entry *e = NULL;
+	uint32_t      i;
 
-	for (i = 0; r != NULL && i < r->n; i++) {
+	for (i = 0; r != NULL && i < r->n && e == NULL; i++) {
 		if (r->v[i].peer == peer) {
-			if (r->v[i].busy != busy) {
-				r->v[i].busy = busy;
-				if (busy) {
-					a->n_remote_busy++;
-				} else {
-					a->n_remote_busy--;
-				}
-				eb__bus_pressure_update(bus, a);
-			}
-			return;
+			e = &r->v[i];
 		}
 	}
+	if (e == NULL || e->busy == busy) {
+		return;
+	}
+	e->busy = busy;
+	if (busy) {
+		a->n_remote_busy++;
+	} else {
+		a->n_remote_busy--;
+	}
+	eb__bus_pressure_update(bus, a);
 }
 
 /* ---- frame writers ---- */
