@@ -37,4 +37,5 @@ trap cleanup EXIT
 EB_ZK_CONNECT_FILE="$zkdir/connect" EBNODE_BIN="$build/node/ebnode" \
 	EB_FLOW_SECONDS="$seconds" EB_FLOW_CLIENTS="$clients" \
 	EB_FLOW_RATE="$rate" \
+	EB_FLOW_DIRECT="${EB_FLOW_DIRECT:-0}" \
 	python3 "$here/tests/integration/ingress/flood.py" -v
