@@ -516,7 +516,11 @@ eb__bus_deliver_remote(
 		return;
 	}
 	c = a != NULL ? eb__bus_consumer_pick(a, 1) : NULL;
+	/* Sent before the peer heard our PRESSURE: within the grace. */
+	bus->push_grace = c != NULL && rc == NULL &&
+	                  msg->reply_address == NULL && a->local_busy_told;
 	rv = c != NULL ? eb__bus_consumer_push(c, msg, rc) : EB_ENOHANDLERS;
+	bus->push_grace = 0;
 	if (rv == EB_ENOHANDLERS && rc != NULL) {
 		eb__bus_rcpt_fail(rc, rv, NULL);
 	}

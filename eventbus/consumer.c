@@ -253,8 +253,12 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 {
 	eb_bus       *bus = c->bus;
 	eb__bus_qent *q;
+	uint64_t      max = bus->queue_max;
 
-	if (c->qlen >= bus->queue_max) {
+	if (bus->push_grace) {
+		max *= EB__BUS_GRACE;
+	}
+	if (c->qlen >= max) {
 		if (rc != NULL) {
 			eb__bus_rcpt_add_done(
 			    bus, rc, EB_EFULL, "consumer queue full");

@@ -287,6 +287,7 @@ struct eb_bus {
 	uint32_t         q_high;        /* consumer queue watermarks */
 	uint32_t         q_low;
 	uint64_t         busy_episodes; /* address busy transitions */
+	int              push_grace;    /* see EB__BUS_GRACE (pressure.c) */
 	uint64_t         no_handlers;   /* sends/requests that found nobody */
 	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
 	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
@@ -359,6 +360,11 @@ void eb__bus_msg_detach(eb_bus_msg *msg);
 /* A consumer is busy from this many body bytes queued too (a paused
  * consumer of big messages), until a quarter of it. */
 #define EB__BUS_BUSY_BYTES (4u << 20)
+/* A plain message from a peer for an address this node has told its peers
+ * is busy was in flight before they heard it: it may exceed the queue
+ * bound up to this many times queue_max instead of being dropped (the
+ * peers' bridges stopped; what they had written to the link still comes). */
+#define EB__BUS_GRACE 8u
 /* a's busy state may have changed: tells the pressure observers. */
 void eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a);
 /* c's queue length changed: crosses the watermarks. */
