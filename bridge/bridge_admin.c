@@ -183,6 +183,15 @@ bridge_stats_json(const eb_bridge_stats *bs)
 	    json_integer((json_int_t) bs->requests_refused));
 	(void) json_object_set_new(
 	    o, "input_bytes", json_integer((json_int_t) bs->input_bytes));
+	/* Flow control (issue 17). */
+	(void) json_object_set_new(
+	    o, "blocked", json_integer((json_int_t) bs->conns_blocked));
+	(void) json_object_set_new(
+	    o, "blocked_total", json_integer((json_int_t) bs->blocked_total));
+	(void) json_object_set_new(
+	    o, "parked", json_integer((json_int_t) bs->consumers_parked));
+	(void) json_object_set_new(
+	    o, "parked_total", json_integer((json_int_t) bs->parked_total));
 	return o;
 }
 

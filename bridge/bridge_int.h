@@ -139,6 +139,12 @@ struct eb_bridge {
 	int        listener_inited;
 	int        drain_inited;
 	eb_list    paused; /* of eb__bconn that used their frame budget */
+	/* Flow control: connections that stopped reading because the address
+	 * their last frame went to is busy (eb_bus_address_busy); the bus's
+	 * pressure observer moves them back to paused (to drain) when it is
+	 * not any more. */
+	eb_list blocked;
+	int     pressure_watching;
 	/* Write coalescing: connections with gathered output, flushed by
 	 * flush_prep (after the idle phase: bus deliveries) and flush_check
 	 * (after the poll phase: answers to reads), active only while the list
@@ -216,6 +222,9 @@ eb__bconn *eb__bconn_from_out_link(eb_list *l);
 void eb__bridge_flush_wake(eb_bridge *b);
 /* Initializes the drain handle if needed and makes it run next turn. */
 void eb__bridge_drain_wake(eb_bridge *b);
+/* The bus's pressure observer (eb_bus_pressure_fn; arg: the bridge). */
+void eb__bridge_pressure_cb(
+    eb_bus *bus, const char *address, int busy, void *arg);
 /* A socket's handle closed (live--); server.c may finish closing. */
 void eb__bridge_conn_gone(eb_bridge *b);
 

@@ -43,6 +43,8 @@
  * connection stops reading and continues on the next turn.
  */
 #define BCONN_FRAME_BUDGET 256u
+/* A parked connection whose client read nothing for this long is closed. */
+#define BCONN_PARK_STALL_MS 2000u
 /* Per-frame log lines (malformed, denied, auth) per connection, so that a
  * hostile client cannot flood the log; the rest are only counted. */
 #define BCONN_LOG_BUDGET 16u
@@ -77,9 +79,13 @@ struct eb__bconn {
 	eb__buf     out;        /* frames not yet handed to the stream */
 	eb_list     out_link;   /* in b->pending_out while out_listed */
 	int         out_listed;
-	int         paused;   /* reading stopped: frames buffered */
-	unsigned    log_left; /* per-frame log lines still allowed */
-	const char *doomed;   /* the sweep's close reason, closed next */
+	int         paused;     /* reading stopped: frames buffered */
+	int         blocked;    /* flow control: in b->blocked, not reading */
+	char       *blocked_on; /* owned: the busy address, while blocked */
+	int         parked;     /* flow control: its bus consumers paused */
+	uint64_t    parked_ms;  /* parked, or last write progress since */
+	unsigned    log_left;   /* per-frame log lines still allowed */
+	const char *doomed;     /* the sweep's close reason, closed next */
 	int         authenticated;
 	int         closing;
 };
@@ -168,6 +174,8 @@ conn_log_ok(eb__bconn *c)
 
 /* ---- writing ---- */
 
+static void conn_written_cb(eb__stream *s);
+
 static void
 conn_unlist_out(eb__bconn *c)
 {
@@ -196,6 +204,10 @@ eb__bconn_flush(eb__bconn *c)
 		return;
 	}
 	c->active_ms = eb__mono_ms();
+	if (c->parked) {
+		conn_written_cb(
+		    &c->stream); /* the kernel may have taken it all */
+	}
 }
 
 /*
@@ -355,6 +367,74 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	return conn_out_end(c, mark, EB_BRIDGE_OUT_MESSAGE);
 }
 
+/*
+ * Flow control toward a client that reads slower than its messages come:
+ * past half of write_queue_max_bytes queued (gathered or refused by the
+ * kernel), the connection's bus consumers are paused, so their messages
+ * wait in the bus's bounded queues (whose watermarks push back on the
+ * producers) instead of closing the client as too slow; below an eighth
+ * they resume. A client that reads nothing for BCONN_PARK_STALL_MS while
+ * parked is closed as a slow consumer by the sweep (its parked messages
+ * are dropped and counted, as for any closed consumer), so it cannot
+ * hold its producers forever. Only plain and TLS sockets (a layered
+ * transport reports no completed writes).
+ */
+static size_t
+conn_out_backlog(eb__bconn *c)
+{
+	return eb__stream_backlog(&c->stream) + eb__buf_avail(&c->out);
+}
+
+static void
+conn_park_set(eb__bconn *c, int park)
+{
+	eb_list *it;
+
+	c->parked = park;
+	for (it = c->consumers.next; it != &c->consumers; it = it->next) {
+		bconn_consumer *k = EB_CONTAINER_OF(it, bconn_consumer, link);
+
+		if (park) {
+			eb_bus_consumer_pause(k->bc);
+		} else {
+			eb_bus_consumer_resume(k->bc);
+		}
+	}
+	if (park) {
+		c->parked_ms = eb__mono_ms();
+		c->b->stats.consumers_parked++;
+		c->b->stats.parked_total++;
+	} else {
+		c->b->stats.consumers_parked--;
+	}
+}
+
+static void
+conn_park_check(eb__bconn *c)
+{
+	if (c->parked || c->closing || c->stream.layer != NULL ||
+	    c->stream.ops == &eb__stream_null_ops) {
+		return;
+	}
+	if (conn_out_backlog(c) >= c->b->opts.write_queue_max_bytes / 2) {
+		conn_park_set(c, 1);
+	}
+}
+
+static void
+conn_written_cb(eb__stream *s)
+{
+	eb__bconn *c = s->data;
+
+	if (!c->parked || c->closing) {
+		return;
+	}
+	c->parked_ms = eb__mono_ms(); /* progress: the client reads */
+	if (conn_out_backlog(c) <= c->b->opts.write_queue_max_bytes / 8) {
+		conn_park_set(c, 0);
+	}
+}
+
 static void
 consumer_cb(eb_bus_consumer *bc, eb_bus_msg *msg, void *arg)
 {
@@ -364,7 +444,9 @@ consumer_cb(eb_bus_consumer *bc, eb_bus_msg *msg, void *arg)
 	 * closing or over-full connection must say it did not take it. */
 	if (k->c->closing || conn_message(k->c, k->address, msg) != 0) {
 		eb_bus_consumer_undelivered(bc, EB_ECLOSED);
+		return;
 	}
+	conn_park_check(k->c);
 }
 
 static void
@@ -786,6 +868,74 @@ static const eb_bridge_event_type frame_events[] = {
 	[EB__BF_PING] = EB_BRIDGE_EV_SOCKET_PING,
 };
 
+/*
+ * Flow control toward the client: after a frame for a busy address the
+ * connection stops reading (and handling what it has buffered, at most one
+ * read) until the bus says the address is not busy any more; TCP then
+ * pushes back on the client. Nothing read is dropped.
+ */
+static void
+conn_block_check(eb__bconn *c, const char *address)
+{
+	eb_bridge *b = c->b;
+
+	if (c->blocked || c->closing || !eb_bus_address_busy(b->bus, address)) {
+		return;
+	}
+	if (!b->pressure_watching) {
+		b->pressure_watching = 1;
+		eb_bus_pressure_watch(b->bus, eb__bridge_pressure_cb, b);
+	}
+	c->blocked = 1;
+	c->blocked_on = eb__strdup(address);
+	if (c->paused) {
+		eb_list_remove(&c->pause_link); /* off b->paused */
+	} else {
+		c->paused = 1;
+		(void) uv_read_stop((uv_stream_t *) &c->stream.tcp);
+	}
+	eb_list_insert_tail(&b->blocked, &c->pause_link);
+	b->stats.conns_blocked++;
+	b->stats.blocked_total++;
+}
+
+/* Ends c's block: it drains what it buffered, then reads again. */
+static void
+conn_unblock(eb__bconn *c)
+{
+	eb_bridge *b = c->b;
+
+	c->blocked = 0;
+	free(c->blocked_on);
+	c->blocked_on = NULL;
+	b->stats.conns_blocked--;
+	eb_list_remove(&c->pause_link);
+	if (!c->closing) {
+		eb_list_insert_tail(&b->paused, &c->pause_link); /* paused */
+		eb__bridge_drain_wake(b);
+	}
+}
+
+void
+eb__bridge_pressure_cb(eb_bus *bus, const char *address, int busy, void *arg)
+{
+	eb_bridge *b = arg;
+	eb_list   *it;
+	eb_list   *tmp;
+
+	(void) bus;
+	if (busy) {
+		return; /* connections see it after their next frame */
+	}
+	EB_LIST_FOREACH (it, tmp, &b->blocked) {
+		eb__bconn *c = eb__bconn_from_pause_link(it);
+
+		if (strcmp(c->blocked_on, address) == 0) {
+			conn_unblock(c);
+		}
+	}
+}
+
 /* Section 2 order: type, (auth), hook, address, then the type's checks. */
 static void
 frame_dispatch(eb__bconn *c, const eb__bframe *f)
@@ -815,9 +965,11 @@ frame_dispatch(eb__bconn *c, const eb__bframe *f)
 	switch (f->type) {
 	case EB__BF_SEND:
 		frame_send(c, f);
+		conn_block_check(c, f->address);
 		break;
 	case EB__BF_PUBLISH:
 		frame_publish(c, f);
+		conn_block_check(c, f->address);
 		break;
 	case EB__BF_REGISTER:
 		frame_register(c, f);
@@ -914,7 +1066,7 @@ conn_process(eb__bconn *c)
 	int         rv;
 
 	c->processing = 1;
-	while (!c->closing) {
+	while (!c->closing && !c->blocked) {
 		if (budget-- == 0) {
 			c->processing = 0;
 			conn_pause(c);
@@ -940,7 +1092,7 @@ conn_process(eb__bconn *c)
 	 * buffered: one turn then takes at most one budget of its frames
 	 * (from the drain or from a read, not both), no more than the bus
 	 * delivers per consumer per turn. */
-	if (c->paused && handled == 0) {
+	if (c->paused && !c->blocked && handled == 0) {
 		conn_resume(c);
 	}
 	/* After a big frame, give the buffer back instead of keeping up to
@@ -1109,6 +1261,19 @@ conn_closed_cb(eb__stream *s)
 	eb__bridge_conn_gone(b);
 }
 
+/* Closing: c leaves the flow-control lists and counts. */
+static void
+conn_flow_close(eb__bconn *c)
+{
+	if (c->blocked) {
+		conn_unblock(c); /* closing: not back on b->paused */
+	}
+	if (c->parked) {
+		c->b->stats.consumers_parked--;
+		c->parked = 0;
+	}
+}
+
 void
 eb__bconn_close(eb__bconn *c, const char *reason)
 {
@@ -1136,6 +1301,7 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 		eb__frame_dec_free(&c->dec);
 	}
 	conn_in_account(c);
+	conn_flow_close(c);
 	if (c->paused) {
 		c->paused = 0;
 		eb_list_remove(&c->pause_link);
@@ -1215,6 +1381,7 @@ static const eb__stream_cbs conn_cbs = {
 	.read_cb = conn_read_cb,
 	.error_cb = conn_error_cb,
 	.closed_cb = conn_closed_cb,
+	.written_cb = conn_written_cb,
 };
 
 static void
@@ -1395,6 +1562,15 @@ eb__bconn_sweep(eb__bconn *c, uint64_t now)
 	    now - c->started_ms >= b->opts.first_frame_timeout_ms) {
 		b->stats.conns_closed_timeout++;
 		c->doomed = "first-frame-timeout";
+		return;
+	}
+	if (c->parked && now - c->parked_ms >= BCONN_PARK_STALL_MS) {
+		b->stats.conns_closed_slow++;
+		EB_LOG_WARN("bridge",
+		    "slow-consumer-closed: peer=%s queued=%zu stalled_ms=%llu",
+		    c->peer, conn_out_backlog(c),
+		    (unsigned long long) (now - c->parked_ms));
+		c->doomed = "slow-consumer";
 		return;
 	}
 	if (c->frame_started_ms != 0 && b->opts.frame_timeout_ms > 0 &&

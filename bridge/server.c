@@ -141,6 +141,7 @@ eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
 	b->opts.outbound = NULL;
 	eb_list_init(&b->conns);
 	eb_list_init(&b->paused);
+	eb_list_init(&b->blocked);
 	eb_list_init(&b->fresh);
 	eb_list_init(&b->pending_out);
 	eb__obs_init(&b->closed_obs);
@@ -442,6 +443,11 @@ eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 	 * close others): take the first until none is left. */
 	while ((it = eb_list_first(&b->conns)) != NULL) {
 		eb__bconn_close(eb__bconn_from_link(it), "bridge-closing");
+	}
+	if (b->pressure_watching) {
+		b->pressure_watching = 0;
+		(void) eb_bus_pressure_unwatch(
+		    b->bus, eb__bridge_pressure_cb, b);
 	}
 	if (b->drain_inited) {
 		b->open_handles++;

@@ -33,6 +33,9 @@ typedef struct eb__stream_cbs {
 	void (*read_cb)(eb__stream *s, const char *data, size_t n);
 	void (*error_cb)(eb__stream *s, int status);
 	void (*closed_cb)(eb__stream *s);
+	/* Optional (NULL: none): a queued write completed, the backlog
+	 * shrank (flow control: the bridge resumes its paused consumers). */
+	void (*written_cb)(eb__stream *s);
 } eb__stream_cbs;
 
 typedef struct eb__stream_ops {

@@ -50,6 +50,8 @@ stream_write_cb(uv_write_t *req, int status)
 	/* Writes still queued at close complete with UV_ECANCELED. */
 	if (status < 0 && !s->closing) {
 		s->cbs.error_cb(s, status);
+	} else if (status == 0 && !s->closing && s->cbs.written_cb != NULL) {
+		s->cbs.written_cb(s);
 	}
 }
 

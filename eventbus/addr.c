@@ -48,7 +48,8 @@ eb__bus_addr_maybe_free(eb_bus *bus, eb__bus_addr *a)
 {
 	/* Counters go with the record: an address nobody handles anywhere
 	 * costs nothing, so random addresses cannot grow the table. */
-	if (a->n_local > 0 || a->n_remote > 0 || a->remote != NULL) {
+	if (a->n_local > 0 || a->n_remote > 0 || a->remote != NULL ||
+	    a->held_busy) {
 		return;
 	}
 	eb__hmap_del(&bus->addrs, &a->hent);

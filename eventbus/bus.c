@@ -92,6 +92,8 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->node_id = eb__strdup(opts->node_id != NULL ? opts->node_id : uuid);
 	bus->request_timeout_ms = opts->request_timeout_ms;
 	bus->queue_max = opts->consumer_queue_max;
+	bus->q_high = bus->queue_max / 2 > 0 ? bus->queue_max / 2 : 1;
+	bus->q_low = bus->q_high / 2;
 	bus->receipt_timeout_ms = opts->receipt_timeout_ms;
 	bus->max_reqs = opts->max_pending_requests;
 	bus->max_timeout_ms = opts->max_request_timeout_ms;
@@ -104,6 +106,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	eb_list_init(&bus->reply_msgs);
 	eb_list_init(&bus->qfree);
 	eb__obs_init(&bus->watchers);
+	eb__obs_init(&bus->pressure_obs);
 	/* Both inits cannot fail on a live loop; they are the last steps. */
 	(void) uv_idle_init(loop, &bus->idle);
 	(void) uv_timer_init(loop, &bus->timer);
@@ -139,6 +142,7 @@ bus_free(eb_bus *bus)
 	eb__hmap_free(&bus->reqs);
 	eb__bus_rcpt_free_all(bus);
 	eb__obs_free(&bus->watchers);
+	eb__obs_free(&bus->pressure_obs);
 	free(bus->node_id);
 	free(bus);
 }
@@ -512,7 +516,11 @@ eb__bus_deliver_remote(
 		return;
 	}
 	c = a != NULL ? eb__bus_consumer_pick(a, 1) : NULL;
+	/* Sent before the peer heard our PRESSURE: within the grace. */
+	bus->push_grace = c != NULL && rc == NULL &&
+	                  msg->reply_address == NULL && a->local_busy_told;
 	rv = c != NULL ? eb__bus_consumer_push(c, msg, rc) : EB_ENOHANDLERS;
+	bus->push_grace = 0;
 	if (rv == EB_ENOHANDLERS && rc != NULL) {
 		eb__bus_rcpt_fail(rc, rv, NULL);
 	}

@@ -9,6 +9,10 @@
  * one bus-wide queue in arrival order (bus->fifo), which gives the order
  * guarantee: one sender, one handler: send order, replies included.
  *
+ * Flow control (pressure.c): past half of queue_max the consumer is busy
+ * and so is its address, until a quarter; a paused consumer's entries
+ * stay in its queue, off bus->fifo.
+ *
  * Overflow (queue_max reached): the message is not queued; a request is
  * failed at once (ERROR, EB_EFULL, "consumer queue full"), anything else is
  * dropped and counted in `dropped`. The first overflow of an episode is
@@ -146,6 +150,7 @@ consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 
 		eb_list_remove(it);
 		c->qlen--;
+		c->qbytes -= m->body_len;
 		if (q->rc != NULL) {
 			eb__bus_rcpt_unit_done(bus, q->rc, EB_ENOHANDLERS,
 			    "consumer closed before delivery");
@@ -188,6 +193,11 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 	}
 	eb__bus_watch_notify(bus, a);
 	consumer_flush(bus, c, a);
+	if (c->busy) {
+		c->busy = 0;
+		a->n_busy--;
+		eb__bus_pressure_update(bus, a);
+	}
 	eb__bus_addr_maybe_free(bus, a);
 	if (!c->in_handler) {
 		eb__bus_consumer_free(c);
@@ -243,8 +253,12 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 {
 	eb_bus       *bus = c->bus;
 	eb__bus_qent *q;
+	uint64_t      max = bus->queue_max;
 
-	if (c->qlen >= bus->queue_max) {
+	if (bus->push_grace) {
+		max *= EB__BUS_GRACE;
+	}
+	if (c->qlen >= max) {
 		if (rc != NULL) {
 			eb__bus_rcpt_add_done(
 			    bus, rc, EB_EFULL, "consumer queue full");
@@ -260,9 +274,13 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 	}
 	q->turn.c = c;
 	eb_list_insert_tail(&c->queue, &q->link);
-	eb_list_insert_tail(&bus->fifo, &q->turn.link);
 	c->qlen++;
-	eb__bus_wake(bus);
+	c->qbytes += msg->body_len;
+	if (!c->paused) { /* else it waits, off bus->fifo, for the resume */
+		eb_list_insert_tail(&bus->fifo, &q->turn.link);
+		eb__bus_wake(bus);
+	}
+	eb__bus_consumer_level(bus, c);
 	return 0;
 }
 
@@ -283,9 +301,11 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	eb_list_remove(it);
 	qent_put(bus, q);
 	c->qlen--;
+	c->qbytes -= m->body_len;
 	if (c->qlen <= bus->queue_max / 2) {
 		c->overflowing = 0; /* hysteresis: not one line per drop */
 	}
+	eb__bus_consumer_level(bus, c);
 	/* The fence may have risen while the message waited (rule 6). */
 	if (eb__bus_fence_stale(bus, m->epoch)) {
 		c->addr->c.dropped++;

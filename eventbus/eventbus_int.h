@@ -68,6 +68,14 @@ typedef struct eb__bus_addr {
 	uint64_t         rr;             /* cluster-wide weighted RR cursor */
 	eb__bus_counters c;
 	void            *remote; /* owned by remote.c: per-node interest */
+	/* Flow control (pressure.c): local consumers over the high watermark,
+	 * a component's explicit hold (eb_bus_pressure_set), and the busy
+	 * state last told to the pressure observers. */
+	uint32_t n_busy;
+	int      held_busy;
+	int      busy;
+	uint32_t n_remote_busy;   /* peers that said PRESSURE busy (remote.c) */
+	int      local_busy_told; /* n_busy > 0 as last told to the peers */
 } eb__bus_addr;
 
 /* ---- messages ---- */
@@ -104,8 +112,11 @@ struct eb_bus_consumer {
 	int               in_handler;
 	int               undelivered; /* set by the handler: not taken */
 	int               overflowing; /* logged this overflow episode */
+	int               busy;        /* qlen crossed the high watermark */
+	int               paused;      /* eb_bus_consumer_pause: queue parked */
 	eb_list           queue;       /* of struct eb__bus_qent, owned */
 	uint32_t          qlen;
+	size_t            qbytes; /* body bytes queued (watermarks) */
 };
 
 typedef struct eb__bus_rcpt eb__bus_rcpt;
@@ -231,6 +242,9 @@ typedef struct eb__bus_remote_ops {
 	/* Calls fn for every node with interest in address. */
 	void (*each_node)(void *ctx, eb__bus_addr        *a,
 	    void (*fn)(void *fnarg, uint32_t node), void *fnarg);
+	/* The local consumers of address became busy or not (flow
+	 * control): tells every peer (a PRESSURE frame). */
+	void (*pressure)(void *ctx, const char *address, int busy);
 	/* The bus is closing: drop per-address state (a->remote). */
 	void (*addr_free)(void *ctx, eb__bus_addr *a);
 } eb__bus_remote_ops;
@@ -269,6 +283,11 @@ struct eb_bus {
 	eb__bus_counters totals;
 	json_t          *empty_headers; /* owned: shared by header-less msgs */
 	eb__obs          watchers;      /* of eb_bus_watch_fn (watch.c) */
+	eb__obs          pressure_obs;  /* of eb_bus_pressure_fn */
+	uint32_t         q_high;        /* consumer queue watermarks */
+	uint32_t         q_low;
+	uint64_t         busy_episodes; /* address busy transitions */
+	int              push_grace;    /* see EB__BUS_GRACE (pressure.c) */
 	uint64_t         no_handlers;   /* sends/requests that found nobody */
 	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
 	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
@@ -336,6 +355,20 @@ eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,
 void eb__bus_msg_set_reply(
     eb_bus *bus, eb_bus_msg *msg, const char *reply_address, uint32_t origin);
 void eb__bus_msg_detach(eb_bus_msg *msg);
+
+/* pressure.c */
+/* A consumer is busy from this many body bytes queued too (a paused
+ * consumer of big messages), until a quarter of it. */
+#define EB__BUS_BUSY_BYTES (4u << 20)
+/* A plain message from a peer for an address this node has told its peers
+ * is busy was in flight before they heard it: it may exceed the queue
+ * bound up to this many times queue_max instead of being dropped (the
+ * peers' bridges stopped; what they had written to the link still comes). */
+#define EB__BUS_GRACE 8u
+/* a's busy state may have changed: tells the pressure observers. */
+void eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a);
+/* c's queue length changed: crosses the watermarks. */
+void eb__bus_consumer_level(eb_bus *bus, eb_bus_consumer *c);
 
 /* consumer.c */
 /* Queues msg on c as one unit of rc (NULL: no receipt); 0 or EB_EFULL

@@ -22,6 +22,13 @@
  *            and/or a receipt request (u64 = two u32, high first)
  *   RECEIPT  u64 id, u32 status (0: handed to every consumer), u32
  *            consumers handed to, u32 consumers tried
+ *   PRESSURE u32 n, n x (str16 address, u8 busy): flow control; the
+ *            sender's local consumers of address are over their high
+ *            watermark (1) or back under the low one (0). The receiver
+ *            treats the address as busy while any peer says so (its
+ *            bridges stop reading for it); a link down or the peer's
+ *            interest gone clears it. Sent on change, and on link up for
+ *            every busy address (protocol version 3).
  * Bodies travel as the bytes the sender encoded; nobody re-parses them on
  * the way.
  *
@@ -45,7 +52,8 @@ enum {
 	FRAME_FAIL = EB_LINK_FRAME_USER + 2,
 	FRAME_INTEREST = EB_LINK_FRAME_USER + 3,
 	FRAME_MSG2 = EB_LINK_FRAME_USER + 4,
-	FRAME_RECEIPT = EB_LINK_FRAME_USER + 5
+	FRAME_RECEIPT = EB_LINK_FRAME_USER + 5,
+	FRAME_PRESSURE = EB_LINK_FRAME_USER + 6
 };
 
 /* Keep full-table frames well below any sane max_frame_bytes. */
@@ -54,6 +62,7 @@ enum {
 typedef struct remote_entry {
 	uint32_t peer;
 	uint32_t count;
+	int      busy; /* the peer's PRESSURE for this address */
 } remote_entry;
 
 typedef struct addr_remote {
@@ -115,6 +124,7 @@ interest_add(eb__bus_addr *a, uint32_t peer, uint32_t count)
 	}
 	r->v[r->n].peer = peer;
 	r->v[r->n].count = count;
+	r->v[r->n].busy = 0;
 	r->n++;
 	a->n_remote += count;
 	a->n_remote_nodes++;
@@ -138,6 +148,9 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 	if (r != NULL && i < r->n) {
 		a->n_remote -= r->v[i].count;
 		if (count == 0) {
+			if (r->v[i].busy) {
+				a->n_remote_busy--; /* gone with its interest */
+			}
 			r->v[i] = r->v[--r->n];
 			a->n_remote_nodes--;
 		} else {
@@ -155,7 +168,33 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 	if (a->n_remote != before) {
 		eb__bus_watch_notify(bus, a);
 	}
+	eb__bus_pressure_update(bus, a);
 	eb__bus_addr_maybe_free(bus, a);
+}
+
+/* A peer's PRESSURE for a (it must have interest in it; else ignored). */
+static void
+pressure_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, int busy)
+{
+	addr_remote  *r = a->remote;
+	remote_entry *e = NULL;
+	uint32_t      i;
+
+	for (i = 0; r != NULL && i < r->n && e == NULL; i++) {
+		if (r->v[i].peer == peer) {
+			e = &r->v[i];
+		}
+	}
+	if (e == NULL || e->busy == busy) {
+		return;
+	}
+	e->busy = busy;
+	if (busy) {
+		a->n_remote_busy++;
+	} else {
+		a->n_remote_busy--;
+	}
+	eb__bus_pressure_update(bus, a);
 }
 
 /* ---- frame writers ---- */
@@ -348,8 +387,11 @@ remote_addr_free(void *ctx, eb__bus_addr *a)
 	a->remote = NULL;
 }
 
+static void remote_pressure(void *ctx, const char *address, int busy);
+
 static const eb__bus_remote_ops remote_ops = {
 	.interest = remote_interest,
+	.pressure = remote_pressure,
 	.forward = remote_forward,
 	.receipt = remote_receipt,
 	.peer_name = remote_peer_name,
@@ -391,6 +433,64 @@ remote_interest(void *ctx, const char *address, uint32_t count)
 
 	if (st->mgr != NULL && strlen(address) <= UINT16_MAX) {
 		eb__link_foreach_up(st->mgr, interest_one_cb, &io);
+	}
+}
+
+/* ---- pressure out ---- */
+
+struct pressure_one {
+	bus_remote *st;
+	const char *address;
+	int         busy;
+};
+
+static void
+pressure_one_cb(void *arg, uint32_t peer)
+{
+	struct pressure_one *po = arg;
+	eb__buf             *b;
+
+	b = eb__link_frame_begin(po->st->mgr, peer, FRAME_PRESSURE);
+	if (b == NULL) {
+		return;
+	}
+	eb__link_put_u32(b, 1);
+	(void) eb__link_put_str16(b, po->address, strlen(po->address));
+	eb__link_put_u8(b, (uint8_t) (po->busy != 0));
+	(void) eb__link_frame_end(po->st->mgr, peer);
+}
+
+static void
+remote_pressure(void *ctx, const char *address, int busy)
+{
+	bus_remote         *st = ctx;
+	struct pressure_one po = { st, address, busy };
+
+	if (st->mgr != NULL && strlen(address) <= UINT16_MAX) {
+		eb__link_foreach_up(st->mgr, pressure_one_cb, &po);
+	}
+}
+
+/* Tells a peer whose link just came up every address busy here. */
+static void
+pressure_full(bus_remote *st, uint32_t peer)
+{
+	eb_bus             *bus = st->bus;
+	struct pressure_one po = { st, NULL, 1 };
+	uint32_t            i;
+	eb__hent           *e;
+
+	for (i = 0; i < bus->addrs.nbuckets; i++) {
+		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+			const eb__bus_addr *a =
+			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
+
+			if (a->local_busy_told &&
+			    strlen(a->address) <= UINT16_MAX) {
+				po.address = a->address;
+				pressure_one_cb(&po, peer);
+			}
+		}
 	}
 }
 
@@ -478,6 +578,7 @@ link_up_cb(void *ctx, uint32_t peer, const char *node_id)
 	u->node_id = eb__strdup(node_id);
 	eb_list_insert_tail(&st->peers, &u->link);
 	interest_full(st, peer);
+	pressure_full(st, peer);
 }
 
 /* Removes peer from the up list and writes the failure text naming it. */
@@ -772,6 +873,30 @@ on_interest(bus_remote *st, uint32_t peer, eb__link_rd *r)
 	return r->bad ? EB_EPROTO : 0;
 }
 
+static int
+on_pressure(bus_remote *st, uint32_t peer, eb__link_rd *r)
+{
+	uint32_t n = eb__link_get_u32(r);
+	uint32_t i;
+
+	for (i = 0; i < n && !r->bad; i++) {
+		char         *address = rd_strdup(r);
+		uint8_t       busy = eb__link_get_u8(r);
+		eb__bus_addr *a;
+
+		if (address == NULL || r->bad || busy > 1) {
+			free(address);
+			return EB_EPROTO;
+		}
+		a = eb__bus_addr_find(st->bus, address);
+		if (a != NULL) {
+			pressure_set(st->bus, a, peer, busy);
+		}
+		free(address);
+	}
+	return r->bad ? EB_EPROTO : 0;
+}
+
 static void
 link_frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t n)
 {
@@ -800,6 +925,9 @@ link_frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t n)
 		break;
 	case FRAME_INTEREST:
 		rv = on_interest(st, peer, &r);
+		break;
+	case FRAME_PRESSURE:
+		rv = on_pressure(st, peer, &r);
 		break;
 	default:
 		rv = EB_EPROTO; /* a newer peer: ignore what we do not know */

@@ -89,6 +89,8 @@ hold(eb_ingress *in, eb__ingress_held *h, int at_head)
 
 static void forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
     const eb_bus_failure *failure, void *arg);
+static void forward_done(eb_ingress *in, eb__ingress_held *h, int status,
+    eb_bus_msg *reply, const eb_bus_failure *failure);
 
 /* 0: in flight; EB_ENOHANDLERS: no leader reachable; else an error. */
 static int
@@ -129,13 +131,61 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	json_decref(headers);
 	if (rv == 0) {
 		eb_list_insert_tail(&in->inflight, &h->link);
+		in->n_inflight++;
 		in->st.forwarded++;
 	}
 	return rv;
 }
 
+/* The ingress address is busy while the backlog is long (hysteresis). */
 static void
-submit(eb_ingress *in, eb__ingress_held *h, int at_head)
+pressure(eb_ingress *in)
+{
+	if (!in->pressing && in->n_backlog >= EB__INGRESS_BACKLOG_HIGH) {
+		in->pressing = 1;
+		in->st.pressed++;
+		eb_bus_pressure_set(in->bus, in->address, 1);
+	} else if (in->pressing && in->n_backlog <= EB__INGRESS_BACKLOG_LOW) {
+		in->pressing = 0;
+		eb_bus_pressure_set(in->bus, in->address, 0);
+	}
+}
+
+static void submit_now(eb_ingress *in, eb__ingress_held *h, int at_head);
+
+/* Moves backlog into the window, in order, while a leader is reachable
+ * (nothing held). */
+static void
+pump(eb_ingress *in)
+{
+	eb_list *it;
+
+	while (in->n_inflight < EB__INGRESS_WINDOW &&
+	       eb_list_empty(&in->held) &&
+	       (it = eb_list_first(&in->backlog)) != NULL) {
+		eb_list_remove(it);
+		in->n_backlog--;
+		submit_now(in, EB_CONTAINER_OF(it, eb__ingress_held, link), 0);
+	}
+	pressure(in);
+}
+
+/* An arrival: behind the backlog, or into the window. */
+static void
+submit(eb_ingress *in, eb__ingress_held *h)
+{
+	if (in->n_backlog > 0 || (in->n_inflight >= EB__INGRESS_WINDOW &&
+	                             eb_list_empty(&in->held))) {
+		eb_list_insert_tail(&in->backlog, &h->link);
+		in->n_backlog++;
+		pressure(in);
+		return;
+	}
+	submit_now(in, h, 0);
+}
+
+static void
+submit_now(eb_ingress *in, eb__ingress_held *h, int at_head)
 {
 	int rv;
 
@@ -223,6 +273,15 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		held_free(h); /* the ingress closed and answered it already */
 		return;
 	}
+	in->n_inflight--;
+	forward_done(in, h, status, reply, failure);
+	pump(in);
+}
+
+static void
+forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure)
+{
 	if (status == 0 && ack_fenced(in, reply)) {
 		/* The old leader delivered it (its receipt came first), but
 		 * its ack would take this node's acknowledged epochs back.
@@ -231,7 +290,7 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		if (!h->retried) {
 			h->retried = 1;
 			in->st.retried++;
-			submit(in, h, 1);
+			submit_now(in, h, 1);
 			return;
 		}
 		answer_failure(in, h, EB_INGRESS_FENCED_ACK, in->fenced_why);
@@ -256,7 +315,7 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		 * failed; the new leader's stamp tells the copies apart. */
 		h->retried = 1;
 		in->st.retried++;
-		submit(in, h, 1);
+		submit_now(in, h, 1);
 		return;
 	}
 	answer_failure(in, h, failure != NULL ? failure->code : -1,
@@ -289,6 +348,7 @@ flush(eb_ingress *in)
 		}
 	}
 	EB_LOG_NOTICE("ingress", "flushed: reason=leader-reachable");
+	pump(in);
 }
 
 static void
@@ -377,7 +437,7 @@ eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	h->msg = eb_bus_msg_hold(msg);
 	h->in = in;
 	h->recv_ns = uv_hrtime();
-	submit(in, h, 0);
+	submit(in, h);
 }
 
 const eb__hist *
@@ -402,6 +462,20 @@ eb__ingress_fail_all(eb_ingress *in)
 {
 	eb_list *it;
 
+	while ((it = eb_list_first(&in->backlog)) != NULL) {
+		eb__ingress_held *h =
+		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+
+		eb_list_remove(it);
+		in->n_backlog--;
+		answer_failure(
+		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
+		held_free(h);
+	}
+	if (in->pressing) {
+		in->pressing = 0;
+		eb_bus_pressure_set(in->bus, in->address, 0);
+	}
 	while ((it = eb_list_first(&in->held)) != NULL) {
 		eb__ingress_held *h =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
@@ -423,4 +497,5 @@ eb__ingress_fail_all(eb_ingress *in)
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
 		h->in = NULL;
 	}
+	in->n_inflight = 0;
 }

@@ -47,6 +47,7 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	eb_list_init(&in->routing);
 	eb_list_init(&in->held);
 	eb_list_init(&in->inflight);
+	eb_list_init(&in->backlog);
 	(void) uv_timer_init(loop, &in->hold_timer);
 	in->hold_timer.data = in;
 	*inp = in;
@@ -152,6 +153,8 @@ eb_ingress_stats_get(const eb_ingress *in, eb_ingress_stats *out)
 {
 	*out = in->st;
 	out->holding = in->n_held;
+	out->backlog = in->n_backlog;
+	out->inflight = in->n_inflight;
 }
 
 static void

@@ -111,6 +111,15 @@ ingress_metrics(eb__prom *w, void *arg)
 	eb__prom_one(w, "ebnode_ingress_rerouted_total", "counter",
 	    "Ingress sends routed again after a failed delivery receipt.",
 	    s.rerouted);
+	eb__prom_one(w, "ebnode_ingress_inflight", "gauge",
+	    "Ingress forwards awaiting the leader's acknowledgement now.",
+	    s.inflight);
+	eb__prom_one(w, "ebnode_ingress_backlog", "gauge",
+	    "Ingress messages waiting for the forward window now.", s.backlog);
+	eb__prom_one(w, "ebnode_ingress_pressed_total", "counter",
+	    "Times the backlog made the ingress address busy (the bridges "
+	    "stopped reading).",
+	    s.pressed);
 	emit_latency(w, in != NULL ? eb__ingress_latency(in) : NULL);
 	emit_fenced(w, ctx->bus, &s);
 }

@@ -66,8 +66,15 @@ struct eb_ingress {
 	uv_timer_t hold_timer;
 	int        timer_armed;
 	eb_list    inflight; /* of struct eb__ingress_held being forwarded */
-	int        closing;
-	int        close_done; /* the timer close has begun */
+	/* Flow control (gateway.c): at most EB__INGRESS_WINDOW forwards in
+	 * flight; later arrivals wait in order on backlog, and the ingress
+	 * address is busy (eb_bus_pressure_set) while backlog is long. */
+	uint32_t            n_inflight;
+	eb_list             backlog; /* of struct eb__ingress_held */
+	uint32_t            n_backlog;
+	int                 pressing;
+	int                 closing;
+	int                 close_done; /* the timer close has begun */
 	eb_ingress_close_cb close_cb;
 	void               *close_arg;
 	eb_ingress_stats    st;
@@ -109,6 +116,14 @@ typedef struct eb__ingress_held {
 } eb__ingress_held;
 
 /* gateway.c */
+/* Forwards in flight per gateway: the leader acknowledges only what the
+ * target's node confirmed, so acknowledgements are the credits of an
+ * end-to-end window, and a target queue holds at most the sum of the
+ * gateways' windows. */
+#define EB__INGRESS_WINDOW 1024u
+/* Backlog watermarks: the ingress address is busy from HIGH to LOW. */
+#define EB__INGRESS_BACKLOG_HIGH 2048u
+#define EB__INGRESS_BACKLOG_LOW  512u
 void eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 void eb__ingress_fail_all(eb_ingress *in);
 /* The gateway latency histogram (read by ingress_admin.c); borrowed. */

@@ -150,6 +150,13 @@ typedef struct eb_bridge_stats {
 	uint64_t tls_failed;  /* handshake or record errors */
 	uint64_t errors;      /* err frames sent, all kinds */
 	uint64_t consumers;   /* current registrations, all connections */
+	/* Flow control: connections not reading now because their target
+	 * address is busy, and how often one stopped; deliveries parked
+	 * because a client's socket is behind, and how often. */
+	uint64_t conns_blocked;
+	uint64_t blocked_total;
+	uint64_t consumers_parked;
+	uint64_t parked_total;
 } eb_bridge_stats;
 
 EB_API void eb_bridge_stats_get(const eb_bridge *b, eb_bridge_stats *out);

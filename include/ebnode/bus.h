@@ -327,6 +327,38 @@ EB_API void eb_bus_watch_add(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
 /* Removes one (fn, arg) pair: 0, or UV_ENOENT when it was not added. */
 EB_API int eb_bus_watch_remove(eb_bus *bus, eb_bus_watch_fn fn, void *arg);
 
+/*
+ * Flow control. An address is busy while one of its local consumers has
+ * more than half of consumer_queue_max queued (it stops being busy at a
+ * quarter), or while a component holding messages for it says so
+ * (eb_bus_pressure_set: the ingress gateway for the ingress address).
+ * Producers that can wait (the bridge's connections) stop taking input
+ * for a busy address and resume when its observer says it is not busy any
+ * more; the bus itself never refuses a message for it (the queue bound
+ * still does). A publish is held back while any consumer is busy.
+ */
+EB_API int eb_bus_address_busy(eb_bus *bus, const char *address);
+/* A component holds messages for address (busy != 0) or not any more. */
+EB_API void eb_bus_pressure_set(eb_bus *bus, const char *address, int busy);
+/* Observers of busy changes; same rules as eb_bus_watch_fn (may run from
+ * inside a send or a delivery turn: must not call back into the bus). */
+typedef void (*eb_bus_pressure_fn)(
+    eb_bus *bus, const char *address, int busy, void *arg);
+EB_API void eb_bus_pressure_watch(
+    eb_bus *bus, eb_bus_pressure_fn fn, void *arg);
+EB_API int eb_bus_pressure_unwatch(
+    eb_bus *bus, eb_bus_pressure_fn fn, void *arg);
+/*
+ * Parks c's deliveries: they wait in its queue (which counts for the
+ * watermarks and the bound) until eb_bus_consumer_resume, in order. For a
+ * handler that hands messages on to something slower (a bridge client's
+ * socket). Either may be called from the handler itself.
+ */
+EB_API void eb_bus_consumer_pause(eb_bus_consumer *c);
+EB_API void eb_bus_consumer_resume(eb_bus_consumer *c);
+/* Transitions of addresses to busy since the bus was made. */
+EB_API uint64_t eb_bus_busy_episodes(const eb_bus *bus);
+
 /* This bus's node id (opts.node_id, or a generated uuid). */
 EB_API const char *eb_bus_node_id(const eb_bus *bus);
 

@@ -144,6 +144,12 @@ typedef struct eb_ingress_stats {
 	uint64_t undelivered;   /* routed here, not confirmed: failed */
 	uint64_t rerouted;      /* sends routed again after a failed receipt */
 	uint64_t fenced_acks;   /* acks below this node's fence, refused */
+	/* Flow control: forwards awaiting their acknowledgement, arrivals
+	 * waiting for the window, and times the ingress address was made
+	 * busy (the bridges stopped reading) for it. */
+	uint64_t inflight;
+	uint64_t backlog;
+	uint64_t pressed;
 } eb_ingress_stats;
 
 EB_API void eb_ingress_opts_init(eb_ingress_opts *opts);

@@ -26,7 +26,7 @@
 #include <ebnode/api.h>
 #include <ebnode/err.h>
 
-#define EB_LINK_PROTOCOL_VERSION 2
+#define EB_LINK_PROTOCOL_VERSION 3
 
 typedef struct eb_link_mgr eb_link_mgr; /* opaque */
 

@@ -16,6 +16,6 @@
 EB_API const char *eb_library_version(void);
 
 /* Version of the node-to-node link protocol (cluster links, hello frame). */
-#define EB_LINK_PROTOCOL_VERSION 2
+#define EB_LINK_PROTOCOL_VERSION 3
 
 #endif
