@@ -744,6 +744,17 @@ check_ports(load_ctx *lc)
 		RULE_FAIL(lc, "cluster.port", "same as admin.port (%lld)",
 		    (long long) c->admin.port);
 	}
+	/* A link must outlive a heartbeat (the link manager refuses it). */
+	if (c->link.dead_ms <= c->link.heartbeat_ms) {
+		RULE_FAIL(lc,
+		    origin_of(lc, "cluster.link_timeout_ms") ==
+		            EB__CONF_SRC_DEFAULT
+		        ? "cluster.heartbeat_ms"
+		        : "cluster.link_timeout_ms",
+		    "cluster.link_timeout_ms (%u) must be greater than "
+		    "cluster.heartbeat_ms (%u)",
+		    c->link.dead_ms, c->link.heartbeat_ms);
+	}
 	return 0;
 }
 

@@ -1,10 +1,8 @@
 /*
- * The node's lifecycle (node_int.h, docs/NODE.md). A step table drives both
- * directions; exactly one step is in flight at a time (step_busy); a stop
- * requested while a start step runs is acted on when that step completes
- * (or is canceled), so no subsystem is ever stopped half-started. After
- * the last stop the node's own handles close and the loop ends by itself.
- * Loop thread only.
+ * The node's lifecycle (node_int.h, docs/NODE.md): its step table walked
+ * by eb__steps (common/steps.h) in both directions, the READY line, the
+ * signals, the bounded stop and the exit code. After the last stop the
+ * node's own handles close and the loop ends by itself. Loop thread only.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -21,14 +19,9 @@
 /* A graceful stop longer than this is cut short (exit code 1). */
 #define NODE_STOP_TIMEOUT_MS 30000
 
-/* cancel (NULL: the step starts promptly) cuts a start in flight short
- * when a stop is requested: it completes with EB_ECANCELED. */
-static const struct node_step {
-	const char *name;
-	int (*start)(eb_node *n, eb__node_done_cb cb);
-	void (*stop)(eb_node *n, eb__node_done_cb cb);
-	void (*cancel)(eb_node *n);
-} node_steps[] = {
+/* In start order (docs/NODE.md says why); cancel cuts a start in flight
+ * short when a stop is requested. */
+static const eb__step node_steps[] = {
 	{ "bus", eb__node_bus_start, eb__node_bus_stop, NULL },
 	{ "ingress", eb__node_ingress_start, eb__node_ingress_stop, NULL },
 	{ "bridge", eb__node_bridge_start, eb__node_bridge_stop, NULL },
@@ -36,50 +29,6 @@ static const struct node_step {
 	{ "cluster", eb__node_cluster_start, eb__node_cluster_stop,
 	    eb__node_cluster_cancel_start },
 };
-#define NODE_NSTEPS (sizeof(node_steps) / sizeof(node_steps[0]))
-
-static void start_next(eb_node *n);
-static void stop_next(eb_node *n);
-static void begin_stop(eb_node *n);
-
-eb__node_wait *
-eb__node_wait_new(eb_node *n, eb__node_done_cb cb, int status, int pending)
-{
-	eb__node_wait *w = eb__malloc(sizeof(*w));
-
-	w->n = n;
-	w->cb = cb;
-	w->status = status;
-	w->pending = pending;
-	return w;
-}
-
-void
-eb__node_wait_done(eb__node_wait *w)
-{
-	eb__node_wait c = *w;
-
-	if (--w->pending > 0) {
-		return;
-	}
-	free(w);
-	if (c.cb != NULL) {
-		c.cb(c.n, c.status);
-	}
-}
-
-static void
-completion_run(void *arg)
-{
-	eb__node_wait_done(arg);
-}
-
-void
-eb__node_complete(eb_node *n, eb__node_done_cb cb, int status)
-{
-	eb__defer(
-	    &n->defer, completion_run, eb__node_wait_new(n, cb, status, 1));
-}
 
 static int
 exit_code(int err)
@@ -87,25 +36,6 @@ exit_code(int err)
 	return err == 0             ? EB_NODE_EXIT_OK
 	       : err == EB_EDUPADDR ? EB_NODE_EXIT_DUPADDR
 	                            : EB_NODE_EXIT_FATAL;
-}
-
-int
-eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
-{
-	eb_node *n = eb__calloc(1, sizeof(*n));
-
-	n->loop = loop;
-	n->conf = conf;
-	eb__node_cluster_opts(conf, &n->cluster.self);
-	*np = n;
-	return 0;
-}
-
-void
-eb__node_free(eb_node *n)
-{
-	eb__conf_dyn_free(n->config);
-	free(n);
 }
 
 static void
@@ -133,65 +63,22 @@ print_ready(eb_node *n)
 }
 
 static void
-start_failed(eb_node *n, const struct node_step *s, int err)
+steps_up(eb__steps *s)
 {
-	EB_LOG_ERR("node", "start-failed: step=%s err=%s (%s)", s->name,
-	    eb_err_name(err), eb_strerror(err));
-	n->exit_code = exit_code(err);
-	begin_stop(n);
+	print_ready(EB__NODE(s));
 }
 
 static void
-start_done_cb(eb_node *n, int status)
+steps_failed(eb__steps *s, const eb__step *step, int err)
 {
-	const struct node_step *s = &node_steps[n->started];
-
-	n->step_busy = false;
-	if (status == EB_ECANCELED && n->stop_requested) {
-		/* Canceled for the requested stop: not a failure. */
-		EB_LOG_NOTICE("node", "start-canceled: step=%s", s->name);
-		begin_stop(n);
-		return;
-	}
-	if (status != 0) {
-		start_failed(n, s, status);
-		return;
-	}
-	EB_LOG_DEBUG("node", "started: step=%s", s->name);
-	n->started++;
-	start_next(n);
-}
-
-static void
-start_next(eb_node *n)
-{
-	const struct node_step *s;
-	int                     rv;
-
-	if (n->stop_requested) {
-		begin_stop(n);
-		return;
-	}
-	if (n->started == NODE_NSTEPS) {
-		n->phase = EB__NODE_RUNNING;
-		print_ready(n);
-		return;
-	}
-	s = &node_steps[n->started];
-	n->step_busy = true;
-	if ((rv = s->start(n, start_done_cb)) != 0) {
-		n->step_busy = false;
-		start_failed(n, s, rv);
-	}
+	(void) step;
+	EB__NODE(s)->exit_code = exit_code(err);
 }
 
 static void
 start_first(void *arg)
 {
-	eb_node *n = arg;
-
-	n->phase = EB__NODE_STARTING;
-	start_next(n);
+	eb__steps_start(&((eb_node *) arg)->steps);
 }
 
 static void
@@ -208,42 +95,19 @@ defer_closed_cb(eb__deferq *q)
 	eb_node *n = EB_CONTAINER_OF(q, eb_node, defer);
 
 	n->open_handles--;
-	n->phase = EB__NODE_DONE;
 }
 
 /* Every subsystem is down: close the node's own handles; the loop ends. */
 static void
-close_own_handles(eb_node *n)
+steps_down(eb__steps *s)
 {
+	eb_node *n = EB__NODE(s);
+
 	EB_LOG_NOTICE("node", "stopped: exit_code=%d", n->exit_code);
 	uv_close((uv_handle_t *) &n->sigterm, handle_closed_cb);
 	uv_close((uv_handle_t *) &n->sigint, handle_closed_cb);
 	uv_close((uv_handle_t *) &n->stop_timer, handle_closed_cb);
 	eb__deferq_close(&n->defer, defer_closed_cb);
-}
-
-static void
-stop_done_cb(eb_node *n, int status)
-{
-	n->step_busy = false;
-	if (status != 0) {
-		EB_LOG_WARN("node", "stop-failed: step=%s err=%s",
-		    node_steps[n->started].name, eb_err_name(status));
-	}
-	stop_next(n);
-}
-
-static void
-stop_next(eb_node *n)
-{
-	if (n->started == 0) {
-		close_own_handles(n);
-		return;
-	}
-	n->started--;
-	n->step_busy = true;
-	EB_LOG_DEBUG("node", "stopping: step=%s", node_steps[n->started].name);
-	node_steps[n->started].stop(n, stop_done_cb);
 }
 
 /* Leaves without a graceful stop: main exits with 1 at once. */
@@ -261,38 +125,52 @@ stop_timer_cb(uv_timer_t *t)
 	eb_node *n = t->data;
 
 	EB_LOG_ERR("node", "stop-timeout: after_ms=%d step=%s",
-	    NODE_STOP_TIMEOUT_MS, node_steps[n->started].name);
+	    NODE_STOP_TIMEOUT_MS, eb__steps_current(&n->steps));
 	force_exit(n);
 }
 
-/* Starts the reverse walk, unless a start step is still in flight. */
+/* The walk back begins: bounded. */
 static void
-begin_stop(eb_node *n)
+steps_stopping(eb__steps *s)
 {
-	n->stop_requested = true;
-	if (n->phase == EB__NODE_STARTING && n->step_busy &&
-	    node_steps[n->started].cancel != NULL) {
-		/* Prompt stop in every phase of start: the step completes
-		 * (canceled) and start_done_cb calls us again. */
-		node_steps[n->started].cancel(n);
-		return;
-	}
-	if (n->phase == EB__NODE_STOPPING || n->phase == EB__NODE_DONE ||
-	    n->step_busy) {
-		return; /* in progress, or start_done_cb will call us */
-	}
-	n->phase = EB__NODE_STOPPING;
-	EB_LOG_NOTICE("node", "stopping: started_steps=%u", n->started);
+	eb_node *n = EB__NODE(s);
+
 	(void) uv_timer_start(
 	    &n->stop_timer, stop_timer_cb, NODE_STOP_TIMEOUT_MS, 0);
 	uv_unref((uv_handle_t *) &n->stop_timer);
-	stop_next(n);
+}
+
+static const eb__steps_cbs node_steps_cbs = { steps_up, steps_failed,
+	steps_stopping, steps_down };
+
+int
+eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
+{
+	eb_node *n = eb__calloc(1, sizeof(*n));
+
+	n->loop = loop;
+	n->conf = conf;
+	n->steps.table = node_steps;
+	n->steps.count = sizeof(node_steps) / sizeof(node_steps[0]);
+	n->steps.cbs = &node_steps_cbs;
+	n->steps.defer = &n->defer;
+	n->steps.log = "node";
+	eb__node_cluster_opts(conf, &n->cluster.self);
+	*np = n;
+	return 0;
+}
+
+void
+eb__node_free(eb_node *n)
+{
+	eb__conf_dyn_free(n->config);
+	free(n);
 }
 
 void
 eb__node_shutdown(eb_node *n)
 {
-	begin_stop(n);
+	eb__steps_stop(&n->steps);
 }
 
 void
@@ -303,7 +181,7 @@ eb__node_fail(eb_node *n, int err)
 	if (n->exit_code == EB_NODE_EXIT_OK) {
 		n->exit_code = exit_code(err);
 	}
-	begin_stop(n);
+	eb__steps_stop(&n->steps);
 }
 
 static void
@@ -320,7 +198,7 @@ signal_cb(uv_signal_t *h, int signum)
 	}
 	EB_LOG_NOTICE("node", "stop-requested: signal=%s",
 	    signum == SIGTERM ? "SIGTERM" : "SIGINT");
-	begin_stop(n);
+	eb__steps_stop(&n->steps);
 }
 
 int

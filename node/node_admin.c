@@ -51,50 +51,52 @@ register_all(eb_node *n, eb__admin *adm)
 }
 
 int
-eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
+eb__node_admin_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb__admin     *adm;
-	eb__admin_opts o;
-	int            rv;
+	eb_node              *n = EB__NODE(s);
+	const eb__admin_opts *o = &n->conf->admin;
+	eb__admin            *adm;
+	int                   rv;
 
 	if (!n->conf->admin_enabled) {
-		eb__node_complete(n, cb, 0);
+		eb__steps_complete(&n->steps, cb, 0);
 		return 0;
 	}
-	eb__node_admin_opts(n->conf, &o);
-	if ((rv = eb__admin_new(n->loop, &o, &adm)) != 0) {
+	if ((rv = eb__admin_new(n->loop, o, &adm)) != 0) {
 		return rv;
 	}
 	register_all(n, adm);
 	if ((rv = eb__admin_start(adm)) < 0) {
 		EB_LOG_ERR("admin", "listen-failed: listen=%s port=%d err=%s",
-		    o.listen, o.port, eb_err_name(rv));
+		    o->listen, o->port, eb_err_name(rv));
 		eb__admin_close(adm, NULL, NULL);
 		return rv;
 	}
 	n->admin = adm;
 	n->cluster.self.admin_port = rv;
-	EB_LOG_INFO("admin", "listening: listen=%s port=%d auth=%s", o.listen,
-	    rv, o.token != NULL && o.token[0] != '\0' ? "bearer" : "none");
-	eb__node_complete(n, cb, 0);
+	EB_LOG_INFO("admin", "listening: listen=%s port=%d auth=%s", o->listen,
+	    rv, o->token != NULL && o->token[0] != '\0' ? "bearer" : "none");
+	eb__steps_complete(&n->steps, cb, 0);
 	return 0;
 }
 
 static void
 closed_cb(void *arg)
 {
-	eb__node_wait_done(arg);
+	eb__steps_wait_done(arg);
 }
 
 void
-eb__node_admin_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_admin_stop(eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node   *n = EB__NODE(s);
 	eb__admin *adm = n->admin;
 
 	if (adm == NULL) {
-		eb__node_complete(n, cb, 0);
+		eb__steps_complete(&n->steps, cb, 0);
 		return;
 	}
 	n->admin = NULL;
-	eb__admin_close(adm, closed_cb, eb__node_wait_new(n, cb, 0, 1));
+	eb__admin_close(
+	    adm, closed_cb, eb__steps_wait_new(&n->steps, cb, 0, 1));
 }

@@ -12,31 +12,31 @@
 
 #include "node/node_int.h"
 
-static void bridge_close(eb_node *n, eb__node_wait *w);
+static void bridge_close(eb_node *n, eb__steps_wait *w);
 
 static void
 bridge_closed_cb(eb_bridge *b, void *arg)
 {
-	eb__node_wait *w = arg;
+	eb__steps_wait *w = arg;
 
 	(void) b;
-	w->n->bridge = NULL;
-	eb__node_wait_done(w);
+	EB__NODE(w->s)->bridge = NULL;
+	eb__steps_wait_done(w);
 }
 
 static void
 web_closed_cb(eb_web *web, void *arg)
 {
-	eb__node_wait *w = arg;
+	eb__steps_wait *w = arg;
 
 	(void) web;
-	w->n->web = NULL;
-	bridge_close(w->n, w);
+	EB__NODE(w->s)->web = NULL;
+	bridge_close(EB__NODE(w->s), w);
 }
 
 /* The browser front first (if open), then the bridge; then w is done. */
 static void
-bridge_close(eb_node *n, eb__node_wait *w)
+bridge_close(eb_node *n, eb__steps_wait *w)
 {
 	if (n->web != NULL) {
 		eb_web_close(n->web, web_closed_cb, w);
@@ -50,9 +50,8 @@ bridge_close(eb_node *n, eb__node_wait *w)
 static int
 web_open(eb_node *n)
 {
-	eb_web_opts o;
-	eb_errbuf   err = { { 0 } };
-	int         rv;
+	eb_errbuf err = { { 0 } };
+	int       rv;
 
 	if (!n->conf->web_enabled) {
 		return 0;
@@ -62,8 +61,8 @@ web_open(eb_node *n)
 		                  "bridge.enabled");
 		return EB_ECONF;
 	}
-	eb__node_web_opts(n->conf, &o);
-	if ((rv = eb_web_new(n->loop, n->bridge, &o, &err, &n->web)) != 0) {
+	rv = eb_web_new(n->loop, n->bridge, &n->conf->web, &err, &n->web);
+	if (rv != 0) {
 		n->web = NULL;
 	} else {
 		rv = eb_web_start(n->web, &err);
@@ -76,18 +75,17 @@ web_open(eb_node *n)
 }
 
 int
-eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
+eb__node_bridge_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_bridge_opts o;
-	eb_errbuf      err = { { 0 } };
-	int            rv;
+	eb_node  *n = EB__NODE(s);
+	eb_errbuf err = { { 0 } };
+	int       rv;
 
 	if (!n->conf->bridge_enabled) {
-		eb__node_complete(n, cb, 0);
+		eb__steps_complete(&n->steps, cb, 0);
 		return 0;
 	}
-	eb__node_bridge_opts(n->conf, &o);
-	rv = eb_bridge_new(n->loop, n->bus, &o, &err, &n->bridge);
+	rv = eb_bridge_new(n->loop, n->bus, &n->conf->bridge, &err, &n->bridge);
 	if (rv != 0) {
 		EB_LOG_ERR("bridge", "start-failed: err=%s detail=\"%s\"",
 		    eb_err_name(rv), err.msg);
@@ -102,19 +100,21 @@ eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
 		rv = web_open(n);
 	}
 	if (rv != 0) {
-		bridge_close(n, eb__node_wait_new(n, cb, rv, 1));
+		bridge_close(n, eb__steps_wait_new(&n->steps, cb, rv, 1));
 		return 0;
 	}
-	eb__node_complete(n, cb, 0);
+	eb__steps_complete(&n->steps, cb, 0);
 	return 0;
 }
 
 void
-eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_bridge_stop(eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node *n = EB__NODE(s);
+
 	if (n->bridge == NULL) {
-		eb__node_complete(n, cb, 0);
+		eb__steps_complete(&n->steps, cb, 0);
 		return;
 	}
-	bridge_close(n, eb__node_wait_new(n, cb, 0, 1));
+	bridge_close(n, eb__steps_wait_new(&n->steps, cb, 0, 1));
 }

@@ -14,28 +14,28 @@
 static void
 links_closed_cb(eb_link_mgr *m, void *arg)
 {
-	eb__node_wait *w = arg;
+	eb__steps_wait *w = arg;
 
 	(void) m;
-	w->n->links = NULL;
-	eb__node_wait_done(w);
+	EB__NODE(w->s)->links = NULL;
+	eb__steps_wait_done(w);
 }
 
 static void
 bus_closed_cb(eb_bus *bus, void *arg)
 {
-	eb__node_wait *w = arg;
+	eb__steps_wait *w = arg;
 
 	(void) bus;
-	w->n->bus = NULL;
-	eb__node_wait_done(w);
+	EB__NODE(w->s)->bus = NULL;
+	eb__steps_wait_done(w);
 }
 
 static void
-bus_close_all(eb_node *n, eb__node_done_cb cb, int status)
+bus_close_all(eb_node *n, eb__steps_done_cb cb, int status)
 {
-	eb__node_wait *w = eb__node_wait_new(
-	    n, cb, status, (n->bus != NULL) + (n->links != NULL));
+	eb__steps_wait *w = eb__steps_wait_new(
+	    &n->steps, cb, status, (n->bus != NULL) + (n->links != NULL));
 
 	/* Links first: peers see this node's interest vanish at once. */
 	if (n->links != NULL) {
@@ -55,14 +55,6 @@ links_new(eb_node *n)
 	int            rv;
 
 	eb__node_link_opts(c, &lo);
-	if (lo.dead_ms <= lo.heartbeat_ms) {
-		/* A link must survive at least a couple of heartbeats. */
-		EB_LOG_WARN("node",
-		    "link-timeout-raised: link_timeout_ms=%u heartbeat_ms=%u "
-		    "using=%u",
-		    lo.dead_ms, lo.heartbeat_ms, lo.heartbeat_ms * 3);
-		lo.dead_ms = lo.heartbeat_ms * 3;
-	}
 	rv = eb_link_mgr_new(n->loop, &lo, &n->links, &e);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "links-failed: err=%s detail=%s",
@@ -81,8 +73,9 @@ links_new(eb_node *n)
 }
 
 int
-eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
+eb__node_bus_start(eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node    *n = EB__NODE(s);
 	eb_bus_opts o;
 	int         rv;
 
@@ -99,12 +92,14 @@ eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
 		bus_close_all(n, cb, rv);
 		return 0;
 	}
-	eb__node_complete(n, cb, 0);
+	eb__steps_complete(&n->steps, cb, 0);
 	return 0;
 }
 
 void
-eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_bus_stop(eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node *n = EB__NODE(s);
+
 	bus_close_all(n, cb, 0);
 }

@@ -119,22 +119,22 @@ shared_stop(eb_node *n)
 static void
 cluster_closed_cb(eb_cluster *c, void *arg)
 {
-	eb__node_wait *w = arg;
+	eb__steps_wait *w = arg;
 
 	(void) c;
 	/* A node is started once: nothing of the cluster wiring outlives its
 	 * stop (or failed start). */
-	w->n->cluster.cluster = NULL;
-	w->n->cluster.stopping = false;
-	eb__node_wait_done(w);
+	EB__NODE(w->s)->cluster.cluster = NULL;
+	EB__NODE(w->s)->cluster.stopping = false;
+	eb__steps_wait_done(w);
 }
 
 static void
-close_with(eb_node *n, eb__node_done_cb cb, int status)
+close_with(eb_node *n, eb__steps_done_cb cb, int status)
 {
 	shared_stop(n);
 	eb_cluster_close(n->cluster.cluster, cluster_closed_cb,
-	    eb__node_wait_new(n, cb, status, 1));
+	    eb__steps_wait_new(&n->steps, cb, status, 1));
 }
 
 static void
@@ -151,12 +151,13 @@ started_cb(eb_cluster *c, int status, void *arg)
 	n->cluster.running = true;
 	eb__conf_dyn_start(eb__node_config(n), n->loop, n->cluster.cluster);
 	shared_start(n);
-	n->cluster_cb(n, 0);
+	n->cluster_cb(&n->steps, 0);
 }
 
 int
-eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
+eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node  *n = EB__NODE(s);
 	eb_errbuf e;
 	int       rv;
 
@@ -183,8 +184,10 @@ eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
 }
 
 void
-eb__node_cluster_cancel_start(eb_node *n)
+eb__node_cluster_cancel_start(eb__steps *s)
 {
+	eb_node *n = EB__NODE(s);
+
 	if (n->cluster_starting) {
 		/* The start completes with EB_ECANCELED (started_cb). */
 		eb_cluster_stop(n->cluster.cluster, NULL, NULL);
@@ -201,8 +204,10 @@ stopped_cb(eb_cluster *c, void *arg)
 }
 
 void
-eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_cluster_stop(eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node *n = EB__NODE(s);
+
 	eb__conf_dyn_stop(n->config);
 	shared_stop(n); /* its locks go before the member does */
 	n->cluster.running = false;

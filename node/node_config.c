@@ -18,14 +18,12 @@
 static int
 apply_cb(void *arg, const eb_conf *c, int64_t version, eb_errbuf *err)
 {
-	eb_node        *n = arg;
-	eb_ingress_opts io;
-	int             rv = 0;
+	eb_node *n = arg;
+	int      rv = 0;
 
 	if (n->ingress != NULL) {
-		eb__node_ingress_opts(c, &io);
 		rv = eb_ingress_reconfigure(
-		    n->ingress, &io, (uint64_t) version, err);
+		    n->ingress, &c->ingress, (uint64_t) version, err);
 		if (rv != 0) {
 			return rv;
 		}
@@ -39,8 +37,8 @@ apply_cb(void *arg, const eb_conf *c, int64_t version, eb_errbuf *err)
 		/* conf compiled the same regexes: not expected */
 		int back;
 
-		eb__node_ingress_opts(eb__conf_dyn_current(n->config), &io);
-		back = eb_ingress_reconfigure(n->ingress, &io,
+		back = eb_ingress_reconfigure(n->ingress,
+		    &eb__conf_dyn_current(n->config)->ingress,
 		    (uint64_t) eb__conf_dyn_version(n->config), NULL);
 		EB_ASSERT(back == 0);
 	}

@@ -36,15 +36,14 @@ eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch)
 }
 
 int
-eb__node_ingress_start(eb_node *n, eb__node_done_cb cb)
+eb__node_ingress_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_ingress_opts o;
-	eb_ingress     *in;
-	eb_errbuf       e;
-	int             rv;
+	eb_node    *n = EB__NODE(s);
+	eb_ingress *in;
+	eb_errbuf   e;
+	int         rv;
 
-	eb__node_ingress_opts(n->conf, &o);
-	rv = eb_ingress_new(n->loop, n->bus, &o, &e, &in);
+	rv = eb_ingress_new(n->loop, n->bus, &n->conf->ingress, &e, &in);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "ingress-failed: err=%s detail=\"%s\"",
 		    eb_err_name(rv), e.msg);
@@ -56,7 +55,7 @@ eb__node_ingress_start(eb_node *n, eb__node_done_cb cb)
 		return rv;
 	}
 	n->ingress = in;
-	eb__node_complete(n, cb, 0);
+	eb__steps_complete(&n->steps, cb, 0);
 	return 0;
 }
 
@@ -64,14 +63,16 @@ static void
 ingress_closed_cb(eb_ingress *in, void *arg)
 {
 	(void) in;
-	eb__node_wait_done(arg);
+	eb__steps_wait_done(arg);
 }
 
 void
-eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_ingress_stop(eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node    *n = EB__NODE(s);
 	eb_ingress *in = n->ingress;
 
 	n->ingress = NULL; /* eb__node_ingress_leadership does nothing now */
-	eb_ingress_close(in, ingress_closed_cb, eb__node_wait_new(n, cb, 0, 1));
+	eb_ingress_close(
+	    in, ingress_closed_cb, eb__steps_wait_new(&n->steps, cb, 0, 1));
 }

@@ -1,4 +1,5 @@
-/* Each subsystem's opts: its conf section copied whole plus what only the
+/* The opts of the subsystems that need more than their conf section (which
+ * the others get as it is): the section copied whole plus what only the
  * node knows (ports: the caller). unit.node.wiring_test checks them. */
 #include <ebnode/version.h>
 
@@ -16,30 +17,6 @@ eb__node_link_opts(const eb_conf *c, eb_link_opts *o)
 {
 	*o = c->link;
 	o->node_id = c->cluster.node_id;
-}
-
-void
-eb__node_bridge_opts(const eb_conf *c, eb_bridge_opts *o)
-{
-	*o = c->bridge;
-}
-
-void
-eb__node_web_opts(const eb_conf *c, eb_web_opts *o)
-{
-	*o = c->web;
-}
-
-void
-eb__node_ingress_opts(const eb_conf *c, eb_ingress_opts *o)
-{
-	*o = c->ingress;
-}
-
-void
-eb__node_admin_opts(const eb_conf *c, eb__admin_opts *o)
-{
-	*o = c->admin;
 }
 
 void

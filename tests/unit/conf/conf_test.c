@@ -311,6 +311,14 @@ test_err_combos(void **state)
 	    "zookeeper.auth.credentials \"user:password\"");
 	expect_err(NULL, NULL, s_digest, 2,
 	    "--set zookeeper.auth.credentials: expected \"user:password\"");
+	/* A dead-link timeout not above the heartbeat: the key set. */
+	expect_err("{\"cluster\": {\"heartbeat_ms\": 5000}}", NULL, NULL, 0,
+	    "ebnode.json:1:30: cluster.heartbeat_ms: cluster.link_timeout_ms "
+	    "(3000) must be greater than cluster.heartbeat_ms (5000)");
+	expect_err("{\"cluster\": {\"link_timeout_ms\": 1000}}", NULL, NULL, 0,
+	    "ebnode.json:1:33: cluster.link_timeout_ms: "
+	    "cluster.link_timeout_ms (1000) must be greater than "
+	    "cluster.heartbeat_ms (1000)");
 }
 
 /* The leader lease rule (docs/CLUSTER.md "The lease"): decided from the

@@ -1,8 +1,8 @@
 /*
- * Unit tests for the node's lifecycle (node/node.c) with fake subsystem
- * wiring: start order, reverse stop order, failed starts (exit codes 1 and
- * 3), a stop requested while a start step is in flight, a run-time fatal
- * error, and the second signal that forces the exit.
+ * Unit tests for the node's lifecycle (node/node.c over common/steps.c) with
+ * fake subsystem wiring: start order, reverse stop order, failed starts (exit
+ * codes 1 and 3), a stop requested while a start step is in flight, a run-time
+ * fatal error, and the second signal that forces the exit.
  *
  * The fakes below replace node_bus.c, node_bridge.c, admin.c and
  * node_cluster.c (this executable links node.c alone). Each one records
@@ -34,15 +34,15 @@ static const char *const step_names[NSTEPS] = { "bus", "ingress", "bridge",
 	"admin", "cluster" };
 
 static struct fake {
-	int              start_mode[NSTEPS];
-	int              stop_mode[NSTEPS];
-	int              err;
-	char             events[512];
-	eb__node_done_cb held_cb; /* a FAKE_HOLD step's callback */
-	eb_node         *node;
-	int              shutdown_after_ready; /* 1: shutdown, 2: fail */
-	uv_timer_t       timer;
-	int              signals_to_send;
+	int               start_mode[NSTEPS];
+	int               stop_mode[NSTEPS];
+	int               err;
+	char              events[512];
+	eb__steps_done_cb held_cb; /* a FAKE_HOLD step's callback */
+	eb_node          *node;
+	int               shutdown_after_ready; /* 1: shutdown, 2: fail */
+	uv_timer_t        timer;
+	int               signals_to_send;
 } fake;
 
 static void
@@ -67,21 +67,23 @@ after_ready(void *arg)
 }
 
 static int
-fake_start(int step, eb_node *n, eb__node_done_cb cb)
+fake_start(int step, eb__steps *s, eb__steps_done_cb cb)
 {
+	eb_node *n = EB__NODE(s);
+
 	fake.node = n;
 	record("start", step);
 	switch (fake.start_mode[step]) {
 	case FAKE_SYNC_FAIL:
 		return UV_EADDRINUSE;
 	case FAKE_ASYNC_FAIL:
-		eb__node_complete(n, cb, fake.err);
+		eb__steps_complete(s, cb, fake.err);
 		return 0;
 	case FAKE_HOLD:
 		fake.held_cb = cb;
 		return 0;
 	default:
-		eb__node_complete(n, cb, 0);
+		eb__steps_complete(s, cb, 0);
 		if (step == CLUSTER && fake.shutdown_after_ready != 0) {
 			/* Queued after the completion: runs after READY. */
 			eb__defer(&n->defer, after_ready, n);
@@ -91,76 +93,76 @@ fake_start(int step, eb_node *n, eb__node_done_cb cb)
 }
 
 static void
-fake_stop(int step, eb_node *n, eb__node_done_cb cb)
+fake_stop(int step, eb__steps *s, eb__steps_done_cb cb)
 {
 	record("stop", step);
 	if (fake.stop_mode[step] == FAKE_HOLD) {
 		fake.held_cb = cb;
 		return;
 	}
-	eb__node_complete(n, cb, 0);
+	eb__steps_complete(s, cb, 0);
 }
 
 /* The wiring functions node.c calls. */
 int
-eb__node_bus_start(eb_node *n, eb__node_done_cb cb)
+eb__node_bus_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	return fake_start(BUS, n, cb);
+	return fake_start(BUS, s, cb);
 }
 void
-eb__node_bus_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_bus_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	fake_stop(BUS, n, cb);
+	fake_stop(BUS, s, cb);
 }
 int
-eb__node_ingress_start(eb_node *n, eb__node_done_cb cb)
+eb__node_ingress_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	return fake_start(INGRESS, n, cb);
+	return fake_start(INGRESS, s, cb);
 }
 void
-eb__node_ingress_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_ingress_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	fake_stop(INGRESS, n, cb);
+	fake_stop(INGRESS, s, cb);
 }
 int
-eb__node_bridge_start(eb_node *n, eb__node_done_cb cb)
+eb__node_bridge_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	return fake_start(BRIDGE, n, cb);
+	return fake_start(BRIDGE, s, cb);
 }
 void
-eb__node_bridge_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_bridge_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	fake_stop(BRIDGE, n, cb);
+	fake_stop(BRIDGE, s, cb);
 }
 int
-eb__node_admin_start(eb_node *n, eb__node_done_cb cb)
+eb__node_admin_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	return fake_start(ADMIN, n, cb);
+	return fake_start(ADMIN, s, cb);
 }
 void
-eb__node_admin_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_admin_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	fake_stop(ADMIN, n, cb);
+	fake_stop(ADMIN, s, cb);
 }
 int
-eb__node_cluster_start(eb_node *n, eb__node_done_cb cb)
+eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	return fake_start(CLUSTER, n, cb);
+	return fake_start(CLUSTER, s, cb);
 }
 void
-eb__node_cluster_stop(eb_node *n, eb__node_done_cb cb)
+eb__node_cluster_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	fake_stop(CLUSTER, n, cb);
+	fake_stop(CLUSTER, s, cb);
 }
 void
-eb__node_cluster_cancel_start(eb_node *n)
+eb__node_cluster_cancel_start(eb__steps *s)
 {
-	eb__node_done_cb cb = fake.held_cb;
+	eb__steps_done_cb cb = fake.held_cb;
 
 	record("cancel", CLUSTER);
 	if (cb != NULL) {
 		fake.held_cb = NULL;
-		eb__node_complete(n, cb, EB_ECANCELED);
+		eb__steps_complete(s, cb, EB_ECANCELED);
 	}
 }
 
@@ -205,7 +207,7 @@ run_node(th_loop *t, eb_conf *c, eb_node **np)
 static void
 release_held_cb(uv_timer_t *h)
 {
-	eb__node_done_cb cb = fake.held_cb;
+	eb__steps_done_cb cb = fake.held_cb;
 
 	(void) h;
 	if (fake.signals_to_send > 0) {
@@ -216,7 +218,7 @@ release_held_cb(uv_timer_t *h)
 	}
 	if (cb != NULL) {
 		fake.held_cb = NULL;
-		cb(fake.node, 0);
+		cb(&fake.node->steps, 0);
 	}
 	uv_close((uv_handle_t *) &fake.timer, NULL);
 }
@@ -236,8 +238,8 @@ test_start_and_stop_in_order(void **state)
 	assert_string_equal(fake.events,
 	    "start:bus start:ingress start:bridge start:admin start:cluster "
 	    "stop:cluster stop:admin stop:bridge stop:ingress stop:bus");
-	assert_int_equal(n->phase, EB__NODE_DONE);
-	assert_int_equal(n->started, 0);
+	assert_int_equal(n->steps.phase, EB__STEPS_DONE);
+	assert_int_equal(n->steps.started, 0);
 	eb__node_free(n);
 	eb_conf_free(c);
 }

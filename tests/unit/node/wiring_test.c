@@ -5,10 +5,12 @@
  * that differs from the default with --set, loads it, and checks that
  *   - the bytes of the row's field in the loaded eb_conf differ from the
  *     default configuration (which starts from the modules' _opts_init);
- *   - the field lies inside one section of eb_conf, and the opts struct
- *     node/ hands to that subsystem (node_opts.c) carries the same value;
- *     the sections node keeps for itself (bridge.enabled, admin.enabled,
- *     log) are listed by name.
+ *   - the field lies inside one section of eb_conf, and where node/ builds
+ *     the subsystem's opts from it (node_opts.c: bus, links, cluster) the
+ *     opts carry the same value; the sections node passes as they are
+ *     (bridge, ingress, admin, web: the module's own opts struct) and
+ *     those it keeps for itself (bridge.enabled, admin.enabled, log) are
+ *     listed by name.
  * It also checks that no two rows write the same bytes, that integer
  * ranges fit the field's width, and that a row without its own default
  * holds exactly the module's _opts_init default.
@@ -39,16 +41,6 @@ hand_cluster(const eb_conf *c, void *out)
 	eb__node_cluster_opts(c, out);
 }
 static void
-hand_web(const eb_conf *c, void *out)
-{
-	eb__node_web_opts(c, out);
-}
-static void
-hand_admin(const eb_conf *c, void *out)
-{
-	eb__node_admin_opts(c, out);
-}
-static void
 hand_link(const eb_conf *c, void *out)
 {
 	eb__node_link_opts(c, out);
@@ -58,21 +50,11 @@ hand_bus(const eb_conf *c, void *out)
 {
 	eb__node_bus_opts(c, out);
 }
-static void
-hand_bridge(const eb_conf *c, void *out)
-{
-	eb__node_bridge_opts(c, out);
-}
-static void
-hand_ingress(const eb_conf *c, void *out)
-{
-	eb__node_ingress_opts(c, out);
-}
 
 typedef struct section {
 	const char *name;
 	size_t      off, size;
-	hand_fn     hand; /* NULL: used by node itself */
+	hand_fn     hand; /* NULL: used by node itself, or passed as is */
 } section;
 
 #define SEC(f, h)                                                       \
@@ -82,12 +64,13 @@ typedef struct section {
 
 static const section sections[] = {
 	SEC(cluster, hand_cluster), SEC(link, hand_link), SEC(bus, hand_bus),
-	SEC(bridge, hand_bridge), SEC(ingress, hand_ingress),
+	/* node passes these sections to their subsystem as they are */
+	SEC(bridge, NULL), SEC(ingress, NULL),
 	SEC(bridge_enabled, NULL), /* node_bridge.c: start the bridge or not */
 	SEC(log, NULL),            /* main.c, node.c: level and sink */
-	SEC(admin, hand_admin),
+	SEC(admin, NULL),
 	SEC(admin_enabled, NULL), /* node_admin.c: start the admin or not */
-	SEC(web, hand_web),
+	SEC(web, NULL),
 	SEC(web_enabled, NULL), /* node_web.c: start the web front or not */
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -145,6 +128,8 @@ static const special specials[] = {
 	    { "zookeeper.auth.scheme=digest",
 	        "zookeeper.auth.credentials=u:p" } },
 	{ "cluster.listen", "127.0.0.2", { NULL } },
+	{ "cluster.link_timeout_ms", "4000", { NULL } },
+	{ "cluster.heartbeat_ms", "500", { NULL } },
 	{ "bridge.listen", "127.0.0.2", { NULL } },
 	{ "admin.listen", "127.0.0.2", { NULL } },
 	{ "cluster.tls.cert", "c",
