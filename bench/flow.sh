@@ -4,11 +4,11 @@
 # (tests/fixtures/zk_fixture.sh), three ebnode processes (a leads, b is the
 # entry follower, c holds the consumer), 4 client processes flooding
 # fire-and-forget ingress at b's bridge for SEC seconds at a consumer on c
-# that reads RATE messages/s. Prints what was sent and received, the
-# senders' rate against the consumer's over the second half of the flood,
-# the highest RSS of every node and every drop counter; exits non-zero
-# when a message was dropped, RSS passed 64 MB or the senders were not
-# slowed.
+# that reads RATE messages/s. Prints what was sent and received, the rate
+# at which the entry node takes frames against the consumer's over the last
+# 40 % of the flood, the highest RSS of every node and every drop counter;
+# exits non-zero when a message was dropped, a link was cut, RSS passed
+# 64 MB or the entry node was not throttled.
 #
 #   bench/flow.sh [--seconds SEC] [--clients N] [--rate MSG_PER_S]
 #                 [--build-dir DIR]
