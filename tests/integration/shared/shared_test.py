@@ -410,6 +410,96 @@ class Shared(unittest.TestCase):
                 n.close()
             proxy.close()
 
+    def test_7_holder_node_paused(self):
+        """The holder's node is frozen (SIGSTOP) while a client on another
+        node waits: its session expires, the waiter gets the lock with a
+        larger token; once the node runs again (SIGCONT) the old holder is
+        told it lost the lock, a late write with its old token is rejected
+        by the fencing resource, releasing with it answers not_held, and
+        the node takes part again (a new acquire gets a larger token)."""
+        root = ebtest.unique_root()
+        nodes = [ebtest.EbNode(node_config(root, i), name="z%d" % i)
+                 for i in range(2)]
+        stopped = False
+        try:
+            a, b = Client(nodes[0]), Client(nodes[1])
+            a.b.register("notify.z")
+            a.b.send_frame({"type": "ping"})
+            a.b.recv_until(lambda f: f.get("type") == "pong")
+            ra = a.request("ebnode.lock", {"op": "acquire", "name": "z",
+                                           "notify": "notify.z"})
+            res = Fenced()
+            self.assertTrue(res.enter(ra["token"]))
+            got = {}
+            started = threading.Event()
+
+            def waiter():
+                started.set()
+                r = b.request("ebnode.lock", {"op": "acquire", "name": "z",
+                                              "timeout_ms": 30000}, 40)
+                got["t"] = time.monotonic()
+                got["token"] = r["token"]
+
+            t = threading.Thread(target=waiter)
+            t.start()
+            started.wait(5)
+            t_stop = time.monotonic()
+            nodes[0].send_signal(signal.SIGSTOP)
+            stopped = True
+            t.join(ebtest.scaled(30))
+            self.assertIn("token", got)
+            hand = (got["t"] - t_stop) * 1000
+            self.assertGreater(got["token"], ra["token"])
+            # The frozen holder still believes it holds: only the token
+            # keeps it out of the successor's way.
+            res.leave()
+            self.assertTrue(res.enter(got["token"]))
+            res.leave()
+            t_cont = time.monotonic()
+            nodes[0].send_signal(signal.SIGCONT)
+            stopped = False
+            f = a.b.recv_until(lambda f: f.get("address") == "notify.z",
+                               timeout=ebtest.scaled(10))
+            told = (time.monotonic() - t_cont) * 1000
+            self.assertEqual(f["body"]["token"], ra["token"])
+            self.assertIn(f["body"]["reason"],
+                          ("zk-expired", "lease-expired", "zk-suspended"))
+            self.assertFalse(res.enter(ra["token"]))
+            with self.assertRaises(Failure) as cm:
+                a.request("ebnode.lock", {"op": "release", "name": "z",
+                                          "token": ra["token"]})
+            self.assertEqual(cm.exception.code, 404)
+            b.request("ebnode.lock", {"op": "release", "name": "z",
+                                      "token": got["token"]})
+            # Back in the cluster: the lock goes to the old holder's node
+            # again, with a larger token.
+            deadline = time.monotonic() + ebtest.scaled(20)
+            while True:
+                try:
+                    r2 = a.request("ebnode.lock", {"op": "acquire",
+                                                   "name": "z",
+                                                   "timeout_ms": 5000}, 10)
+                    break
+                except Failure:
+                    if time.monotonic() > deadline:
+                        raise
+            self.assertGreater(r2["token"], got["token"])
+            self.assertTrue(res.enter(r2["token"]))
+            report("holder-node-paused", "SIGSTOP of the holder's node: "
+                   "next holder after %.0f ms (session %d ms); after "
+                   "SIGCONT the old holder was told (%s) in %.0f ms; its "
+                   "token %d rejected, release not_held; tokens %d -> %d "
+                   "-> %d" % (hand, SESSION_MS, f["body"]["reason"], told,
+                              ra["token"], ra["token"], got["token"],
+                              r2["token"]))
+            a.close()
+            b.close()
+        finally:
+            if stopped:
+                nodes[0].send_signal(signal.SIGCONT)
+            for n in nodes:
+                n.close()
+
     def test_9_holder_dies(self):
         # Last: kills a node (a fresh set of 3 for this test).
         root = ebtest.unique_root()
