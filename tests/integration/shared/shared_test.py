@@ -65,10 +65,11 @@ class Client:
         self.tag = next(Client._ids)
         self.seq = itertools.count(1)
 
-    def request(self, address, body, timeout=30):
+    def request(self, address, body, timeout=30, headers=None):
         ra = "reply.%d.%d" % (self.tag, next(self.seq))
-        self.b.send(address, body, headers={"timeout": str(timeout * 1000)},
-                    reply_address=ra)
+        h = {"timeout": str(timeout * 1000)}
+        h.update(headers or {})
+        self.b.send(address, body, headers=h, reply_address=ra)
         f = self.b.recv_until(lambda f: f.get("address") == ra or
                               f.get("type") == "err", timeout=timeout + 5)
         if f.get("type") == "err":
@@ -200,6 +201,27 @@ class Shared(unittest.TestCase):
         with self.assertRaises(Failure) as cm:
             b.request("ebnode.lock", {"op": "acquire", "name": "bad/name"})
         self.assertEqual(cm.exception.code, 400)
+        # A client on the holder's node cannot pass for the holder's
+        # connection: the bridge replaces any ebnode.conn header it sends
+        # (connection ids are small integers; the first 300 are tried),
+        # and sends and publishes without a reply address do nothing.
+        m = Client(self.nodes[0])
+        for k in range(1, 301):
+            with self.assertRaises(Failure) as cm:
+                m.request("ebnode.lock", {"op": "release", "name": "t",
+                                          "token": r["token"]},
+                          headers={"ebnode.conn": str(k)})
+            self.assertEqual(cm.exception.code, 404)
+            m.b.send("ebnode.lock", {"op": "release", "name": "t",
+                                     "token": r["token"]},
+                     headers={"ebnode.conn": str(k)})
+            m.b.publish("ebnode.lock", {"op": "release", "name": "t",
+                                        "token": r["token"]},
+                        headers={"ebnode.conn": str(k)})
+        with self.assertRaises(Failure) as cm:
+            m.request("ebnode.lock", {"op": "try", "name": "t"})
+        self.assertEqual(cm.exception.code, 409)  # a still holds it
+        m.close()
         # The holder's connection closes: the lock goes to the waiter.
         t0 = time.monotonic()
         ra = "reply.wait"
