@@ -38,4 +38,5 @@ EB_ZK_CONNECT_FILE="$zkdir/connect" EBNODE_BIN="$build/node/ebnode" \
 	EB_FLOW_SECONDS="$seconds" EB_FLOW_CLIENTS="$clients" \
 	EB_FLOW_RATE="$rate" \
 	EB_FLOW_DIRECT="${EB_FLOW_DIRECT:-0}" \
-	python3 "$here/tests/integration/ingress/flood.py" -v
+	python3 "$here/tests/integration/ingress/flood.py" -v \
+	Flow.test_flood_slow_consumer Flow.test_direct_sends_across_link

@@ -27,6 +27,7 @@
 #include "common/frame.h"
 #include "common/list.h"
 #include "common/obs.h"
+#include "common/stall.h"
 
 /* ---- permissions (perm.c) ---- */
 
@@ -132,8 +133,9 @@ struct eb_bridge {
 	eb__tls_ctx   *tls; /* owned, NULL without TLS */
 
 	uv_tcp_t   listener;
-	uv_timer_t sweep; /* idle and reply expiry, once a second */
-	uv_idle_t  drain; /* runs paused connections' buffered frames */
+	uv_timer_t sweep;       /* idle and reply expiry, once a second */
+	eb__stall  sweep_stall; /* no silence verdicts right after a stall */
+	uv_idle_t  drain;       /* runs paused connections' buffered frames */
 	int        port;
 	int        started;
 	int        listener_inited;

@@ -203,6 +203,8 @@ first_doomed(eb_bridge *b)
 	return NULL;
 }
 
+static uint64_t sweep_interval(const eb_bridge *b);
+
 static void
 sweep_cb(uv_timer_t *t)
 {
@@ -211,6 +213,13 @@ sweep_cb(uv_timer_t *t)
 	eb_list   *it;
 	eb__bconn *c;
 
+	if (eb__stall_skip(&b->sweep_stall, now, sweep_interval(b))) {
+		/* Clients' input waits in the sockets: read it first. */
+		EB_LOG_NOTICE("bridge",
+		    "stall: gap_ms=%llu verdicts deferred by one sweep",
+		    (unsigned long long) b->sweep_stall.gap_ms);
+		return;
+	}
 	/* Decide first (nothing closes, no hook runs), then close one at a
 	 * time: a close runs the SOCKET_CLOSED hook, which may close other
 	 * connections, so the list is searched again after each. */

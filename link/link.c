@@ -696,9 +696,17 @@ mgr_tick_cb(uv_timer_t *t)
 	uint64_t     now = uv_now(m->loop);
 	eb_list     *it;
 	eb_list     *tmp;
+	bool         judge = !eb__stall_skip(&m->stall, now, m->tick_ms);
 
+	if (!judge) {
+		/* Peers' heartbeats wait in the sockets: read them first. */
+		EB_LOG_NOTICE("link",
+		    "stall: gap_ms=%llu timeouts deferred by one tick",
+		    (unsigned long long) m->stall.gap_ms);
+	}
 	EB_LIST_FOREACH (it, tmp, &m->conns) {
-		eb__link_conn_tick(EB_CONTAINER_OF(it, link_conn, link), now);
+		eb__link_conn_tick(
+		    EB_CONTAINER_OF(it, link_conn, link), now, judge);
 	}
 	EB_LIST_FOREACH (it, tmp, &m->peers) {
 		peer_maybe_dial(m, EB_CONTAINER_OF(it, link_peer, link), now);

@@ -420,7 +420,7 @@ eb__link_conn_input(link_conn *c, const char *p, size_t n)
 }
 
 void
-eb__link_conn_tick(link_conn *c, uint64_t now)
+eb__link_conn_tick(link_conn *c, uint64_t now, bool judge)
 {
 	eb_link_mgr *m = c->mgr;
 	size_t       off;
@@ -429,12 +429,12 @@ eb__link_conn_tick(link_conn *c, uint64_t now)
 		return;
 	}
 	if (c->state != LINK_UP) {
-		if (now - c->started >= m->connect_timeout_ms) {
+		if (judge && now - c->started >= m->connect_timeout_ms) {
 			eb__link_conn_close(c, "connect/hello timeout");
 		}
 		return;
 	}
-	if (now - c->last_rx >= m->dead_ms) {
+	if (judge && now - c->last_rx >= m->dead_ms) {
 		eb__link_conn_close(c, "heartbeat timeout");
 		return;
 	}

@@ -30,6 +30,7 @@
 #include "common/buf.h"
 #include "common/frame.h"
 #include "common/list.h"
+#include "common/stall.h"
 #include "link/link.h"
 #include "tls/tls.h"
 
@@ -94,6 +95,7 @@ struct eb_link_mgr {
 	eb__tls_ctx            *tls_ctx;      /* owned, NULL: plain TCP */
 	uv_tcp_t                listener;
 	uv_timer_t              timer;
+	eb__stall               stall; /* no silence verdicts after a stall */
 	uv_idle_t               idle;
 	int                     idle_active;
 	int                     listening;
@@ -134,7 +136,8 @@ void       eb__link_conn_start(link_conn *c); /* connected: TLS, hello */
  * twice or after close, writing to a closing one, are programming errors
  * (EB_ASSERT). */
 void eb__link_conn_close(link_conn *c, const char *why);
-void eb__link_conn_tick(link_conn *c, uint64_t now);
+/* judge false: no timeout verdicts this tick (after a stall). */
+void eb__link_conn_tick(link_conn *c, uint64_t now, bool judge);
 void eb__link_conn_flush(link_conn *c);
 void eb__link_conn_mark_dirty(link_conn *c);
 /* The log level for a failure of c: WARN, but DEBUG for a dial that has
