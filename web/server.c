@@ -107,7 +107,18 @@ listener_cb(uv_stream_t *server, int status)
 static void
 beat_cb(uv_timer_t *t)
 {
-	eb__web_beat(t->data, eb__mono_ms());
+	eb_web  *w = t->data;
+	uint64_t now = eb__mono_ms();
+
+	if (eb__stall_skip(&w->beat_stall, now, w->beat_ms)) {
+		/* A browser's next poll may wait in the backlog: accept it
+		 * before a detached xhr session is judged gone. */
+		EB_LOG_NOTICE("web",
+		    "stall: gap_ms=%llu verdicts deferred by one beat",
+		    (unsigned long long) w->beat_stall.gap_ms);
+		return;
+	}
+	eb__web_beat(w, now);
 }
 
 int
@@ -154,6 +165,7 @@ eb_web_start(eb_web *w, eb_errbuf *err)
 		if (w->opts.heartbeat_ms == 0) {
 			every = WEB_BEAT_MAX_MS;
 		}
+		w->beat_ms = every;
 		(void) uv_timer_init(w->loop, &w->beat);
 		w->beat.data = w;
 		w->beat_inited = 1;

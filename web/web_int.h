@@ -26,6 +26,7 @@
 #include "bridge/bridge_int.h"
 #include "common/hmap.h"
 #include "common/list.h"
+#include "common/stall.h"
 
 struct eb_web {
 	uv_loop_t  *loop;   /* borrowed */
@@ -36,7 +37,9 @@ struct eb_web {
 	size_t      path_len;
 
 	uv_tcp_t   listener;
-	uv_timer_t beat; /* heartbeats */
+	uv_timer_t beat;       /* heartbeats */
+	uint64_t   beat_ms;    /* its period */
+	eb__stall  beat_stall; /* no disconnect verdict after a stall */
 	int        listener_inited;
 	int        beat_inited;
 	int        port;
