@@ -133,6 +133,19 @@ class Shared(unittest.TestCase):
                 out[k] = float(v)
         return out
 
+    def hold_notified(self, cl, name, notify):
+        """cl takes lock name with its notify address registered (confirmed
+        by a ping first); returns the grant and a fencing resource cl has
+        entered with its token."""
+        cl.b.register(notify)
+        cl.b.send_frame({"type": "ping"})
+        cl.b.recv_until(lambda f: f.get("type") == "pong")
+        grant = cl.request("ebnode.lock", {"op": "acquire", "name": name,
+                                           "notify": notify})
+        res = Fenced()
+        self.assertTrue(res.enter(grant["token"]))
+        return grant, res
+
     def clients(self, nodes=None):
         return [Client(n) for n in (nodes or self.nodes)]
 
@@ -381,13 +394,7 @@ class Shared(unittest.TestCase):
             nodes.append(ebtest.EbNode(cfg, name="p0"))
             nodes.append(ebtest.EbNode(node_config(root, 1), name="p1"))
             a, b = Client(nodes[0]), Client(nodes[1])
-            a.b.register("notify.a")
-            a.b.send_frame({"type": "ping"})
-            a.b.recv_until(lambda f: f.get("type") == "pong")
-            ra = a.request("ebnode.lock", {"op": "acquire", "name": "p",
-                                           "notify": "notify.a"})
-            res = Fenced()
-            self.assertTrue(res.enter(ra["token"]))
+            ra, res = self.hold_notified(a, "p", "notify.a")
             got = {}
 
             def waiter():
@@ -445,13 +452,7 @@ class Shared(unittest.TestCase):
         stopped = False
         try:
             a, b = Client(nodes[0]), Client(nodes[1])
-            a.b.register("notify.z")
-            a.b.send_frame({"type": "ping"})
-            a.b.recv_until(lambda f: f.get("type") == "pong")
-            ra = a.request("ebnode.lock", {"op": "acquire", "name": "z",
-                                           "notify": "notify.z"})
-            res = Fenced()
-            self.assertTrue(res.enter(ra["token"]))
+            ra, res = self.hold_notified(a, "z", "notify.z")
             got = {}
             started = threading.Event()
 
