@@ -39,7 +39,8 @@ and the links come back).
 Run by it.ingress.flow (10 s) and bench/flow.sh (30 s). Environment:
 EB_FLOW_SECONDS, EB_FLOW_CLIENTS, EB_FLOW_RATE, EB_FLOW_RSS_MB;
 EB_FLOW_DIRECT=0 leaves out the second case: plain sends to the consumer's
-address at b, across the link to c.
+address at b, across the link to c. Plain sends have no end-to-end credit
+(docs/BUS.md "Flow control"), so there a loss is allowed if c counts it.
 """
 import json
 import signal
@@ -225,11 +226,15 @@ class Flow(unittest.TestCase):
     def test_direct_sends_across_link(self):
         """Plain sends to "orders" at b, its consumer on c: only the
         PRESSURE link frames tell b's bridge to stop reading, and c
-        queues what b had already written (the grace, docs/BUS.md).
-        EB_FLOW_DIRECT=0 skips it."""
+        queues what b had already written within the grace (8 x the queue
+        bound, docs/BUS.md). Plain sends have no end-to-end credit: when c
+        is starved of CPU, b can write more than the grace before it hears
+        the PRESSURE, and c drops the excess. So this case checks that any
+        loss is counted by c (and printed), not that there is none; the
+        links stay up. EB_FLOW_DIRECT=0 skips it."""
         if os.environ.get("EB_FLOW_DIRECT", "1") == "0":
             self.skipTest("EB_FLOW_DIRECT=0")
-        self.flood("orders", SECONDS)
+        self.flood("orders", SECONDS, lossy=True)
 
     def test_consumer_node_paused(self):
         """Ingress flood while the consumer's node c is frozen (SIGSTOP)
@@ -240,14 +245,16 @@ class Flow(unittest.TestCase):
         self.flood("external.ingress", SECONDS, pause=(2.0, 2.0))
 
     def test_consumer_node_paused_past_link_timeout(self):
+        # lossy, and the links to c must have been cut and come back
         """The same with a 5 s freeze: the links to c time out (3 s) and
         what they carried is lost, but never silently: every message the
         consumer does not get is counted as failed or dropped by a node,
         nothing arrives twice or out of order, and the flow resumes."""
         self.flood("external.ingress", SECONDS, pause=(2.0, 5.0),
-                   lossy=True)
+                   lossy=True, link_cut=True)
 
-    def flood(self, address, seconds, pause=None, lossy=False):
+    def flood(self, address, seconds, pause=None, lossy=False,
+              link_cut=False):
         root = ebtest.unique_root()
         a = ebtest.EbNode(node_config(root, "a"), name="a")
         self.addCleanup(a.close)
@@ -358,21 +365,26 @@ class Flow(unittest.TestCase):
                       k, br["stats"]["blocked_total"],
                       br["stats"]["parked_total"], paused[k][1]))
         self.assertEqual([], consumer.errors)
+        cuts = sum(v[k] for v in d.values() for k in v
+                   if k.startswith("link_reconnects"))
         if lossy:
-            # Every message lost with the links is counted by a node, and
-            # the links to c are back.
+            # Every message lost is counted by a node.
             lost = sent - consumer.n
             counted = sum(v["ingress"] + v["ingress_failed"] + v["bus"]
                           for v in d.values())
+            print("flow: lost %d, counted as dropped or failed %d" % (
+                lost, counted))
             self.assertLessEqual(lost, counted, "uncounted loss")
-            self.assertGreater(
-                d["b"]["link_reconnects_c"] + d["c"]["link_reconnects_a"],
-                0, "the freeze outlasted the link timeout")
+        if link_cut:
+            # The freeze outlasted the link timeout; the links are back.
+            self.assertGreater(cuts, 0, "links to c cut")
             for k in ("a", "b"):
                 ebtest.wait_until(lambda: metric(
                     nodes[k], "ebnode_link_up", 'peer="c"') == 1, 20,
                     "%s's link to c up again" % k)
         else:
+            self.assertEqual(0, cuts, "node links cut: %s" % d)
+        if not lossy:
             self.assertEqual(sent, consumer.n, "every message received")
             for k, v in d.items():
                 self.assertEqual(0, sum(v.values()),
