@@ -74,8 +74,10 @@ typedef struct eb__bus_addr {
 	uint32_t n_busy;
 	int      held_busy;
 	int      busy;
-	uint32_t n_remote_busy;   /* peers that said PRESSURE busy (remote.c) */
-	int      local_busy_told; /* n_busy > 0 as last told to the peers */
+	uint32_t n_remote_busy; /* peers that said PRESSURE busy (remote.c) */
+	uint32_t n_remote_cong; /* peers with interest whose link is
+	                         * congested (remote.c) */
+	int local_busy_told;    /* n_busy > 0 as last told to the peers */
 } eb__bus_addr;
 
 /* ---- messages ---- */

@@ -7,9 +7,10 @@
  * qlen <= q_low (a quarter), or from EB__BUS_BUSY_BYTES of bodies queued
  * until a quarter of that: the hysteresis keeps producers from flapping.
  * An address is busy while any of its local consumers is busy or a
- * component holds it (eb_bus_pressure_set), or while a peer said (a PRESSURE
- * link frame, remote.c) that its consumers of it are busy. Observers hear every
- * change of that aggregate. Loop thread only.
+ * component holds it (eb_bus_pressure_set), while a peer said (a PRESSURE
+ * link frame, remote.c) that its consumers of it are busy, or while the
+ * link to a peer with consumers of it is congested (remote.c). Observers hear
+ * every change of that aggregate. Loop thread only.
  */
 #include <ebnode/bus.h>
 
@@ -19,7 +20,8 @@
 void
 eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a)
 {
-	int        busy = a->n_busy > 0 || a->held_busy || a->n_remote_busy > 0;
+	int busy = a->n_busy > 0 || a->held_busy || a->n_remote_busy > 0 ||
+	           a->n_remote_cong > 0;
 	int        local = a->n_busy > 0;
 	eb__obs_it it;
 

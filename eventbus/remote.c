@@ -43,6 +43,7 @@
 
 #include "common/alloc.h"
 #include "common/frame.h"
+#include "common/vec.h"
 #include "eventbus/eventbus_int.h"
 #include "link/link.h"
 
@@ -62,7 +63,8 @@ enum {
 typedef struct remote_entry {
 	uint32_t peer;
 	uint32_t count;
-	int      busy; /* the peer's PRESSURE for this address */
+	int      busy;      /* the peer's PRESSURE for this address */
+	int      congested; /* the link to the peer is congested */
 } remote_entry;
 
 typedef struct addr_remote {
@@ -75,7 +77,8 @@ typedef struct addr_remote {
 typedef struct up_peer {
 	eb_list  link;
 	uint32_t id;
-	char    *node_id; /* owned */
+	char    *node_id;   /* owned */
+	int      congested; /* its link's write queue is past the watermark */
 } up_peer;
 
 typedef struct bus_remote {
@@ -106,9 +109,26 @@ typedef struct bus_remote {
  * uint32 overflow whatever a (buggy) peer sends. */
 #define INTEREST_COUNT_MAX 1000000u
 
+/* Whether the link to peer is congested (st->peers is short). */
+static int
+peer_congested(eb_bus *bus, uint32_t peer)
+{
+	bus_remote *st = bus->rctx;
+	eb_list    *it;
+
+	for (it = st->peers.next; it != &st->peers; it = it->next) {
+		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
+
+		if (u->id == peer) {
+			return u->congested;
+		}
+	}
+	return 0;
+}
+
 /* Adds an entry for peer to a's interest array (growing it). */
 static void
-interest_add(eb__bus_addr *a, uint32_t peer, uint32_t count)
+interest_add(eb__bus_addr *a, uint32_t peer, uint32_t count, int congested)
 {
 	addr_remote *r = a->remote;
 
@@ -125,7 +145,9 @@ interest_add(eb__bus_addr *a, uint32_t peer, uint32_t count)
 	r->v[r->n].peer = peer;
 	r->v[r->n].count = count;
 	r->v[r->n].busy = 0;
+	r->v[r->n].congested = congested;
 	r->n++;
+	a->n_remote_cong += congested ? 1 : 0;
 	a->n_remote += count;
 	a->n_remote_nodes++;
 }
@@ -151,6 +173,9 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 			if (r->v[i].busy) {
 				a->n_remote_busy--; /* gone with its interest */
 			}
+			if (r->v[i].congested) {
+				a->n_remote_cong--;
+			}
 			r->v[i] = r->v[--r->n];
 			a->n_remote_nodes--;
 		} else {
@@ -158,7 +183,7 @@ interest_set(eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
 			a->n_remote += count;
 		}
 	} else if (count > 0) {
-		interest_add(a, peer, count);
+		interest_add(a, peer, count, peer_congested(bus, peer));
 	}
 	r = a->remote; /* may have moved (grown) */
 	if (r != NULL && r->n == 0) {
@@ -641,6 +666,63 @@ link_down_cb(void *ctx, uint32_t peer)
 	}
 }
 
+/* The link to peer is congested (or not any more): every address with
+ * consumers there is busy while it is, so the bridges feeding them stop
+ * reading before more than the link's bound is in flight (docs/BUS.md). */
+static void
+link_congested_cb(void *ctx, uint32_t peer, int on)
+{
+	bus_remote *st = ctx;
+	eb_bus     *bus = st->bus;
+	eb_list    *it;
+	eb__vec     changed; /* of char *, owned: the addresses to tell */
+	uint32_t    i, k;
+
+	for (it = st->peers.next; it != &st->peers; it = it->next) {
+		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
+
+		if (u->id == peer) {
+			u->congested = on;
+		}
+	}
+	/* Count first, tell after: an observer may change the table. */
+	eb__vec_init(&changed, sizeof(char *));
+	for (i = 0; i < bus->addrs.nbuckets; i++) {
+		eb__hent *e;
+
+		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+			eb__bus_addr *a =
+			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
+			addr_remote *r = a->remote;
+
+			for (k = 0; r != NULL && k < r->n; k++) {
+				if (r->v[k].peer != peer ||
+				    r->v[k].congested == on) {
+					continue;
+				}
+				r->v[k].congested = on;
+				if (on) {
+					a->n_remote_cong++;
+				} else {
+					a->n_remote_cong--;
+				}
+				*(char **) eb__vec_push(&changed) =
+				    eb__strdup(a->address);
+			}
+		}
+	}
+	for (i = 0; i < changed.len; i++) {
+		char         *name = *(char **) eb__vec_at(&changed, i);
+		eb__bus_addr *a = eb__bus_addr_find(bus, name);
+
+		if (a != NULL) {
+			eb__bus_pressure_update(bus, a);
+		}
+		free(name);
+	}
+	eb__vec_free(&changed);
+}
+
 static void
 link_detach_cb(void *ctx)
 {
@@ -944,6 +1026,7 @@ static const eb__link_handler link_handler = {
 	.down = link_down_cb,
 	.frame = link_frame_cb,
 	.detach = link_detach_cb,
+	.congested = link_congested_cb,
 };
 
 /* ---- attach / detach ---- */

@@ -342,6 +342,15 @@ eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 	p->conn = c;
 	p->attempts = 0;
 	p->ups++;
+	/* Fixed buffers (no autotuning): what is in flight to a peer stays
+	 * bounded (link.h). */
+	{
+		int sz = EB__LINK_SOCKET_BUFFER;
+
+		(void) uv_send_buffer_size((uv_handle_t *) &c->tcp, &sz);
+		sz = EB__LINK_SOCKET_BUFFER;
+		(void) uv_recv_buffer_size((uv_handle_t *) &c->tcp, &sz);
+	}
 	EB_LOG_INFO("link", "link-up: node=%s peer=%s dir=%s", p->node_id,
 	    c->peer_addr, c->outbound ? "out" : "in");
 	if (m->h != NULL) {
@@ -569,6 +578,7 @@ eb_link_mgr_stats_foreach(eb_link_mgr *m, eb_link_stats_fn fn, void *arg)
 		s.bytes_out = p->bytes_out;
 		s.bytes_in = p->bytes_in;
 		s.ups = p->ups;
+		s.congestions = p->congestions;
 		if (p->conn != NULL) {
 			s.queued =
 			    p->conn->inflight + eb__buf_avail(&p->conn->out);

@@ -31,7 +31,19 @@ typedef struct eb__link_handler {
 	    void *ctx, uint32_t peer, uint8_t type, const char *p, size_t n);
 	/* The manager is being freed: forget it (after every down). */
 	void (*detach)(void *ctx);
+	/* (Optional.) The link to peer is congested (on: more than
+	 * EB__LINK_CONGESTED_HI bytes wait for the kernel) or not any more
+	 * (below EB__LINK_CONGESTED_LO). A down ends it too, without a call. */
+	void (*congested)(void *ctx, uint32_t peer, int on);
 } eb__link_handler;
+
+/* Congestion watermarks of a link's write queue (the bytes the kernel has
+ * not taken), and the fixed socket buffers of a link, so that what is in
+ * flight to a peer stays bounded: kernel buffers (Linux doubles the value
+ * asked) plus the high watermark, about 2 MiB. */
+#define EB__LINK_CONGESTED_HI  ((size_t) 1024 * 1024)
+#define EB__LINK_CONGESTED_LO  ((size_t) 256 * 1024)
+#define EB__LINK_SOCKET_BUFFER (256 * 1024)
 
 /* One upper layer per manager; NULL h detaches without a callback. */
 void eb__link_mgr_set_handler(

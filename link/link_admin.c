@@ -60,9 +60,13 @@ emit_family(eb__prom *w, const eb__vec *lr, int which)
 			eb__prom_u64(
 			    w, "ebnode_link_bytes_total", out, s->bytes_out);
 			break;
-		default:
+		case 4:
 			eb__prom_u64(
 			    w, "ebnode_link_queued_bytes", l, s->queued);
+			break;
+		default:
+			eb__prom_u64(w, "ebnode_link_congestions_total", l,
+			    s->congestions);
 			break;
 		}
 	}
@@ -82,6 +86,9 @@ link_metrics(eb__prom *w, void *arg)
 		    "Node link bytes by peer and direction." },
 		{ "ebnode_link_queued_bytes", "gauge",
 		    "Bytes waiting to be written on the node link to peer." },
+		{ "ebnode_link_congestions_total", "counter",
+		    "Times the node link to peer became congested (its "
+		    "addresses busy until it drains)." },
 	};
 	eb_link_mgr *m = arg;
 	eb__vec      lr;

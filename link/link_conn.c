@@ -97,6 +97,29 @@ eb__link_conn_close(link_conn *c, const char *why)
 	uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
 }
 
+/* Tells the handler when the bytes waiting for the kernel pass the high
+ * watermark, and when they are back under the low one (link.h). */
+static void
+conn_congestion(link_conn *c)
+{
+	eb_link_mgr *m = c->mgr;
+	size_t       q = c->tcp.write_queue_size;
+	int          on = c->congested ? q > EB__LINK_CONGESTED_LO
+	                               : q > EB__LINK_CONGESTED_HI;
+
+	if (on == c->congested || c->state != LINK_UP || c->peer == NULL ||
+	    c->peer->conn != c) {
+		return;
+	}
+	c->congested = on;
+	c->peer->congestions += on ? 1 : 0;
+	EB_LOG_DEBUG("link", "congested: node=%s on=%d queued=%zu",
+	    c->peer->node_id, on, q);
+	if (m->h != NULL && m->h->congested != NULL) {
+		m->h->congested(m->hctx, c->peer->id, on);
+	}
+}
+
 static void
 write_cb(uv_write_t *req, int status)
 {
@@ -108,6 +131,10 @@ write_cb(uv_write_t *req, int status)
 	free(w);
 	if (status != 0 && status != UV_ECANCELED) {
 		eb__link_conn_close(c, eb_err_name(status));
+		return;
+	}
+	if (c->congested) {
+		conn_congestion(c);
 	}
 }
 
@@ -135,7 +162,9 @@ eb__link_conn_write_raw(link_conn *c, char *data, size_t n)
 		free(data);
 		free(w);
 		eb__link_conn_close(c, eb_err_name(rv));
+		return;
 	}
+	conn_congestion(c);
 }
 
 void

@@ -56,6 +56,7 @@ typedef struct link_peer {
 	uint32_t          attempts;  /* failed dials since the last up */
 	int               resolving; /* a host name lookup is in flight */
 	uint64_t          frames_out, frames_in, bytes_out, bytes_in, ups;
+	uint64_t          congestions; /* times its link became congested */
 } link_peer;
 
 typedef struct link_conn {
@@ -75,6 +76,7 @@ typedef struct link_conn {
 	eb__buf         out;       /* plaintext frames not yet written */
 	size_t          frame_off; /* start of the frame being built */
 	uint64_t        inflight;  /* bytes handed to uv_write, unfinished */
+	int             congested; /* told the handler: write queue past HI */
 	eb__tls        *tls;       /* owned, NULL: plain TCP */
 	char            peer_addr[64]; /* for log lines */
 } link_conn;

@@ -102,8 +102,9 @@ typedef struct eb_link_peer_stats {
 	int         up;
 	int         dialer; /* this node dials it */
 	uint64_t    frames_out, frames_in, bytes_out, bytes_in;
-	uint64_t    ups;    /* times the link came up */
-	uint64_t    queued; /* bytes waiting to be written */
+	uint64_t    ups;         /* times the link came up */
+	uint64_t    queued;      /* bytes waiting to be written */
+	uint64_t    congestions; /* times the link became congested */
 } eb_link_peer_stats;
 
 typedef void (*eb_link_stats_fn)(const eb_link_peer_stats *s, void *arg);

@@ -152,7 +152,7 @@ class SlowConsumer:
             due = self.t0 + self.paced / RATE
             now = time.monotonic()
             if due > now:
-                time.sleep(min(due - now, end - now))
+                time.sleep(max(0.0, min(due - now, end - now)))
                 continue
             try:
                 data = self.s.recv(min(65536, 64 * 200))

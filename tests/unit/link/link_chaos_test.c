@@ -79,7 +79,8 @@ frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t len)
 	((cnode *) ctx)->frames++;
 }
 
-static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL };
+static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL,
+	NULL };
 
 static int closed_count;
 

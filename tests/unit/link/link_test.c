@@ -19,6 +19,7 @@ typedef struct node {
 	int          downs;
 	int          frames;
 	int          closed;
+	int          congested_on, congested_off;
 	uint32_t     last_peer;
 	char         last_node[64];
 	char         last_body[64];
@@ -55,7 +56,21 @@ frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t len)
 	    n->last_body, sizeof(n->last_body), "%.*s", (int) len, p);
 }
 
-static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL };
+static void
+congested_cb(void *ctx, uint32_t peer, int on)
+{
+	node *n = ctx;
+
+	(void) peer;
+	if (on) {
+		n->congested_on++;
+	} else {
+		n->congested_off++;
+	}
+}
+
+static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL,
+	congested_cb };
 
 static void
 node_open(th_loop *t, node *n, const char *id, const char *cluster, uint32_t hb,
@@ -490,6 +505,7 @@ test_backoff_capped_and_jittered(void **state)
 struct pump {
 	node    *b;
 	uint64_t sent;
+	int      until_congested; /* stop once the link is congested */
 };
 
 static void
@@ -499,7 +515,8 @@ pump_idle_cb(uv_idle_t *h)
 	static char  chunk[65536];
 	eb__buf     *buf;
 
-	if (p->b->downs > 0 || p->sent > ((uint64_t) 512 << 20)) {
+	if (p->b->downs > 0 || p->sent > ((uint64_t) 512 << 20) ||
+	    (p->until_congested && p->b->congested_on > 0)) {
 		(void) uv_idle_stop(h);
 		return;
 	}
@@ -527,7 +544,7 @@ test_slow_peer_cut_off(void **state)
 	node         b;
 	raw         *r = calloc(1, sizeof(*r));
 	uv_idle_t    idle;
-	struct pump  p = { &b, 0 };
+	struct pump  p = { &b, 0, 0 };
 
 	memset(&b, 0, sizeof(b));
 	eb_link_opts_init(&o);
@@ -548,6 +565,79 @@ test_slow_peer_cut_off(void **state)
 	/* Cut off once the kernel buffers were full and 256 KiB more were
 	 * queued, long before the 512 MiB the pump would send. */
 	assert_true(p.sent < ((uint64_t) 512 << 20));
+	uv_close((uv_handle_t *) &idle, idle_closed_cb);
+	raw_close(t, r);
+	node_close(t, &b);
+	free(r);
+}
+
+static int
+congested_on_ge1(void *arg)
+{
+	return ((node *) arg)->congested_on >= 1;
+}
+
+static int
+congested_off_ge1(void *arg)
+{
+	return ((node *) arg)->congested_off >= 1;
+}
+
+static void
+drain_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	static char sink[65536];
+
+	(void) h;
+	(void) hint;
+	*buf = uv_buf_init(sink, sizeof(sink));
+}
+
+static void
+drain_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	(void) buf;
+	if (n < 0) {
+		(void) uv_read_stop(s);
+	}
+}
+
+/* A peer that stops reading makes its link congested after a bounded
+ * amount (fixed socket buffers + the 1 MiB watermark), long before the
+ * 64 MiB cut; once it reads again the congestion ends. */
+static void
+test_congestion_reported(void **state)
+{
+	th_loop     *t = *state;
+	eb_link_opts o;
+	node         b;
+	raw         *r = calloc(1, sizeof(*r));
+	uv_idle_t    idle;
+	struct pump  p = { &b, 0, 1 };
+
+	memset(&b, 0, sizeof(b));
+	eb_link_opts_init(&o);
+	o.node_id = "b";
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &b.mgr, NULL), 0);
+	eb__link_mgr_set_handler(b.mgr, &handler, &b);
+	assert_int_equal(eb_link_mgr_start(b.mgr), 0);
+	r->no_read = 1;
+	raw_hello(r, EB_LINK_PROTOCOL_VERSION, "a", "ebnode");
+	raw_connect(t, r, eb_link_mgr_port(b.mgr));
+	assert_int_equal(th_run_until(t, th_flag_set, &b.ups, 2000), 0);
+	(void) uv_idle_init(&t->loop, &idle);
+	idle.data = &p;
+	(void) uv_idle_start(&idle, pump_idle_cb);
+	assert_int_equal(th_run_until(t, congested_on_ge1, &b, 10000), 0);
+	assert_int_equal(b.downs, 0);
+	assert_int_equal(b.congested_off, 0);
+	/* Kernel buffers (the link's fixed 2 x 256 KiB doubled, the raw
+	 * peer's default receive buffer) plus 1 MiB queued. */
+	assert_true(p.sent < ((uint64_t) 6 << 20));
+	(void) uv_read_start(
+	    (uv_stream_t *) &r->tcp, drain_alloc_cb, drain_read_cb);
+	assert_int_equal(th_run_until(t, congested_off_ge1, &b, 10000), 0);
+	assert_int_equal(b.downs, 0);
 	uv_close((uv_handle_t *) &idle, idle_closed_cb);
 	raw_close(t, r);
 	node_close(t, &b);
@@ -677,6 +767,8 @@ main(void)
 		    test_backoff_capped_and_jittered, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_slow_peer_cut_off, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_congestion_reported, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_pending_inbound_capped, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(

@@ -52,7 +52,8 @@ frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t len)
 	    n->last_body, sizeof(n->last_body), "%.*s", (int) len, p);
 }
 
-static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL };
+static const eb__link_handler handler = { up_cb, down_cb, frame_cb, NULL,
+	NULL };
 
 /* tls: "good" (server cert of the test CA), "wrongca", "expired", NULL. */
 static void
