@@ -59,7 +59,7 @@ fixture=$src/tests/fixtures/zk_fixture.sh
 if [ ! -f "$build/CMakeCache.txt" ]; then
 	cmake -S "$src" -B "$build" -DEB_WERROR=ON >/dev/null
 fi
-cmake --build "$build" -j2 --target ebnode ebproxy >/dev/null
+cmake --build "$build" -j2 --target ebnode ebproxy ebctl >/dev/null
 
 zkdir=$build/chaos-zk3
 cleanup() { "$fixture" stop "$zkdir" >/dev/null 2>&1 || true; }
