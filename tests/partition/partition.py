@@ -1430,6 +1430,16 @@ class ConfigTrial(Trial):
             c.stop()
         for c in self.consumers:
             c.stop()
+        # GET /config names the version the metric shows.
+        self.get_config = {}
+        for n in self.nodes:
+            try:
+                st, body = ebtest.admin_request(*n.eb.admin, "GET",
+                                                "/config", timeout=5)
+                self.get_config[n.name] = body.get("version")
+            except (OSError, ValueError, AttributeError,
+                    http.client.HTTPException):
+                self.get_config[n.name] = None
         for n in self.nodes:
             n.close()
 
@@ -1551,6 +1561,13 @@ class ConfigTrial(Trial):
             self.info["%s_converge_ms" % n.name] = (
                 round(max(0.0, reach[0] - self.t_heal) * 1000)
                 if reach else None)
+        self.info["get_config_version"] = self.get_config
+        for n in self.nodes:
+            v = self.get_config.get(n.name)
+            if v != self.v_last:
+                self.violate("converge", "%s: GET /config shows version "
+                             "%r at the end, v%d was written last" % (
+                                 n.name, v, self.v_last))
         conv = [self.info["%s_converge_ms" % n.name] for n in self.nodes]
         self.info["converge_ms"] = (max(conv) if None not in conv
                                     else None)
