@@ -1533,6 +1533,11 @@ class ConfigTrial(Trial):
             "failed": kinds.count("fail"), "fail_kinds": fails,
             "delivered_msgs": len(msgs),
             "epochs": sorted({m[1] for m in msgs})})
+        # Per entry node: the longest answer (held while no leader routed).
+        self.info["max_answer_s_by_entry"] = {
+            "n%d" % c: round(max((a - s for s, a, _, _ in lst
+                                  if a is not None), default=0.0), 2)
+            for c, lst in reqs.items()}
         self.check_config(rows, reqs)
 
     def check_config(self, rows, reqs):
