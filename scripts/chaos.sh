@@ -18,7 +18,8 @@
 #     --partition-only           only the partitions
 #     -h, --help                 this text
 #
-# Builds ebnode and ebproxy in $EB_BUILD_DIR (default build/chaos), starts
+# Builds ebnode, ebproxy and ebctl (partition scenarios c:X) in
+# $EB_BUILD_DIR (default build/chaos), starts
 # its own 3-server ZooKeeper ensemble in <build>/chaos-zk3 for the chaos
 # suite (stopped on exit), and writes the summaries as JSON to
 # $EB_CHAOS_JSON (default <build>/chaos-long.json) and
@@ -59,7 +60,7 @@ fixture=$src/tests/fixtures/zk_fixture.sh
 if [ ! -f "$build/CMakeCache.txt" ]; then
 	cmake -S "$src" -B "$build" -DEB_WERROR=ON >/dev/null
 fi
-cmake --build "$build" -j2 --target ebnode ebproxy >/dev/null
+cmake --build "$build" -j2 --target ebnode ebproxy ebctl >/dev/null
 
 zkdir=$build/chaos-zk3
 cleanup() { "$fixture" stop "$zkdir" >/dev/null 2>&1 || true; }

@@ -37,6 +37,8 @@ Scenarios (NAME[:PARAM]):
   l:X      a lock holder (issue 14, docs/SHARED.md): X one of a, b, d:in,
            d:out, e, the fault above applied to n1 while n1's client
            holds the lock (a at syncLimit 5)
+  c:X      a configuration change (issue 13): X one of a, b, applied to n1
+           while new config versions are written ("Config scenarios")
 
 Load: one bridge client (through n2) pipelines ingress requests asking for a
 reply to "external.ingress" at RATE/s (EB_PARTITION_RATE, default 300); the
@@ -78,12 +80,34 @@ revoked or the heal), and the fault is applied. Checks (strict):
 Reported: cycles, notifies, time from the cut to the notify and to the
 next holder.
 
+Config scenarios (c:X, issue 13, docs/CONFIG.md): a bridge client on every
+node (RATE/3 each) sends ingress requests; <root>/config routes them (body
+field "c") to cfg.t1 or cfg.t2, one consumer each (on n3 and n2). X is a
+or b above, applied to n1 (the leader; a at syncLimit 5); from the cut to
+the heal the harness writes a new version every 0.5 s with ebctl through
+the two quorum servers, alternating the target. Checks (strict), besides
+overlap-*, stale, ack-epochs, delivered, answered, recovery and exit:
+  cfg-monotonic    no node's applied version (ebnode_config_version, polled
+                   every 20 ms) goes backwards
+  cfg-written      every applied and every stamped version was written
+                   (ebctl's answers = ebctl config history)
+  cfg-route        every delivered message carries ebnode.config and went
+                   to its version's target; its ack names that target
+  cfg-epoch-order  per leader epoch the stamped versions never go back in
+                   sequence order
+  converge         after the heal every node applies the last version
+                   within 30 s (scaled)
+Reported: messages routed by a version older than the newest written when
+they arrived and by how much, convergence and apply times, leadership
+relative to the cut. (Plain "c" stays the consumer-cut scenario.)
+
 Usage:
   partition.py [--scenarios a:4,b,...] [--trials N] [--short] [--json F]
   partition.py --cleanup-stale     remove namespaces of dead runs
 Exit: 0 all checks passed, 1 a violation, 2 a harness error, 77 skipped
 (not root, no network namespaces, tools missing).
-Environment: EBNODE_BIN (required), EB_TEST_TIMEOUT_MULTIPLIER,
+Environment: EBNODE_BIN (required), EBCTL_BIN (c:X; default ../ctl/ebctl
+next to EBNODE_BIN's directory), EB_TEST_TIMEOUT_MULTIPLIER,
 EB_PARTITION_RATE, EB_TEST_KEEP_TMP=1 (keep the run dir of a passing run),
 ZK_SERVER_SH (default /usr/share/zookeeper/bin/zkServer.sh).
 """
@@ -138,8 +162,9 @@ ZK_SERVER_SH = os.environ.get("ZK_SERVER_SH",
 LOCKS = ["l:a", "l:b", "l:d:in", "l:d:out", "l:e"]
 SHORT = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4",
          "f:6", "l:a", "l:b"]
+CONFIGS = ["c:a", "c:b"]
 LONG = ["a:4", "a:5", "a:10", "b", "c", "d:in", "d:out", "e", "f:4",
-        "f:6"] + LOCKS
+        "f:6"] + LOCKS + CONFIGS
 
 
 def now():
@@ -496,7 +521,7 @@ class Ensemble:
 class Node:
     """An ebnode in its namespace, with its polled leader gauge."""
 
-    def __init__(self, net, idx, root, zk, workdir):
+    def __init__(self, net, idx, root, zk, workdir, outbound=()):
         self.name = "n%d" % idx
         self.idx = idx
         self.wd = workdir
@@ -519,7 +544,8 @@ class Node:
                     "inbound": [{"address": chaos.INGRESS},
                                 {"address": "ebnode.lock"}],
                     "outbound": [{"address": chaos.TARGET},
-                                 {"addressRegex": "notify[.].*"}]},
+                                 {"addressRegex": "notify[.].*"}] +
+                    [{"address": a} for a in outbound]},
             admin={"listen": ip, "port": 9090},
             ingress={"default_route": {"to": chaos.TARGET},
                      "hold_max": 1000, "hold_ms": 5000})
@@ -537,6 +563,7 @@ class Node:
         self.exit_code = None
         self.stops = []
         self.samples = []
+        self.cfgv = []  # (answered_ts, ebnode_config_version)
         self.quit = False
         self.poller = threading.Thread(target=self._poll, daemon=True,
                                        name="poll-" + self.name)
@@ -558,6 +585,10 @@ class Node:
                     m = re.search(r"^ebnode_leader (\S+)", body, re.M)
                     if m:
                         v = int(float(m.group(1)))
+                    m = re.search(r"^ebnode_config_version (\S+)", body,
+                                  re.M)
+                    if m:
+                        self.cfgv.append((now(), int(float(m.group(1)))))
             except (OSError, ValueError, http.client.HTTPException):
                 pass
             self.samples.append((t0, now(), v))
@@ -674,6 +705,7 @@ class Trial:
                 self.label, f, others, hold))
             time.sleep(hold)  # the fault's duration (the experiment)
             net.heal(h)
+            self.t_cut_end = now()  # before the quorum forms again
             ens = self.ctx.ensemble
             ens.wait_quorum(ebtest.scaled(60))
         elif s == "b":
@@ -1162,6 +1194,499 @@ class LockTrial(Trial):
                 log("close %s: %s" % (n.name, e))
 
 
+# ---------------------------------------------------------------------------
+# Configuration changes under a ZooKeeper partition (issue 13): c:X.
+
+CFG_TARGETS = ("cfg.t1", "cfg.t2")
+CFG_WRITE_S = 0.5         # one new version every CFG_WRITE_S in the fault
+CFG_SCEN = {"a": ("a", "5"), "b": ("b", None)}
+
+
+def ebctl_bin():
+    b = os.environ.get("EBCTL_BIN")
+    if b:
+        return b
+    return os.path.join(os.path.dirname(os.path.abspath(ebtest.ebnode_bin())),
+                        "..", "ctl", "ebctl")
+
+
+def cfg_doc(target):
+    """Version content: the client traffic (a body field "c") goes to
+    target; the probes ({"probe": t}) to their own target in every
+    version, so that both consumers can be probed."""
+    return {"ingress": {"routes": [
+        {"field": "probe", "equals": t, "to": t} for t in CFG_TARGETS] + [
+        {"field": "c", "regex": "[0-9]+", "to": target}]}}
+
+
+def cfg_target(doc):
+    for r in (doc.get("ingress") or {}).get("routes") or []:
+        if r.get("field") == "c":
+            return r.get("to")
+    return None
+
+
+class CfgConsumer(chaos.Consumer):
+    """A consumer of one route target: records every routed message as
+    chaos.Consumer does, and meta[k] = (address, ebnode.config or None)
+    for msgs[k]."""
+
+    def __init__(self, node, address):
+        threading.Thread.__init__(self, name="cfg-consumer-" + address,
+                                  daemon=True)
+        self.address = address
+        self.conn = chaos.Conn(node.eb.bridge)
+        self.conn.send({"type": "register", "address": address})
+        self.msgs = []
+        self.meta = []
+        self.others = []
+        self.quit = False
+        self.error = None
+
+    def _record(self, f):
+        n = len(self.msgs)
+        chaos.Consumer._record(self, f)
+        if len(self.msgs) > n:
+            h = f.get("headers") or {}
+            v = h.get("ebnode.config")
+            self.meta.append((f.get("address"),
+                              int(v) if v is not None else None))
+
+
+class ConfigTrial(Trial):
+    """c:X: a bridge client on every node sends ingress requests whose
+    route (cfg.t1 or cfg.t2, one consumer each, on n3 and n2) is set by
+    the cluster configuration <root>/config; fault X is applied to n1 (the
+    leader; a: its ZooKeeper server F cut from the quorum while serving
+    reads, b: n1 cut from every ZooKeeper server) and, while it lasts, the
+    harness writes a new version every CFG_WRITE_S with ebctl through the
+    two servers of the quorum, alternating the target. Then heal."""
+
+    def __init__(self, ctx, param):
+        scen, p = CFG_SCEN[param]
+        Trial.__init__(self, ctx, scen, p)
+        self.label = "c:" + param
+        self.clients = []
+        self.consumers = []
+        self.writes = []   # (t_before, t_after, version, target)
+        self.history = {}  # version -> target, from ebctl config history
+        self.rate = chaos.RATE
+        self.t_cut_end = None
+
+    def ctl(self, *args):
+        argv = [ebctl_bin(), "config", "--zk", self.zk_o, "--root",
+                self.root, "--timeout", "5000"] + list(args)
+        return subprocess.run(argv, capture_output=True, text=True,
+                              timeout=ebtest.scaled(20))
+
+    def write(self, target):
+        self.nwrite = getattr(self, "nwrite", 0) + 1
+        path = os.path.join(self.wd, "cfg%d.json" % self.nwrite)
+        with open(path, "w") as f:
+            json.dump(cfg_doc(target), f)
+        t0 = now()
+        p = self.ctl("--json", "set", path)
+        t1 = now()
+        if p.returncode != 0:
+            self.write_errors.append("%d: %s" % (p.returncode,
+                                                  p.stderr.strip()[:200]))
+            return None
+        v = int(json.loads(p.stdout)["version"])
+        self.writes.append((t0, t1, v, target))
+        return v
+
+    def all_at(self, v):
+        return all(n.cfgv and n.cfgv[-1][1] >= v for n in self.nodes)
+
+    def run(self):
+        ens = self.ctx.ensemble
+        t_start = time.monotonic()
+        self.root = root = ebtest.unique_root()
+        f = ens.follower()
+        others = [i for i in (1, 2, 3) if i != f]
+        self.zk_o = ",".join("%s:2181" % ZK_IP[i] for i in others)
+        self.info["zk_follower"] = f
+        self.wd = wd = self.ctx.trial_dir(self.label)
+        self.write_errors = []
+        n1 = Node(self.ctx.net, 1, root, "%s:2181" % ZK_IP[f], wd,
+                  outbound=CFG_TARGETS)
+        self.nodes.append(n1)
+        ebtest.wait_until(lambda: n1.leading() is not None, 30, "n1 leads")
+        for i in (2, 3):
+            self.nodes.append(Node(self.ctx.net, i, root, self.zk_o, wd,
+                                   outbound=CFG_TARGETS))
+        n2, n3 = self.nodes[1], self.nodes[2]
+        v = self.write(CFG_TARGETS[0])
+        if v is None:
+            raise RuntimeError("ebctl config set: %s" % self.write_errors)
+        ebtest.wait_until(lambda: self.all_at(v), 30, "v%d applied" % v)
+        self.consumers = [CfgConsumer(n3, CFG_TARGETS[0]),
+                          CfgConsumer(n2, CFG_TARGETS[1])]
+        for c in self.consumers:
+            c.start()
+        for n in self.nodes:
+            for t in CFG_TARGETS:
+                self.probe_to(n, t)
+        chaos.RATE = self.rate / 3.0  # the same total load as Trial
+        self.clients = [chaos.Client(k, n.shim)
+                        for k, n in enumerate(self.nodes, 1)]
+        self.client = self.clients[1]
+        for c in self.clients:
+            c.start()
+        ebtest.wait_until(lambda: all(len(c.acks) >= 10
+                                      for c in self.clients), 30,
+                          "acks flow through every node")
+        time.sleep(PRE_S / 2)  # steady load before the change
+        v = self.write(CFG_TARGETS[1])  # a change before the fault
+        time.sleep(PRE_S / 2)  # steady load before the fault
+        self.v_before = v
+        stop = threading.Event()
+
+        def writer():
+            k = 0
+            while not stop.is_set() and self.t_cut_end is None:
+                t0 = time.monotonic()
+                self.write(CFG_TARGETS[k % 2])
+                k += 1
+                stop.wait(max(0.0, CFG_WRITE_S - (time.monotonic() - t0)))
+        w = threading.Thread(target=writer, name="cfg-writer", daemon=True)
+        self.t_fault = now()
+        w.start()
+        try:
+            self.fault(n1, n3, f, others)
+        finally:
+            stop.set()
+            w.join(ebtest.scaled(30))
+        # The links are back at t_cut_end (c:a then waits for the quorum
+        # of 3 to form again): convergence counts from there.
+        t_back = now()
+        t_heal = self.t_heal = self.t_cut_end or t_back
+        self.info["fault_s"] = round(t_heal - self.t_fault, 2)
+        self.info["quorum_back_ms"] = round((t_back - t_heal) * 1000)
+        self.v_last = self.writes[-1][2]
+        # Convergence: every node applies the last version after the heal.
+        try:
+            ebtest.wait_until(lambda: self.all_at(self.v_last),
+                              RECOVERY_S / ebtest.TIMEOUT_MULTIPLIER,
+                              "every node at v%d" % self.v_last,
+                              interval=0.02)
+        except AssertionError as e:
+            self.violate("converge", str(e))
+        self.recover(t_heal)
+        time.sleep(POST_S)  # steady load after recovery (the experiment)
+        p = self.ctl("--json", "history")
+        if p.returncode == 0:
+            for e in json.loads(p.stdout):
+                self.history[int(e["version"])] = cfg_target(e["config"])
+        else:
+            self.violate("harness", "ebctl config history: %s"
+                         % p.stderr.strip())
+        self.finish()
+        self.check()
+        self.info["elapsed_s"] = round(time.monotonic() - t_start, 1)
+
+    def probe_to(self, entry, target):
+        c = ebtest.BridgeClient(*entry.eb.bridge)
+        try:
+            def ok():
+                c.send(chaos.INGRESS, {"probe": target}, reply_address="p")
+                return c.recv_frame(timeout=5).get("type") == "message"
+            ebtest.wait_until(ok, 30, "ingress through %s to %s" % (
+                entry.name, target), interval=0.2)
+        finally:
+            c.close()
+
+    def recover(self, t_heal):
+        def ok():
+            leaders = [n for n in self.nodes if n.gauge() == 1]
+            if len(leaders) != 1:
+                return False
+            return all(any(t > t_heal + 0.2 for t, _ in c.acks[-5:])
+                       for c in self.clients)
+        try:
+            ebtest.wait_until(ok, RECOVERY_S / ebtest.TIMEOUT_MULTIPLIER,
+                              "one leader and acks on every node after "
+                              "the heal")
+        except AssertionError as e:
+            self.violate("recovery", str(e))
+
+    def finish(self):
+        for c in self.clients:
+            c.sending = False
+        deadline = time.monotonic() + ANSWER_BOUND_S + 1
+        while time.monotonic() < deadline and any(
+                c.outstanding > 0 and c.error is None for c in self.clients):
+            time.sleep(0.05)
+
+        def all_delivered():
+            got = self.delivered_stamps()
+            return all((i[0], i[1]) in got for c in self.clients
+                       for _, _, k, i in list(c.reqs) if k == "ack")
+        try:
+            ebtest.wait_until(all_delivered, DELIVERY_WAIT_S /
+                              ebtest.TIMEOUT_MULTIPLIER, "acked delivered")
+        except AssertionError:
+            pass  # counted by the check below
+        self.t_end = now()
+        for c in self.clients:
+            c.stop()
+        for c in self.consumers:
+            c.stop()
+        # GET /config names the version the metric shows.
+        self.get_config = {}
+        for n in self.nodes:
+            try:
+                st, body = ebtest.admin_request(*n.eb.admin, "GET",
+                                                "/config", timeout=5)
+                self.get_config[n.name] = body.get("version")
+            except (OSError, ValueError, AttributeError,
+                    http.client.HTTPException):
+                self.get_config[n.name] = None
+        for n in self.nodes:
+            n.close()
+
+    def delivered_stamps(self):
+        return {(m[1], m[2]) for c in self.consumers for m in list(c.msgs)}
+
+    def check(self):
+        for c in self.clients:
+            if c.error:
+                self.violate("answered", "client %d connection: %s"
+                             % (c.cid, c.error))
+            for p in c.problems[:5]:
+                self.violate("answered", p)
+        for c in self.consumers:
+            if c.error:
+                self.violate("delivered", "consumer %s connection: %s"
+                             % (c.address, c.error))
+        for n in self.nodes:
+            if n.exit_code != 0:
+                self.violate("exit", "%s exited with %s after SIGTERM" % (
+                    n.name, n.exit_code))
+        for e in self.write_errors[:3]:
+            self.violate("harness", "ebctl config set: %s" % e)
+        # Leadership, as in Trial.check.
+        mi = []
+        for n in self.nodes:
+            mi += chaos_checks.metric_intervals(n.samples, n.name)
+        mo = chaos_checks.overlaps(mi)
+        active, _ = chaos_checks.leadership(self.nodes)
+        lo = chaos_checks.overlaps(active)
+        for ms, a, b in mo[:3]:
+            self.violate("overlap-metrics", "%s and %s both report "
+                         "ebnode_leader 1 for %.1f ms" % (a[3], b[3], ms))
+        for ms, a, b in lo[:3]:
+            self.violate("overlap-log", "%s (epoch %d) and %s (epoch %d) "
+                         "lead at once for %.1f ms by their logs" % (
+                             a[3], a[2], b[3], b[2], ms))
+        self.info["leaders"] = [(round(s, 3), round(e, 3), ep, nm)
+                                for s, e, ep, nm in active]
+        # Leadership relative to the cut: n1's revocation and the next
+        # leader's election, ms after the cut.
+        rel = [(round((a - self.t_fault) * 1000),
+                round((b - self.t_fault) * 1000) if b != float("inf")
+                else None, nm) for a, b, _, nm in active]
+        self.info["leaders_ms_after_cut"] = rel
+        # Messages of both consumers, in arrival order.
+        rows = sorted((m + meta for c in self.consumers
+                       for m, meta in zip(list(c.msgs), list(c.meta))),
+                      key=lambda r: r[0])
+        msgs = [r[:6] for r in rows]
+        acks = {c.cid: list(c.acks) for c in self.clients}
+        reqs = {c.cid: list(c.reqs) for c in self.clients}
+        st = chaos_checks.stale_deliveries(msgs, acks)
+        self.info["stale_deliveries"] = len(st)
+        if st:
+            m, ep, t = st[0]
+            self.violate("stale", "%d message(s) of a superseded epoch "
+                         "delivered after epoch %d routed; first: epoch %d "
+                         "seq %d" % (len(st), ep, m[1], m[2]))
+        # Two consumers on two sockets: their arrival order says nothing
+        # of the routing order, so the sequence is checked in stamp order
+        # (gaps and duplicates; reported, as in Trial).
+        seqv, owner = chaos_checks.check_sequence(
+            sorted(msgs, key=lambda m: (m[1], m[2])))
+        self.info["sequence_gaps_info"] = len(seqv)
+        self.info["sequence_first"] = seqv[0][1] if seqv else None
+        ansv = chaos_checks.check_answers(reqs, acks, owner, self.t_end,
+                                          True, ANSWER_BOUND_S, 0)
+        counts = {}
+        for rule, text in ansv:
+            counts[rule] = counts.get(rule, 0) + 1
+        self.info["ack_regressions"] = counts.get("ack-epochs", 0)
+        self.info["acked_undelivered"] = counts.get("delivered", 0)
+        self.info["unanswered_or_late"] = counts.get("answered", 0)
+        for rule in ("ack-epochs", "delivered", "answered"):
+            texts = [t for r, t in ansv if r == rule]
+            if texts:
+                self.violate(rule, "%d: %s" % (len(texts),
+                                               "; ".join(texts[:3])))
+        kinds = [k for lst in reqs.values() for _, _, k, _ in lst]
+        fails = {}
+        for lst in reqs.values():
+            for _, _, k, i in lst:
+                if k == "fail":
+                    key = "%s/%s" % (i[0], i[1])
+                    fails[key] = fails.get(key, 0) + 1
+        self.info.update({
+            "requests": len(kinds), "acked": kinds.count("ack"),
+            "failed": kinds.count("fail"), "fail_kinds": fails,
+            "delivered_msgs": len(msgs),
+            "epochs": sorted({m[1] for m in msgs})})
+        # Per entry node: the longest answer (held while no leader routed).
+        self.info["max_answer_s_by_entry"] = {
+            "n%d" % c: round(max((a - s for s, a, _, _ in lst
+                                  if a is not None), default=0.0), 2)
+            for c, lst in reqs.items()}
+        self.check_config(rows, reqs)
+
+    def check_config(self, rows, reqs):
+        hist = self.history
+        wrote = {v: t for _, _, v, t in self.writes}
+        self.info["versions_written"] = len(self.writes)
+        self.info["last_version"] = self.v_last
+        diff = [(v, t) for v, t in sorted(wrote.items())
+                if hist and hist.get(v) != t]
+        for v, t in diff[:3]:
+            self.violate("cfg-written", "ebctl wrote v%d with %s, the "
+                         "history holds %r" % (v, t, hist.get(v)))
+        known = dict(hist or wrote)
+        # (1) applied versions: never backwards, only written ones.
+        for n in self.nodes:
+            back = [(a, b) for (_, a), (_, b) in zip(n.cfgv, n.cfgv[1:])
+                    if b < a]
+            for a, b in back[:3]:
+                self.violate("cfg-monotonic", "%s applied v%d after v%d"
+                             % (n.name, b, a))
+            bad = sorted({v for _, v in n.cfgv if v and v not in known})
+            if bad:
+                self.violate("cfg-written", "%s applied version(s) %s that "
+                             "were never written" % (n.name, bad[:5]))
+            during = [v for t, v in n.cfgv
+                      if self.t_fault <= t <= self.t_heal]
+            self.info["%s_versions_in_fault" % n.name] = (
+                [min(during), max(during)] if during else None)
+            reach = [t for t, v in n.cfgv if v >= self.v_last]
+            self.info["%s_converge_ms" % n.name] = (
+                round(max(0.0, reach[0] - self.t_heal) * 1000)
+                if reach else None)
+        self.info["get_config_version"] = self.get_config
+        for n in self.nodes:
+            v = self.get_config.get(n.name)
+            if v != self.v_last:
+                self.violate("converge", "%s: GET /config shows version "
+                             "%r at the end, v%d was written last" % (
+                                 n.name, v, self.v_last))
+        conv = [self.info["%s_converge_ms" % n.name] for n in self.nodes]
+        self.info["converge_ms"] = (max(conv) if None not in conv
+                                    else None)
+        # Apply latency of the majority side (n2, n3) during the fault:
+        # from ebctl's return to the first poll that shows the version
+        # (or a later one); the polls are 20 ms apart.
+        lat = []
+        for _, t1, v, _ in self.writes:
+            if not self.t_fault <= t1 <= self.t_heal:
+                continue
+            for n in self.nodes[1:]:
+                seen = [t for t, x in n.cfgv if x >= v and t >= t1 - 1.0]
+                if seen:
+                    lat.append(max(0.0, seen[0] - t1))
+        lat.sort()
+        self.info["apply_ms_p50_max_n2n3"] = (
+            [round(lat[len(lat) // 2] * 1000), round(lat[-1] * 1000)]
+            if lat else None)
+        # (2) every delivered client message went to its version's target,
+        # (1) its stamped version was written and, per leader epoch, the
+        # stamped versions never go back in sequence order.
+        missing = wrong = unknown = 0
+        stamp_to = {}
+        by_epoch = {}
+        first_bad = []
+        for t, ep, seq, entry, c, i, addr, v in rows:
+            if c is None:
+                continue  # a probe: routed by its own rule
+            stamp_to[(ep, seq)] = addr
+            if v is None:
+                missing += 1
+                first_bad.append("c%s.%s (epoch %d seq %d) has no "
+                                 "ebnode.config" % (c, i, ep, seq))
+                continue
+            if v not in known:
+                unknown += 1
+                first_bad.append("c%s.%s stamped v%d, never written"
+                                 % (c, i, v))
+                continue
+            if known[v] != addr:
+                wrong += 1
+                first_bad.append("c%s.%s (epoch %d seq %d) stamped v%d "
+                                 "(route to %s) delivered to %s" % (
+                                     c, i, ep, seq, v, known[v], addr))
+            by_epoch.setdefault(ep, {})[seq] = v
+        for s in first_bad[:3]:
+            self.violate("cfg-route", s)
+        self.info["cfg_route_violations"] = missing + wrong + unknown
+        back = 0
+        for ep, d in sorted(by_epoch.items()):
+            vs = [d[s] for s in sorted(d)]
+            b = sum(1 for x, y in zip(vs, vs[1:]) if y < x)
+            if b:
+                back += b
+                self.violate("cfg-epoch-order", "epoch %d: the stamped "
+                             "version goes back %d time(s) in sequence "
+                             "order" % (ep, b))
+        # Across epochs (reported): the first version a new leader stamped
+        # against the last one its predecessor stamped.
+        eps = sorted(by_epoch)
+        cross = []
+        for a, b in zip(eps, eps[1:]):
+            va = by_epoch[a][max(by_epoch[a])]
+            vb = by_epoch[b][min(by_epoch[b])]
+            cross.append((a, va, b, vb))
+        self.info["epoch_versions"] = [
+            (ep, min(d.values()), max(d.values()))
+            for ep, d in sorted(by_epoch.items())]
+        self.info["cross_epoch_regressions"] = sum(
+            1 for _, va, _, vb in cross if vb < va)
+        # The acknowledgement names the target of the delivered message.
+        ackto = 0
+        for lst in reqs.values():
+            for _, _, k, info in lst:
+                if k == "ack" and (info[0], info[1]) in stamp_to and \
+                        stamp_to[(info[0], info[1])] != info[2]:
+                    ackto += 1
+        if ackto:
+            self.violate("cfg-route", "%d acknowledgement(s) name another "
+                         "target than the delivered message" % ackto)
+        # Reported: messages routed by a version older than the newest one
+        # already written when they arrived (the window in which a node
+        # routes by what it has applied; bounded by the apply latency, or
+        # for a cut leader by its lease).
+        wt = sorted((t1, v) for _, t1, v, _ in self.writes)
+        old = []
+        for t, ep, seq, entry, c, i, addr, v in rows:
+            if c is None or v is None:
+                continue
+            newest = max((x for tw, x in wt if tw <= t), default=0)
+            if v < newest:
+                old.append((t, ep, v, newest))
+        self.info["older_version_deliveries"] = len(old)
+        self.info["older_version_epochs"] = sorted({o[1] for o in old})
+        self.info["older_version_max_behind_ms"] = round(max(
+            (t - min(tw for tw, x in wt if x > v)
+             for t, ep, v, newest in old), default=0.0) * 1000)
+
+    def close(self):
+        chaos.RATE = self.rate
+        for c in self.clients + self.consumers:
+            if c.is_alive():
+                c.stop()
+        for n in self.nodes:
+            try:
+                n.close()
+            except Exception as e:  # keep closing the others
+                log("close %s: %s" % (n.name, e))
+
+
 class Ctx:
     def __init__(self, workdir):
         self.net = Net()
@@ -1197,6 +1722,12 @@ def parse_scenarios(text):
                 raise SystemExit("lock scenario: l:%s" % "|l:".join(
                     sorted(LOCK_SCEN)))
             out.append((s, p))
+            continue
+        if s == "c" and p:
+            if p not in CFG_SCEN:
+                raise SystemExit("config scenario: c:%s" % "|c:".join(
+                    sorted(CFG_SCEN)))
+            out.append(("cfg", p))
             continue
         if s not in "abcdef" or len(s) != 1:
             raise SystemExit("unknown scenario %r" % tok)
@@ -1251,11 +1782,37 @@ def print_lock_summary(results):
     sys.stdout.flush()
 
 
+def print_config_summary(results):
+    log("config scenarios (strict; route violations 0; converge: ms from "
+        "the heal until every node applied the last version):")
+    print("%-6s %5s %6s %6s %6s %6s %6s %8s %6s %8s %s" % (
+        "trial", "vers", "reqs", "acked", "failed", "undlv", "route",
+        "oldver", "xepoch", "converge", "result"))
+    for r in results:
+        i = r["info"]
+        print("%-6s %5s %6s %6s %6s %6s %6s %8s %6s %8s %s" % (
+            r["trial"], i.get("versions_written", "-"),
+            i.get("requests", "-"), i.get("acked", "-"),
+            i.get("failed", "-"), i.get("acked_undelivered", "-"),
+            i.get("cfg_route_violations", "-"),
+            i.get("older_version_deliveries", "-"),
+            i.get("cross_epoch_regressions", "-"),
+            i.get("converge_ms", "-"),
+            "PASS" if not r["violations"] else
+            "FAIL(" + ",".join(sorted({v[0] for v in r["violations"]})) +
+            ")"))
+    sys.stdout.flush()
+
+
 def print_summary(results):
     locks = [r for r in results if r["trial"].startswith("l:")]
-    results = [r for r in results if not r["trial"].startswith("l:")]
+    cfgs = [r for r in results if r["trial"] in CONFIGS]
+    results = [r for r in results if not r["trial"].startswith("l:")
+               and r["trial"] not in CONFIGS]
     if locks:
         print_lock_summary(locks)
+    if cfgs:
+        print_config_summary(cfgs)
     if not results:
         return
     log("summary (strict; 0 expected everywhere):")
@@ -1333,7 +1890,8 @@ def main():
         setns(ctx.net.ns("cl"))  # client, consumer, pollers: never faulted
         for sl, s, p in plan:
             ctx.use_ensemble(sl)
-            tr = LockTrial(ctx, p) if s == "l" else Trial(ctx, s, p)
+            tr = (LockTrial(ctx, p) if s == "l" else
+                  ConfigTrial(ctx, p) if s == "cfg" else Trial(ctx, s, p))
             log("trial %s" % tr.label)
             try:
                 tr.run()
