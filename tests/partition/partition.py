@@ -227,6 +227,24 @@ def kill_ns(ns):
     run(["ip", "netns", "del", ns], check=False)
 
 
+def answer_checks(trial, reqs, acks, owner):
+    """chaos_checks' answer rules for a trial: their counts in trial.info
+    and a violation for each rule broken."""
+    ansv = chaos_checks.check_answers(reqs, acks, owner, trial.t_end,
+                                      True, ANSWER_BOUND_S, 0)
+    counts = {}
+    for rule, text in ansv:
+        counts[rule] = counts.get(rule, 0) + 1
+    trial.info["ack_regressions"] = counts.get("ack-epochs", 0)
+    trial.info["acked_undelivered"] = counts.get("delivered", 0)
+    trial.info["unanswered_or_late"] = counts.get("answered", 0)
+    for rule in ("ack-epochs", "delivered", "answered"):
+        texts = [t for r, t in ansv if r == rule]
+        if texts:
+            trial.violate(rule, "%d: %s" % (len(texts),
+                                            "; ".join(texts[:3])))
+
+
 def cleanup_stale():
     """Namespaces of runs whose harness is gone (SIGKILLed by a ctest
     timeout, say)."""
@@ -835,19 +853,7 @@ class Trial:
                          "seq %d, %.0f ms after" % (len(st), ep, m[1], m[2],
                                                     (m[0] - t) * 1000))
         seqv, owner = chaos_checks.check_sequence(msgs)
-        ansv = chaos_checks.check_answers(reqs, acks, owner, self.t_end,
-                                          True, ANSWER_BOUND_S, 0)
-        counts = {}
-        for rule, text in ansv:
-            counts[rule] = counts.get(rule, 0) + 1
-        self.info["ack_regressions"] = counts.get("ack-epochs", 0)
-        self.info["acked_undelivered"] = counts.get("delivered", 0)
-        self.info["unanswered_or_late"] = counts.get("answered", 0)
-        for rule in ("ack-epochs", "delivered", "answered"):
-            texts = [t for r, t in ansv if r == rule]
-            if texts:
-                self.violate(rule, "%d: %s" % (len(texts),
-                                               "; ".join(texts[:3])))
+        answer_checks(self, reqs, acks, owner)
         self.info["sequence_gaps_info"] = len(seqv)
         ts = [t for t, _ in acks[1]]
         self.info["max_ack_gap_s"] = round(max(
@@ -1508,19 +1514,7 @@ class ConfigTrial(Trial):
             sorted(msgs, key=lambda m: (m[1], m[2])))
         self.info["sequence_gaps_info"] = len(seqv)
         self.info["sequence_first"] = seqv[0][1] if seqv else None
-        ansv = chaos_checks.check_answers(reqs, acks, owner, self.t_end,
-                                          True, ANSWER_BOUND_S, 0)
-        counts = {}
-        for rule, text in ansv:
-            counts[rule] = counts.get(rule, 0) + 1
-        self.info["ack_regressions"] = counts.get("ack-epochs", 0)
-        self.info["acked_undelivered"] = counts.get("delivered", 0)
-        self.info["unanswered_or_late"] = counts.get("answered", 0)
-        for rule in ("ack-epochs", "delivered", "answered"):
-            texts = [t for r, t in ansv if r == rule]
-            if texts:
-                self.violate(rule, "%d: %s" % (len(texts),
-                                               "; ".join(texts[:3])))
+        answer_checks(self, reqs, acks, owner)
         kinds = [k for lst in reqs.values() for _, _, k, _ in lst]
         fails = {}
         for lst in reqs.values():
