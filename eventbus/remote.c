@@ -666,6 +666,46 @@ link_down_cb(void *ctx, uint32_t peer)
 	}
 }
 
+/* Marks peer's entry in a congested or not: 1 if that changed. */
+static int
+entry_congested(eb__bus_addr *a, uint32_t peer, int on)
+{
+	addr_remote *r = a->remote;
+	uint32_t     k;
+
+	for (k = 0; r != NULL && k < r->n; k++) {
+		if (r->v[k].peer == peer && r->v[k].congested != on) {
+			r->v[k].congested = on;
+			if (on) {
+				a->n_remote_cong++;
+			} else {
+				a->n_remote_cong--;
+			}
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Tells the pressure observers about the addresses named in changed (of
+ * char *, freed), those that still exist. */
+static void
+pressure_tell(eb_bus *bus, eb__vec *changed)
+{
+	size_t i;
+
+	for (i = 0; i < changed->len; i++) {
+		char         *name = *(char **) eb__vec_at(changed, i);
+		eb__bus_addr *a = eb__bus_addr_find(bus, name);
+
+		if (a != NULL) {
+			eb__bus_pressure_update(bus, a);
+		}
+		free(name);
+	}
+	eb__vec_free(changed);
+}
+
 /* The link to peer is congested (or not any more): every address with
  * consumers there is busy while it is, so the bridges feeding them stop
  * reading before more than the link's bound is in flight (docs/BUS.md). */
@@ -676,14 +716,12 @@ link_congested_cb(void *ctx, uint32_t peer, int on)
 	eb_bus     *bus = st->bus;
 	eb_list    *it;
 	eb__vec     changed; /* of char *, owned: the addresses to tell */
-	uint32_t    i, k;
+	uint32_t    i;
 
 	for (it = st->peers.next; it != &st->peers; it = it->next) {
 		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
 
-		if (u->id == peer) {
-			u->congested = on;
-		}
+		u->congested = u->id == peer ? on : u->congested;
 	}
 	/* Count first, tell after: an observer may change the table. */
 	eb__vec_init(&changed, sizeof(char *));
@@ -693,34 +731,14 @@ link_congested_cb(void *ctx, uint32_t peer, int on)
 		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
 			eb__bus_addr *a =
 			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
-			addr_remote *r = a->remote;
 
-			for (k = 0; r != NULL && k < r->n; k++) {
-				if (r->v[k].peer != peer ||
-				    r->v[k].congested == on) {
-					continue;
-				}
-				r->v[k].congested = on;
-				if (on) {
-					a->n_remote_cong++;
-				} else {
-					a->n_remote_cong--;
-				}
+			if (entry_congested(a, peer, on)) {
 				*(char **) eb__vec_push(&changed) =
 				    eb__strdup(a->address);
 			}
 		}
 	}
-	for (i = 0; i < changed.len; i++) {
-		char         *name = *(char **) eb__vec_at(&changed, i);
-		eb__bus_addr *a = eb__bus_addr_find(bus, name);
-
-		if (a != NULL) {
-			eb__bus_pressure_update(bus, a);
-		}
-		free(name);
-	}
-	eb__vec_free(&changed);
+	pressure_tell(bus, &changed);
 }
 
 static void
