@@ -100,6 +100,12 @@ SEEDS = {
           + sockjs(REG) + b"\r\n0\r\n\r\n", conn=B)
     + rec(RAW, b"GET /eventbus/info HTTP/1.1\r\nX: " + b"y" * 1100 + b"\r\n\r\n",
           conn=B),
+    # a detached xhr session whose client stops polling: its queue passes
+    # write_queue_max_bytes (2048) and the bridge closes it
+    "xhr_backlog": head(XHR_POLL, NONE) + rec(SEND, REG, variant=1, conn=B)
+    + rec(SEND, sockjs(*([PUB_A] * 15)), conn=B) + rec(TURNS, variant=3)
+    + rec(SEND, sockjs(*([PUB_A] * 15)), conn=B) + rec(TURNS, variant=3)
+    + rec(RECV, variant=1),
     # an oversize raw message (over max_frame_bytes 1024)
     "raw_oversize": head(RAW_WS) + rec(WS, b'{"type":"send","address":"a","body":"'
                                        + b"x" * 1100 + b'"}'),

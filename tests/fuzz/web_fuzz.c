@@ -458,7 +458,7 @@ setup(void)
 	}
 	eb_bridge_opts_init(&o);
 	o.max_frame_bytes = 1024;
-	o.write_queue_max_bytes = 8192;
+	o.write_queue_max_bytes = 2048;
 	o.max_connections = 6;
 	o.inbound = all;
 	o.inbound_count = 1;
