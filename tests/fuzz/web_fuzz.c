@@ -26,10 +26,13 @@
  *     else a new connection in its place, opened as route variant
  *   7 a masked text frame holding the SockJS array ["data"]
  */
+#include <http_parser.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include <ebnode/bridge.h>
 #include <ebnode/bus.h>
@@ -64,8 +67,291 @@ static unsigned   fz_split;
 static int        fz_closed;  /* close callbacks seen this run */
 static int        fz_verbose; /* WEB_FUZZ_VERBOSE: output and counters */
 
-/* The carriers' socket: what the web layer writes is checked for the
- * stream contract and dropped (printed when verbose). */
+/*
+ * The carriers' socket: what the web layer writes is checked and dropped
+ * (printed when verbose). The check is an oracle for the output: HTTP/1.1
+ * responses that http-parser accepts (Content-Length or chunked; SockJS
+ * xhr chunks of "o", "h", "a[...]" or "c[...]" lines), then after a 101
+ * unmasked server WebSocket frames, nothing after a close frame, text
+ * frames that are SockJS frames (a SockJS session: "o", "h", an "a" array
+ * of strings each a JSON object, "c") or JSON objects (raw).
+ */
+#define FZ_OUTS 16
+
+typedef struct fz_out {
+	const eb__stream *s; /* NULL: slot free */
+	http_parser       p;
+	int               ws;     /* after the 101 */
+	int               sockjs; /* -1: no text frame yet (SockJS: "o") */
+	int               closed; /* a close frame went out */
+	int               chunked;
+	eb__buf           body; /* a chunked answer's data, by lines */
+	eb__buf           wsb;  /* WebSocket bytes not yet a whole frame */
+} fz_out;
+
+static fz_out fz_outs[FZ_OUTS];
+
+static void
+bad(const char *what, const char *p, size_t n)
+{
+	fprintf(stderr, "web_fuzz: bad output: %s: %.*s\n", what,
+	    (int) (n > 200 ? 200 : n), p);
+	abort();
+}
+
+/* A JSON object (jansson, duplicates refused). */
+static void
+check_object(const char *p, size_t n)
+{
+	json_error_t e;
+	json_t      *j = json_loadb(p, n, JSON_REJECT_DUPLICATES, &e);
+
+	if (j == NULL || !json_is_object(j)) {
+		bad("not a JSON object", p, n);
+	}
+	json_decref(j);
+}
+
+/* One SockJS frame: o, h, a["{...}",...] or c[code,"reason"]. */
+static void
+check_sockjs(const char *p, size_t n)
+{
+	json_error_t e;
+	json_t      *j;
+	json_t      *v;
+	size_t       k;
+
+	if (n == 1 && (p[0] == 'o' || p[0] == 'h')) {
+		return;
+	}
+	if (n < 2 || (p[0] != 'a' && p[0] != 'c')) {
+		bad("not a SockJS frame", p, n);
+	}
+	j = json_loadb(p + 1, n - 1, JSON_REJECT_DUPLICATES, &e);
+	if (j == NULL || !json_is_array(j)) {
+		bad("SockJS frame not an array", p, n);
+	}
+	if (p[0] == 'c') {
+		if (json_array_size(j) != 2 ||
+		    !json_is_integer(json_array_get(j, 0))) {
+			bad("SockJS close frame", p, n);
+		}
+	} else {
+		if (json_array_size(j) == 0) {
+			bad("empty SockJS array", p, n);
+		}
+		json_array_foreach(j, k, v)
+		{
+			if (!json_is_string(v)) {
+				bad("SockJS array element", p, n);
+			}
+			check_object(
+			    json_string_value(v), json_string_length(v));
+		}
+	}
+	json_decref(j);
+}
+
+static int
+out_body_cb(http_parser *hp, const char *at, size_t n)
+{
+	fz_out *o = hp->data;
+
+	if (o->chunked) {
+		eb__buf_append(&o->body, at, n);
+	}
+	return 0;
+}
+
+static int
+out_headers_cb(http_parser *hp)
+{
+	fz_out *o = hp->data;
+
+	o->chunked = (hp->flags & F_CHUNKED) != 0;
+	o->body.off = 0;
+	o->body.len = 0;
+	return 0;
+}
+
+/* The chunked answers' data: '\n'-ended SockJS frames (the prelude is
+ * 2048 'h' and a '\n'). */
+static void
+check_lines(fz_out *o, int all)
+{
+	for (;;) {
+		const char *p = eb__buf_head(&o->body);
+		size_t      n = eb__buf_avail(&o->body);
+		const char *nl = memchr(p, '\n', n);
+		size_t      k;
+
+		if (nl == NULL) {
+			if (all && n > 0) {
+				bad("xhr answer ends inside a frame", p, n);
+			}
+			return;
+		}
+		k = (size_t) (nl - p);
+		if (!(k == 2048 && p[0] == 'h' && p[2047] == 'h')) {
+			check_sockjs(p, k);
+		}
+		eb__buf_consume(&o->body, k + 1);
+	}
+}
+
+static int
+out_done_cb(http_parser *hp)
+{
+	fz_out *o = hp->data;
+
+	if (o->chunked) {
+		check_lines(o, 1);
+	}
+	return 0;
+}
+
+static const http_parser_settings out_settings = {
+	.on_headers_complete = out_headers_cb,
+	.on_body = out_body_cb,
+	.on_message_complete = out_done_cb,
+};
+
+static void
+check_ws(fz_out *o)
+{
+	for (;;) {
+		const uint8_t *p = (const uint8_t *) eb__buf_head(&o->wsb);
+		size_t         n = eb__buf_avail(&o->wsb);
+		size_t         h = 2;
+		uint64_t       len;
+		unsigned       op;
+
+		if (n < 2) {
+			return;
+		}
+		op = p[0] & 0x0f;
+		if ((p[0] & 0xf0) != 0x80 || (p[1] & 0x80) != 0 ||
+		    (op != 1 && op != 8 && op != 9 && op != 10)) {
+			bad("server frame header", (const char *) p, n);
+		}
+		if (o->closed) {
+			bad("a frame after the close frame", (const char *) p,
+			    n);
+		}
+		len = p[1] & 0x7f;
+		if (len == 126) {
+			if (n < 4) {
+				return;
+			}
+			len = ((uint64_t) p[2] << 8) | p[3];
+			h = 4;
+		} else if (len == 127) {
+			if (n < 10) {
+				return;
+			}
+			len = 0;
+			for (h = 2; h < 10; h++) {
+				len = (len << 8) | p[h];
+			}
+		}
+		if (n - h < len) {
+			return;
+		}
+		if (op == 8) {
+			o->closed = 1;
+		} else if (op == 1 && o->sockjs < 0) {
+			o->sockjs = len == 1 && p[h] == 'o';
+			if (!o->sockjs) {
+				check_object(
+				    (const char *) p + h, (size_t) len);
+			}
+		} else if (op == 1 && o->sockjs) {
+			check_sockjs((const char *) p + h, (size_t) len);
+		} else if (op == 1) {
+			check_object((const char *) p + h, (size_t) len);
+		}
+		eb__buf_consume(&o->wsb, h + (size_t) len);
+	}
+}
+
+static fz_out *
+out_of(const eb__stream *s)
+{
+	int i;
+
+	for (i = 0; i < FZ_OUTS; i++) {
+		if (fz_outs[i].s == s) {
+			return &fz_outs[i];
+		}
+	}
+	return NULL;
+}
+
+static void
+out_add(const eb__stream *s)
+{
+	fz_out *o = out_of(NULL);
+
+	if (o == NULL) {
+		return; /* more connections than checked: not checked */
+	}
+	memset(o, 0, sizeof(*o));
+	o->s = s;
+	o->sockjs = -1;
+	http_parser_init(&o->p, HTTP_RESPONSE);
+	o->p.data = o;
+	eb__buf_init(&o->body);
+	eb__buf_init(&o->wsb);
+}
+
+static void
+outs_free(void)
+{
+	int i;
+
+	for (i = 0; i < FZ_OUTS; i++) {
+		if (fz_outs[i].s != NULL) {
+			eb__buf_free(&fz_outs[i].body);
+			eb__buf_free(&fz_outs[i].wsb);
+			fz_outs[i].s = NULL;
+		}
+	}
+}
+
+static void
+check_out(const eb__stream *s, const char *p, size_t n)
+{
+	fz_out *o = out_of(s);
+	size_t  used;
+
+	if (o == NULL) {
+		return;
+	}
+	if (!o->ws) {
+		used = http_parser_execute(&o->p, &out_settings, p, n);
+		if (HTTP_PARSER_ERRNO(&o->p) != HPE_OK) {
+			bad(http_errno_name(HTTP_PARSER_ERRNO(&o->p)), p, n);
+		}
+		if (o->chunked) {
+			check_lines(o, 0);
+		}
+		if (o->p.upgrade) {
+			if (o->p.status_code != 101) {
+				bad("upgrade without 101", p, n);
+			}
+			o->ws = 1;
+		} else if (used != n) {
+			bad("trailing bytes", p, n);
+		}
+		p += used;
+		n -= used;
+	}
+	if (o->ws && n > 0) {
+		eb__buf_append(&o->wsb, p, n);
+		check_ws(o);
+	}
+}
+
 static int
 out_start(eb__stream *s)
 {
@@ -90,6 +376,7 @@ out_write(eb__stream *s, eb__buf *b)
 		}
 		fprintf(stderr, "\n");
 	}
+	check_out(s, eb__buf_head(b), eb__buf_avail(b));
 	b->off = 0;
 	b->len = 0;
 	return 0;
@@ -253,6 +540,7 @@ conn_open(int i, unsigned r)
 	fz_conns[i].c = c;
 	fz_conns[i].id = info.id;
 	eb__bconn_stream(c)->ops = &out_ops;
+	out_add(eb__bconn_stream(c));
 	if (eb__web_layer(eb__bconn_stream(c), fz_web) != 0) {
 		abort(); /* the web front is open */
 	}
@@ -516,6 +804,7 @@ teardown(void)
 		abort(); /* a handle outlived its owner */
 	}
 	memset(fz_conns, 0, sizeof(fz_conns));
+	outs_free();
 }
 
 /* NOLINTNEXTLINE(readability-identifier-naming) */
