@@ -94,7 +94,7 @@ static fz_out fz_outs[FZ_OUTS];
 static void
 bad(const char *what, const char *p, size_t n)
 {
-	fprintf(stderr, "web_fuzz: bad output: %s: %.*s\n", what,
+	(void) fprintf(stderr, "web_fuzz: bad output: %s: %.*s\n", what,
 	    (int) (n > 200 ? 200 : n), p);
 	abort();
 }
@@ -368,13 +368,13 @@ out_write(eb__stream *s, eb__buf *b)
 		    (const unsigned char *) eb__buf_head(b);
 		size_t k, n = eb__buf_avail(b);
 
-		fprintf(stderr, "<< %zu bytes: ", n);
+		(void) fprintf(stderr, "<< %zu bytes: ", n);
 		for (k = 0; k < n && k < 400; k++) {
-			fprintf(stderr,
+			(void) fprintf(stderr,
 			    p[k] >= 0x20 && p[k] < 0x7f ? "%c" : "\\x%02x",
 			    p[k]);
 		}
-		fprintf(stderr, "\n");
+		(void) fprintf(stderr, "\n");
 	}
 	check_out(s, eb__buf_head(b), eb__buf_avail(b));
 	b->off = 0;
@@ -668,7 +668,7 @@ record(unsigned ctl, const uint8_t *p, size_t n)
 		turns(1 + (int) v);
 		break;
 	case 5:
-		eb__web_beat(fz_web, eb__mono_ms() + v * 2000u);
+		eb__web_beat(fz_web, eb__mono_ms() + (uint64_t) v * 2000u);
 		break;
 	case 6:
 		if (v >= 2) {
@@ -774,7 +774,7 @@ teardown(void)
 
 		eb_web_stats_get(fz_web, &ws);
 		eb_bridge_stats_get(fz_bridge, &st);
-		fprintf(stderr,
+		(void) fprintf(stderr,
 		    "web: http=%llu rejected=%llu sockjs=%llu raw=%llu "
 		    "xhr=%llu ws_in=%llu beats=%llu; bridge: conns=%llu "
 		    "consumers=%llu\n",
