@@ -3,9 +3,11 @@
  * Each input builds a local bus, a bridge (permit-all, small bounds) and a
  * web front on one process-wide loop, plays the bytes two clients send on
  * their sockets (carrier connections A and B: detached bridge connections
- * with the web layer over their null stream, fed through the stream's read
- * callback as a socket would), then closes everything and runs the loop
- * until the last handle is gone (ASan checks for leaks).
+ * with the web layer over a stream standing in for the socket, fed through
+ * the stream's read callback as libuv would; what the layer writes goes
+ * to an output oracle, see out_write), then closes everything and runs the
+ * loop until the last handle is gone (ASan checks for leaks).
+ * WEB_FUZZ_VERBOSE=1 prints the output, the counters and the debug log.
  *
  * Input: byte 0 opens the connections (bits 0-2: A, bits 3-5: B: nothing,
  * a raw WebSocket, a SockJS websocket, GET info, xhr_streaming, xhr
