@@ -6,6 +6,7 @@ opens connections A and B (route A | route B << 3), byte 1 splits reads,
 then records (ctl, length, data). Run from anywhere:
     python3 tests/fuzz/gen_web_corpus.py
 """
+import json
 import os
 import struct
 
@@ -54,7 +55,6 @@ def upgrade(path):
 
 
 def sockjs(*frames):
-    import json
     return json.dumps([f.decode() for f in frames]).encode()
 
 
