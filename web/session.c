@@ -84,7 +84,12 @@ http_reply(web_sess *ss, int code, const char *reason, const char *content_type,
 	    code, reason, content_type, blen, extra);
 	EB_ASSERT(n > 0 && (size_t) n < sizeof(head));
 	eb__buf_append(&ss->wsout, head, (size_t) n);
-	eb__buf_append(&ss->wsout, body, blen);
+	if (ss->parser.method != HTTP_HEAD) {
+		/* A HEAD answer has the length but never the body (RFC 9110
+		 * 9.3.2): a keep-alive client would read it as the next
+		 * answer. */
+		eb__buf_append(&ss->wsout, body, blen);
+	}
 	if (code >= 400) {
 		ss->w->stats.http_rejected++;
 	}

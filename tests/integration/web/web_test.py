@@ -187,6 +187,25 @@ class SockJS(unittest.TestCase):
         self.assertEqual(
             http_get(self.node.web_port, "/eventbus/1/2/websocket")[0], 400)
 
+    def test_head_has_no_body(self):
+        """A HEAD answer carries the length but no body, so the answer to
+        a request pipelined after it on the same connection is read
+        right."""
+        s = socket.create_connection(("127.0.0.1", self.node.web_port),
+                                     timeout=5)
+        s.sendall(b"HEAD /eventbus/info HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /eventbus HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while not data.endswith(b"Welcome to SockJS!\n"):
+            d = s.recv(65536)
+            self.assertTrue(d, "closed early: %r" % data)
+            data += d
+        s.close()
+        head, _, rest = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+        self.assertIn(b"Content-Length: ", head)
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200 OK\r\n"), rest)
+
     def test_header_bound(self):
         st, _, _ = http_get(self.node.web_port, "/eventbus/info",
                             "X-Big: %s\r\n" % ("x" * 9000))
