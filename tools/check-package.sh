@@ -159,8 +159,11 @@ node_pid=""
 step "examples/embed.c with pkg-config only"
 # shellcheck disable=SC2046 # pkg-config output is a list of words
 cc -o "$tmp/embed" examples/embed.c $(pkg-config --cflags --libs ebnode)
-ldd "$tmp/embed" | grep -Eq "libebnode.so.0 => /(usr/)?lib/[^ ]*libebnode.so.0" ||
-	fail "embed is not linked to the installed libebnode: $(ldd "$tmp/embed")"
+# ldd's output is read whole first: with pipefail, grep -q leaving at the
+# first match could fail the pipeline with ldd's SIGPIPE.
+linked="$(ldd "$tmp/embed")"
+grep -Eq "libebnode.so.0 => /(usr/)?lib/[^ ]*libebnode.so.0" <<<"$linked" ||
+	fail "embed is not linked to the installed libebnode: $linked"
 "$tmp/embed" >"$tmp/embed.out" 2>&1 || { cat "$tmp/embed.out"; fail "embed exited $?"; }
 
 step "bash completion of the installed ebctl"
@@ -177,7 +180,8 @@ for m in "8 ebnode" "1 ebctl" "5 ebnode.conf"; do
 	MANWIDTH=80 man "$1" "$2" >"$tmp/man.txt" 2>"$tmp/man.err" || fail "man $1 $2"
 	grep -q "^NAME" "$tmp/man.txt" || fail "man $1 $2: no NAME section"
 done
-MANWIDTH=80 man 8 ebnode | grep -q "READY" || fail "man ebnode: no READY"
+MANWIDTH=80 man 8 ebnode >"$tmp/man8.txt" || fail "man 8 ebnode"
+grep -q "READY" "$tmp/man8.txt" || fail "man ebnode: no READY"
 
 step "purge"
 dpkg --purge "${pkgs[@]}" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log"; fail "dpkg --purge"; }
