@@ -24,6 +24,8 @@
 # --profile: after the runs, one more follower-pipe-c1 run under
 # `perf record -g` on the leader and the follower (user space); the top of
 # `perf report --no-children` goes to DIR/{leader,follower}.txt.
+# EB_PERF_CALLGRAPH=dwarf: whole call stacks through libc and jansson
+# (which have no frame pointers; the default is fp).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -193,7 +195,7 @@ if [ -n "$profile" ]; then
 	for n in leader follower; do
 		p="$leader_pid"
 		[ "$n" = follower ] && p="$follower_pid"
-		perf record -g -o "$profile/$n.data" -p "$p" -- sleep "$duration" \
+		perf record --call-graph "${EB_PERF_CALLGRAPH:-fp}" -o "$profile/$n.data" -p "$p" -- sleep "$duration" \
 			>/dev/null 2>&1 &
 		prof_pids+=($!)
 	done

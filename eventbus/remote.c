@@ -43,6 +43,7 @@
 
 #include "common/alloc.h"
 #include "common/frame.h"
+#include "common/jsonw.h"
 #include "common/vec.h"
 #include "eventbus/eventbus_int.h"
 #include "link/link.h"
@@ -81,6 +82,9 @@ typedef struct up_peer {
 	int      congested; /* its link's write queue is past the watermark */
 } up_peer;
 
+/* Headers up to this size are remembered for the next message. */
+#define HDR_CACHE_MAX 512u
+
 typedef struct bus_remote {
 	eb_bus      *bus;   /* borrowed */
 	eb_link_mgr *mgr;   /* borrowed; NULL once it detached */
@@ -92,16 +96,13 @@ typedef struct bus_remote {
 	char   *hdr_bytes;
 	size_t  hdr_len;
 	json_t *hdr;
-	/* The last headers object encoded (held) and its encoding (owned):
-	 * a shared object (eb_bus_send_opts.share_headers, e.g. every ingress
-	 * forward of one node) is dumped once. */
+	/* The last headers object encoded (held) and its encoding: a shared
+	 * object (eb_bus_send_opts.share_headers, e.g. every ingress forward
+	 * of one node) is encoded once. */
 	json_t *enc_hdr;
-	char   *enc_bytes;
+	char    enc_bytes[HDR_CACHE_MAX];
 	size_t  enc_len;
 } bus_remote;
-
-/* Headers up to this size are remembered for the next message. */
-#define HDR_CACHE_MAX 512u
 
 /* ---- per-address interest ---- */
 
@@ -233,31 +234,33 @@ put_body(eb__buf *b, const eb_bus_msg *msg)
 static void
 put_msg_parts(bus_remote *st, eb__buf *b, const eb_bus_msg *msg)
 {
-	char  *h;
+	size_t at;
 	size_t n;
 
 	if (json_object_size(msg->headers) == 0) {
-		eb__link_put_bytes32(b, "{}", 2); /* the common case: no dump */
+		eb__link_put_bytes32(b, "{}", 2); /* the common case */
 	} else if (msg->headers == st->enc_hdr) {
 		/* Message headers are never modified: the same object, the
 		 * same bytes. */
 		eb__link_put_bytes32(b, st->enc_bytes, st->enc_len);
 	} else {
-		/* Headers are a checked object of strings: dumping cannot
-		 * fail short of memory, and then "{}" is the safe fallback. */
-		h = json_dumps(msg->headers, JSON_COMPACT);
-		n = h != NULL ? strlen(h) : 2;
-		eb__link_put_bytes32(b, h != NULL ? h : "{}", n);
-		if (h != NULL && n <= HDR_CACHE_MAX) {
-			json_decref(st->enc_hdr);
-			free(st->enc_bytes);
-			st->enc_hdr = json_incref(msg->headers);
-			st->enc_bytes = h;
-			st->enc_len = n;
-			put_body(b, msg);
-			return;
+		/* Written in place, then the length before it. Offsets from
+		 * off: a reserve may compact the buffer. */
+		at = eb__buf_avail(b);
+		eb__link_put_u32(b, 0);
+		if (eb__jsonw_str_object(b, msg->headers) != 0) {
+			/* Headers are checked objects of strings: never. */
+			eb__buf_append(b, "{}", 2);
 		}
-		free(h);
+		n = eb__buf_avail(b) - at - 4;
+		eb__frame_put_len(
+		    (unsigned char *) b->data + b->off + at, (uint32_t) n);
+		if (n <= HDR_CACHE_MAX) {
+			json_decref(st->enc_hdr);
+			st->enc_hdr = json_incref(msg->headers);
+			memcpy(st->enc_bytes, b->data + b->off + at + 4, n);
+			st->enc_len = n;
+		}
 	}
 	put_body(b, msg);
 }
@@ -1103,7 +1106,6 @@ eb__bus_remote_free(eb_bus *bus)
 		json_decref(st->hdr);
 		free(st->hdr_bytes);
 		json_decref(st->enc_hdr);
-		free(st->enc_bytes);
 	}
 	free(st);
 	bus->rctx = NULL;

@@ -288,22 +288,31 @@ static json_t *
 stamped_headers(
     const eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st)
 {
-	json_t *h = json_deep_copy(eb_bus_msg_headers(msg));
-	char    num[24];
+	/* A shallow copy: the string values are shared with the message's
+	 * headers, which are never modified, and the stamps replace keys of
+	 * the copy only. The stamps are ASCII digits: jansson need not check
+	 * their UTF-8. */
+	const json_t *src = eb_bus_msg_headers(msg);
+	json_t       *m;
+	json_t       *h;
+	char          num[24];
 
-	if (h == NULL) {
+	/* json_copy takes a non-const object and only reads it: copy the
+	 * pointer rather than cast the qualifier away. */
+	memcpy(&m, &src, sizeof(json_t *));
+	if ((h = json_copy(m)) == NULL) {
 		h = json_object();
 	}
-	(void) eb__dec_u64(num, st->epoch);
-	(void) json_object_set_new(h, EB_INGRESS_HDR_EPOCH, json_string(num));
-	(void) eb__dec_u64(num, st->seq);
-	(void) json_object_set_new(h, EB_INGRESS_HDR_SEQ, json_string(num));
+	(void) json_object_set_new(h, EB_INGRESS_HDR_EPOCH,
+	    json_stringn_nocheck(num, eb__dec_u64(num, st->epoch)));
+	(void) json_object_set_new(h, EB_INGRESS_HDR_SEQ,
+	    json_stringn_nocheck(num, eb__dec_u64(num, st->seq)));
 	(void) json_object_set_new(
 	    h, EB_INGRESS_HDR_ENTRY, json_string(st->entry_node));
 	if (in->config_version != 0) {
-		(void) eb__dec_u64(num, in->config_version);
-		(void) json_object_set_new(
-		    h, EB_INGRESS_HDR_CONFIG, json_string(num));
+		(void) json_object_set_new(h, EB_INGRESS_HDR_CONFIG,
+		    json_stringn_nocheck(
+		        num, eb__dec_u64(num, in->config_version)));
 	}
 	return h;
 }

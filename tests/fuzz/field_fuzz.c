@@ -5,6 +5,10 @@
  * what a rule saw on the jansson-parsed body. Inputs jansson refuses are
  * not judged (the bridge or the bus never hands such a body on), except
  * that the extraction must not crash on them.
+ *
+ * The same inputs check the header writer (common/jsonw.h) against
+ * jansson: a parsed string, and a parsed object whose values are all
+ * strings, must encode to exactly json_dumps's bytes.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "common/jsonw.h"
 #include "ingress/ingress_int.h"
 
 static const char *
@@ -53,6 +58,34 @@ check(const char *p, size_t n, const json_t *root, const char *key)
 	free(heap);
 }
 
+/* The writer against json_dumps, for a string or an object of strings. */
+static void
+check_writer(const json_t *root)
+{
+	eb__buf b;
+	char   *want;
+	int     rv;
+
+	if (!json_is_string(root) && !json_is_object(root)) {
+		return;
+	}
+	eb__buf_init(&b);
+	if (json_is_string(root)) {
+		eb__jsonw_str(
+		    &b, json_string_value(root), json_string_length(root));
+		rv = 0;
+	} else {
+		rv = eb__jsonw_str_object(&b, root);
+	}
+	want = json_dumps(root, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (rv == 0 && (want == NULL || strlen(want) != eb__buf_avail(&b) ||
+	                   memcmp(want, eb__buf_head(&b), strlen(want)) != 0)) {
+		abort();
+	}
+	free(want);
+	eb__buf_free(&b);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -75,6 +108,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(p, size, root, key);
 		}
 	}
+	check_writer(root);
 	json_decref(root);
 	return 0;
 }

@@ -1,0 +1,152 @@
+/*
+ * JSON strings and objects of strings into an eb__buf (common/jsonw.h).
+ */
+#include "common/jsonw.h"
+
+#include <string.h>
+
+#include <uv.h>
+
+/* The escape of byte c, or 0 when it is written as it is: the two-character
+ * escapes jansson uses, 'u' for the other control characters. */
+static char
+esc_of(unsigned char c)
+{
+	switch (c) {
+	case '"':
+		return '"';
+	case '\\':
+		return '\\';
+	case '\b':
+		return 'b';
+	case '\f':
+		return 'f';
+	case '\n':
+		return 'n';
+	case '\r':
+		return 'r';
+	case '\t':
+		return 't';
+	default:
+		return c < 0x20 ? 'u' : 0;
+	}
+}
+
+/* The length of s's encoding without the quotes. */
+static size_t
+encoded_len(const unsigned char *s, size_t n)
+{
+	size_t out = n;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char e = esc_of(s[i]);
+
+		if (e == 'u') {
+			out += 5; /* \u00XX for one byte */
+		} else if (e != 0) {
+			out += 1;
+		}
+	}
+	return out;
+}
+
+/* Writes s (n bytes, encoding length len without the quotes) quoted at d;
+ * returns the end. */
+static char *
+put_str(char *d, const char *s, size_t n, size_t len)
+{
+	static const char    hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *) s;
+	size_t               i;
+
+	*d++ = '"';
+	if (len == n) {
+		memcpy(d, s, n);
+		d += n;
+	} else {
+		for (i = 0; i < n; i++) {
+			char e = esc_of(p[i]);
+
+			if (e == 0) {
+				*d++ = (char) p[i];
+			} else if (e != 'u') {
+				*d++ = '\\';
+				*d++ = e;
+			} else {
+				d[0] = '\\';
+				d[1] = 'u';
+				d[2] = '0';
+				d[3] = '0';
+				d[4] = hex[p[i] >> 4];
+				d[5] = hex[p[i] & 0xf];
+				d += 6;
+			}
+		}
+	}
+	*d++ = '"';
+	return d;
+}
+
+void
+eb__jsonw_str(eb__buf *b, const char *s, size_t n)
+{
+	size_t len = encoded_len((const unsigned char *) s, n);
+	char  *dst = eb__buf_reserve(b, len + 2);
+
+	b->len += (size_t) (put_str(dst, s, n, len) - dst);
+}
+
+int
+eb__jsonw_str_object(eb__buf *b, const json_t *obj)
+{
+	json_t *o;
+	void   *it;
+	size_t  total = 2; /* the braces */
+	char   *dst;
+	char   *d;
+
+	if (!json_is_object(obj)) {
+		return UV_EINVAL;
+	}
+	/* The iterator API takes a non-const object and does not modify it:
+	 * copy the pointer rather than cast the qualifier away. */
+	memcpy(&o, &obj, sizeof(json_t *));
+	/* One pass for the size (and the check), then one reservation. */
+	for (it = json_object_iter(o); it != NULL;
+	     it = json_object_iter_next(o, it)) {
+		const char   *k = json_object_iter_key(it);
+		const json_t *v = json_object_iter_value(it);
+
+		if (!json_is_string(v)) {
+			return UV_EINVAL;
+		}
+		total +=
+		    encoded_len((const unsigned char *) k, strlen(k)) +
+		    encoded_len((const unsigned char *) json_string_value(v),
+		        json_string_length(v)) +
+		    6; /* 4 quotes, ':' and ',' (one too many) */
+	}
+	d = dst = eb__buf_reserve(b, total);
+	*d++ = '{';
+	for (it = json_object_iter(o); it != NULL;
+	     it = json_object_iter_next(o, it)) {
+		const char   *k = json_object_iter_key(it);
+		const json_t *v = json_object_iter_value(it);
+		size_t        kn = strlen(k);
+		size_t        vn = json_string_length(v);
+
+		if (d != dst + 1) {
+			*d++ = ',';
+		}
+		d = put_str(
+		    d, k, kn, encoded_len((const unsigned char *) k, kn));
+		*d++ = ':';
+		d = put_str(d, json_string_value(v), vn,
+		    encoded_len(
+		        (const unsigned char *) json_string_value(v), vn));
+	}
+	*d++ = '}';
+	b->len += (size_t) (d - dst);
+	return 0;
+}

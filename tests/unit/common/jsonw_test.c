@@ -1,0 +1,187 @@
+/* Unit tests for the JSON writer (common/jsonw.h): the same bytes as
+ * jansson's compact encoding, for chosen and for random strings. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "common/jsonw.h"
+#include "tests/harness/th.h"
+
+/* jansson's encoding of v (a string or an object of strings). */
+static char *
+ref(const json_t *v)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	assert_non_null(s);
+	return s;
+}
+
+static void
+check_str(const char *s, size_t n)
+{
+	eb__buf b;
+	json_t *j = json_stringn(s, n);
+	char   *want;
+
+	assert_non_null(j);
+	want = ref(j);
+	eb__buf_init(&b);
+	eb__jsonw_str(&b, s, n);
+	assert_int_equal(eb__buf_avail(&b), strlen(want));
+	assert_memory_equal(eb__buf_head(&b), want, strlen(want));
+	eb__buf_free(&b);
+	free(want);
+	json_decref(j);
+}
+
+static void
+check_obj(const json_t *o)
+{
+	eb__buf b;
+	char   *want = ref(o);
+
+	eb__buf_init(&b);
+	eb__buf_append(&b, "x", 1); /* appends, after what is there */
+	assert_int_equal(eb__jsonw_str_object(&b, o), 0);
+	assert_int_equal(eb__buf_avail(&b), strlen(want) + 1);
+	assert_memory_equal(eb__buf_head(&b) + 1, want, strlen(want));
+	eb__buf_free(&b);
+	free(want);
+}
+
+static void
+test_chosen_strings(void **state)
+{
+	static const char *cases[] = {
+		"",
+		"plain",
+		"quote \" and backslash \\",
+		"slash / stays",
+		"\b\f\n\r\t",
+		"\x01\x1f\x7f",
+		"caf\xc3\xa9",
+		"\xe2\x80\xa8 line separator",
+		"\xf0\x9f\x98\x80 emoji",
+		"ebnode.entry",
+	};
+	size_t i;
+
+	(void) state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		check_str(cases[i], strlen(cases[i]));
+	}
+	check_str("a\0b", 3); /* a NUL inside a value: \u0000 */
+}
+
+static void
+test_objects(void **state)
+{
+	json_t *o = json_object();
+	eb__buf b;
+
+	(void) state;
+	check_obj(o); /* {} */
+	(void) json_object_set_new(o, "ebnode.epoch", json_string("7"));
+	(void) json_object_set_new(o, "k\"\n", json_string("v\\\x02"));
+	(void) json_object_set_new(o, "a", json_string("1"));
+	(void) json_object_set_new(o, "ebnode.epoch", json_string("8"));
+	check_obj(o); /* insertion order, the replaced key in place */
+
+	/* Not all strings: refused, nothing written. */
+	(void) json_object_set_new(o, "n", json_integer(1));
+	eb__buf_init(&b);
+	assert_int_equal(eb__jsonw_str_object(&b, o), UV_EINVAL);
+	assert_int_equal(eb__buf_avail(&b), 0);
+	assert_int_equal(eb__jsonw_str_object(&b, json_string("s")), UV_EINVAL);
+	assert_int_equal(eb__jsonw_str_object(&b, NULL), UV_EINVAL);
+	assert_int_equal(eb__buf_avail(&b), 0);
+	eb__buf_free(&b);
+	json_decref(o);
+}
+
+/* A random valid UTF-8 string of up to max bytes into s; its length. */
+static size_t
+rand_utf8(char *s, size_t max, int allow_nul)
+{
+	size_t n = 0;
+	size_t want = (size_t) rand() % (max - 4);
+
+	while (n < want) {
+		unsigned cp;
+		int      r = rand() % 10;
+
+		if (r < 4) {
+			cp = (unsigned) (rand() % 0x80); /* ASCII, controls */
+		} else if (r < 6) {
+			cp = (unsigned) (rand() % 0x20);
+		} else if (r < 7) {
+			cp = 0x80 + (unsigned) (rand() % 0x780);
+		} else if (r < 8) {
+			cp = 0x800 + (unsigned) (rand() % 0xd000);
+			/* below the surrogates */
+		} else if (r < 9) {
+			cp = 0x10000 + (unsigned) (rand() % 0x100000);
+		} else {
+			cp = (unsigned char) "\"\\/"[rand() % 3];
+		}
+		if (cp == 0 && !allow_nul) {
+			cp = 'z';
+		}
+		if (cp < 0x80) {
+			s[n++] = (char) cp;
+		} else if (cp < 0x800) {
+			s[n++] = (char) (0xc0 | cp >> 6);
+			s[n++] = (char) (0x80 | (cp & 0x3f));
+		} else if (cp < 0x10000) {
+			s[n++] = (char) (0xe0 | cp >> 12);
+			s[n++] = (char) (0x80 | (cp >> 6 & 0x3f));
+			s[n++] = (char) (0x80 | (cp & 0x3f));
+		} else {
+			s[n++] = (char) (0xf0 | cp >> 18);
+			s[n++] = (char) (0x80 | (cp >> 12 & 0x3f));
+			s[n++] = (char) (0x80 | (cp >> 6 & 0x3f));
+			s[n++] = (char) (0x80 | (cp & 0x3f));
+		}
+	}
+	s[n] = '\0';
+	return n;
+}
+
+static void
+test_random_against_jansson(void **state)
+{
+	char k[64];
+	char v[96];
+	int  i;
+
+	(void) state;
+	srand(17);
+	for (i = 0; i < 20000; i++) {
+		json_t *o = json_object();
+		int     keys = rand() % 6;
+		size_t  n = rand_utf8(v, sizeof(v) - 1, 1);
+
+		check_str(v, n);
+		while (keys-- > 0) {
+			(void) rand_utf8(k, sizeof(k) - 1, 0);
+			n = rand_utf8(v, sizeof(v) - 1, 1);
+			(void) json_object_set_new(o, k, json_stringn(v, n));
+		}
+		check_obj(o);
+		json_decref(o);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chosen_strings),
+		cmocka_unit_test(test_objects),
+		cmocka_unit_test(test_random_against_jansson),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
