@@ -21,7 +21,7 @@
 
 #include "bridge/bridge_int.h"
 #include "common/alloc.h"
-#include "common/jsonw.h"
+#include "common/jsonstr.h"
 #include "common/util.h"
 
 static eb__bframe_type
@@ -1074,7 +1074,7 @@ eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
 	if (headers != NULL && json_is_object(headers) &&
 	    json_object_size(headers) > 0) {
 		sb_str(b, ",\"headers\":");
-		if (eb__jsonw_str_object(b, headers) != 0) {
+		if (eb__jsonstr_put_object(b, headers) != 0) {
 			sb_json(b, headers); /* not all strings */
 		}
 	} else {

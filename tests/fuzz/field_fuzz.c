@@ -6,9 +6,11 @@
  * not judged (the bridge or the bus never hands such a body on), except
  * that the extraction must not crash on them.
  *
- * The same inputs check the header writer (common/jsonw.h) against
+ * The same inputs check the header writer (common/jsonstr.h) against
  * jansson: a parsed string, and a parsed object whose values are all
- * strings, must encode to exactly json_dumps's bytes.
+ * strings, must encode to exactly json_dumps's bytes; and an input the
+ * plain header reader accepts must be one jansson accepts, as the same
+ * object with the same key order.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "common/jsonw.h"
+#include "common/jsonstr.h"
 #include "ingress/ingress_int.h"
 
 static const char *
@@ -71,11 +73,11 @@ check_writer(const json_t *root)
 	}
 	eb__buf_init(&b);
 	if (json_is_string(root)) {
-		eb__jsonw_str(
+		eb__jsonstr_put(
 		    &b, json_string_value(root), json_string_length(root));
 		rv = 0;
 	} else {
-		rv = eb__jsonw_str_object(&b, root);
+		rv = eb__jsonstr_put_object(&b, root);
 	}
 	want = json_dumps(root, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (rv == 0 && (want == NULL || strlen(want) != eb__buf_avail(&b) ||
@@ -84,6 +86,34 @@ check_writer(const json_t *root)
 	}
 	free(want);
 	eb__buf_free(&b);
+}
+
+/* The plain reader against json_loadb. */
+static void
+check_reader(const char *p, size_t n)
+{
+	json_t      *got = eb__jsonstr_parse_plain_object(p, n);
+	json_error_t jerr;
+	json_t      *want;
+	char        *a;
+	char        *b;
+
+	if (got == NULL) {
+		return;
+	}
+	want = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+	if (want == NULL || !json_equal(got, want)) {
+		abort();
+	}
+	a = json_dumps(got, JSON_COMPACT);
+	b = json_dumps(want, JSON_COMPACT);
+	if (a == NULL || b == NULL || strcmp(a, b) != 0) {
+		abort();
+	}
+	free(a);
+	free(b);
+	json_decref(got);
+	json_decref(want);
 }
 
 int
@@ -109,6 +139,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	check_writer(root);
+	check_reader(p, size);
 	json_decref(root);
 	return 0;
 }

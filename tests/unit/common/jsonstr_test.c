@@ -1,11 +1,12 @@
-/* Unit tests for the JSON writer (common/jsonw.h): the same bytes as
- * jansson's compact encoding, for chosen and for random strings. */
+/* Unit tests for common/jsonstr.h: the writer gives the same bytes as
+ * jansson's compact encoding, for chosen and for random strings; the plain
+ * reader gives the object json_loadb gives, or declines. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <uv.h>
 
-#include "common/jsonw.h"
+#include "common/jsonstr.h"
 #include "tests/harness/th.h"
 
 /* jansson's encoding of v (a string or an object of strings). */
@@ -28,7 +29,7 @@ check_str(const char *s, size_t n)
 	assert_non_null(j);
 	want = ref(j);
 	eb__buf_init(&b);
-	eb__jsonw_str(&b, s, n);
+	eb__jsonstr_put(&b, s, n);
 	assert_int_equal(eb__buf_avail(&b), strlen(want));
 	assert_memory_equal(eb__buf_head(&b), want, strlen(want));
 	eb__buf_free(&b);
@@ -44,7 +45,7 @@ check_obj(const json_t *o)
 
 	eb__buf_init(&b);
 	eb__buf_append(&b, "x", 1); /* appends, after what is there */
-	assert_int_equal(eb__jsonw_str_object(&b, o), 0);
+	assert_int_equal(eb__jsonstr_put_object(&b, o), 0);
 	assert_int_equal(eb__buf_avail(&b), strlen(want) + 1);
 	assert_memory_equal(eb__buf_head(&b) + 1, want, strlen(want));
 	eb__buf_free(&b);
@@ -79,6 +80,7 @@ static void
 test_objects(void **state)
 {
 	json_t *o = json_object();
+	json_t *s;
 	eb__buf b;
 
 	(void) state;
@@ -92,10 +94,12 @@ test_objects(void **state)
 	/* Not all strings: refused, nothing written. */
 	(void) json_object_set_new(o, "n", json_integer(1));
 	eb__buf_init(&b);
-	assert_int_equal(eb__jsonw_str_object(&b, o), UV_EINVAL);
+	assert_int_equal(eb__jsonstr_put_object(&b, o), UV_EINVAL);
 	assert_int_equal(eb__buf_avail(&b), 0);
-	assert_int_equal(eb__jsonw_str_object(&b, json_string("s")), UV_EINVAL);
-	assert_int_equal(eb__jsonw_str_object(&b, NULL), UV_EINVAL);
+	s = json_string("s");
+	assert_int_equal(eb__jsonstr_put_object(&b, s), UV_EINVAL);
+	json_decref(s);
+	assert_int_equal(eb__jsonstr_put_object(&b, NULL), UV_EINVAL);
 	assert_int_equal(eb__buf_avail(&b), 0);
 	eb__buf_free(&b);
 	json_decref(o);
@@ -174,6 +178,112 @@ test_random_against_jansson(void **state)
 	}
 }
 
+/* The plain reader on s: declines (want_null), or returns what jansson
+ * returns, in the same key order. */
+static void
+check_parse(const char *s, int want_null)
+{
+	json_t      *got = eb__jsonstr_parse_plain_object(s, strlen(s));
+	json_error_t jerr;
+	json_t      *want;
+	char        *a;
+	char        *b;
+
+	if (want_null) {
+		assert_null(got);
+		return;
+	}
+	assert_non_null(got);
+	want = json_loadb(s, strlen(s), JSON_REJECT_DUPLICATES, &jerr);
+	assert_non_null(want);
+	assert_true(json_equal(got, want));
+	a = json_dumps(got, JSON_COMPACT);
+	b = json_dumps(want, JSON_COMPACT);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	json_decref(got);
+	json_decref(want);
+}
+
+static void
+test_plain_reader(void **state)
+{
+	(void) state;
+	check_parse("{}", 0);
+	check_parse("{\"a\":\"b\"}", 0);
+	check_parse("{\"\":\"\"}", 0);
+	check_parse("{\"ebnode.epoch\":\"3\",\"ebnode.seq\":\"17\","
+	            "\"ebnode.entry\":\"node-b\",\"x\":\"{}:,]/ ~\"}",
+	    0);
+	/* Declined: jansson decides (and may accept or refuse). */
+	check_parse("", 1);
+	check_parse("{", 1);
+	check_parse("}", 1);
+	check_parse("[]", 1);
+	check_parse("{ }", 1);
+	check_parse("{\"a\": \"b\"}", 1);
+	check_parse("{\"a\":\"b\" }", 1);
+	check_parse("{\"a\":\"b\",}", 1);
+	check_parse("{\"a\":\"b\"}}", 1);
+	check_parse("{\"a\":\"b\"", 1);
+	check_parse("{\"a\":\"b}", 1);
+	check_parse("{\"a\":1}", 1);
+	check_parse("{\"a\":\"b\",\"a\":\"c\"}", 1); /* duplicate */
+	check_parse("{\"a\":\"\\n\"}", 1);           /* an escape */
+	check_parse("{\"a\":\"caf\xc3\xa9\"}", 1);   /* not ASCII */
+	check_parse("{\"a\":\"\t\"}", 1);            /* a control char */
+	check_parse("{\"a\"\"b\"}", 1);
+	check_parse("{\"a\":\"b\"\"c\":\"d\"}", 1);
+}
+
+/* Whatever the writer writes for random printable ASCII is read back by
+ * the plain reader as the same object. */
+static void
+test_plain_round_trip(void **state)
+{
+	char k[16];
+	char v[32];
+	int  i;
+
+	(void) state;
+	srand(23);
+	for (i = 0; i < 5000; i++) {
+		json_t *o = json_object();
+		json_t *back;
+		eb__buf b;
+		int     keys = rand() % 6;
+
+		while (keys-- > 0) {
+			size_t kn = (size_t) rand() % (sizeof(k) - 1);
+			size_t vn = (size_t) rand() % (sizeof(v) - 1);
+			size_t j;
+
+			for (j = 0; j < kn; j++) {
+				k[j] = (char) (0x20 + rand() % 0x5f);
+			}
+			k[kn] = '\0';
+			for (j = 0; j < vn; j++) {
+				v[j] = (char) (0x20 + rand() % 0x5f);
+			}
+			(void) json_object_set_new(o, k, json_stringn(v, vn));
+		}
+		eb__buf_init(&b);
+		assert_int_equal(eb__jsonstr_put_object(&b, o), 0);
+		back = eb__jsonstr_parse_plain_object(
+		    eb__buf_head(&b), eb__buf_avail(&b));
+		if (memchr(eb__buf_head(&b), '\\', eb__buf_avail(&b)) != NULL) {
+			assert_null(back); /* '"' or '\\' needed an escape */
+		} else {
+			assert_non_null(back);
+			assert_true(json_equal(back, o));
+		}
+		json_decref(back);
+		eb__buf_free(&b);
+		json_decref(o);
+	}
+}
+
 int
 main(void)
 {
@@ -181,6 +291,8 @@ main(void)
 		cmocka_unit_test(test_chosen_strings),
 		cmocka_unit_test(test_objects),
 		cmocka_unit_test(test_random_against_jansson),
+		cmocka_unit_test(test_plain_reader),
+		cmocka_unit_test(test_plain_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

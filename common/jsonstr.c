@@ -1,7 +1,7 @@
 /*
- * JSON strings and objects of strings into an eb__buf (common/jsonw.h).
+ * JSON strings and objects of strings, written and read (common/jsonstr.h).
  */
-#include "common/jsonw.h"
+#include "common/jsonstr.h"
 
 #include <string.h>
 
@@ -89,7 +89,7 @@ put_str(char *d, const char *s, size_t n, size_t len)
 }
 
 void
-eb__jsonw_str(eb__buf *b, const char *s, size_t n)
+eb__jsonstr_put(eb__buf *b, const char *s, size_t n)
 {
 	size_t len = encoded_len((const unsigned char *) s, n);
 	char  *dst = eb__buf_reserve(b, len + 2);
@@ -98,7 +98,7 @@ eb__jsonw_str(eb__buf *b, const char *s, size_t n)
 }
 
 int
-eb__jsonw_str_object(eb__buf *b, const json_t *obj)
+eb__jsonstr_put_object(eb__buf *b, const json_t *obj)
 {
 	json_t *o;
 	void   *it;
@@ -149,4 +149,82 @@ eb__jsonw_str_object(eb__buf *b, const json_t *obj)
 	*d++ = '}';
 	b->len += (size_t) (d - dst);
 	return 0;
+}
+
+/* The end of a plain string's body starting at p (after its '"'), at its
+ * closing '"'; NULL when a byte outside printable ASCII, a '\\' or the
+ * end comes first. */
+static const char *
+plain_body_end(const char *p, const char *end)
+{
+	for (; p < end; p++) {
+		unsigned char c = (unsigned char) *p;
+
+		if (c == '"') {
+			return p;
+		}
+		if (c < 0x20 || c > 0x7e || c == '\\') {
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/* Adds the pair at p ("key":"value", p at the key's '"') to o; returns
+ * the byte after the value's closing '"', or NULL when the pair is not
+ * plain or the key is already there. */
+static const char *
+add_plain_pair(json_t *o, const char *p, const char *end)
+{
+	const char *k = p + 1;
+	const char *ke;
+	const char *v;
+	const char *ve;
+
+	if (*p != '"' || (ke = plain_body_end(k, end)) == NULL) {
+		return NULL;
+	}
+	/* ':' '"' and at least the value's closing '"' */
+	if (end - ke < 4 || ke[1] != ':' || ke[2] != '"') {
+		return NULL;
+	}
+	v = ke + 3;
+	if ((ve = plain_body_end(v, end)) == NULL ||
+	    json_object_getn(o, k, (size_t) (ke - k)) != NULL ||
+	    json_object_setn_new_nocheck(o, k, (size_t) (ke - k),
+	        json_stringn_nocheck(v, (size_t) (ve - v))) != 0) {
+		return NULL;
+	}
+	return ve + 1;
+}
+
+json_t *
+eb__jsonstr_parse_plain_object(const char *p, size_t n)
+{
+	const char *end = p + n;
+	json_t     *o;
+
+	if (n < 2 || p[0] != '{' || end[-1] != '}' ||
+	    (o = json_object()) == NULL) {
+		return NULL;
+	}
+	if (n == 2) {
+		return o; /* {} */
+	}
+	/* Pairs separated by ',' and the last one followed by the final '}'
+	 * (which end[-1] is): p stays below end - 1 until then. */
+	for (p++;;) {
+		if ((p = add_plain_pair(o, p, end)) == NULL) {
+			break;
+		}
+		if (p == end - 1) {
+			return o;
+		}
+		if (*p != ',') {
+			break;
+		}
+		p++;
+	}
+	json_decref(o);
+	return NULL;
 }

@@ -1,0 +1,38 @@
+/*
+ * JSON strings and objects of strings (message headers) on the hot paths,
+ * without jansson's encoder and, for the plain case, its parser.
+ *
+ * Written: the bytes are exactly jansson's JSON_COMPACT encoding of the
+ * same value (raw UTF-8, '/' unescaped, key order kept, control characters
+ * as \uXXXX with upper-case hex), so a frame is the same whichever writer
+ * built it. Read: only the compact, escape-free form this writer produces
+ * for printable ASCII; anything else is left to jansson. unit.common.
+ * jsonstr_test and field_fuzz check both against jansson.
+ */
+#ifndef EB_COMMON_JSONSTR_H
+#define EB_COMMON_JSONSTR_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "common/buf.h"
+
+/* Appends s (n bytes of UTF-8, NUL bytes allowed) as a JSON string. The
+ * caller guarantees valid UTF-8 (jansson checked it when the string was
+ * made); the bytes are copied as they are. */
+void eb__jsonstr_put(eb__buf *b, const char *s, size_t n);
+
+/* Appends obj, an object whose values are all strings. Returns 0, or
+ * UV_EINVAL (nothing appended) when obj is not such an object: the caller
+ * then falls back to jansson. */
+int eb__jsonstr_put_object(eb__buf *b, const json_t *obj);
+
+/* Parses p[0..n) when it is a compact object of strings whose keys and
+ * values are printable ASCII without '"' or '\\' and whose keys are
+ * distinct, e.g. {"ebnode.epoch":"3","ebnode.seq":"17"}: a new object, the
+ * one json_loadb would return. NULL for anything else (not an error: the
+ * caller then asks jansson, which also reports what is wrong). */
+json_t *eb__jsonstr_parse_plain_object(const char *p, size_t n);
+
+#endif
