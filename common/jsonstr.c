@@ -51,50 +51,44 @@ encoded_len(const unsigned char *s, size_t n)
 	return out;
 }
 
-/* Writes s (n bytes, encoding length len without the quotes) quoted at d;
- * returns the end. */
+/* Writes s (n bytes) quoted at d, which has room for its encoding, in one
+ * pass: runs of plain bytes copied whole, escapes between them. Returns
+ * the end. */
 static char *
-put_str(char *d, const char *s, size_t n, size_t len)
+put_str(char *d, const char *s, size_t n)
 {
 	static const char    hex[] = "0123456789ABCDEF";
 	const unsigned char *p = (const unsigned char *) s;
-	size_t               i;
+	const unsigned char *end = p + n;
+	const unsigned char *run = p;
 
 	*d++ = '"';
-	if (len == n) {
-		memcpy(d, s, n);
-		d += n;
-	} else {
-		for (i = 0; i < n; i++) {
-			char e = esc_of(p[i]);
+	for (; p < end; p++) {
+		char e = esc_of(*p);
 
-			if (e == 0) {
-				*d++ = (char) p[i];
-			} else if (e != 'u') {
-				*d++ = '\\';
-				*d++ = e;
-			} else {
-				d[0] = '\\';
-				d[1] = 'u';
-				d[2] = '0';
-				d[3] = '0';
-				d[4] = hex[p[i] >> 4];
-				d[5] = hex[p[i] & 0xf];
-				d += 6;
-			}
+		if (e == 0) {
+			continue;
+		}
+		memcpy(d, run, (size_t) (p - run));
+		d += p - run;
+		run = p + 1;
+		d[0] = '\\';
+		if (e != 'u') {
+			d[1] = e;
+			d += 2;
+		} else {
+			d[1] = 'u';
+			d[2] = '0';
+			d[3] = '0';
+			d[4] = hex[*p >> 4];
+			d[5] = hex[*p & 0xf];
+			d += 6;
 		}
 	}
+	memcpy(d, run, (size_t) (end - run));
+	d += end - run;
 	*d++ = '"';
 	return d;
-}
-
-void
-eb__jsonstr_put(eb__buf *b, const char *s, size_t n)
-{
-	size_t len = encoded_len((const unsigned char *) s, n);
-	char  *dst = eb__buf_reserve(b, len + 2);
-
-	b->len += (size_t) (put_str(dst, s, n, len) - dst);
 }
 
 int
@@ -133,18 +127,13 @@ eb__jsonstr_put_object(eb__buf *b, const json_t *obj)
 	     it = json_object_iter_next(o, it)) {
 		const char   *k = json_object_iter_key(it);
 		const json_t *v = json_object_iter_value(it);
-		size_t        kn = strlen(k);
-		size_t        vn = json_string_length(v);
 
 		if (d != dst + 1) {
 			*d++ = ',';
 		}
-		d = put_str(
-		    d, k, kn, encoded_len((const unsigned char *) k, kn));
+		d = put_str(d, k, strlen(k));
 		*d++ = ':';
-		d = put_str(d, json_string_value(v), vn,
-		    encoded_len(
-		        (const unsigned char *) json_string_value(v), vn));
+		d = put_str(d, json_string_value(v), json_string_length(v));
 	}
 	*d++ = '}';
 	b->len += (size_t) (d - dst);

@@ -18,14 +18,11 @@
 
 #include "common/buf.h"
 
-/* Appends s (n bytes of UTF-8, NUL bytes allowed) as a JSON string. The
- * caller guarantees valid UTF-8 (jansson checked it when the string was
- * made); the bytes are copied as they are. */
-void eb__jsonstr_put(eb__buf *b, const char *s, size_t n);
-
 /* Appends obj, an object whose values are all strings. Returns 0, or
  * UV_EINVAL (nothing appended) when obj is not such an object: the caller
- * then falls back to jansson. */
+ * then falls back to jansson. The strings' bytes are copied as they are
+ * (jansson checked their UTF-8 when they were made; NUL bytes in values
+ * are escaped). */
 int eb__jsonstr_put_object(eb__buf *b, const json_t *obj);
 
 /* Parses p[0..n) when it is a compact object of strings whose keys and

@@ -1,5 +1,5 @@
 /* Unit tests for common/jsonstr.h: the writer gives the same bytes as
- * jansson's compact encoding, for chosen and for random strings; the plain
+ * jansson's compact encoding, for chosen and random keys and values; the plain
  * reader gives the object json_loadb gives, or declines. */
 #include <stdlib.h>
 #include <string.h>
@@ -20,24 +20,6 @@ ref(const json_t *v)
 }
 
 static void
-check_str(const char *s, size_t n)
-{
-	eb__buf b;
-	json_t *j = json_stringn(s, n);
-	char   *want;
-
-	assert_non_null(j);
-	want = ref(j);
-	eb__buf_init(&b);
-	eb__jsonstr_put(&b, s, n);
-	assert_int_equal(eb__buf_avail(&b), strlen(want));
-	assert_memory_equal(eb__buf_head(&b), want, strlen(want));
-	eb__buf_free(&b);
-	free(want);
-	json_decref(j);
-}
-
-static void
 check_obj(const json_t *o)
 {
 	eb__buf b;
@@ -50,6 +32,22 @@ check_obj(const json_t *o)
 	assert_memory_equal(eb__buf_head(&b) + 1, want, strlen(want));
 	eb__buf_free(&b);
 	free(want);
+}
+
+/* s as a value and, without NUL bytes, as a key. */
+static void
+check_str(const char *s, size_t n)
+{
+	json_t *o = json_object();
+
+	assert_int_equal(json_object_set_new(o, "k", json_stringn(s, n)), 0);
+	check_obj(o);
+	if (memchr(s, '\0', n) == NULL) {
+		assert_int_equal(
+		    json_object_set_new(o, s, json_string("v")), 0);
+		check_obj(o);
+	}
+	json_decref(o);
 }
 
 static void
