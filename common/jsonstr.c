@@ -94,7 +94,7 @@ put_str(char *d, const char *s, size_t n)
 int
 eb__jsonstr_put_object(eb__buf *b, const json_t *obj)
 {
-	json_t *o;
+	json_t *o = eb__json_unconst(obj);
 	void   *it;
 	size_t  total = 2; /* the braces */
 	char   *dst;
@@ -103,9 +103,6 @@ eb__jsonstr_put_object(eb__buf *b, const json_t *obj)
 	if (!json_is_object(obj)) {
 		return UV_EINVAL;
 	}
-	/* The iterator API takes a non-const object and does not modify it:
-	 * copy the pointer rather than cast the qualifier away. */
-	memcpy(&o, &obj, sizeof(json_t *));
 	/* One pass for the size (and the check), then one reservation. */
 	for (it = json_object_iter(o); it != NULL;
 	     it = json_object_iter_next(o, it)) {

@@ -13,10 +13,24 @@
 #define EB_COMMON_JSONSTR_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include <jansson.h>
 
 #include "common/buf.h"
+
+/* j without its const: for jansson functions that take a non-const
+ * pointer but only read through it or count references (iterators,
+ * json_copy, json_incref). Copies the pointer rather than casting the
+ * qualifier away. */
+static inline json_t *
+eb__json_unconst(const json_t *j)
+{
+	json_t *m;
+
+	memcpy(&m, &j, sizeof(json_t *));
+	return m;
+}
 
 /* Appends obj, an object whose values are all strings. Returns 0, or
  * UV_EINVAL (nothing appended) when obj is not such an object: the caller

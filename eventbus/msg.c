@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/jsonstr.h"
 #include "eventbus/eventbus_int.h"
 
 /* Raw UTF-8, '/' unescaped, key order kept: the bridge's encoding. */
@@ -26,9 +27,7 @@ eb__bus_headers_check(const json_t *headers)
 	if (!json_is_object(headers)) {
 		return UV_EINVAL;
 	}
-	/* json_object_foreach takes a non-const object but does not modify
-	 * it: copy the pointer rather than cast the qualifier away. */
-	memcpy(&h, &headers, sizeof(json_t *));
+	h = eb__json_unconst(headers); /* json_object_foreach only reads */
 	json_object_foreach(h, k, v)
 	{
 		if (!json_is_string(v)) {
@@ -77,21 +76,11 @@ msg_set_body(eb_bus_msg *m, const char *body, size_t body_len)
 static int
 msg_set_headers(eb_bus_msg *m, const json_t *headers, json_t *empty, int share)
 {
-	json_t *h;
-
 	if (headers == NULL || json_object_size(headers) == 0) {
 		m->headers = json_incref(empty); /* shared, never modified */
 	} else if (share) {
-		/* The caller promised it stays unmodified: hold, not copy.
-		 * (json_incref takes a non-const pointer; it only counts.) */
-		union {
-			const json_t *c;
-			json_t       *m;
-		} u;
-
-		u.c = headers;
-		h = u.m;
-		m->headers = json_incref(h);
+		/* The caller promised it stays unmodified: hold, not copy. */
+		m->headers = json_incref(eb__json_unconst(headers));
 	} else if ((m->headers = json_deep_copy(headers)) == NULL) {
 		return UV_ENOMEM;
 	}

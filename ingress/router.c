@@ -30,6 +30,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/dec.h"
+#include "common/jsonstr.h"
 #include "ingress/ingress_int.h"
 
 static void
@@ -292,15 +293,10 @@ stamped_headers(
 	 * headers, which are never modified, and the stamps replace keys of
 	 * the copy only. The stamps are ASCII digits: jansson need not check
 	 * their UTF-8. */
-	const json_t *src = eb_bus_msg_headers(msg);
-	json_t       *m;
-	json_t       *h;
-	char          num[24];
+	json_t *h = json_copy(eb__json_unconst(eb_bus_msg_headers(msg)));
+	char    num[24];
 
-	/* json_copy takes a non-const object and only reads it: copy the
-	 * pointer rather than cast the qualifier away. */
-	memcpy(&m, &src, sizeof(json_t *));
-	if ((h = json_copy(m)) == NULL) {
+	if (h == NULL) {
 		h = json_object();
 	}
 	(void) json_object_set_new(h, EB_INGRESS_HDR_EPOCH,
