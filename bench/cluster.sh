@@ -195,7 +195,8 @@ if [ -n "$profile" ]; then
 	for n in leader follower; do
 		p="$leader_pid"
 		[ "$n" = follower ] && p="$follower_pid"
-		perf record --call-graph "${EB_PERF_CALLGRAPH:-fp}" -o "$profile/$n.data" -p "$p" -- sleep "$duration" \
+		perf record --call-graph "${EB_PERF_CALLGRAPH:-fp}" \
+			-o "$profile/$n.data" -p "$p" -- sleep "$duration" \
 			>/dev/null 2>&1 &
 		prof_pids+=($!)
 	done
