@@ -31,6 +31,9 @@
 #include "web/web_int.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+/* A scratch buffer bigger than this is given back once empty, so that an
+ * idle session keeps little beyond what the accounting counts. */
+#define WEB_BUF_KEEP ((size_t) 65536)
 
 enum { HDR_NONE = 0, HDR_UPGRADE, HDR_KEY, HDR_VERSION, HDR_ORIGIN };
 
@@ -48,6 +51,34 @@ sess_write(web_sess *ss, eb__buf *b)
 	return ss->inner->write(ss->s, b);
 }
 
+/* Empties b, and gives its memory back when it grew big. */
+static void
+buf_trim(eb__buf *b)
+{
+	b->off = 0;
+	b->len = 0;
+	if (b->cap > WEB_BUF_KEEP) {
+		eb__buf_free(b);
+	}
+}
+
+/*
+ * After the layer wrote output of its own (pongs, close frames, SockJS
+ * frames, heartbeats, HTTP answers): the same bound as the connection's
+ * frames, bridge.write_queue_max_bytes over the socket's backlog, so a
+ * client that sends pings and never reads is closed as a slow consumer.
+ * 1 when the connection was closed.
+ */
+static int
+sess_bound(web_sess *ss)
+{
+	buf_trim(&ss->wsout);
+	if (ss->s->closing) {
+		return 1;
+	}
+	return eb__bconn_out_check(ss->s->data, 0);
+}
+
 void
 eb__web_flush(web_sess *ss)
 {
@@ -62,6 +93,22 @@ eb__web_flush(web_sess *ss)
 
 	if (rv != 0 && !ss->s->closing) {
 		ss->conn_cbs.error_cb(ss->s, rv);
+		return;
+	}
+	(void) sess_bound(ss);
+}
+
+void
+eb__web_account(web_sess *ss)
+{
+	uint64_t since = ss->req_started_ms;
+	size_t   held = ss->ws_partial + (since != 0 ? ss->body.cap : 0);
+
+	if (since == 0 || (ss->ws_partial_ms != 0 && ss->ws_partial_ms < since)) {
+		since = ss->ws_partial_ms;
+	}
+	if (!ss->s->closing) {
+		eb__bconn_layer_hold(ss->s->data, held, since);
 	}
 }
 
@@ -94,6 +141,7 @@ http_reply(web_sess *ss, int code, const char *reason, const char *content_type,
 		ss->w->stats.http_rejected++;
 	}
 	(void) sess_write(ss, &ss->wsout);
+	(void) sess_bound(ss);
 }
 
 /* The CORS headers SockJS answers with (sockjs-client's info request is
@@ -216,6 +264,8 @@ ws_msg_cb(wslay_event_context_ptr             ctx,
 	if (wslay_is_ctrl_frame(arg->opcode)) {
 		return; /* wslay answers pings and closes itself */
 	}
+	ss->ws_partial = 0; /* complete: wslay frees it on return */
+	ss->ws_partial_ms = 0;
 	ss->w->stats.ws_messages_in++;
 	if (ss->state == WEB_RAW) {
 		feed_frame(ss, (const char *) arg->msg, arg->msg_length);
@@ -224,9 +274,29 @@ ws_msg_cb(wslay_event_context_ptr             ctx,
 	}
 }
 
+/* wslay allocates each data frame's declared payload when the frame
+ * starts and keeps the frames of a message until its last: that is what
+ * the session holds for the client (eb__web_account). */
+static void
+ws_frame_start_cb(wslay_event_context_ptr             ctx,
+    const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+{
+	web_sess *ss = user;
+
+	(void) ctx;
+	if (wslay_is_ctrl_frame(arg->opcode)) {
+		return; /* at most 125 bytes, freed at its end */
+	}
+	if (ss->ws_partial_ms == 0) {
+		ss->ws_partial_ms = eb__mono_ms();
+	}
+	ss->ws_partial += (size_t) arg->payload_length;
+}
+
 static const struct wslay_event_callbacks ws_callbacks = {
 	.recv_callback = ws_recv_cb,
 	.send_callback = ws_send_cb,
+	.on_frame_recv_start_callback = ws_frame_start_cb,
 	.on_msg_recv_callback = ws_msg_cb,
 };
 
@@ -240,7 +310,9 @@ sess_send(web_sess *ss)
 	rv = sess_write(ss, &ss->wsout);
 	if (rv != 0 && !ss->s->closing) {
 		ss->conn_cbs.error_cb(ss->s, rv);
+		return;
 	}
+	(void) sess_bound(ss);
 }
 
 static void
@@ -259,10 +331,13 @@ ws_input(web_sess *ss)
 {
 	int rv = wslay_event_recv(ss->ctx);
 
+	if (eb__buf_avail(&ss->wsin) == 0) {
+		buf_trim(&ss->wsin);
+	}
 	if (eb__buf_avail(&ss->feed) > 0) {
 		ss->conn_cbs.read_cb(
 		    ss->s, eb__buf_head(&ss->feed), eb__buf_avail(&ss->feed));
-		eb__buf_consume(&ss->feed, eb__buf_avail(&ss->feed));
+		buf_trim(&ss->feed);
 		if (ss->s->closing) {
 			return;
 		}
@@ -475,6 +550,7 @@ on_message_begin(http_parser *p)
 {
 	web_sess *ss = sess_of(p);
 
+	ss->req_started_ms = eb__mono_ms();
 	ss->head_bytes = 0;
 	ss->in_value = 0;
 	ss->hdr = HDR_NONE;
@@ -785,7 +861,9 @@ http_parse_one(web_sess *ss, const char *data, size_t n)
 		return used;
 	}
 	ss->have_request = 0;
+	ss->req_started_ms = 0;
 	http_request(ss);
+	buf_trim(&ss->body); /* answered: the body is not needed any more */
 	return used;
 }
 
@@ -833,6 +911,7 @@ layer_read_cb(eb__stream *s, const char *data, size_t n)
 		eb__buf_append(&ss->wsin, data, n);
 		ws_input(ss);
 	}
+	eb__web_account(ss);
 }
 
 static void
@@ -887,6 +966,7 @@ static int
 layer_write(eb__stream *s, eb__buf *b)
 {
 	web_sess *ss = sess_of_stream(s);
+	int       rv;
 
 	EB_ASSERT(!s->closing); /* write after close */
 	if (ss->state == WEB_SOCKJS || ss->state == WEB_RAW) {
@@ -895,7 +975,11 @@ layer_write(eb__stream *s, eb__buf *b)
 	}
 	b->off = 0;
 	b->len = 0;
-	return sess_write(ss, &ss->wsout);
+	rv = sess_write(ss, &ss->wsout);
+	buf_trim(&ss->wsout);
+	buf_trim(&ss->msg);
+	buf_trim(&ss->one);
+	return rv;
 }
 
 static void
