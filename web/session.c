@@ -178,7 +178,7 @@ ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
     void *user)
 {
 	web_sess *ss = user;
-	size_t    n = eb__buf_avail(&ss->wsin);
+	size_t    n = ss->rd_n;
 
 	(void) flags;
 	if (n == 0) {
@@ -188,8 +188,9 @@ ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
 	if (n > len) {
 		n = len;
 	}
-	memcpy(buf, eb__buf_head(&ss->wsin), n);
-	eb__buf_consume(&ss->wsin, n);
+	memcpy(buf, ss->rd_p, n);
+	ss->rd_p += n;
+	ss->rd_n -= n;
 	return (ssize_t) n;
 }
 
@@ -326,14 +327,19 @@ ws_queue(web_sess *ss, uint8_t opcode, const char *p, size_t n)
 	(void) wslay_event_queue_msg(ss->ctx, &m); /* copies */
 }
 
+/* The bytes of one read after the upgrade (borrowed); what wslay does not
+ * read (it stopped reading: a close, an error) is dropped, the connection
+ * then closes. */
 static void
-ws_input(web_sess *ss)
+ws_input(web_sess *ss, const char *data, size_t n)
 {
-	int rv = wslay_event_recv(ss->ctx);
+	int rv;
 
-	if (eb__buf_avail(&ss->wsin) == 0) {
-		buf_trim(&ss->wsin);
-	}
+	ss->rd_p = data;
+	ss->rd_n = n;
+	rv = wslay_event_recv(ss->ctx);
+	ss->rd_p = NULL;
+	ss->rd_n = 0;
 	if (eb__buf_avail(&ss->feed) > 0) {
 		ss->conn_cbs.read_cb(
 		    ss->s, eb__buf_head(&ss->feed), eb__buf_avail(&ss->feed));
@@ -638,9 +644,21 @@ on_body(http_parser *p, const char *at, size_t n)
 	web_sess *ss = sess_of(p);
 	size_t    max = (size_t) ss->w->bridge->opts.max_frame_bytes * 2u + 64u;
 
-	if (ss->body_over || eb__buf_avail(&ss->body) + n > max) {
+	size_t    have = eb__buf_avail(&ss->body);
+
+	if (ss->body_over || have + n > max) {
 		ss->body_over = 1;
 		return 0;
+	}
+	if (have == 0 && (p->flags & F_CHUNKED) == 0 &&
+	    p->content_length != ULLONG_MAX &&
+	    p->content_length <= (uint64_t) (max - n)) {
+		/* The whole declared body at once: one allocation, counted
+		 * in the budget before the client fills it, no copies of
+		 * growing buffers left behind. */
+		(void) eb__buf_reserve_upto(&ss->body,
+		    n + (size_t) p->content_length,
+		    n + (size_t) p->content_length);
 	}
 	eb__buf_append(&ss->body, at, n);
 	return 0;
@@ -885,8 +903,7 @@ http_input(web_sess *ss, const char *data, size_t n)
 	}
 	if ((ss->state == WEB_SOCKJS || ss->state == WEB_RAW) && n > 0 &&
 	    !ss->s->closing) {
-		eb__buf_append(&ss->wsin, data, n);
-		ws_input(ss);
+		ws_input(ss, data, n);
 	}
 }
 
@@ -908,8 +925,7 @@ layer_read_cb(eb__stream *s, const char *data, size_t n)
 	} else if (ss->state == WEB_XHR) {
 		/* no pipelining behind an open xhr answer: dropped */
 	} else if (ss->state != WEB_DONE) {
-		eb__buf_append(&ss->wsin, data, n);
-		ws_input(ss);
+		ws_input(ss, data, n);
 	}
 	eb__web_account(ss);
 }
@@ -941,7 +957,6 @@ layer_closed_cb(eb__stream *s)
 	if (ss->ctx != NULL) {
 		wslay_event_context_free(ss->ctx);
 	}
-	eb__buf_free(&ss->wsin);
 	eb__buf_free(&ss->wsout);
 	eb__buf_free(&ss->feed);
 	eb__buf_free(&ss->msg);
@@ -1021,7 +1036,6 @@ eb__web_layer(eb__stream *s, void *arg)
 	ss->state = WEB_HTTP;
 	http_parser_init(&ss->parser, HTTP_REQUEST);
 	ss->parser.data = ss;
-	eb__buf_init(&ss->wsin);
 	eb__buf_init(&ss->wsout);
 	eb__buf_init(&ss->feed);
 	eb__buf_init(&ss->msg);

@@ -88,7 +88,10 @@ typedef struct web_sess {
 	char        origin[256];
 
 	wslay_event_context_ptr ctx;
-	eb__buf                 wsin;  /* socket bytes wslay has not read */
+	/* The socket bytes of the read being handled, borrowed for the
+	 * call: wslay reads them in place (no copy kept). */
+	const char *rd_p;
+	size_t      rd_n;
 	eb__buf                 wsout; /* wslay's output, to the socket */
 	eb__buf                 feed;  /* frames for the bridge connection */
 	eb__buf                 msg;   /* a SockJS frame being assembled */
