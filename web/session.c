@@ -72,11 +72,18 @@ buf_trim(eb__buf *b)
 static int
 sess_bound(web_sess *ss)
 {
+	size_t pending = 0;
+
 	buf_trim(&ss->wsout);
 	if (ss->s->closing) {
 		return 1;
 	}
-	return eb__bconn_out_check(ss->s->data, 0);
+	if (ss->ctx != NULL) {
+		/* Messages wslay has not framed yet (none while it writes:
+		 * the send callback takes everything). */
+		pending = wslay_event_get_queued_msg_length(ss->ctx);
+	}
+	return eb__bconn_out_check(ss->s->data, pending);
 }
 
 void
@@ -984,7 +991,9 @@ layer_write(eb__stream *s, eb__buf *b)
 	int       rv;
 
 	EB_ASSERT(!s->closing); /* write after close */
-	if (ss->state == WEB_SOCKJS || ss->state == WEB_RAW) {
+	if ((ss->state == WEB_SOCKJS || ss->state == WEB_RAW) &&
+	    wslay_event_get_write_enabled(ss->ctx)) {
+		/* (after a close frame wslay writes nothing: dropped) */
 		ws_out_frames(ss, b);
 		(void) wslay_event_send(ss->ctx);
 	}
