@@ -60,8 +60,8 @@ struct eb__bconn {
 	uint64_t      active_ms; /* last read or write */
 	/* When the oldest byte of the frame not yet complete arrived; 0:
 	 * nothing partial buffered (the frame deadline runs from here). */
-	uint64_t    frame_started_ms;
-	size_t      in_acct;    /* bytes counted in b->input (the budget) */
+	uint64_t frame_started_ms;
+	size_t   in_acct; /* bytes counted in b->input (the budget) */
 	/* A layer's share (eb__bconn_layer_hold): bytes it holds for the
 	 * client, and when its unfinished unit began (0: none). */
 	size_t      layer_held;
@@ -1189,8 +1189,7 @@ bridge_input_budget(eb_bridge *b)
 		EB_LOG_RL_WARN("bridge",
 		    "input-budget-closed: peer=%s buffered=%zu total=%llu "
 		    "budget=%zu",
-		    big->peer, big->in_acct,
-		    (unsigned long long) b->input.used,
+		    big->peer, big->in_acct, (unsigned long long) b->input.used,
 		    b->opts.input_budget_bytes);
 		eb__bconn_close(big, "input-budget");
 	}
@@ -1568,8 +1567,8 @@ eb__bconn_out_check(eb__bconn *c, size_t pending)
 	}
 	b->stats.conns_closed_slow++;
 	EB_LOG_WARN("bridge",
-	    "slow-consumer-closed: peer=%s queued=%zu max=%zu", c->peer,
-	    queued, b->opts.write_queue_max_bytes);
+	    "slow-consumer-closed: peer=%s queued=%zu max=%zu", c->peer, queued,
+	    b->opts.write_queue_max_bytes);
 	eb__bconn_close(c, "slow-consumer");
 	return 1;
 }

@@ -53,8 +53,8 @@ struct eb__stream {
 	const eb__stream_ops *ops;
 	uv_tcp_t              tcp;
 	eb__stream_cbs        cbs;
-	void                 *data;    /* the owner's */
-	size_t                queued;  /* uv_writes not done: bytes + requests */
+	void                 *data;   /* the owner's */
+	size_t                queued; /* uv_writes not done: bytes + requests */
 	int                   closing; /* close was called */
 	/* A transport layered over this stream (web/: WebSocket, SockJS)
 	 * or NULL; see eb__bconn_accept_from() in bridge_int.h. */

@@ -36,15 +36,15 @@ typedef struct eb__budget eb__budget;
 typedef void (*eb__budget_reclaim_fn)(eb__budget *bg, void *arg);
 
 struct eb__budget {
-	size_t                limit; /* 0: unbounded */
-	size_t                used;  /* every holder's bytes */
+	size_t                limit;    /* 0: unbounded */
+	size_t                used;     /* every holder's bytes */
 	size_t                external; /* of used: eb__budget_charge()'d */
 	eb__budget_reclaim_fn reclaim;  /* NULL: none */
 	void                 *reclaim_arg;
 };
 
-void eb__budget_init(eb__budget *bg, size_t limit, eb__budget_reclaim_fn fn,
-    void *arg);
+void eb__budget_init(
+    eb__budget *bg, size_t limit, eb__budget_reclaim_fn fn, void *arg);
 /* A holder's count changed from was to now bytes (never refused). */
 void eb__budget_adjust(eb__budget *bg, size_t was, size_t now);
 /* 1 when more is counted than the limit allows. */

@@ -111,7 +111,8 @@ eb__web_account(web_sess *ss)
 	uint64_t since = ss->req_started_ms;
 	size_t   held = ss->ws_partial + (since != 0 ? ss->body.cap : 0);
 
-	if (since == 0 || (ss->ws_partial_ms != 0 && ss->ws_partial_ms < since)) {
+	if (since == 0 ||
+	    (ss->ws_partial_ms != 0 && ss->ws_partial_ms < since)) {
 		since = ss->ws_partial_ms;
 	}
 	if (!ss->s->closing) {
@@ -651,7 +652,7 @@ on_body(http_parser *p, const char *at, size_t n)
 	web_sess *ss = sess_of(p);
 	size_t    max = (size_t) ss->w->bridge->opts.max_frame_bytes * 2u + 64u;
 
-	size_t    have = eb__buf_avail(&ss->body);
+	size_t have = eb__buf_avail(&ss->body);
 
 	if (ss->body_over || have + n > max) {
 		ss->body_over = 1;

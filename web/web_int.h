@@ -92,12 +92,12 @@ typedef struct web_sess {
 	 * call: wslay reads them in place (no copy kept). */
 	const char *rd_p;
 	size_t      rd_n;
-	eb__buf                 wsout; /* wslay's output, to the socket */
-	eb__buf                 feed;  /* frames for the bridge connection */
-	eb__buf                 msg;   /* a SockJS frame being assembled */
-	eb__buf                 one;   /* one outgoing message, reworded */
-	uint64_t                last_out_ms;
-	int                     proto_error; /* a SockJS message was broken */
+	eb__buf     wsout; /* wslay's output, to the socket */
+	eb__buf     feed;  /* frames for the bridge connection */
+	eb__buf     msg;   /* a SockJS frame being assembled */
+	eb__buf     one;   /* one outgoing message, reworded */
+	uint64_t    last_out_ms;
+	int         proto_error; /* a SockJS message was broken */
 	/* The unfinished WebSocket message wslay assembles: the payload it
 	 * has allocated for it (each frame's declared length, allocated at
 	 * the frame's start) and when its first frame began (0: none). */

@@ -1,8 +1,8 @@
 /* Unit tests for the node-wide input budget (common/budget.h). */
+#include <uv.h>
+
 #include "common/budget.h"
 #include "tests/harness/th.h"
-
-#include <uv.h>
 
 typedef struct reclaimer {
 	int    calls;
