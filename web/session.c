@@ -13,6 +13,7 @@
  * and the browser client would warn about an unhandled message.
  */
 #include <http_parser.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,8 +652,7 @@ on_body(http_parser *p, const char *at, size_t n)
 {
 	web_sess *ss = sess_of(p);
 	size_t    max = (size_t) ss->w->bridge->opts.max_frame_bytes * 2u + 64u;
-
-	size_t have = eb__buf_avail(&ss->body);
+	size_t    have = eb__buf_avail(&ss->body);
 
 	if (ss->body_over || have + n > max) {
 		ss->body_over = 1;
