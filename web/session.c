@@ -34,7 +34,7 @@
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 /* A scratch buffer bigger than this is given back once empty, so that an
  * idle session keeps little beyond what the accounting counts. */
-#define WEB_BUF_KEEP ((size_t) 65536)
+#define WEB_BUF_KEEP ((size_t) 16384)
 
 enum { HDR_NONE = 0, HDR_UPGRADE, HDR_KEY, HDR_VERSION, HDR_ORIGIN };
 

@@ -67,11 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FZ_STALLS      16                 /* loop turns without progress */
 /* What one connection may hold besides its counted bytes: the connection
  * and session structures, wslay's context, the HTTP parser, scratch
- * buffers (the layer keeps at most 64 KiB each, see session.c; with these
+ * buffers (the layer keeps at most 16 KiB each, see session.c; with these
  * bounds they stay far below). */
 #define FZ_CONN_ALLOWANCE ((size_t) 96 << 10)
 #define FZ_SLACK          ((size_t) 256 << 10) /* logs, jansson, libuv */
-#define FZ_BUF_KEEP       ((size_t) 65536)     /* WEB_BUF_KEEP */
+#define FZ_BUF_KEEP       ((size_t) 16384)     /* WEB_BUF_KEEP */
 
 static uv_loop_t  fz_loop;
 static eb_bus    *fz_bus;
