@@ -1012,6 +1012,16 @@ layer_close(eb__stream *s)
 {
 	web_sess *ss = sess_of_stream(s);
 
+	/* What the client made the session hold goes now, not when the
+	 * handle has closed (a later loop turn): the input budget closes
+	 * connections to free memory at once, many per turn. Nothing reads
+	 * or writes the session after close (every path checks closing). */
+	if (ss->ctx != NULL) {
+		wslay_event_context_free(ss->ctx);
+		ss->ctx = NULL;
+	}
+	ss->ws_partial = 0;
+	eb__buf_free(&ss->body);
 	ss->inner->close(s);
 }
 
