@@ -231,6 +231,17 @@ write_now(cfg_run *r, int64_t current)
 	if (r->expect < 0) {
 		r->expect = current;
 	}
+	if (r->len > eb__config_max_bytes(r->zk, r->root)) {
+		(void) fail(r,
+		    "%s: %zu bytes, more than the %zu bytes a configuration "
+		    "may have: a write carries it twice (the configuration "
+		    "and its history copy) in one ZooKeeper request of at "
+		    "most zookeeper.max_request_bytes = %zu (--max-request); "
+		    "nothing written",
+		    r->path, r->len, eb__config_max_bytes(r->zk, r->root),
+		    eb__zk_max_request(r->zk));
+		return;
+	}
 	rv = eb__config_write(
 	    r->zk, r->root, r->text, r->len, r->expect, written_cb, r);
 	if (rv != 0) {
