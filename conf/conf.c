@@ -550,11 +550,17 @@ check_zk_paths(load_ctx *lc)
 	char            *connect, *old_root, *root;
 	char            *slash;
 	const char      *why;
+	char             hosts_why[160];
 	size_t           n;
 
 	/* Both strings are owned by conf (const only in eb_cluster_opts). */
 	memcpy(&connect, &z->connect, sizeof(connect));
 	slash = strchr(connect, '/');
+	if (set(connect) && slash != connect &&
+	    (why = eb__conf_zk_hosts_problem(connect, strcspn(connect, "/"),
+	         hosts_why, sizeof(hosts_why))) != NULL) {
+		RULE_FAIL(lc, "zookeeper.connect", "%s", why);
+	}
 
 	if (slash != NULL && strcmp(slash, "/") == 0) {
 		*slash = '\0'; /* "h:p/": ZooKeeper's chroot "/" is none */
@@ -653,6 +659,8 @@ check_addresses(load_ctx *lc)
  * timeout; the election decides again with the negotiated one. Standalone
  * (no ZooKeeper) has no lease.
  */
+#define HEARTBEAT_MIN_MS 100u
+
 static int
 check_lease(load_ctx *lc)
 {
@@ -661,6 +669,14 @@ check_lease(load_ctx *lc)
 	eb_lease_plan           p;
 	const char             *key = NULL;
 
+	/* Each heartbeat is a quorum write (a check-only multi): 1 ms would
+	 * be 1 000 ZooKeeper writes/s for one node. */
+	if (el->heartbeat_ms != 0 && el->heartbeat_ms < HEARTBEAT_MIN_MS) {
+		RULE_FAIL(lc, "election.heartbeat_ms",
+		    "0 (session timeout / 4) or at least %u ms: each "
+		    "heartbeat is a ZooKeeper write, got %u",
+		    HEARTBEAT_MIN_MS, el->heartbeat_ms);
+	}
 	if (!set(z->connect)) {
 		return 0;
 	}
