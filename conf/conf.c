@@ -535,6 +535,26 @@ zk_path_problem(const char *p)
 	return NULL;
 }
 
+/* zookeeper.connect's host list (before the chroot), as the ZooKeeper
+ * client takes it (conf/zkhosts.c). "/chroot" alone is check_zk_paths'. */
+static int
+check_zk_hosts(load_ctx *lc)
+{
+	const char *connect = lc->conf->cluster.connect;
+	size_t      n;
+	const char *why;
+	char        buf[160];
+
+	if (!set(connect) || (n = strcspn(connect, "/")) == 0) {
+		return 0;
+	}
+	if ((why = eb__conf_zk_hosts_problem(connect, n, buf, sizeof(buf))) !=
+	    NULL) {
+		RULE_FAIL(lc, "zookeeper.connect", "%s", why);
+	}
+	return 0;
+}
+
 /*
  * zookeeper.connect "host:port[,...]/chroot": ZooKeeper's chroot suffix.
  * It is folded into zookeeper.root (connect "h:2181/app" with root
@@ -550,17 +570,11 @@ check_zk_paths(load_ctx *lc)
 	char            *connect, *old_root, *root;
 	char            *slash;
 	const char      *why;
-	char             hosts_why[160];
 	size_t           n;
 
 	/* Both strings are owned by conf (const only in eb_cluster_opts). */
 	memcpy(&connect, &z->connect, sizeof(connect));
 	slash = strchr(connect, '/');
-	if (set(connect) && slash != connect &&
-	    (why = eb__conf_zk_hosts_problem(connect, strcspn(connect, "/"),
-	         hosts_why, sizeof(hosts_why))) != NULL) {
-		RULE_FAIL(lc, "zookeeper.connect", "%s", why);
-	}
 
 	if (slash != NULL && strcmp(slash, "/") == 0) {
 		*slash = '\0'; /* "h:p/": ZooKeeper's chroot "/" is none */
@@ -855,6 +869,7 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	if (rv == 0) {
 		derive(lc.conf, lc.origin);
 		if ((rv = check_zookeeper(&lc)) == 0 &&
+		    (rv = check_zk_hosts(&lc)) == 0 &&
 		    (rv = check_zk_paths(&lc)) == 0 &&
 		    (rv = check_addresses(&lc)) == 0 &&
 		    (rv = check_lease(&lc)) == 0 &&
