@@ -497,6 +497,52 @@ option(int argc, char **argv, int *i, cfg_run *r)
 	return 1;
 }
 
+/* The command word and its argument (NULL: none). */
+static int
+command(cfg_run *r, const char *cmd, const char *arg)
+{
+	if (cmd == NULL) {
+		return usage();
+	}
+	if (strcmp(cmd, "get") == 0 && arg == NULL) {
+		r->op = OP_GET;
+	} else if (strcmp(cmd, "history") == 0 && arg == NULL) {
+		r->op = OP_HISTORY;
+	} else if (strcmp(cmd, "set") == 0 && arg != NULL) {
+		r->op = OP_SET;
+		r->file = arg;
+	} else if (strcmp(cmd, "diff") == 0 && arg != NULL) {
+		r->op = OP_DIFF;
+		r->file = arg;
+	} else if (strcmp(cmd, "rollback") == 0 && arg != NULL) {
+		r->op = OP_ROLLBACK;
+		r->target = number(arg, 1, INT32_MAX);
+		if (r->target <= 0) {
+			return usage();
+		}
+	} else {
+		return usage();
+	}
+	return CTL_EXIT_OK;
+}
+
+/* The request bound before --max-request: EBCTL_ZK_MAX_REQUEST or the
+ * nodes' default. */
+static int
+max_request_default(cfg_run *r)
+{
+	r->max_request = number(env_or("EBCTL_ZK_MAX_REQUEST", "1000000"),
+	    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+	if (r->max_request < 0) {
+		(void) fprintf(stderr,
+		    "ebctl: config: EBCTL_ZK_MAX_REQUEST: not a number in "
+		    "%u..%u\n",
+		    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+		return CTL_EXIT_USAGE;
+	}
+	return CTL_EXIT_OK;
+}
+
 static int
 parse(int argc, char **argv, cfg_run *r)
 {
@@ -508,14 +554,8 @@ parse(int argc, char **argv, cfg_run *r)
 	r->auth = env_or("EBCTL_ZK_AUTH", NULL);
 	r->expect = -1;
 	r->timeout_ms = CTL_DEFAULT_TIMEOUT;
-	r->max_request = number(env_or("EBCTL_ZK_MAX_REQUEST", "1000000"),
-	    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
-	if (r->max_request < 0) {
-		(void) fprintf(stderr,
-		    "ebctl: config: EBCTL_ZK_MAX_REQUEST: not a number in "
-		    "%u..%u\n",
-		    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
-		return CTL_EXIT_USAGE;
+	if ((rv = max_request_default(r)) != CTL_EXIT_OK) {
+		return rv;
 	}
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -543,27 +583,8 @@ parse(int argc, char **argv, cfg_run *r)
 			arg = a;
 		}
 	}
-	if (cmd == NULL) {
-		return usage();
-	}
-	if (strcmp(cmd, "get") == 0 && arg == NULL) {
-		r->op = OP_GET;
-	} else if (strcmp(cmd, "history") == 0 && arg == NULL) {
-		r->op = OP_HISTORY;
-	} else if (strcmp(cmd, "set") == 0 && arg != NULL) {
-		r->op = OP_SET;
-		r->file = arg;
-	} else if (strcmp(cmd, "diff") == 0 && arg != NULL) {
-		r->op = OP_DIFF;
-		r->file = arg;
-	} else if (strcmp(cmd, "rollback") == 0 && arg != NULL) {
-		r->op = OP_ROLLBACK;
-		r->target = number(arg, 1, INT32_MAX);
-		if (r->target <= 0) {
-			return usage();
-		}
-	} else {
-		return usage();
+	if ((rv = command(r, cmd, arg)) != CTL_EXIT_OK) {
+		return rv;
 	}
 	(void) snprintf(r->path, sizeof(r->path), "%s/config", r->root);
 	return CTL_EXIT_OK;
