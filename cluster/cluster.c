@@ -1149,6 +1149,7 @@ eb_cluster_stats_get(eb_cluster *c, eb_cluster_stats *out)
 		out->zk_state = zk_state_name(c);
 		out->zk_session_id = eb__zk_session_id(c->zk);
 		out->zk_requests = eb__zk_requests(c->zk);
+		out->zk_too_big = eb__zk_too_big(c->zk);
 	}
 	if (c->cc != NULL) {
 		out->members = (uint32_t) eb__childcache_count(c->cc);

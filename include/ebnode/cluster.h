@@ -188,8 +188,9 @@ typedef struct eb_cluster_stats {
 	uint32_t    members;         /* in the member cache (standalone: 1) */
 	uint32_t    members_invalid; /* children ignored: not valid members */
 	uint64_t    zk_requests;     /* requests sent to ZooKeeper */
-	uint64_t    leads;           /* times this node was elected */
-	uint64_t    leader_changes;  /* times the known leader changed */
+	uint64_t    zk_too_big; /* refused: above zookeeper.max_request_bytes */
+	uint64_t    leads;      /* times this node was elected */
+	uint64_t    leader_changes; /* times the known leader changed */
 	/* ZooKeeper session events seen. */
 	uint64_t zk_connected, zk_suspended, zk_reconnected, zk_expired,
 	    zk_auth_failed;
