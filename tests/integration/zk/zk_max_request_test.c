@@ -140,15 +140,18 @@ test_estimate_never_undercounts(void **state)
 	th_loop          *t = *state;
 	zkit_events       e = { .n = 0 };
 	zkit_res          r;
-	char              root[128], big[192];
-	const char *const names[] = { "big", NULL };
+	char              root[128], big[192], m[192];
+	const char *const names[] = { "big", "m", NULL };
+	struct multi_res  mr = { 0, 0 };
+	eb_zk_op          ops[2];
 	eb_zk            *zk;
 	char             *data;
-	size_t            n;
+	size_t            n, len;
 
 	th_watchdog_ms(t, 60000);
 	zkit_unique_root(root, sizeof(root));
 	(void) snprintf(big, sizeof(big), "%s/big", root);
+	(void) snprintf(m, sizeof(m), "%s/m", root);
 	zk = open_bounded(t, SERVER_BOUND, &e);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	n = fit_create(zk, big, SERVER_BOUND);
@@ -160,11 +163,24 @@ test_estimate_never_undercounts(void **state)
 	memset(&r, 0, sizeof(r));
 	assert_int_equal(zkit_exists(t, zk, big, NULL, NULL, &r), 0);
 	assert_int_equal(r.stat.data_length, (int32_t) n);
+	/* The same for a multi (a set and a create) at the server's limit. */
+	memset(ops, 0, sizeof(ops));
+	ops[0] = (eb_zk_op){
+		.type = EB_ZK_OP_SET, .path = big, .data = data, .version = -1
+	};
+	ops[1] = (eb_zk_op){ .type = EB_ZK_OP_CREATE, .path = m, .data = "" };
+	len = SERVER_BOUND - eb__zk_multi_bytes(zk, ops, 2);
+	assert_true(len <= n);
+	ops[0].len = len;
+	assert_int_equal(eb__zk_multi_bytes(zk, ops, 2), SERVER_BOUND);
+	assert_int_equal(eb__zk_multi(zk, ops, 2, multi_cb, &mr), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &mr.done, 15000), 0);
+	assert_int_equal(mr.status, 0);
 	assert_int_equal(e.n, 1); /* CONNECTED only */
 	(void) fprintf(stderr,
-	    "max_request: create of %zu data bytes estimated at %u "
-	    "accepted\n",
-	    n, SERVER_BOUND);
+	    "max_request: create of %zu data bytes and a multi setting %zu, "
+	    "both estimated at %u, accepted\n",
+	    n, len, SERVER_BOUND);
 	cleanup(t, zk, root, names);
 	free(data);
 	zkit_close(t, zk);
