@@ -2,7 +2,10 @@
  * it.zk.max_request: zookeeper.max_request_bytes against the real ZooKeeper
  * fixture (shared `zk`, default jute.maxbuffer 1048575).
  *   - the estimate never undercounts: with the bound set to the server's own
- *     limit, a create estimated at exactly that limit is accepted;
+ *     limit, a create and a multi estimated at exactly that limit are
+ *     accepted;
+ *   - its slack is known: a create with the open ACL is 45 bytes below its
+ *     estimate, to the byte (limit + 45 taken, limit + 46 dropped);
  *   - at the default bound a request estimated at the bound is sent and one
  *     byte more (create, set, a multi) is refused in the call with
  *     EB_EZKTOOBIG, and the session never notices: no session event, the
@@ -186,6 +189,44 @@ test_estimate_never_undercounts(void **state)
 	zkit_close(t, zk);
 }
 
+/* The estimate's slack, pinned against the server: a create with the open
+ * ACL is estimated 45 bytes above its real size (ACL allowance 64 for 27,
+ * 8 for a TTL not sent), so estimated at the server's limit + 45 it is
+ * exactly at the limit and taken, and one byte more is refused by the
+ * server (the connection dropped). */
+static void
+test_estimate_slack(void **state)
+{
+	th_loop          *t = *state;
+	zkit_events       e = { .n = 0 };
+	zkit_res          r;
+	char              root[128], p1[192], p2[192];
+	const char *const names[] = { "p1", "p2", NULL };
+	eb_zk            *zk;
+	char             *data;
+	size_t            n;
+
+	th_watchdog_ms(t, 60000);
+	zkit_unique_root(root, sizeof(root));
+	(void) snprintf(p1, sizeof(p1), "%s/p1", root);
+	(void) snprintf(p2, sizeof(p2), "%s/p2", root);
+	zk = open_bounded(t, 100u << 20, &e);
+	assert_int_equal(zkit_ensure(t, zk, root), 0);
+	n = fit_create(zk, p1, SERVER_BOUND + 45);
+	data = filler(n + 1);
+	data[n] = '\0';
+	assert_int_equal(zkit_create(t, zk, p1, data, 0, &r), 0);
+	assert_int_equal(e.n, 1);
+	data[n] = 'z';
+	assert_int_equal(zkit_create(t, zk, p2, data, 0, &r), EB_EZKLOSS);
+	assert_int_equal(zkit_wait_events(t, &e, 3, 20000), 0);
+	assert_int_equal(e.ev[1], EB_ZK_EV_SUSPENDED);
+	assert_int_equal(e.ev[2], EB_ZK_EV_RECONNECTED);
+	cleanup(t, zk, root, names);
+	free(data);
+	zkit_close(t, zk);
+}
+
 static void
 test_refused_locally_session_untouched(void **state)
 {
@@ -311,6 +352,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_estimate_never_undercounts, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_estimate_slack, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_refused_locally_session_untouched, th_setup,
 		    th_teardown),
