@@ -162,11 +162,6 @@ extern const size_t         eb__conf_schema_len;
 /* The entry for a full key path, or NULL. */
 const eb__conf_entry *eb__conf_find(const char *path);
 
-/* zookeeper.connect's host list s[0..n) (before any "/chroot"), checked as
- * the ZooKeeper C client takes it (conf/zkhosts.c): NULL when valid, else
- * a one-line reason written into buf (cap bytes) and returned. */
-const char *eb__conf_zk_hosts_problem(
-    const char *s, size_t n, char *buf, size_t cap);
 /* True if path names a section ("bridge", "bridge.tls"). */
 bool eb__conf_is_section(const char *path);
 /* Sets every value to its default: the modules' _opts_init, then the rows

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conf/conf_int.h"
+#include "conf/conf.h"
 
 #define HOSTNAME_MAX 253u
 #define LABEL_MAX    63u

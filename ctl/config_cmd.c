@@ -497,6 +497,24 @@ option(int argc, char **argv, int *i, cfg_run *r)
 	return 1;
 }
 
+/* --zk as the nodes' zookeeper.connect is checked: a list the ZooKeeper
+ * client refuses (or never connects with) is a usage error, not a time-out
+ * or an "init-failed" later. */
+static int
+connect_check(const cfg_run *r)
+{
+	const char *why;
+	char        buf[160];
+
+	why = eb__conf_zk_hosts_problem(
+	    r->connect, strcspn(r->connect, "/"), buf, sizeof(buf));
+	if (why != NULL) {
+		(void) fprintf(stderr, "ebctl: config: --zk: %s\n", why);
+		return CTL_EXIT_USAGE;
+	}
+	return CTL_EXIT_OK;
+}
+
 /* The command word and its argument (NULL: none). */
 static int
 command(cfg_run *r, const char *cmd, const char *arg)
@@ -583,7 +601,8 @@ parse(int argc, char **argv, cfg_run *r)
 			arg = a;
 		}
 	}
-	if ((rv = command(r, cmd, arg)) != CTL_EXIT_OK) {
+	if ((rv = command(r, cmd, arg)) != CTL_EXIT_OK ||
+	    (rv = connect_check(r)) != CTL_EXIT_OK) {
 		return rv;
 	}
 	(void) snprintf(r->path, sizeof(r->path), "%s/config", r->root);

@@ -15,6 +15,8 @@ ZooKeeper (no node needed: ebctl writes <root>/config itself).
    byte more is refused.
 3. --max-request: a lower bound is honoured (a 40 KB configuration refused
    at 65536, the same one accepted at the default).
+4. --zk is checked like zookeeper.connect: a usage error (exit 2) naming
+   the problem, instead of a time-out or "init-failed" later.
 """
 import json
 import os
@@ -144,6 +146,20 @@ class ConfigSize(unittest.TestCase):
         code, _, err = ctl(self.root, "set", self.file(text))
         self.assertEqual(code, 0, err)
         self.assertEqual(self.version()["version"], 1)
+
+    def test_bad_zk_is_usage(self):
+        # --zk is held to zookeeper.connect's rules: a list the client
+        # refuses is a usage error at once, not a time-out later.
+        for value, why in ((",", "empty entry"),
+                           ("127.0.0.1:0", "port not in 1..65535"),
+                           ("[::1]:2181", "write an IPv6 address bare")):
+            p = subprocess.run([EBCTL, "config", "--timeout", "2000",
+                                "--zk", value, "get"],
+                               capture_output=True, text=True,
+                               timeout=ebtest.scaled(20))
+            self.assertEqual(p.returncode, 2, (value, p.stderr))
+            self.assertIn("--zk: ", p.stderr)
+            self.assertIn(why, p.stderr)
 
 
 if __name__ == "__main__":
