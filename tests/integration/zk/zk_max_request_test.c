@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebnode/log.h>
+
 #include "tests/harness/th.h"
 #include "tests/integration/zk/zkit.h"
 #include "zk/zk.h"
@@ -30,6 +32,22 @@
 #define BIG          600000u
 
 static char *connect_str;
+
+/* The "request-too-big" lines logged (the rest goes to stderr). */
+static char too_big_line[512];
+static int  too_big_lines;
+
+static void
+log_sink(eb_log_level level, const char *line, void *arg)
+{
+	(void) arg;
+	if (strstr(line, "request-too-big") != NULL) {
+		too_big_lines++;
+		assert_int_equal(level, EB_LOG_LEVEL_WARN);
+		(void) snprintf(too_big_line, sizeof(too_big_line), "%s", line);
+	}
+	(void) fprintf(stderr, "%s\n", line);
+}
 
 static int
 group_setup(void **state)
@@ -253,10 +271,21 @@ test_refused_locally_session_untouched(void **state)
 	n = fit_create(zk, a, EB_ZK_DEFAULT_MAX_REQUEST);
 	data = filler(n + 128);
 	data[n + 1] = '\0';
-	/* One byte over: refused in the call, nothing sent. */
+	/* One byte over: refused in the call, nothing sent, one line with
+	 * both figures. */
+	too_big_lines = 0;
+	eb_log_set_sink(log_sink, NULL);
 	assert_int_equal(
 	    eb__zk_create(zk, a, data, n + 1, 0, never_create_cb, NULL),
 	    EB_EZKTOOBIG);
+	eb_log_set_sink(NULL, NULL);
+	assert_int_equal(too_big_lines, 1);
+	assert_non_null(strstr(
+	    too_big_line, "zk: request-too-big: op=create path=/ebtest-zk/"));
+	assert_non_null(
+	    strstr(too_big_line, "bytes=1000001 max_request_bytes=1000000"));
+	assert_string_equal(eb_strerror(EB_EZKTOOBIG),
+	    "ZooKeeper request exceeds zookeeper.max_request_bytes");
 	/* At the bound: sent and taken. */
 	data[n] = '\0';
 	memset(&r, 0, sizeof(r));
