@@ -234,6 +234,10 @@ emit_role(eb__prom *w, const eb__cluster_view *v, const eb_cluster_stats *cs,
 	eb__prom_one(w, "ebnode_zk_requests_total", "counter",
 	    "Requests this node sent to ZooKeeper (current session object).",
 	    cs->zk_requests);
+	eb__prom_one(w, "ebnode_zk_requests_too_big_total", "counter",
+	    "Requests refused before sending: above "
+	    "zookeeper.max_request_bytes (current session object).",
+	    cs->zk_too_big);
 	eb__prom_one(w, "ebnode_leader_elections_total", "counter",
 	    "Times this node started leading.", cs->leads);
 	eb__prom_one(w, "ebnode_leader_changes_total", "counter",

@@ -137,6 +137,13 @@ json_t *eb_conf_keys_to_json(const eb_conf *conf, bool dynamic);
 size_t eb_conf_static_changes(
     const eb_conf *a, const eb_conf *b, char *out, size_t n);
 
+/* zookeeper.connect's host list s[0..n) (before any "/chroot"), checked as
+ * the ZooKeeper C client takes it (conf/zkhosts.c; also ebctl's --zk):
+ * NULL when valid, else a one-line reason written into buf (cap bytes) and
+ * returned. */
+const char *eb__conf_zk_hosts_problem(
+    const char *s, size_t n, char *buf, size_t cap);
+
 /* The environment variable for a key path: "bridge.port" ->
  * "EBNODE_BRIDGE_PORT". Writes at most n bytes; returns 0 or EB_ECONF (too
  * long). */

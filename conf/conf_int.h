@@ -161,6 +161,7 @@ extern const size_t         eb__conf_schema_len;
 
 /* The entry for a full key path, or NULL. */
 const eb__conf_entry *eb__conf_find(const char *path);
+
 /* True if path names a section ("bridge", "bridge.tls"). */
 bool eb__conf_is_section(const char *path);
 /* Sets every value to its default: the modules' _opts_init, then the rows

@@ -119,6 +119,7 @@ typedef struct special {
 } special;
 
 static const special specials[] = {
+	{ "zookeeper.connect", "zk-t:2181", { NULL } },
 	{ "zookeeper.root", "/t/r", { NULL } },
 	{ "zookeeper.auth.scheme", "digest",
 	    { "zookeeper.auth.credentials=u:p" } },
