@@ -205,6 +205,20 @@ eb__cluster_root(const eb_cluster *c)
 	return c->root;
 }
 
+void
+eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo)
+{
+	eb__zk_opts_init(zo);
+	zo->connect = c->connect;
+	zo->session_timeout_ms = c->o.session_timeout_ms;
+	if (c->auth_scheme[0] != '\0') {
+		zo->auth_scheme = c->auth_scheme;
+		zo->auth_credentials = c->auth_credentials;
+	}
+	zo->acl = c->o.acl == EB_CLUSTER_ACL_CREATOR ? EB_ZK_ACL_CREATOR
+	                                             : EB_ZK_ACL_OPEN;
+}
+
 uint32_t
 eb__cluster_zk_tick_ms(const eb_cluster *c)
 {
@@ -879,15 +893,7 @@ clustered_new(eb_cluster *c)
 	eb_registry_opts ro;
 	int              rv;
 
-	eb__zk_opts_init(&zo);
-	zo.connect = c->connect;
-	zo.session_timeout_ms = c->o.session_timeout_ms;
-	if (c->auth_scheme[0] != '\0') {
-		zo.auth_scheme = c->auth_scheme;
-		zo.auth_credentials = c->auth_credentials;
-	}
-	zo.acl = c->o.acl == EB_CLUSTER_ACL_CREATOR ? EB_ZK_ACL_CREATOR
-	                                            : EB_ZK_ACL_OPEN;
+	eb__cluster_zk_opts(c, &zo);
 	rv = eb__zk_new(c->loop, &zo, zk_event_cb, c, &c->zk);
 	if (rv != 0) {
 		c->zk = NULL;

@@ -91,8 +91,8 @@ shared_start(eb_node *n)
 {
 	if (n->conf->cluster.connect == NULL ||
 	    n->conf->cluster.connect[0] == '\0' ||
-	    eb__shared_host_start(
-	        n->loop, n->cluster.cluster, n->bus, &n->shared) != 0) {
+	    eb__shared_host_start(n->loop, n->cluster.cluster, n->bus,
+	        &n->conf->shared, &n->shared) != 0) {
 		return;
 	}
 	if (n->bridge != NULL) {

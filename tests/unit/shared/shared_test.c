@@ -71,7 +71,7 @@ sn_open(th_loop *t, snode *n)
 	assert_int_equal(fakezk_client_new(srv, 2000, ev_cb, n, &n->zk), 0);
 	assert_int_equal(eb__zk_start(n->zk), 0);
 	assert_int_equal(th_run_until(t, connected, n, 5000), 0);
-	n->s = eb__shared_new_zk(&t->loop, n->zk, ROOT, 0);
+	n->s = eb__shared_new_zk(&t->loop, n->zk, ROOT, 0, NULL);
 }
 
 static void
