@@ -13,7 +13,8 @@
  * A create under <root>/counters first reads the parent's numChildren:
  * at o.max_counters names it fails with EB_EFULL. Concurrent creates on
  * several nodes may each pass that check, so the cap can be passed by at
- * most the number of creates in flight at that moment.
+ * most the number of creates other nodes have in flight at that moment
+ * (this node's own creates in flight are counted).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,7 +33,8 @@ struct eb__counter_op {
 	uint64_t         live;
 	char            *path;
 	int              kind; /* 'g', 'a', 'c', 'd' */
-	int              capped; /* a counter name: creates are capped */
+	int              capped;   /* a counter name: creates are capped */
+	int              reserved; /* counted in s->counter_creates */
 	int64_t          a, b; /* add: a = delta; cas: a = expect, b = update */
 	int              ensured;
 	int64_t          value; /* the value being written or confirmed */
@@ -45,12 +47,22 @@ struct eb__counter_op {
 static void op_read(eb__counter_op *op);
 
 static void
+unreserve(eb__counter_op *op)
+{
+	if (op->reserved) {
+		op->reserved = 0;
+		op->s->counter_creates--;
+	}
+}
+
+static void
 op_end(eb__counter_op *op, int status, int64_t value, int ok)
 {
 	eb_shared *s = op->s;
 
 	eb_list_remove(&op->link);
 	eb__zk_live_del(s->zk, op->live);
+	unreserve(op);
 	if (status == 0) {
 		s->st.counter_ops++;
 	}
@@ -152,8 +164,11 @@ count_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 	if (op == NULL) {
 		return;
 	}
+	/* This node's creates in flight count too (their names may not be
+	 * in num_children yet): one node alone never passes the cap. */
 	if (status == 0 && op->s->o.max_counters != 0 &&
-	    (uint32_t) st->num_children >= op->s->o.max_counters) {
+	    (uint64_t) st->num_children + op->s->counter_creates >=
+	        op->s->o.max_counters) {
 		op->s->st.refused++;
 		op_end(op, EB_EFULL, 0, 0);
 		return;
@@ -162,6 +177,8 @@ count_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 		op_end(op, op_status(status), 0, 0);
 		return;
 	}
+	op->reserved = 1;
+	op->s->counter_creates++;
 	if ((rv = op_create_now(op)) != 0) {
 		op_end(op, op_status(rv), 0, 0);
 	}
@@ -210,6 +227,7 @@ create_cb(eb_zk *zk, int status, const char *path, void *arg)
 	if (op == NULL) {
 		return;
 	}
+	unreserve(op);
 	if (status == EB_EZKNODEEXISTS) {
 		op_retry(op);
 	} else if (status == EB_EZKNONODE && !op->ensured) {

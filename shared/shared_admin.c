@@ -33,6 +33,23 @@ shared_metrics(eb__prom *w, void *arg)
 	    "Unique ids handed out.", st.ids);
 	eb__prom_one(w, "ebnode_shared_id_blocks_total", "counter",
 	    "Id blocks taken from ZooKeeper.", st.id_blocks);
+	eb__prom_one(w, "ebnode_shared_refused_total", "counter",
+	    "Lock acquisitions and counter creates refused by a cap (429).",
+	    st.refused);
+	eb__prom_one(w, "ebnode_shared_lock_deletes_pending", "gauge",
+	    "Lock nodes still to delete (in flight or retried with back-off).",
+	    st.deletes_pending);
+	eb__prom_one(w, "ebnode_shared_counters_deleted_total", "counter",
+	    "Counters deleted.", st.counters_deleted);
+	eb__prom_one(w, "ebnode_shared_zk_connected", "gauge",
+	    "1 while shared data's own ZooKeeper session is connected.",
+	    *slot != NULL && st.zk_state == 1 ? 1 : 0);
+	eb__prom_one(w, "ebnode_shared_zk_suspensions_total", "counter",
+	    "Connection losses of shared data's own ZooKeeper session.",
+	    st.zk_suspensions);
+	eb__prom_one(w, "ebnode_shared_zk_expiries_total", "counter",
+	    "Expiries of shared data's own ZooKeeper session.",
+	    st.zk_expiries);
 }
 
 void

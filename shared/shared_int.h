@@ -60,6 +60,7 @@ struct eb_shared {
 	uv_timer_t     retry;        /* lock node deletes that failed */
 	uint32_t       retry_ms;     /* the next retry's back-off */
 	size_t         deletes;      /* lock node deletes in flight */
+	uint64_t       counter_creates; /* capped counter creates in flight */
 	uint64_t       zk_events[6]; /* own session events, by eb_zk_event */
 	uint32_t    lease_ms;    /* 0: no safe lease (locks refused) */
 	uint32_t    heartbeat_ms;
