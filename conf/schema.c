@@ -199,6 +199,8 @@ const eb__conf_entry eb__conf_schema[] = {
 	S("zookeeper.auth.credentials", cluster.auth_credentials,
 	    EB__CF_SECRET | EB__CF_NULLSTR),
 	E("zookeeper.acl", cluster.acl, acl_words, acl_vals),
+	SZ("zookeeper.max_request_bytes", cluster.max_request_bytes,
+	    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX),
 	U32("election.heartbeat_ms", cluster.election.heartbeat_ms, 0, 600000),
 	U32("election.lease_ms", cluster.election.lease_ms, 0, 600000),
 	SD("cluster.name", link.cluster_name, "default", EB__CF_NONEMPTY),

@@ -13,7 +13,9 @@
  * way. Options: --zk HOSTS (EBCTL_ZK), --root PATH (EBCTL_ZK_ROOT, default
  * /ebnode/default), --zk-auth USER:PASSWORD (EBCTL_ZK_AUTH: digest; the
  * znodes written get the creator ACL, writable only with that credential),
- * --expect VERSION, --timeout MS, --json.
+ * --expect VERSION, --timeout MS, --json, --max-request BYTES
+ * (EBCTL_ZK_MAX_REQUEST: the nodes' zookeeper.max_request_bytes, default
+ * 1000000; ebctl's writes are held to it like the node's).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -25,6 +27,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include <ebnode/cluster.h>
 #include <ebnode/err.h>
 #include <ebnode/log.h>
 
@@ -46,6 +49,7 @@ typedef struct cfg_run {
 	int64_t     target; /* rollback */
 	int         json;
 	int         timeout_ms;
+	int64_t     max_request; /* zookeeper.max_request_bytes */
 	char       *text; /* set/diff: the file; rollback: the old content */
 	size_t      len;
 	uv_loop_t   loop;
@@ -409,6 +413,7 @@ usage_to(FILE *out, int code)
 	    "usage: ebctl config [--zk HOSTS] [--root PATH] "
 	    "[--zk-auth USER:PASSWORD]\n"
 	    "                    [--expect VERSION] [--timeout MS] [--json]\n"
+	    "                    [--max-request BYTES]\n"
 	    "                    get | set FILE | diff FILE | history | "
 	    "rollback VERSION\n"
 	    "HOSTS: env EBCTL_ZK (127.0.0.1:2181); PATH: env EBCTL_ZK_ROOT "
@@ -463,6 +468,12 @@ option(int argc, char **argv, int *i, cfg_run *r)
 		if (r->expect < 0) {
 			return -1;
 		}
+	} else if (strcmp(a, "--max-request") == 0) {
+		r->max_request = number(
+		    v, EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+		if (r->max_request < 0) {
+			return -1;
+		}
 	} else if (strcmp(a, "--timeout") == 0) {
 		r->timeout_ms = (int) number(v, 1, 3600000);
 		if (r->timeout_ms < 0) {
@@ -486,6 +497,15 @@ parse(int argc, char **argv, cfg_run *r)
 	r->auth = env_or("EBCTL_ZK_AUTH", NULL);
 	r->expect = -1;
 	r->timeout_ms = CTL_DEFAULT_TIMEOUT;
+	r->max_request = number(env_or("EBCTL_ZK_MAX_REQUEST", "1000000"),
+	    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+	if (r->max_request < 0) {
+		(void) fprintf(stderr,
+		    "ebctl: config: EBCTL_ZK_MAX_REQUEST: not a number in "
+		    "%u..%u\n",
+		    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+		return CTL_EXIT_USAGE;
+	}
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -568,6 +588,7 @@ eb__ctl_config_main(int argc, char **argv)
 	(void) uv_loop_init(&r.loop);
 	eb__zk_opts_init(&zo);
 	zo.connect = r.connect;
+	zo.max_request_bytes = (size_t) r.max_request;
 	if (r.auth != NULL) {
 		zo.auth_scheme = "digest";
 		zo.auth_credentials = r.auth;

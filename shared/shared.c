@@ -517,41 +517,33 @@ renew_cb(
 }
 
 size_t
-eb__shared_chunk(const char *const *paths, size_t n, size_t max_bytes)
+eb__shared_chunk(const eb_zk *zk, const eb_zk_op *ops, size_t n)
 {
-	size_t bytes = EB__SHARED_MULTI_BASE, k;
+	size_t bytes = eb__zk_multi_bytes(zk, ops, 0), k;
 
 	for (k = 0; k < n; k++) {
-		bytes += EB__SHARED_CHECK_BYTES + strlen(paths[k]);
-		if (bytes > max_bytes && k > 0) {
+		bytes += eb__zk_multi_op_bytes(zk, &ops[k]);
+		if (bytes > eb__zk_max_request(zk) && k > 0) {
 			break;
 		}
 	}
 	return k;
 }
 
-/* One renewal multi: checks of paths[0..n), the locks lives[0..n). */
+/* One renewal multi: ops[0..n), the locks lives[0..n). */
 static void
-renew_send(eb_shared *s, const char *const *paths, const uint64_t *lives,
-    size_t n, uint64_t sent)
+renew_send(eb_shared *s, const eb_zk_op *ops, const uint64_t *lives, size_t n,
+    uint64_t sent)
 {
-	eb_zk_op  *ops = eb__calloc(n, sizeof(*ops));
 	renew_req *q = eb__calloc(1, sizeof(*q) + n * sizeof(q->lives[0]));
-	size_t     i;
 
 	q->s_live = s->live;
 	q->sent = sent;
 	q->n = n;
-	for (i = 0; i < n; i++) {
-		ops[i].type = EB_ZK_OP_CHECK;
-		ops[i].path = paths[i];
-		ops[i].version = 0; /* lock nodes are never written */
-		q->lives[i] = lives[i];
-	}
+	memcpy(q->lives, lives, n * sizeof(lives[0]));
 	if (eb__zk_multi(s->zk, ops, n, renew_cb, q) != 0) {
 		free(q);
 	}
-	free(ops);
 }
 
 /* Every heartbeat_ms while locks are held, even while earlier renewals are
@@ -561,17 +553,17 @@ renew_send(eb_shared *s, const char *const *paths, const uint64_t *lives,
 static void
 heartbeat_cb(uv_timer_t *t)
 {
-	eb_shared   *s = t->data;
-	size_t       n = count_state(s, LK_HELD), i = 0, k;
-	const char **paths;
-	uint64_t    *lives, sent = eb__mono_ms();
-	eb_list     *it;
+	eb_shared *s = t->data;
+	size_t     n = count_state(s, LK_HELD), i = 0, k;
+	eb_zk_op  *ops;
+	uint64_t  *lives, sent = eb__mono_ms();
+	eb_list   *it;
 
 	if (n == 0) {
 		(void) uv_timer_stop(&s->heartbeat);
 		return;
 	}
-	paths = eb__calloc(n, sizeof(*paths));
+	ops = eb__calloc(n, sizeof(*ops));
 	lives = eb__calloc(n, sizeof(*lives));
 	for (it = s->locks.next; it != &s->locks && i < n; it = it->next) {
 		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
@@ -579,17 +571,19 @@ heartbeat_cb(uv_timer_t *t)
 		if (lk->state != LK_HELD || !lk->user) {
 			continue;
 		}
-		paths[i] = lk->path;
+		ops[i].type = EB_ZK_OP_CHECK;
+		ops[i].path = lk->path;
+		ops[i].version = 0; /* lock nodes are never written */
 		lives[i] = lk->live;
 		i++;
 	}
 	n = i;
 	for (i = 0; i < n; i += k) {
-		k = eb__shared_chunk(
-		    paths + i, n - i, eb__zk_max_request(s->zk));
-		renew_send(s, paths + i, lives + i, k, sent);
+		k = eb__shared_chunk(s->zk, ops + i, n - i);
+		renew_send(s, ops + i, lives + i, k, sent);
+		s->st.renewals++;
 	}
-	free(paths);
+	free(ops);
 	free(lives);
 }
 

@@ -36,6 +36,9 @@ shared_metrics(eb__prom *w, void *arg)
 	eb__prom_one(w, "ebnode_shared_refused_total", "counter",
 	    "Lock acquisitions and counter creates refused by a cap (429).",
 	    st.refused);
+	eb__prom_one(w, "ebnode_shared_lock_renewals_total", "counter",
+	    "Lock lease renewal multis sent (each under the request limit).",
+	    st.renewals);
 	eb__prom_one(w, "ebnode_shared_lock_deletes_pending", "gauge",
 	    "Lock nodes still to delete (in flight or retried with back-off).",
 	    st.deletes_pending);

@@ -18,24 +18,8 @@
 #include "common/vec.h"
 #include "zk/zk.h"
 
-/* TEMPORARY until b22-cfg ("zk: max_request_bytes") is merged, which
- * declares this in zk/zk.h: the ZooKeeper request limit in bytes. */
-static inline size_t
-eb__zk_max_request(const eb_zk *zk)
-{
-	(void) zk;
-	return 1000000;
-}
-
 #define EB__SHARED_NAME_MAX 200
 #define EB__SHARED_PATH_MAX 700
-
-/* Bytes a multi costs besides its ops (request and multi headers,
- * the closing header) and bytes each check op costs besides its path
- * (op header, path length, version), with room to spare: a renewal chunk
- * is sized with these against eb__zk_max_request(). */
-#define EB__SHARED_MULTI_BASE  64
-#define EB__SHARED_CHECK_BYTES 32
 
 /* Back-off of the lock node delete retries (ms): doubles up to the max. */
 #define EB__SHARED_RETRY_MIN_MS 100
@@ -102,9 +86,9 @@ void eb__counter_cancel_all(eb_shared *s);
 void eb__id_cancel_all(eb_shared *s);
 void eb__id_defer_cb(uv_timer_t *t);
 
-/* The checks of one renewal chunk: how many of the paths (in order, from
- * first) fit one multi under max_bytes (at least 1 when n > 0). */
-size_t eb__shared_chunk(
-    const char *const *paths, size_t n, size_t max_bytes);
+/* One renewal chunk: how many of ops[0..n) (from the first) fit one multi
+ * under eb__zk_max_request(zk) by eb_zk's own estimate (at least 1 when
+ * n > 0: a single check always fits, paths being short). */
+size_t eb__shared_chunk(const eb_zk *zk, const eb_zk_op *ops, size_t n);
 
 #endif

@@ -106,6 +106,7 @@ typedef struct eb_shared_stats {
 	uint64_t ids;             /* ids handed out */
 	uint64_t id_blocks;       /* blocks taken */
 	uint64_t refused;         /* calls refused by a cap (EB_EFULL) */
+	uint64_t renewals;        /* lease renewal multis sent (chunks) */
 	uint64_t deletes_pending; /* lock nodes still to delete (now) */
 	uint64_t counters_deleted;
 	int      zk_state; /* own session: eb_zk_state (0 connecting, 1

@@ -5,7 +5,8 @@ clients, default shared.* configuration.
 * lock flood: on the leader's node one bridge connection asks for 5 000
   locks with 200-character names (pipelined), then 16 more connections
   ask for 256 each, which fills the node's cap with lock nodes whose
-  renewal is over 1 MB in all. The leader is never revoked (its
+  renewal is over 1 MB in all (split into multis under
+  zookeeper.max_request_bytes; shared data's own session never drops). The leader is never revoked (its
   ebnode_leader gauge sampled all along, its election log, the leader
   changes counter), another client's lock on that node is never revoked
   (no notify, the revocation counter stays 0), the flooders get 429
@@ -224,7 +225,9 @@ class Hostile(unittest.TestCase):
         # Hold them over several renewals (heartbeat = session/4): the
         # victim is told nothing (no revocation notify).
         told = []
-        quiet_until = time.monotonic() + 3 * SESSION_MS / 1000.0
+        mh = metrics(node)
+        t_quiet = time.monotonic()
+        quiet_until = t_quiet + 2 * SESSION_MS / 1000.0
         while time.monotonic() < quiet_until:
             try:
                 told.append(victim.b.recv_frame(
@@ -233,6 +236,10 @@ class Hostile(unittest.TestCase):
                 break
         watch.stop()
         m1 = metrics(node)
+        t_quiet = time.monotonic() - t_quiet
+        renewals = (m1.get("ebnode_shared_lock_renewals_total", 0) -
+                    mh.get("ebnode_shared_lock_renewals_total", 0))
+        beats = t_quiet / (SESSION_MS / 4000.0)
         # A fresh client still gets a lock at once.
         fresh = Pipe(self.other, "fresh")
         t1 = time.monotonic()
@@ -251,14 +258,16 @@ class Hostile(unittest.TestCase):
                "conn0 %r, others %r; held %d (node cap %d); leader "
                "samples %d, not leader %d, unanswered %d; revocations "
                "%d; leader changes %d; election revoked lines %d; "
-               "victim told %r; fresh lock %.0f ms"
+               "victim told %r; fresh lock %.0f ms; %d renewal multis "
+               "in %.1f heartbeats; shared session suspended %s times"
                % (FLOOD_LOCKS, CAP_CONN, t_flood, c1, c2, held, CAP_NODE,
                   watch.samples, watch.not_leader, watch.errors,
                   m1.get("ebnode_shared_lock_revocations_total", -1),
                   m1.get("ebnode_leader_changes_total", 0) -
                   m0.get("ebnode_leader_changes_total", 0),
                   len(revoked_log), [f.get("body") for f in told],
-                  t_fresh * 1000))
+                  t_fresh * 1000, renewals, beats,
+                  m1.get("ebnode_shared_zk_suspensions_total")))
         self.assertEqual(told, [])
         self.assertIsNone(code3, msg3)
         self.assertIsNone(code2, msg2)
@@ -279,6 +288,10 @@ class Hostile(unittest.TestCase):
         self.assertEqual(set(c2) - {None, 429}, set(), c2)
         self.assertGreater(c2.get(429, 0), 0, c2)
         self.assertEqual(held, CAP_NODE)
+        # Over 1 MB of checks: at least 2 multis per heartbeat, and the
+        # shared session never lost its connection.
+        self.assertGreaterEqual(renewals, 2 * int(beats) - 2)
+        self.assertEqual(m1.get("ebnode_shared_zk_suspensions_total"), 0)
 
     def zkcli(self, *args):
         zk = ebtest.zk_connect_string().split(",")[0]
