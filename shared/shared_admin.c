@@ -2,6 +2,7 @@
 #include "shared/shared_admin.h"
 
 #include "admin/prom.h"
+#include "zk/zk.h"
 
 static void
 shared_metrics(eb__prom *w, void *arg)
@@ -46,13 +47,35 @@ shared_metrics(eb__prom *w, void *arg)
 	    "Counters deleted.", st.counters_deleted);
 	eb__prom_one(w, "ebnode_shared_zk_connected", "gauge",
 	    "1 while shared data's own ZooKeeper session is connected.",
-	    *slot != NULL && st.zk_state == 1 ? 1 : 0);
+	    *slot != NULL && st.zk_state == EB_ZK_STATE_CONNECTED ? 1 : 0);
 	eb__prom_one(w, "ebnode_shared_zk_suspensions_total", "counter",
 	    "Connection losses of shared data's own ZooKeeper session.",
 	    st.zk_suspensions);
 	eb__prom_one(w, "ebnode_shared_zk_expiries_total", "counter",
 	    "Expiries of shared data's own ZooKeeper session.",
 	    st.zk_expiries);
+}
+
+const char *
+eb__shared_admin_zk_state(void *arg)
+{
+	eb__shared_host **slot = arg;
+	eb_shared_stats   st;
+
+	if (*slot == NULL) {
+		return "none";
+	}
+	eb_shared_stats_get(eb__shared_host_shared(*slot), &st);
+	switch (st.zk_state) {
+	case EB_ZK_STATE_CONNECTING:
+		return "connecting";
+	case EB_ZK_STATE_CONNECTED:
+		return "connected";
+	case EB_ZK_STATE_SUSPENDED:
+		return "suspended";
+	default:
+		return "closed";
+	}
 }
 
 void

@@ -193,6 +193,14 @@ class Hostile(unittest.TestCase):
         for n in cls.nodes:
             n.close()
 
+    def test_0_own_session(self):
+        for n in self.nodes:
+            st, h = ebtest.admin_request(*n.admin, "GET", "/health")
+            self.assertEqual(st, 200, h)
+            self.assertEqual(h.get("shared_zk"), "connected", h)
+            self.assertEqual(
+                metrics(n).get("ebnode_shared_zk_connected"), 1.0)
+
     def test_1_lock_flood_on_leader(self):
         node = self.leader
         m0 = metrics(node)
