@@ -284,6 +284,8 @@ const eb__conf_entry eb__conf_schema[] = {
 	    EB__CT_U32, EB_SHARED_MAX_LOCKS_PER_CONN, 0, 1000000),
 	ND("shared.max_locks_per_node", shared.max_locks_per_node, uint32_t,
 	    EB__CT_U32, EB_SHARED_MAX_LOCKS_PER_NODE, 0, 1000000),
+	ND("shared.max_waits_per_node", shared.max_waits_per_node, uint32_t,
+	    EB__CT_U32, EB_SHARED_MAX_WAITS_PER_NODE, 0, 1000000),
 	ND("shared.max_counters", shared.max_counters, uint32_t, EB__CT_U32,
 	    EB_SHARED_MAX_COUNTERS, 0, 100000000),
 };

@@ -1085,6 +1085,7 @@ eb_shared_opts_init(eb_shared_opts *opts)
 	memset(opts, 0, sizeof(*opts));
 	opts->max_locks_per_conn = EB_SHARED_MAX_LOCKS_PER_CONN;
 	opts->max_locks_per_node = EB_SHARED_MAX_LOCKS_PER_NODE;
+	opts->max_waits_per_node = EB_SHARED_MAX_WAITS_PER_NODE;
 	opts->max_counters = EB_SHARED_MAX_COUNTERS;
 }
 
@@ -1265,12 +1266,13 @@ eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
 }
 
 /* EB_EFULL when one more lock (held or waited for) of owner would pass a
- * cap: the node's, or the owner's (owner 0: the node's only). */
+ * cap: the node's (locks, waiters), or the owner's (owner 0: the node's
+ * only). */
 static int
 lk_cap(eb_shared *s, uint64_t owner)
 {
 	eb_list *it;
-	uint64_t node = 0, mine = 0;
+	uint64_t node = 0, mine = 0, waits = 0;
 
 	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
@@ -1280,10 +1282,13 @@ lk_cap(eb_shared *s, uint64_t owner)
 			continue;
 		}
 		node++;
+		waits += lk->state != LK_HELD;
 		mine += owner != 0 && lk->owner == owner;
 	}
 	if ((s->o.max_locks_per_node != 0 &&
 	        node >= s->o.max_locks_per_node) ||
+	    (s->o.max_waits_per_node != 0 &&
+	        waits >= s->o.max_waits_per_node) ||
 	    (s->o.max_locks_per_conn != 0 && owner != 0 &&
 	        mine >= s->o.max_locks_per_conn)) {
 		s->st.refused++;

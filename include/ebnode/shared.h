@@ -58,6 +58,7 @@
 /* Default caps (eb_shared_opts, docs/SHARED.md "Caps"). */
 #define EB_SHARED_MAX_LOCKS_PER_CONN 256
 #define EB_SHARED_MAX_LOCKS_PER_NODE 4096
+#define EB_SHARED_MAX_WAITS_PER_NODE 2048
 #define EB_SHARED_MAX_COUNTERS       10000
 
 /*
@@ -67,6 +68,11 @@
 typedef struct eb_shared_opts {
 	uint32_t max_locks_per_conn; /* held + waited for, per owner tag */
 	uint32_t max_locks_per_node; /* held + waited for on this node */
+	/* Waited for on this node: each waiter holds a watch, and the C
+	 * client re-sends all of a session's watches in one request when it
+	 * reconnects (not split): 2048 paths of 200-character names stay far
+	 * under the ZooKeeper request limit. */
+	uint32_t max_waits_per_node;
 	uint32_t max_counters;       /* counter names in the cluster (root) */
 } eb_shared_opts;
 

@@ -506,12 +506,15 @@ test_lock_caps(void **state)
 	eb_shared_opts  opts;
 	eb_shared_stats st;
 
+	memset(o, 0, sizeof(o));
 	eb_shared_opts_init(&opts);
 	opts.max_locks_per_conn = 2;
 	opts.max_locks_per_node = 3;
 	sn_open_opts(t, &a, &opts);
 	acquire(&a, "a", -1, &o[0]);
 	acquire(&a, "b", -1, &o[1]);
+	assert_int_equal(th_run_until(t, obs_done, &o[0], 5000), 0);
+	assert_int_equal(th_run_until(t, obs_done, &o[1], 5000), 0);
 	assert_int_equal(eb_lock_acquire(a.s, "c", -1, 7, lk_cb, NULL, &o[2],
 	                     NULL),
 	    EB_EFULL); /* owner 7's cap */
@@ -525,10 +528,24 @@ test_lock_caps(void **state)
 	eb_shared_stats_get(a.s, &st);
 	assert_int_equal(st.refused, 2);
 	eb_lock_release(o[2].lk);
+	memset(&o[2], 0, sizeof(o[2]));
 	assert_int_equal(eb_lock_acquire(a.s, "d", -1, 9, lk_cb, NULL, &o[3],
 	                     &o[3].lk),
 	    0);
+	/* Waiters have a cap of their own: "d" waits (its create is in
+	 * flight), so no second waiter. */
+	opts.max_locks_per_node = 0;
+	opts.max_waits_per_node = 1;
+	a.s->o = opts;
+	assert_int_equal(eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2],
+	                     NULL),
+	    EB_EFULL);
 	assert_int_equal(th_run_until(t, obs_done, &o[3], 5000), 0);
+	assert_int_equal(eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2],
+	                     &o[2].lk),
+	    0);
+	assert_int_equal(th_run_until(t, obs_done, &o[2], 5000), 0);
+	assert_int_equal(o[2].status, 0);
 	sn_close(t, &a);
 }
 
