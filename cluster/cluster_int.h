@@ -64,8 +64,8 @@ uint32_t eb__cluster_zk_tick_ms(const eb_cluster *c);
 /* The settings of the cluster's session (strings borrowed from c), for a
  * second session on the same ensemble (shared/ opens its own). */
 void eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo);
-void     eb__cluster_on_session(
-        eb_cluster *c, eb__cluster_session_cb cb, void *arg);
+void eb__cluster_on_session(
+    eb_cluster *c, eb__cluster_session_cb cb, void *arg);
 int eb__cluster_off_session(
     eb_cluster *c, eb__cluster_session_cb cb, void *arg);
 

@@ -32,7 +32,7 @@ struct eb__counter_op {
 	eb_list          link; /* s->ops */
 	uint64_t         live;
 	char            *path;
-	int              kind; /* 'g', 'a', 'c', 'd' */
+	int              kind;     /* 'g', 'a', 'c', 'd' */
 	int              capped;   /* a counter name: creates are capped */
 	int              reserved; /* counted in s->counter_creates */
 	int64_t          a, b; /* add: a = delta; cas: a = expect, b = update */
@@ -197,8 +197,8 @@ op_create(eb__counter_op *op)
 	(void) snprintf(dir, sizeof(dir), "%s", op->path);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
-	return eb__zk_exists(op->s->zk, dir, NULL, NULL, count_cb,
-	    eb__zk_live_arg(op->live));
+	return eb__zk_exists(
+	    op->s->zk, dir, NULL, NULL, count_cb, eb__zk_live_arg(op->live));
 }
 
 static void

@@ -1,7 +1,7 @@
 /*
  * host.c: shared data on a running cluster, as a node runs it: an
- * eb_shared (on a ZooKeeper session of its own) and its bus services (node-local
- * consumers at ebnode.lock, ebnode.counter, ebnode.id). Close: the
+ * eb_shared (on a ZooKeeper session of its own) and its bus services
+ * (node-local consumers at ebnode.lock, ebnode.counter, ebnode.id). Close: the
  * services release their locks, then the object closes (freed on a later
  * turn). Loop thread only.
  */

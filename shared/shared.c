@@ -1064,8 +1064,8 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 	if ((size_t) ev < sizeof(s->zk_events) / sizeof(s->zk_events[0])) {
 		s->zk_events[ev]++;
 	}
-	EB_LOG_INFO("shared", "zk-session: event=%d session=%" PRIx64,
-	    (int) ev, (uint64_t) eb__zk_session_id(zk));
+	EB_LOG_INFO("shared", "zk-session: event=%d session=%" PRIx64, (int) ev,
+	    (uint64_t) eb__zk_session_id(zk));
 	if (!s->closing) {
 		session_event(s, ev);
 	}
@@ -1134,8 +1134,8 @@ eb__shared_new_zk(uv_loop_t *loop, eb_zk *zk, const char *root,
 }
 
 int
-eb_shared_new(uv_loop_t *loop, eb_cluster *c, const eb_shared_opts *opts,
-    eb_shared **sp)
+eb_shared_new(
+    uv_loop_t *loop, eb_cluster *c, const eb_shared_opts *opts, eb_shared **sp)
 {
 	eb_zk_opts zo;
 	eb_zk     *zk = NULL;
@@ -1259,8 +1259,8 @@ eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
 		}
 	}
 	out->deletes_pending = s->orphans.len + s->deletes;
-	out->zk_state = s->zk != NULL ? (int) eb__zk_get_state(s->zk)
-	                              : EB_ZK_STATE_CLOSED;
+	out->zk_state =
+	    s->zk != NULL ? (int) eb__zk_get_state(s->zk) : EB_ZK_STATE_CLOSED;
 	out->zk_suspensions = s->zk_events[EB_ZK_EV_SUSPENDED];
 	out->zk_expiries = s->zk_events[EB_ZK_EV_EXPIRED];
 }
@@ -1285,8 +1285,7 @@ lk_cap(eb_shared *s, uint64_t owner)
 		waits += lk->state != LK_HELD;
 		mine += owner != 0 && lk->owner == owner;
 	}
-	if ((s->o.max_locks_per_node != 0 &&
-	        node >= s->o.max_locks_per_node) ||
+	if ((s->o.max_locks_per_node != 0 && node >= s->o.max_locks_per_node) ||
 	    (s->o.max_waits_per_node != 0 &&
 	        waits >= s->o.max_waits_per_node) ||
 	    (s->o.max_locks_per_conn != 0 && owner != 0 &&

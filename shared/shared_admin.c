@@ -52,20 +52,19 @@ shared_metrics(eb__prom *w, void *arg)
 	    "Connection losses of shared data's own ZooKeeper session.",
 	    st.zk_suspensions);
 	eb__prom_one(w, "ebnode_shared_zk_expiries_total", "counter",
-	    "Expiries of shared data's own ZooKeeper session.",
-	    st.zk_expiries);
+	    "Expiries of shared data's own ZooKeeper session.", st.zk_expiries);
 }
 
 const char *
-eb__shared_admin_zk_state(void *arg)
+eb__shared_admin_zk_state(void *slot)
 {
-	eb__shared_host **slot = arg;
-	eb_shared_stats   st;
+	eb__shared_host *h = *(eb__shared_host **) slot;
+	eb_shared_stats  st;
 
-	if (*slot == NULL) {
+	if (h == NULL) {
 		return "none";
 	}
-	eb_shared_stats_get(eb__shared_host_shared(*slot), &st);
+	eb_shared_stats_get(eb__shared_host_shared(h), &st);
 	switch (st.zk_state) {
 	case EB_ZK_STATE_CONNECTING:
 		return "connecting";

@@ -1,7 +1,8 @@
 /*
  * Shared data on the admin server (shared_admin.c): the ebnode_shared_*
- * metric families and the "shared_zk" state of /health. A library of its own (eb_shared_admin) so that
- * libebnode stays without the admin server. Loop thread only.
+ * metric families and the "shared_zk" state of /health. A library of its own
+ * (eb_shared_admin) so that libebnode stays without the admin server. Loop
+ * thread only.
  */
 #ifndef EB_SHARED_SHARED_ADMIN_H
 #define EB_SHARED_SHARED_ADMIN_H

@@ -36,24 +36,24 @@ struct eb_shared {
 	uint64_t       live;
 	int            closing;
 	int            closed;
-	int            open_handles; /* still to close at eb_shared_close */
-	uv_timer_t     heartbeat;    /* lease renewal while locks are held */
-	uv_timer_t     lease;        /* the earliest lapse of a held lock */
-	uv_timer_t     deadline;     /* the earliest acquire timeout */
-	uv_timer_t     defer;        /* id requests served from the block */
-	uv_timer_t     retry;        /* lock node deletes that failed */
-	uint32_t       retry_ms;     /* the next retry's back-off */
-	size_t         deletes;      /* lock node deletes in flight */
+	int            open_handles;    /* still to close at eb_shared_close */
+	uv_timer_t     heartbeat;       /* lease renewal while locks are held */
+	uv_timer_t     lease;           /* the earliest lapse of a held lock */
+	uv_timer_t     deadline;        /* the earliest acquire timeout */
+	uv_timer_t     defer;           /* id requests served from the block */
+	uv_timer_t     retry;           /* lock node deletes that failed */
+	uint32_t       retry_ms;        /* the next retry's back-off */
+	size_t         deletes;         /* lock node deletes in flight */
 	uint64_t       counter_creates; /* capped counter creates in flight */
-	uint64_t       zk_events[6]; /* own session events, by eb_zk_event */
-	uint32_t    lease_ms;    /* 0: no safe lease (locks refused) */
-	uint32_t    heartbeat_ms;
-	uint64_t    renewed_ms; /* send time of the last committed renewal */
-	eb_list     locks;      /* of eb_lock (every state) */
-	eb_list     ops;        /* of eb__counter_op in flight */
-	eb__vec     orphans;    /* of char * "dir\nprefix": nodes to delete,
-	                           retried until gone or the session ends */
-	uint64_t    tag;        /* lock node name tags */
+	uint64_t       zk_events[6];    /* own session events, by eb_zk_event */
+	uint32_t       lease_ms;        /* 0: no safe lease (locks refused) */
+	uint32_t       heartbeat_ms;
+	uint64_t       renewed_ms; /* send time of the last committed renewal */
+	eb_list        locks;      /* of eb_lock (every state) */
+	eb_list        ops;        /* of eb__counter_op in flight */
+	eb__vec        orphans;    /* of char * "dir\nprefix": nodes to delete,
+	                              retried until gone or the session ends */
+	uint64_t tag;              /* lock node name tags */
 	/* Ids: the current block [id_next, id_end) and the waiting
 	 * requests (eb__id_req *). */
 	uint64_t           id_next, id_end;
@@ -72,7 +72,7 @@ typedef void (*eb__counter_done)(
  * session (no cluster), whose session events the test passes in. */
 eb_shared *eb__shared_new_zk(uv_loop_t *loop, eb_zk *zk, const char *root,
     uint32_t tick_ms, const eb_shared_opts *opts);
-void eb__shared_session_event(eb_shared *s, eb_zk_event ev);
+void       eb__shared_session_event(eb_shared *s, eb_zk_event ev);
 
 /* 1 when name is a valid lock or counter name. */
 int eb__shared_name_ok(const char *name);

@@ -18,10 +18,10 @@
  * its node disappears ("lock-gone"), exactly as leadership does
  * (ebnode/election.h): while it holds locks the node renews a lease every
  * heartbeat with quorum-committed multis (a check of each held lock node,
- * split into chunks under the ZooKeeper request limit), and eb_lock_held() is true only while now - (send time of the last
- * renewal) < lease, lease = session - tick/2 - heartbeat - margin
- * (common/lease.h). A revoked holder's node is deleted as soon as the
- * session allows, so the next waiter goes ahead.
+ * split into chunks under the ZooKeeper request limit), and eb_lock_held() is
+ * true only while now - (send time of the last renewal) < lease, lease =
+ * session - tick/2 - heartbeat - margin (common/lease.h). A revoked holder's
+ * node is deleted as soon as the session allows, so the next waiter goes ahead.
  *
  * Counters: <root>/counters/<name> holds the value as decimal text. Every
  * operation is linearizable: updates are versioned setData in a
@@ -73,7 +73,7 @@ typedef struct eb_shared_opts {
 	 * reconnects (not split): 2048 paths of 200-character names stay far
 	 * under the ZooKeeper request limit. */
 	uint32_t max_waits_per_node;
-	uint32_t max_counters;       /* counter names in the cluster (root) */
+	uint32_t max_counters; /* counter names in the cluster (root) */
 } eb_shared_opts;
 
 typedef struct eb_shared eb_shared; /* opaque */
@@ -115,8 +115,8 @@ typedef struct eb_shared_stats {
 	uint64_t renewals;        /* lease renewal multis sent (chunks) */
 	uint64_t deletes_pending; /* lock nodes still to delete (now) */
 	uint64_t counters_deleted;
-	int      zk_state; /* own session: eb_zk_state (0 connecting, 1
-	                      connected, 2 suspended, 3 closed) */
+	int      zk_state;       /* own session: eb_zk_state (0 connecting, 1
+	                            connected, 2 suspended, 3 closed) */
 	uint64_t zk_expiries;    /* own session expiries */
 	uint64_t zk_suspensions; /* own session connection losses */
 } eb_shared_stats;
@@ -126,8 +126,8 @@ EB_API void eb_shared_opts_init(eb_shared_opts *opts);
  * ZooKeeper session with the cluster's settings (connecting in the
  * background: until it is connected, calls fail with EB_EZKLOSS). opts
  * NULL: the defaults. */
-EB_API int eb_shared_new(uv_loop_t *loop, eb_cluster *c,
-    const eb_shared_opts *opts, eb_shared **sp);
+EB_API int eb_shared_new(
+    uv_loop_t *loop, eb_cluster *c, const eb_shared_opts *opts, eb_shared **sp);
 EB_API void eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg);
 EB_API void eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out);
 

@@ -515,35 +515,32 @@ test_lock_caps(void **state)
 	acquire(&a, "b", -1, &o[1]);
 	assert_int_equal(th_run_until(t, obs_done, &o[0], 5000), 0);
 	assert_int_equal(th_run_until(t, obs_done, &o[1], 5000), 0);
-	assert_int_equal(eb_lock_acquire(a.s, "c", -1, 7, lk_cb, NULL, &o[2],
-	                     NULL),
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "c", -1, 7, lk_cb, NULL, &o[2], NULL),
 	    EB_EFULL); /* owner 7's cap */
-	assert_int_equal(eb_lock_acquire(a.s, "c", -1, 8, lk_cb, NULL, &o[2],
-	                     &o[2].lk),
-	    0);
-	assert_int_equal(eb_lock_acquire(a.s, "d", -1, 9, lk_cb, NULL, &o[3],
-	                     NULL),
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "c", -1, 8, lk_cb, NULL, &o[2], &o[2].lk), 0);
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "d", -1, 9, lk_cb, NULL, &o[3], NULL),
 	    EB_EFULL); /* the node's cap */
 	assert_int_equal(th_run_until(t, obs_done, &o[2], 5000), 0);
 	eb_shared_stats_get(a.s, &st);
 	assert_int_equal(st.refused, 2);
 	eb_lock_release(o[2].lk);
 	memset(&o[2], 0, sizeof(o[2]));
-	assert_int_equal(eb_lock_acquire(a.s, "d", -1, 9, lk_cb, NULL, &o[3],
-	                     &o[3].lk),
-	    0);
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "d", -1, 9, lk_cb, NULL, &o[3], &o[3].lk), 0);
 	/* Waiters have a cap of their own: "d" waits (its create is in
 	 * flight), so no second waiter. */
 	opts.max_locks_per_node = 0;
 	opts.max_waits_per_node = 1;
 	a.s->o = opts;
-	assert_int_equal(eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2],
-	                     NULL),
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2], NULL),
 	    EB_EFULL);
 	assert_int_equal(th_run_until(t, obs_done, &o[3], 5000), 0);
-	assert_int_equal(eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2],
-	                     &o[2].lk),
-	    0);
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2], &o[2].lk), 0);
 	assert_int_equal(th_run_until(t, obs_done, &o[2], 5000), 0);
 	assert_int_equal(o[2].status, 0);
 	sn_close(t, &a);
@@ -603,12 +600,12 @@ test_counter_cap_and_delete(void **state)
 static void
 test_renewal_chunks(void **state)
 {
-	th_loop  *t = *state;
-	snode     a;
+	th_loop *t = *state;
+	snode    a;
 	enum { N = 5000 };
 	eb_zk_op *ops = calloc(N, sizeof(*ops));
-	char    (*paths)[300] = calloc(N, sizeof(*paths));
-	size_t    i, k, chunks = 0;
+	char(*paths)[300] = calloc(N, sizeof(*paths));
+	size_t i, k, chunks = 0;
 
 	sn_open(t, &a);
 	for (i = 0; i < N; i++) {
@@ -621,7 +618,8 @@ test_renewal_chunks(void **state)
 		ops[i].path = paths[i];
 	}
 	/* One multi of all would be over the limit. */
-	assert_true(eb__zk_multi_bytes(a.zk, ops, N) > eb__zk_max_request(a.zk));
+	assert_true(
+	    eb__zk_multi_bytes(a.zk, ops, N) > eb__zk_max_request(a.zk));
 	for (i = 0; i < N; i += k) {
 		k = eb__shared_chunk(a.zk, ops + i, N - i);
 		assert_true(k > 0);
@@ -656,7 +654,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_ids, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_delete_refused_retried, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lock_caps, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lock_caps, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_counter_cap_and_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(
