@@ -1142,13 +1142,15 @@ eb_shared_new(
 	eb_shared *s;
 	int        rv;
 
-	if (loop == NULL || c == NULL || sp == NULL ||
-	    eb__cluster_zk(c) == NULL) {
+	if (loop == NULL || c == NULL || sp == NULL) {
 		return UV_EINVAL;
+	}
+	eb__cluster_zk_opts(c, &zo);
+	if (zo.connect == NULL || zo.connect[0] == '\0') {
+		return UV_EINVAL; /* standalone */
 	}
 	s = shared_alloc(
 	    loop, eb__cluster_root(c), eb__cluster_zk_tick_ms(c), opts);
-	eb__cluster_zk_opts(c, &zo);
 	if ((rv = eb__zk_new(loop, &zo, zk_event_cb, s, &zk)) != 0) {
 		eb_shared_close(s, NULL, NULL);
 		return rv;

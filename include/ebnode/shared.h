@@ -122,8 +122,8 @@ typedef struct eb_shared_stats {
 } eb_shared_stats;
 
 EB_API void eb_shared_opts_init(eb_shared_opts *opts);
-/* Needs a clustered, started cluster (UV_EINVAL standalone). Opens its own
- * ZooKeeper session with the cluster's settings (connecting in the
+/* Needs a clustered cluster (UV_EINVAL standalone), started or not: opens
+ * its own ZooKeeper session with the cluster's settings (connecting in the
  * background: until it is connected, calls fail with EB_EZKLOSS). opts
  * NULL: the defaults. */
 EB_API int eb_shared_new(
