@@ -398,6 +398,16 @@ class Hostile(unittest.TestCase):
         self.assertIsNone(new[1], new[2])
         self.assertEqual(new[0]["value"], 1)
 
+    def test_9_clean_stop(self):
+        """After all that, each node stops cleanly (its shared session
+        closed; under sanitizers: no report)."""
+        for n in self.nodes:
+            code = n.stop()
+            text = n.log_text()
+            self.assertEqual(code, 0, text[-2000:])
+            self.assertNotIn("Sanitizer", text)
+            self.assertNotIn("runtime error", text)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
