@@ -211,6 +211,21 @@ eb__cluster_root(const eb_cluster *c)
 	return c->root;
 }
 
+void
+eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo)
+{
+	eb__zk_opts_init(zo);
+	zo->connect = c->connect;
+	zo->session_timeout_ms = c->o.session_timeout_ms;
+	zo->max_request_bytes = c->o.max_request_bytes;
+	if (c->auth_scheme[0] != '\0') {
+		zo->auth_scheme = c->auth_scheme;
+		zo->auth_credentials = c->auth_credentials;
+	}
+	zo->acl = c->o.acl == EB_CLUSTER_ACL_CREATOR ? EB_ZK_ACL_CREATOR
+	                                             : EB_ZK_ACL_OPEN;
+}
+
 uint32_t
 eb__cluster_zk_tick_ms(const eb_cluster *c)
 {

@@ -51,6 +51,10 @@ route_health(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	               : "ok",
 	    "reason", reason, "node_id", v->self.node_id, "leader",
 	    eb__cluster_view_is_leader(v));
+	if (v->shared_zk != NULL) {
+		(void) json_object_set_new(o, "shared_zk",
+		    json_string(v->shared_zk(v->shared_zk_arg)));
+	}
 	eb__admin_reply_json(rs, ok ? 200 : 503, o);
 	json_decref(o);
 }

@@ -1,8 +1,8 @@
 /*
  * cluster internals shared by cluster.c (the session owner), config.c
  * (the configuration center at <root>/config) and the modules built on the
- * node's session (shared/: locks, counters, ids), whose znodes die with
- * that session. Not installed.
+ * cluster (shared/: locks, counters, ids, on a session of their own made
+ * with eb__cluster_zk_opts). Not installed.
  *
  * eb__cluster_zk() is NULL before start and standalone; the eb_zk object
  * lives from start until the cluster's parts close (across session
@@ -68,8 +68,11 @@ int eb__config_history(
 typedef void (*eb__cluster_session_cb)(
     eb_cluster *c, eb_zk_event ev, void *arg);
 uint32_t eb__cluster_zk_tick_ms(const eb_cluster *c);
-void     eb__cluster_on_session(
-        eb_cluster *c, eb__cluster_session_cb cb, void *arg);
+/* The settings of the cluster's session (strings borrowed from c), for a
+ * second session on the same ensemble (shared/ opens its own). */
+void eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo);
+void eb__cluster_on_session(
+    eb_cluster *c, eb__cluster_session_cb cb, void *arg);
 int eb__cluster_off_session(
     eb_cluster *c, eb__cluster_session_cb cb, void *arg);
 

@@ -37,6 +37,7 @@
 #include <ebnode/ingress.h>
 #include <ebnode/link.h>
 #include <ebnode/log.h>
+#include <ebnode/shared.h>
 #include <ebnode/web.h>
 
 #include "admin/admin.h"
@@ -78,6 +79,7 @@ typedef struct eb_conf {
 	eb_conf_log     log;
 	eb__admin_opts  admin;
 	bool            admin_enabled; /* admin.enabled: node's choice */
+	eb_shared_opts  shared;        /* shared.*: caps of shared data */
 	/* Where each key's value came from (per schema row; owned; read it
 	 * through eb_conf_dynamic_to_json). */
 	int *origin;

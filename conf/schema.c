@@ -279,6 +279,15 @@ const eb__conf_entry eb__conf_schema[] = {
 	    .obj = &target_desc,
 	    .type = EB__CT_OBJECT,
 	    .flags = EB__CF_DYNAMIC },
+	/* Shared data caps (docs/SHARED.md "Caps"; 0: no cap). */
+	ND("shared.max_locks_per_conn", shared.max_locks_per_conn, uint32_t,
+	    EB__CT_U32, EB_SHARED_MAX_LOCKS_PER_CONN, 0, 1000000),
+	ND("shared.max_locks_per_node", shared.max_locks_per_node, uint32_t,
+	    EB__CT_U32, EB_SHARED_MAX_LOCKS_PER_NODE, 0, 1000000),
+	ND("shared.max_waits_per_node", shared.max_waits_per_node, uint32_t,
+	    EB__CT_U32, EB_SHARED_MAX_WAITS_PER_NODE, 0, 1000000),
+	ND("shared.max_counters", shared.max_counters, uint32_t, EB__CT_U32,
+	    EB_SHARED_MAX_COUNTERS, 0, 100000000),
 };
 const size_t eb__conf_schema_len =
     sizeof(eb__conf_schema) / sizeof(eb__conf_schema[0]);

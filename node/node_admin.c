@@ -37,6 +37,8 @@ register_all(eb_node *n, eb__admin *adm)
 	                      n->conf->bridge.tls_cert[0] != '\0';
 	n->ingress_admin.ingress = n->ingress;
 	n->ingress_admin.bus = n->bus;
+	n->cluster.shared_zk = eb__shared_admin_zk_state;
+	n->cluster.shared_zk_arg = &n->shared;
 	eb__cluster_admin_register(adm, &n->cluster);
 	eb__web_dashboard_register(adm);
 	eb__bridge_admin_register(adm, &n->bridge_admin);

@@ -72,6 +72,7 @@ static const section sections[] = {
 	SEC(admin_enabled, NULL), /* node_admin.c: start the admin or not */
 	SEC(web, NULL),
 	SEC(web_enabled, NULL), /* node_web.c: start the web front or not */
+	SEC(shared, NULL),      /* node_cluster.c: to shared/host.c as is */
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
