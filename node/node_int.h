@@ -57,6 +57,7 @@ struct eb_node {
 	eb_bridge        *bridge;  /* node_bridge.c */
 	struct eb_web    *web;     /* node_bridge.c */
 	eb__admin        *admin;   /* node_admin.c, and what it reads: */
+	struct eb__web_cview *cview; /* the dashboard's cluster view */
 	eb__bridge_admin  bridge_admin;
 	eb__ingress_admin ingress_admin;
 	/* node_cluster.c: the eb_cluster object and what the admin routes
