@@ -57,10 +57,10 @@
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 typedef struct admin_route {
-	char             *method; /* owned */
-	char             *path;   /* owned */
-	eb__admin_handler       fn;  /* NULL for an asynchronous route */
-	eb__admin_async_handler afn; /* NULL for a synchronous one */
+	char                   *method; /* owned */
+	char                   *path;   /* owned */
+	eb__admin_handler       fn;     /* NULL for an asynchronous route */
+	eb__admin_async_handler afn;    /* NULL for a synchronous one */
 	void                   *arg;
 	int                     open; /* served without the token */
 } admin_route;
@@ -463,7 +463,8 @@ static int
 origin_configured(const admin_conn *c)
 {
 	return c->origin.seen && !c->origin.over &&
-	       eb__admin_origins_has(&c->a->origins, c->origin.v, c->origin.len);
+	       eb__admin_origins_has(
+	           &c->a->origins, c->origin.v, c->origin.len);
 }
 
 /* 1 when the request's Origin is this endpoint's own: "http://" + Host
@@ -559,7 +560,8 @@ preflight(admin_conn *c, const char *path, int keep)
 	    "Access-Control-Allow-Headers: Authorization%s\r\n"
 	    "Access-Control-Max-Age: 600\r\n",
 	    cors, origin_configured(c) ? "GET, POST, PUT, DELETE" : "GET",
-	    origin_configured(c) ? ", Content-Type, " EB_ADMIN_CSRF_HEADER : "");
+	    origin_configured(c) ? ", Content-Type, " EB_ADMIN_CSRF_HEADER
+	                         : "");
 	memset(&rs, 0, sizeof(rs));
 	eb__admin_reply_text(&rs, 204, "text/plain", "", 0);
 	conn_send(c, &rs, keep, hdrs);

@@ -111,8 +111,8 @@ void eb__admin_route_open(eb__admin *adm, const char *method, const char *path,
  * asynchronous handler. The connection waits for the answer within its
  * request deadline (admin.request_timeout_ms); it is not evicted for a
  * new connection meanwhile. */
-void eb__admin_route_async(eb__admin *adm, const char *method,
-    const char *path, eb__admin_async_handler handler, void *arg);
+void eb__admin_route_async(eb__admin *adm, const char *method, const char *path,
+    eb__admin_async_handler handler, void *arg);
 /* Answers the asynchronous request id with rs (borrowed; the body is
  * copied). 0, or UV_ENOENT when the request is gone (its connection hit
  * its deadline or closed, or the server is closing). */

@@ -73,8 +73,8 @@ is_sep(char ch)
 }
 
 int
-eb__admin_origins_parse(const char *list, eb__admin_origins *o, char *why,
-    size_t why_len)
+eb__admin_origins_parse(
+    const char *list, eb__admin_origins *o, char *why, size_t why_len)
 {
 	const char *p = list != NULL ? list : "";
 
@@ -101,8 +101,8 @@ eb__admin_origins_parse(const char *list, eb__admin_origins *o, char *why,
 			return -1;
 		}
 		if (o->n == EB_ADMIN_MAX_ORIGINS) {
-			(void) snprintf(why, why_len,
-			    "more than %d origins", EB_ADMIN_MAX_ORIGINS);
+			(void) snprintf(why, why_len, "more than %d origins",
+			    EB_ADMIN_MAX_ORIGINS);
 			eb__admin_origins_free(o);
 			return -1;
 		}
@@ -135,7 +135,8 @@ eb__admin_origins_has(
 	for (i = 0; i < o->n; i++) {
 		/* Origins compare exactly: a browser sends the scheme and
 		 * host in lower case, as the configuration should. */
-		if (strlen(o->v[i]) == len && memcmp(o->v[i], origin, len) == 0) {
+		if (strlen(o->v[i]) == len &&
+		    memcmp(o->v[i], origin, len) == 0) {
 			return 1;
 		}
 	}

@@ -17,8 +17,8 @@ typedef struct eb__admin_origins {
 
 /* Parses list (NULL or "": none; origins separated by spaces or commas)
  * into o: 0, or -1 with the reason in why (o is then empty). */
-int eb__admin_origins_parse(const char *list, eb__admin_origins *o, char *why,
-    size_t why_len);
+int eb__admin_origins_parse(
+    const char *list, eb__admin_origins *o, char *why, size_t why_len);
 void eb__admin_origins_free(eb__admin_origins *o);
 /* 1 when origin (len bytes) is one of o, exactly. */
 int eb__admin_origins_has(

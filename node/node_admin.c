@@ -71,8 +71,8 @@ cview_start(eb_node *n, eb__admin *adm)
 		return rv;
 	}
 	if ((rv = eb__web_cview_start(n->cview, adm)) != 0) {
-		EB_LOG_ERR("admin", "cluster-view-failed: err=%s",
-		    eb_err_name(rv));
+		EB_LOG_ERR(
+		    "admin", "cluster-view-failed: err=%s", eb_err_name(rv));
 		eb__web_cview_release(n->cview);
 		n->cview = NULL;
 	}

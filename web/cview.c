@@ -104,9 +104,9 @@ gather_json(const cview_gather *g)
 
 	for (i = 0; i < g->n; i++) {
 		const cview_row *r = &g->rows[i];
-		json_t          *o = json_pack("{s:s, s:b, s:b, s:I}", "node_id",
-		             r->node_id, "self", i == 0, "ok", r->text != NULL,
-		             "ms", (json_int_t) r->ms);
+		json_t *o = json_pack("{s:s, s:b, s:b, s:I}", "node_id",
+		    r->node_id, "self", i == 0, "ok", r->text != NULL, "ms",
+		    (json_int_t) r->ms);
 
 		if (o == NULL) {
 			continue;
@@ -114,7 +114,8 @@ gather_json(const cview_gather *g)
 		if (r->text != NULL) {
 			json_t *t = json_stringn(r->text, r->text_len);
 
-			(void) json_object_set_new(o, t != NULL ? "metrics" : "error",
+			(void) json_object_set_new(o,
+			    t != NULL ? "metrics" : "error",
 			    t != NULL ? t : json_string("metrics not UTF-8"));
 		} else {
 			(void) json_object_set_new(o, "error",
@@ -171,9 +172,10 @@ row_reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		memcpy(r->text, json_string_value(body), r->text_len);
 		r->text[r->text_len] = '\0';
 	} else {
-		r->error = eb__strdup(failure != NULL && failure->message != NULL
-		                          ? failure->message
-		                          : eb_err_name(status));
+		r->error =
+		    eb__strdup(failure != NULL && failure->message != NULL
+		                   ? failure->message
+		                   : eb_err_name(status));
 	}
 	EB_ASSERT(g->left > 0);
 	if (--g->left == 0) {
@@ -277,7 +279,8 @@ eb__web_cview_start(eb__web_cview *v, eb__admin *adm)
 	if (!v->serve) {
 		return 0;
 	}
-	(void) snprintf(addr, sizeof(addr), "%s%s", EB_WEB_CVIEW_PREFIX, v->self);
+	(void) snprintf(
+	    addr, sizeof(addr), "%s%s", EB_WEB_CVIEW_PREFIX, v->self);
 	return eb_bus_consumer_new(v->bus, addr, 0, serve_cb, v, &v->consumer);
 }
 

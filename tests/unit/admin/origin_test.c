@@ -14,15 +14,16 @@ test_parse_and_match(void **state)
 	char              why[160];
 
 	(void) state;
-	assert_int_equal(eb__admin_origins_parse(NULL, &o, why, sizeof(why)), 0);
+	assert_int_equal(
+	    eb__admin_origins_parse(NULL, &o, why, sizeof(why)), 0);
 	assert_int_equal(o.n, 0);
-	assert_int_equal(eb__admin_origins_parse(" ,, ", &o, why, sizeof(why)),
-	    0);
+	assert_int_equal(
+	    eb__admin_origins_parse(" ,, ", &o, why, sizeof(why)), 0);
 	assert_int_equal(o.n, 0);
-	assert_int_equal(eb__admin_origins_parse(
-	                     "http://a.example, https://b.example:8443\t"
-	                     "http://[::1]:7100,http://127.0.0.1",
-	                     &o, why, sizeof(why)),
+	assert_int_equal(
+	    eb__admin_origins_parse("http://a.example, https://b.example:8443\t"
+	                            "http://[::1]:7100,http://127.0.0.1",
+	        &o, why, sizeof(why)),
 	    0);
 	assert_int_equal(o.n, 4);
 	assert_true(eb__admin_origins_has(&o, "http://a.example", 16));
@@ -37,16 +38,17 @@ test_parse_and_match(void **state)
 static void
 test_refused(void **state)
 {
-	static const char *const bad[] = { "*", "null", "a.example",
-		"http://", "https://", "ftp://a.example", "http://a.example/",
-		"http://a.example/x", "http://a.example:", "http://a.example:1x",
+	static const char *const bad[] = { "*", "null", "a.example", "http://",
+		"https://", "ftp://a.example", "http://a.example/",
+		"http://a.example/x",
+		"http://a.example:", "http://a.example:1x",
 		"http://a.example:123456", "http://a_b.example", "http://[::1",
 		"http://*.example", "http://a.example, *" };
-	eb__admin_origins o;
-	char              why[160];
-	char              many[2048];
-	char              longest[400];
-	size_t            i;
+	eb__admin_origins        o;
+	char                     why[160];
+	char                     many[2048];
+	char                     longest[400];
+	size_t                   i;
 
 	(void) state;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -62,14 +64,15 @@ test_refused(void **state)
 		(void) snprintf(one, sizeof(one), "http://h%zu ", i);
 		(void) strcat(many, one);
 	}
-	assert_int_equal(eb__admin_origins_parse(many, &o, why, sizeof(why)),
-	    -1);
+	assert_int_equal(
+	    eb__admin_origins_parse(many, &o, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "more than"));
 	assert_int_equal(o.n, 0);
 	memset(longest, 'a', sizeof(longest));
 	memcpy(longest, "http://", 7);
 	longest[EB_ADMIN_ORIGIN_MAX + 1] = '\0';
-	assert_int_equal(eb__admin_origins_check(longest, why, sizeof(why)), -1);
+	assert_int_equal(
+	    eb__admin_origins_check(longest, why, sizeof(why)), -1);
 	longest[EB_ADMIN_ORIGIN_MAX] = '\0';
 	assert_int_equal(eb__admin_origins_check(longest, why, sizeof(why)), 0);
 }
