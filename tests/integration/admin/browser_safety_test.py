@@ -14,6 +14,13 @@ standalone ebnode processes:
                        origins echoed (GET and a write preflight approving
                        X-Ebnode-Admin), "*" on GET only with a token; a bad
                        admin.cors_origins fails --check naming the key
+  it.admin.cluster_view  two nodes on the ZooKeeper fixture: GET
+                       /cluster/metrics on b holds b's and a's /metrics
+                       text, gathered over the link (401 without the
+                       token); a bridge client of b permitted to send to
+                       "ebnode." addresses asks a's internal address and
+                       is refused (RECIPIENT_FAILURE 403), a member that
+                       stops shows as not ok
 
 On the code before this change the first POST answers 200 released and the
 GET answers carry Access-Control-Allow-Origin: *."""
@@ -221,6 +228,60 @@ class Cors(unittest.TestCase):
             admin={"cors_origins": "http://[::1]:7100 https://x.example"})
         r = ebtest.run_ebnode(["--check"], config=cfg)
         self.assertEqual(r.code, 0, r.stderr)
+
+
+class ClusterView(unittest.TestCase):
+    def test_gather_and_bridge_refused(self):
+        root = ebtest.unique_root()
+        token = "cv-t0k"
+        admin = {"token": token}
+        ca = ebtest.cluster_config(root, "a", admin=admin)
+        cb = ebtest.cluster_config(root, "b", admin=admin, bridge={
+            "inbound": [{"addressRegex": "ebnode\\..+"}]})
+        with ebtest.EbNode(ca, name="cv-a") as a, \
+                ebtest.EbNode(cb, name="cv-b") as b:
+            st, _ = ebtest.admin_request(*b.admin, "GET", "/cluster/metrics")
+            self.assertEqual(st, 401)
+
+            def both():
+                st, body = ebtest.admin_request(
+                    *b.admin, "GET", "/cluster/metrics", token=token)
+                self.assertEqual(st, 200, body)
+                ok = {n["node_id"]: n for n in body["nodes"] if n["ok"]}
+                return body if set(ok) == {"a", "b"} else None
+            body = ebtest.wait_until(both, 20, "a and b in b's view")
+            self.assertEqual(body["node_id"], "b")
+            self.assertEqual([n["node_id"] for n in body["nodes"]][0], "b")
+            self.assertTrue(body["nodes"][0]["self"])
+            for n in body["nodes"]:
+                m = promtext.parse(n["metrics"], prefix="ebnode_")
+                info = m.samples("ebnode_info")
+                self.assertEqual(len(info), 1)
+                self.assertEqual(info[0][0]["node_id"], n["node_id"])
+                self.assertEqual(info[0][0]["mode"], "clustered")
+            # A bridge client is not a member: refused even when
+            # bridge.inbound lets it reach "ebnode." addresses.
+            c = ebtest.BridgeClient(*b.bridge)
+            try:
+                c.send("ebnode.admin.metrics.a", {}, reply_address="r1")
+                f = c.recv_frame(timeout=ebtest.scaled(5))
+                self.assertEqual((f["type"], f.get("failureType"),
+                                  f.get("failureCode"), f.get("message")),
+                                 ("err", "RECIPIENT_FAILURE", 403,
+                                  "forbidden"), f)
+            finally:
+                c.close()
+            # a stops: b shows it as not ok (no handler any more, or the
+            # link down), within the 1 s bound per member.
+            self.assertEqual(a.stop(), 0)
+
+            def a_gone():
+                st, body = ebtest.admin_request(
+                    *b.admin, "GET", "/cluster/metrics", token=token)
+                rows = {n["node_id"]: n for n in body["nodes"]}
+                return "a" not in rows or not rows["a"]["ok"]
+            ebtest.wait_until(a_gone, 20, "a not ok in b's view")
+            self.assertEqual(b.stop(), 0)
 
 
 if __name__ == "__main__":
