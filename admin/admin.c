@@ -51,7 +51,6 @@
 #define ADMIN_MAX_BODY  65536u
 #define ADMIN_MAX_URL   2048u
 #define ADMIN_HDR_MAX   1024u
-#define ADMIN_SMALL_HDR 256u /* Origin, Host, Sec-Fetch-Site, CSRF header */
 #define ADMIN_CORS_MAX  (EB_ADMIN_ORIGIN_MAX + 192u)
 
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -109,39 +108,27 @@ enum hdr_field {
 	HDR_OTHER
 };
 
-/* A request header kept for the browser checks; a longer value only sets
- * over (then it matches nothing: an origin too long is foreign). */
-typedef struct admin_hdr {
-	char   v[ADMIN_SMALL_HDR + 1];
-	size_t len;
-	int    seen;
-	int    over;
-} admin_hdr;
-
 struct admin_conn {
-	eb_list        link;
-	eb__admin     *a; /* borrowed */
-	uv_tcp_t       tcp;
-	uv_timer_t     idle;
-	int            open; /* handles whose close is pending */
-	int            closing;
-	int            writing;      /* a response is being written */
-	uint64_t       req_start_ms; /* the current request's start */
-	http_parser    parser;
-	size_t         head_bytes;
-	char           url[ADMIN_MAX_URL + 1];
-	size_t         url_len;
-	char           auth[ADMIN_HDR_MAX + 1];
-	size_t         auth_len;
-	admin_hdr      origin; /* Origin */
-	admin_hdr      site;   /* Sec-Fetch-Site */
-	admin_hdr      host;   /* Host */
-	admin_hdr      csrf;   /* EB_ADMIN_CSRF_HEADER */
-	enum hdr_field field;
-	char          *body; /* owned */
-	size_t         body_len;
-	int            too_big;
-	int            complete;
+	eb_list           link;
+	eb__admin        *a; /* borrowed */
+	uv_tcp_t          tcp;
+	uv_timer_t        idle;
+	int               open; /* handles whose close is pending */
+	int               closing;
+	int               writing;      /* a response is being written */
+	uint64_t          req_start_ms; /* the current request's start */
+	http_parser       parser;
+	size_t            head_bytes;
+	char              url[ADMIN_MAX_URL + 1];
+	size_t            url_len;
+	char              auth[ADMIN_HDR_MAX + 1];
+	size_t            auth_len;
+	eb__admin_browser browser; /* Origin, Sec-Fetch-Site, Host, CSRF */
+	enum hdr_field    field;
+	char             *body; /* owned */
+	size_t            body_len;
+	int               too_big;
+	int               complete;
 	/* An asynchronous route's answer is awaited (eb__admin_answer): its
 	 * id, keep-alive and CORS headers. */
 	int      waiting;
@@ -451,83 +438,19 @@ route_run(admin_conn *c, const eb__admin_req *rq, eb__admin_resp *rs)
 
 /* ---- browsers: origins, CORS, cross-site writes ---- */
 
-static int
-hdr_is(const admin_hdr *h, const char *v)
-{
-	return h->seen && !h->over && strlen(v) == h->len &&
-	       strncasecmp(h->v, v, h->len) == 0;
-}
-
 /* 1 when the request's Origin is one of admin.cors_origins. */
 static int
 origin_configured(const admin_conn *c)
 {
-	return c->origin.seen && !c->origin.over &&
-	       eb__admin_origins_has(
-	           &c->a->origins, c->origin.v, c->origin.len);
+	return eb__admin_origin_configured(&c->browser, &c->a->origins);
 }
 
-/* 1 when the request's Origin is this endpoint's own: "http://" + Host
- * (what a page this endpoint served, the dashboard, sends). */
-static int
-origin_own(const admin_conn *c)
-{
-	static const char scheme[] = "http://";
-	const size_t      sl = sizeof(scheme) - 1;
-
-	return c->origin.seen && !c->origin.over && c->host.seen &&
-	       !c->host.over && c->host.len > 0 &&
-	       c->origin.len == sl + c->host.len &&
-	       strncasecmp(c->origin.v, scheme, sl) == 0 &&
-	       strncasecmp(c->origin.v + sl, c->host.v, c->host.len) == 0;
-}
-
-/*
- * A state-changing request: NULL when it may proceed (to the token check),
- * else why it is refused. A configured origin may write (with the token or
- * the CSRF header); any other Origin but ours, or a Sec-Fetch-Site saying
- * the page is from another origin, is refused; and without a token the
- * CSRF header is required, so a client that sends neither header (an old
- * browser) cannot be driven by a form or a simple fetch either.
- */
-static const char *
-cross_site_refusal(const admin_conn *c)
-{
-	int configured = origin_configured(c);
-
-	if (c->origin.seen && !configured && !origin_own(c)) {
-		return "cross-site request refused: foreign Origin";
-	}
-	if (c->site.seen && !configured && !hdr_is(&c->site, "same-origin") &&
-	    !hdr_is(&c->site, "none")) {
-		return "cross-site request refused: Sec-Fetch-Site";
-	}
-	if (c->a->token == NULL && (!c->csrf.seen || c->csrf.len == 0)) {
-		return "without admin.token a write needs the "
-		       "header " EB_ADMIN_CSRF_HEADER;
-	}
-	return NULL;
-}
-
-/*
- * The CORS headers of an answer to c (written into out, "" for none): a
- * configured origin is echoed (with Vary: Origin); with a token set any
- * origin may read ("*": every data route needs the token, which such a
- * page must hold, and no cookie is used); otherwise none, so a page of
- * another origin cannot read what it makes the browser fetch.
- */
+/* The CORS header lines of an answer to c's GET or preflight (origin.h). */
 static void
 cors_headers(const admin_conn *c, char *out, size_t n)
 {
-	if (origin_configured(c)) {
-		(void) snprintf(out, n,
-		    "Access-Control-Allow-Origin: %.*s\r\nVary: Origin\r\n",
-		    (int) c->origin.len, c->origin.v);
-	} else if (c->a->token != NULL) {
-		(void) snprintf(out, n, "Access-Control-Allow-Origin: *\r\n");
-	} else {
-		out[0] = '\0';
-	}
+	eb__admin_cors(
+	    &c->browser, &c->a->origins, c->a->token != NULL, out, n);
 }
 
 /*
@@ -546,7 +469,7 @@ preflight(admin_conn *c, const char *path, int keep)
 	int            get = route_exists(c->a, "GET", path);
 	int            write = route_writable(c->a, path);
 
-	if (!c->origin.seen || (!get && !write)) {
+	if (!c->browser.origin.seen || (!get && !write)) {
 		return 0;
 	}
 	cors_headers(c, cors, sizeof(cors));
@@ -602,11 +525,13 @@ admit(admin_conn *c, const char *method, const char *path, int keep,
 	char        q[EB_LOG_QUOTE_MAX];
 	const char *why = NULL;
 
-	if (!method_safe(method) && (why = cross_site_refusal(c)) != NULL) {
+	if (!method_safe(method) &&
+	    (why = eb__admin_cross_site(
+	         &c->browser, &c->a->origins, c->a->token != NULL)) != NULL) {
 		EB_LOG_RL_NOTICE("admin",
 		    "cross-site-refused: method=%s path=%s origin=%s", method,
 		    eb_log_quote(q, sizeof(q), path),
-		    c->origin.seen ? "foreign" : "none");
+		    c->browser.origin.seen ? "foreign" : "none");
 		send_error(c, 403, "cross_site", why, keep, NULL);
 		return -1;
 	}
@@ -673,10 +598,7 @@ on_message_begin(http_parser *p)
 
 	c->url_len = 0;
 	c->auth_len = 0;
-	memset(&c->origin, 0, sizeof(c->origin));
-	memset(&c->site, 0, sizeof(c->site));
-	memset(&c->host, 0, sizeof(c->host));
-	memset(&c->csrf, 0, sizeof(c->csrf));
+	memset(&c->browser, 0, sizeof(c->browser));
 	c->field = HDR_NONE;
 	free(c->body);
 	c->body = NULL;
@@ -748,20 +670,6 @@ on_header_field(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
-/* Appends a piece of a kept header's value. */
-static void
-hdr_append(admin_hdr *h, const char *at, size_t len)
-{
-	h->seen = 1;
-	if (h->over || h->len + len > ADMIN_SMALL_HDR) {
-		h->over = 1;
-		return;
-	}
-	memcpy(h->v + h->len, at, len);
-	h->len += len;
-	h->v[h->len] = '\0';
-}
-
 static int
 on_header_value(http_parser *p, const char *at, size_t len)
 {
@@ -779,13 +687,13 @@ on_header_value(http_parser *p, const char *at, size_t len)
 		c->auth_len += len;
 		c->auth[c->auth_len] = '\0';
 	} else if (c->field == HDR_ORIGIN) {
-		hdr_append(&c->origin, at, len);
+		eb__admin_hdr_append(&c->browser.origin, at, len);
 	} else if (c->field == HDR_SITE) {
-		hdr_append(&c->site, at, len);
+		eb__admin_hdr_append(&c->browser.site, at, len);
 	} else if (c->field == HDR_HOST) {
-		hdr_append(&c->host, at, len);
+		eb__admin_hdr_append(&c->browser.host, at, len);
 	} else if (c->field == HDR_CSRF) {
-		hdr_append(&c->csrf, at, len);
+		eb__admin_hdr_append(&c->browser.csrf, at, len);
 	}
 	return 0;
 }
