@@ -135,10 +135,17 @@ struct admin_conn {
 	uint64_t wait_id;
 	int      wait_keep;
 	char     cors[ADMIN_CORS_MAX];
+	/* Bytes of the next request that came before this answer's write
+	 * completed (owned; at most one read): reading stops until then. */
+	char  *held;
+	size_t held_len;
 };
 
 static void conn_close(admin_conn *c);
 static void idle_cb(uv_timer_t *t);
+static void conn_feed(admin_conn *c, const char *data, size_t len);
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
 /* ---- responses ---- */
 
@@ -219,14 +226,31 @@ write_cb(uv_write_t *req, int status)
 	admin_conn  *c = w->c;
 
 	c->writing = 0;
+	free(w->buf);
 	if (status != 0 || w->close_after) {
 		conn_close(c);
 	} else if (!c->closing) {
 		/* Keep-alive: the next request's deadline starts now. */
 		c->req_start_ms = uv_now(c->tcp.loop);
 		(void) uv_timer_start(&c->idle, idle_cb, c->a->request_ms, 0);
+		if (c->held != NULL) {
+			char  *held = c->held;
+			size_t len = c->held_len;
+
+			/* The client sent its next request before this
+			 * callback ran (it runs on a later loop phase than
+			 * the kernel took the answer): serve it now. */
+			c->held = NULL;
+			c->held_len = 0;
+			if (uv_read_start((uv_stream_t *) &c->tcp, alloc_cb,
+			        read_cb) != 0) {
+				conn_close(c);
+			} else {
+				conn_feed(c, held, len);
+			}
+			free(held);
+		}
 	}
-	free(w->buf);
 	free(w);
 }
 
@@ -796,6 +820,7 @@ conn_handle_closed_cb(uv_handle_t *h)
 		return;
 	}
 	free(c->body);
+	free(c->held);
 	free(c);
 	admin_release(a);
 }
@@ -828,25 +853,31 @@ alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = 4096;
 }
 
+/* Keeps len bytes of the next request until the current answer has been
+ * written, and stops reading meanwhile (so at most one read is held). */
 static void
-read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+conn_hold(admin_conn *c, const char *data, size_t len)
 {
-	admin_conn *c = s->data;
-	size_t      done;
-
-	if (nread < 0 || c->closing || c->writing || c->waiting) {
-		/* EOF, error; or a client that does not wait for our answer
-		 * (pipelining is not supported): close. */
-		free(buf->base);
-		if (nread != 0) {
-			conn_close(c);
-		}
+	if (c->held != NULL) {
+		conn_close(c); /* cannot happen: reading was stopped */
 		return;
 	}
+	c->held = eb__malloc(len);
+	memcpy(c->held, data, len);
+	c->held_len = len;
+	(void) uv_read_stop((uv_stream_t *) &c->tcp);
+}
+
+/* Parses data: a complete request is dispatched (one at a time: bytes
+ * after it are held until its answer is written), a bad or oversized one
+ * answered 400 or 413 (closing). */
+static void
+conn_feed(admin_conn *c, const char *data, size_t len)
+{
+	size_t done;
+
 	http_parser_pause(&c->parser, 0);
-	done = http_parser_execute(
-	    &c->parser, &admin_settings, buf->base, (size_t) nread);
-	free(buf->base);
+	done = http_parser_execute(&c->parser, &admin_settings, data, len);
 	if (c->too_big == 2) {
 		send_error(
 		    c, 413, "too_large", "request body too large", 0, NULL);
@@ -855,17 +886,41 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		    c, 413, "too_large", "request head too large", 0, NULL);
 	} else if (c->complete) {
 		c->complete = 0;
-		dispatch(c);
-		if (done < (size_t) nread) {
-			/* Bytes after a complete request: no pipelining. */
-			c->writing = 1;
+		if (done < len) {
+			conn_hold(c, data + done, len - done);
 		}
+		dispatch(c);
 	} else if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
 		EB_LOG_DEBUG("admin", "bad-request: err=%s",
 		    http_errno_name(HTTP_PARSER_ERRNO(&c->parser)));
 		send_error(
 		    c, 400, "bad_request", "malformed HTTP request", 0, NULL);
 	}
+}
+
+static void
+read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	admin_conn *c = s->data;
+
+	if (nread < 0 || c->closing) {
+		/* EOF or error. */
+		free(buf->base);
+		if (nread < 0) {
+			conn_close(c);
+		}
+		return;
+	}
+	if (nread > 0 && (c->writing || c->waiting)) {
+		/* The next request while this one is being answered: its
+		 * write callback has not run yet, or an asynchronous route
+		 * has not answered. Held, not parsed, until the answer is
+		 * written. */
+		conn_hold(c, buf->base, (size_t) nread);
+	} else if (nread > 0) {
+		conn_feed(c, buf->base, (size_t) nread);
+	}
+	free(buf->base);
 }
 
 static void

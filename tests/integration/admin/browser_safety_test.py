@@ -19,13 +19,15 @@ standalone ebnode processes:
                        text, gathered over the link (401 without the
                        token); a bridge client of b permitted to send to
                        "ebnode." addresses asks a's internal address and
-                       is refused (RECIPIENT_FAILURE 403), a member that
+                       is refused (RECIPIENT_FAILURE 403), 20 views in a
+                       row on one keep-alive connection, a member that
                        stops shows as not ok
 
 On the code before this change the first POST answers 200 released and the
 GET answers carry Access-Control-Allow-Origin: *."""
 
 import http.client
+import json
 import os
 import sys
 import unittest
@@ -259,6 +261,21 @@ class ClusterView(unittest.TestCase):
                 self.assertEqual(len(info), 1)
                 self.assertEqual(info[0][0]["node_id"], n["node_id"])
                 self.assertEqual(info[0][0]["mode"], "clustered")
+            # Keep-alive: 20 views in a row on one connection (the
+            # asynchronous answer is written outside the read callback,
+            # so the client's next request may come before its write
+            # callback: it is held, never a reason to close).
+            conn = http.client.HTTPConnection(*b.admin,
+                                              timeout=ebtest.scaled(10))
+            try:
+                for i in range(20):
+                    conn.request("GET", "/cluster/metrics",
+                                 headers={"Authorization": "Bearer " + token})
+                    r = conn.getresponse()
+                    self.assertEqual(r.status, 200, i)
+                    self.assertEqual(len(json.loads(r.read())["nodes"]), 2)
+            finally:
+                conn.close()
             # A bridge client is not a member: refused even when
             # bridge.inbound lets it reach "ebnode." addresses.
             c = ebtest.BridgeClient(*b.bridge)

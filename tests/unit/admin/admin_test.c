@@ -105,6 +105,25 @@ http_x(th_loop *t, int port, const char *method, const char *path,
 	assert_int_equal(th_run_until(t, th_flag_set, &c->done, 5000), 0);
 }
 
+/* Sends raw bytes (one write) and runs the loop until the server
+ * closed. */
+static void
+http_raw(th_loop *t, int port, const char *bytes, client *c)
+{
+	struct sockaddr_in sa;
+
+	memset(c, 0, sizeof(*c));
+	(void) snprintf(c->req, sizeof(c->req), "%s", bytes);
+	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
+	assert_int_equal(uv_tcp_init(&t->loop, &c->tcp), 0);
+	c->tcp.data = c;
+	c->conn.data = c;
+	assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp,
+	                     (const struct sockaddr *) &sa, cl_connect_cb),
+	    0);
+	assert_int_equal(th_run_until(t, th_flag_set, &c->done, 5000), 0);
+}
+
 static void
 http(th_loop *t, int port, const char *method, const char *path,
     const char *token, client *c)
@@ -374,13 +393,22 @@ test_async_routes(void **state)
 	http(t, port, "GET", "/now", NULL, &c);
 	assert_int_equal(status_of(&c), 200);
 	assert_string_equal(body_of(&c), "now");
+	/* Two requests in one write (pipelined): the second is held until
+	 * the first's asynchronous answer is written, then served. */
+	http_raw(t, port,
+	    "GET /later HTTP/1.1\r\nHost: x\r\n\r\n"
+	    "GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+	    &c);
+	assert_non_null(strstr(c.resp, "\r\n\r\nlater"));
+	assert_non_null(strstr(c.resp, "\r\n\r\nnow"));
+	assert_true(strstr(c.resp, "later") < strstr(c.resp, "now"));
 	/* Never answered: the request deadline closes the connection, and
 	 * an answer after that finds nothing. */
 	http(t, port, "GET", "/never", NULL, &c);
 	assert_int_equal(c.len, 0);
 	answer(&x, "too late");
 	assert_int_equal(x.answered, 1000 + UV_ENOENT);
-	assert_int_equal(x.calls, 3);
+	assert_int_equal(x.calls, 5);
 	/* The GET /metrics body (no collectors here: empty). */
 	text = eb__admin_metrics_text(adm, &len);
 	assert_non_null(text);
