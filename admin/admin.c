@@ -4,7 +4,8 @@
  *
  * Bounded everywhere: at most ADMIN_MAX_CONNS connections, a request head
  * of at most 8 KiB and a body of at most 64 KiB (413), one request at a
- * time per connection (pipelined requests wait in the parser's input).
+ * time per connection (a pipelined request, at most one 4 KiB read, is held
+ * with reading stopped until the answer before it is written).
  * Each request has a deadline (opts.request_timeout_ms) counted from the
  * moment the connection is ready for it (accept, or the end of the
  * previous response), never reset by a byte, so a client trickling bytes
