@@ -119,6 +119,9 @@ typedef enum eb__conf_type {
 /* Dynamic: may change at run time (the cluster configuration, SIGHUP);
  * every other key is static (node-local, read once at start). */
 #define EB__CF_DYNAMIC 0x80u
+/* Strings: a list of browser origins (admin.cors_origins), checked by
+ * eb__admin_origins_check. */
+#define EB__CF_ORIGINS 0x100u
 
 /* A field of an element object (strings, match strings and enums). */
 typedef struct eb__conf_field {

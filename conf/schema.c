@@ -265,6 +265,8 @@ const eb__conf_entry eb__conf_schema[] = {
 	ND("admin.port", admin.port, int, EB__CT_INT, 7100, 0, 65535),
 	S("admin.token", admin.token, EB__CF_SECRET | EB__CF_NULLSTR),
 	U64("admin.request_timeout_ms", admin.request_timeout_ms, 100, 3600000),
+	S("admin.cors_origins", admin.cors_origins,
+	    EB__CF_NULLSTR | EB__CF_ORIGINS),
 	S("ingress.address", ingress.address, EB__CF_NONEMPTY),
 	{ ROW("ingress.hold_max", ingress.hold_max, uint32_t, EB__CT_U32),
 	    .max = 10000000, .flags = EB__CF_DYNAMIC },
@@ -640,6 +642,14 @@ check_string(const json_t *v, unsigned flags, const char *path,
 	}
 	if ((flags & EB__CF_REGEX) != 0) {
 		return check_regex(json_string_value(v), path, src, err);
+	}
+	if ((flags & EB__CF_ORIGINS) != 0) {
+		char why[160];
+
+		if (eb__admin_origins_check(
+		        json_string_value(v), why, sizeof(why)) != 0) {
+			return eb__conf_errf(src, err, path, false, "%s", why);
+		}
 	}
 	return 0;
 }

@@ -134,6 +134,7 @@ static const special specials[] = {
 	{ "cluster.heartbeat_ms", "500", { NULL } },
 	{ "bridge.listen", "127.0.0.2", { NULL } },
 	{ "admin.listen", "127.0.0.2", { NULL } },
+	{ "admin.cors_origins", "http://v.example", { NULL } },
 	{ "cluster.tls.cert", "c",
 	    { "cluster.tls.key=k", "cluster.tls.ca=a" } },
 	{ "cluster.tls.key", "k",
