@@ -4,7 +4,8 @@
  *
  * Bounded everywhere: at most ADMIN_MAX_CONNS connections, a request head
  * of at most 8 KiB and a body of at most 64 KiB (413), one request at a
- * time per connection (pipelined requests wait in the parser's input).
+ * time per connection (a pipelined request, at most one 4 KiB read, is held
+ * with reading stopped until the answer before it is written).
  * Each request has a deadline (opts.request_timeout_ms) counted from the
  * moment the connection is ready for it (accept, or the end of the
  * previous response), never reset by a byte, so a client trickling bytes
@@ -15,7 +16,19 @@
  * Malformed requests get 400 and the connection is closed; keep-alive is
  * honoured otherwise. With a token, every route but the open ones
  * (eb__admin_route_open) requires "Authorization: Bearer <token>" (401
- * otherwise; compared in constant time). Loop thread only.
+ * otherwise; compared in constant time).
+ *
+ * Browsers: a state-changing request (any method but GET, HEAD, OPTIONS)
+ * from a page of another origin is refused (403 cross_site) whether or
+ * not a token is set: its Origin must be ours ("http://" + Host) or a
+ * configured one, its Sec-Fetch-Site same-origin or none (a configured
+ * origin excepted), and without a token it must carry EB_ADMIN_CSRF_HEADER,
+ * a header a page cannot send to another origin without a CORS preflight,
+ * which is approved for configured origins only. CORS on GET answers: the
+ * configured origins (echoed), or "*" when a token is set (every data
+ * route then needs it, and no ambient credential is used); no CORS header
+ * otherwise. An asynchronous route's connection waits for
+ * eb__admin_answer() within its deadline. Loop thread only.
  */
 #include "admin/admin.h"
 
@@ -28,6 +41,7 @@
 
 #include <ebnode/log.h>
 
+#include "admin/origin.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/list.h"
@@ -38,15 +52,17 @@
 #define ADMIN_MAX_BODY  65536u
 #define ADMIN_MAX_URL   2048u
 #define ADMIN_HDR_MAX   1024u
+#define ADMIN_CORS_MAX  (EB_ADMIN_ORIGIN_MAX + 192u)
 
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 typedef struct admin_route {
-	char             *method; /* owned */
-	char             *path;   /* owned */
-	eb__admin_handler fn;
-	void             *arg;
-	int               open; /* served without the token */
+	char                   *method; /* owned */
+	char                   *path;   /* owned */
+	eb__admin_handler       fn;     /* NULL for an asynchronous route */
+	eb__admin_async_handler afn;    /* NULL for a synchronous one */
+	void                   *arg;
+	int                     open; /* served without the token */
 } admin_route;
 
 typedef struct admin_collector {
@@ -72,6 +88,8 @@ struct eb__admin {
 	uint64_t           request_ms; /* per-request deadline */
 	eb__vec            routes;     /* of admin_route */
 	eb__vec            collectors; /* of admin_collector */
+	eb__admin_origins  origins;    /* admin.cors_origins */
+	uint64_t           next_wait;  /* the last asynchronous request id */
 };
 
 typedef struct admin_write {
@@ -81,32 +99,54 @@ typedef struct admin_write {
 	int         close_after;
 } admin_write;
 
-enum hdr_field { HDR_NONE = 0, HDR_AUTH, HDR_OTHER };
+enum hdr_field {
+	HDR_NONE = 0,
+	HDR_AUTH,
+	HDR_ORIGIN,
+	HDR_SITE,
+	HDR_HOST,
+	HDR_CSRF,
+	HDR_OTHER
+};
 
 struct admin_conn {
-	eb_list        link;
-	eb__admin     *a; /* borrowed */
-	uv_tcp_t       tcp;
-	uv_timer_t     idle;
-	int            open; /* handles whose close is pending */
-	int            closing;
-	int            writing;      /* a response is being written */
-	uint64_t       req_start_ms; /* the current request's start */
-	http_parser    parser;
-	size_t         head_bytes;
-	char           url[ADMIN_MAX_URL + 1];
-	size_t         url_len;
-	char           auth[ADMIN_HDR_MAX + 1];
-	size_t         auth_len;
-	enum hdr_field field;
-	char          *body; /* owned */
-	size_t         body_len;
-	int            too_big;
-	int            complete;
+	eb_list           link;
+	eb__admin        *a; /* borrowed */
+	uv_tcp_t          tcp;
+	uv_timer_t        idle;
+	int               open; /* handles whose close is pending */
+	int               closing;
+	int               writing;      /* a response is being written */
+	uint64_t          req_start_ms; /* the current request's start */
+	http_parser       parser;
+	size_t            head_bytes;
+	char              url[ADMIN_MAX_URL + 1];
+	size_t            url_len;
+	char              auth[ADMIN_HDR_MAX + 1];
+	size_t            auth_len;
+	eb__admin_browser browser; /* Origin, Sec-Fetch-Site, Host, CSRF */
+	enum hdr_field    field;
+	char             *body; /* owned */
+	size_t            body_len;
+	int               too_big;
+	int               complete;
+	/* An asynchronous route's answer is awaited (eb__admin_answer): its
+	 * id, keep-alive and CORS headers. */
+	int      waiting;
+	uint64_t wait_id;
+	int      wait_keep;
+	char     cors[ADMIN_CORS_MAX];
+	/* Bytes of the next request that came before this answer's write
+	 * completed (owned; at most one read): reading stops until then. */
+	char  *held;
+	size_t held_len;
 };
 
 static void conn_close(admin_conn *c);
 static void idle_cb(uv_timer_t *t);
+static void conn_feed(admin_conn *c, const char *data, size_t len);
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
 /* ---- responses ---- */
 
@@ -163,6 +203,8 @@ status_text(int status)
 		return "Bad Request";
 	case 401:
 		return "Unauthorized";
+	case 403:
+		return "Forbidden";
 	case 404:
 		return "Not Found";
 	case 405:
@@ -185,14 +227,31 @@ write_cb(uv_write_t *req, int status)
 	admin_conn  *c = w->c;
 
 	c->writing = 0;
+	free(w->buf);
 	if (status != 0 || w->close_after) {
 		conn_close(c);
 	} else if (!c->closing) {
 		/* Keep-alive: the next request's deadline starts now. */
 		c->req_start_ms = uv_now(c->tcp.loop);
 		(void) uv_timer_start(&c->idle, idle_cb, c->a->request_ms, 0);
+		if (c->held != NULL) {
+			char  *held = c->held;
+			size_t len = c->held_len;
+
+			/* The client sent its next request before this
+			 * callback ran (it runs on a later loop phase than
+			 * the kernel took the answer): serve it now. */
+			c->held = NULL;
+			c->held_len = 0;
+			if (uv_read_start((uv_stream_t *) &c->tcp, alloc_cb,
+			        read_cb) != 0) {
+				conn_close(c);
+			} else {
+				conn_feed(c, held, len);
+			}
+			free(held);
+		}
 	}
-	free(w->buf);
 	free(w);
 }
 
@@ -233,33 +292,19 @@ conn_send(admin_conn *c, const eb__admin_resp *rs, int keep_alive,
 	}
 }
 
-/*
- * CORS for the GET routes: a page from another origin (the dashboard of
- * another member) may read them. "*" is safe: every data route needs the
- * bearer token, which such a page must hold already, and no cookies or
- * other ambient credentials are used (a "*" answer is never readable by a
- * request made with credentials).
- */
-#define ADMIN_CORS_ORIGIN "Access-Control-Allow-Origin: *\r\n"
-#define ADMIN_CORS_PREFLIGHT                              \
-	"Access-Control-Allow-Origin: *\r\n"              \
-	"Access-Control-Allow-Methods: GET\r\n"           \
-	"Access-Control-Allow-Headers: Authorization\r\n" \
-	"Access-Control-Max-Age: 600\r\n"
-
 static void
 send_error(admin_conn *c, int status, const char *code, const char *msg,
-    int keep_alive, int cors)
+    int keep_alive, const char *cors)
 {
 	eb__admin_resp rs;
+	char           hdrs[ADMIN_CORS_MAX + 32];
 
 	memset(&rs, 0, sizeof(rs));
 	eb__admin_reply_error(&rs, status, code, msg);
-	conn_send(c, &rs, keep_alive,
-	    status == 401
-	        ? (cors ? "WWW-Authenticate: Bearer\r\n" ADMIN_CORS_ORIGIN
-	                : "WWW-Authenticate: Bearer\r\n")
-	        : NULL);
+	(void) snprintf(hdrs, sizeof(hdrs), "%s%s",
+	    status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
+	    cors != NULL ? cors : "");
+	conn_send(c, &rs, keep_alive, hdrs);
 	free(rs.body);
 }
 
@@ -348,9 +393,35 @@ route_exists(const eb__admin *a, const char *method, const char *path)
 	return 0;
 }
 
+/* 1 for the methods that change nothing (GET, HEAD, OPTIONS). */
+static int
+method_safe(const char *method)
+{
+	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+	       strcmp(method, "OPTIONS") == 0;
+}
+
+/* 1 when a route on path has a method that changes state. */
+static int
+route_writable(const eb__admin *a, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < a->routes.len; i++) {
+		const admin_route *r = eb__vec_at(&a->routes, i);
+
+		if (strcmp(r->path, path) == 0 && !method_safe(r->method)) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Runs the route for rq's path and method. Without an answer, rs gets
- * 500 (the route set none), 405 (known path, other method) or 404. */
-static void
+ * 500 (the route set none), 405 (known path, other method) or 404. 1 when
+ * the route is asynchronous: c waits for eb__admin_answer() (which may
+ * have come already) and rs is unused. */
+static int
 route_run(admin_conn *c, const eb__admin_req *rq, eb__admin_resp *rs)
 {
 	const eb__vec *routes = &c->a->routes;
@@ -364,13 +435,20 @@ route_run(admin_conn *c, const eb__admin_req *rq, eb__admin_resp *rs)
 			continue;
 		}
 		path_known = 1;
-		if (strcmp(r->method, rq->method) == 0) {
-			r->fn(rq, rs, r->arg);
-			break;
+		if (strcmp(r->method, rq->method) != 0) {
+			continue;
 		}
+		if (r->afn != NULL) {
+			c->waiting = 1;
+			c->wait_id = ++c->a->next_wait;
+			r->afn(c->a, rq, c->wait_id, r->arg);
+			return 1;
+		}
+		r->fn(rq, rs, r->arg);
+		break;
 	}
 	if (rs->status != 0) {
-		return;
+		return 0;
 	}
 	if (i < routes->len) {
 		eb__admin_reply_error(rs, 500, "internal", "no response");
@@ -380,52 +458,145 @@ route_run(admin_conn *c, const eb__admin_req *rq, eb__admin_resp *rs)
 	} else {
 		eb__admin_reply_error(rs, 404, "not_found", "no such route");
 	}
+	return 0;
 }
 
+/* ---- browsers: origins, CORS, cross-site writes ---- */
+
+/* 1 when the request's Origin is one of admin.cors_origins. */
+static int
+origin_configured(const admin_conn *c)
+{
+	return eb__admin_origin_configured(&c->browser, &c->a->origins);
+}
+
+/* The CORS header lines of an answer to c's GET or preflight (origin.h). */
 static void
-dispatch(admin_conn *c)
+cors_headers(const admin_conn *c, char *out, size_t n)
+{
+	eb__admin_cors(
+	    &c->browser, &c->a->origins, c->a->token != NULL, out, n);
+}
+
+/*
+ * OPTIONS: a CORS preflight. Approved (204) for a GET route when CORS
+ * applies (above), and for a state-changing route only from a configured
+ * origin; from any other Origin it is refused (403), so the browser never
+ * sends the actual request. 0 when this was no preflight (no Origin, or
+ * no route on the path): the request is routed as any other.
+ */
+static int
+preflight(admin_conn *c, const char *path, int keep)
+{
+	eb__admin_resp rs;
+	char           cors[ADMIN_CORS_MAX];
+	char           hdrs[ADMIN_CORS_MAX + 192];
+	int            get = route_exists(c->a, "GET", path);
+	int            write = route_writable(c->a, path);
+
+	if (!c->browser.origin.seen || (!get && !write)) {
+		return 0;
+	}
+	cors_headers(c, cors, sizeof(cors));
+	if (cors[0] == '\0' || (!get && !origin_configured(c))) {
+		send_error(c, 403, "cors_refused",
+		    "CORS is not allowed for this origin", keep, NULL);
+		return 1;
+	}
+	(void) snprintf(hdrs, sizeof(hdrs),
+	    "%sAccess-Control-Allow-Methods: %s\r\n"
+	    "Access-Control-Allow-Headers: Authorization%s\r\n"
+	    "Access-Control-Max-Age: 600\r\n",
+	    cors, origin_configured(c) ? "GET, POST, PUT, DELETE" : "GET",
+	    origin_configured(c) ? ", Content-Type, " EB_ADMIN_CSRF_HEADER
+	                         : "");
+	memset(&rs, 0, sizeof(rs));
+	eb__admin_reply_text(&rs, 204, "text/plain", "", 0);
+	conn_send(c, &rs, keep, hdrs);
+	free(rs.body);
+	return 1;
+}
+
+/* Splits the request target into path and query (each of at most
+ * ADMIN_MAX_URL bytes); 0, or -1 when it is malformed. */
+static int
+split_target(const admin_conn *c, char *path, char *query)
 {
 	struct http_parser_url u;
-	eb__admin_req          rq;
-	eb__admin_resp         rs;
-	char                   path[ADMIN_MAX_URL + 1];
-	char                   query[ADMIN_MAX_URL + 1];
-	char                   q[EB_LOG_QUOTE_MAX];
-	const char            *method = http_method_str(c->parser.method);
-	int                    keep = http_should_keep_alive(&c->parser);
-	int                    get;
 
-	memset(&rs, 0, sizeof(rs));
 	http_parser_url_init(&u);
 	if (http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 ||
 	    !(u.field_set & (1 << UF_PATH))) {
-		send_error(
-		    c, 400, "bad_request", "malformed request target", 0, 0);
-		return;
+		return -1;
 	}
-	(void) snprintf(path, sizeof(path), "%.*s",
+	(void) snprintf(path, ADMIN_MAX_URL + 1, "%.*s",
 	    (int) u.field_data[UF_PATH].len,
 	    c->url + u.field_data[UF_PATH].off);
 	query[0] = '\0';
 	if (u.field_set & (1 << UF_QUERY)) {
-		(void) snprintf(query, sizeof(query), "%.*s",
+		(void) snprintf(query, ADMIN_MAX_URL + 1, "%.*s",
 		    (int) u.field_data[UF_QUERY].len,
 		    c->url + u.field_data[UF_QUERY].off);
 	}
-	get = strcmp(method, "GET") == 0;
-	if (strcmp(method, "OPTIONS") == 0 && route_exists(c->a, "GET", path)) {
-		/* A CORS preflight carries no credentials: answered open. */
-		eb__admin_reply_text(&rs, 204, "text/plain", "", 0);
-		conn_send(c, &rs, keep, ADMIN_CORS_PREFLIGHT);
-		free(rs.body);
-		return;
+	return 0;
+}
+
+/* The checks before the route: cross-site writes (403), then the token
+ * (401). 0 when the request may be routed (else it was answered). */
+static int
+admit(admin_conn *c, const char *method, const char *path, int keep,
+    const char *cors)
+{
+	char        q[EB_LOG_QUOTE_MAX];
+	const char *why = NULL;
+
+	if (!method_safe(method) &&
+	    (why = eb__admin_cross_site(
+	         &c->browser, &c->a->origins, c->a->token != NULL)) != NULL) {
+		EB_LOG_RL_NOTICE("admin",
+		    "cross-site-refused: method=%s path=%s origin=%s", method,
+		    eb_log_quote(q, sizeof(q), path),
+		    c->browser.origin.seen ? "foreign" : "none");
+		send_error(c, 403, "cross_site", why, keep, NULL);
+		return -1;
 	}
 	if (!route_open(c->a, method, path) &&
 	    !token_ok(c->a, c->auth, c->auth_len)) {
 		EB_LOG_WARN("admin", "unauthorized: path=%s",
 		    eb_log_quote(q, sizeof(q), path));
 		send_error(c, 401, "unauthorized", "missing or wrong token",
-		    keep, get);
+		    keep, strcmp(method, "GET") == 0 ? cors : NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+dispatch(admin_conn *c)
+{
+	eb__admin_req  rq;
+	eb__admin_resp rs;
+	char           path[ADMIN_MAX_URL + 1];
+	char           query[ADMIN_MAX_URL + 1];
+	char           q[EB_LOG_QUOTE_MAX];
+	const char    *method = http_method_str(c->parser.method);
+	int            keep = http_should_keep_alive(&c->parser);
+	int            get = strcmp(method, "GET") == 0;
+
+	memset(&rs, 0, sizeof(rs));
+	if (split_target(c, path, query) != 0) {
+		send_error(
+		    c, 400, "bad_request", "malformed request target", 0, NULL);
+		return;
+	}
+	if (strcmp(method, "OPTIONS") == 0 && preflight(c, path, keep)) {
+		return;
+	}
+	cors_headers(c, c->cors, sizeof(c->cors));
+	if (!get) {
+		c->cors[0] = '\0'; /* CORS for reads only */
+	}
+	if (admit(c, method, path, keep, c->cors) != 0) {
 		return;
 	}
 	rq.method = method;
@@ -433,10 +604,13 @@ dispatch(admin_conn *c)
 	rq.query = query;
 	rq.body = c->body != NULL ? c->body : "";
 	rq.body_len = c->body_len;
-	route_run(c, &rq, &rs);
+	c->wait_keep = keep;
+	if (route_run(c, &rq, &rs)) {
+		return; /* eb__admin_answer() sends the response */
+	}
 	EB_LOG_DEBUG("admin", "request: method=%s path=%s status=%d", method,
 	    eb_log_quote(q, sizeof(q), path), rs.status);
-	conn_send(c, &rs, keep, get ? ADMIN_CORS_ORIGIN : NULL);
+	conn_send(c, &rs, keep, c->cors);
 	free(rs.body);
 }
 
@@ -449,6 +623,7 @@ on_message_begin(http_parser *p)
 
 	c->url_len = 0;
 	c->auth_len = 0;
+	memset(&c->browser, 0, sizeof(c->browser));
 	c->field = HDR_NONE;
 	free(c->body);
 	c->body = NULL;
@@ -488,17 +663,35 @@ head_bound(admin_conn *c, size_t len)
 static int
 on_header_field(http_parser *p, const char *at, size_t len)
 {
+	static const struct {
+		const char    *name;
+		enum hdr_field field;
+	} names[] = {
+		{ "Authorization", HDR_AUTH },
+		{ "Origin", HDR_ORIGIN },
+		{ "Sec-Fetch-Site", HDR_SITE },
+		{ "Host", HDR_HOST },
+		{ EB_ADMIN_CSRF_HEADER, HDR_CSRF },
+	};
 	admin_conn *c = p->data;
+	size_t      i;
 
 	if (head_bound(c, len)) {
 		return 1;
 	}
 	/* Header names arrive in pieces only across reads; compare the
 	 * whole name when it comes in one piece, which covers real clients
-	 * (a split name is merely ignored, never misread). */
-	c->field = len == 13 && strncasecmp(at, "Authorization", 13) == 0
-	               ? HDR_AUTH
-	               : HDR_OTHER;
+	 * (a split name is merely ignored, never misread: a missed Origin or
+	 * Sec-Fetch-Site still leaves the CSRF header or the token to
+	 * check, and a missed CSRF header refuses the write). */
+	c->field = HDR_OTHER;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (len == strlen(names[i].name) &&
+		    strncasecmp(at, names[i].name, len) == 0) {
+			c->field = names[i].field;
+			break;
+		}
+	}
 	return 0;
 }
 
@@ -518,6 +711,14 @@ on_header_value(http_parser *p, const char *at, size_t len)
 		memcpy(c->auth + c->auth_len, at, len);
 		c->auth_len += len;
 		c->auth[c->auth_len] = '\0';
+	} else if (c->field == HDR_ORIGIN) {
+		eb__admin_hdr_append(&c->browser.origin, at, len);
+	} else if (c->field == HDR_SITE) {
+		eb__admin_hdr_append(&c->browser.site, at, len);
+	} else if (c->field == HDR_HOST) {
+		eb__admin_hdr_append(&c->browser.host, at, len);
+	} else if (c->field == HDR_CSRF) {
+		eb__admin_hdr_append(&c->browser.csrf, at, len);
 	}
 	return 0;
 }
@@ -586,6 +787,7 @@ admin_free(eb__admin *a)
 	}
 	eb__vec_free(&a->routes);
 	eb__vec_free(&a->collectors);
+	eb__admin_origins_free(&a->origins);
 	free(a->listen);
 	free(a->token);
 	free(a);
@@ -619,6 +821,7 @@ conn_handle_closed_cb(uv_handle_t *h)
 		return;
 	}
 	free(c->body);
+	free(c->held);
 	free(c);
 	admin_release(a);
 }
@@ -651,42 +854,74 @@ alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = 4096;
 }
 
+/* Keeps len bytes of the next request until the current answer has been
+ * written, and stops reading meanwhile (so at most one read is held). */
 static void
-read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+conn_hold(admin_conn *c, const char *data, size_t len)
 {
-	admin_conn *c = s->data;
-	size_t      done;
-
-	if (nread < 0 || c->closing || c->writing) {
-		/* EOF, error; or a client that does not wait for our answer
-		 * (pipelining is not supported): close. */
-		free(buf->base);
-		if (nread != 0) {
-			conn_close(c);
-		}
+	if (c->held != NULL) {
+		conn_close(c); /* cannot happen: reading was stopped */
 		return;
 	}
+	c->held = eb__malloc(len);
+	memcpy(c->held, data, len);
+	c->held_len = len;
+	(void) uv_read_stop((uv_stream_t *) &c->tcp);
+}
+
+/* Parses data: a complete request is dispatched (one at a time: bytes
+ * after it are held until its answer is written), a bad or oversized one
+ * answered 400 or 413 (closing). */
+static void
+conn_feed(admin_conn *c, const char *data, size_t len)
+{
+	size_t done;
+
 	http_parser_pause(&c->parser, 0);
-	done = http_parser_execute(
-	    &c->parser, &admin_settings, buf->base, (size_t) nread);
-	free(buf->base);
+	done = http_parser_execute(&c->parser, &admin_settings, data, len);
 	if (c->too_big == 2) {
-		send_error(c, 413, "too_large", "request body too large", 0, 0);
+		send_error(
+		    c, 413, "too_large", "request body too large", 0, NULL);
 	} else if (c->too_big) {
-		send_error(c, 413, "too_large", "request head too large", 0, 0);
+		send_error(
+		    c, 413, "too_large", "request head too large", 0, NULL);
 	} else if (c->complete) {
 		c->complete = 0;
-		dispatch(c);
-		if (done < (size_t) nread) {
-			/* Bytes after a complete request: no pipelining. */
-			c->writing = 1;
+		if (done < len) {
+			conn_hold(c, data + done, len - done);
 		}
+		dispatch(c);
 	} else if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
 		EB_LOG_DEBUG("admin", "bad-request: err=%s",
 		    http_errno_name(HTTP_PARSER_ERRNO(&c->parser)));
 		send_error(
-		    c, 400, "bad_request", "malformed HTTP request", 0, 0);
+		    c, 400, "bad_request", "malformed HTTP request", 0, NULL);
 	}
+}
+
+static void
+read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	admin_conn *c = s->data;
+
+	if (nread < 0 || c->closing) {
+		/* EOF or error. */
+		free(buf->base);
+		if (nread < 0) {
+			conn_close(c);
+		}
+		return;
+	}
+	if (nread > 0 && (c->writing || c->waiting)) {
+		/* The next request while this one is being answered: its
+		 * write callback has not run yet, or an asynchronous route
+		 * has not answered. Held, not parsed, until the answer is
+		 * written. */
+		conn_hold(c, buf->base, (size_t) nread);
+	} else if (nread > 0) {
+		conn_feed(c, buf->base, (size_t) nread);
+	}
+	free(buf->base);
 }
 
 static void
@@ -716,7 +951,7 @@ evict_oldest(eb__admin *a)
 	for (it = a->conns.next; it != &a->conns; it = it->next) {
 		admin_conn *c = EB_CONTAINER_OF(it, admin_conn, link);
 
-		if (!c->writing &&
+		if (!c->writing && !c->waiting &&
 		    (old == NULL || c->req_start_ms < old->req_start_ms)) {
 			old = c;
 		}
@@ -794,13 +1029,20 @@ eb__admin_opts_init(eb__admin_opts *o)
 int
 eb__admin_new(uv_loop_t *loop, const eb__admin_opts *o, eb__admin **out)
 {
-	eb__admin *a;
+	eb__admin        *a;
+	eb__admin_origins origins;
+	char              why[128];
 
 	if (loop == NULL || o == NULL || o->listen == NULL || out == NULL ||
 	    o->port < 0 || o->port > 65535 || o->request_timeout_ms == 0) {
 		return UV_EINVAL;
 	}
+	if (eb__admin_origins_parse(
+	        o->cors_origins, &origins, why, sizeof(why)) != 0) {
+		return UV_EINVAL;
+	}
 	a = eb__calloc(1, sizeof(*a));
+	a->origins = origins;
 	a->loop = loop;
 	a->listen = eb__strdup(o->listen);
 	a->port = o->port;
@@ -831,8 +1073,59 @@ eb__admin_route(eb__admin *adm, const char *method, const char *path,
 	r->method = eb__strdup(method);
 	r->path = eb__strdup(path);
 	r->fn = handler;
+	r->afn = NULL;
 	r->arg = arg;
 	r->open = 0;
+}
+
+/* Sends nothing: the asynchronous routes' placeholder for fn. */
+static void
+async_placeholder(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
+{
+	(void) rq;
+	(void) rs;
+	(void) arg;
+}
+
+void
+eb__admin_route_async(eb__admin *adm, const char *method, const char *path,
+    eb__admin_async_handler handler, void *arg)
+{
+	admin_route *r;
+
+	EB_ASSERT(handler != NULL);
+	eb__admin_route(adm, method, path, async_placeholder, arg);
+	r = eb__vec_at(&adm->routes, adm->routes.len - 1);
+	r->afn = handler;
+}
+
+int
+eb__admin_answer(eb__admin *adm, uint64_t id, const eb__admin_resp *rs)
+{
+	eb_list *it;
+
+	for (it = adm->conns.next; it != &adm->conns; it = it->next) {
+		admin_conn *c = EB_CONTAINER_OF(it, admin_conn, link);
+
+		if (c->waiting && c->wait_id == id && !c->closing) {
+			c->waiting = 0;
+			c->wait_id = 0;
+			conn_send(c, rs, c->wait_keep, c->cors);
+			return 0;
+		}
+	}
+	return UV_ENOENT;
+}
+
+char *
+eb__admin_metrics_text(eb__admin *adm, size_t *len)
+{
+	eb__admin_resp rs;
+
+	memset(&rs, 0, sizeof(rs));
+	metrics_route(NULL, &rs, adm);
+	*len = rs.body_len;
+	return rs.body;
 }
 
 void

@@ -21,7 +21,19 @@
  * bounded (method, path without the query string, query, body up to
  * 64 KiB) and already authenticated when a token is set (but on open
  * routes). Unknown paths get
- * 404, known paths with another method 405.
+ * 404, known paths with another method 405. An asynchronous route
+ * (eb__admin_route_async) answers later with eb__admin_answer().
+ *
+ * Browsers (docs/ADMIN.md, "Browsers and other origins"): a request with
+ * any method but GET, HEAD and OPTIONS is refused with 403 (before the
+ * token check) when its Origin is neither this endpoint's own
+ * ("http://" + Host) nor one of opts.cors_origins, or when its
+ * Sec-Fetch-Site is "cross-site" or "same-site" (a configured origin
+ * excepted); without a token it must also carry the header
+ * EB_ADMIN_CSRF_HEADER, which a page can only send cross-origin after a
+ * CORS preflight that the server approves for configured origins only.
+ * CORS: GET answers carry Access-Control-Allow-Origin for a configured
+ * origin (echoed) or, with a token set, "*"; never otherwise.
  *
  * Lifecycle: routes and collectors may be added until close; start at most
  * once; close exactly once (EB_ASSERT). Loop thread only.
@@ -44,7 +56,18 @@ typedef struct eb__admin_opts {
 	int         port;               /* 0: any free port */
 	const char *token;              /* NULL or "": no auth (copied) */
 	uint64_t    request_timeout_ms; /* per-request deadline */
+	/* NULL or "": none; else origins ("http://host:port", scheme and
+	 * host, no path) separated by spaces or commas, that may read with
+	 * CORS and write (copied; eb__admin_origins_check). */
+	const char *cors_origins;
 } eb__admin_opts;
+
+/* The header a state-changing request needs without a token (any
+ * non-empty value; ebctl sends it). */
+#define EB_ADMIN_CSRF_HEADER "X-Ebnode-Admin"
+/* At most this many cors_origins, each at most EB_ADMIN_ORIGIN_MAX bytes. */
+#define EB_ADMIN_MAX_ORIGINS 16
+#define EB_ADMIN_ORIGIN_MAX  255
 
 typedef struct eb__admin_req {
 	const char *method; /* "GET", "POST", ... */
@@ -63,6 +86,10 @@ typedef struct eb__admin_resp {
 
 typedef void (*eb__admin_handler)(
     const eb__admin_req *rq, eb__admin_resp *rs, void *arg);
+/* An asynchronous route: answer id later (or now) with eb__admin_answer().
+ * rq is borrowed for the call. */
+typedef void (*eb__admin_async_handler)(
+    eb__admin *adm, const eb__admin_req *rq, uint64_t id, void *arg);
 /* Writes metric families into w (GET /metrics). */
 typedef void (*eb__admin_collector)(eb__prom *w, void *arg);
 typedef void (*eb__admin_close_cb)(void *arg);
@@ -80,6 +107,21 @@ void eb__admin_route(eb__admin *adm, const char *method, const char *path,
  * by itself (the dashboard page, whose data requests carry the token). */
 void eb__admin_route_open(eb__admin *adm, const char *method, const char *path,
     eb__admin_handler handler, void *arg);
+/* Serves method path (with the token, as eb__admin_route) with an
+ * asynchronous handler. The connection waits for the answer within its
+ * request deadline (admin.request_timeout_ms); it is not evicted for a
+ * new connection meanwhile. */
+void eb__admin_route_async(eb__admin *adm, const char *method, const char *path,
+    eb__admin_async_handler handler, void *arg);
+/* Answers the asynchronous request id with rs (borrowed; the body is
+ * copied). 0, or UV_ENOENT when the request is gone (its connection hit
+ * its deadline or closed, or the server is closing). */
+int eb__admin_answer(eb__admin *adm, uint64_t id, const eb__admin_resp *rs);
+/* The GET /metrics body: every collector's families (malloc'd, *len its
+ * length, NUL-terminated). */
+char *eb__admin_metrics_text(eb__admin *adm, size_t *len);
+/* Checks an admin.cors_origins value: 0, or -1 with the reason in why. */
+int eb__admin_origins_check(const char *list, char *why, size_t why_len);
 /* Adds a metrics collector; GET /metrics calls them in this order. */
 void eb__admin_on_metrics(
     eb__admin *adm, eb__admin_collector collector, void *arg);

@@ -23,7 +23,8 @@ eb__prom_free(eb__prom *w)
 const char *
 eb__prom_data(eb__prom *w)
 {
-	return eb__buf_head(&w->b);
+	/* A writer nothing was written to has no buffer yet. */
+	return eb__buf_avail(&w->b) > 0 ? eb__buf_head(&w->b) : "";
 }
 
 size_t

@@ -123,6 +123,11 @@ dup_or(const char *s, const char *dflt)
 	return eb__strdup(s != NULL ? s : dflt);
 }
 
+/* One default, stated in the public header and in zk/ (which cannot
+ * include the cluster's). */
+_Static_assert(EB_CLUSTER_MAX_REQUEST_DEFAULT == EB_ZK_DEFAULT_MAX_REQUEST,
+    "zookeeper.max_request_bytes: one default");
+
 void
 eb_cluster_opts_init(eb_cluster_opts *opts)
 {
@@ -130,6 +135,7 @@ eb_cluster_opts_init(eb_cluster_opts *opts)
 	opts->root = "/ebnode/default";
 	opts->session_timeout_ms = 10000;
 	opts->acl = EB_CLUSTER_ACL_OPEN;
+	opts->max_request_bytes = EB_CLUSTER_MAX_REQUEST_DEFAULT;
 	opts->host = "127.0.0.1";
 	eb_election_opts_init(&opts->election);
 }
@@ -203,6 +209,21 @@ const char *
 eb__cluster_root(const eb_cluster *c)
 {
 	return c->root;
+}
+
+void
+eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo)
+{
+	eb__zk_opts_init(zo);
+	zo->connect = c->connect;
+	zo->session_timeout_ms = c->o.session_timeout_ms;
+	zo->max_request_bytes = c->o.max_request_bytes;
+	if (c->auth_scheme[0] != '\0') {
+		zo->auth_scheme = c->auth_scheme;
+		zo->auth_credentials = c->auth_credentials;
+	}
+	zo->acl = c->o.acl == EB_CLUSTER_ACL_CREATOR ? EB_ZK_ACL_CREATOR
+	                                             : EB_ZK_ACL_OPEN;
 }
 
 uint32_t
@@ -882,6 +903,7 @@ clustered_new(eb_cluster *c)
 	eb__zk_opts_init(&zo);
 	zo.connect = c->connect;
 	zo.session_timeout_ms = c->o.session_timeout_ms;
+	zo.max_request_bytes = c->o.max_request_bytes;
 	if (c->auth_scheme[0] != '\0') {
 		zo.auth_scheme = c->auth_scheme;
 		zo.auth_credentials = c->auth_credentials;
@@ -1142,6 +1164,7 @@ eb_cluster_stats_get(eb_cluster *c, eb_cluster_stats *out)
 		out->zk_state = zk_state_name(c);
 		out->zk_session_id = eb__zk_session_id(c->zk);
 		out->zk_requests = eb__zk_requests(c->zk);
+		out->zk_too_big = eb__zk_too_big(c->zk);
 	}
 	if (c->cc != NULL) {
 		out->members = (uint32_t) eb__childcache_count(c->cc);

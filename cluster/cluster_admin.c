@@ -51,6 +51,10 @@ route_health(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	               : "ok",
 	    "reason", reason, "node_id", v->self.node_id, "leader",
 	    eb__cluster_view_is_leader(v));
+	if (v->shared_zk != NULL) {
+		(void) json_object_set_new(o, "shared_zk",
+		    json_string(v->shared_zk(v->shared_zk_arg)));
+	}
 	eb__admin_reply_json(rs, ok ? 200 : 503, o);
 	json_decref(o);
 }
@@ -234,6 +238,10 @@ emit_role(eb__prom *w, const eb__cluster_view *v, const eb_cluster_stats *cs,
 	eb__prom_one(w, "ebnode_zk_requests_total", "counter",
 	    "Requests this node sent to ZooKeeper (current session object).",
 	    cs->zk_requests);
+	eb__prom_one(w, "ebnode_zk_requests_too_big_total", "counter",
+	    "Requests refused before sending: above "
+	    "zookeeper.max_request_bytes (current session object).",
+	    cs->zk_too_big);
 	eb__prom_one(w, "ebnode_leader_elections_total", "counter",
 	    "Times this node started leading.", cs->leads);
 	eb__prom_one(w, "ebnode_leader_changes_total", "counter",

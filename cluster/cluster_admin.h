@@ -28,6 +28,10 @@ typedef struct eb__cluster_view {
 	const char     *degraded; /* NULL, or why the node runs degraded (a
 	                             refused cluster configuration); /health
 	                             says "degraded" with it (borrowed) */
+	/* Optional: the state of shared data's own ZooKeeper session, which
+	 * /health shows as "shared_zk" (NULL: not shown). */
+	const char *(*shared_zk)(void *arg);
+	void *shared_zk_arg;
 } eb__cluster_view;
 
 /* Leadership now: running and leading (the lease is checked). */

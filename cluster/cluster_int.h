@@ -1,8 +1,8 @@
 /*
  * cluster internals shared by cluster.c (the session owner), config.c
  * (the configuration center at <root>/config) and the modules built on the
- * node's session (shared/: locks, counters, ids), whose znodes die with
- * that session. Not installed.
+ * cluster (shared/: locks, counters, ids, on a session of their own made
+ * with eb__cluster_zk_opts). Not installed.
  *
  * eb__cluster_zk() is NULL before start and standalone; the eb_zk object
  * lives from start until the cluster's parts close (across session
@@ -47,10 +47,17 @@ typedef struct eb__config_version {
 	size_t  len;
 } eb__config_version;
 /* status 0 and the new version; EB_EZKBADVERSION: <root>/config was not
- * at expected_version any more (a concurrent writer). */
+ * at expected_version any more (a concurrent writer). The history is
+ * trimmed to EB_CLUSTER_CONFIG_HISTORY in the same multi. Returns
+ * EB_EZKTOOBIG (and sends nothing) when len is above
+ * eb__config_max_bytes(zk, root). */
 typedef void (*eb__config_set_cb)(int status, int64_t version, void *arg);
 int eb__config_write(eb_zk *zk, const char *root, const char *data, size_t len,
     int64_t expected_version, eb__config_set_cb cb, void *arg);
+/* The longest configuration one write can carry on this session: the
+ * bytes go twice (config and history copy) into one request of at most
+ * eb__zk_max_request(zk). */
+size_t eb__config_max_bytes(const eb_zk *zk, const char *root);
 /* The kept versions, oldest first (borrowed for the call). */
 typedef void (*eb__config_history_cb)(
     int status, const eb__config_version *v, size_t n, void *arg);
@@ -61,8 +68,11 @@ int eb__config_history(
 typedef void (*eb__cluster_session_cb)(
     eb_cluster *c, eb_zk_event ev, void *arg);
 uint32_t eb__cluster_zk_tick_ms(const eb_cluster *c);
-void     eb__cluster_on_session(
-        eb_cluster *c, eb__cluster_session_cb cb, void *arg);
+/* The settings of the cluster's session (strings borrowed from c), for a
+ * second session on the same ensemble (shared/ opens its own). */
+void eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo);
+void eb__cluster_on_session(
+    eb_cluster *c, eb__cluster_session_cb cb, void *arg);
 int eb__cluster_off_session(
     eb_cluster *c, eb__cluster_session_cb cb, void *arg);
 

@@ -10,8 +10,14 @@
  * Writes are compare-and-set: eb__config_write() names the version it
  * replaces and fails with EB_EZKBADVERSION when another writer came first.
  * Each write also creates <root>/config-history/v-<version, 10 digits> with
- * the same bytes in the same multi; history beyond the last
- * EB_CLUSTER_CONFIG_HISTORY versions is deleted after each write. The
+ * the same bytes in the same multi, and deletes in that multi the entries
+ * beyond the last EB_CLUSTER_CONFIG_HISTORY versions (listed just before),
+ * so the history is trimmed when the write is answered, also for a writer
+ * that exits then (ebctl). Because the bytes go twice into one request, a
+ * configuration is at most eb__config_max_bytes(): half of what
+ * zookeeper.max_request_bytes leaves after the paths and headers
+ * (499864 bytes for the default bound and root); a longer one is refused
+ * before anything is sent (EB_EZKTOOBIG). The
  * znodes get the session's ACL (zookeeper.acl "creator": writable only
  * with the cluster's digest credential, readable by all).
  * Threads: loop thread only.
@@ -210,6 +216,13 @@ paths(const char *root, char *cfg, char *hist, size_t n)
 	(void) snprintf(hist, n, "%s/config-history", root);
 }
 
+/* The history entry of version v under hist, into out. */
+static void
+hist_entry(char *out, size_t n, const char *hist, int64_t v)
+{
+	(void) snprintf(out, n, "%s/v-%010" PRId64, hist, v);
+}
+
 typedef struct set_ctx {
 	eb__config_set_cb cb;
 	void             *arg;
@@ -220,20 +233,58 @@ typedef struct set_ctx {
 	char              hist[512];
 } set_ctx;
 
+/* A write's own two ops: the config at path replacing version expected
+ * (0: created), and its history copy at hpath. */
+static void
+write_ops(eb_zk_op ops[2], const char *path, const char *hpath,
+    const char *data, size_t len, int64_t expected)
+{
+	memset(ops, 0, 2 * sizeof(*ops));
+	if (expected == 0) {
+		ops[0].type = EB_ZK_OP_CREATE;
+	} else {
+		ops[0].type = EB_ZK_OP_SET;
+		ops[0].version = (int32_t) (expected - 1);
+	}
+	ops[0].path = path;
+	ops[0].data = data;
+	ops[0].len = len;
+	ops[1].type = EB_ZK_OP_CREATE;
+	ops[1].path = hpath;
+	ops[1].data = data;
+	ops[1].len = len;
+}
+
+size_t
+eb__config_max_bytes(const eb_zk *zk, const char *root)
+{
+	eb_zk_op ops[2];
+	char     cfg[512], hist[512], hpath[600];
+	size_t   base, max = eb__zk_max_request(zk);
+
+	paths(root, cfg, hist, sizeof(cfg));
+	hist_entry(hpath, sizeof(hpath), hist, INT32_MAX);
+	/* A create: the larger of the config's two possible ops. */
+	write_ops(ops, cfg, hpath, "", 0, 0);
+	base = eb__zk_multi_bytes(zk, ops, 2);
+	/* Every byte of the configuration is sent twice. */
+	return base < max ? (max - base) / 2 : 0;
+}
+
+/*
+ * History deletes per write. Normally one (a write adds a version and
+ * drops the oldest); a backlog (56 entries were found, left by builds
+ * that trimmed after the answer) goes in one write up to this many, so one
+ * multi stays short; the request bound may stop it earlier.
+ */
+#define CONFIG_TRIM_MAX 48
+
 static void
 set_finish(set_ctx *x, int status)
 {
 	x->cb(status, status == 0 ? x->expected + 1 : 0, x->arg);
 	free(x->data);
 	free(x);
-}
-
-static void
-trim_deleted_cb(eb_zk *zk, int status, void *arg)
-{
-	(void) zk;
-	(void) status;
-	free(arg);
 }
 
 static int
@@ -243,87 +294,85 @@ name_cmp(const void *a, const void *b)
 }
 
 static void
-trim_children_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
-{
-	char        *hist = arg;
-	const char **v;
-	size_t       i, n;
-
-	if (status != 0 || count <= EB_CLUSTER_CONFIG_HISTORY) {
-		free(hist);
-		return;
-	}
-	v = eb__calloc(count, sizeof(*v));
-	memcpy((void *) v, (const void *) names, count * sizeof(*v));
-	qsort((void *) v, count, sizeof(*v), name_cmp);
-	for (i = 0; i + EB_CLUSTER_CONFIG_HISTORY < count; i++) {
-		char *path;
-
-		n = strlen(hist) + strlen(v[i]) + 2;
-		path = eb__malloc(n);
-		(void) snprintf(path, n, "%s/%s", hist, v[i]);
-		if (eb__zk_delete(zk, path, -1, trim_deleted_cb, path) != 0) {
-			free(path);
-		}
-	}
-	free((void *) v);
-	free(hist);
-}
-
-static void
 multi_cb(eb_zk *zk, int status, const eb_zk_op_result *results, size_t count,
     void *arg)
 {
 	set_ctx *x = arg;
-	char    *hist;
 
+	(void) zk;
 	(void) results;
 	(void) count;
 	if (status == EB_EZKNODEEXISTS || status == EB_EZKNONODE) {
-		/* created (or deleted) by another writer meanwhile */
+		/* created (or deleted, or trimmed) by another writer
+		 * meanwhile */
 		status = EB_EZKBADVERSION;
-	}
-	if (status == 0) {
-		hist = eb__strdup(x->hist);
-		if (eb__zk_get_children(
-		        zk, hist, NULL, NULL, trim_children_cb, hist) != 0) {
-			free(hist);
-		}
 	}
 	set_finish(x, status);
 }
 
+/*
+ * The write: the config op, its history copy and, in the same multi, the
+ * deletes that leave EB_CLUSTER_CONFIG_HISTORY entries (the oldest first,
+ * as many as fit in the request bound; a backlog beyond that shrinks with
+ * every write). names are the history's children before the write.
+ */
 static void
-set_write(eb_zk *zk, set_ctx *x)
+set_write(eb_zk *zk, set_ctx *x, const char *const *names, size_t count)
 {
-	eb_zk_op ops[2];
-	char     hpath[600];
-	int      rv;
+	eb_zk_op    *ops;
+	char       **del;
+	const char **v;
+	char         hpath[600];
+	size_t       i, n = 0, nv = 0, ndel, bytes;
+	int          rv;
 
-	memset(ops, 0, sizeof(ops));
-	(void) snprintf(
-	    hpath, sizeof(hpath), "%s/v-%010" PRId64, x->hist, x->expected + 1);
-	if (x->expected == 0) {
-		ops[0].type = EB_ZK_OP_CREATE;
-	} else {
-		ops[0].type = EB_ZK_OP_SET;
-		ops[0].version = (int32_t) (x->expected - 1);
+	v = eb__calloc(count + 1, sizeof(*v));
+	for (i = 0; i < count; i++) {
+		if (strncmp(names[i], "v-", 2) == 0) {
+			v[nv++] = names[i];
+		}
 	}
-	ops[0].path = x->path;
-	ops[0].data = x->data;
-	ops[0].len = x->len;
-	ops[1].type = EB_ZK_OP_CREATE;
-	ops[1].path = hpath;
-	ops[1].data = x->data;
-	ops[1].len = x->len;
-	if ((rv = eb__zk_multi(zk, ops, 2, multi_cb, x)) != 0) {
+	qsort((void *) v, nv, sizeof(*v), name_cmp);
+	ndel = nv >= EB_CLUSTER_CONFIG_HISTORY
+	           ? nv + 1 - EB_CLUSTER_CONFIG_HISTORY
+	           : 0;
+	if (ndel > CONFIG_TRIM_MAX) {
+		ndel = CONFIG_TRIM_MAX; /* the rest goes with the next writes */
+	}
+	ops = eb__calloc(2 + ndel, sizeof(*ops));
+	del = eb__calloc(ndel + 1, sizeof(*del));
+	hist_entry(hpath, sizeof(hpath), x->hist, x->expected + 1);
+	write_ops(ops, x->path, hpath, x->data, x->len, x->expected);
+	bytes = eb__zk_multi_bytes(zk, ops, 2);
+	for (i = 0; i < ndel; i++) {
+		size_t plen = strlen(x->hist) + strlen(v[i]) + 2;
+
+		del[n] = eb__malloc(plen);
+		(void) snprintf(del[n], plen, "%s/%s", x->hist, v[i]);
+		ops[2 + n].type = EB_ZK_OP_DELETE;
+		ops[2 + n].path = del[n];
+		ops[2 + n].version = -1;
+		bytes += eb__zk_multi_op_bytes(zk, &ops[2 + n]);
+		if (bytes > eb__zk_max_request(zk)) {
+			free(del[n]);
+			break;
+		}
+		n++;
+	}
+	if ((rv = eb__zk_multi(zk, ops, 2 + n, multi_cb, x)) != 0) {
 		set_finish(x, rv);
 	}
+	for (i = 0; i < n; i++) {
+		free(del[i]);
+	}
+	free((void *) del);
+	free(ops);
+	free((void *) v);
 }
 
 static void
-hist_ready_cb(eb_zk *zk, int status, void *arg)
+hist_list_cb(
+    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	set_ctx *x = arg;
 
@@ -331,7 +380,23 @@ hist_ready_cb(eb_zk *zk, int status, void *arg)
 		set_finish(x, status);
 		return;
 	}
-	set_write(zk, x);
+	set_write(zk, x, names, count);
+}
+
+static void
+hist_ready_cb(eb_zk *zk, int status, void *arg)
+{
+	set_ctx *x = arg;
+	int      rv;
+
+	if (status != 0) {
+		set_finish(x, status);
+		return;
+	}
+	rv = eb__zk_get_children(zk, x->hist, NULL, NULL, hist_list_cb, x);
+	if (rv != 0) {
+		set_finish(x, rv);
+	}
 }
 
 int
@@ -344,6 +409,11 @@ eb__config_write(eb_zk *zk, const char *root, const char *data, size_t len,
 	if (expected_version < 0 || expected_version >= INT32_MAX ||
 	    strlen(root) > 400) {
 		return EB_EZKBADARGS;
+	}
+	/* Checked before anything is sent: a write that cannot fit in one
+	 * request would otherwise fail only at the multi. */
+	if (len > eb__config_max_bytes(zk, root)) {
+		return EB_EZKTOOBIG;
 	}
 	x = eb__calloc(1, sizeof(*x));
 	x->cb = cb;

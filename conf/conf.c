@@ -535,6 +535,26 @@ zk_path_problem(const char *p)
 	return NULL;
 }
 
+/* zookeeper.connect's host list (before the chroot), as the ZooKeeper
+ * client takes it (conf/zkhosts.c). "/chroot" alone is check_zk_paths'. */
+static int
+check_zk_hosts(load_ctx *lc)
+{
+	const char *connect = lc->conf->cluster.connect;
+	size_t      n;
+	const char *why;
+	char        buf[160];
+
+	if (!set(connect) || (n = strcspn(connect, "/")) == 0) {
+		return 0;
+	}
+	if ((why = eb__conf_zk_hosts_problem(connect, n, buf, sizeof(buf))) !=
+	    NULL) {
+		RULE_FAIL(lc, "zookeeper.connect", "%s", why);
+	}
+	return 0;
+}
+
 /*
  * zookeeper.connect "host:port[,...]/chroot": ZooKeeper's chroot suffix.
  * It is folded into zookeeper.root (connect "h:2181/app" with root
@@ -653,6 +673,8 @@ check_addresses(load_ctx *lc)
  * timeout; the election decides again with the negotiated one. Standalone
  * (no ZooKeeper) has no lease.
  */
+#define HEARTBEAT_MIN_MS 100u
+
 static int
 check_lease(load_ctx *lc)
 {
@@ -661,6 +683,14 @@ check_lease(load_ctx *lc)
 	eb_lease_plan           p;
 	const char             *key = NULL;
 
+	/* Each heartbeat is a quorum write (a check-only multi): 1 ms would
+	 * be 1 000 ZooKeeper writes/s for one node. */
+	if (el->heartbeat_ms != 0 && el->heartbeat_ms < HEARTBEAT_MIN_MS) {
+		RULE_FAIL(lc, "election.heartbeat_ms",
+		    "0 (session timeout / 4) or at least %u ms: each "
+		    "heartbeat is a ZooKeeper write, got %u",
+		    HEARTBEAT_MIN_MS, el->heartbeat_ms);
+	}
 	if (!set(z->connect)) {
 		return 0;
 	}
@@ -839,6 +869,7 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	if (rv == 0) {
 		derive(lc.conf, lc.origin);
 		if ((rv = check_zookeeper(&lc)) == 0 &&
+		    (rv = check_zk_hosts(&lc)) == 0 &&
 		    (rv = check_zk_paths(&lc)) == 0 &&
 		    (rv = check_addresses(&lc)) == 0 &&
 		    (rv = check_lease(&lc)) == 0 &&

@@ -37,6 +37,7 @@
 #include <ebnode/ingress.h>
 #include <ebnode/link.h>
 #include <ebnode/log.h>
+#include <ebnode/shared.h>
 #include <ebnode/web.h>
 
 #include "admin/admin.h"
@@ -78,6 +79,7 @@ typedef struct eb_conf {
 	eb_conf_log     log;
 	eb__admin_opts  admin;
 	bool            admin_enabled; /* admin.enabled: node's choice */
+	eb_shared_opts  shared;        /* shared.*: caps of shared data */
 	/* Where each key's value came from (per schema row; owned; read it
 	 * through eb_conf_dynamic_to_json). */
 	int *origin;
@@ -136,6 +138,13 @@ json_t *eb_conf_keys_to_json(const eb_conf *conf, bool dynamic);
  * paths, comma-separated, in out (n bytes, cut when full). */
 size_t eb_conf_static_changes(
     const eb_conf *a, const eb_conf *b, char *out, size_t n);
+
+/* zookeeper.connect's host list s[0..n) (before any "/chroot"), checked as
+ * the ZooKeeper C client takes it (conf/zkhosts.c; also ebctl's --zk):
+ * NULL when valid, else a one-line reason written into buf (cap bytes) and
+ * returned. */
+const char *eb__conf_zk_hosts_problem(
+    const char *s, size_t n, char *buf, size_t cap);
 
 /* The environment variable for a key path: "bridge.port" ->
  * "EBNODE_BRIDGE_PORT". Writes at most n bytes; returns 0 or EB_ECONF (too

@@ -119,6 +119,9 @@ typedef enum eb__conf_type {
 /* Dynamic: may change at run time (the cluster configuration, SIGHUP);
  * every other key is static (node-local, read once at start). */
 #define EB__CF_DYNAMIC 0x80u
+/* Strings: a list of browser origins (admin.cors_origins), checked by
+ * eb__admin_origins_check. */
+#define EB__CF_ORIGINS 0x100u
 
 /* A field of an element object (strings, match strings and enums). */
 typedef struct eb__conf_field {
@@ -161,6 +164,7 @@ extern const size_t         eb__conf_schema_len;
 
 /* The entry for a full key path, or NULL. */
 const eb__conf_entry *eb__conf_find(const char *path);
+
 /* True if path names a section ("bridge", "bridge.tls"). */
 bool eb__conf_is_section(const char *path);
 /* Sets every value to its default: the modules' _opts_init, then the rows

@@ -199,6 +199,8 @@ const eb__conf_entry eb__conf_schema[] = {
 	S("zookeeper.auth.credentials", cluster.auth_credentials,
 	    EB__CF_SECRET | EB__CF_NULLSTR),
 	E("zookeeper.acl", cluster.acl, acl_words, acl_vals),
+	SZ("zookeeper.max_request_bytes", cluster.max_request_bytes,
+	    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX),
 	U32("election.heartbeat_ms", cluster.election.heartbeat_ms, 0, 600000),
 	U32("election.lease_ms", cluster.election.lease_ms, 0, 600000),
 	SD("cluster.name", link.cluster_name, "default", EB__CF_NONEMPTY),
@@ -263,6 +265,8 @@ const eb__conf_entry eb__conf_schema[] = {
 	ND("admin.port", admin.port, int, EB__CT_INT, 7100, 0, 65535),
 	S("admin.token", admin.token, EB__CF_SECRET | EB__CF_NULLSTR),
 	U64("admin.request_timeout_ms", admin.request_timeout_ms, 100, 3600000),
+	S("admin.cors_origins", admin.cors_origins,
+	    EB__CF_NULLSTR | EB__CF_ORIGINS),
 	S("ingress.address", ingress.address, EB__CF_NONEMPTY),
 	{ ROW("ingress.hold_max", ingress.hold_max, uint32_t, EB__CT_U32),
 	    .max = 10000000, .flags = EB__CF_DYNAMIC },
@@ -277,6 +281,15 @@ const eb__conf_entry eb__conf_schema[] = {
 	    .obj = &target_desc,
 	    .type = EB__CT_OBJECT,
 	    .flags = EB__CF_DYNAMIC },
+	/* Shared data caps (docs/SHARED.md "Caps"; 0: no cap). */
+	ND("shared.max_locks_per_conn", shared.max_locks_per_conn, uint32_t,
+	    EB__CT_U32, EB_SHARED_MAX_LOCKS_PER_CONN, 0, 1000000),
+	ND("shared.max_locks_per_node", shared.max_locks_per_node, uint32_t,
+	    EB__CT_U32, EB_SHARED_MAX_LOCKS_PER_NODE, 0, 1000000),
+	ND("shared.max_waits_per_node", shared.max_waits_per_node, uint32_t,
+	    EB__CT_U32, EB_SHARED_MAX_WAITS_PER_NODE, 0, 1000000),
+	ND("shared.max_counters", shared.max_counters, uint32_t, EB__CT_U32,
+	    EB_SHARED_MAX_COUNTERS, 0, 100000000),
 };
 const size_t eb__conf_schema_len =
     sizeof(eb__conf_schema) / sizeof(eb__conf_schema[0]);
@@ -629,6 +642,14 @@ check_string(const json_t *v, unsigned flags, const char *path,
 	}
 	if ((flags & EB__CF_REGEX) != 0) {
 		return check_regex(json_string_value(v), path, src, err);
+	}
+	if ((flags & EB__CF_ORIGINS) != 0) {
+		char why[160];
+
+		if (eb__admin_origins_check(
+		        json_string_value(v), why, sizeof(why)) != 0) {
+			return eb__conf_errf(src, err, path, false, "%s", why);
+		}
 	}
 	return 0;
 }

@@ -42,7 +42,7 @@ eb__ctl_usage(FILE *out)
 	    "  listen ADDRESS           register and print messages\n"
 	    "  lock NAME                take a cluster lock, print its token,\n"
 	    "                           hold it until stdin closes, release\n"
-	    "  counter NAME [get|increment|add N|cas EXPECT UPDATE]\n"
+	    "  counter NAME [get|increment|add N|cas EXPECT UPDATE|delete]\n"
 	    "  id [COUNT]               cluster-unique ids\n"
 	    "Admin commands (--admin HOST:PORT, default %s):\n"
 	    "  nodes                    cluster members\n"

@@ -13,7 +13,9 @@
  * way. Options: --zk HOSTS (EBCTL_ZK), --root PATH (EBCTL_ZK_ROOT, default
  * /ebnode/default), --zk-auth USER:PASSWORD (EBCTL_ZK_AUTH: digest; the
  * znodes written get the creator ACL, writable only with that credential),
- * --expect VERSION, --timeout MS, --json.
+ * --expect VERSION, --timeout MS, --json, --max-request BYTES
+ * (EBCTL_ZK_MAX_REQUEST: the nodes' zookeeper.max_request_bytes, default
+ * 1000000; ebctl's writes are held to it like the node's).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -25,6 +27,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include <ebnode/cluster.h>
 #include <ebnode/err.h>
 #include <ebnode/log.h>
 
@@ -46,6 +49,7 @@ typedef struct cfg_run {
 	int64_t     target; /* rollback */
 	int         json;
 	int         timeout_ms;
+	int64_t     max_request; /* zookeeper.max_request_bytes */
 	char       *text; /* set/diff: the file; rollback: the old content */
 	size_t      len;
 	uv_loop_t   loop;
@@ -226,6 +230,17 @@ write_now(cfg_run *r, int64_t current)
 
 	if (r->expect < 0) {
 		r->expect = current;
+	}
+	if (r->len > eb__config_max_bytes(r->zk, r->root)) {
+		(void) fail(r,
+		    "%s: %zu bytes, more than the %zu bytes a configuration "
+		    "may have: a write carries it twice (the configuration "
+		    "and its history copy) in one ZooKeeper request of at "
+		    "most zookeeper.max_request_bytes = %zu (--max-request); "
+		    "nothing written",
+		    r->path, r->len, eb__config_max_bytes(r->zk, r->root),
+		    eb__zk_max_request(r->zk));
+		return;
 	}
 	rv = eb__config_write(
 	    r->zk, r->root, r->text, r->len, r->expect, written_cb, r);
@@ -409,6 +424,7 @@ usage_to(FILE *out, int code)
 	    "usage: ebctl config [--zk HOSTS] [--root PATH] "
 	    "[--zk-auth USER:PASSWORD]\n"
 	    "                    [--expect VERSION] [--timeout MS] [--json]\n"
+	    "                    [--max-request BYTES]\n"
 	    "                    get | set FILE | diff FILE | history | "
 	    "rollback VERSION\n"
 	    "HOSTS: env EBCTL_ZK (127.0.0.1:2181); PATH: env EBCTL_ZK_ROOT "
@@ -463,6 +479,12 @@ option(int argc, char **argv, int *i, cfg_run *r)
 		if (r->expect < 0) {
 			return -1;
 		}
+	} else if (strcmp(a, "--max-request") == 0) {
+		r->max_request = number(
+		    v, EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+		if (r->max_request < 0) {
+			return -1;
+		}
 	} else if (strcmp(a, "--timeout") == 0) {
 		r->timeout_ms = (int) number(v, 1, 3600000);
 		if (r->timeout_ms < 0) {
@@ -473,6 +495,70 @@ option(int argc, char **argv, int *i, cfg_run *r)
 	}
 	(*i)++;
 	return 1;
+}
+
+/* --zk as the nodes' zookeeper.connect is checked: a list the ZooKeeper
+ * client refuses (or never connects with) is a usage error, not a time-out
+ * or an "init-failed" later. */
+static int
+connect_check(const cfg_run *r)
+{
+	const char *why;
+	char        buf[160];
+
+	why = eb__conf_zk_hosts_problem(
+	    r->connect, strcspn(r->connect, "/"), buf, sizeof(buf));
+	if (why != NULL) {
+		(void) fprintf(stderr, "ebctl: config: --zk: %s\n", why);
+		return CTL_EXIT_USAGE;
+	}
+	return CTL_EXIT_OK;
+}
+
+/* The command word and its argument (NULL: none). */
+static int
+command(cfg_run *r, const char *cmd, const char *arg)
+{
+	if (cmd == NULL) {
+		return usage();
+	}
+	if (strcmp(cmd, "get") == 0 && arg == NULL) {
+		r->op = OP_GET;
+	} else if (strcmp(cmd, "history") == 0 && arg == NULL) {
+		r->op = OP_HISTORY;
+	} else if (strcmp(cmd, "set") == 0 && arg != NULL) {
+		r->op = OP_SET;
+		r->file = arg;
+	} else if (strcmp(cmd, "diff") == 0 && arg != NULL) {
+		r->op = OP_DIFF;
+		r->file = arg;
+	} else if (strcmp(cmd, "rollback") == 0 && arg != NULL) {
+		r->op = OP_ROLLBACK;
+		r->target = number(arg, 1, INT32_MAX);
+		if (r->target <= 0) {
+			return usage();
+		}
+	} else {
+		return usage();
+	}
+	return CTL_EXIT_OK;
+}
+
+/* The request bound before --max-request: EBCTL_ZK_MAX_REQUEST or the
+ * nodes' default. */
+static int
+max_request_default(cfg_run *r)
+{
+	r->max_request = number(env_or("EBCTL_ZK_MAX_REQUEST", "1000000"),
+	    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+	if (r->max_request < 0) {
+		(void) fprintf(stderr,
+		    "ebctl: config: EBCTL_ZK_MAX_REQUEST: not a number in "
+		    "%u..%u\n",
+		    EB_CLUSTER_MAX_REQUEST_MIN, EB_CLUSTER_MAX_REQUEST_MAX);
+		return CTL_EXIT_USAGE;
+	}
+	return CTL_EXIT_OK;
 }
 
 static int
@@ -486,6 +572,9 @@ parse(int argc, char **argv, cfg_run *r)
 	r->auth = env_or("EBCTL_ZK_AUTH", NULL);
 	r->expect = -1;
 	r->timeout_ms = CTL_DEFAULT_TIMEOUT;
+	if ((rv = max_request_default(r)) != CTL_EXIT_OK) {
+		return rv;
+	}
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -512,27 +601,9 @@ parse(int argc, char **argv, cfg_run *r)
 			arg = a;
 		}
 	}
-	if (cmd == NULL) {
-		return usage();
-	}
-	if (strcmp(cmd, "get") == 0 && arg == NULL) {
-		r->op = OP_GET;
-	} else if (strcmp(cmd, "history") == 0 && arg == NULL) {
-		r->op = OP_HISTORY;
-	} else if (strcmp(cmd, "set") == 0 && arg != NULL) {
-		r->op = OP_SET;
-		r->file = arg;
-	} else if (strcmp(cmd, "diff") == 0 && arg != NULL) {
-		r->op = OP_DIFF;
-		r->file = arg;
-	} else if (strcmp(cmd, "rollback") == 0 && arg != NULL) {
-		r->op = OP_ROLLBACK;
-		r->target = number(arg, 1, INT32_MAX);
-		if (r->target <= 0) {
-			return usage();
-		}
-	} else {
-		return usage();
+	if ((rv = command(r, cmd, arg)) != CTL_EXIT_OK ||
+	    (rv = connect_check(r)) != CTL_EXIT_OK) {
+		return rv;
 	}
 	(void) snprintf(r->path, sizeof(r->path), "%s/config", r->root);
 	return CTL_EXIT_OK;
@@ -568,6 +639,7 @@ eb__ctl_config_main(int argc, char **argv)
 	(void) uv_loop_init(&r.loop);
 	eb__zk_opts_init(&zo);
 	zo.connect = r.connect;
+	zo.max_request_bytes = (size_t) r.max_request;
 	if (r.auth != NULL) {
 		zo.auth_scheme = "digest";
 		zo.auth_credentials = r.auth;

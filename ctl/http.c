@@ -3,6 +3,8 @@
  * connection ("Connection: close"), the response read until the parser says
  * it is complete or the server closes, parsed with http-parser (status,
  * Content-Length or chunked body). Plain TCP only; blocking with deadlines.
+ * Every request carries EB_ADMIN_CSRF_HEADER, which the admin endpoint
+ * requires of writes (POST /leader/release) when no token is set.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "admin/admin.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/util.h"
@@ -189,7 +192,7 @@ eb__ctl_http(const ctl_endpoint *ep, const char *method, const char *path,
 	n = snprintf(req, sizeof(req),
 	    "%s %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: ebctl\r\n"
 	    "Accept: application/json\r\nConnection: close\r\n"
-	    "Content-Length: 0\r\n%s%s%s\r\n",
+	    "Content-Length: 0\r\n" EB_ADMIN_CSRF_HEADER ": 1\r\n%s%s%s\r\n",
 	    method, path, ep->host, ep->port,
 	    token != NULL ? "Authorization: Bearer " : "",
 	    token != NULL ? token : "", token != NULL ? "\r\n" : "");

@@ -7,7 +7,7 @@
  *                  hold the lock until stdin closes, release, print
  *                  "released". The lock is also released if ebctl dies
  *                  (its bridge connection closes).
- *   counter NAME [get | increment | add N | cas EXPECT UPDATE]
+ *   counter NAME [get | increment | add N | cas EXPECT UPDATE | delete]
  *                  (default get) prints the value ("ok=true|false" too for
  *                  cas; exit 1 when a cas did not match).
  *   id [COUNT]     prints COUNT (default 1) ids, one a line.
@@ -166,7 +166,7 @@ cmd_counter(const ctl_args *a, ctl_conn *c)
 		json_decref(body);
 		(void) fprintf(stderr, "ebctl: counter: usage: counter NAME "
 		                       "[get|increment|add N|cas EXPECT "
-		                       "UPDATE]\n");
+		                       "UPDATE|delete]\n");
 		return CTL_EXIT_USAGE;
 	}
 	if (want >= 1) {
@@ -193,6 +193,10 @@ cmd_counter(const ctl_args *a, ctl_conn *c)
 	}
 	if (a->json) {
 		eb__ctl_print_object(stdout, r, 1);
+	} else if (strcmp(op, "delete") == 0) {
+		(void) printf("deleted=%s\n",
+		    json_is_true(json_object_get(r, "deleted")) ? "true"
+		                                                : "false");
 	} else {
 		(void) printf("%" JSON_INTEGER_FORMAT "\n",
 		    json_integer_value(json_object_get(r, "value")));

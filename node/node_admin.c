@@ -5,6 +5,8 @@
  * starts after bus, ingress and bridge and stops before them, so what it
  * registered outlives the server. Loop thread only.
  */
+#include <string.h>
+
 #include <ebnode/log.h>
 
 #include "admin/admin.h"
@@ -12,6 +14,7 @@
 #include "link/link_admin.h"
 #include "node/node_int.h"
 #include "shared/shared_admin.h"
+#include "web/cview.h"
 #include "web/dashboard.h"
 
 /* Errors by type across subsystems, rows from the modules that count. */
@@ -28,6 +31,54 @@ errors_metrics(eb__prom *w, void *arg)
 	eb__cluster_admin_errors(w, &n->cluster);
 }
 
+/* The other members' node ids, for the cluster view (web/cview.h). */
+static size_t
+cview_peers(void *arg, const char **ids, size_t max)
+{
+	eb_node                 *n = arg;
+	const eb_cluster_member *ms;
+	size_t                   count;
+	size_t                   i;
+	size_t                   k = 0;
+
+	if (n->cluster.cluster == NULL || !n->cluster.running) {
+		return 0;
+	}
+	ms = eb_cluster_members(n->cluster.cluster, &count);
+	for (i = 0; i < count && k < max; i++) {
+		if (!ms[i].self && ms[i].node_id[0] != '\0') {
+			ids[k++] = ms[i].node_id;
+		}
+	}
+	return k;
+}
+
+/* GET /cluster/metrics, gathered over the node links (clustered: this
+ * node also answers the others' requests). */
+static int
+cview_start(eb_node *n, eb__admin *adm)
+{
+	eb__web_cview_opts o;
+	int                rv;
+
+	memset(&o, 0, sizeof(o));
+	o.bus = n->bus;
+	o.self_id = n->cluster.self.node_id;
+	o.peers = cview_peers;
+	o.peers_arg = n;
+	o.serve = n->links != NULL;
+	if ((rv = eb__web_cview_new(&o, &n->cview)) != 0) {
+		return rv;
+	}
+	if ((rv = eb__web_cview_start(n->cview, adm)) != 0) {
+		EB_LOG_ERR(
+		    "admin", "cluster-view-failed: err=%s", eb_err_name(rv));
+		eb__web_cview_release(n->cview);
+		n->cview = NULL;
+	}
+	return rv;
+}
+
 static void
 register_all(eb_node *n, eb__admin *adm)
 {
@@ -37,6 +88,8 @@ register_all(eb_node *n, eb__admin *adm)
 	                      n->conf->bridge.tls_cert[0] != '\0';
 	n->ingress_admin.ingress = n->ingress;
 	n->ingress_admin.bus = n->bus;
+	n->cluster.shared_zk = eb__shared_admin_zk_state;
+	n->cluster.shared_zk_arg = &n->shared;
 	eb__cluster_admin_register(adm, &n->cluster);
 	eb__web_dashboard_register(adm);
 	eb__bridge_admin_register(adm, &n->bridge_admin);
@@ -66,9 +119,17 @@ eb__node_admin_start(eb__steps *s, eb__steps_done_cb cb)
 		return rv;
 	}
 	register_all(n, adm);
+	if ((rv = cview_start(n, adm)) != 0) {
+		eb__admin_close(adm, NULL, NULL);
+		return rv;
+	}
 	if ((rv = eb__admin_start(adm)) < 0) {
 		EB_LOG_ERR("admin", "listen-failed: listen=%s port=%d err=%s",
 		    o->listen, o->port, eb_err_name(rv));
+		if (n->cview != NULL) {
+			eb__web_cview_release(n->cview);
+			n->cview = NULL;
+		}
 		eb__admin_close(adm, NULL, NULL);
 		return rv;
 	}
@@ -97,6 +158,10 @@ eb__node_admin_stop(eb__steps *s, eb__steps_done_cb cb)
 		return;
 	}
 	n->admin = NULL;
+	if (n->cview != NULL) {
+		eb__web_cview_release(n->cview); /* before adm goes */
+		n->cview = NULL;
+	}
 	eb__admin_close(
 	    adm, closed_cb, eb__steps_wait_new(&n->steps, cb, 0, 1));
 }

@@ -2,13 +2,14 @@
  * The cluster step (node_int.h), last: the eb_cluster object from conf and
  * the bound ports; a run-time failure fails the node; the leadership
  * observer raises the bus fence (rule 6) and tells the ingress; the
- * members observer reconciles the node links (eb_link_mgr_set_peers). Once
- * it runs: the dynamic configuration (node_config.c) and, when clustered,
- * shared data (shared/host.h; a bridge connection that closes releases its
- * locks). A failed start holds nothing. Stop (rule 8): shared data first
- * (its locks go before the member), eb_cluster_stop revokes leadership
- * synchronously, leaves (bounded), then the object closes.
- * Loop thread only.
+ * members observer reconciles the node links (eb_link_mgr_set_peers).
+ * With the cluster's start, when clustered: shared data (shared/host.h, on
+ * a ZooKeeper session of its own that connects meanwhile; a bridge
+ * connection that closes releases its locks). Once it runs: the dynamic
+ * configuration (node_config.c). A failed start holds nothing. Stop (rule 8):
+ * shared data first (its locks go before the member), eb_cluster_stop revokes
+ * leadership synchronously, leaves (bounded), then the object closes. Loop
+ * thread only.
  */
 #include <stdlib.h>
 
@@ -91,8 +92,8 @@ shared_start(eb_node *n)
 {
 	if (n->conf->cluster.connect == NULL ||
 	    n->conf->cluster.connect[0] == '\0' ||
-	    eb__shared_host_start(
-	        n->loop, n->cluster.cluster, n->bus, &n->shared) != 0) {
+	    eb__shared_host_start(n->loop, n->cluster.cluster, n->bus,
+	        &n->conf->shared, &n->shared) != 0) {
 		return;
 	}
 	if (n->bridge != NULL) {
@@ -150,7 +151,6 @@ started_cb(eb_cluster *c, int status, void *arg)
 	}
 	n->cluster.running = true;
 	eb__conf_dyn_start(eb__node_config(n), n->loop, n->cluster.cluster);
-	shared_start(n);
 	n->cluster_cb(&n->steps, 0);
 }
 
@@ -171,6 +171,9 @@ eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb)
 	eb_cluster_on_leadership(n->cluster.cluster, leadership_cb, n);
 	eb_cluster_on_members(n->cluster.cluster, members_cb, n);
 	eb_cluster_on_fail(n->cluster.cluster, fail_cb, n);
+	/* Its own session connects while the cluster's registers, so that
+	 * it is up by the time the node is READY. */
+	shared_start(n);
 	n->cluster_cb = cb;
 	n->cluster_starting = true;
 	rv = eb_cluster_start(n->cluster.cluster, started_cb, n);

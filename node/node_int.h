@@ -59,6 +59,8 @@ struct eb_node {
 	eb__admin        *admin;   /* node_admin.c, and what it reads: */
 	eb__bridge_admin  bridge_admin;
 	eb__ingress_admin ingress_admin;
+	/* node_admin.c: the dashboard's cluster view (web/cview.h). */
+	struct eb__web_cview *cview;
 	/* node_cluster.c: the eb_cluster object and what the admin routes
 	 * read (cluster/cluster_admin.h). cluster.self holds the ports the
 	 * start steps bound, which the member data advertises (0: disabled;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README): installs what is missing, then builds and runs
 # the whole suite twice -- gcc with -Werror, and clang with ASan+UBSan (also
-# -Werror) -- after the clang-format and include-edge checks. Between the
+# -Werror) -- after the clang-format, include-edge and document-reference
+# checks. Between the
 # two suites, clang-tidy checks every C source with the gcc build's
 # compile_commands.json (tools/check-tidy.sh; not in --quick), and the
 # Debian packages are built, installed, checked and purged once
@@ -36,6 +37,7 @@ export EB_REQUIRE_BROWSER=1
 
 bash tools/check-format.sh
 bash tools/check-includes.sh
+bash tools/check-refs.sh
 
 run_suite() { # name, cc, extra cmake args...
 	local name="$1" cc="$2"

@@ -8,7 +8,13 @@
  *   or a matching cas), NODEEXISTS: again;
  *   add / matching cas: setData(new, version), BADVERSION: again;
  *   get / failed cas: a multi that checks the version read (a quorum write,
- *   so the value read was the latest at that point), BADVERSION: again.
+ *   so the value read was the latest at that point), BADVERSION: again;
+ *   delete: delete(version read), BADVERSION: again.
+ * A create under <root>/counters first reads the parent's numChildren:
+ * at o.max_counters names it fails with EB_EFULL. Concurrent creates on
+ * several nodes may each pass that check, so the cap can be passed by at
+ * most the number of creates other nodes have in flight at that moment
+ * (this node's own creates in flight are counted).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,7 +32,9 @@ struct eb__counter_op {
 	eb_list          link; /* s->ops */
 	uint64_t         live;
 	char            *path;
-	int              kind; /* 'g', 'a', 'c' */
+	int              kind;     /* 'g', 'a', 'c', 'd' */
+	int              capped;   /* a counter name: creates are capped */
+	int              reserved; /* counted in s->counter_creates */
 	int64_t          a, b; /* add: a = delta; cas: a = expect, b = update */
 	int              ensured;
 	int64_t          value; /* the value being written or confirmed */
@@ -39,12 +47,22 @@ struct eb__counter_op {
 static void op_read(eb__counter_op *op);
 
 static void
+unreserve(eb__counter_op *op)
+{
+	if (op->reserved) {
+		op->reserved = 0;
+		op->s->counter_creates--;
+	}
+}
+
+static void
 op_end(eb__counter_op *op, int status, int64_t value, int ok)
 {
 	eb_shared *s = op->s;
 
 	eb_list_remove(&op->link);
 	eb__zk_live_del(s->zk, op->live);
+	unreserve(op);
 	if (status == 0) {
 		s->st.counter_ops++;
 	}
@@ -109,6 +127,81 @@ check_cb(
 static void create_cb(eb_zk *zk, int status, const char *path, void *arg);
 
 static void
+del_cb(eb_zk *zk, int status, void *arg)
+{
+	eb__counter_op *op = op_get(zk, arg);
+
+	if (op == NULL) {
+		return;
+	}
+	if (status == EB_EZKBADVERSION || status == EB_EZKNONODE) {
+		op_retry(op);
+		return;
+	}
+	if (status == 0) {
+		op->s->st.counters_deleted++;
+	}
+	op_end(op, op_status(status), op->value, 1);
+}
+
+static int
+op_create_now(eb__counter_op *op)
+{
+	char buf[32];
+
+	(void) snprintf(buf, sizeof(buf), "%" PRId64, op->value);
+	return eb__zk_create(op->s->zk, op->path, buf, strlen(buf), 0,
+	    create_cb, eb__zk_live_arg(op->live));
+}
+
+/* The parent's numChildren, for the cap on counter names. */
+static void
+count_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	eb__counter_op *op = op_get(zk, arg);
+	int             rv;
+
+	if (op == NULL) {
+		return;
+	}
+	/* This node's creates in flight count too (their names may not be
+	 * in num_children yet): one node alone never passes the cap. */
+	if (status == 0 && op->s->o.max_counters != 0 &&
+	    (uint64_t) st->num_children + op->s->counter_creates >=
+	        op->s->o.max_counters) {
+		op->s->st.refused++;
+		op_end(op, EB_EFULL, 0, 0);
+		return;
+	}
+	if (status != 0 && status != EB_EZKNONODE) {
+		op_end(op, op_status(status), 0, 0);
+		return;
+	}
+	op->reserved = 1;
+	op->s->counter_creates++;
+	if ((rv = op_create_now(op)) != 0) {
+		op_end(op, op_status(rv), 0, 0);
+	}
+}
+
+/* Creates the counter with op->value, within the cap on names. */
+static int
+op_create(eb__counter_op *op)
+{
+	char  dir[EB__SHARED_PATH_MAX];
+	char *slash;
+
+	if (!op->capped || op->s->o.max_counters == 0) {
+		return op_create_now(op);
+	}
+	(void) snprintf(dir, sizeof(dir), "%s", op->path);
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	return eb__zk_exists(
+	    op->s->zk, dir, NULL, NULL, count_cb, eb__zk_live_arg(op->live));
+}
+
+static void
 ensure_cb(eb_zk *zk, int status, void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
@@ -134,6 +227,7 @@ create_cb(eb_zk *zk, int status, const char *path, void *arg)
 	if (op == NULL) {
 		return;
 	}
+	unreserve(op);
 	if (status == EB_EZKNODEEXISTS) {
 		op_retry(op);
 	} else if (status == EB_EZKNONODE && !op->ensured) {
@@ -195,6 +289,10 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 		op_end(op, op_status(status), 0, 0);
 		return;
 	}
+	if (op->kind == 'd' && status == EB_EZKNONODE) {
+		op_end(op, 0, 0, 0); /* nothing to delete */
+		return;
+	}
 	if (status == 0) {
 		if (len == 0 || len >= sizeof(buf)) {
 			op_end(op, EB_EPROTO, 0, 0);
@@ -213,16 +311,15 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 		return;
 	}
 	op->value = next;
-	if (status == EB_EZKNONODE) {
+	if (op->kind == 'd') {
+		rv = eb__zk_delete(zk, op->path, st->version, del_cb, arg);
+	} else if (status == EB_EZKNONODE) {
 		/* Absent reads 0: create it with the result (get, failed
 		 * cas: 0), which also linearizes the read. */
 		if (!write) {
-			next = 0;
 			op->value = 0;
 		}
-		(void) snprintf(buf, sizeof(buf), "%" PRId64, next);
-		rv = eb__zk_create(
-		    zk, op->path, buf, strlen(buf), 0, create_cb, arg);
+		rv = op_create(op);
 	} else if (write) {
 		(void) snprintf(buf, sizeof(buf), "%" PRId64, next);
 		rv = eb__zk_set(
@@ -270,6 +367,8 @@ eb__counter_start(eb_shared *s, const char *path, int kind, int64_t a,
 	op->done = done;
 	op->cb = cb;
 	op->arg = arg;
+	op->capped = strncmp(path, s->root, strlen(s->root)) == 0 &&
+	             strncmp(path + strlen(s->root), "/counters/", 10) == 0;
 	op->live = eb__zk_live_add(s->zk, op);
 	eb_list_init(&op->link);
 	eb_list_insert_tail(&s->ops, &op->link);
@@ -334,6 +433,12 @@ eb_counter_cas(eb_shared *s, const char *name, int64_t expect, int64_t update,
     eb_counter_cb cb, void *arg)
 {
 	return counter_op(s, name, 'c', expect, update, cb, arg);
+}
+
+int
+eb_counter_delete(eb_shared *s, const char *name, eb_counter_cb cb, void *arg)
+{
+	return counter_op(s, name, 'd', 0, 0, cb, arg);
 }
 
 /* ---- ids ---- */

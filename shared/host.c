@@ -16,14 +16,14 @@ struct eb__shared_host {
 };
 
 int
-eb__shared_host_start(
-    uv_loop_t *loop, eb_cluster *c, eb_bus *bus, eb__shared_host **out)
+eb__shared_host_start(uv_loop_t *loop, eb_cluster *c, eb_bus *bus,
+    const eb_shared_opts *opts, eb__shared_host **out)
 {
 	eb__shared_host *h = eb__calloc(1, sizeof(*h));
 	int              rv;
 
 	*out = NULL;
-	if ((rv = eb_shared_new(loop, c, &h->s)) != 0) {
+	if ((rv = eb_shared_new(loop, c, opts, &h->s)) != 0) {
 		EB_LOG_ERR("shared", "start-failed: err=%s", eb_err_name(rv));
 		free(h);
 		return rv;

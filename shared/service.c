@@ -24,6 +24,7 @@
 #define SVC_NOT_HELD    404
 #define SVC_TIMEOUT     408
 #define SVC_BUSY        409
+#define SVC_TOO_MANY    429
 #define SVC_FAILED      500
 #define SVC_UNAVAILABLE 503
 
@@ -79,6 +80,12 @@ fail_status(eb_bus_msg *msg, int status)
 	case UV_EBUSY:
 		code = SVC_BUSY;
 		break;
+	case EB_EFULL:
+		(void) eb_bus_msg_fail(msg, SVC_TOO_MANY,
+		    "too_many: a cap of this node or cluster is reached "
+		    "(shared.max_locks_per_conn, shared.max_locks_per_node "
+		    "or shared.max_counters)");
+		return;
 	case UV_EINVAL:
 		code = SVC_BAD_REQUEST;
 		break;
@@ -291,7 +298,7 @@ eb_shared_service_conn_closed(eb_shared_service *svc, uint64_t conn_id)
 typedef struct svc_op {
 	eb_bus_msg *msg;
 	char       *name;
-	int         cas;
+	int         kind; /* 0: value; 'c': cas (ok); 'd': delete */
 } svc_op;
 
 static void
@@ -302,9 +309,12 @@ counter_cb(eb_shared *s, int status, int64_t value, int ok, void *arg)
 	(void) s;
 	if (status != 0) {
 		fail_status(o->msg, status);
-	} else if (o->cas) {
+	} else if (o->kind == 'c') {
 		reply(o->msg, json_pack("{s:s, s:I, s:b}", "name", o->name,
 		                  "value", (json_int_t) value, "ok", ok));
+	} else if (o->kind == 'd') {
+		reply(o->msg, json_pack("{s:s, s:b, s:I}", "name", o->name,
+		                  "deleted", ok, "value", (json_int_t) value));
 	} else {
 		reply(o->msg, json_pack("{s:s, s:I}", "name", o->name, "value",
 		                  (json_int_t) value));
@@ -358,11 +368,14 @@ counter_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 		         ? UV_EINVAL
 		         : eb_counter_add(svc->s, name, x, counter_cb, o);
 	} else if (strcmp(op, "cas") == 0) {
-		o->cas = 1;
+		o->kind = 'c';
 		rv = int_field(b, "expect", &x) != 0 ||
 		             int_field(b, "update", &y) != 0
 		         ? UV_EINVAL
 		         : eb_counter_cas(svc->s, name, x, y, counter_cb, o);
+	} else if (strcmp(op, "delete") == 0) {
+		o->kind = 'd';
+		rv = eb_counter_delete(svc->s, name, counter_cb, o);
 	} else {
 		rv = UV_EINVAL;
 	}

@@ -2,10 +2,18 @@
  * eb_shared: the object, its session events, the lock lease and the lock
  * recipe (include/ebnode/shared.h, docs/SHARED.md).
  *
+ * The session is this object's own (eb_shared_new opens it with the
+ * cluster's settings), never the cluster's: a client's locks, however many,
+ * cannot suspend or expire the session that holds membership and
+ * leadership, and every multi built here is split under the ZooKeeper
+ * request limit (eb__zk_max_request).
+ *
  * Lock node names are "l-<tag>-<seq>": the tag (node session id and a
  * per-node counter) finds a node whose create was sent but whose answer
- * was lost with the connection, so that it is deleted on reconnection
- * instead of blocking the lock for as long as the session lives.
+ * was lost with the connection. A lock node whose delete fails, for any
+ * reason, is kept as an orphan (dir, prefix) and retried with back-off
+ * until it is gone or the session ends: no orphan blocks a name while the
+ * session lives. The lock's directory goes once its last node has.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -37,7 +45,7 @@ struct eb_lock {
 	int        user;     /* callbacks still due to the user */
 	int        checking; /* a children read is in flight */
 	int        recheck;  /* another check was asked meanwhile */
-	int        ensured;  /* the lock directory was created */
+	int        ensured;  /* times the lock directory was created */
 	int        creating; /* the create is in flight */
 	int        lowest;   /* found lowest; held once the token is
 	                        known */
@@ -134,6 +142,27 @@ count_state(const eb_shared *s, int state)
 
 /* ---- freeing and deleting nodes ---- */
 
+static void retry_cb(uv_timer_t *t);
+
+/* The next retry of the orphans, after the current back-off (doubling up
+ * to EB__SHARED_RETRY_MAX_MS; a delete that succeeds resets it). */
+static void
+retry_arm(eb_shared *s)
+{
+	if (s->closing || uv_is_active((uv_handle_t *) &s->retry)) {
+		return;
+	}
+	if (s->retry_ms < EB__SHARED_RETRY_MIN_MS) {
+		s->retry_ms = EB__SHARED_RETRY_MIN_MS;
+	}
+	(void) uv_timer_start(&s->retry, retry_cb, s->retry_ms, 0);
+	s->retry_ms = s->retry_ms * 2 > EB__SHARED_RETRY_MAX_MS
+	                  ? EB__SHARED_RETRY_MAX_MS
+	                  : s->retry_ms * 2;
+}
+
+/* A lock node (dir, prefix*) still to delete: retried until it is gone or
+ * the session ends. */
 static void
 orphan_add(eb_shared *s, const char *dir, const char *prefix)
 {
@@ -142,6 +171,7 @@ orphan_add(eb_shared *s, const char *dir, const char *prefix)
 
 	*slot = eb__malloc(n);
 	(void) snprintf(*slot, n, "%s\n%s", dir, prefix);
+	retry_arm(s);
 }
 
 typedef struct del_req {
@@ -151,14 +181,54 @@ typedef struct del_req {
 } del_req;
 
 static void
+dir_cb(eb_zk *zk, int status, void *arg)
+{
+	(void) zk;
+	(void) arg;
+	/* NOTEMPTY: another waiter came (its create re-makes the directory
+	 * if it went first); NONODE: someone else removed it. */
+	(void) status;
+}
+
+/* The lock's directory, once its last node is gone (refused by ZooKeeper
+ * while it has children). */
+static void
+dir_remove(eb_shared *s, const char *dir)
+{
+	if (!s->closing) {
+		(void) eb__zk_delete(s->zk, dir, -1, dir_cb, NULL);
+	}
+}
+
+/* Was the lock node's delete (or its orphan listing) final? 0: gone (the
+ * directory goes too); else kept to retry, unless the session ended. */
+static void
+delete_answered(eb_shared *s, int status, const char *dir, const char *prefix)
+{
+	if (status == 0 || status == EB_EZKNONODE) {
+		s->retry_ms = 0;
+		dir_remove(s, dir);
+		return;
+	}
+	if (status == EB_EZKEXPIRED) {
+		return; /* the session's nodes are gone with it */
+	}
+	EB_LOG_DEBUG("shared", "lock-delete-retry: dir=%s err=%s", dir,
+	    eb_err_name(status));
+	orphan_add(s, dir, prefix);
+}
+
+static void
 del_cb(eb_zk *zk, int status, void *arg)
 {
 	del_req   *d = arg;
 	eb_shared *s = eb__zk_live_get(zk, d->s_live);
 
-	if (s != NULL && eb__zk_status_transient(status) &&
-	    status != EB_EZKEXPIRED) {
-		orphan_add(s, d->dir, d->prefix); /* on reconnection */
+	if (s != NULL) {
+		s->deletes--;
+		if (!s->closing) {
+			delete_answered(s, status, d->dir, d->prefix);
+		}
 	}
 	free(d->dir);
 	free(d->prefix);
@@ -178,7 +248,9 @@ node_delete(eb_shared *s, const char *path, const char *dir, const char *prefix)
 		free(d->dir);
 		free(d->prefix);
 		free(d);
+		return;
 	}
+	s->deletes++;
 }
 
 static void
@@ -444,15 +516,47 @@ renew_cb(
 	lease_arm(s);
 }
 
+size_t
+eb__shared_chunk(const eb_zk *zk, const eb_zk_op *ops, size_t n)
+{
+	size_t bytes = eb__zk_multi_bytes(zk, ops, 0), k;
+
+	for (k = 0; k < n; k++) {
+		bytes += eb__zk_multi_op_bytes(zk, &ops[k]);
+		if (bytes > eb__zk_max_request(zk) && k > 0) {
+			break;
+		}
+	}
+	return k;
+}
+
+/* One renewal multi: ops[0..n), the locks lives[0..n). */
+static void
+renew_send(eb_shared *s, const eb_zk_op *ops, const uint64_t *lives, size_t n,
+    uint64_t sent)
+{
+	renew_req *q = eb__calloc(1, sizeof(*q) + n * sizeof(q->lives[0]));
+
+	q->s_live = s->live;
+	q->sent = sent;
+	q->n = n;
+	memcpy(q->lives, lives, n * sizeof(lives[0]));
+	if (eb__zk_multi(s->zk, ops, n, renew_cb, q) != 0) {
+		free(q);
+	}
+}
+
 /* Every heartbeat_ms while locks are held, even while earlier renewals are
- * pending: one multi checking each held lock node (a quorum write). */
+ * pending: multis checking each held lock node (quorum writes), as many
+ * as it takes to keep each under the ZooKeeper request limit. Any one of
+ * them committed proves the session alive at the send time. */
 static void
 heartbeat_cb(uv_timer_t *t)
 {
 	eb_shared *s = t->data;
-	size_t     n = count_state(s, LK_HELD), i = 0;
+	size_t     n = count_state(s, LK_HELD), i = 0, k;
 	eb_zk_op  *ops;
-	renew_req *q;
+	uint64_t  *lives, sent = eb__mono_ms();
 	eb_list   *it;
 
 	if (n == 0) {
@@ -460,9 +564,7 @@ heartbeat_cb(uv_timer_t *t)
 		return;
 	}
 	ops = eb__calloc(n, sizeof(*ops));
-	q = eb__calloc(1, sizeof(*q) + n * sizeof(q->lives[0]));
-	q->s_live = s->live;
-	q->sent = eb__mono_ms();
+	lives = eb__calloc(n, sizeof(*lives));
 	for (it = s->locks.next; it != &s->locks && i < n; it = it->next) {
 		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
@@ -472,14 +574,17 @@ heartbeat_cb(uv_timer_t *t)
 		ops[i].type = EB_ZK_OP_CHECK;
 		ops[i].path = lk->path;
 		ops[i].version = 0; /* lock nodes are never written */
-		q->lives[i] = lk->live;
+		lives[i] = lk->live;
 		i++;
 	}
-	q->n = i;
-	if (eb__zk_multi(s->zk, ops, i, renew_cb, q) != 0) {
-		free(q);
+	n = i;
+	for (i = 0; i < n; i += k) {
+		k = eb__shared_chunk(s->zk, ops + i, n - i);
+		renew_send(s, ops + i, lives + i, k, sent);
+		s->st.renewals++;
 	}
 	free(ops);
+	free(lives);
 }
 
 /* ---- the recipe ---- */
@@ -781,10 +886,11 @@ lk_create_answered(eb_zk *zk, int status, const char *path, void *arg)
 {
 	eb_lock *lk = lk_get(zk, arg);
 
-	if (lk != NULL && status == EB_EZKNONODE && !lk->ensured &&
+	if (lk != NULL && status == EB_EZKNONODE && lk->ensured < 3 &&
 	    lk->state == LK_CREATING) {
-		/* The lock's directory is missing: make it, then again. */
-		lk->ensured = 1;
+		/* The lock's directory is missing (never made, or removed
+		 * with its last node meanwhile): make it, then again. */
+		lk->ensured++;
 		if (eb__zk_ensure_path(zk, lk->dir, ensure_cb, arg) == 0) {
 			return;
 		}
@@ -821,12 +927,12 @@ typedef struct orphan_req {
 	char    *prefix;
 } orphan_req;
 
-/* Deletes the children of dir named prefix*. */
-static void
+/* Deletes the children of dir named prefix*; returns how many. */
+static size_t
 orphan_delete(eb_shared *s, const char *dir, const char *prefix,
     const char *const *names, size_t count)
 {
-	size_t i;
+	size_t i, n = 0;
 	char   path[EB__SHARED_PATH_MAX];
 
 	for (i = 0; i < count; i++) {
@@ -834,8 +940,10 @@ orphan_delete(eb_shared *s, const char *dir, const char *prefix,
 			(void) snprintf(
 			    path, sizeof(path), "%s/%s", dir, names[i]);
 			node_delete(s, path, dir, prefix);
+			n++;
 		}
 	}
+	return n;
 }
 
 static void
@@ -845,12 +953,16 @@ orphan_list_cb(
 	orphan_req *q = arg;
 	eb_shared  *s = eb__zk_live_get(zk, q->s_live);
 
+	if (s != NULL) {
+		s->deletes--;
+	}
 	if (s != NULL && !s->closing) {
-		if (status == 0) {
-			orphan_delete(s, q->dir, q->prefix, names, count);
-		} else if (eb__zk_status_transient(status) &&
-		           status != EB_EZKEXPIRED) {
-			orphan_add(s, q->dir, q->prefix);
+		if (status == 0 &&
+		    orphan_delete(s, q->dir, q->prefix, names, count) == 0) {
+			status = EB_EZKNONODE; /* none left: gone */
+		}
+		if (status != 0) {
+			delete_answered(s, status, q->dir, q->prefix);
 		}
 	}
 	free(q->dir);
@@ -895,19 +1007,30 @@ orphans_run(eb_shared *s)
 			free(q->dir);
 			free(q->prefix);
 			free(q);
+			continue;
 		}
+		s->deletes++;
 	}
 	free(v);
 }
 
-/* ---- session events (after the election saw them) ---- */
+static void
+retry_cb(uv_timer_t *t)
+{
+	eb_shared *s = t->data;
+
+	if (eb__zk_get_state(s->zk) == EB_ZK_STATE_CONNECTED) {
+		orphans_run(s);
+	} else if (s->orphans.len > 0) {
+		retry_arm(s); /* and at the reconnection */
+	}
+}
+
+/* ---- session events (of its own session) ---- */
 
 static void
-session_cb(eb_cluster *c, eb_zk_event ev, void *arg)
+session_event(eb_shared *s, eb_zk_event ev)
 {
-	eb_shared *s = arg;
-
-	(void) c;
 	switch (ev) {
 	case EB_ZK_EV_SUSPENDED:
 		lk_drop_all(s, "zk-suspended", EB_EZKLOSS);
@@ -932,25 +1055,55 @@ session_cb(eb_cluster *c, eb_zk_event ev, void *arg)
 	deadline_arm(s);
 }
 
+static void
+zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+{
+	eb_shared *s = arg;
+
+	(void) zk;
+	if ((size_t) ev < sizeof(s->zk_events) / sizeof(s->zk_events[0])) {
+		s->zk_events[ev]++;
+	}
+	EB_LOG_INFO("shared", "zk-session: event=%d session=%" PRIx64, (int) ev,
+	    (uint64_t) eb__zk_session_id(zk));
+	if (!s->closing) {
+		session_event(s, ev);
+	}
+}
+
 /* ---- lifecycle ---- */
 
 void
 eb__shared_session_event(eb_shared *s, eb_zk_event ev)
 {
-	session_cb(s->c, ev, s);
+	session_event(s, ev);
 }
 
-eb_shared *
-eb__shared_new_zk(
-    uv_loop_t *loop, eb_zk *zk, const char *root, uint32_t tick_ms)
+void
+eb_shared_opts_init(eb_shared_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->max_locks_per_conn = EB_SHARED_MAX_LOCKS_PER_CONN;
+	opts->max_locks_per_node = EB_SHARED_MAX_LOCKS_PER_NODE;
+	opts->max_waits_per_node = EB_SHARED_MAX_WAITS_PER_NODE;
+	opts->max_counters = EB_SHARED_MAX_COUNTERS;
+}
+
+/* Everything but the session's live id and the lease (no I/O). */
+static eb_shared *
+shared_alloc(uv_loop_t *loop, const char *root, uint32_t tick_ms,
+    const eb_shared_opts *opts)
 {
 	eb_shared *s = eb__calloc(1, sizeof(*s));
 
 	s->loop = loop;
-	s->zk = zk;
+	if (opts != NULL) {
+		s->o = *opts;
+	} else {
+		eb_shared_opts_init(&s->o);
+	}
 	s->root = eb__strdup(root);
 	s->tick_ms = tick_ms;
-	s->live = eb__zk_live_add(zk, s);
 	eb_list_init(&s->locks);
 	eb_list_init(&s->ops);
 	eb__vec_init(&s->orphans, sizeof(char *));
@@ -959,38 +1112,66 @@ eb__shared_new_zk(
 	(void) uv_timer_init(loop, &s->lease);
 	(void) uv_timer_init(loop, &s->deadline);
 	(void) uv_timer_init(loop, &s->defer);
+	(void) uv_timer_init(loop, &s->retry);
 	s->heartbeat.data = s;
 	s->lease.data = s;
 	s->deadline.data = s;
 	s->defer.data = s;
+	s->retry.data = s;
+	return s;
+}
+
+eb_shared *
+eb__shared_new_zk(uv_loop_t *loop, eb_zk *zk, const char *root,
+    uint32_t tick_ms, const eb_shared_opts *opts)
+{
+	eb_shared *s = shared_alloc(loop, root, tick_ms, opts);
+
+	s->zk = zk;
+	s->live = eb__zk_live_add(zk, s);
 	lease_plan(s);
 	return s;
 }
 
 int
-eb_shared_new(uv_loop_t *loop, eb_cluster *c, eb_shared **sp)
+eb_shared_new(
+    uv_loop_t *loop, eb_cluster *c, const eb_shared_opts *opts, eb_shared **sp)
 {
-	eb_zk     *zk;
+	eb_zk_opts zo;
+	eb_zk     *zk = NULL;
 	eb_shared *s;
+	int        rv;
 
-	if (loop == NULL || c == NULL || sp == NULL ||
-	    (zk = eb__cluster_zk(c)) == NULL) {
+	if (loop == NULL || c == NULL || sp == NULL) {
 		return UV_EINVAL;
 	}
-	s = eb__shared_new_zk(
-	    loop, zk, eb__cluster_root(c), eb__cluster_zk_tick_ms(c));
+	eb__cluster_zk_opts(c, &zo);
+	if (zo.connect == NULL || zo.connect[0] == '\0') {
+		return UV_EINVAL; /* standalone */
+	}
+	s = shared_alloc(
+	    loop, eb__cluster_root(c), eb__cluster_zk_tick_ms(c), opts);
+	if ((rv = eb__zk_new(loop, &zo, zk_event_cb, s, &zk)) != 0) {
+		eb_shared_close(s, NULL, NULL);
+		return rv;
+	}
+	s->zk = zk;
+	s->own_zk = 1;
 	s->c = c;
-	eb__cluster_on_session(c, session_cb, s);
+	s->live = eb__zk_live_add(zk, s);
+	lease_plan(s);
+	if ((rv = eb__zk_start(zk)) != 0) {
+		eb_shared_close(s, NULL, NULL);
+		return rv;
+	}
 	*sp = s;
 	return 0;
 }
 
 static void
-timer_closed_cb(uv_handle_t *h)
+handle_closed(eb_shared *s)
 {
-	eb_shared *s = h->data;
-
-	if (--s->open_timers > 0) {
+	if (--s->open_handles > 0) {
 		return;
 	}
 	s->closed = 1;
@@ -1004,14 +1185,29 @@ timer_closed_cb(uv_handle_t *h)
 	free(s);
 }
 
+static void
+timer_closed_cb(uv_handle_t *h)
+{
+	handle_closed(h->data);
+}
+
+static void
+zk_closed_cb(eb_zk *zk, void *arg)
+{
+	(void) zk;
+	handle_closed(arg);
+}
+
 void
 eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg)
 {
 	EB_ASSERT(!s->closing); /* close is exactly once */
-	if (s->c != NULL) {
-		(void) eb__cluster_off_session(s->c, session_cb, s);
+	if (s->zk == NULL) {
+		/* eb_shared_new failed before the session: nothing to drop */
+		s->closing = 1;
+	} else {
+		lk_drop_all(s, "shutdown", EB_ECANCELED);
 	}
-	lk_drop_all(s, "shutdown", EB_ECANCELED);
 	s->closing = 1;
 	s->close_cb = cb;
 	s->close_arg = arg;
@@ -1025,13 +1221,22 @@ eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg)
 	}
 	eb__counter_cancel_all(s);
 	eb__id_cancel_all(s);
-	eb__zk_live_del(s->zk, s->live);
-	s->live = 0;
-	s->open_timers = 4;
+	if (s->live != 0) {
+		eb__zk_live_del(s->zk, s->live);
+		s->live = 0;
+	}
+	s->open_handles = 5;
+	if (s->own_zk) {
+		/* Closing the session deletes its lock nodes on the server
+		 * (the deletes just sent are canceled). */
+		s->open_handles++;
+		eb__zk_close(s->zk, zk_closed_cb, s);
+	}
 	uv_close((uv_handle_t *) &s->heartbeat, timer_closed_cb);
 	uv_close((uv_handle_t *) &s->lease, timer_closed_cb);
 	uv_close((uv_handle_t *) &s->deadline, timer_closed_cb);
 	uv_close((uv_handle_t *) &s->defer, timer_closed_cb);
+	uv_close((uv_handle_t *) &s->retry, timer_closed_cb);
 }
 
 void
@@ -1055,6 +1260,42 @@ eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
 			out->locks_waiting++;
 		}
 	}
+	out->deletes_pending = s->orphans.len + s->deletes;
+	out->zk_state =
+	    s->zk != NULL ? (int) eb__zk_get_state(s->zk) : EB_ZK_STATE_CLOSED;
+	out->zk_suspensions = s->zk_events[EB_ZK_EV_SUSPENDED];
+	out->zk_expiries = s->zk_events[EB_ZK_EV_EXPIRED];
+}
+
+/* EB_EFULL when one more lock (held or waited for) of owner would pass a
+ * cap: the node's (locks, waiters), or the owner's (owner 0: the node's
+ * only). */
+static int
+lk_cap(eb_shared *s, uint64_t owner)
+{
+	eb_list *it;
+	uint64_t node = 0, mine = 0, waits = 0;
+
+	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	     it = it->next) {
+		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
+
+		if (!lk->user) {
+			continue;
+		}
+		node++;
+		waits += lk->state != LK_HELD;
+		mine += owner != 0 && lk->owner == owner;
+	}
+	if ((s->o.max_locks_per_node != 0 && node >= s->o.max_locks_per_node) ||
+	    (s->o.max_waits_per_node != 0 &&
+	        waits >= s->o.max_waits_per_node) ||
+	    (s->o.max_locks_per_conn != 0 && owner != 0 &&
+	        mine >= s->o.max_locks_per_conn)) {
+		s->st.refused++;
+		return EB_EFULL;
+	}
+	return 0;
 }
 
 /* ---- locks: the API ---- */
@@ -1077,6 +1318,9 @@ eb_lock_acquire(eb_shared *s, const char *name, int64_t timeout_ms,
 	}
 	if (s->lease_ms == 0) {
 		return EB_ECONF;
+	}
+	if ((rv = lk_cap(s, owner)) != 0) {
+		return rv;
 	}
 	lk = eb__calloc(1, sizeof(*lk));
 	lk->s = s;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Enforces the module dependency DAG (DESIGN.md, STYLE.md B2): a module may
+# Enforces the module dependency DAG (docs/DESIGN.md, docs/STYLE.md B2): a module may
 # include only its own files, the public headers and the modules it depends
 # on; OpenSSL only in tls/; ZooKeeper only in zk/.
 set -euo pipefail

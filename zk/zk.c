@@ -691,6 +691,14 @@ eb__zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
 		return rv;
 	}
 	r->zk = zk;
+	if (opts->max_request_bytes != 0) {
+		zk->max_request = opts->max_request_bytes;
+	}
+	/* The client prepends the chroot ("h:p/chroot") to every path it
+	 * sends: the size estimates count it. */
+	if (strchr(opts->connect, '/') != NULL) {
+		zk->chroot_len = strlen(strchr(opts->connect, '/'));
+	}
 	/* Handles last: nothing above can fail after them. */
 	(void) uv_timer_init(loop, &r->timer);
 	(void) uv_timer_init(loop, &r->lost_timer);

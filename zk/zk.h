@@ -49,12 +49,25 @@ typedef enum eb_zk_acl {
 	EB_ZK_ACL_CREATOR = 1 /* auth (creator) all, world read */
 } eb_zk_acl;
 
+/*
+ * The default bound on one request's serialized size (zookeeper.max_request
+ * _bytes, docs/ZOOKEEPER.md "Request sizes"): the server drops the
+ * connection of a client whose request exceeds jute.maxbuffer (1048575
+ * bytes by default), so ebnode stays 48575 bytes below it; the margin
+ * covers what the leader adds when it forwards the transaction to the
+ * followers (a header and, for a sequential create, the 10-digit suffix)
+ * and the reply of a read of a node written at the bound.
+ */
+#define EB_ZK_DEFAULT_MAX_REQUEST 1000000u
+
 typedef struct eb_zk_opts {
 	const char *connect;            /* "h1:p1,h2:p2"; borrowed until new */
 	uint32_t    session_timeout_ms; /* default 10000 */
 	const char *auth_scheme;        /* NULL or "digest" */
 	const char *auth_credentials;   /* "user:password" for digest */
 	eb_zk_acl   acl;                /* ACL for nodes this client creates */
+	size_t      max_request_bytes;  /* default EB_ZK_DEFAULT_MAX_REQUEST;
+	                                   0: the default */
 } eb_zk_opts;
 
 typedef struct eb_zk_stat {
@@ -154,6 +167,25 @@ uint64_t eb__zk_requests(const eb_zk *zk);
  * trouble (loss, timeout, expiry, closing, canceled) rather than anything
  * about the node: the next session event re-drives the caller. */
 int eb__zk_status_transient(int status);
+
+/*
+ * Request sizes (docs/ZOOKEEPER.md "Request sizes"). Every operation below
+ * estimates the bytes the client will write for it (jute encoding: the
+ * length prefix, the request header, each path with the session's chroot
+ * prepended, data, the ACL, the per-op headers of a multi), an upper bound
+ * that never undercounts. One above eb__zk_max_request() is never sent: the
+ * call returns EB_EZKTOOBIG (no callback) and logs "request-too-big" with
+ * both figures, instead of the server dropping the session's connection.
+ */
+size_t eb__zk_max_request(const eb_zk *zk);
+/* Requests refused with EB_EZKTOOBIG so far. */
+uint64_t eb__zk_too_big(const eb_zk *zk);
+/* The estimate of op sent alone (EB_ZK_OP_CHECK: as an exists()). */
+size_t eb__zk_op_bytes(const eb_zk *zk, const eb_zk_op *op);
+/* The estimate of a multi of ops[0..count); each op adds exactly
+ * eb__zk_multi_op_bytes(), so a caller can split a long multi. */
+size_t eb__zk_multi_bytes(const eb_zk *zk, const eb_zk_op *ops, size_t count);
+size_t eb__zk_multi_op_bytes(const eb_zk *zk, const eb_zk_op *op);
 
 int eb__zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
     int flags, eb_zk_create_cb cb, void *arg);

@@ -30,6 +30,7 @@ eb__zk_opts_init(eb_zk_opts *opts)
 	opts->auth_scheme = NULL;
 	opts->auth_credentials = NULL;
 	opts->acl = EB_ZK_ACL_OPEN;
+	opts->max_request_bytes = EB_ZK_DEFAULT_MAX_REQUEST;
 }
 
 int
@@ -51,6 +52,8 @@ eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
 	zk->session_id = 0;
 	zk->timeout_ms = timeout_ms != 0 ? timeout_ms : ZK_DEFAULT_TIMEOUT_MS;
 	zk->last_ok_send_ms = 0;
+	zk->max_request = EB_ZK_DEFAULT_MAX_REQUEST;
+	zk->chroot_len = 0;
 	eb__vec_init(&zk->live, sizeof(eb__zk_live_slot));
 	*zkp = zk;
 	return 0;
@@ -199,6 +202,131 @@ eb__zk_status_transient(int status)
 	       status == EB_EZKINVALIDSTATE || status == EB_EZKCLOSING;
 }
 
+/* ---- request sizes ---- */
+
+/*
+ * Jute, as the C client writes a request: a 4-byte length prefix, the
+ * RequestHeader (xid, type: 8), then the record. A ustring and a buffer are
+ * a 4-byte length and the bytes (a NULL buffer: the length -1 alone); ints
+ * are 4 bytes, booleans 1. Paths carry the chroot. ACLs are bounded by
+ * ZK_ACL_MAX: the open ACL is 27 bytes (count, perms, "world", "anyone"),
+ * the creator ACL 39 (adds perms, "auth", ""). A create may be sent as a
+ * create2/TTL record, 8 bytes more. A multi adds a MultiHeader (type, done,
+ * err: 9) before each op and one after the last.
+ */
+#define ZK_FRAME_BYTES   12u
+#define ZK_ACL_MAX       64u
+#define ZK_MULTI_HDR     9u
+#define ZK_CREATE_EXTRA  (ZK_ACL_MAX + 4u + 8u)
+#define ZK_SIZE_SATURATE ((size_t) 1 << (sizeof(size_t) * 8 - 2))
+
+/* a + b, pinned at ZK_SIZE_SATURATE (far above any bound) on overflow. */
+static size_t
+size_add(size_t a, size_t b)
+{
+	if (a >= ZK_SIZE_SATURATE || b >= ZK_SIZE_SATURATE - a) {
+		return ZK_SIZE_SATURATE;
+	}
+	return a + b;
+}
+
+static size_t
+path_bytes(const eb_zk *zk, const char *path)
+{
+	return size_add(4u + zk->chroot_len, path != NULL ? strlen(path) : 0);
+}
+
+static size_t
+data_bytes(const char *data, size_t len)
+{
+	return data != NULL ? size_add(4u, len) : 4u;
+}
+
+/* The record of one op, without framing or multi header. */
+static size_t
+op_record_bytes(const eb_zk *zk, const eb_zk_op *op)
+{
+	size_t n = path_bytes(zk, op->path);
+
+	switch (op->type) {
+	case EB_ZK_OP_CREATE:
+		return size_add(size_add(n, data_bytes(op->data, op->len)),
+		    ZK_CREATE_EXTRA);
+	case EB_ZK_OP_SET:
+		return size_add(size_add(n, data_bytes(op->data, op->len)), 4u);
+	case EB_ZK_OP_DELETE:
+	case EB_ZK_OP_CHECK:
+		return size_add(n, 4u); /* the version (exists: the watch) */
+	}
+	return size_add(n, 4u);
+}
+
+size_t
+eb__zk_max_request(const eb_zk *zk)
+{
+	return zk->max_request;
+}
+
+uint64_t
+eb__zk_too_big(const eb_zk *zk)
+{
+	return zk->too_big;
+}
+
+size_t
+eb__zk_op_bytes(const eb_zk *zk, const eb_zk_op *op)
+{
+	return size_add(ZK_FRAME_BYTES, op_record_bytes(zk, op));
+}
+
+size_t
+eb__zk_multi_op_bytes(const eb_zk *zk, const eb_zk_op *op)
+{
+	return size_add(ZK_MULTI_HDR, op_record_bytes(zk, op));
+}
+
+size_t
+eb__zk_multi_bytes(const eb_zk *zk, const eb_zk_op *ops, size_t count)
+{
+	size_t n = ZK_FRAME_BYTES + ZK_MULTI_HDR; /* the closing header */
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		n = size_add(n, eb__zk_multi_op_bytes(zk, &ops[i]));
+	}
+	return n;
+}
+
+/* 0, or EB_EZKTOOBIG (counted and logged) when bytes exceed the bound. */
+static int
+zk_size_check(eb_zk *zk, const char *what, const char *path, size_t bytes)
+{
+	if (bytes <= zk->max_request) {
+		return 0;
+	}
+	zk->too_big++;
+	EB_LOG_RL_AT(EB_LOG_LEVEL_WARN, "zk",
+	    "request-too-big: op=%s path=%.128s bytes=%zu "
+	    "max_request_bytes=%zu",
+	    what, path, bytes, zk->max_request);
+	return EB_EZKTOOBIG;
+}
+
+/* The same check for a single op of type t. */
+static int
+zk_op_size_check(eb_zk *zk, const char *what, eb_zk_op_type t, const char *path,
+    const char *data, size_t len)
+{
+	eb_zk_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.type = t;
+	op.path = path;
+	op.data = data;
+	op.len = len;
+	return zk_size_check(zk, what, path, eb__zk_op_bytes(zk, &op));
+}
+
 /* Counts a dispatched request (rv 0) and passes rv through. */
 static int
 zk_counted(eb_zk *zk, int rv)
@@ -225,6 +353,18 @@ zk_op_check(const eb_zk *zk, const char *path, int has_cb)
 	return 0;
 }
 
+/* zk_op_check and the size of a read of path (path, watch flag: bounded
+ * by the estimate of a check op). */
+static int
+zk_read_check(eb_zk *zk, const char *what, const char *path, int has_cb)
+{
+	int rv = zk_op_check(zk, path, has_cb);
+
+	return rv != 0
+	           ? rv
+	           : zk_op_size_check(zk, what, EB_ZK_OP_CHECK, path, NULL, 0);
+}
+
 int
 eb__zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
     int flags, eb_zk_create_cb cb, void *arg)
@@ -237,6 +377,10 @@ eb__zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
 	if ((flags & ~(EB_ZK_EPHEMERAL | EB_ZK_SEQUENTIAL)) != 0) {
 		return EB_EZKBADARGS;
 	}
+	if ((rv = zk_op_size_check(
+	         zk, "create", EB_ZK_OP_CREATE, path, data, len)) != 0) {
+		return rv;
+	}
 	return zk_counted(
 	    zk, zk->ops->create(zk, path, data, len, flags, cb, arg));
 }
@@ -247,6 +391,10 @@ eb__zk_delete(
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
+	if (rv == 0) {
+		rv = zk_op_size_check(
+		    zk, "delete", EB_ZK_OP_DELETE, path, NULL, 0);
+	}
 	return rv != 0 ? rv
 	               : zk_counted(zk,
 	                     zk->ops->delete_node(zk, path, version, cb, arg));
@@ -256,7 +404,7 @@ int
 eb__zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
     void *watch_arg, eb_zk_stat_cb cb, void *arg)
 {
-	int rv = zk_op_check(zk, path, cb != NULL);
+	int rv = zk_read_check(zk, "exists", path, cb != NULL);
 
 	return rv != 0 ? rv
 	               : zk_counted(zk, zk->ops->exists(zk, path, watch,
@@ -267,7 +415,7 @@ int
 eb__zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
     eb_zk_data_cb cb, void *arg)
 {
-	int rv = zk_op_check(zk, path, cb != NULL);
+	int rv = zk_read_check(zk, "get", path, cb != NULL);
 
 	return rv != 0 ? rv
 	               : zk_counted(zk,
@@ -278,7 +426,7 @@ int
 eb__zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
     void *watch_arg, eb_zk_children_cb cb, void *arg)
 {
-	int rv = zk_op_check(zk, path, cb != NULL);
+	int rv = zk_read_check(zk, "get_children", path, cb != NULL);
 
 	return rv != 0 ? rv
 	               : zk_counted(zk, zk->ops->get_children(zk, path, watch,
@@ -291,6 +439,9 @@ eb__zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
+	if (rv == 0) {
+		rv = zk_op_size_check(zk, "set", EB_ZK_OP_SET, path, data, len);
+	}
 	return rv != 0 ? rv
 	               : zk_counted(zk, zk->ops->set(zk, path, data, len,
 	                                    version, cb, arg));
@@ -315,6 +466,10 @@ eb__zk_multi(
 		    ops[i].type > EB_ZK_OP_CHECK) {
 			return EB_EZKBADARGS;
 		}
+	}
+	if ((rv = zk_size_check(zk, "multi", ops[0].path,
+	         eb__zk_multi_bytes(zk, ops, count))) != 0) {
+		return rv;
 	}
 	return zk_counted(zk, zk->ops->multi(zk, ops, count, cb, arg));
 }
@@ -408,6 +563,11 @@ eb__zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
 	n = strlen(path);
 	if (n > 1 && (path[n - 1] == '/' || strstr(path, "//") != NULL)) {
 		return EB_EZKBADARGS;
+	}
+	/* Each level's create is a prefix of the last one: one check. */
+	if ((rv = zk_op_size_check(
+	         zk, "ensure_path", EB_ZK_OP_CREATE, path, NULL, 0)) != 0) {
+		return rv;
 	}
 	r = eb__calloc(1, sizeof(*r));
 	r->cb = cb;

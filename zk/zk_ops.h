@@ -60,13 +60,16 @@ struct eb_zk {
 	int64_t           session_id;
 	uint32_t          timeout_ms;
 	uint64_t          last_ok_send_ms;
-	uint64_t          requests; /* dispatched to the backend */
-	int               started;
-	int               closing;
-	eb_zk_close_cb    close_cb;
-	void             *close_arg;
-	eb__vec           live;      /* of eb__zk_live_slot (eb__zk_live_add) */
-	uint32_t          live_free; /* first free slot + 1; 0: none */
+	uint64_t          requests;    /* dispatched to the backend */
+	uint64_t          too_big;     /* refused with EB_EZKTOOBIG */
+	size_t            max_request; /* eb__zk_max_request() */
+	size_t         chroot_len; /* prepended to every path by the client */
+	int            started;
+	int            closing;
+	eb_zk_close_cb close_cb;
+	void          *close_arg;
+	eb__vec        live;      /* of eb__zk_live_slot (eb__zk_live_add) */
+	uint32_t       live_free; /* first free slot + 1; 0: none */
 };
 
 /* Allocates the common part around a backend; used by eb__zk_new() and by

@@ -60,6 +60,17 @@ typedef enum eb_cluster_acl {
 	EB_CLUSTER_ACL_CREATOR = 1 /* auth (creator) all; needs digest auth */
 } eb_cluster_acl;
 
+/*
+ * zookeeper.max_request_bytes (docs/ZOOKEEPER.md "Request sizes"): the
+ * default stays 48575 bytes below the server's default jute.maxbuffer
+ * (1048575); the floor keeps room for a configuration center write of a
+ * realistic configuration (and its history copy); the ceiling is a sanity
+ * bound (a server with jute.maxbuffer raised that far is unusual).
+ */
+#define EB_CLUSTER_MAX_REQUEST_DEFAULT 1000000u
+#define EB_CLUSTER_MAX_REQUEST_MIN     65536u
+#define EB_CLUSTER_MAX_REQUEST_MAX     104857600u
+
 typedef struct eb_cluster_opts {
 	/* ZooKeeper. */
 	const char *connect; /* "h1:p1,h2:p2"; NULL or "":
@@ -69,6 +80,9 @@ typedef struct eb_cluster_opts {
 	const char    *auth_scheme;        /* NULL/"" or "digest" */
 	const char    *auth_credentials;   /* "user:password" for digest */
 	eb_cluster_acl acl;
+	/* Bound on one ZooKeeper request's serialized size; a bigger one is
+	 * refused locally (EB_EZKTOOBIG), never sent. Default 1000000. */
+	size_t max_request_bytes;
 	/* This member, as its member znode advertises it. */
 	const char *node_id;      /* required; unique in the cluster */
 	const char *address;      /* required; the claimed node address */
@@ -174,8 +188,9 @@ typedef struct eb_cluster_stats {
 	uint32_t    members;         /* in the member cache (standalone: 1) */
 	uint32_t    members_invalid; /* children ignored: not valid members */
 	uint64_t    zk_requests;     /* requests sent to ZooKeeper */
-	uint64_t    leads;           /* times this node was elected */
-	uint64_t    leader_changes;  /* times the known leader changed */
+	uint64_t    zk_too_big; /* refused: above zookeeper.max_request_bytes */
+	uint64_t    leads;      /* times this node was elected */
+	uint64_t    leader_changes; /* times the known leader changed */
 	/* ZooKeeper session events seen. */
 	uint64_t zk_connected, zk_suspended, zk_reconnected, zk_expired,
 	    zk_auth_failed;

@@ -44,6 +44,8 @@
 	XX(EZKCLOSING, -20024, "ZooKeeper handle is closing")            \
 	XX(EZKNOTHING, -20025, "ZooKeeper server has no response")       \
 	XX(EZKRUNTIME, -20026, "ZooKeeper runtime inconsistency")        \
+	XX(EZKTOOBIG, -20027,                                            \
+	    "ZooKeeper request exceeds zookeeper.max_request_bytes")     \
 	XX(EDUPADDR, -20030, "node address already registered")          \
 	XX(ENOTLEADER, -20031, "not the leader")                         \
 	XX(ENOLEADER, -20032, "no leader known")                         \

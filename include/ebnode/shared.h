@@ -1,8 +1,11 @@
 /*
  * Shared data over the cluster (docs/SHARED.md): distributed locks with
  * fencing tokens, linearizable counters and cluster-unique ids, all kept in
- * ZooKeeper under the cluster's root and created with the node's own
- * session (eb_cluster), so that what a node holds dies with its session.
+ * ZooKeeper under the cluster's root and created with a ZooKeeper session
+ * of their own (same ensemble, timeout and credentials as the cluster's,
+ * but a separate connection), so that what a node holds dies with that
+ * session and nothing clients do with shared data can suspend or expire
+ * the session that holds membership and leadership.
  *
  * Locks: the ZooKeeper lock recipe. A waiter creates an ephemeral-sequential
  * child <root>/locks/<name>/l-<seq> and watches only its predecessor (no
@@ -14,11 +17,11 @@
  * expires ("zk-expired"), when the lease lapses ("lease-expired") or when
  * its node disappears ("lock-gone"), exactly as leadership does
  * (ebnode/election.h): while it holds locks the node renews a lease every
- * heartbeat with a quorum-committed multi (a check of each held lock node),
- * and eb_lock_held() is true only while now - (send time of the last
- * renewal) < lease, lease = session - tick/2 - heartbeat - margin
- * (common/lease.h). A revoked holder's node is deleted as soon as the
- * session allows, so the next waiter goes ahead.
+ * heartbeat with quorum-committed multis (a check of each held lock node,
+ * split into chunks under the ZooKeeper request limit), and eb_lock_held() is
+ * true only while now - (send time of the last renewal) < lease, lease =
+ * session - tick/2 - heartbeat - margin (common/lease.h). A revoked holder's
+ * node is deleted as soon as the session allows, so the next waiter goes ahead.
  *
  * Counters: <root>/counters/<name> holds the value as decimal text. Every
  * operation is linearizable: updates are versioned setData in a
@@ -51,6 +54,27 @@
 #include <ebnode/err.h>
 
 #define EB_SHARED_ID_BLOCK 1000
+
+/* Default caps (eb_shared_opts, docs/SHARED.md "Caps"). */
+#define EB_SHARED_MAX_LOCKS_PER_CONN 256
+#define EB_SHARED_MAX_LOCKS_PER_NODE 4096
+#define EB_SHARED_MAX_WAITS_PER_NODE 2048
+#define EB_SHARED_MAX_COUNTERS       10000
+
+/*
+ * Caps; beyond them a call fails with EB_EFULL (the bus services answer
+ * 429). 0: no cap.
+ */
+typedef struct eb_shared_opts {
+	uint32_t max_locks_per_conn; /* held + waited for, per owner tag */
+	uint32_t max_locks_per_node; /* held + waited for on this node */
+	/* Waited for on this node: each waiter holds a watch, and the C
+	 * client re-sends all of a session's watches in one request when it
+	 * reconnects (not split): 2048 paths of 200-character names stay far
+	 * under the ZooKeeper request limit. */
+	uint32_t max_waits_per_node;
+	uint32_t max_counters; /* counter names in the cluster (root) */
+} eb_shared_opts;
 
 typedef struct eb_shared eb_shared; /* opaque */
 typedef struct eb_lock   eb_lock;   /* one acquisition, opaque */
@@ -87,10 +111,23 @@ typedef struct eb_shared_stats {
 	uint64_t counter_retries; /* compare-and-set retries (contention) */
 	uint64_t ids;             /* ids handed out */
 	uint64_t id_blocks;       /* blocks taken */
+	uint64_t refused;         /* calls refused by a cap (EB_EFULL) */
+	uint64_t renewals;        /* lease renewal multis sent (chunks) */
+	uint64_t deletes_pending; /* lock nodes still to delete (now) */
+	uint64_t counters_deleted;
+	int      zk_state;       /* own session: eb_zk_state (0 connecting, 1
+	                            connected, 2 suspended, 3 closed) */
+	uint64_t zk_expiries;    /* own session expiries */
+	uint64_t zk_suspensions; /* own session connection losses */
 } eb_shared_stats;
 
-/* Needs a clustered, started cluster (UV_EINVAL standalone). */
-EB_API int  eb_shared_new(uv_loop_t *loop, eb_cluster *c, eb_shared **sp);
+EB_API void eb_shared_opts_init(eb_shared_opts *opts);
+/* Needs a clustered cluster (UV_EINVAL standalone), started or not: opens
+ * its own ZooKeeper session with the cluster's settings (connecting in the
+ * background: until it is connected, calls fail with EB_EZKLOSS). opts
+ * NULL: the defaults. */
+EB_API int eb_shared_new(
+    uv_loop_t *loop, eb_cluster *c, const eb_shared_opts *opts, eb_shared **sp);
 EB_API void eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg);
 EB_API void eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out);
 
@@ -122,6 +159,10 @@ EB_API int eb_counter_add(
     eb_shared *s, const char *name, int64_t delta, eb_counter_cb cb, void *arg);
 EB_API int eb_counter_cas(eb_shared *s, const char *name, int64_t expect,
     int64_t update, eb_counter_cb cb, void *arg);
+/* Deletes the counter (it reads 0 again afterwards): ok 1 when it existed,
+ * 0 when it did not; value is the value it had. */
+EB_API int eb_counter_delete(
+    eb_shared *s, const char *name, eb_counter_cb cb, void *arg);
 
 /* count 1..EB_SHARED_ID_BLOCK. */
 EB_API int eb_id_next(eb_shared *s, size_t count, eb_id_cb cb, void *arg);

@@ -6,8 +6,8 @@
 // (measured: SIGTERM sent -> the page's leader element changed). Ingress
 // traffic from a browser bridge page runs meanwhile, so the page shows
 // rates. Checks that / is served without the token and the data is not.
-// Per node (each member's /metrics fetched cross-origin from its admin
-// port, CORS): the page shows ingress rates, held messages and the
+// Per node (every member's /metrics, gathered by c over the node links:
+// GET /cluster/metrics): the page shows ingress rates, held messages and the
 // configuration version of all three nodes; after `ebctl config set` the
 // new version appears for every node (timed) and equals its GET /config.
 // Saves a screenshot: $EB_TEST_OUT/dashboard.png.
@@ -69,7 +69,8 @@ async function main() {
     assert.strictEqual(rows, 3);
     await lib.waitUntil(() => page.evaluate(() => document.querySelectorAll('#links tbody tr .up').length === 2), 10000, 'two links up');
 
-    // CORS on the admin port: the preflight is open, the data is not.
+    // CORS on the admin port with a token set: any origin may read with
+    // the token (the preflight is open), the data is not open.
     const pre = await fetch(a0admin(cl) + '/metrics', { method: 'OPTIONS', headers: { Origin: 'http://x', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'authorization' } });
     assert.strictEqual(pre.status, 204);
     assert.strictEqual(pre.headers.get('access-control-allow-origin'), '*');
@@ -79,7 +80,8 @@ async function main() {
     assert.strictEqual(un.headers.get('access-control-allow-origin'), '*');
 
     // Per node: rates and held messages for all three, from their own
-    // /metrics; c (which gets the bridge page's traffic) has a rate.
+    // /metrics as c gathered them; c (which gets the bridge page's
+    // traffic) has a rate.
     const perNode = () => page.evaluate(() => Array.from(document.querySelectorAll('#pernode tbody tr')).map((tr) => {
       const o = { node: tr.getAttribute('data-node'), state: tr.getAttribute('data-state') };
       tr.querySelectorAll('td[data-k]').forEach((td) => { o[td.getAttribute('data-k')] = td.textContent; if (td.hasAttribute('data-total')) o[td.getAttribute('data-k') + '_total'] = Number(td.getAttribute('data-total')); });

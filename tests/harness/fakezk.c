@@ -149,10 +149,14 @@ typedef struct fz_trigger {
 	int              child; /* fires child watches (on path) */
 } fz_trigger;
 
+/* The most ops of one multi (the real server has no count limit, only
+ * the request size: cluster/config.c trims history in the write). */
+#define FZ_MULTI_MAX 64
+
 typedef struct fz_txn {
-	fz_undo    undo[16];
+	fz_undo    undo[FZ_MULTI_MAX];
 	size_t     nundo;
-	fz_trigger trig[48];
+	fz_trigger trig[3 * FZ_MULTI_MAX];
 	size_t     ntrig;
 	int64_t    zxid;
 } fz_txn;
@@ -635,7 +639,7 @@ session_end(fakezk_server *s, int64_t id)
 	EB_LIST_FOREACH (it, tmp, &s->nodes) {
 		fz_node *n = EB_CONTAINER_OF(it, fz_node, link);
 
-		if (n->owner == id && t.nundo < 16) {
+		if (n->owner == id && t.nundo < FZ_MULTI_MAX) {
 			(void) tree_delete(s, &t, n->path, -1);
 		}
 	}
@@ -878,8 +882,8 @@ req_set(fz_client *c, fz_item *it, int override)
 static void
 req_multi(fz_client *c, fz_item *it, int override)
 {
-	eb_zk_op_result res[16];
-	char           *mcreated[16] = { NULL };
+	eb_zk_op_result res[FZ_MULTI_MAX];
+	char           *mcreated[FZ_MULTI_MAX] = { NULL };
 	size_t          i;
 	int             rv = run_multi(c, it, res, mcreated);
 
@@ -934,7 +938,7 @@ run_request(fz_client *c, fz_item *it, int override)
 static void
 fail_request(fz_client *c, fz_item *it, int status)
 {
-	eb_zk_op_result res[16];
+	eb_zk_op_result res[FZ_MULTI_MAX];
 	size_t          i;
 
 	switch (it->kind) {
@@ -1312,7 +1316,7 @@ op_multi(
 	fz_item *it;
 	size_t   i;
 
-	if (count == 0 || count > 16) {
+	if (count == 0 || count > FZ_MULTI_MAX) {
 		return EB_EZKBADARGS;
 	}
 	it = item_new(client_of(zk), FZ_MULTI);

@@ -770,6 +770,12 @@ def admin_request(host, port, method, path, token=None, body=None,
     conn = http.client.HTTPConnection(host, port, timeout=scaled(timeout))
     try:
         hdrs = dict(headers or {})
+        # The admin endpoint refuses writes without a token unless they
+        # carry this header (cross-site protection, docs/ADMIN.md), as
+        # ebctl sends it; pass headers={"X-Ebnode-Admin": ""} to omit it.
+        hdrs.setdefault("X-Ebnode-Admin", "1")
+        if not hdrs["X-Ebnode-Admin"]:
+            del hdrs["X-Ebnode-Admin"]
         data = None
         if body is not None:
             if isinstance(body, (dict, list)):

@@ -22,7 +22,8 @@ with `ebctl config set` routes to t1, then t2. Checks, in one cluster:
 4. Two concurrent `ebctl config set --expect V`: one wins, the other exits
    3 with a conflict message.
 5. `ebctl config rollback V` writes V's content as a new version that
-   every node applies; `history` lists the versions.
+   every node applies; `history` lists the last 20 versions (trimmed by
+   each write), oldest first.
 6. SIGHUP with a changed local file: the edit waits for the signal (a
    cluster change in between does not read it); then a dynamic key the
    cluster does not set (log.level) comes from the file, the cluster's keys
@@ -392,18 +393,28 @@ class ConfigCenter(unittest.TestCase):
         v += 1
         wait_version(nodes, v)
 
-        # 5. Rollback to v1's content (routes to t1).
-        code, out, err = ctl.run("history")
+        # 5. Rollback to the oldest kept version. The history keeps the
+        # last 20 (trimmed by each write): v1 is gone by now, and each kept
+        # version of step 2 has its own hold_ms.
+        code, out, err = ctl.run("--json", "history")
         self.assertEqual(code, 0, err)
-        self.assertIn('"to":"t1"', out.splitlines()[0])
-        code, out, err = ctl.run("rollback", "1")
+        hist = json.loads(out)
+        self.assertEqual(len(hist), 20, [h["version"] for h in hist])
+        self.assertNotEqual(hist[0]["version"], 1)
+        old = hist[0]
+        old_to = old["config"]["ingress"]["routes"][0]["to"]
+        code, out, err = ctl.run("rollback", str(old["version"]))
         self.assertEqual(code, 0, err)
         v += 1
         wait_version(nodes, v)
         for n in nodes:
-            routes = get_config(n)["keys"]["ingress.routes"]
-            self.assertEqual(routes["value"][0]["to"], "t1", routes)
-        code, out, err = ctl.run("diff", f2)
+            keys = get_config(n)["keys"]
+            self.assertEqual(keys["ingress.routes"]["value"][0]["to"],
+                             old_to, keys["ingress.routes"])
+            self.assertEqual(keys["ingress.hold_ms"]["value"],
+                             old["config"]["ingress"]["hold_ms"])
+        other = ctl.file(cluster_doc("t1" if old_to != "t1" else "t2"))
+        code, out, err = ctl.run("diff", other)
         self.assertEqual(code, 0, err)
         self.assertIn("+ ingress.routes", out)
         code, out, err = ctl.run("rollback", "999")

@@ -352,6 +352,11 @@ class Shared(unittest.TestCase):
         self.assertEqual((r.returncode, r.stdout), (0, "9\nok=true\n"))
         r = self.ebctl(n, "counter", name)
         self.assertEqual(r.stdout, "9\n")
+        r = self.ebctl(n, "counter", name, "delete")
+        self.assertEqual((r.returncode, r.stdout), (0, "deleted=true\n"),
+                         r.stderr)
+        r = self.ebctl(n, "counter", name, "delete")
+        self.assertEqual(r.stdout, "deleted=false\n")
         r = self.ebctl(n, "id", "3")
         ids = [int(x) for x in r.stdout.split()]
         self.assertEqual(len(ids), 3)

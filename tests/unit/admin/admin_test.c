@@ -1,8 +1,10 @@
 /* Unit tests for the admin server (admin/admin.h) on a real loop and a
  * real socket: routes registered with their argument, 404/405, the token,
- * GET /metrics running the collectors in order, and close (every handle
- * gone, the callback called once), and EB_ASSERT on a double close or a
- * start after close. */
+ * cross-site writes refused (403 before 405), GET /metrics running the
+ * collectors in order, asynchronous routes (answered later, at once, or
+ * never: the deadline closes the connection and a late answer finds
+ * nothing), close (every handle gone, the callback called once), and
+ * EB_ASSERT on a double close or a start after close. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,20 +79,22 @@ cl_connect_cb(uv_connect_t *req, int status)
 	    uv_write(&c->wr, (uv_stream_t *) &c->tcp, &b, 1, cl_write_cb), 0);
 }
 
-/* Sends "METHOD path" (Connection: close, optional bearer token) and runs
- * the loop until the server closed; the response is in c->resp. */
+/* Sends "METHOD path" (Connection: close, optional bearer token and extra
+ * header lines) and runs the loop until the server closed; the response is
+ * in c->resp. */
 static void
-http(th_loop *t, int port, const char *method, const char *path,
-    const char *token, client *c)
+http_x(th_loop *t, int port, const char *method, const char *path,
+    const char *token, const char *extra, client *c)
 {
 	struct sockaddr_in sa;
 
 	memset(c, 0, sizeof(*c));
 	(void) snprintf(c->req, sizeof(c->req),
-	    "%s %s HTTP/1.1\r\nHost: x\r\n%s%s%sConnection: close\r\n"
+	    "%s %s HTTP/1.1\r\nHost: x\r\n%s%s%s%sConnection: close\r\n"
 	    "Content-Length: 0\r\n\r\n",
 	    method, path, token != NULL ? "Authorization: Bearer " : "",
-	    token != NULL ? token : "", token != NULL ? "\r\n" : "");
+	    token != NULL ? token : "", token != NULL ? "\r\n" : "",
+	    extra != NULL ? extra : "");
 	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
 	assert_int_equal(uv_tcp_init(&t->loop, &c->tcp), 0);
 	c->tcp.data = c;
@@ -99,6 +103,32 @@ http(th_loop *t, int port, const char *method, const char *path,
 	                     (const struct sockaddr *) &sa, cl_connect_cb),
 	    0);
 	assert_int_equal(th_run_until(t, th_flag_set, &c->done, 5000), 0);
+}
+
+/* Sends raw bytes (one write) and runs the loop until the server
+ * closed. */
+static void
+http_raw(th_loop *t, int port, const char *bytes, client *c)
+{
+	struct sockaddr_in sa;
+
+	memset(c, 0, sizeof(*c));
+	(void) snprintf(c->req, sizeof(c->req), "%s", bytes);
+	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
+	assert_int_equal(uv_tcp_init(&t->loop, &c->tcp), 0);
+	c->tcp.data = c;
+	c->conn.data = c;
+	assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp,
+	                     (const struct sockaddr *) &sa, cl_connect_cb),
+	    0);
+	assert_int_equal(th_run_until(t, th_flag_set, &c->done, 5000), 0);
+}
+
+static void
+http(th_loop *t, int port, const char *method, const char *path,
+    const char *token, client *c)
+{
+	http_x(t, port, method, path, token, NULL, c);
 }
 
 static int
@@ -205,8 +235,20 @@ test_routes(void **state)
 	assert_non_null(strstr(c.resp, "Content-Type: application/json\r\n"));
 	assert_string_equal(
 	    body_of(&c), "{\"hello\":\"world\",\"query\":\"x=1\"}");
+	/* A write without a token needs the CSRF header, from no foreign
+	 * origin: refused before the route is looked up. */
 	http(t, port, "POST", "/hello", NULL, &c);
+	assert_int_equal(status_of(&c), 403);
+	http_x(t, port, "POST", "/hello", NULL,
+	    "Origin: http://evil.example\r\n" EB_ADMIN_CSRF_HEADER ": 1\r\n",
+	    &c);
+	assert_int_equal(status_of(&c), 403);
+	http_x(t, port, "POST", "/hello", NULL, EB_ADMIN_CSRF_HEADER ": 1\r\n",
+	    &c);
 	assert_int_equal(status_of(&c), 405);
+	http_x(t, port, "POST", "/hello", NULL,
+	    "Origin: http://x\r\n" EB_ADMIN_CSRF_HEADER ": 1\r\n", &c);
+	assert_int_equal(status_of(&c), 405); /* its own origin (Host: x) */
 	http(t, port, "GET", "/nope", NULL, &c);
 	assert_int_equal(status_of(&c), 404);
 	assert_string_equal(body_of(&c),
@@ -256,6 +298,125 @@ test_metrics_in_order(void **state)
 	                                 "# TYPE second counter\n"
 	                                 "second 2\n");
 	close_server(t, adm);
+}
+
+/* ---- asynchronous routes ---- */
+
+typedef struct async_ctx {
+	eb__admin *adm;
+	uv_timer_t timer;
+	uint64_t   id;
+	int        calls;
+	int        answered; /* eb__admin_answer's result + 1000 */
+} async_ctx;
+
+static void
+answer(async_ctx *x, const char *text)
+{
+	eb__admin_resp rs;
+
+	memset(&rs, 0, sizeof(rs));
+	eb__admin_reply_text(&rs, 200, "text/plain", text, strlen(text));
+	x->answered = eb__admin_answer(x->adm, x->id, &rs) + 1000;
+	free(rs.body);
+}
+
+static void
+later_timer_cb(uv_timer_t *tm)
+{
+	answer(tm->data, "later");
+}
+
+static void
+later_route(eb__admin *adm, const eb__admin_req *rq, uint64_t id, void *arg)
+{
+	async_ctx *x = arg;
+
+	(void) rq;
+	x->adm = adm;
+	x->id = id;
+	x->calls++;
+	assert_int_equal(uv_timer_start(&x->timer, later_timer_cb, 20, 0), 0);
+}
+
+static void
+now_route(eb__admin *adm, const eb__admin_req *rq, uint64_t id, void *arg)
+{
+	async_ctx *x = arg;
+
+	(void) rq;
+	x->adm = adm;
+	x->id = id;
+	x->calls++;
+	answer(x, "now");
+}
+
+static void
+never_route(eb__admin *adm, const eb__admin_req *rq, uint64_t id, void *arg)
+{
+	async_ctx *x = arg;
+
+	(void) rq;
+	x->adm = adm;
+	x->id = id;
+	x->calls++;
+}
+
+static void
+test_async_routes(void **state)
+{
+	th_loop       *t = *state;
+	eb__admin_opts o;
+	eb__admin     *adm = NULL;
+	async_ctx      x;
+	client         c;
+	int            port;
+	size_t         len = 0;
+	char          *text;
+
+	memset(&x, 0, sizeof(x));
+	assert_int_equal(uv_timer_init(&t->loop, &x.timer), 0);
+	x.timer.data = &x;
+	eb__admin_opts_init(&o);
+	o.request_timeout_ms = 300;
+	assert_int_equal(eb__admin_new(&t->loop, &o, &adm), 0);
+	eb__admin_route_async(adm, "GET", "/later", later_route, &x);
+	eb__admin_route_async(adm, "GET", "/now", now_route, &x);
+	eb__admin_route_async(adm, "GET", "/never", never_route, &x);
+	port = eb__admin_start(adm);
+	assert_true(port > 0);
+
+	http(t, port, "GET", "/later", NULL, &c);
+	assert_int_equal(status_of(&c), 200);
+	assert_string_equal(body_of(&c), "later");
+	assert_int_equal(x.answered, 1000);
+	http(t, port, "GET", "/now", NULL, &c);
+	assert_int_equal(status_of(&c), 200);
+	assert_string_equal(body_of(&c), "now");
+	/* Two requests in one write (pipelined): the second is held until
+	 * the first's asynchronous answer is written, then served. */
+	http_raw(t, port,
+	    "GET /later HTTP/1.1\r\nHost: x\r\n\r\n"
+	    "GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+	    &c);
+	assert_non_null(strstr(c.resp, "\r\n\r\nlater"));
+	assert_non_null(strstr(c.resp, "\r\n\r\nnow"));
+	assert_true(strstr(c.resp, "later") < strstr(c.resp, "now"));
+	/* Never answered: the request deadline closes the connection, and
+	 * an answer after that finds nothing. */
+	http(t, port, "GET", "/never", NULL, &c);
+	assert_int_equal(c.len, 0);
+	answer(&x, "too late");
+	assert_int_equal(x.answered, 1000 + UV_ENOENT);
+	assert_int_equal(x.calls, 5);
+	/* The GET /metrics body (no collectors here: empty). */
+	text = eb__admin_metrics_text(adm, &len);
+	assert_non_null(text);
+	assert_int_equal(len, strlen(text));
+	free(text);
+	close_server(t, adm);
+	uv_close((uv_handle_t *) &x.timer, NULL);
+	assert_int_equal(th_loop_run(t), 0);
 }
 
 static void
@@ -373,6 +534,8 @@ main(void)
 		    test_token, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_metrics_in_order, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_async_routes, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_with_open_connection, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(

@@ -321,6 +321,119 @@ test_err_combos(void **state)
 	    "cluster.heartbeat_ms (1000)");
 }
 
+/* zookeeper.connect as the ZooKeeper C client takes it (conf/zkhosts.c):
+ * each value below passed --check before and failed at start or never
+ * connected. */
+static void
+test_err_zk_connect(void **state)
+{
+	static const struct {
+		const char *value;
+		const char *why;
+	} bad[] = {
+		{ ",", "\",\": empty entry; expected "
+		       "host:port[,host:port...][/chroot]" },
+		{ ",,,", "\",,,\": empty entry; expected "
+		         "host:port[,host:port...][/chroot]" },
+		{ "zk1:2181,,zk2:2181", "\"zk1:2181,,zk2:2181\": empty entry; "
+		                        "expected "
+		                        "host:port[,host:port...][/chroot]" },
+		{ "zk1:2181,", "\"zk1:2181,\": empty entry; expected "
+		               "host:port[,host:port...][/chroot]" },
+		{ " ", "\" \": white space is not allowed" },
+		{ "zk:2181 ", "\"zk:2181 \": white space is not allowed" },
+		{ ":", "\":\": port not in 1..65535" },
+		{ "a", "\"a\": expected host:port" },
+		{ "127.0.0.1:0", "\"127.0.0.1:0\": port not in 1..65535" },
+		{ "127.0.0.1:99999", "\"127.0.0.1:99999\": port not in "
+		                     "1..65535" },
+		{ "127.0.0.1:", "\"127.0.0.1:\": port not in 1..65535" },
+		{ "zk:+21", "\"zk:+21\": port not in 1..65535" },
+		{ "zk1:2181,zk2", "\"zk2\": expected host:port" },
+		{ "[::1]:2181", "\"[::1]:2181\": the ZooKeeper client takes no "
+		                "[brackets]; write an IPv6 address bare, as in "
+		                "::1:2181" },
+		{ ":2181", "\":2181\": host is not a DNS name, IPv4 or IPv6 "
+		           "address" },
+		{ "1.2.3.256:2181", "\"1.2.3.256:2181\": host is not a DNS "
+		                    "name, IPv4 or IPv6 address" },
+		{ "::g:2181", "\"::g:2181\": host is not a DNS name, IPv4 or "
+		              "IPv6 address" },
+		{ "-zk:2181", "\"-zk:2181\": host is not a DNS name, IPv4 or "
+		              "IPv6 address" },
+		{ "zk..a:2181", "\"zk..a:2181\": host is not a DNS name, IPv4 "
+		                "or IPv6 address" },
+		{ "zk$:2181", "\"zk$:2181\": host is not a DNS name, IPv4 or "
+		              "IPv6 address" },
+		{ "zk:2181/a/", "chroot \"/a/\": expected a path that starts "
+		                "with \"/\" and does not end with \"/\"" },
+	};
+	static const char *const good[] = { "127.0.0.1:2181", "::1:2181",
+		"zk-1.example.com.:2181,zk_2:65535,10.0.0.3:1/app", "zk:2181/",
+		"fe80::1:2181" };
+	char                     set[128], msg[256];
+	const char              *sets[1] = { set };
+	size_t                   i;
+	eb_conf                 *c;
+
+	(void) state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		(void) snprintf(
+		    set, sizeof(set), "zookeeper.connect=%s", bad[i].value);
+		(void) snprintf(msg, sizeof(msg), "--set zookeeper.connect: %s",
+		    bad[i].why);
+		expect_err(NULL, NULL, sets, 1, msg);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		(void) snprintf(
+		    set, sizeof(set), "zookeeper.connect=%s", good[i]);
+		c = expect_ok(NULL, NULL, sets, 1);
+		eb_conf_free(c);
+	}
+	/* In a file: file:line:col and the key, like every other error. */
+	expect_err("{\n  \"zookeeper\": {\n    \"connect\": "
+	           "\"127.0.0.1:99999\"\n  }\n}\n",
+	    NULL, NULL, 0,
+	    "ebnode.json:3:16: zookeeper.connect: \"127.0.0.1:99999\": port "
+	    "not in 1..65535");
+}
+
+/* election.heartbeat_ms: 0 (auto) or at least 100 ms, standalone too;
+ * zookeeper.max_request_bytes: 65536..104857600, default 1000000. */
+static void
+test_err_zk_floors(void **state)
+{
+	const char *hb1[] = { "election.heartbeat_ms=1" };
+	const char *hb99[] = { "zookeeper.connect=zk:2181",
+		"election.heartbeat_ms=99" };
+	const char *hb100[] = { "election.heartbeat_ms=100" };
+	const char *small[] = { "zookeeper.max_request_bytes=65535" };
+	const char *big[] = { "zookeeper.max_request_bytes=104857601" };
+	const char *lo[] = { "zookeeper.max_request_bytes=65536" };
+	eb_conf    *c;
+
+	(void) state;
+	expect_err(NULL, NULL, hb1, 1,
+	    "--set election.heartbeat_ms: 0 (session timeout / 4) or at "
+	    "least 100 ms: each heartbeat is a ZooKeeper write, got 1");
+	expect_err(NULL, NULL, hb99, 2,
+	    "--set election.heartbeat_ms: 0 (session timeout / 4) or at "
+	    "least 100 ms: each heartbeat is a ZooKeeper write, got 99");
+	c = expect_ok(NULL, NULL, hb100, 1);
+	assert_int_equal(c->cluster.election.heartbeat_ms, 100);
+	assert_int_equal(c->cluster.max_request_bytes, 1000000);
+	eb_conf_free(c);
+	expect_err(NULL, NULL, small, 1,
+	    "--set zookeeper.max_request_bytes: expected an integer in "
+	    "65536..104857600, got 65535");
+	expect_err(NULL, NULL, big, 1,
+	    "--set zookeeper.max_request_bytes: expected an integer in "
+	    "65536..104857600, got 104857601");
+	c = expect_ok(NULL, NULL, lo, 1);
+	assert_int_equal(c->cluster.max_request_bytes, 65536);
+	eb_conf_free(c);
+}
+
 /* The leader lease rule (docs/CLUSTER.md "The lease"): decided from the
  * configured session timeout, blaming the key to change. */
 static void
@@ -787,6 +900,8 @@ main(void)
 		cmocka_unit_test(test_err_route_shape),
 		cmocka_unit_test(test_err_combos),
 		cmocka_unit_test(test_err_lease),
+		cmocka_unit_test(test_err_zk_connect),
+		cmocka_unit_test(test_err_zk_floors),
 		cmocka_unit_test(test_err_env),
 		cmocka_unit_test(test_err_flags),
 		cmocka_unit_test(test_err_comments_and_columns),

@@ -72,6 +72,7 @@ static const section sections[] = {
 	SEC(admin_enabled, NULL), /* node_admin.c: start the admin or not */
 	SEC(web, NULL),
 	SEC(web_enabled, NULL), /* node_web.c: start the web front or not */
+	SEC(shared, NULL),      /* node_cluster.c: to shared/host.c as is */
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -119,6 +120,7 @@ typedef struct special {
 } special;
 
 static const special specials[] = {
+	{ "zookeeper.connect", "zk-t:2181", { NULL } },
 	{ "zookeeper.root", "/t/r", { NULL } },
 	{ "zookeeper.auth.scheme", "digest",
 	    { "zookeeper.auth.credentials=u:p" } },
@@ -132,6 +134,7 @@ static const special specials[] = {
 	{ "cluster.heartbeat_ms", "500", { NULL } },
 	{ "bridge.listen", "127.0.0.2", { NULL } },
 	{ "admin.listen", "127.0.0.2", { NULL } },
+	{ "admin.cors_origins", "http://v.example", { NULL } },
 	{ "cluster.tls.cert", "c",
 	    { "cluster.tls.key=k", "cluster.tls.ca=a" } },
 	{ "cluster.tls.key", "k",

@@ -4,8 +4,12 @@
  * own session. The lock hand-over and tokens, revocation inside the
  * SUSPENDED event, revocation when the lease lapses while reads still
  * work, the revoked holder's node deleted on reconnection, try/timeout,
- * counters under contention, ids.
+ * counters under contention, ids; a lock node whose delete is refused
+ * (not a connection problem) retried until gone and the lock's directory
+ * removed; the caps on locks and counter names; counter delete; renewal
+ * chunks under the request limit.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,7 +75,15 @@ sn_open(th_loop *t, snode *n)
 	assert_int_equal(fakezk_client_new(srv, 2000, ev_cb, n, &n->zk), 0);
 	assert_int_equal(eb__zk_start(n->zk), 0);
 	assert_int_equal(th_run_until(t, connected, n, 5000), 0);
-	n->s = eb__shared_new_zk(&t->loop, n->zk, ROOT, 0);
+	n->s = eb__shared_new_zk(&t->loop, n->zk, ROOT, 0, NULL);
+}
+
+static void
+sn_open_opts(th_loop *t, snode *n, const eb_shared_opts *o)
+{
+	sn_open(t, n);
+	eb_shared_close(n->s, NULL, NULL);
+	n->s = eb__shared_new_zk(&t->loop, n->zk, ROOT, 0, o);
 }
 
 static void
@@ -444,6 +456,188 @@ test_ids(void **state)
 	sn_close(t, &b);
 }
 
+static int
+dir_gone(void *arg)
+{
+	(void) arg;
+	return !fakezk_exists(srv, ROOT "/locks/x");
+}
+
+static void
+test_delete_refused_retried(void **state)
+{
+	th_loop        *t = *state;
+	snode           a, b;
+	lk_obs          oa, ob;
+	eb_shared_stats st;
+
+	sn_open(t, &a);
+	sn_open(t, &b);
+	acquire(&a, "x", -1, &oa);
+	assert_int_equal(th_run_until(t, obs_done, &oa, 5000), 0);
+	acquire(&b, "x", -1, &ob);
+	(void) th_run_until(t, obs_done, &ob, 100);
+	assert_false(ob.done);
+	/* The release's delete is refused for a reason that is not the
+	 * connection (an ACL): retried with back-off all the same. */
+	fakezk_fail_next(a.zk, EB_EZKNOAUTH);
+	eb_lock_release(oa.lk);
+	(void) th_run_until(t, obs_done, &ob, 20);
+	eb_shared_stats_get(a.s, &st);
+	assert_int_equal(st.deletes_pending, 1);
+	assert_int_equal(th_run_until(t, obs_done, &ob, 5000), 0);
+	assert_int_equal(ob.status, 0);
+	assert_true(ob.token > oa.token);
+	eb_shared_stats_get(a.s, &st);
+	assert_int_equal(st.deletes_pending, 0);
+	/* The last node of the lock goes with its directory. */
+	eb_lock_release(ob.lk);
+	assert_int_equal(th_run_until(t, dir_gone, NULL, 5000), 0);
+	sn_close(t, &a);
+	sn_close(t, &b);
+}
+
+static void
+test_lock_caps(void **state)
+{
+	th_loop        *t = *state;
+	snode           a;
+	lk_obs          o[4];
+	eb_shared_opts  opts;
+	eb_shared_stats st;
+
+	memset(o, 0, sizeof(o));
+	eb_shared_opts_init(&opts);
+	opts.max_locks_per_conn = 2;
+	opts.max_locks_per_node = 3;
+	sn_open_opts(t, &a, &opts);
+	acquire(&a, "a", -1, &o[0]);
+	acquire(&a, "b", -1, &o[1]);
+	assert_int_equal(th_run_until(t, obs_done, &o[0], 5000), 0);
+	assert_int_equal(th_run_until(t, obs_done, &o[1], 5000), 0);
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "c", -1, 7, lk_cb, NULL, &o[2], NULL),
+	    EB_EFULL); /* owner 7's cap */
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "c", -1, 8, lk_cb, NULL, &o[2], &o[2].lk), 0);
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "d", -1, 9, lk_cb, NULL, &o[3], NULL),
+	    EB_EFULL); /* the node's cap */
+	assert_int_equal(th_run_until(t, obs_done, &o[2], 5000), 0);
+	eb_shared_stats_get(a.s, &st);
+	assert_int_equal(st.refused, 2);
+	eb_lock_release(o[2].lk);
+	memset(&o[2], 0, sizeof(o[2]));
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "d", -1, 9, lk_cb, NULL, &o[3], &o[3].lk), 0);
+	/* Waiters have a cap of their own: "d" waits (its create is in
+	 * flight), so no second waiter. */
+	opts.max_locks_per_node = 0;
+	opts.max_waits_per_node = 1;
+	a.s->o = opts;
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2], NULL),
+	    EB_EFULL);
+	assert_int_equal(th_run_until(t, obs_done, &o[3], 5000), 0);
+	assert_int_equal(
+	    eb_lock_acquire(a.s, "e", -1, 10, lk_cb, NULL, &o[2], &o[2].lk), 0);
+	assert_int_equal(th_run_until(t, obs_done, &o[2], 5000), 0);
+	assert_int_equal(o[2].status, 0);
+	sn_close(t, &a);
+}
+
+static void
+ctr_once(snode *n, int kind, const char *name, ctr *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->left = 1;
+	if (kind == 'd') {
+		assert_int_equal(eb_counter_delete(n->s, name, ctr_cb, g), 0);
+	} else {
+		assert_int_equal(eb_counter_add(n->s, name, 5, ctr_cb, g), 0);
+	}
+}
+
+static void
+test_counter_cap_and_delete(void **state)
+{
+	th_loop       *t = *state;
+	snode          a;
+	ctr            g;
+	eb_shared_opts opts;
+
+	eb_shared_opts_init(&opts);
+	opts.max_counters = 2;
+	sn_open_opts(t, &a, &opts);
+	ctr_once(&a, 'a', "c1", &g);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	ctr_once(&a, 'a', "c2", &g);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	ctr_once(&a, 'a', "c3", &g);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.status, EB_EFULL);
+	ctr_once(&a, 'a', "c1", &g); /* an existing name is no new one */
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.status, 0);
+	assert_int_equal(g.value, 10);
+	ctr_once(&a, 'd', "c1", &g);
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.status, 0);
+	assert_int_equal(g.ok, 1);
+	assert_int_equal(g.value, 10);
+	assert_false(fakezk_exists(srv, ROOT "/counters/c1"));
+	ctr_once(&a, 'd', "c1", &g); /* gone: nothing to delete */
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.status, 0);
+	assert_int_equal(g.ok, 0);
+	ctr_once(&a, 'a', "c3", &g); /* room again */
+	assert_int_equal(th_run_until(t, ctr_done, &g, 5000), 0);
+	assert_int_equal(g.status, 0);
+	assert_int_equal(g.value, 5);
+	sn_close(t, &a);
+}
+
+static void
+test_renewal_chunks(void **state)
+{
+	th_loop *t = *state;
+	snode    a;
+	enum { N = 5000 };
+	eb_zk_op *ops = calloc(N, sizeof(*ops));
+	char(*paths)[300] = calloc(N, sizeof(*paths));
+	size_t i, k, chunks = 0;
+
+	sn_open(t, &a);
+	for (i = 0; i < N; i++) {
+		/* A lock node of a 200-character name. */
+		(void) snprintf(paths[i], sizeof(paths[i]),
+		    "/ebtest/0123456789abcdef0123456789abcdef/locks/%0200zu/"
+		    "l-123456789abcdefx%zu-%010zu",
+		    i, i, i);
+		ops[i].type = EB_ZK_OP_CHECK;
+		ops[i].path = paths[i];
+	}
+	/* One multi of all would be over the limit. */
+	assert_true(
+	    eb__zk_multi_bytes(a.zk, ops, N) > eb__zk_max_request(a.zk));
+	for (i = 0; i < N; i += k) {
+		k = eb__shared_chunk(a.zk, ops + i, N - i);
+		assert_true(k > 0);
+		assert_true(eb__zk_multi_bytes(a.zk, ops + i, k) <=
+		            eb__zk_max_request(a.zk));
+		/* maximal: one more would not fit */
+		if (i + k < N) {
+			assert_true(eb__zk_multi_bytes(a.zk, ops + i, k + 1) >
+			            eb__zk_max_request(a.zk));
+		}
+		chunks++;
+	}
+	assert_true(chunks >= 2);
+	free(ops);
+	free(paths);
+	sn_close(t, &a);
+}
+
 int
 main(void)
 {
@@ -458,6 +652,14 @@ main(void)
 		    test_try_and_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_delete_refused_retried, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lock_caps, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_counter_cap_and_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_renewal_chunks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

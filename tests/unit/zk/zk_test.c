@@ -405,6 +405,171 @@ test_ensure_path(void **state)
 	assert_int_equal(s.exists_calls, 1);
 }
 
+/* ---- request sizes --------------------------------------------------------
+ */
+
+static void
+count_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+{
+	(void) zk;
+	(void) path;
+	assert_int_equal(status, 0);
+	(*(int *) arg)++;
+}
+
+static void
+dummy_stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+{
+	(void) zk;
+	(void) status;
+	(void) st;
+	(void) arg;
+	fail_msg("a refused request must not call back");
+}
+
+static void
+dummy_data_cb(eb_zk *zk, int status, const char *data, size_t len,
+    const eb_zk_stat *st, void *arg)
+{
+	(void) zk;
+	(void) status;
+	(void) data;
+	(void) len;
+	(void) st;
+	(void) arg;
+	fail_msg("a refused request must not call back");
+}
+
+static void
+dummy_children_cb(
+    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+{
+	(void) zk;
+	(void) status;
+	(void) names;
+	(void) count;
+	(void) arg;
+	fail_msg("a refused request must not call back");
+}
+
+/* The estimates, byte for byte against the jute layout (zk_core.c). */
+static void
+test_size_estimates(void **state)
+{
+	th_loop      *t = *state;
+	struct stub   s;
+	struct events e = { .n = 0 };
+	eb_zk        *zk = stub_new(t, &s, &e);
+	eb_zk_op      ops[3];
+	char          data[10];
+
+	memset(ops, 0, sizeof(ops));
+	memset(data, 'x', sizeof(data));
+	assert_int_equal(eb__zk_max_request(zk), EB_ZK_DEFAULT_MAX_REQUEST);
+	/* create "/a" + 10 bytes: frame 12, path 4+2, data 4+10, ACL 64,
+	 * flags 4, TTL 8. */
+	ops[0] = (eb_zk_op){ .type = EB_ZK_OP_CREATE,
+		.path = "/a",
+		.data = data,
+		.len = sizeof(data) };
+	assert_int_equal(eb__zk_op_bytes(zk, &ops[0]), 108);
+	/* set: frame, path, data, version. */
+	ops[1] = (eb_zk_op){ .type = EB_ZK_OP_SET,
+		.path = "/bb",
+		.data = data,
+		.len = 4,
+		.version = -1 };
+	assert_int_equal(eb__zk_op_bytes(zk, &ops[1]), 12 + 7 + 8 + 4);
+	/* delete and check: frame, path, version; NULL data is 4 bytes. */
+	ops[2] = (eb_zk_op){ .type = EB_ZK_OP_DELETE, .path = "/c" };
+	assert_int_equal(eb__zk_op_bytes(zk, &ops[2]), 12 + 6 + 4);
+	/* A multi: the frame once, 9 per op, 9 to close. */
+	assert_int_equal(eb__zk_multi_op_bytes(zk, &ops[0]), 9 + 108 - 12);
+	assert_int_equal(eb__zk_multi_bytes(zk, ops, 3),
+	    12 + 9 + (9 + 96) + (9 + 19) + (9 + 10));
+	/* The chroot is sent with every path. */
+	zk->chroot_len = 7;
+	assert_int_equal(eb__zk_op_bytes(zk, &ops[2]), 12 + 6 + 7 + 4);
+	assert_int_equal(eb__zk_multi_bytes(zk, ops, 3),
+	    12 + 9 + (9 + 96) + (9 + 19) + (9 + 10) + 3 * 7);
+	/* Lengths near SIZE_MAX saturate instead of wrapping to small. */
+	ops[0].len = SIZE_MAX - 3;
+	assert_true(eb__zk_op_bytes(zk, &ops[0]) > ((size_t) 1 << 40));
+	assert_true(eb__zk_multi_bytes(zk, ops, 3) > ((size_t) 1 << 40));
+	stub_finish(t, zk);
+	uv_close((uv_handle_t *) &s.timer, NULL);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
+/* At the bound a request is sent; one byte over, every kind of request is
+ * refused in the call, counted, and never reaches the backend. */
+static void
+test_size_bound(void **state)
+{
+	th_loop      *t = *state;
+	struct stub   s;
+	struct events e = { .n = 0 };
+	eb_zk        *zk = stub_new(t, &s, &e);
+	static char   data[2048];
+	char          path[1100];
+	eb_zk_op      op;
+	size_t        fit;
+	int           created = 0;
+
+	memset(data, 'd', sizeof(data));
+	memset(path, 'p', sizeof(path));
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	zk->max_request = 1000;
+	assert_int_equal(eb__zk_start(zk), 0);
+	/* create "/a" with fit bytes of data is exactly 1000 bytes. */
+	fit = 1000 - (12 + 6 + 4 + 64 + 4 + 8);
+	op = (eb_zk_op){
+		.type = EB_ZK_OP_CREATE, .path = "/a", .data = data, .len = fit
+	};
+	assert_int_equal(eb__zk_op_bytes(zk, &op), 1000);
+	assert_int_equal(eb__zk_create(zk, "/a", data, fit + 1, 0,
+	                     dummy_create_cb, &created),
+	    EB_EZKTOOBIG);
+	assert_int_equal(s.npaths, 0);
+	assert_int_equal(
+	    eb__zk_set(zk, "/a", data, 1000, -1, dummy_stat_cb, NULL),
+	    EB_EZKTOOBIG);
+	assert_int_equal(
+	    eb__zk_delete(zk, path, -1, dummy_void_cb, NULL), EB_EZKTOOBIG);
+	assert_int_equal(
+	    eb__zk_exists(zk, path, NULL, NULL, dummy_stat_cb, NULL),
+	    EB_EZKTOOBIG);
+	assert_int_equal(eb__zk_get(zk, path, NULL, NULL, dummy_data_cb, NULL),
+	    EB_EZKTOOBIG);
+	assert_int_equal(
+	    eb__zk_get_children(zk, path, NULL, NULL, dummy_children_cb, NULL),
+	    EB_EZKTOOBIG);
+	assert_int_equal(
+	    eb__zk_ensure_path(zk, path, dummy_void_cb, NULL), EB_EZKTOOBIG);
+	op.len = fit / 2; /* two of them in one multi: over */
+	{
+		eb_zk_op two[2] = { op, op };
+
+		assert_true(eb__zk_multi_bytes(zk, two, 2) > 1000);
+		assert_int_equal(eb__zk_multi(zk, two, 2, dummy_multi_cb, NULL),
+		    EB_EZKTOOBIG);
+	}
+	assert_int_equal(eb__zk_too_big(zk), 8);
+	assert_int_equal(eb__zk_requests(zk), 0);
+	/* Exactly at the bound: sent. */
+	assert_int_equal(
+	    eb__zk_create(zk, "/a", data, fit, 0, count_create_cb, &created),
+	    0);
+	assert_int_equal(s.npaths, 1);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(created, 1);
+	assert_int_equal(eb__zk_too_big(zk), 8);
+	stub_finish(t, zk);
+	uv_close((uv_handle_t *) &s.timer, NULL);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
 /* ---- real backend, no server --------------------------------------------- */
 
 static void
@@ -423,6 +588,33 @@ test_new_bad_opts(void **state)
 	o.auth_scheme = "digest"; /* and credentials */
 	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
 	assert_null(zk);
+	assert_int_equal(th_loop_run(t), 0);
+}
+
+/* The real backend takes the bound from its opts and counts the chroot. */
+static void
+test_new_size_opts(void **state)
+{
+	th_loop   *t = *state;
+	eb_zk_opts o;
+	eb_zk     *zk = NULL;
+	eb_zk_op   op = { .type = EB_ZK_OP_DELETE, .path = "/x" };
+
+	eb__zk_opts_init(&o);
+	assert_int_equal(o.max_request_bytes, EB_ZK_DEFAULT_MAX_REQUEST);
+	o.connect = "127.0.0.1:1,127.0.0.1:2/ebnode/t";
+	o.max_request_bytes = 70000;
+	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), 0);
+	assert_int_equal(eb__zk_max_request(zk), 70000);
+	assert_int_equal(eb__zk_op_bytes(zk, &op), 12 + 4 + 9 + 2 + 4);
+	eb__zk_close(zk, NULL, NULL);
+	assert_int_equal(th_loop_run(t), 0);
+	o.max_request_bytes = 0; /* the default */
+	o.connect = "127.0.0.1:1";
+	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), 0);
+	assert_int_equal(eb__zk_max_request(zk), EB_ZK_DEFAULT_MAX_REQUEST);
+	assert_int_equal(eb__zk_op_bytes(zk, &op), 12 + 4 + 2 + 4);
+	eb__zk_close(zk, NULL, NULL);
 	assert_int_equal(th_loop_run(t), 0);
 }
 
@@ -634,7 +826,13 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_ensure_path, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
+		    test_size_estimates, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_size_bound, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
 		    test_new_bad_opts, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_new_size_opts, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_without_start, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
