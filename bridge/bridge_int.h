@@ -24,6 +24,7 @@
 #include <ebnode/bus.h>
 
 #include "bridge/stream.h"
+#include "common/budget.h"
 #include "common/frame.h"
 #include "common/list.h"
 #include "common/obs.h"
@@ -157,6 +158,11 @@ struct eb_bridge {
 	int          flush_inited;
 	int          flush_active;
 
+	/* The node-wide input budget (bridge.input_budget_bytes): every
+	 * connection's input buffer and what a layer holds for it
+	 * (eb__bconn_layer_hold), plus other servers' charges (budget.h). */
+	eb__budget input;
+
 	eb_list conns; /* of eb__bconn (open, not closing) */
 	eb_list fresh; /* of eb__bconn without a complete frame, oldest first */
 	unsigned live; /* accepted sockets whose handle has not closed */
@@ -227,6 +233,32 @@ void eb__bridge_drain_wake(eb_bridge *b);
 /* The bus's pressure observer (eb_bus_pressure_fn; arg: the bridge). */
 void eb__bridge_pressure_cb(
     eb_bus *bus, const char *address, int busy, void *arg);
+/*
+ * A layer's share of its connection's accounting (web/: a partial
+ * WebSocket message, an xhr_send body, a request head). bytes: what the
+ * layer holds for the client now, counted with the connection's own input
+ * buffer in the node-wide input budget (the connections holding the most
+ * are closed beyond it, this one included); since_ms: when the unfinished
+ * unit (message, request head or body) began, 0 when there is none. The
+ * frame deadline (bridge.frame_timeout_ms) runs from since_ms and is not
+ * reset by further bytes of the same unit. May close c (check
+ * s->closing).
+ */
+void eb__bconn_layer_hold(eb__bconn *c, size_t bytes, uint64_t since_ms);
+/*
+ * Bounds a layer's own output (WebSocket pongs and close frames, SockJS
+ * frames and heartbeats, HTTP answers), which does not pass through the
+ * connection's frame writer: when the stream's backlog plus pending bytes
+ * exceed bridge.write_queue_max_bytes, closes c as a slow consumer
+ * (counted and logged as one). 1 when it closed c.
+ */
+int eb__bconn_out_check(eb__bconn *c, size_t pending);
+/* The node-wide input budget (common/budget.h), for other servers. */
+eb__budget *eb__bridge_budget(eb_bridge *b);
+/* Gives back the connections' empty input buffers (the budget's reclaim
+ * callback; arg: the bridge). */
+void eb__bridge_input_reclaim(eb__budget *bg, void *arg);
+
 /* A socket's handle closed (live--); server.c may finish closing. */
 void eb__bridge_conn_gone(eb_bridge *b);
 

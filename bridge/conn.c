@@ -60,8 +60,12 @@ struct eb__bconn {
 	uint64_t      active_ms; /* last read or write */
 	/* When the oldest byte of the frame not yet complete arrived; 0:
 	 * nothing partial buffered (the frame deadline runs from here). */
-	uint64_t    frame_started_ms;
-	size_t      in_acct;    /* input buffer bytes counted in b->in_bytes */
+	uint64_t frame_started_ms;
+	size_t   in_acct; /* bytes counted in b->input (the budget) */
+	/* A layer's share (eb__bconn_layer_hold): bytes it holds for the
+	 * client, and when its unfinished unit began (0: none). */
+	size_t      layer_held;
+	uint64_t    layer_started_ms;
 	eb_list     fresh_link; /* in b->fresh until a first frame */
 	int         fresh;
 	int         processing; /* a frame borrowed from dec is in use */
@@ -1104,14 +1108,16 @@ conn_process(eb__bconn *c)
 	}
 }
 
-/* Keeps b's input-buffer total in step with c's buffer (0 once closing). */
+/* Keeps the node-wide budget in step with c's input buffer and its
+ * layer's share (0 once closing). */
 static void
 conn_in_account(eb__bconn *c)
 {
 	eb_bridge *b = c->b;
-	size_t     now = c->closing ? 0 : c->dec.in.cap;
+	size_t     now = c->closing ? 0 : c->dec.in.cap + c->layer_held;
 
-	b->stats.input_bytes = b->stats.input_bytes - c->in_acct + now;
+	eb__budget_adjust(&b->input, c->in_acct, now);
+	b->stats.input_bytes = b->input.used;
 	c->in_acct = now;
 }
 
@@ -1125,16 +1131,18 @@ conn_unfresh(eb__bconn *c)
 }
 
 /* Gives back the input buffers that hold nothing (kept for reuse after
- * a read), before anyone is closed for the budget. */
-static void
-bridge_input_reclaim(eb_bridge *b)
+ * a read), before anyone is closed for the budget or a charge refused. */
+void
+eb__bridge_input_reclaim(eb__budget *bg, void *arg)
 {
-	eb_list *it;
+	eb_bridge *b = arg;
+	eb_list   *it;
 
+	(void) bg;
 	for (it = b->conns.next; it != &b->conns; it = it->next) {
 		eb__bconn *c = eb__bconn_from_link(it);
 
-		if (c->in_acct > 0 && !c->processing &&
+		if (c->in_acct > c->layer_held && !c->processing &&
 		    eb__frame_dec_buffered(&c->dec) == 0) {
 			eb__frame_dec_free(&c->dec);
 			eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
@@ -1158,18 +1166,18 @@ bridge_input_budget(eb_bridge *b)
 	eb_list   *it;
 	eb__bconn *big;
 
-	if (b->opts.input_budget_bytes == 0 ||
-	    b->stats.input_bytes <= b->opts.input_budget_bytes) {
+	if (!eb__budget_over(&b->input)) {
 		return;
 	}
-	bridge_input_reclaim(b);
-	while (b->stats.input_bytes > b->opts.input_budget_bytes) {
+	eb__bridge_input_reclaim(&b->input, b);
+	while (eb__budget_over(&b->input)) {
 		big = NULL;
 		for (it = b->conns.next; it != &b->conns; it = it->next) {
 			eb__bconn *c = eb__bconn_from_link(it);
 
 			if (c->in_acct > 0 && !c->processing &&
-			    eb__frame_dec_buffered(&c->dec) > 0 &&
+			    (eb__frame_dec_buffered(&c->dec) > 0 ||
+			        c->layer_held > 0) &&
 			    (big == NULL || c->in_acct > big->in_acct)) {
 				big = c;
 			}
@@ -1181,8 +1189,7 @@ bridge_input_budget(eb_bridge *b)
 		EB_LOG_RL_WARN("bridge",
 		    "input-budget-closed: peer=%s buffered=%zu total=%llu "
 		    "budget=%zu",
-		    big->peer, big->in_acct,
-		    (unsigned long long) b->stats.input_bytes,
+		    big->peer, big->in_acct, (unsigned long long) b->input.used,
 		    b->opts.input_budget_bytes);
 		eb__bconn_close(big, "input-budget");
 	}
@@ -1533,6 +1540,40 @@ eb__bconn_stream(eb__bconn *c)
 }
 
 void
+eb__bconn_layer_hold(eb__bconn *c, size_t bytes, uint64_t since_ms)
+{
+	if (c->closing) {
+		return;
+	}
+	c->layer_started_ms = since_ms;
+	if (bytes == c->layer_held) {
+		return;
+	}
+	c->layer_held = bytes;
+	conn_in_account(c);
+	if (!c->processing) {
+		bridge_input_budget(c->b);
+	}
+}
+
+int
+eb__bconn_out_check(eb__bconn *c, size_t pending)
+{
+	eb_bridge *b = c->b;
+	size_t     queued = eb__stream_backlog(&c->stream) + pending;
+
+	if (c->closing || queued <= b->opts.write_queue_max_bytes) {
+		return 0;
+	}
+	b->stats.conns_closed_slow++;
+	EB_LOG_WARN("bridge",
+	    "slow-consumer-closed: peer=%s queued=%zu max=%zu", c->peer, queued,
+	    b->opts.write_queue_max_bytes);
+	eb__bconn_close(c, "slow-consumer");
+	return 1;
+}
+
+void
 eb__bconn_sweep(eb__bconn *c, uint64_t now)
 {
 	eb_bridge *b = c->b;
@@ -1577,6 +1618,12 @@ eb__bconn_sweep(eb__bconn *c, uint64_t now)
 	    now - c->frame_started_ms >= b->opts.frame_timeout_ms) {
 		b->stats.conns_closed_timeout++;
 		c->doomed = "frame-timeout";
+		return;
+	}
+	if (c->layer_started_ms != 0 && b->opts.frame_timeout_ms > 0 &&
+	    now - c->layer_started_ms >= b->opts.frame_timeout_ms) {
+		b->stats.conns_closed_timeout++;
+		c->doomed = "message-timeout";
 		return;
 	}
 	/* Oldest first and one TTL for all: stop at the first live entry. */

@@ -145,6 +145,8 @@ eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
 	eb_list_init(&b->fresh);
 	eb_list_init(&b->pending_out);
 	eb__obs_init(&b->closed_obs);
+	eb__budget_init(
+	    &b->input, opts->input_budget_bytes, eb__bridge_input_reclaim, b);
 	rv = eb__perm_init(
 	    &b->inbound, opts->inbound, opts->inbound_count, "inbound", err);
 	if (rv != 0) {
@@ -487,6 +489,13 @@ void
 eb_bridge_stats_get(const eb_bridge *b, eb_bridge_stats *out)
 {
 	*out = b->stats;
+	out->input_bytes = b->input.used;
+}
+
+eb__budget *
+eb__bridge_budget(eb_bridge *b)
+{
+	return &b->input;
 }
 
 const char *

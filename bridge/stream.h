@@ -53,8 +53,8 @@ struct eb__stream {
 	const eb__stream_ops *ops;
 	uv_tcp_t              tcp;
 	eb__stream_cbs        cbs;
-	void                 *data;    /* the owner's */
-	size_t                queued;  /* bytes in uv_write not yet done */
+	void                 *data;   /* the owner's */
+	size_t                queued; /* uv_writes not done: bytes + requests */
 	int                   closing; /* close was called */
 	/* A transport layered over this stream (web/: WebSocket, SockJS)
 	 * or NULL; see eb__bconn_accept_from() in bridge_int.h. */
@@ -66,9 +66,10 @@ struct eb__stream {
 };
 
 /*
- * Bytes handed to write and not yet accepted by the kernel (libuv's write
- * queue; TLS: ciphertext). This is what a reader that does not read makes
- * grow; writes the kernel took at once do not count.
+ * Memory held by writes the kernel has not accepted yet: their bytes (TLS:
+ * ciphertext) and their write requests, until each completes. This is
+ * what a reader that does not read makes grow; writes the kernel took at
+ * once do not count.
  */
 size_t eb__stream_backlog(const eb__stream *s);
 

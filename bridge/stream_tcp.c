@@ -45,7 +45,7 @@ stream_write_cb(uv_write_t *req, int status)
 	stream_wreq *w = (stream_wreq *) req;
 	eb__stream  *s = w->s;
 
-	s->queued -= w->len;
+	s->queued -= sizeof(*w) + w->len;
 	free(w);
 	/* Writes still queued at close complete with UV_ECANCELED. */
 	if (status < 0 && !s->closing) {
@@ -95,7 +95,7 @@ eb__stream_raw_send(eb__stream *s, const char *p, size_t n)
 		free(w);
 		return rv;
 	}
-	s->queued += n;
+	s->queued += sizeof(*w) + n;
 	return 0;
 }
 
@@ -116,10 +116,15 @@ tcp_write(eb__stream *s, eb__buf *b)
 	return rv;
 }
 
+/*
+ * The memory the queued writes hold: each one's bytes and its request
+ * (which dominates when a client makes the node answer many tiny writes,
+ * e.g. one pong per read), until libuv completes it.
+ */
 size_t
 eb__stream_backlog(const eb__stream *s)
 {
-	return uv_stream_get_write_queue_size((const uv_stream_t *) &s->tcp);
+	return s->queued;
 }
 
 static void

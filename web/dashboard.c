@@ -43,6 +43,10 @@ web_metrics(eb__prom *w, void *arg)
 	eb__prom_u64(w, "ebnode_web_sessions_total", xhr, st.xhr_opened);
 	eb__prom_one(w, "ebnode_web_xhr_sessions", "gauge",
 	    "Open SockJS xhr/xhr_streaming sessions.", st.xhr_sessions);
+	eb__prom_one(w, "ebnode_web_xhr_evicted_total", "counter",
+	    "SockJS xhr sessions without a receiving request closed at "
+	    "bridge.max_connections to make room for a new session.",
+	    st.xhr_evicted);
 	eb__prom_one(w, "ebnode_web_http_requests_total", "counter",
 	    "HTTP request heads parsed on the web port.", st.http_requests);
 	eb__prom_one(w, "ebnode_web_http_rejected_total", "counter",

@@ -13,6 +13,7 @@
  * and the browser client would warn about an unhandled message.
  */
 #include <http_parser.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,9 @@
 #include "web/web_int.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+/* A scratch buffer bigger than this is given back once empty, so that an
+ * idle session keeps little beyond what the accounting counts. */
+#define WEB_BUF_KEEP ((size_t) 16384)
 
 enum { HDR_NONE = 0, HDR_UPGRADE, HDR_KEY, HDR_VERSION, HDR_ORIGIN };
 
@@ -48,6 +52,41 @@ sess_write(web_sess *ss, eb__buf *b)
 	return ss->inner->write(ss->s, b);
 }
 
+/* Empties b, and gives its memory back when it grew big. */
+static void
+buf_trim(eb__buf *b)
+{
+	b->off = 0;
+	b->len = 0;
+	if (b->cap > WEB_BUF_KEEP) {
+		eb__buf_free(b);
+	}
+}
+
+/*
+ * After the layer wrote output of its own (pongs, close frames, SockJS
+ * frames, heartbeats, HTTP answers): the same bound as the connection's
+ * frames, bridge.write_queue_max_bytes over the socket's backlog, so a
+ * client that sends pings and never reads is closed as a slow consumer.
+ * 1 when the connection was closed.
+ */
+static int
+sess_bound(web_sess *ss)
+{
+	size_t pending = 0;
+
+	buf_trim(&ss->wsout);
+	if (ss->s->closing) {
+		return 1;
+	}
+	if (ss->ctx != NULL) {
+		/* Messages wslay has not framed yet (none while it writes:
+		 * the send callback takes everything). */
+		pending = wslay_event_get_queued_msg_length(ss->ctx);
+	}
+	return eb__bconn_out_check(ss->s->data, pending);
+}
+
 void
 eb__web_flush(web_sess *ss)
 {
@@ -62,6 +101,23 @@ eb__web_flush(web_sess *ss)
 
 	if (rv != 0 && !ss->s->closing) {
 		ss->conn_cbs.error_cb(ss->s, rv);
+		return;
+	}
+	(void) sess_bound(ss);
+}
+
+void
+eb__web_account(web_sess *ss)
+{
+	uint64_t since = ss->req_started_ms;
+	size_t   held = ss->ws_partial + (since != 0 ? ss->body.cap : 0);
+
+	if (since == 0 ||
+	    (ss->ws_partial_ms != 0 && ss->ws_partial_ms < since)) {
+		since = ss->ws_partial_ms;
+	}
+	if (!ss->s->closing) {
+		eb__bconn_layer_hold(ss->s->data, held, since);
 	}
 }
 
@@ -94,6 +150,7 @@ http_reply(web_sess *ss, int code, const char *reason, const char *content_type,
 		ss->w->stats.http_rejected++;
 	}
 	(void) sess_write(ss, &ss->wsout);
+	(void) sess_bound(ss);
 }
 
 /* The CORS headers SockJS answers with (sockjs-client's info request is
@@ -130,7 +187,7 @@ ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
     void *user)
 {
 	web_sess *ss = user;
-	size_t    n = eb__buf_avail(&ss->wsin);
+	size_t    n = ss->rd_n;
 
 	(void) flags;
 	if (n == 0) {
@@ -140,8 +197,9 @@ ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
 	if (n > len) {
 		n = len;
 	}
-	memcpy(buf, eb__buf_head(&ss->wsin), n);
-	eb__buf_consume(&ss->wsin, n);
+	memcpy(buf, ss->rd_p, n);
+	ss->rd_p += n;
+	ss->rd_n -= n;
 	return (ssize_t) n;
 }
 
@@ -216,6 +274,8 @@ ws_msg_cb(wslay_event_context_ptr             ctx,
 	if (wslay_is_ctrl_frame(arg->opcode)) {
 		return; /* wslay answers pings and closes itself */
 	}
+	ss->ws_partial = 0; /* complete: wslay frees it on return */
+	ss->ws_partial_ms = 0;
 	ss->w->stats.ws_messages_in++;
 	if (ss->state == WEB_RAW) {
 		feed_frame(ss, (const char *) arg->msg, arg->msg_length);
@@ -224,9 +284,29 @@ ws_msg_cb(wslay_event_context_ptr             ctx,
 	}
 }
 
+/* wslay allocates each data frame's declared payload when the frame
+ * starts and keeps the frames of a message until its last: that is what
+ * the session holds for the client (eb__web_account). */
+static void
+ws_frame_start_cb(wslay_event_context_ptr             ctx,
+    const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+{
+	web_sess *ss = user;
+
+	(void) ctx;
+	if (wslay_is_ctrl_frame(arg->opcode)) {
+		return; /* at most 125 bytes, freed at its end */
+	}
+	if (ss->ws_partial_ms == 0) {
+		ss->ws_partial_ms = eb__mono_ms();
+	}
+	ss->ws_partial += (size_t) arg->payload_length;
+}
+
 static const struct wslay_event_callbacks ws_callbacks = {
 	.recv_callback = ws_recv_cb,
 	.send_callback = ws_send_cb,
+	.on_frame_recv_start_callback = ws_frame_start_cb,
 	.on_msg_recv_callback = ws_msg_cb,
 };
 
@@ -240,7 +320,9 @@ sess_send(web_sess *ss)
 	rv = sess_write(ss, &ss->wsout);
 	if (rv != 0 && !ss->s->closing) {
 		ss->conn_cbs.error_cb(ss->s, rv);
+		return;
 	}
+	(void) sess_bound(ss);
 }
 
 static void
@@ -254,15 +336,23 @@ ws_queue(web_sess *ss, uint8_t opcode, const char *p, size_t n)
 	(void) wslay_event_queue_msg(ss->ctx, &m); /* copies */
 }
 
+/* The bytes of one read after the upgrade (borrowed); what wslay does not
+ * read (it stopped reading: a close, an error) is dropped, the connection
+ * then closes. */
 static void
-ws_input(web_sess *ss)
+ws_input(web_sess *ss, const char *data, size_t n)
 {
-	int rv = wslay_event_recv(ss->ctx);
+	int rv;
 
+	ss->rd_p = data;
+	ss->rd_n = n;
+	rv = wslay_event_recv(ss->ctx);
+	ss->rd_p = NULL;
+	ss->rd_n = 0;
 	if (eb__buf_avail(&ss->feed) > 0) {
 		ss->conn_cbs.read_cb(
 		    ss->s, eb__buf_head(&ss->feed), eb__buf_avail(&ss->feed));
-		eb__buf_consume(&ss->feed, eb__buf_avail(&ss->feed));
+		buf_trim(&ss->feed);
 		if (ss->s->closing) {
 			return;
 		}
@@ -475,6 +565,7 @@ on_message_begin(http_parser *p)
 {
 	web_sess *ss = sess_of(p);
 
+	ss->req_started_ms = eb__mono_ms();
 	ss->head_bytes = 0;
 	ss->in_value = 0;
 	ss->hdr = HDR_NONE;
@@ -561,10 +652,21 @@ on_body(http_parser *p, const char *at, size_t n)
 {
 	web_sess *ss = sess_of(p);
 	size_t    max = (size_t) ss->w->bridge->opts.max_frame_bytes * 2u + 64u;
+	size_t    have = eb__buf_avail(&ss->body);
 
-	if (ss->body_over || eb__buf_avail(&ss->body) + n > max) {
+	if (ss->body_over || have + n > max) {
 		ss->body_over = 1;
 		return 0;
+	}
+	if (have == 0 && (p->flags & F_CHUNKED) == 0 &&
+	    p->content_length != ULLONG_MAX &&
+	    p->content_length <= (uint64_t) (max - n)) {
+		/* The whole declared body at once: one allocation, counted
+		 * in the budget before the client fills it, no copies of
+		 * growing buffers left behind. */
+		(void) eb__buf_reserve_upto(&ss->body,
+		    n + (size_t) p->content_length,
+		    n + (size_t) p->content_length);
 	}
 	eb__buf_append(&ss->body, at, n);
 	return 0;
@@ -785,7 +887,9 @@ http_parse_one(web_sess *ss, const char *data, size_t n)
 		return used;
 	}
 	ss->have_request = 0;
+	ss->req_started_ms = 0;
 	http_request(ss);
+	buf_trim(&ss->body); /* answered: the body is not needed any more */
 	return used;
 }
 
@@ -807,8 +911,7 @@ http_input(web_sess *ss, const char *data, size_t n)
 	}
 	if ((ss->state == WEB_SOCKJS || ss->state == WEB_RAW) && n > 0 &&
 	    !ss->s->closing) {
-		eb__buf_append(&ss->wsin, data, n);
-		ws_input(ss);
+		ws_input(ss, data, n);
 	}
 }
 
@@ -830,9 +933,9 @@ layer_read_cb(eb__stream *s, const char *data, size_t n)
 	} else if (ss->state == WEB_XHR) {
 		/* no pipelining behind an open xhr answer: dropped */
 	} else if (ss->state != WEB_DONE) {
-		eb__buf_append(&ss->wsin, data, n);
-		ws_input(ss);
+		ws_input(ss, data, n);
 	}
+	eb__web_account(ss);
 }
 
 static void
@@ -862,7 +965,6 @@ layer_closed_cb(eb__stream *s)
 	if (ss->ctx != NULL) {
 		wslay_event_context_free(ss->ctx);
 	}
-	eb__buf_free(&ss->wsin);
 	eb__buf_free(&ss->wsout);
 	eb__buf_free(&ss->feed);
 	eb__buf_free(&ss->msg);
@@ -887,15 +989,22 @@ static int
 layer_write(eb__stream *s, eb__buf *b)
 {
 	web_sess *ss = sess_of_stream(s);
+	int       rv;
 
 	EB_ASSERT(!s->closing); /* write after close */
-	if (ss->state == WEB_SOCKJS || ss->state == WEB_RAW) {
+	if ((ss->state == WEB_SOCKJS || ss->state == WEB_RAW) &&
+	    wslay_event_get_write_enabled(ss->ctx)) {
+		/* (after a close frame wslay writes nothing: dropped) */
 		ws_out_frames(ss, b);
 		(void) wslay_event_send(ss->ctx);
 	}
 	b->off = 0;
 	b->len = 0;
-	return sess_write(ss, &ss->wsout);
+	rv = sess_write(ss, &ss->wsout);
+	buf_trim(&ss->wsout);
+	buf_trim(&ss->msg);
+	buf_trim(&ss->one);
+	return rv;
 }
 
 static void
@@ -903,6 +1012,16 @@ layer_close(eb__stream *s)
 {
 	web_sess *ss = sess_of_stream(s);
 
+	/* What the client made the session hold goes now, not when the
+	 * handle has closed (a later loop turn): the input budget closes
+	 * connections to free memory at once, many per turn. Nothing reads
+	 * or writes the session after close (every path checks closing). */
+	if (ss->ctx != NULL) {
+		wslay_event_context_free(ss->ctx);
+		ss->ctx = NULL;
+	}
+	ss->ws_partial = 0;
+	eb__buf_free(&ss->body);
 	ss->inner->close(s);
 }
 
@@ -937,7 +1056,6 @@ eb__web_layer(eb__stream *s, void *arg)
 	ss->state = WEB_HTTP;
 	http_parser_init(&ss->parser, HTTP_REQUEST);
 	ss->parser.data = ss;
-	eb__buf_init(&ss->wsin);
 	eb__buf_init(&ss->wsout);
 	eb__buf_init(&ss->feed);
 	eb__buf_init(&ss->msg);

@@ -88,13 +88,24 @@ typedef struct web_sess {
 	char        origin[256];
 
 	wslay_event_context_ptr ctx;
-	eb__buf                 wsin;  /* socket bytes wslay has not read */
-	eb__buf                 wsout; /* wslay's output, to the socket */
-	eb__buf                 feed;  /* frames for the bridge connection */
-	eb__buf                 msg;   /* a SockJS frame being assembled */
-	eb__buf                 one;   /* one outgoing message, reworded */
-	uint64_t                last_out_ms;
-	int                     proto_error; /* a SockJS message was broken */
+	/* The socket bytes of the read being handled, borrowed for the
+	 * call: wslay reads them in place (no copy kept). */
+	const char *rd_p;
+	size_t      rd_n;
+	eb__buf     wsout; /* wslay's output, to the socket */
+	eb__buf     feed;  /* frames for the bridge connection */
+	eb__buf     msg;   /* a SockJS frame being assembled */
+	eb__buf     one;   /* one outgoing message, reworded */
+	uint64_t    last_out_ms;
+	int         proto_error; /* a SockJS message was broken */
+	/* The unfinished WebSocket message wslay assembles: the payload it
+	 * has allocated for it (each frame's declared length, allocated at
+	 * the frame's start) and when its first frame began (0: none). */
+	size_t   ws_partial;
+	uint64_t ws_partial_ms;
+	/* When the first byte of the request being parsed (head and body)
+	 * arrived; 0 between requests. */
+	uint64_t req_started_ms;
 
 	/* xhr transports (xhr.c): the request body, the session a receiving
 	 * response is attached to, its kind and the bytes it carried. */
@@ -117,6 +128,11 @@ void eb__web_close_sessions(eb_web *w);
 void eb__web_session_gone(eb_web *w);
 
 /* session.c helpers for xhr.c */
+/* Reports what the session holds for its client (the unfinished
+ * WebSocket message, the request body) and since when, to the bridge
+ * connection's accounting: the node-wide input budget and the frame
+ * deadline (eb__bconn_layer_hold). May close the connection. */
+void eb__web_account(web_sess *ss);
 /* Writes ss->wsout to the socket; a failure closes the connection. */
 void eb__web_flush(web_sess *ss);
 /* A complete HTTP answer with Content-Length (extra: header lines). */

@@ -229,6 +229,42 @@ static const eb__stream_cbs xhr_cbs = {
 	.closed_cb = xhr_closed_cb,
 };
 
+/*
+ * At bridge.max_connections, a new session takes the place of the session
+ * that has been without a receiving request the longest (none attached:
+ * not held by a client that is polling or streaming right now). A client
+ * that floods session ids then evicts its own oldest sessions instead of
+ * locking new clients out for the disconnect delay; a polling client is
+ * without a request only between an answer and its next poll, so it is
+ * the last to go. 1 when a slot is free now.
+ */
+static int
+xhr_make_room(eb_web *w)
+{
+	eb_bridge *b = w->bridge;
+	web_xhr   *old = NULL;
+	eb_list   *it;
+
+	for (it = w->xhrs.next; it != &w->xhrs; it = it->next) {
+		web_xhr *xs = EB_CONTAINER_OF(it, web_xhr, link);
+
+		if (!xs->closing && xs->recv == NULL &&
+		    (old == NULL || xs->detached_ms < old->detached_ms)) {
+			old = xs;
+		}
+	}
+	if (old == NULL) {
+		return 0;
+	}
+	w->stats.xhr_evicted++;
+	EB_LOG_RL_NOTICE("web",
+	    "xhr-session-evicted: id=%s detached_ms=%llu open=%llu max=%u",
+	    old->id, (unsigned long long) (eb__mono_ms() - old->detached_ms),
+	    (unsigned long long) b->stats.conns_open, b->opts.max_connections);
+	eb__bconn_close(old->c, "xhr-evicted-at-limit");
+	return b->stats.conns_open < b->opts.max_connections;
+}
+
 /* A new session (its "o" queued); NULL at the connection limit. */
 static web_xhr *
 xhr_open(eb_web *w, const char *sid, size_t n)
@@ -236,8 +272,11 @@ xhr_open(eb_web *w, const char *sid, size_t n)
 	eb_bridge *b = w->bridge;
 	web_xhr   *xs;
 
-	if (w->closing || b->closing ||
-	    b->stats.conns_open >= b->opts.max_connections) {
+	if (w->closing || b->closing) {
+		return NULL;
+	}
+	if (b->stats.conns_open >= b->opts.max_connections &&
+	    !xhr_make_room(w)) {
 		return NULL;
 	}
 	xs = eb__calloc(1, sizeof(*xs));

@@ -64,6 +64,7 @@ typedef struct eb_web_stats {
 	uint64_t heartbeats;     /* "h" frames and pings sent */
 	uint64_t xhr_opened;     /* SockJS xhr/xhr_streaming sessions */
 	uint64_t xhr_sessions;   /* of them open now */
+	uint64_t xhr_evicted;    /* closed at the limit for a new one */
 } eb_web_stats;
 
 EB_API void eb_web_stats_get(const eb_web *w, eb_web_stats *out);
