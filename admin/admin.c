@@ -5,7 +5,11 @@
  * Bounded everywhere: at most ADMIN_MAX_CONNS connections, a request head
  * of at most 8 KiB and a body of at most 64 KiB (413), one request at a
  * time per connection (a pipelined request, at most one 4 KiB read, is held
- * with reading stopped until the answer before it is written).
+ * with reading stopped until the answer before it is written). The bytes
+ * a client makes a connection hold beyond its fixed struct (the body, the
+ * held read) are charged to the node-wide input budget (opts.budget) before
+ * they are buffered: a request that does not fit gets 503 input_budget and
+ * the connection is closed.
  * Each request has a deadline (opts.request_timeout_ms) counted from the
  * moment the connection is ready for it (accept, or the end of the
  * previous response), never reset by a byte, so a client trickling bytes
@@ -89,6 +93,7 @@ struct eb__admin {
 	eb__vec            routes;     /* of admin_route */
 	eb__vec            collectors; /* of admin_collector */
 	eb__admin_origins  origins;    /* admin.cors_origins */
+	eb__budget        *budget;     /* borrowed, NULL: none */
 	uint64_t           next_wait;  /* the last asynchronous request id */
 };
 
@@ -140,9 +145,12 @@ struct admin_conn {
 	 * completed (owned; at most one read): reading stops until then. */
 	char  *held;
 	size_t held_len;
+	/* Bytes charged to a->budget: body_len + held_len. */
+	size_t charged;
 };
 
 static void conn_close(admin_conn *c);
+static void conn_uncharge(admin_conn *c, size_t n);
 static void idle_cb(uv_timer_t *t);
 static void conn_feed(admin_conn *c, const char *data, size_t len);
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -243,6 +251,7 @@ write_cb(uv_write_t *req, int status)
 			 * the kernel took the answer): serve it now. */
 			c->held = NULL;
 			c->held_len = 0;
+			conn_uncharge(c, len); /* parsed now, freed below */
 			if (uv_read_start((uv_stream_t *) &c->tcp, alloc_cb,
 			        read_cb) != 0) {
 				conn_close(c);
@@ -614,6 +623,39 @@ dispatch(admin_conn *c)
 	free(rs.body);
 }
 
+/* ---- the input budget ---- */
+
+/* Charges n more bytes of this connection to the node-wide budget: 0, or
+ * UV_ENOBUFS (nothing charged). */
+static int
+conn_charge(admin_conn *c, size_t n)
+{
+	if (c->a->budget != NULL && eb__budget_charge(c->a->budget, n) != 0) {
+		return UV_ENOBUFS;
+	}
+	c->charged += n;
+	return 0;
+}
+
+static void
+conn_uncharge(admin_conn *c, size_t n)
+{
+	EB_ASSERT(n <= c->charged);
+	c->charged -= n;
+	if (c->a->budget != NULL) {
+		eb__budget_release(c->a->budget, n);
+	}
+}
+
+static void
+conn_body_free(admin_conn *c)
+{
+	conn_uncharge(c, c->body_len);
+	free(c->body);
+	c->body = NULL;
+	c->body_len = 0;
+}
+
 /* ---- http-parser callbacks ---- */
 
 static int
@@ -625,9 +667,7 @@ on_message_begin(http_parser *p)
 	c->auth_len = 0;
 	memset(&c->browser, 0, sizeof(c->browser));
 	c->field = HDR_NONE;
-	free(c->body);
-	c->body = NULL;
-	c->body_len = 0;
+	conn_body_free(c);
 	c->too_big = 0;
 	c->complete = 0;
 	c->head_bytes = 0;
@@ -745,6 +785,10 @@ on_body(http_parser *p, const char *at, size_t len)
 		c->too_big = 2;
 		return 1;
 	}
+	if (conn_charge(c, len) != 0) {
+		c->too_big = 3;
+		return 1;
+	}
 	c->body = eb__realloc(c->body, c->body_len + len + 1);
 	memcpy(c->body + c->body_len, at, len);
 	c->body_len += len;
@@ -820,8 +864,12 @@ conn_handle_closed_cb(uv_handle_t *h)
 	if (--c->open > 0) {
 		return;
 	}
-	free(c->body);
-	free(c->held);
+	conn_body_free(c);
+	if (c->held != NULL) {
+		conn_uncharge(c, c->held_len);
+		free(c->held);
+	}
+	EB_ASSERT(c->charged == 0);
 	free(c);
 	admin_release(a);
 }
@@ -863,6 +911,10 @@ conn_hold(admin_conn *c, const char *data, size_t len)
 		conn_close(c); /* cannot happen: reading was stopped */
 		return;
 	}
+	if (conn_charge(c, len) != 0) {
+		conn_close(c); /* the node's input budget is full */
+		return;
+	}
 	c->held = eb__malloc(len);
 	memcpy(c->held, data, len);
 	c->held_len = len;
@@ -879,7 +931,12 @@ conn_feed(admin_conn *c, const char *data, size_t len)
 
 	http_parser_pause(&c->parser, 0);
 	done = http_parser_execute(&c->parser, &admin_settings, data, len);
-	if (c->too_big == 2) {
+	if (c->too_big == 3) {
+		EB_LOG_RL_WARN("admin", "input-budget-refused: body_bytes=%zu",
+		    c->body_len);
+		send_error(c, 503, "input_budget",
+		    "the node's input budget is full", 0, NULL);
+	} else if (c->too_big == 2) {
 		send_error(
 		    c, 413, "too_large", "request body too large", 0, NULL);
 	} else if (c->too_big) {
@@ -1043,6 +1100,7 @@ eb__admin_new(uv_loop_t *loop, const eb__admin_opts *o, eb__admin **out)
 	}
 	a = eb__calloc(1, sizeof(*a));
 	a->origins = origins;
+	a->budget = o->budget;
 	a->loop = loop;
 	a->listen = eb__strdup(o->listen);
 	a->port = o->port;

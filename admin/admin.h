@@ -48,6 +48,7 @@
 #include <uv.h>
 
 #include "admin/prom.h"
+#include "common/budget.h"
 
 typedef struct eb__admin eb__admin;
 
@@ -60,6 +61,11 @@ typedef struct eb__admin_opts {
 	 * host, no path) separated by spaces or commas, that may read with
 	 * CORS and write (copied; eb__admin_origins_check). */
 	const char *cors_origins;
+	/* NULL: none. The node-wide input budget (common/budget.h, owned by
+	 * the bridge, borrowed: it must outlive the admin server): request
+	 * bodies and held pipelined bytes are charged to it before they are
+	 * buffered; a request that does not fit is answered 503. */
+	eb__budget *budget;
 } eb__admin_opts;
 
 /* The header a state-changing request needs without a token (any

@@ -11,6 +11,7 @@
 #include <ebnode/bridge.h>
 
 #include "admin/admin.h"
+#include "common/budget.h"
 
 /* What /bridge shows besides the bridge's own counters. */
 typedef struct eb__bridge_admin {
@@ -22,6 +23,9 @@ typedef struct eb__bridge_admin {
 /* Registers GET /bridge and the bridge collector. ctx is borrowed and must
  * outlive adm. */
 void eb__bridge_admin_register(eb__admin *adm, eb__bridge_admin *ctx);
+/* The node-wide input budget (common/budget.h), owned by b, for the other
+ * servers that buffer client input (the admin server's opts.budget). */
+eb__budget *eb__bridge_budget(eb_bridge *b);
 /* The bridge's rows of ebnode_errors_total (b NULL: zeros). */
 void eb__bridge_admin_errors(eb__prom *w, eb_bridge *b);
 

@@ -253,8 +253,6 @@ void eb__bconn_layer_hold(eb__bconn *c, size_t bytes, uint64_t since_ms);
  * (counted and logged as one). 1 when it closed c.
  */
 int eb__bconn_out_check(eb__bconn *c, size_t pending);
-/* The node-wide input budget (common/budget.h), for other servers. */
-eb__budget *eb__bridge_budget(eb_bridge *b);
 /* Gives back the connections' empty input buffers (the budget's reclaim
  * callback; arg: the bridge). */
 void eb__bridge_input_reclaim(eb__budget *bg, void *arg);

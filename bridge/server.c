@@ -10,6 +10,7 @@
 #include <ebnode/bridge.h>
 #include <ebnode/log.h>
 
+#include "bridge/bridge_admin.h"
 #include "bridge/bridge_int.h"
 #include "bridge/bridge_obs.h"
 #include "common/alloc.h"

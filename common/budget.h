@@ -3,7 +3,7 @@
  * has handled it: partial frames and messages, request heads and bodies.
  *
  * One budget per node (bridge.input_budget_bytes), owned by the bridge
- * (eb__bridge_budget() in bridge/bridge_int.h) and shared with the other
+ * (eb__bridge_budget() in bridge/bridge_admin.h) and shared with the other
  * servers that buffer client input (the web front through the bridge
  * connections it rides on; the admin HTTP server, which the composition
  * root can hand this pointer to). Two ways to use it:

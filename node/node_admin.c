@@ -106,15 +106,19 @@ register_all(eb_node *n, eb__admin *adm)
 int
 eb__node_admin_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node              *n = EB__NODE(s);
-	const eb__admin_opts *o = &n->conf->admin;
-	eb__admin            *adm;
-	int                   rv;
+	eb_node        *n = EB__NODE(s);
+	eb__admin_opts  opts = n->conf->admin;
+	eb__admin_opts *o = &opts;
+	eb__admin      *adm;
+	int             rv;
 
 	if (!n->conf->admin_enabled) {
 		eb__steps_complete(&n->steps, cb, 0);
 		return 0;
 	}
+	/* One input budget for every client-facing server: the bridge's
+	 * (the bridge step starts before this one and stops after it). */
+	opts.budget = n->bridge != NULL ? eb__bridge_budget(n->bridge) : NULL;
 	if ((rv = eb__admin_new(n->loop, o, &adm)) != 0) {
 		return rv;
 	}
