@@ -24,6 +24,8 @@ Checks (all must hold):
 - another client's lock on the leader's node is never revoked;
 - each node's RSS stays under RSS_BOUND_MB (sampled every 100 ms);
 - every cross-site release is refused;
+- the lock and counter floods are refused beyond their caps (429), and
+  every flood lock is released once its connection closes;
 - after the soak a fresh bridge client is answered within 1 s.
 Figures are printed as "RESULT soak: ...".
 """
@@ -245,7 +247,15 @@ class Pipelined:
         return True
 
     def close(self):
+        # shutdown first: a close() alone sends no FIN while the reader
+        # thread is still blocked in recv() on the socket (the kernel keeps
+        # the file open until that call returns)
+        try:
+            self.c.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.c.close()
+        self.reader.join(timeout=10)
 
 
 def lock_flood(node, stop):
@@ -271,6 +281,8 @@ def counter_flood(node, stop):
         if stop.is_set():
             break
         p.request("ebnode.counter", {"op": "increment", "name": "c%d" % i})
+        if i % 500 == 499:  # under the bridge's 1 024 in flight
+            p.wait_all(timeout=60)
     p.wait_all(timeout=60)
     p.close()
     return p.ok, dict(p.failures)
@@ -290,6 +302,14 @@ def cross_site(node, stop):
         code = int(head.split(b" ", 2)[1]) if head else 0
         answers[code] = answers.get(code, 0) + 1
     return answers
+
+
+def metric(node, name):
+    st, text = ebtest.admin_request(*node.admin, "GET", "/metrics")
+    assert st == 200, st
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    assert m is not None, "no sample %s" % name
+    return float(m.group(1))
 
 
 def rss_mb(pid):
@@ -388,8 +408,20 @@ class HostileSoak(unittest.TestCase):
         report("fresh client answered in %.1f ms"
                % ((time.monotonic() - t1) * 1000))
 
-        log = leader.log_text()
+        # every flood lock released once its connection closed: only the
+        # other client's lock is held, and a fresh client can take every
+        # name the flood used
         problems = []
+        try:
+            ebtest.wait_until(
+                lambda: metric(leader, "ebnode_shared_locks_held") == 1 and
+                metric(leader, "ebnode_shared_locks_waiting") == 0,
+                timeout=15, what="the flood's locks released")
+        except AssertionError as e:
+            problems.append("%s: held %s, waiting %s" % (
+                e, metric(leader, "ebnode_shared_locks_held"),
+                metric(leader, "ebnode_shared_locks_waiting")))
+        log = leader.log_text()
         revoked = re.findall(r"^.*(?:revoked:|lock-revoked:|"
                              r"session-suspended|zk-suspended).*$", log,
                              re.M)
@@ -412,6 +444,16 @@ class HostileSoak(unittest.TestCase):
         if 200 in refused:
             problems.append("cross-site releases answered 200: %d"
                             % refused[200])
+        cok, cfail = results["counters"][0] or (0, {})
+        if cok > 10000 or not cfail.get(429):
+            problems.append("counter names: %d created, refusals %s (cap "
+                            "10 000, 429 beyond)" % (cok, cfail))
+        for ok, fails in results["locks"][0] or []:
+            if ok > 256 or not fails.get(429):
+                problems.append("a lock round: %d granted, refusals %s "
+                                "(cap 256 per connection, 429 beyond)"
+                                % (ok, fails))
+                break
         for name, (_, err) in results.items():
             if err is not None:
                 problems.append("attack %s failed: %s" % (name, err))
