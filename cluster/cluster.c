@@ -1,7 +1,7 @@
 /*
  * The cluster object (include/ebnode/cluster.h): this node's ZooKeeper
- * session, registration (zk/registry.h), member child cache
- * (zk/childcache.h) and election (election/), composed in one place.
+ * session, registration (member/registry.h), member child cache
+ * (member/childcache.h) and election (election/), composed in one place.
  *
  * Start: standalone (empty connect) elects itself with epoch 1 and
  * completes on the next turn. Clustered: create the session, registry,
@@ -47,8 +47,8 @@
 #include "common/obs.h"
 #include "common/vec.h"
 #include "election/election_int.h"
-#include "zk/childcache.h"
-#include "zk/registry.h"
+#include "member/childcache.h"
+#include "member/registry.h"
 #include "zk/zk.h"
 
 #define CL_LEAVE_TIMEOUT_MS 3000u

@@ -42,8 +42,8 @@
 #include "common/list.h"
 #include "common/util.h"
 #include "election/election_int.h"
-#include "zk/member.h"
-#include "zk/registry.h"
+#include "member/member.h"
+#include "member/registry.h"
 #include "zk/zk.h"
 
 /* Lower members read in parallel per round of a check. */

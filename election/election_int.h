@@ -9,7 +9,7 @@
 
 #include <ebnode/election.h>
 
-#include "zk/registry.h"
+#include "member/registry.h"
 #include "zk/zk.h"
 
 /*

@@ -12,8 +12,8 @@
 
 #include <ebnode/election.h>
 
+#include "member/registry.h"
 #include "tests/harness/fakezk.h"
-#include "zk/registry.h"
 
 typedef struct elsim {
 	eb_zk       *zk;

@@ -15,10 +15,10 @@
 
 #include "common/util.h"
 #include "election/election_int.h"
+#include "member/registry.h"
 #include "tests/harness/elsim.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"

@@ -1,6 +1,6 @@
 /*
  * The election over well-formed members only, and the own member changed
- * from outside (election/election.c with zk/registry.c over the
+ * from outside (election/election.c with member/registry.c over the
  * in-memory ZooKeeper):
  *   - 1 000 members elect exactly one leader with a bounded number of
  *     requests, and a failover costs a bounded number more (no fixed-size
@@ -19,11 +19,11 @@
 #include <ebnode/election.h>
 
 #include "election/election_int.h"
+#include "member/member.h"
+#include "member/registry.h"
 #include "tests/harness/elsim.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/member.h"
-#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"

@@ -1,5 +1,5 @@
 /*
- * The member child cache (zk/childcache.c) against the in-memory
+ * The member child cache (member/childcache.c) against the in-memory
  * ZooKeeper: initial load in sequence order, add/remove/update events, a
  * child vanishing between list and get, re-list on reconnect, rebuild and
  * diff on a new session; damaged children (persistent, bad JSON,
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "member/childcache.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/childcache.h"
 
 #define MEMBERS "/ebnode/t/members"
 

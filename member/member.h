@@ -8,16 +8,15 @@
  *   - the member data {"address","node_id","host","cluster_port",
  *     "bridge_port","admin_port","version","started_ms","eligible"}
  *     parsed into eb_member.
- *   - "live ids": objects that hand themselves to ZooKeeper as a watch or
- *     completion argument register here and pass (void *) id instead of a
- *     pointer (STYLE B4.5). A watch that fires after the object was closed
- *     finds nothing instead of freed memory; watches cannot be cancelled in
- *     the 3.8 C client, so this is the only safe way.
+ *   - the percent-encoding of an address into one znode name component.
  *
- * Loop thread only (the live-id table is process-global).
+ * The "live ids" that registry.c and childcache.c hand to ZooKeeper instead
+ * of pointers (STYLE B4.5) are the session's, in zk/zk.h (eb__zk_live_*).
+ *
+ * Loop thread only.
  */
-#ifndef EB_ZK_MEMBER_H
-#define EB_ZK_MEMBER_H
+#ifndef EB_MEMBER_MEMBER_H
+#define EB_MEMBER_MEMBER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -44,8 +44,8 @@
  * (eb__registry_session_event). Loop thread only. The zk is borrowed and
  * must outlive the registry; strings of opts are copied.
  */
-#ifndef EB_ZK_REGISTRY_H
-#define EB_ZK_REGISTRY_H
+#ifndef EB_MEMBER_REGISTRY_H
+#define EB_MEMBER_REGISTRY_H
 
 #include <stdint.h>
 

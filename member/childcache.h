@@ -28,15 +28,15 @@
  * outlive the cache. Members passed to the callback and returned by the
  * accessors are borrowed until the next loop turn that changes the cache.
  */
-#ifndef EB_ZK_CHILDCACHE_H
-#define EB_ZK_CHILDCACHE_H
+#ifndef EB_MEMBER_CHILDCACHE_H
+#define EB_MEMBER_CHILDCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
 
-#include "zk/member.h"
+#include "member/member.h"
 #include "zk/zk.h"
 
 typedef struct eb_childcache eb_childcache; /* opaque */

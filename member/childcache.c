@@ -18,7 +18,7 @@
  * name}; the generation changes on every new session and reconnect, so
  * late completions of an old connection are dropped.
  */
-#include "zk/childcache.h"
+#include "member/childcache.h"
 
 #include <stdint.h>
 #include <stdio.h>

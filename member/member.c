@@ -1,5 +1,5 @@
 /* Member names and data, and address encoding; see member.h. */
-#include "zk/member.h"
+#include "member/member.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * before a session change (generation bump) or after close finds nothing
  * and is dropped.
  */
-#include "zk/registry.h"
+#include "member/registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/util.h"
-#include "zk/member.h"
+#include "member/member.h"
 
 #define REG_MAX_RETRIES   8
 #define REG_DUP_MARGIN_MS 1000u

@@ -1,5 +1,5 @@
 /*
- * Membership (zk/registry.c) against the in-memory ZooKeeper: the one
+ * Membership (member/registry.c) against the in-memory ZooKeeper: the one
  * multi, duplicate addresses, ambiguous creates (rule 2), the stale claim of
  * a previous process, expiry (rule 7), leave (rule 8) and rejoin.
  */
@@ -9,10 +9,10 @@
 
 #include <jansson.h>
 
+#include "member/member.h"
+#include "member/registry.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/member.h"
-#include "zk/registry.h"
 
 #define ROOT    "/ebnode/t"
 #define MEMBERS ROOT "/members"
