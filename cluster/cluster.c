@@ -46,7 +46,7 @@
 #include "common/assert.h"
 #include "common/obs.h"
 #include "common/vec.h"
-#include "election/election_int.h"
+#include "election/election_owner.h"
 #include "member/childcache.h"
 #include "member/registry.h"
 #include "zk/zk.h"

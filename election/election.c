@@ -41,7 +41,7 @@
 #include "common/lease.h"
 #include "common/list.h"
 #include "common/util.h"
-#include "election/election_int.h"
+#include "election/election_owner.h"
 #include "member/member.h"
 #include "member/registry.h"
 #include "zk/zk.h"

@@ -23,7 +23,7 @@
 #include <ebnode/log.h>
 #include <ebnode/shared.h>
 
-#include "cluster/cluster_int.h"
+#include "cluster/cluster_zk.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/lease.h"

@@ -1,6 +1,6 @@
 /*
- * zk/ internals shared by the module's own files and the modules above
- * it (election, eventbus/remote.c): eb__ names, not installed.
+ * zk/ internals shared by the module's own files (and its tests): eb__
+ * names, not installed. Other modules use zk/zk.h.
  *
  * Codes: raw ZooKeeper return codes (ZOK, ZNONODE, ...) exist only inside
  * zk/. eb__err_from_zk() is the one place where they become EB_E* codes;

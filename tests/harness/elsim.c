@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "election/election_int.h"
+#include "election/election_owner.h"
 
 static void
 sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)

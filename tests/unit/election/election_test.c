@@ -14,7 +14,7 @@
 #include <ebnode/election.h>
 
 #include "common/util.h"
-#include "election/election_int.h"
+#include "election/election_owner.h"
 #include "member/registry.h"
 #include "tests/harness/elsim.h"
 #include "tests/harness/fakezk.h"

@@ -18,7 +18,7 @@
 
 #include <ebnode/election.h>
 
-#include "election/election_int.h"
+#include "election/election_owner.h"
 #include "member/member.h"
 #include "member/registry.h"
 #include "tests/harness/elsim.h"

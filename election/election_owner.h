@@ -1,11 +1,14 @@
 /*
- * election/ internals for cluster/ (eb_cluster constructs it): construction on
- * top of a ZooKeeper session and the membership registry, and the plumbing of
- * session and registry events, which the zk owner forwards.
+ * The election's interface for the module that owns one, cluster/
+ * (eb_cluster constructs it; tests/harness/elsim.c does the same): the
+ * construction on top of a ZooKeeper session and the membership registry,
+ * and the plumbing of session and registry events, which the zk owner
+ * forwards. Everything else of eb_election is public (<ebnode/election.h>);
+ * election/ has no private header shared between files (one file).
  * Loop thread only.
  */
-#ifndef EB_ELECTION_ELECTION_INT_H
-#define EB_ELECTION_ELECTION_INT_H
+#ifndef EB_ELECTION_ELECTION_OWNER_H
+#define EB_ELECTION_ELECTION_OWNER_H
 
 #include <ebnode/election.h>
 
