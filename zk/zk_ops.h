@@ -1,6 +1,6 @@
 /*
  * The backend seam behind eb_zk (STYLE B9): zk/ code and its owners call
- * only the eb_zk_* functions of zk.h; those check the common state and
+ * only the eb__zk_* functions of zk.h; those check the common state and
  * dispatch to an ops table. Two backends exist:
  *   - the real one over libzookeeper_st driven from the loop (zk/zk.c);
  *   - an in-memory fake for deterministic unit tests (tests/harness/fakezk.c).
