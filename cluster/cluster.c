@@ -69,8 +69,8 @@ struct eb_cluster {
 	char           *node_id, *address, *host, *version;
 	eb_cluster_opts o; /* the ints; string fields point at the copies */
 	eb_zk          *zk;
-	eb_registry    *reg;
-	eb_childcache  *cc;
+	eb__registry   *reg;
+	eb__childcache *cc;
 	eb_election    *el;
 	uv_timer_t      timer; /* start bound, leave bound, standalone turn */
 	cl_state        state;
@@ -308,7 +308,7 @@ fail(eb_cluster *c, int err)
 /* ---- the member list ---- */
 
 static int
-member_is_self(eb_cluster *c, const eb_member *m)
+member_is_self(eb_cluster *c, const eb__member *m)
 {
 	const char *self =
 	    c->reg != NULL ? eb__registry_member_name(c->reg) : NULL;
@@ -347,7 +347,7 @@ eb_cluster_members(eb_cluster *c, size_t *n)
 	c->members_dirty = 0;
 	eb__vec_clear(&c->members);
 	for (i = 0; i < eb__childcache_count(c->cc); i++) {
-		const eb_member   *m = eb__childcache_at(c->cc, i);
+		const eb__member  *m = eb__childcache_at(c->cc, i);
 		eb_cluster_member *o = eb__vec_push(&c->members);
 
 		o->name = m->name;
@@ -466,10 +466,10 @@ eb_cluster_step_down(eb_cluster *c)
 
 /* The member that actually leads (see the top of this file): the cache's
  * lowest valid eligible member, confirmed by the leader record. */
-static const eb_member *
+static const eb__member *
 cache_leader(eb_cluster *c)
 {
-	const eb_member *l;
+	const eb__member *l;
 
 	if (c->cc == NULL || (l = eb__childcache_leader(c->cc)) == NULL) {
 		return NULL;
@@ -503,8 +503,8 @@ eb_cluster_leadership_get(eb_cluster *c, eb_cluster_leadership *out)
 		return;
 	}
 	{
-		const eb_member *l = cache_leader(c);
-		int64_t          fence = eb__childcache_leader_epoch(c->cc);
+		const eb__member *l = cache_leader(c);
+		int64_t           fence = eb__childcache_leader_epoch(c->cc);
 
 		/* The fence (rule 6) follows the cache's lowest valid
 		 * eligible member even before the record confirms it. */
@@ -524,7 +524,7 @@ eb_cluster_leadership_get(eb_cluster *c, eb_cluster_leadership *out)
 static void
 observe_leader(eb_cluster *c, const char *reason)
 {
-	const eb_member *l = cache_leader(c);
+	const eb__member *l = cache_leader(c);
 
 	if (l != NULL && strcmp(c->last_leader, l->name) != 0) {
 		(void) snprintf(
@@ -554,14 +554,14 @@ el_closed_cb(eb_election *e, void *arg)
 }
 
 static void
-reg_closed_cb(eb_registry *r, void *arg)
+reg_closed_cb(eb__registry *r, void *arg)
 {
 	(void) r;
 	closed_one(arg);
 }
 
 static void
-cc_closed_cb(eb_childcache *cc, void *arg)
+cc_closed_cb(eb__childcache *cc, void *arg)
 {
 	(void) cc;
 	closed_one(arg);
@@ -711,7 +711,7 @@ leave_done(eb_cluster *c)
 /* A registry event while the start is pending: registered finishes it,
  * failed fails it. */
 static void
-reg_starting(eb_cluster *c, eb_registry_event ev, int status)
+reg_starting(eb_cluster *c, eb__registry_event ev, int status)
 {
 	if (ev == EB_REGISTRY_REGISTERED) {
 		start_finish(c, 0);
@@ -730,7 +730,7 @@ reg_starting(eb_cluster *c, eb_registry_event ev, int status)
 }
 
 static void
-reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
+reg_cb(eb__registry *r, eb__registry_event ev, int status, void *arg)
 {
 	eb_cluster *c = arg;
 
@@ -861,7 +861,8 @@ rec_read(eb_cluster *c)
 }
 
 static void
-cc_cb(eb_childcache *cc, eb_childcache_event ev, const eb_member *m, void *arg)
+cc_cb(
+    eb__childcache *cc, eb__childcache_event ev, const eb__member *m, void *arg)
 {
 	eb_cluster *c = arg;
 
@@ -896,9 +897,9 @@ standalone_started_cb(uv_timer_t *t)
 static int
 clustered_new(eb_cluster *c)
 {
-	eb_zk_opts       zo;
-	eb_registry_opts ro;
-	int              rv;
+	eb_zk_opts        zo;
+	eb__registry_opts ro;
+	int               rv;
 
 	eb__zk_opts_init(&zo);
 	zo.connect = c->connect;

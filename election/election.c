@@ -76,7 +76,7 @@ typedef struct el_cand {
 struct eb_election {
 	uv_loop_t             *loop; /* borrowed */
 	eb_zk                 *zk;   /* borrowed, NULL: standalone */
-	eb_registry           *reg;  /* borrowed, NULL: standalone */
+	eb__registry          *reg;  /* borrowed, NULL: standalone */
 	uv_timer_t             heartbeat;
 	uv_timer_t             lease;
 	uv_timer_t             defer; /* standalone elect, lease revoke */
@@ -654,7 +654,7 @@ static void
 fetch_result(eb_election *e, const char *name, int status, const char *data,
     size_t len, const eb_zk_stat *st)
 {
-	eb_member   m;
+	eb__member  m;
 	const char *why;
 	char        path[1024];
 	el_req     *q;
@@ -954,7 +954,7 @@ set_member(eb_election *e)
 }
 
 void
-eb__election_registry_event(eb_election *e, eb_registry_event ev)
+eb__election_registry_event(eb_election *e, eb__registry_event ev)
 {
 	if (e->closing || e->zk == NULL) {
 		return;
@@ -1036,7 +1036,7 @@ eb_election_opts_init(eb_election_opts *opts)
 }
 
 int
-eb__election_new(uv_loop_t *loop, eb_zk *zk, eb_registry *reg,
+eb__election_new(uv_loop_t *loop, eb_zk *zk, eb__registry *reg,
     const eb_election_opts *opts, eb_election_elected_cb elected,
     eb_election_revoked_cb revoked, void *arg, eb_election **ep)
 {

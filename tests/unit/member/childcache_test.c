@@ -17,14 +17,14 @@
 #define MEMBERS "/ebnode/t/members"
 
 typedef struct cnode {
-	eb_zk         *zk;
-	eb_childcache *cc;
-	int            added;
-	int            removed;
-	int            updated;
-	int            synced;
-	int            closed;
-	char           last_node[64];
+	eb_zk          *zk;
+	eb__childcache *cc;
+	int             added;
+	int             removed;
+	int             updated;
+	int             synced;
+	int             closed;
+	char            last_node[64];
 } cnode;
 
 static fakezk_server *srv;
@@ -42,7 +42,7 @@ cn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 
 static void
 cn_cache_cb(
-    eb_childcache *c, eb_childcache_event ev, const eb_member *m, void *arg)
+    eb__childcache *c, eb__childcache_event ev, const eb__member *m, void *arg)
 {
 	cnode *n = arg;
 
@@ -78,7 +78,7 @@ cn_open(th_loop *t, cnode *n)
 }
 
 static void
-cn_cc_closed_cb(eb_childcache *c, void *arg)
+cn_cc_closed_cb(eb__childcache *c, void *arg)
 {
 	(void) c;
 	((cnode *) arg)->closed++;
@@ -171,9 +171,9 @@ synced_pred(void *arg)
 static void
 test_initial_load_in_sequence_order(void **state)
 {
-	th_loop         *t = *state;
-	cnode            n;
-	const eb_member *m;
+	th_loop          *t = *state;
+	cnode             n;
+	const eb__member *m;
 
 	/* Name order (by uuid) is the reverse of sequence order. */
 	put_member('f', 1, "first");

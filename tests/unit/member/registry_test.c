@@ -19,15 +19,15 @@
 #define CLAIM   ROOT "/addresses/a%3A1"
 
 typedef struct rnode {
-	eb_zk       *zk;
-	eb_registry *reg;
-	int          registered;
-	int          lost;
-	int          failed;
-	int          left;
-	int          rereg;
-	int          status;
-	int          closed;
+	eb_zk        *zk;
+	eb__registry *reg;
+	int           registered;
+	int           lost;
+	int           failed;
+	int           left;
+	int           rereg;
+	int           status;
+	int           closed;
 } rnode;
 
 static fakezk_server *srv;
@@ -44,7 +44,7 @@ rn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 }
 
 static void
-rn_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
+rn_reg_cb(eb__registry *r, eb__registry_event ev, int status, void *arg)
 {
 	rnode *n = arg;
 
@@ -73,7 +73,7 @@ static void
 rn_open(th_loop *t, rnode *n, const char *node_id, const char *address,
     uint32_t dup_wait_ms)
 {
-	eb_registry_opts o;
+	eb__registry_opts o;
 
 	memset(n, 0, sizeof(*n));
 	assert_int_equal(
@@ -92,7 +92,7 @@ rn_open(th_loop *t, rnode *n, const char *node_id, const char *address,
 }
 
 static void
-rn_reg_closed_cb(eb_registry *r, void *arg)
+rn_reg_closed_cb(eb__registry *r, void *arg)
 {
 	(void) r;
 	((rnode *) arg)->closed++;
