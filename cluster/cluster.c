@@ -68,7 +68,7 @@ struct eb_cluster {
 	char           *connect, *root, *auth_scheme, *auth_credentials;
 	char           *node_id, *address, *host, *version;
 	eb_cluster_opts o; /* the ints; string fields point at the copies */
-	eb_zk          *zk;
+	eb__zk         *zk;
 	eb__registry   *reg;
 	eb__childcache *cc;
 	eb_election    *el;
@@ -97,7 +97,7 @@ struct eb_cluster {
 	/* Observations (eb_cluster_stats_get). */
 	uint64_t leads;
 	uint64_t leader_changes;
-	uint64_t zk_events[6]; /* by eb_zk_event (1..5) */
+	uint64_t zk_events[6]; /* by eb__zk_event (1..5) */
 	char     last_leader[64];
 	/* The leader record <root>/leader as last read. */
 	uint64_t            live; /* live id (the session's table) */
@@ -199,7 +199,7 @@ eb_cluster_new(uv_loop_t *loop, const eb_cluster_opts *opts, eb_cluster **cp,
 
 /* ---- observers ---- */
 
-eb_zk *
+eb__zk *
 eb__cluster_zk(const eb_cluster *c)
 {
 	return c->closing || c->state == CL_DOWN ? NULL : c->zk;
@@ -212,7 +212,7 @@ eb__cluster_root(const eb_cluster *c)
 }
 
 void
-eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo)
+eb__cluster_zk_opts(const eb_cluster *c, eb__zk_opts *zo)
 {
 	eb__zk_opts_init(zo);
 	zo->connect = c->connect;
@@ -568,7 +568,7 @@ cc_closed_cb(eb__childcache *cc, void *arg)
 }
 
 static void
-zk_closed_cb(eb_zk *zk, void *arg)
+zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	closed_one(arg);
@@ -662,7 +662,7 @@ start_finish(eb_cluster *c, int status)
 }
 
 static void
-zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	eb_cluster *c = arg;
 	eb__obs_it  it;
@@ -770,7 +770,7 @@ eb__cluster_live_arg(const eb_cluster *c)
 /* ---- the leader record <root>/leader ---- */
 
 eb_cluster *
-eb__cluster_from_live(eb_zk *zk, void *arg)
+eb__cluster_from_live(eb__zk *zk, void *arg)
 {
 	eb_cluster *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -781,7 +781,7 @@ eb__cluster_from_live(eb_zk *zk, void *arg)
 }
 
 static eb_cluster *
-rec_cluster(eb_zk *zk, void *arg)
+rec_cluster(eb__zk *zk, void *arg)
 {
 	eb_cluster *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -792,7 +792,7 @@ rec_cluster(eb_zk *zk, void *arg)
 }
 
 static void
-rec_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+rec_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb_cluster *c = rec_cluster(zk, arg);
 
@@ -804,7 +804,7 @@ rec_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-rec_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+rec_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb_cluster *c = rec_cluster(zk, arg);
 
@@ -815,8 +815,8 @@ rec_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-rec_get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+rec_get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	eb_cluster *c = rec_cluster(zk, arg);
 	json_t     *o;
@@ -897,7 +897,7 @@ standalone_started_cb(uv_timer_t *t)
 static int
 clustered_new(eb_cluster *c)
 {
-	eb_zk_opts        zo;
+	eb__zk_opts       zo;
 	eb__registry_opts ro;
 	int               rv;
 

@@ -26,6 +26,6 @@ const char *eb__cluster_root(const eb_cluster *c);
 uint32_t eb__cluster_zk_tick_ms(const eb_cluster *c);
 /* The settings of the cluster's session (strings borrowed from c), for a
  * second session on the same ensemble (shared/ opens its own). */
-void eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo);
+void eb__cluster_zk_opts(const eb_cluster *c, eb__zk_opts *zo);
 
 #endif

@@ -19,11 +19,11 @@
  * zk and reg are borrowed and must outlive the election; both NULL means
  * standalone (elected with epoch 1 after start). No I/O until start.
  */
-int  eb__election_new(uv_loop_t *loop, eb_zk *zk, eb__registry *reg,
+int  eb__election_new(uv_loop_t *loop, eb__zk *zk, eb__registry *reg,
      const eb_election_opts *opts, eb_election_elected_cb elected,
      eb_election_revoked_cb revoked, void *arg, eb_election **ep);
 int  eb__election_start(eb_election *e);
-void eb__election_session_event(eb_election *e, eb_zk_event ev);
+void eb__election_session_event(eb_election *e, eb__zk_event ev);
 /* The registry reported REGISTERED (new member) or LOST/FAILED. */
 void eb__election_registry_event(eb_election *e, eb__registry_event ev);
 /*

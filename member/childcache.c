@@ -48,7 +48,7 @@ typedef struct cc_ent {
 
 struct eb__childcache {
 	uv_loop_t              *loop;  /* borrowed */
-	eb_zk                  *zk;    /* borrowed */
+	eb__zk                 *zk;    /* borrowed */
 	uv_timer_t              timer; /* close deferral only */
 	char                   *path;  /* owned */
 	uint64_t                id;
@@ -73,7 +73,7 @@ struct eb__childcache {
 };
 
 typedef struct cc_req {
-	eb_zk   *zk; /* borrowed: the session of the live id */
+	eb__zk  *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 	char     name[64];
@@ -241,7 +241,7 @@ maybe_synced(eb__childcache *c)
 static void cc_get(eb__childcache *c, cc_ent *e);
 
 static void
-data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+data_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb__childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 	const char     *name;
@@ -291,7 +291,7 @@ ent_apply(eb__childcache *c, cc_ent *e, eb__member *m)
 
 /* e is not (or no longer) a valid member: hide it, log it once. */
 static void
-ent_ignore(eb__childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
+ent_ignore(eb__childcache *c, cc_ent *e, const char *why, const eb__zk_stat *st)
 {
 	char q[EB_LOG_QUOTE_MAX];
 	int  same = e->ignored != NULL && strcmp(e->ignored, why) == 0 &&
@@ -320,7 +320,7 @@ ent_ignore(eb__childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
 }
 
 static void
-unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+unreadable_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	cc_req         *q = arg;
 	eb__childcache *c = req_cache(q);
@@ -382,7 +382,7 @@ ent_unreadable(eb__childcache *c, cc_ent *e, int status)
 
 static void
 get_result(eb__childcache *c, cc_ent *e, int status, const char *data,
-    size_t len, const eb_zk_stat *st)
+    size_t len, const eb__zk_stat *st)
 {
 	eb__member  m;
 	const char *why;
@@ -410,8 +410,8 @@ get_result(eb__childcache *c, cc_ent *e, int status, const char *data,
 }
 
 static void
-get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	cc_req         *q = arg;
 	eb__childcache *c = req_cache(q);
@@ -457,7 +457,7 @@ cc_get(eb__childcache *c, cc_ent *e)
 /* ---- listing ---- */
 
 static void
-child_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+child_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb__childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -471,7 +471,7 @@ child_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	cc_req         *q = arg;
 	eb__childcache *c = req_cache(q);
@@ -517,7 +517,7 @@ list_apply(eb__childcache *c, const char *const *names, size_t count)
 
 static void
 list_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	cc_req         *q = arg;
 	eb__childcache *c = req_cache(q);
@@ -580,7 +580,7 @@ cc_list(eb__childcache *c)
 /* ---- session events and lifecycle ---- */
 
 void
-eb__childcache_session_event(eb__childcache *c, eb_zk_event ev)
+eb__childcache_session_event(eb__childcache *c, eb__zk_event ev)
 {
 	size_t i;
 
@@ -623,7 +623,7 @@ eb__childcache_session_event(eb__childcache *c, eb_zk_event ev)
 }
 
 int
-eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
+eb__childcache_new(uv_loop_t *loop, eb__zk *zk, const char *path,
     eb__childcache_cb cb, void *arg, eb__childcache **cp)
 {
 	eb__childcache *c;

@@ -53,11 +53,11 @@ typedef void (*eb__childcache_cb)(
 typedef void (*eb__childcache_close_cb)(eb__childcache *c, void *arg);
 
 /* No I/O until start. 0 or UV_EINVAL. */
-int eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
+int eb__childcache_new(uv_loop_t *loop, eb__zk *zk, const char *path,
     eb__childcache_cb cb, void *arg, eb__childcache **cp);
 /* Loads as soon as the session is connected (now or later). */
 int  eb__childcache_start(eb__childcache *c);
-void eb__childcache_session_event(eb__childcache *c, eb_zk_event ev);
+void eb__childcache_session_event(eb__childcache *c, eb__zk_event ev);
 /* Exactly once; no callback after it; cb on a later turn. */
 void eb__childcache_close(
     eb__childcache *c, eb__childcache_close_cb cb, void *arg);

@@ -55,7 +55,7 @@ typedef enum reg_state {
 
 struct eb__registry {
 	uv_loop_t            *loop; /* borrowed */
-	eb_zk                *zk;   /* borrowed */
+	eb__zk               *zk;   /* borrowed */
 	uv_timer_t            timer;
 	uint64_t              id;
 	uint64_t              gen;
@@ -95,7 +95,7 @@ struct eb__registry {
 };
 
 typedef struct reg_req {
-	eb_zk   *zk; /* borrowed: the session of the live id */
+	eb__zk  *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 } reg_req;
@@ -316,7 +316,7 @@ member_lost(eb__registry *r, int overwritten)
 }
 
 static void
-member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+member_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb__registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -350,8 +350,8 @@ member_data_ours(eb__registry *r, const char *data, size_t len)
 }
 
 static void
-stat_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+stat_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -421,8 +421,8 @@ do_stat(eb__registry *r)
 
 /* ---- creating: the one multi ---- */
 
-static void create_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg);
+static void create_cb(eb__zk *zk, int status, const eb__zk_op_result *res,
+    size_t count, void *arg);
 
 static void claim_read(eb__registry *r);
 
@@ -433,14 +433,14 @@ static void claim_read(eb__registry *r);
  * the result.
  */
 static void
-claim_and_member(eb__registry *r, int32_t claim_version, eb_zk_multi_cb cb)
+claim_and_member(eb__registry *r, int32_t claim_version, eb__zk_multi_cb cb)
 {
-	char     member_prefix[1024];
-	char    *member;
-	char    *claim;
-	eb_zk_op ops[2];
-	reg_req *q;
-	int      rv;
+	char      member_prefix[1024];
+	char     *member;
+	char     *claim;
+	eb__zk_op ops[2];
+	reg_req  *q;
+	int       rv;
 
 	if (eb__uuid(r->attempt) != 0) {
 		reg_fail(r, UV_EIO);
@@ -491,7 +491,7 @@ reg_create(eb__registry *r)
  * 1 when handled.
  */
 static int
-member_multi_done(eb__registry *r, int status, const eb_zk_op_result *res,
+member_multi_done(eb__registry *r, int status, const eb__zk_op_result *res,
     size_t count, size_t nops, int rejoin)
 {
 	if (status == 0 && count == nops && res[1].path != NULL) {
@@ -513,8 +513,8 @@ member_multi_done(eb__registry *r, int status, const eb_zk_op_result *res,
 }
 
 static void
-create_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+create_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -538,8 +538,8 @@ create_cb(
 /* ---- the claim exists: ours (ambiguous), a stale one of ours, or a
  * duplicate ---- */
 
-static void claim_data_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg);
+static void claim_data_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg);
 
 static void
 claim_read(eb__registry *r)
@@ -602,8 +602,8 @@ claim_decide(
 }
 
 static void
-claim_data_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+claim_data_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	eb__registry *r = req_take(arg);
 	json_t       *o;
@@ -640,7 +640,7 @@ claim_data_cb(eb_zk *zk, int status, const char *data, size_t len,
 /* ---- waiting for our previous session's claim to go ---- */
 
 static void
-stale_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+stale_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb__registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -657,7 +657,7 @@ stale_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-stale_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+stale_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -708,7 +708,7 @@ typedef struct adopt_req {
 } adopt_req;
 
 static void
-claim_deleted_cb(eb_zk *zk, int status, void *arg)
+claim_deleted_cb(eb__zk *zk, int status, void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -742,7 +742,7 @@ adopt_find(const char *const *names, size_t count, const char *attempt)
 
 static void
 adopt_children_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	adopt_req    *a = arg;
 	char          attempt[EB_UUID_STRLEN + 1];
@@ -802,7 +802,7 @@ adopt(eb__registry *r, const char *attempt)
 /* ---- ensure the parents, then create ---- */
 
 static void
-ensure_cb(eb_zk *zk, int status, void *arg)
+ensure_cb(eb__zk *zk, int status, void *arg)
 {
 	eb__registry *r = req_take(arg);
 	char          path[1024];
@@ -877,8 +877,8 @@ resolve(eb__registry *r)
 /* ---- re-registration after our member was deleted or overwritten ---- */
 
 static void
-reclaim_multi_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+reclaim_multi_cb(eb__zk *zk, int status, const eb__zk_op_result *res,
+    size_t count, void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -905,7 +905,7 @@ reclaim_multi_cb(
 }
 
 static void
-reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+reclaim_claim_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -941,7 +941,7 @@ reclaim_check_claim(eb__registry *r)
 }
 
 static void
-dead_deleted_cb(eb_zk *zk, int status, void *arg)
+dead_deleted_cb(eb__zk *zk, int status, void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -982,8 +982,8 @@ reclaim(eb__registry *r)
 /* ---- rejoin (step to the back) ---- */
 
 static void
-rejoin_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+rejoin_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -999,12 +999,12 @@ rejoin_cb(
 int
 eb__registry_rejoin(eb__registry *r)
 {
-	char     member_prefix[1024];
-	char    *member;
-	char    *claim;
-	eb_zk_op ops[3];
-	reg_req *q;
-	int      rv;
+	char      member_prefix[1024];
+	char     *member;
+	char     *claim;
+	eb__zk_op ops[3];
+	reg_req  *q;
+	int       rv;
 
 	if (r->closing || r->state != R_REGISTERED) {
 		return EB_EZKINVALIDSTATE;
@@ -1062,8 +1062,8 @@ left(eb__registry *r, int status)
 }
 
 static void
-leave_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+leave_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	eb__registry *r = req_take(arg);
 
@@ -1085,9 +1085,9 @@ left_deferred_cb(uv_timer_t *t)
 int
 eb__registry_leave(eb__registry *r)
 {
-	eb_zk_op ops[2];
-	reg_req *q;
-	int      rv;
+	eb__zk_op ops[2];
+	reg_req  *q;
+	int       rv;
 
 	if (r->closing || r->state == R_LEAVING || r->state == R_LEFT) {
 		return EB_EZKINVALIDSTATE;
@@ -1124,7 +1124,7 @@ eb__registry_leave(eb__registry *r)
 /* The session expired or its authentication failed: whatever we held in
  * it is gone. */
 static void
-session_lost(eb__registry *r, eb_zk_event ev)
+session_lost(eb__registry *r, eb__zk_event ev)
 {
 	int was = r->state == R_REGISTERED;
 
@@ -1146,7 +1146,7 @@ session_lost(eb__registry *r, eb_zk_event ev)
 }
 
 void
-eb__registry_session_event(eb__registry *r, eb_zk_event ev)
+eb__registry_session_event(eb__registry *r, eb__zk_event ev)
 {
 	if (r->closing || !r->started || r->state == R_FAILED ||
 	    r->state == R_LEFT) {
@@ -1198,7 +1198,7 @@ dup_or_empty(const char *s)
 }
 
 int
-eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb__registry_opts *opts,
+eb__registry_new(uv_loop_t *loop, eb__zk *zk, const eb__registry_opts *opts,
     eb__registry_cb cb, void *arg, eb__registry **rp)
 {
 	eb__registry *r;

@@ -40,7 +40,7 @@
  * this node to the back of the member order: one multi deletes the member,
  * creates a new one under a new attempt and updates the claim.
  *
- * Session events must be forwarded by the owner of the eb_zk
+ * Session events must be forwarded by the owner of the eb__zk
  * (eb__registry_session_event). Loop thread only. The zk is borrowed and
  * must outlive the registry; strings of opts are copied.
  */
@@ -89,11 +89,11 @@ typedef void (*eb__registry_close_cb)(eb__registry *r, void *arg);
 
 void eb__registry_opts_init(eb__registry_opts *opts);
 /* No I/O, no callbacks until start. 0 or UV_EINVAL (missing fields). */
-int eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb__registry_opts *opts,
+int eb__registry_new(uv_loop_t *loop, eb__zk *zk, const eb__registry_opts *opts,
     eb__registry_cb cb, void *arg, eb__registry **rp);
 /* Registers as soon as the session is connected (now or later). */
 int  eb__registry_start(eb__registry *r);
-void eb__registry_session_event(eb__registry *r, eb_zk_event ev);
+void eb__registry_session_event(eb__registry *r, eb__zk_event ev);
 /* Graceful leave: LEFT follows exactly once (0 or the multi's error). */
 int eb__registry_leave(eb__registry *r);
 /* Step to the back: REGISTERED follows with the new member (or FAILED).

@@ -36,7 +36,7 @@ const char *eb__zk_rc_name(int zrc);
  *   eb__zk_poll_generation: how many uv_poll handles were made so far (one
  *   or more per connection attempt).
  */
-int      eb__zk_connected_port(const eb_zk *zk);
-uint64_t eb__zk_poll_generation(const eb_zk *zk);
+int      eb__zk_connected_port(const eb__zk *zk);
+uint64_t eb__zk_poll_generation(const eb__zk *zk);
 
 #endif

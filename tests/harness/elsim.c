@@ -7,7 +7,7 @@
 #include "election/election_owner.h"
 
 static void
-sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+sim_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	elsim *s = arg;
 
@@ -111,7 +111,7 @@ sim_reg_closed_cb(eb__registry *r, void *arg)
 }
 
 static void
-sim_zk_closed_cb(eb_zk *zk, void *arg)
+sim_zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	((elsim *) arg)->closed++;

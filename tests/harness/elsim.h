@@ -16,7 +16,7 @@
 #include "tests/harness/fakezk.h"
 
 typedef struct elsim {
-	eb_zk        *zk;
+	eb__zk       *zk;
 	eb__registry *reg;
 	eb_election  *el;
 	int           registered;

@@ -357,8 +357,8 @@ member_of(int i, char *out, size_t cap)
 static void
 claim_owner_is(int i)
 {
-	char       path[128];
-	eb_zk_stat st;
+	char        path[128];
+	eb__zk_stat st;
 
 	(void) snprintf(path, sizeof(path), ROOT "/addresses/addr-%d", i);
 	assert_int_equal(fakezk_get(srv, path, NULL, 0, &st), 0);

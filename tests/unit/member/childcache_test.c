@@ -17,7 +17,7 @@
 #define MEMBERS "/ebnode/t/members"
 
 typedef struct cnode {
-	eb_zk          *zk;
+	eb__zk         *zk;
 	eb__childcache *cc;
 	int             added;
 	int             removed;
@@ -30,7 +30,7 @@ typedef struct cnode {
 static fakezk_server *srv;
 
 static void
-cn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+cn_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	cnode *n = arg;
 
@@ -85,7 +85,7 @@ cn_cc_closed_cb(eb__childcache *c, void *arg)
 }
 
 static void
-cn_zk_closed_cb(eb_zk *zk, void *arg)
+cn_zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	((cnode *) arg)->closed++;
@@ -241,7 +241,7 @@ test_add_remove_update(void **state)
 }
 
 static void
-set_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+set_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	(void) zk;
 	(void) st;

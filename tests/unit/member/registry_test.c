@@ -19,7 +19,7 @@
 #define CLAIM   ROOT "/addresses/a%3A1"
 
 typedef struct rnode {
-	eb_zk        *zk;
+	eb__zk       *zk;
 	eb__registry *reg;
 	int           registered;
 	int           lost;
@@ -33,7 +33,7 @@ typedef struct rnode {
 static fakezk_server *srv;
 
 static void
-rn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+rn_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	rnode *n = arg;
 
@@ -99,7 +99,7 @@ rn_reg_closed_cb(eb__registry *r, void *arg)
 }
 
 static void
-rn_zk_closed_cb(eb_zk *zk, void *arg)
+rn_zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	((rnode *) arg)->closed++;
@@ -182,12 +182,12 @@ close_all(th_loop *t, rnode *n, size_t count)
 static void
 test_register(void **state)
 {
-	th_loop   *t = *state;
-	rnode      n;
-	char       buf[512];
-	eb_zk_stat claim;
-	eb_zk_stat member;
-	json_t    *o;
+	th_loop    *t = *state;
+	rnode       n;
+	char        buf[512];
+	eb__zk_stat claim;
+	eb__zk_stat member;
+	json_t     *o;
 
 	rn_open(t, &n, "id-1", "a:1", 0);
 	assert_int_equal(th_run_until(t, registered_pred, &n, 2000), 0);
