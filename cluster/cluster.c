@@ -1,7 +1,7 @@
 /*
  * The cluster object (include/ebnode/cluster.h): this node's ZooKeeper
- * session, registration (zk/registry.h), member child cache
- * (zk/childcache.h) and election (election/), composed in one place.
+ * session, registration (member/registry.h), member child cache
+ * (member/childcache.h) and election (election/), composed in one place.
  *
  * Start: standalone (empty connect) elects itself with epoch 1 and
  * completes on the next turn. Clustered: create the session, registry,
@@ -46,9 +46,9 @@
 #include "common/assert.h"
 #include "common/obs.h"
 #include "common/vec.h"
-#include "election/election_int.h"
-#include "zk/childcache.h"
-#include "zk/registry.h"
+#include "election/election_owner.h"
+#include "member/childcache.h"
+#include "member/registry.h"
 #include "zk/zk.h"
 
 #define CL_LEAVE_TIMEOUT_MS 3000u
@@ -68,9 +68,9 @@ struct eb_cluster {
 	char           *connect, *root, *auth_scheme, *auth_credentials;
 	char           *node_id, *address, *host, *version;
 	eb_cluster_opts o; /* the ints; string fields point at the copies */
-	eb_zk          *zk;
-	eb_registry    *reg;
-	eb_childcache  *cc;
+	eb__zk         *zk;
+	eb__registry   *reg;
+	eb__childcache *cc;
 	eb_election    *el;
 	uv_timer_t      timer; /* start bound, leave bound, standalone turn */
 	cl_state        state;
@@ -97,7 +97,7 @@ struct eb_cluster {
 	/* Observations (eb_cluster_stats_get). */
 	uint64_t leads;
 	uint64_t leader_changes;
-	uint64_t zk_events[6]; /* by eb_zk_event (1..5) */
+	uint64_t zk_events[6]; /* by eb__zk_event (1..5) */
 	char     last_leader[64];
 	/* The leader record <root>/leader as last read. */
 	uint64_t            live; /* live id (the session's table) */
@@ -199,7 +199,7 @@ eb_cluster_new(uv_loop_t *loop, const eb_cluster_opts *opts, eb_cluster **cp,
 
 /* ---- observers ---- */
 
-eb_zk *
+eb__zk *
 eb__cluster_zk(const eb_cluster *c)
 {
 	return c->closing || c->state == CL_DOWN ? NULL : c->zk;
@@ -212,7 +212,7 @@ eb__cluster_root(const eb_cluster *c)
 }
 
 void
-eb__cluster_zk_opts(const eb_cluster *c, eb_zk_opts *zo)
+eb__cluster_zk_opts(const eb_cluster *c, eb__zk_opts *zo)
 {
 	eb__zk_opts_init(zo);
 	zo->connect = c->connect;
@@ -308,7 +308,7 @@ fail(eb_cluster *c, int err)
 /* ---- the member list ---- */
 
 static int
-member_is_self(eb_cluster *c, const eb_member *m)
+member_is_self(eb_cluster *c, const eb__member *m)
 {
 	const char *self =
 	    c->reg != NULL ? eb__registry_member_name(c->reg) : NULL;
@@ -347,7 +347,7 @@ eb_cluster_members(eb_cluster *c, size_t *n)
 	c->members_dirty = 0;
 	eb__vec_clear(&c->members);
 	for (i = 0; i < eb__childcache_count(c->cc); i++) {
-		const eb_member   *m = eb__childcache_at(c->cc, i);
+		const eb__member  *m = eb__childcache_at(c->cc, i);
 		eb_cluster_member *o = eb__vec_push(&c->members);
 
 		o->name = m->name;
@@ -466,10 +466,10 @@ eb_cluster_step_down(eb_cluster *c)
 
 /* The member that actually leads (see the top of this file): the cache's
  * lowest valid eligible member, confirmed by the leader record. */
-static const eb_member *
+static const eb__member *
 cache_leader(eb_cluster *c)
 {
-	const eb_member *l;
+	const eb__member *l;
 
 	if (c->cc == NULL || (l = eb__childcache_leader(c->cc)) == NULL) {
 		return NULL;
@@ -503,8 +503,8 @@ eb_cluster_leadership_get(eb_cluster *c, eb_cluster_leadership *out)
 		return;
 	}
 	{
-		const eb_member *l = cache_leader(c);
-		int64_t          fence = eb__childcache_leader_epoch(c->cc);
+		const eb__member *l = cache_leader(c);
+		int64_t           fence = eb__childcache_leader_epoch(c->cc);
 
 		/* The fence (rule 6) follows the cache's lowest valid
 		 * eligible member even before the record confirms it. */
@@ -524,7 +524,7 @@ eb_cluster_leadership_get(eb_cluster *c, eb_cluster_leadership *out)
 static void
 observe_leader(eb_cluster *c, const char *reason)
 {
-	const eb_member *l = cache_leader(c);
+	const eb__member *l = cache_leader(c);
 
 	if (l != NULL && strcmp(c->last_leader, l->name) != 0) {
 		(void) snprintf(
@@ -554,21 +554,21 @@ el_closed_cb(eb_election *e, void *arg)
 }
 
 static void
-reg_closed_cb(eb_registry *r, void *arg)
+reg_closed_cb(eb__registry *r, void *arg)
 {
 	(void) r;
 	closed_one(arg);
 }
 
 static void
-cc_closed_cb(eb_childcache *cc, void *arg)
+cc_closed_cb(eb__childcache *cc, void *arg)
 {
 	(void) cc;
 	closed_one(arg);
 }
 
 static void
-zk_closed_cb(eb_zk *zk, void *arg)
+zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	closed_one(arg);
@@ -662,7 +662,7 @@ start_finish(eb_cluster *c, int status)
 }
 
 static void
-zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	eb_cluster *c = arg;
 	eb__obs_it  it;
@@ -711,7 +711,7 @@ leave_done(eb_cluster *c)
 /* A registry event while the start is pending: registered finishes it,
  * failed fails it. */
 static void
-reg_starting(eb_cluster *c, eb_registry_event ev, int status)
+reg_starting(eb_cluster *c, eb__registry_event ev, int status)
 {
 	if (ev == EB_REGISTRY_REGISTERED) {
 		start_finish(c, 0);
@@ -730,7 +730,7 @@ reg_starting(eb_cluster *c, eb_registry_event ev, int status)
 }
 
 static void
-reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
+reg_cb(eb__registry *r, eb__registry_event ev, int status, void *arg)
 {
 	eb_cluster *c = arg;
 
@@ -770,7 +770,7 @@ eb__cluster_live_arg(const eb_cluster *c)
 /* ---- the leader record <root>/leader ---- */
 
 eb_cluster *
-eb__cluster_from_live(eb_zk *zk, void *arg)
+eb__cluster_from_live(eb__zk *zk, void *arg)
 {
 	eb_cluster *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -781,7 +781,7 @@ eb__cluster_from_live(eb_zk *zk, void *arg)
 }
 
 static eb_cluster *
-rec_cluster(eb_zk *zk, void *arg)
+rec_cluster(eb__zk *zk, void *arg)
 {
 	eb_cluster *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -792,7 +792,7 @@ rec_cluster(eb_zk *zk, void *arg)
 }
 
 static void
-rec_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+rec_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb_cluster *c = rec_cluster(zk, arg);
 
@@ -804,7 +804,7 @@ rec_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-rec_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+rec_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb_cluster *c = rec_cluster(zk, arg);
 
@@ -815,8 +815,8 @@ rec_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-rec_get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+rec_get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	eb_cluster *c = rec_cluster(zk, arg);
 	json_t     *o;
@@ -861,7 +861,8 @@ rec_read(eb_cluster *c)
 }
 
 static void
-cc_cb(eb_childcache *cc, eb_childcache_event ev, const eb_member *m, void *arg)
+cc_cb(
+    eb__childcache *cc, eb__childcache_event ev, const eb__member *m, void *arg)
 {
 	eb_cluster *c = arg;
 
@@ -896,9 +897,9 @@ standalone_started_cb(uv_timer_t *t)
 static int
 clustered_new(eb_cluster *c)
 {
-	eb_zk_opts       zo;
-	eb_registry_opts ro;
-	int              rv;
+	eb__zk_opts       zo;
+	eb__registry_opts ro;
+	int               rv;
 
 	eb__zk_opts_init(&zo);
 	zo.connect = c->connect;

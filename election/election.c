@@ -41,9 +41,9 @@
 #include "common/lease.h"
 #include "common/list.h"
 #include "common/util.h"
-#include "election/election_int.h"
-#include "zk/member.h"
-#include "zk/registry.h"
+#include "election/election_owner.h"
+#include "member/member.h"
+#include "member/registry.h"
 #include "zk/zk.h"
 
 /* Lower members read in parallel per round of a check. */
@@ -75,8 +75,8 @@ typedef struct el_cand {
 
 struct eb_election {
 	uv_loop_t             *loop; /* borrowed */
-	eb_zk                 *zk;   /* borrowed, NULL: standalone */
-	eb_registry           *reg;  /* borrowed, NULL: standalone */
+	eb__zk                *zk;   /* borrowed, NULL: standalone */
+	eb__registry          *reg;  /* borrowed, NULL: standalone */
 	uv_timer_t             heartbeat;
 	uv_timer_t             lease;
 	uv_timer_t             defer; /* standalone elect, lease revoke */
@@ -121,7 +121,7 @@ struct eb_election {
 };
 
 typedef struct el_req {
-	eb_zk   *zk; /* borrowed: the session of the live id */
+	eb__zk  *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 	uint64_t send_ms; /* taken before the request is queued: never late */
@@ -307,8 +307,8 @@ lease_arm(eb_election *e)
 }
 
 static void
-renew_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+renew_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
@@ -356,7 +356,7 @@ static void
 heartbeat_cb(uv_timer_t *t)
 {
 	eb_election *e = t->data;
-	eb_zk_op     op;
+	eb__zk_op    op;
 	el_req      *q;
 
 	if (!e->leader || e->member_path == NULL) {
@@ -377,8 +377,8 @@ heartbeat_cb(uv_timer_t *t)
 static int write_leader(eb_election *e, int create);
 
 static void
-leader_multi_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+leader_multi_cb(eb__zk *zk, int status, const eb__zk_op_result *res,
+    size_t count, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
@@ -415,12 +415,12 @@ leader_multi_cb(
 static int
 write_leader(eb_election *e, int create)
 {
-	char     path[1024];
-	char    *data;
-	json_t  *o;
-	eb_zk_op ops[2];
-	el_req  *q;
-	int      rv;
+	char      path[1024];
+	char     *data;
+	json_t   *o;
+	eb__zk_op ops[2];
+	el_req   *q;
+	int       rv;
 
 	(void) snprintf(
 	    path, sizeof(path), "%s/leader", eb__registry_root(e->reg));
@@ -447,7 +447,7 @@ write_leader(eb_election *e, int create)
 }
 
 static void
-verify_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+verify_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
@@ -476,7 +476,7 @@ verify_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 /* ---- watching the predecessor ---- */
 
 static void
-pred_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+pred_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb_election *e = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -498,7 +498,7 @@ pred_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-pred_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+pred_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
@@ -602,7 +602,7 @@ known_forget_path(eb_election *e, const char *path)
 
 /* A watched lower member changed or went: what we knew of it is stale. */
 static void
-member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+member_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb_election *e = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
@@ -633,7 +633,7 @@ member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+unreadable_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
@@ -652,9 +652,9 @@ unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 /* Records what one lower member is, from its get. */
 static void
 fetch_result(eb_election *e, const char *name, int status, const char *data,
-    size_t len, const eb_zk_stat *st)
+    size_t len, const eb__zk_stat *st)
 {
-	eb_member   m;
+	eb__member  m;
 	const char *why;
 	char        path[1024];
 	el_req     *q;
@@ -700,8 +700,8 @@ fetch_result(eb_election *e, const char *name, int status, const char *data,
 }
 
 static void
-fetch_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+fetch_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
@@ -853,7 +853,7 @@ cand_cmp(const void *a, const void *b)
 
 static void
 list_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	el_req      *q = arg;
 	eb_election *e = req_election(q);
@@ -954,7 +954,7 @@ set_member(eb_election *e)
 }
 
 void
-eb__election_registry_event(eb_election *e, eb_registry_event ev)
+eb__election_registry_event(eb_election *e, eb__registry_event ev)
 {
 	if (e->closing || e->zk == NULL) {
 		return;
@@ -984,7 +984,7 @@ eb__election_registry_event(eb_election *e, eb_registry_event ev)
 }
 
 void
-eb__election_session_event(eb_election *e, eb_zk_event ev)
+eb__election_session_event(eb_election *e, eb__zk_event ev)
 {
 	if (e->closing || e->zk == NULL) {
 		return;
@@ -1036,7 +1036,7 @@ eb_election_opts_init(eb_election_opts *opts)
 }
 
 int
-eb__election_new(uv_loop_t *loop, eb_zk *zk, eb_registry *reg,
+eb__election_new(uv_loop_t *loop, eb__zk *zk, eb__registry *reg,
     const eb_election_opts *opts, eb_election_elected_cb elected,
     eb_election_revoked_cb revoked, void *arg, eb_election **ep)
 {

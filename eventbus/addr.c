@@ -12,7 +12,7 @@
 eb__bus_addr *
 eb__bus_addr_find(eb_bus *bus, const char *address)
 {
-	eb__hent *e = eb__hmap_get(&bus->addrs, address);
+	eb__hent *e = eb__hmap_get(&bus->addr.map, address);
 
 	return e == NULL ? NULL : EB_CONTAINER_OF(e, eb__bus_addr, hent);
 }
@@ -29,15 +29,15 @@ eb__bus_addr_get(eb_bus *bus, const char *address)
 	a->address = eb__strdup(address);
 	a->hent.key = a->address;
 	eb_list_init(&a->consumers);
-	eb__hmap_put(&bus->addrs, &a->hent);
+	eb__hmap_put(&bus->addr.map, &a->hent);
 	return a;
 }
 
 static void
 addr_free(eb_bus *bus, eb__bus_addr *a)
 {
-	if (bus->rops != NULL && a->remote != NULL) {
-		bus->rops->addr_free(bus->rctx, a);
+	if (bus->remote.ops != NULL && a->remote != NULL) {
+		bus->remote.ops->addr_free(bus->remote.ctx, a);
 	}
 	free(a->address);
 	free(a);
@@ -52,7 +52,7 @@ eb__bus_addr_maybe_free(eb_bus *bus, eb__bus_addr *a)
 	    a->held_busy) {
 		return;
 	}
-	eb__hmap_del(&bus->addrs, &a->hent);
+	eb__hmap_del(&bus->addr.map, &a->hent);
 	addr_free(bus, a);
 }
 
@@ -61,8 +61,8 @@ eb__bus_addr_free_all(eb_bus *bus)
 {
 	uint32_t i;
 
-	for (i = 0; i < bus->addrs.nbuckets; i++) {
-		eb__hent *e = bus->addrs.buckets[i];
+	for (i = 0; i < bus->addr.map.nbuckets; i++) {
+		eb__hent *e = bus->addr.map.buckets[i];
 
 		while (e != NULL) {
 			eb__hent     *next = e->next;
@@ -81,7 +81,7 @@ eb__bus_addr_free_all(eb_bus *bus)
 			e = next;
 		}
 	}
-	eb__hmap_free(&bus->addrs);
+	eb__hmap_free(&bus->addr.map);
 }
 
 static void
@@ -100,10 +100,10 @@ eb_bus_stats_foreach(eb_bus *bus, eb_bus_stats_fn fn, void *arg)
 {
 	uint32_t i;
 
-	for (i = 0; i < bus->addrs.nbuckets; i++) {
+	for (i = 0; i < bus->addr.map.nbuckets; i++) {
 		eb__hent *e;
 
-		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+		for (e = bus->addr.map.buckets[i]; e != NULL; e = e->next) {
 			eb__bus_addr *a =
 			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
 			eb_bus_addr_stats s;
@@ -124,17 +124,17 @@ void
 eb_bus_stats_totals(eb_bus *bus, eb_bus_totals *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->addresses = bus->addrs.count;
-	out->pending_requests = bus->reqs.count;
-	out->no_handlers = bus->no_handlers;
-	out->sent = bus->totals.sent;
-	out->published = bus->totals.published;
-	out->received = bus->totals.received;
-	out->replied = bus->totals.replied;
-	out->failed = bus->totals.failed;
-	out->dropped = bus->totals.dropped;
-	out->fenced = bus->fenced;
-	out->pending_receipts = bus->n_rcpts;
-	out->receipt_failures = bus->receipt_failures;
-	out->requests_refused = bus->reqs_refused;
+	out->addresses = bus->addr.map.count;
+	out->pending_requests = bus->req.map.count;
+	out->no_handlers = bus->stats.no_handlers;
+	out->sent = bus->stats.totals.sent;
+	out->published = bus->stats.totals.published;
+	out->received = bus->stats.totals.received;
+	out->replied = bus->stats.totals.replied;
+	out->failed = bus->stats.totals.failed;
+	out->dropped = bus->stats.totals.dropped;
+	out->fenced = bus->fence.rejected;
+	out->pending_receipts = bus->rcpt.n_open;
+	out->receipt_failures = bus->rcpt.failures;
+	out->requests_refused = bus->req.refused;
 }

@@ -90,28 +90,29 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus = eb__calloc(1, sizeof(*bus));
 	bus->loop = loop;
 	bus->node_id = eb__strdup(opts->node_id != NULL ? opts->node_id : uuid);
-	bus->request_timeout_ms = opts->request_timeout_ms;
-	bus->queue_max = opts->consumer_queue_max;
-	bus->q_high = bus->queue_max / 2 > 0 ? bus->queue_max / 2 : 1;
-	bus->q_low = bus->q_high / 2;
-	bus->receipt_timeout_ms = opts->receipt_timeout_ms;
-	bus->max_reqs = opts->max_pending_requests;
-	bus->max_timeout_ms = opts->max_request_timeout_ms;
-	bus->empty_headers = json_object();
-	eb__hmap_init(&bus->addrs);
-	eb__hmap_init(&bus->reqs);
-	eb_list_init(&bus->deadlines);
-	eb_list_init(&bus->resolved);
-	eb_list_init(&bus->fifo);
-	eb_list_init(&bus->reply_msgs);
-	eb_list_init(&bus->qfree);
-	eb__obs_init(&bus->watchers);
-	eb__obs_init(&bus->pressure_obs);
+	bus->req.timeout_ms = opts->request_timeout_ms;
+	bus->flow.queue_max = opts->consumer_queue_max;
+	bus->flow.q_high =
+	    bus->flow.queue_max / 2 > 0 ? bus->flow.queue_max / 2 : 1;
+	bus->flow.q_low = bus->flow.q_high / 2;
+	bus->rcpt.timeout_ms = opts->receipt_timeout_ms;
+	bus->req.max = opts->max_pending_requests;
+	bus->req.max_timeout_ms = opts->max_request_timeout_ms;
+	bus->msg.empty_headers = json_object();
+	eb__hmap_init(&bus->addr.map);
+	eb__hmap_init(&bus->req.map);
+	eb_list_init(&bus->req.deadlines);
+	eb_list_init(&bus->req.resolved);
+	eb_list_init(&bus->turn.fifo);
+	eb_list_init(&bus->msg.reply_msgs);
+	eb_list_init(&bus->turn.qfree);
+	eb__obs_init(&bus->addr.watchers);
+	eb__obs_init(&bus->flow.observers);
 	/* Both inits cannot fail on a live loop; they are the last steps. */
-	(void) uv_idle_init(loop, &bus->idle);
-	(void) uv_timer_init(loop, &bus->timer);
-	bus->idle.data = bus;
-	bus->timer.data = bus;
+	(void) uv_idle_init(loop, &bus->turn.idle);
+	(void) uv_timer_init(loop, &bus->req.timer);
+	bus->turn.idle.data = bus;
+	bus->req.timer.data = bus;
 	eb__bus_rcpt_init(bus);
 	*busp = bus;
 	return 0;
@@ -126,9 +127,9 @@ eb_bus_node_id(const eb_bus *bus)
 void
 eb__bus_wake(eb_bus *bus)
 {
-	if (!bus->idle_active && !bus->shut) {
-		bus->idle_active = 1;
-		(void) uv_idle_start(&bus->idle, bus_idle_cb);
+	if (!bus->turn.idle_active && !bus->life.shut) {
+		bus->turn.idle_active = 1;
+		(void) uv_idle_start(&bus->turn.idle, bus_idle_cb);
 	}
 }
 
@@ -138,11 +139,11 @@ bus_free(eb_bus *bus)
 	eb__bus_addr_free_all(bus);
 	eb__bus_remote_free(bus);    /* after the records that point into it */
 	eb__bus_qent_pool_free(bus); /* after the consumers gave theirs back */
-	json_decref(bus->empty_headers); /* held messages keep their ref */
-	eb__hmap_free(&bus->reqs);
+	json_decref(bus->msg.empty_headers); /* held messages keep their ref */
+	eb__hmap_free(&bus->req.map);
 	eb__bus_rcpt_free_all(bus);
-	eb__obs_free(&bus->watchers);
-	eb__obs_free(&bus->pressure_obs);
+	eb__obs_free(&bus->addr.watchers);
+	eb__obs_free(&bus->flow.observers);
 	free(bus->node_id);
 	free(bus);
 }
@@ -152,12 +153,12 @@ bus_handle_closed_cb(uv_handle_t *h)
 {
 	eb_bus *bus = h->data;
 
-	EB_ASSERT(bus->shut && bus->open_handles > 0);
-	if (--bus->open_handles > 0) {
+	EB_ASSERT(bus->life.shut && bus->life.open_handles > 0);
+	if (--bus->life.open_handles > 0) {
 		return;
 	}
-	if (bus->close_cb != NULL) {
-		bus->close_cb(bus, bus->close_arg);
+	if (bus->life.close_cb != NULL) {
+		bus->life.close_cb(bus, bus->life.close_arg);
 	}
 	bus_free(bus); /* nothing may touch bus after this line */
 }
@@ -167,32 +168,32 @@ bus_shutdown(eb_bus *bus)
 {
 	eb_list *it;
 
-	EB_ASSERT(bus->closing && !bus->shut);
-	bus->shut = 1;
+	EB_ASSERT(bus->life.closing && !bus->life.shut);
+	bus->life.shut = 1;
 	eb__bus_remote_detach(bus);
-	(void) uv_idle_stop(&bus->idle);
-	(void) uv_timer_stop(&bus->timer);
+	(void) uv_idle_stop(&bus->turn.idle);
+	(void) uv_timer_stop(&bus->req.timer);
 	eb__bus_req_cancel_all(bus);
 	eb__bus_rcpt_cancel_all(bus);
 	/* Held messages outlive the bus: cut their way back to it. */
-	while ((it = eb_list_first(&bus->reply_msgs)) != NULL) {
+	while ((it = eb_list_first(&bus->msg.reply_msgs)) != NULL) {
 		eb__bus_msg_detach(EB_CONTAINER_OF(it, eb_bus_msg, bus_link));
 	}
-	bus->open_handles = 3;
-	uv_close((uv_handle_t *) &bus->idle, bus_handle_closed_cb);
-	uv_close((uv_handle_t *) &bus->timer, bus_handle_closed_cb);
-	uv_close((uv_handle_t *) &bus->rtimer, bus_handle_closed_cb);
+	bus->life.open_handles = 3;
+	uv_close((uv_handle_t *) &bus->turn.idle, bus_handle_closed_cb);
+	uv_close((uv_handle_t *) &bus->req.timer, bus_handle_closed_cb);
+	uv_close((uv_handle_t *) &bus->rcpt.timer, bus_handle_closed_cb);
 }
 
 void
 eb_bus_close(eb_bus *bus, eb_bus_close_cb cb, void *arg)
 {
-	EB_ASSERT(!bus->closing);
-	bus->closing = 1;
-	bus->close_cb = cb;
-	bus->close_arg = arg;
-	bus->idle_active = 1;
-	(void) uv_idle_start(&bus->idle, bus_idle_cb);
+	EB_ASSERT(!bus->life.closing);
+	bus->life.closing = 1;
+	bus->life.close_cb = cb;
+	bus->life.close_arg = arg;
+	bus->turn.idle_active = 1;
+	(void) uv_idle_start(&bus->turn.idle, bus_idle_cb);
 }
 
 static void
@@ -200,22 +201,22 @@ bus_idle_cb(uv_idle_t *h)
 {
 	eb_bus *bus = h->data;
 
-	bus->draining = 1;
-	if (!bus->closing) {
+	bus->life.draining = 1;
+	if (!bus->life.closing) {
 		eb__bus_rcpt_run_done(bus);
 	}
-	if (!bus->closing) {
+	if (!bus->life.closing) {
 		/* Replies and deliveries together, in arrival order. */
 		eb__bus_run_turn(bus);
 	}
-	bus->draining = 0;
-	if (bus->closing) {
+	bus->life.draining = 0;
+	if (bus->life.closing) {
 		bus_shutdown(bus);
 		return;
 	}
-	if (eb_list_empty(&bus->fifo) && eb_list_empty(&bus->rcpt_done)) {
-		bus->idle_active = 0;
-		(void) uv_idle_stop(&bus->idle);
+	if (eb_list_empty(&bus->turn.fifo) && eb_list_empty(&bus->rcpt.done)) {
+		bus->turn.idle_active = 0;
+		(void) uv_idle_stop(&bus->turn.idle);
 	}
 }
 
@@ -225,7 +226,7 @@ route_check(eb_bus *bus, const char *address)
 	if (bus == NULL || address == NULL || address[0] == '\0') {
 		return UV_EINVAL;
 	}
-	return bus->closing ? EB_ECLOSED : 0;
+	return bus->life.closing ? EB_ECLOSED : 0;
 }
 
 /*
@@ -245,7 +246,7 @@ route_pick(eb_bus *bus, eb__bus_addr *a, int local_only, eb_bus_consumer **cp,
 		return EB_ENOHANDLERS;
 	}
 	total = a->n_local;
-	if (!local_only && bus->rops != NULL) {
+	if (!local_only && bus->remote.ops != NULL) {
 		total += a->n_remote;
 	}
 	if (total == 0) {
@@ -256,11 +257,11 @@ route_pick(eb_bus *bus, eb__bus_addr *a, int local_only, eb_bus_consumer **cp,
 		*cp = eb__bus_consumer_pick(a, 0);
 		return 0;
 	}
-	if (bus->rops == NULL) {
+	if (bus->remote.ops == NULL) {
 		return EB_ENOHANDLERS; /* not reached: total counts local only
 		                        */
 	}
-	*nodep = bus->rops->pick(bus->rctx, a, i - a->n_local);
+	*nodep = bus->remote.ops->pick(bus->remote.ctx, a, i - a->n_local);
 	return *nodep != 0 ? 0 : EB_ENOHANDLERS;
 }
 
@@ -283,7 +284,8 @@ route_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 	if (r != NULL) {
 		r->node = node; /* fails at once if that link drops */
 	}
-	return bus->rops->forward(bus->rctx, node, msg, EB__BUS_FWD_SEND, 0);
+	return bus->remote.ops->forward(
+	    bus->remote.ctx, node, msg, EB__BUS_FWD_SEND, 0);
 }
 
 static int
@@ -296,7 +298,7 @@ send_prepare(eb_bus *bus, const char *address, const eb__bus_body *body,
 		return rv;
 	}
 	return eb__bus_msg_make(
-	    address, body, headers, bus->empty_headers, is_send, msgp);
+	    address, body, headers, bus->msg.empty_headers, is_send, msgp);
 }
 
 static int
@@ -319,15 +321,15 @@ bus_send(eb_bus *bus, const char *address, const eb__bus_body *body,
 	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, NULL);
 	eb_bus_msg_release(msg);
 	if (rv == EB_ENOHANDLERS) {
-		bus->no_handlers++;
+		bus->stats.no_handlers++;
 		return rv;
 	}
-	bus->totals.sent++;
+	bus->stats.totals.sent++;
 	a->c.sent++;
 	if (rv != 0 && rv != EB_EFULL) {
 		/* The chosen peer's link failed under us: counted, like an
 		 * overflow; the selector skips it from now on. */
-		bus->totals.dropped++;
+		bus->stats.totals.dropped++;
 		a->c.dropped++;
 	}
 	return rv;
@@ -361,9 +363,9 @@ publish_node_cb(void *fnarg, uint32_t node)
 {
 	struct publish_ctx *p = fnarg;
 
-	if (p->bus->rops->forward(
-	        p->bus->rctx, node, p->msg, EB__BUS_FWD_PUBLISH, 0) != 0) {
-		p->bus->totals.dropped++;
+	if (p->bus->remote.ops->forward(p->bus->remote.ctx, node, p->msg,
+	        EB__BUS_FWD_PUBLISH, 0) != 0) {
+		p->bus->stats.totals.dropped++;
 	}
 }
 
@@ -384,7 +386,7 @@ bus_publish(eb_bus *bus, const char *address, const eb__bus_body *body,
 		eb_bus_msg_release(msg);
 		return EB_EFENCED;
 	}
-	bus->totals.published++;
+	bus->stats.totals.published++;
 	a = eb__bus_addr_find(bus, address);
 	if (a != NULL) {
 		a->c.published++;
@@ -395,11 +397,12 @@ bus_publish(eb_bus *bus, const char *address, const eb__bus_body *body,
 			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg,
 			    NULL);
 		}
-		if (bus->rops != NULL && a->n_remote > 0 &&
+		if (bus->remote.ops != NULL && a->n_remote > 0 &&
 		    !(opts != NULL && opts->local_only)) {
 			struct publish_ctx p = { bus, msg };
 
-			bus->rops->each_node(bus->rctx, a, publish_node_cb, &p);
+			bus->remote.ops->each_node(
+			    bus->remote.ctx, a, publish_node_cb, &p);
 		}
 	}
 	eb_bus_msg_release(msg);
@@ -458,11 +461,11 @@ bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
 	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, r);
 	eb_bus_msg_release(msg);
 	if (rv == EB_ENOHANDLERS) {
-		bus->no_handlers++;
+		bus->stats.no_handlers++;
 		eb__bus_req_fail_no_handlers(bus, r);
 		return 0;
 	}
-	bus->totals.sent++;
+	bus->stats.totals.sent++;
 	a->c.sent++;
 	if (rv == EB_EFULL) {
 		eb__bus_req_fail(
@@ -517,16 +520,17 @@ eb__bus_deliver_remote(
 	}
 	c = a != NULL ? eb__bus_consumer_pick(a, 1) : NULL;
 	/* Sent before the peer heard our PRESSURE: within the grace. */
-	bus->push_grace = c != NULL && rc == NULL &&
-	                  msg->reply_address == NULL && a->local_busy_told;
+	bus->flow.push_grace = c != NULL && rc == NULL &&
+	                       msg->reply_address == NULL && a->local_busy_told;
 	rv = c != NULL ? eb__bus_consumer_push(c, msg, rc) : EB_ENOHANDLERS;
-	bus->push_grace = 0;
+	bus->flow.push_grace = 0;
 	if (rv == EB_ENOHANDLERS && rc != NULL) {
 		eb__bus_rcpt_fail(rc, rv, NULL);
 	}
 	if (rv == 0 || msg->reply_address == NULL) {
 		if (rv == EB_ENOHANDLERS) {
-			bus->totals.dropped++; /* unregistered meanwhile */
+			bus->stats.totals
+			    .dropped++; /* unregistered meanwhile */
 		}
 		return;
 	}
@@ -551,13 +555,13 @@ confirmed_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 	char             why[300];
 
 	if (route_pick(bus, a, local_only, &c, &node) != 0) {
-		bus->no_handlers++;
+		bus->stats.no_handlers++;
 		(void) snprintf(why, sizeof(why), "No handlers for address %s",
 		    msg->address);
 		eb__bus_rcpt_fail(rc, EB_ENOHANDLERS, why);
 		return;
 	}
-	bus->totals.sent++;
+	bus->stats.totals.sent++;
 	a->c.sent++;
 	if (c != NULL) {
 		(void) eb__bus_consumer_push(c, msg, rc);
@@ -587,7 +591,7 @@ confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 	eb_list *it;
 	char     why[300];
 
-	bus->totals.published++;
+	bus->stats.totals.published++;
 	if (a != NULL) {
 		a->c.published++;
 		for (it = a->consumers.next; it != &a->consumers;
@@ -596,11 +600,11 @@ confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg,
 			    rc);
 		}
-		if (bus->rops != NULL && a->n_remote > 0 && !local_only) {
+		if (bus->remote.ops != NULL && a->n_remote > 0 && !local_only) {
 			struct confirmed_pub p = { bus, msg, rc };
 
-			bus->rops->each_node(
-			    bus->rctx, a, confirmed_pub_node_cb, &p);
+			bus->remote.ops->each_node(
+			    bus->remote.ctx, a, confirmed_pub_node_cb, &p);
 		}
 	}
 	if (rc->targets == 0) {

@@ -6,12 +6,12 @@
  * the idle callback. One turn runs at most what was due when the turn began
  * (capped), so a handler that sends to itself cannot starve I/O. Per
  * consumer the queue is FIFO, and deliveries and reply callbacks run from
- * one bus-wide queue in arrival order (bus->fifo), which gives the order
+ * one bus-wide queue in arrival order (bus->turn.fifo), which gives the order
  * guarantee: one sender, one handler: send order, replies included.
  *
  * Flow control (pressure.c): past half of queue_max the consumer is busy
  * and so is its address, until a quarter; a paused consumer's entries
- * stay in its queue, off bus->fifo.
+ * stay in its queue, off bus->turn.fifo.
  *
  * Overflow (queue_max reached): the message is not queued; a request is
  * failed at once (ERROR, EB_EFULL, "consumer queue full"), anything else is
@@ -28,13 +28,13 @@
 #include "common/alloc.h"
 #include "eventbus/eventbus_int.h"
 
-/* Deliveries and reply callbacks per loop turn (bus->fifo). */
+/* Deliveries and reply callbacks per loop turn (bus->turn.fifo). */
 #define TURN_BUDGET 4096u
 
 static eb__bus_qent *
 qent_get(eb_bus *bus)
 {
-	eb_list *it = eb_list_first(&bus->qfree);
+	eb_list *it = eb_list_first(&bus->turn.qfree);
 
 	eb__bus_qent *q;
 
@@ -44,7 +44,7 @@ qent_get(eb_bus *bus)
 		return q;
 	}
 	eb_list_remove(it);
-	bus->nqfree--;
+	bus->turn.nqfree--;
 	return EB_CONTAINER_OF(it, eb__bus_qent, link);
 }
 
@@ -52,13 +52,13 @@ qent_get(eb_bus *bus)
 static void
 qent_put(eb_bus *bus, eb__bus_qent *q)
 {
-	eb_list_remove(&q->turn.link); /* off bus->fifo */
-	if (bus->nqfree >= EB__BUS_QFREE || bus->shut) {
+	eb_list_remove(&q->turn.link); /* off bus->turn.fifo */
+	if (bus->turn.nqfree >= EB__BUS_QFREE || bus->life.shut) {
 		free(q);
 		return;
 	}
-	eb_list_insert_tail(&bus->qfree, &q->link);
-	bus->nqfree++;
+	eb_list_insert_tail(&bus->turn.qfree, &q->link);
+	bus->turn.nqfree++;
 }
 
 void
@@ -66,11 +66,11 @@ eb__bus_qent_pool_free(eb_bus *bus)
 {
 	eb_list *it;
 
-	while ((it = eb_list_first(&bus->qfree)) != NULL) {
+	while ((it = eb_list_first(&bus->turn.qfree)) != NULL) {
 		eb_list_remove(it);
 		free(EB_CONTAINER_OF(it, eb__bus_qent, link));
 	}
-	bus->nqfree = 0;
+	bus->turn.nqfree = 0;
 }
 
 int
@@ -84,7 +84,7 @@ eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
 	    fn == NULL || cp == NULL) {
 		return UV_EINVAL;
 	}
-	if (bus->closing) {
+	if (bus->life.closing) {
 		return EB_ECLOSED;
 	}
 	a = eb__bus_addr_get(bus, address);
@@ -100,9 +100,9 @@ eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
 	a->n_local++;
 	if (c->local_only) {
 		a->n_local_only++;
-	} else if (bus->rops != NULL) {
-		bus->rops->interest(
-		    bus->rctx, address, a->n_local - a->n_local_only);
+	} else if (bus->remote.ops != NULL) {
+		bus->remote.ops->interest(
+		    bus->remote.ctx, address, a->n_local - a->n_local_only);
 	}
 	eb__bus_watch_notify(bus, a);
 	*cp = c;
@@ -160,7 +160,7 @@ consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 			    EB_BUS_NO_HANDLERS, -1, NULL);
 		} else {
 			a->c.dropped++;
-			bus->totals.dropped++;
+			bus->stats.totals.dropped++;
 		}
 		eb_bus_msg_release(m);
 		qent_put(bus, q);
@@ -177,7 +177,7 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 		return;
 	}
 	bus = c->bus;
-	if (bus->shut) {
+	if (bus->life.shut) {
 		return; /* the bus owns and frees it now */
 	}
 	a = c->addr;
@@ -187,9 +187,9 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 	a->n_local--;
 	if (c->local_only) {
 		a->n_local_only--;
-	} else if (bus->rops != NULL) {
-		bus->rops->interest(
-		    bus->rctx, a->address, a->n_local - a->n_local_only);
+	} else if (bus->remote.ops != NULL) {
+		bus->remote.ops->interest(
+		    bus->remote.ctx, a->address, a->n_local - a->n_local_only);
 	}
 	eb__bus_watch_notify(bus, a);
 	consumer_flush(bus, c, a);
@@ -238,12 +238,13 @@ consumer_overflow(eb_bus_consumer *c)
 	char    q[EB_LOG_QUOTE_MAX];
 
 	c->addr->c.dropped++;
-	bus->totals.dropped++;
+	bus->stats.totals.dropped++;
 	if (!c->overflowing) {
 		c->overflowing = 1; /* once per episode */
 		EB_LOG_WARN("eventbus",
 		    "consumer-queue-full: address=%s max=%u",
-		    eb_log_quote(q, sizeof(q), c->address), bus->queue_max);
+		    eb_log_quote(q, sizeof(q), c->address),
+		    bus->flow.queue_max);
 	}
 	return EB_EFULL;
 }
@@ -253,9 +254,9 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 {
 	eb_bus       *bus = c->bus;
 	eb__bus_qent *q;
-	uint64_t      max = bus->queue_max;
+	uint64_t      max = bus->flow.queue_max;
 
-	if (bus->push_grace) {
+	if (bus->flow.push_grace) {
 		max *= EB__BUS_GRACE;
 	}
 	if (c->qlen >= max) {
@@ -276,8 +277,8 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 	eb_list_insert_tail(&c->queue, &q->link);
 	c->qlen++;
 	c->qbytes += msg->body_len;
-	if (!c->paused) { /* else it waits, off bus->fifo, for the resume */
-		eb_list_insert_tail(&bus->fifo, &q->turn.link);
+	if (!c->paused) { /* else it waits off the fifo for the resume */
+		eb_list_insert_tail(&bus->turn.fifo, &q->turn.link);
 		eb__bus_wake(bus);
 	}
 	eb__bus_consumer_level(bus, c);
@@ -293,7 +294,7 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	eb__bus_rcpt *rc;
 
 	if (it == NULL) {
-		return; /* the caller checked; bus->fifo named this entry */
+		return; /* the caller checked; the fifo named this entry */
 	}
 	q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 	m = q->msg;
@@ -302,7 +303,7 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	qent_put(bus, q);
 	c->qlen--;
 	c->qbytes -= m->body_len;
-	if (c->qlen <= bus->queue_max / 2) {
+	if (c->qlen <= bus->flow.queue_max / 2) {
 		c->overflowing = 0; /* hysteresis: not one line per drop */
 	}
 	eb__bus_consumer_level(bus, c);
@@ -320,7 +321,7 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 		return;
 	}
 	c->addr->c.received++;
-	bus->totals.received++;
+	bus->stats.totals.received++;
 	c->in_handler = 1;
 	c->undelivered = 0;
 	c->fn(c, m, c->arg);
@@ -331,7 +332,7 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 		if (c->addr != NULL) {
 			c->addr->c.dropped++;
 		}
-		bus->totals.dropped++;
+		bus->stats.totals.dropped++;
 	}
 	if (rc != NULL) {
 		eb__bus_rcpt_unit_done(bus, rc, c->undelivered,
@@ -342,25 +343,26 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 }
 
 /*
- * One loop turn: runs what is due on bus->fifo in arrival order, up to what
- * was there when the turn began (a handler that sends to itself, or a
+ * One loop turn: runs what is due on bus->turn.fifo in arrival order, up to
+ * what was there when the turn began (a handler that sends to itself, or a
  * reply that sends again, waits for the next turn: I/O is not starved) and
  * at most TURN_BUDGET items.
  */
 void
 eb__bus_run_turn(eb_bus *bus)
 {
-	eb__bus_turn *mark = &bus->fifo_mark;
+	eb__bus_turn *mark = &bus->turn.mark;
 	eb_list      *it;
 	uint32_t      n = 0;
 
-	if (eb_list_empty(&bus->fifo)) {
+	if (eb_list_empty(&bus->turn.fifo)) {
 		return;
 	}
 	mark->c = NULL;
-	eb_list_insert_tail(&bus->fifo, &mark->link);
-	while (!bus->closing && n++ < TURN_BUDGET &&
-	       (it = eb_list_first(&bus->fifo)) != NULL && it != &mark->link) {
+	eb_list_insert_tail(&bus->turn.fifo, &mark->link);
+	while (!bus->life.closing && n++ < TURN_BUDGET &&
+	       (it = eb_list_first(&bus->turn.fifo)) != NULL &&
+	       it != &mark->link) {
 		eb__bus_turn    *t = EB_CONTAINER_OF(it, eb__bus_turn, link);
 		eb_bus_consumer *c = t->c;
 
@@ -369,7 +371,7 @@ eb__bus_run_turn(eb_bus *bus)
 			    bus, EB_CONTAINER_OF(t, eb__bus_req, turn));
 			continue;
 		}
-		/* Per consumer the queue is FIFO and so is bus->fifo: the
+		/* Per consumer the queue is FIFO and so is bus->turn.fifo: the
 		 * entry is the head of its consumer's queue. Off the fifo
 		 * first, so the loop always moves on (qent_put removes it
 		 * again, harmlessly). */

@@ -8,20 +8,22 @@
  * one timer), and the per-address counters.
  *
  * Invariants:
- * - Every queued delivery and every resolved request is on bus->fifo in
- *   arrival order; the idle handle is active while bus->fifo or
- *   bus->rcpt_done is non-empty (or the bus is closing). Handlers and reply
- *   callbacks run only from that idle handle, in bus->fifo order, never
- *   from inside an API call.
- * - A pending request is in bus->reqs (by reply address), on
- *   bus->deadlines (a plain list, in no order) and in bus->rheap (the
- *   deadline min-heap behind the one timer) until it is resolved; then it is
- *   on bus->resolved and bus->fifo, out of the map and the heap (a late
- *   reply finds nothing), until its callback ran. A request refused at the
- *   cap is never in the map or the heap. bus->reqs.count <= bus->max_reqs.
+ * - Every queued delivery and every resolved request is on bus->turn.fifo
+ *   in arrival order; the idle handle is active while bus->turn.fifo or
+ *   bus->rcpt.done is non-empty (or the bus is closing). Handlers and
+ *   reply callbacks run only from that idle handle, in bus->turn.fifo
+ *   order, never from inside an API call.
+ * - A pending request is in bus->req.map (by reply address), on
+ *   bus->req.deadlines (a plain list, in no order) and in bus->req.heap
+ *   (the deadline min-heap behind the one timer) until it is resolved;
+ *   then it is on bus->req.resolved and bus->turn.fifo, out of the map and
+ *   the heap (a late reply finds nothing), until its callback ran. A
+ *   request refused at the cap is never in the map or the heap.
+ *   bus->req.map.count <= bus->req.max.
  * - A message that expects a reply (reply_address != NULL) is on
- *   bus->reply_msgs while msg->bus is set; eb_bus_close detaches them, so a
- *   message held past the bus answers EB_ECLOSED instead of touching it.
+ *   bus->msg.reply_msgs while msg->bus is set; eb_bus_close detaches them,
+ *   so a message held past the bus answers EB_ECLOSED instead of touching
+ *   it.
  *
  * Threads: loop thread only.
  */
@@ -97,7 +99,7 @@ struct eb_bus_msg {
 	int      body_inline; /* body is part of the message's allocation */
 	uint64_t epoch;       /* fencing stamp, 0: none (send opts / frame) */
 	eb_bus  *bus;         /* borrowed; set while a reply is possible */
-	eb_list  bus_link;    /* in bus->reply_msgs while bus != NULL */
+	eb_list  bus_link;    /* in bus->msg.reply_msgs while bus != NULL */
 };
 
 /* ---- consumers ---- */
@@ -124,14 +126,14 @@ struct eb_bus_consumer {
 typedef struct eb__bus_rcpt eb__bus_rcpt;
 
 /*
- * One thing a loop turn hands to user code, on bus->fifo in arrival order:
- * a queued consumer delivery (a qent) or a resolved request whose callback
- * is due. One queue for both keeps FIFO per sender across sends,
+ * One thing a loop turn hands to user code, on bus->turn.fifo in arrival
+ * order: a queued consumer delivery (a qent) or a resolved request whose
+ * callback is due. One queue for both keeps FIFO per sender across sends,
  * publishes and replies (a reply never overtakes an earlier message that
  * arrived in the same turn, e.g. two frames in one read).
  */
 typedef struct eb__bus_turn {
-	eb_list          link; /* bus->fifo; self-linked when off it */
+	eb_list          link; /* bus->turn.fifo; self-linked when off it */
 	eb_bus_consumer *c;    /* a qent's consumer; NULL: a request */
 } eb__bus_turn;
 
@@ -151,13 +153,13 @@ typedef struct eb__bus_qent {
 typedef struct eb__bus_req {
 	eb__hent        hent;
 	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
-	eb__bus_turn    turn;    /* on bus->fifo while resolved */
-	eb_list         link;    /* bus->deadlines, then bus->resolved */
+	eb__bus_turn    turn; /* on bus->turn.fifo while resolved */
+	eb_list         link; /* bus->req.deadlines, then bus->req.resolved */
 	char           *address; /* owned: where the request went */
 	uint64_t        timeout_ms;
 	uint64_t        deadline; /* loop time, ms */
 	uint64_t        seq;      /* creation order: ties on deadline */
-	size_t          hidx;     /* slot in bus->rheap while pending */
+	size_t          hidx;     /* slot in bus->req.heap while pending */
 	eb_bus_reply_cb cb;
 	void           *arg;
 	uint32_t        node; /* the peer it went to; 0: local or none */
@@ -187,7 +189,8 @@ typedef struct eb__bus_reqheap {
  * back as a RECEIPT frame). Each target is a unit: a queued delivery
  * (qent->rc) or a remote receipt awaited (eb__bus_runit). The tracker is
  * complete when it is sealed (every unit added) and no unit is pending.
- * On bus->rcpts while incomplete, on bus->rcpt_done while its callback waits.
+ * On bus->rcpt.open while incomplete, on bus->rcpt.done while its callback
+ * waits.
  */
 struct eb__bus_rcpt {
 	eb_list           link;
@@ -209,7 +212,7 @@ struct eb__bus_rcpt {
 typedef struct eb__bus_runit {
 	eb__hent      hent;
 	char          key[24]; /* the id in decimal: the map key */
-	eb_list       link;    /* bus->runits, in deadline order */
+	eb_list       link;    /* bus->rcpt.runits, in deadline order */
 	uint64_t      id;
 	uint64_t      deadline; /* loop time, ms */
 	uint32_t      peer;
@@ -255,59 +258,117 @@ enum { EB__BUS_FWD_SEND = 1, EB__BUS_FWD_PUBLISH = 2, EB__BUS_FWD_REPLY = 3 };
 
 /* ---- the bus ---- */
 
-struct eb_bus {
-	uv_loop_t       *loop; /* borrowed */
-	char            *node_id;
-	uint64_t         request_timeout_ms;
-	uint32_t         queue_max;
-	eb__hmap         addrs;           /* of eb__bus_addr, owned */
-	eb__hmap         reqs;            /* of eb__bus_req, owned */
-	eb_list          deadlines;       /* pending requests, in no order */
-	eb__bus_reqheap  rheap;           /* the same requests by deadline */
-	uint32_t         max_reqs;        /* cap on bus->reqs.count */
-	uint64_t         max_timeout_ms;  /* request timeouts clamp to this */
-	uint64_t         reqs_refused;    /* requests refused at max_reqs */
-	char             refuse_text[80]; /* their failure message */
-	eb_list          resolved;
-	eb_list          fifo;      /* of eb__bus_turn: due, in arrival order */
-	eb__bus_turn     fifo_mark; /* on fifo during a turn: where it ends */
-	eb_list          reply_msgs;
-	uint64_t         next_req_id;
-	uv_idle_t        idle;
-	uv_timer_t       timer;
-	int              idle_active;
-	int              draining;
-	int              closing;
-	int              shut;
-	int              open_handles;
-	eb_bus_close_cb  close_cb;
-	void            *close_arg;
-	eb__bus_counters totals;
-	json_t          *empty_headers; /* owned: shared by header-less msgs */
-	eb__obs          watchers;      /* of eb_bus_watch_fn (watch.c) */
-	eb__obs          pressure_obs;  /* of eb_bus_pressure_fn */
-	uint32_t         q_high;        /* consumer queue watermarks */
-	uint32_t         q_low;
-	uint64_t         busy_episodes; /* address busy transitions */
-	int              push_grace;    /* see EB__BUS_GRACE (pressure.c) */
-	uint64_t         no_handlers;   /* sends/requests that found nobody */
-	eb_list          qfree;  /* spare eb__bus_qent (a per-message pool) */
-	uint32_t         nqfree; /* entries on qfree, at most EB__BUS_QFREE */
+/*
+ * struct eb_bus is grouped by concern (issue 24): one sub-struct per job,
+ * each saying which file owns it (creates, changes and frees it; the
+ * others only read it, or call the owner's functions). Hot per-message
+ * state comes first (lifecycle flags, the address table, the turn queue,
+ * the remote seam, the counters); request, receipt and fencing state follow.
+ */
 
-	uint64_t   fence;  /* highest leader epoch seen (rule 6) */
-	uint64_t   fenced; /* stamped messages rejected by it */
-	uint64_t   receipt_timeout_ms;
-	uint64_t   next_rcpt_id;
-	uint64_t   receipt_failures;
-	uint32_t   n_rcpts;   /* sender-side trackers not yet called */
-	eb_list    rcpts;     /* incomplete trackers */
-	eb_list    rcpt_done; /* complete, callback pending */
+/* Lifecycle (bus.c): eb_bus_new, drain, shut, close. */
+typedef struct eb__bus_life {
+	int             closing;
+	int             shut;
+	int             draining;
+	int             open_handles;
+	eb_bus_close_cb close_cb;
+	void           *close_arg;
+} eb__bus_life;
+
+/* Addresses (addr.c; watch.c owns the observers). */
+typedef struct eb__bus_addrs {
+	eb__hmap map;      /* of eb__bus_addr, owned */
+	eb__obs  watchers; /* of eb_bus_watch_fn (watch.c) */
+} eb__bus_addrs;
+
+/* The arrival-ordered turn queue and its idle handle (consumer.c runs it,
+ * bus.c owns the handle and eb__bus_wake), plus consumer.c's pool of
+ * spare queue entries. */
+typedef struct eb__bus_turns {
+	eb_list      fifo;   /* of eb__bus_turn: due, in arrival order */
+	eb__bus_turn mark;   /* on fifo during a turn: where it ends */
+	eb_list      qfree;  /* spare eb__bus_qent (a per-message pool) */
+	uint32_t     nqfree; /* entries on qfree, at most EB__BUS_QFREE */
+	int          idle_active;
+	uv_idle_t    idle;
+} eb__bus_turns;
+
+/* The remote seam (remote.c installs it; everyone calls through it). */
+typedef struct eb__bus_remote {
+	const eb__bus_remote_ops *ops; /* NULL: standalone */
+	void                     *ctx; /* borrowed */
+} eb__bus_remote;
+
+/* Bus-wide counters (counted where it happens; addr.c reports them). */
+typedef struct eb__bus_stats {
+	eb__bus_counters totals;
+	uint64_t         no_handlers; /* sends/requests that found nobody */
+} eb__bus_stats;
+
+/* Flow control (pressure.c; consumer.c applies queue_max and push_grace). */
+typedef struct eb__bus_flow {
+	uint32_t queue_max; /* consumer queue bound */
+	uint32_t q_high;    /* consumer queue watermarks */
+	uint32_t q_low;
+	int      push_grace;    /* see EB__BUS_GRACE (pressure.c) */
+	uint64_t busy_episodes; /* address busy transitions */
+	eb__obs  observers;     /* of eb_bus_pressure_fn */
+} eb__bus_flow;
+
+/* Messages (msg.c; bus.c makes the shared empty headers). */
+typedef struct eb__bus_msgs {
+	json_t *empty_headers; /* owned: shared by header-less msgs */
+	eb_list reply_msgs;    /* messages that may still be answered */
+} eb__bus_msgs;
+
+/* Pending requests (request.c). */
+typedef struct eb__bus_reqs {
+	eb__hmap        map;             /* of eb__bus_req, owned */
+	eb_list         deadlines;       /* pending requests, in no order */
+	eb__bus_reqheap heap;            /* the same requests by deadline */
+	eb_list         resolved;        /* resolved, callback pending */
+	uint64_t        next_id;         /* reply address numbers */
+	uint64_t        timeout_ms;      /* the default request timeout */
+	uint64_t        max_timeout_ms;  /* request timeouts clamp to this */
+	uint32_t        max;             /* cap on map.count */
+	uint64_t        refused;         /* requests refused at max */
+	char            refuse_text[80]; /* their failure message */
+	uv_timer_t      timer;           /* the first deadline (heap) */
+} eb__bus_reqs;
+
+/* Delivery receipts (receipt.c). */
+typedef struct eb__bus_rcpts {
+	uint64_t   timeout_ms;
+	uint64_t   next_id;
+	uint64_t   failures;
+	uint32_t   n_open;    /* sender-side trackers not yet called */
+	eb_list    open;      /* incomplete trackers */
+	eb_list    done;      /* complete, callback pending */
 	eb_list    runits;    /* of eb__bus_runit, deadline order */
 	eb__hmap   runit_map; /* of eb__bus_runit, by id */
-	uv_timer_t rtimer;    /* the first runit deadline */
+	uv_timer_t timer;     /* the first runit deadline */
+} eb__bus_rcpts;
 
-	const eb__bus_remote_ops *rops; /* NULL: standalone */
-	void                     *rctx; /* borrowed */
+/* Fencing (receipt.c, eb__bus_fence_stale; rule 6). */
+typedef struct eb__bus_fence {
+	uint64_t epoch;    /* highest leader epoch seen */
+	uint64_t rejected; /* stamped messages rejected by it */
+} eb__bus_fence;
+
+struct eb_bus {
+	uv_loop_t     *loop;    /* borrowed */
+	char          *node_id; /* owned */
+	eb__bus_life   life;
+	eb__bus_addrs  addr;
+	eb__bus_turns  turn;
+	eb__bus_remote remote;
+	eb__bus_stats  stats;
+	eb__bus_flow   flow;
+	eb__bus_msgs   msg;
+	eb__bus_reqs   req;
+	eb__bus_rcpts  rcpt;
+	eb__bus_fence  fence;
 };
 
 /* addr.c */
@@ -395,7 +456,7 @@ void eb__bus_req_reply(eb_bus *bus, eb__bus_req *r, eb_bus_msg *reply);
 void eb__bus_req_fail(eb_bus *bus, eb__bus_req *r, int status,
     eb_bus_failure_type type, int code, const char *message);
 void eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r);
-/* Runs a resolved request's callback (from bus->fifo) and frees it. */
+/* Runs a resolved request's callback (from bus->turn.fifo) and frees it. */
 void eb__bus_req_run(eb_bus *bus, eb__bus_req *r);
 void eb__bus_req_cancel_all(eb_bus *bus);
 void eb__bus_timer_update(eb_bus *bus);

@@ -170,7 +170,7 @@ eb__bus_msg_set_reply(
 	msg->reply_address = eb__strdup(reply_address);
 	msg->origin = origin;
 	msg->bus = bus;
-	eb_list_insert_tail(&bus->reply_msgs, &msg->bus_link);
+	eb_list_insert_tail(&bus->msg.reply_msgs, &msg->bus_link);
 }
 
 void

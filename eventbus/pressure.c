@@ -27,22 +27,22 @@ eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a)
 
 	/* Peers hear about the local consumers only (a hold is local, and a
 	 * peer's own pressure is its own to tell). */
-	if (local != a->local_busy_told && bus->rops != NULL &&
-	    bus->rops->pressure != NULL && !bus->closing) {
+	if (local != a->local_busy_told && bus->remote.ops != NULL &&
+	    bus->remote.ops->pressure != NULL && !bus->life.closing) {
 		a->local_busy_told = local;
-		bus->rops->pressure(bus->rctx, a->address, local);
+		bus->remote.ops->pressure(bus->remote.ctx, a->address, local);
 	}
 	if (busy == a->busy) {
 		return;
 	}
 	a->busy = busy;
 	if (busy) {
-		bus->busy_episodes++;
+		bus->flow.busy_episodes++;
 	}
-	if (bus->closing) {
+	if (bus->life.closing) {
 		return;
 	}
-	EB__OBS_EACH(&bus->pressure_obs, it)
+	EB__OBS_EACH(&bus->flow.observers, it)
 	{
 		((eb_bus_pressure_fn) it.fn)(bus, a->address, busy, it.arg);
 	}
@@ -57,11 +57,11 @@ eb__bus_consumer_level(eb_bus *bus, eb_bus_consumer *c)
 		return; /* closed: consumer_flush settled it */
 	}
 	if (!c->busy &&
-	    (c->qlen >= bus->q_high || c->qbytes >= EB__BUS_BUSY_BYTES)) {
+	    (c->qlen >= bus->flow.q_high || c->qbytes >= EB__BUS_BUSY_BYTES)) {
 		c->busy = 1;
 		a->n_busy++;
 		eb__bus_pressure_update(bus, a);
-	} else if (c->busy && c->qlen <= bus->q_low &&
+	} else if (c->busy && c->qlen <= bus->flow.q_low &&
 	           c->qbytes <= EB__BUS_BUSY_BYTES / 4) {
 		c->busy = 0;
 		a->n_busy--;
@@ -82,7 +82,7 @@ eb_bus_pressure_set(eb_bus *bus, const char *address, int busy)
 {
 	eb__bus_addr *a;
 
-	if (bus->closing) {
+	if (bus->life.closing) {
 		return;
 	}
 	if (!busy) {
@@ -104,14 +104,14 @@ void
 eb_bus_pressure_watch(eb_bus *bus, eb_bus_pressure_fn fn, void *arg)
 {
 	EB_ASSERT(fn != NULL);
-	EB_ASSERT(!bus->closing); /* no watch after eb_bus_close */
-	eb__obs_add(&bus->pressure_obs, (eb__obs_fn) fn, arg);
+	EB_ASSERT(!bus->life.closing); /* no watch after eb_bus_close */
+	eb__obs_add(&bus->flow.observers, (eb__obs_fn) fn, arg);
 }
 
 int
 eb_bus_pressure_unwatch(eb_bus *bus, eb_bus_pressure_fn fn, void *arg)
 {
-	return eb__obs_remove(&bus->pressure_obs, (eb__obs_fn) fn, arg) == 0
+	return eb__obs_remove(&bus->flow.observers, (eb__obs_fn) fn, arg) == 0
 	           ? 0
 	           : UV_ENOENT;
 }
@@ -119,7 +119,7 @@ eb_bus_pressure_unwatch(eb_bus *bus, eb_bus_pressure_fn fn, void *arg)
 uint64_t
 eb_bus_busy_episodes(const eb_bus *bus)
 {
-	return bus->busy_episodes;
+	return bus->flow.busy_episodes;
 }
 
 void
@@ -132,7 +132,7 @@ eb_bus_consumer_pause(eb_bus_consumer *c)
 		return;
 	}
 	c->paused = 1;
-	/* Off bus->fifo: the turn does not see them until resumed. */
+	/* Off bus->turn.fifo: the turn does not see them until resumed. */
 	for (it = c->queue.next; it != &c->queue; it = it->next) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
@@ -153,7 +153,7 @@ eb_bus_consumer_resume(eb_bus_consumer *c)
 	for (it = c->queue.next; it != &c->queue; it = it->next) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
-		eb_list_insert_tail(&c->bus->fifo, &q->turn.link);
+		eb_list_insert_tail(&c->bus->turn.fifo, &q->turn.link);
 	}
 	if (!eb_list_empty(&c->queue)) {
 		eb__bus_wake(c->bus);

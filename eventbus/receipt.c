@@ -34,43 +34,43 @@ static void rtimer_cb(uv_timer_t *t);
 void
 eb__bus_rcpt_init(eb_bus *bus)
 {
-	eb_list_init(&bus->rcpts);
-	eb_list_init(&bus->rcpt_done);
-	eb_list_init(&bus->runits);
-	eb__hmap_init(&bus->runit_map);
-	(void) uv_timer_init(bus->loop, &bus->rtimer);
-	bus->rtimer.data = bus;
+	eb_list_init(&bus->rcpt.open);
+	eb_list_init(&bus->rcpt.done);
+	eb_list_init(&bus->rcpt.runits);
+	eb__hmap_init(&bus->rcpt.runit_map);
+	(void) uv_timer_init(bus->loop, &bus->rcpt.timer);
+	bus->rcpt.timer.data = bus;
 }
 
 void
 eb_bus_fence_raise(eb_bus *bus, uint64_t epoch)
 {
-	if (epoch > bus->fence) {
+	if (epoch > bus->fence.epoch) {
 		EB_LOG_INFO("eventbus",
 		    "fence-raised: epoch=%" PRIu64 " previous=%" PRIu64, epoch,
-		    bus->fence);
-		bus->fence = epoch;
+		    bus->fence.epoch);
+		bus->fence.epoch = epoch;
 	}
 }
 
 uint64_t
 eb_bus_fence(const eb_bus *bus)
 {
-	return bus->fence;
+	return bus->fence.epoch;
 }
 
 int
 eb__bus_fence_stale(eb_bus *bus, uint64_t epoch)
 {
-	if (epoch == 0 || epoch >= bus->fence) {
+	if (epoch == 0 || epoch >= bus->fence.epoch) {
 		return 0;
 	}
 	/* First and every 1000th: an overlap produces bursts. */
-	if (bus->fenced++ % 1000 == 0) {
+	if (bus->fence.rejected++ % 1000 == 0) {
 		EB_LOG_WARN("eventbus",
 		    "fenced: epoch=%" PRIu64 " fence=%" PRIu64
 		    " total=%" PRIu64,
-		    epoch, bus->fence, bus->fenced);
+		    epoch, bus->fence.epoch, bus->fence.rejected);
 	}
 	return 1;
 }
@@ -82,10 +82,10 @@ eb__bus_rcpt_new(eb_bus *bus, eb_bus_receipt_cb cb, void *arg)
 
 	rc->cb = cb;
 	rc->arg = arg;
-	rc->timeout_ms = bus->receipt_timeout_ms;
-	eb_list_insert_tail(&bus->rcpts, &rc->link);
+	rc->timeout_ms = bus->rcpt.timeout_ms;
+	eb_list_insert_tail(&bus->rcpt.open, &rc->link);
 	if (cb != NULL) {
-		bus->n_rcpts++;
+		bus->rcpt.n_open++;
 	}
 	return rc;
 }
@@ -127,17 +127,17 @@ rcpt_maybe_complete(eb_bus *bus, eb__bus_rcpt *rc)
 	}
 	if (rc->cb != NULL) {
 		if (rc->status != 0) {
-			bus->receipt_failures++;
+			bus->rcpt.failures++;
 		}
 		/* Never from inside the call that completed it. */
-		eb_list_insert_tail(&bus->rcpt_done, &rc->link);
+		eb_list_insert_tail(&bus->rcpt.done, &rc->link);
 		eb__bus_wake(bus);
 		return;
 	}
-	if (rc->peer != 0 && bus->rops != NULL && !bus->shut) {
+	if (rc->peer != 0 && bus->remote.ops != NULL && !bus->life.shut) {
 		/* A lost receipt is the sender's timeout or link loss. */
-		(void) bus->rops->receipt(bus->rctx, rc->peer, rc->peer_id,
-		    rc->status, rc->delivered, rc->targets);
+		(void) bus->remote.ops->receipt(bus->remote.ctx, rc->peer,
+		    rc->peer_id, rc->status, rc->delivered, rc->targets);
 	}
 	rcpt_free(rc);
 }
@@ -176,34 +176,34 @@ eb__bus_rcpt_add_done(
 static void
 rtimer_arm(eb_bus *bus)
 {
-	eb_list       *it = eb_list_first(&bus->runits);
+	eb_list       *it = eb_list_first(&bus->rcpt.runits);
 	uint64_t       now = uv_now(bus->loop);
 	eb__bus_runit *u;
 
-	if (it == NULL || bus->shut) {
-		(void) uv_timer_stop(&bus->rtimer);
+	if (it == NULL || bus->life.shut) {
+		(void) uv_timer_stop(&bus->rcpt.timer);
 		return;
 	}
 	u = EB_CONTAINER_OF(it, eb__bus_runit, link);
-	(void) uv_timer_start(&bus->rtimer, rtimer_cb,
+	(void) uv_timer_start(&bus->rcpt.timer, rtimer_cb,
 	    u->deadline > now ? u->deadline - now : 0, 0);
 }
 
 static void
 runit_insert(eb_bus *bus, eb__bus_runit *u)
 {
-	eb_list *it = bus->runits.prev;
+	eb_list *it = bus->rcpt.runits.prev;
 
 	/* Deadlines are mostly increasing (one default timeout): walk back
 	 * from the tail. */
 	while (
-	    it != &bus->runits &&
+	    it != &bus->rcpt.runits &&
 	    EB_CONTAINER_OF(it, eb__bus_runit, link)->deadline > u->deadline) {
 		it = it->prev;
 	}
 	eb_list_insert_head(it, &u->link); /* after it */
-	eb__hmap_put(&bus->runit_map, &u->hent);
-	if (bus->runits.next == &u->link) {
+	eb__hmap_put(&bus->rcpt.runit_map, &u->hent);
+	if (bus->rcpt.runits.next == &u->link) {
 		rtimer_arm(bus);
 	}
 }
@@ -215,7 +215,7 @@ runit_take(eb_bus *bus, eb__bus_runit *u)
 {
 	eb__bus_rcpt *rc = u->rc;
 
-	eb__hmap_del(&bus->runit_map, &u->hent);
+	eb__hmap_del(&bus->rcpt.runit_map, &u->hent);
 	eb_list_remove(&u->link);
 	free(u);
 	return rc;
@@ -226,7 +226,7 @@ static void
 peer_text(eb_bus *bus, uint32_t node, const char *head, const char *tail,
     char *text, size_t size)
 {
-	const char *name = bus->rops->peer_name(bus->rctx, node);
+	const char *name = bus->remote.ops->peer_name(bus->remote.ctx, node);
 	char        id[32];
 
 	if (name == NULL) {
@@ -241,12 +241,12 @@ eb__bus_rcpt_forward(
     eb_bus *bus, eb__bus_rcpt *rc, uint32_t node, eb_bus_msg *msg, int kind)
 {
 	eb__bus_runit *u;
-	uint64_t       id = ++bus->next_rcpt_id;
+	uint64_t       id = ++bus->rcpt.next_id;
 	char           text[160];
 	int            rv;
 
 	rc->targets++;
-	rv = bus->rops->forward(bus->rctx, node, msg, kind, id);
+	rv = bus->remote.ops->forward(bus->remote.ctx, node, msg, kind, id);
 	if (rv != 0) {
 		if (rv == EB_ELINKDOWN) {
 			peer_text(bus, node, "Link to node ", " lost", text,
@@ -277,13 +277,13 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
 	int            first;
 
 	(void) eb__dec_u64(key, id);
-	e = eb__hmap_get(&bus->runit_map, key);
+	e = eb__hmap_get(&bus->rcpt.runit_map, key);
 	u = e != NULL ? EB_CONTAINER_OF(e, eb__bus_runit, hent) : NULL;
 	if (u == NULL || u->peer != peer) {
-		bus->totals.dropped++; /* timed out meanwhile */
+		bus->stats.totals.dropped++; /* timed out meanwhile */
 		return;
 	}
-	first = bus->runits.next == &u->link;
+	first = bus->rcpt.runits.next == &u->link;
 	if (status != 0) {
 		char tail[120];
 
@@ -304,7 +304,7 @@ eb__bus_rcpt_peer_down(eb_bus *bus, uint32_t peer, const char *text)
 	eb_list *it;
 	eb_list *tmp;
 
-	EB_LIST_FOREACH (it, tmp, &bus->runits) {
+	EB_LIST_FOREACH (it, tmp, &bus->rcpt.runits) {
 		eb__bus_runit *u = EB_CONTAINER_OF(it, eb__bus_runit, link);
 
 		if (u->peer == peer) {
@@ -324,7 +324,7 @@ rtimer_cb(uv_timer_t *t)
 	eb_list *it;
 	char     text[120];
 
-	while ((it = eb_list_first(&bus->runits)) != NULL) {
+	while ((it = eb_list_first(&bus->rcpt.runits)) != NULL) {
 		eb__bus_runit *u = EB_CONTAINER_OF(it, eb__bus_runit, link);
 		eb__bus_rcpt  *rc;
 
@@ -350,7 +350,7 @@ rcpt_call(eb_bus *bus, eb__bus_rcpt *rc)
 	r.targets = rc->targets;
 	r.delivered = rc->delivered;
 	r.reason = rc->status != 0 ? rc->reason : NULL;
-	bus->n_rcpts--;
+	bus->rcpt.n_open--;
 	rc->cb(bus, rc->status, &r, rc->arg);
 }
 
@@ -359,7 +359,8 @@ eb__bus_rcpt_run_done(eb_bus *bus)
 {
 	eb_list *it;
 
-	while (!bus->closing && (it = eb_list_first(&bus->rcpt_done)) != NULL) {
+	while (!bus->life.closing &&
+	       (it = eb_list_first(&bus->rcpt.done)) != NULL) {
 		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
 
 		eb_list_remove(it);
@@ -374,14 +375,14 @@ eb__bus_rcpt_cancel_all(eb_bus *bus)
 	eb_list *it;
 	eb_list *tmp;
 
-	(void) uv_timer_stop(&bus->rtimer);
+	(void) uv_timer_stop(&bus->rcpt.timer);
 	/* Awaited receipts end now; that may complete trackers. */
-	while ((it = eb_list_first(&bus->runits)) != NULL) {
+	while ((it = eb_list_first(&bus->rcpt.runits)) != NULL) {
 		eb__bus_rcpt_unit_done(bus,
 		    runit_take(bus, EB_CONTAINER_OF(it, eb__bus_runit, link)),
 		    EB_ECANCELED, "event bus closed");
 	}
-	while ((it = eb_list_first(&bus->rcpt_done)) != NULL) {
+	while ((it = eb_list_first(&bus->rcpt.done)) != NULL) {
 		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
 
 		eb_list_remove(it);
@@ -391,7 +392,7 @@ eb__bus_rcpt_cancel_all(eb_bus *bus)
 	/* Trackers still waiting for queued deliveries: their senders hear
 	 * EB_ECANCELED now; the trackers are freed (orphaned) when the
 	 * consumers release their queues. */
-	EB_LIST_FOREACH (it, tmp, &bus->rcpts) {
+	EB_LIST_FOREACH (it, tmp, &bus->rcpt.open) {
 		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
 
 		rc->peer = 0;
@@ -399,7 +400,7 @@ eb__bus_rcpt_cancel_all(eb_bus *bus)
 			eb_bus_receipt r = { rc->targets, rc->delivered,
 				"event bus closed" };
 
-			bus->n_rcpts--;
+			bus->rcpt.n_open--;
 			rc->cb(bus, EB_ECANCELED, &r, rc->arg);
 			rc->cb = NULL;
 		}
@@ -409,5 +410,5 @@ eb__bus_rcpt_cancel_all(eb_bus *bus)
 void
 eb__bus_rcpt_free_all(eb_bus *bus)
 {
-	eb__hmap_free(&bus->runit_map);
+	eb__hmap_free(&bus->rcpt.runit_map);
 }

@@ -114,7 +114,7 @@ typedef struct bus_remote {
 static int
 peer_congested(eb_bus *bus, uint32_t peer)
 {
-	bus_remote *st = bus->rctx;
+	bus_remote *st = bus->remote.ctx;
 	eb_list    *it;
 
 	for (it = st->peers.next; it != &st->peers; it = it->next) {
@@ -508,8 +508,8 @@ pressure_full(bus_remote *st, uint32_t peer)
 	uint32_t            i;
 	eb__hent           *e;
 
-	for (i = 0; i < bus->addrs.nbuckets; i++) {
-		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+	for (i = 0; i < bus->addr.map.nbuckets; i++) {
+		for (e = bus->addr.map.buckets[i]; e != NULL; e = e->next) {
 			const eb__bus_addr *a =
 			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
 
@@ -582,8 +582,8 @@ interest_full(bus_remote *st, uint32_t peer)
 	uint32_t          i;
 	eb__hent         *e;
 
-	for (i = 0; i < bus->addrs.nbuckets; i++) {
-		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+	for (i = 0; i < bus->addr.map.nbuckets; i++) {
+		for (e = bus->addr.map.buckets[i]; e != NULL; e = e->next) {
 			if (full_table_add(&ft,
 			        EB_CONTAINER_OF(e, eb__bus_addr, hent)) != 0) {
 				return;
@@ -641,8 +641,8 @@ link_down_cb(void *ctx, uint32_t peer)
 	char        text[160];
 
 	/* Forget the peer's interest: the selector skips it from now on. */
-	for (i = 0; i < bus->addrs.nbuckets; i++) {
-		eb__hent *e = bus->addrs.buckets[i];
+	for (i = 0; i < bus->addr.map.nbuckets; i++) {
+		eb__hent *e = bus->addr.map.buckets[i];
 
 		while (e != NULL) {
 			eb__hent     *next = e->next;
@@ -659,7 +659,7 @@ link_down_cb(void *ctx, uint32_t peer)
 	 * do the confirmed messages it has not confirmed yet. */
 	up_peer_forget(st, peer, text, sizeof(text));
 	eb__bus_rcpt_peer_down(bus, peer, text);
-	EB_LIST_FOREACH (it, tmp, &bus->deadlines) {
+	EB_LIST_FOREACH (it, tmp, &bus->req.deadlines) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
 		if (r->node == peer) {
@@ -728,10 +728,10 @@ link_congested_cb(void *ctx, uint32_t peer, int on)
 	}
 	/* Count first, tell after: an observer may change the table. */
 	eb__vec_init(&changed, sizeof(char *));
-	for (i = 0; i < bus->addrs.nbuckets; i++) {
+	for (i = 0; i < bus->addr.map.nbuckets; i++) {
 		eb__hent *e;
 
-		for (e = bus->addrs.buckets[i]; e != NULL; e = e->next) {
+		for (e = bus->addr.map.buckets[i]; e != NULL; e = e->next) {
 			eb__bus_addr *a =
 			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
 
@@ -775,7 +775,7 @@ rd_headers(bus_remote *st, eb__link_rd *r)
 		return NULL;
 	}
 	if (n == 2 && memcmp(p, "{}", 2) == 0) {
-		return json_incref(st->bus->empty_headers);
+		return json_incref(st->bus->msg.empty_headers);
 	}
 	if (st->hdr != NULL && n == st->hdr_len &&
 	    memcmp(p, st->hdr_bytes, n) == 0) {
@@ -895,7 +895,8 @@ on_reply(bus_remote *st, uint32_t peer, eb__link_rd *r)
 	}
 	if (m != NULL) {
 		if ((req = eb__bus_req_find(st->bus, target)) == NULL) {
-			st->bus->totals.dropped++; /* timed out meanwhile */
+			st->bus->stats.totals
+			    .dropped++; /* timed out meanwhile */
 		} else {
 			if (own[0] != '\0') {
 				eb__bus_msg_set_reply(st->bus, m, own, peer);
@@ -931,7 +932,7 @@ on_fail(bus_remote *st, eb__link_rd *r)
 		    (eb_bus_failure_type) type, code, text);
 		free(text);
 	} else {
-		st->bus->totals.dropped++;
+		st->bus->stats.totals.dropped++;
 	}
 	free(target);
 	return 0;
@@ -1012,7 +1013,7 @@ link_frame_cb(void *ctx, uint32_t peer, uint8_t type, const char *p, size_t n)
 	eb__link_rd r = { p, n, 0 };
 	int         rv;
 
-	if (st->bus->closing) {
+	if (st->bus->life.closing) {
 		return;
 	}
 	switch (type) {
@@ -1065,18 +1066,18 @@ eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links)
 	if (bus == NULL || links == NULL) {
 		return UV_EINVAL;
 	}
-	if (bus->closing) {
+	if (bus->life.closing) {
 		return EB_ECLOSED;
 	}
-	if (bus->rops != NULL) {
+	if (bus->remote.ops != NULL) {
 		return UV_EBUSY;
 	}
 	st = eb__calloc(1, sizeof(*st));
 	st->bus = bus;
 	st->mgr = links;
 	eb_list_init(&st->peers);
-	bus->rops = &remote_ops;
-	bus->rctx = st;
+	bus->remote.ops = &remote_ops;
+	bus->remote.ctx = st;
 	eb__link_mgr_set_handler(links, &link_handler, st);
 	return 0;
 }
@@ -1084,7 +1085,7 @@ eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links)
 void
 eb__bus_remote_detach(eb_bus *bus)
 {
-	bus_remote *st = bus->rctx;
+	bus_remote *st = bus->remote.ctx;
 
 	if (st != NULL && st->mgr != NULL) {
 		eb__link_mgr_set_handler(st->mgr, NULL, NULL);
@@ -1095,7 +1096,7 @@ eb__bus_remote_detach(eb_bus *bus)
 void
 eb__bus_remote_free(eb_bus *bus)
 {
-	bus_remote *st = bus->rctx;
+	bus_remote *st = bus->remote.ctx;
 	eb_list    *it;
 	eb_list    *tmp;
 
@@ -1113,6 +1114,6 @@ eb__bus_remote_free(eb_bus *bus)
 		json_decref(st->enc_hdr);
 	}
 	free(st);
-	bus->rctx = NULL;
-	bus->rops = NULL;
+	bus->remote.ctx = NULL;
+	bus->remote.ops = NULL;
 }

@@ -139,24 +139,26 @@ eb__bus_reqheap_free(eb__bus_reqheap *h)
 static void
 req_refuse(eb_bus *bus, eb__bus_req *r)
 {
-	bus->reqs_refused++;
+	bus->req.refused++;
 	EB_LOG_RL_WARN("eventbus",
 	    "requests-refused: pending=%u max=%u total=%" PRIu64,
-	    bus->reqs.count, bus->max_reqs, bus->reqs_refused);
-	if (bus->refuse_text[0] == '\0') {
-		(void) snprintf(bus->refuse_text, sizeof(bus->refuse_text),
+	    bus->req.map.count, bus->req.max, bus->req.refused);
+	if (bus->req.refuse_text[0] == '\0') {
+		(void) snprintf(bus->req.refuse_text,
+		    sizeof(bus->req.refuse_text),
 		    "too_many_requests: %u requests already pending on this "
 		    "node",
-		    bus->max_reqs);
+		    bus->req.max);
 	}
 	r->resolved = 1;
 	r->status = EB_EFULL;
 	r->failure.type = EB_BUS_ERROR;
 	r->failure.code = -1;
-	r->failure.message = bus->refuse_text; /* r->fmsg stays NULL */
-	bus->totals.failed++;
-	eb_list_insert_tail(&bus->resolved, &r->link);
-	eb_list_insert_tail(&bus->fifo, &r->turn.link); /* callback order */
+	r->failure.message = bus->req.refuse_text; /* r->fmsg stays NULL */
+	bus->stats.totals.failed++;
+	eb_list_insert_tail(&bus->req.resolved, &r->link);
+	eb_list_insert_tail(
+	    &bus->turn.fifo, &r->turn.link); /* callback order */
 	eb__bus_wake(bus);
 }
 
@@ -171,31 +173,31 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 	memcpy(r->reply_address, EB_BUS_REPLY_PREFIX,
 	    sizeof(EB_BUS_REPLY_PREFIX) - 1);
 	(void) eb__dec_u64(r->reply_address + sizeof(EB_BUS_REPLY_PREFIX) - 1,
-	    ++bus->next_req_id);
-	r->seq = bus->next_req_id;
+	    ++bus->req.next_id);
+	r->seq = bus->req.next_id;
 	r->hent.key = r->reply_address;
 	r->cb = cb;
 	r->arg = arg;
-	if (bus->reqs.count >= bus->max_reqs) {
+	if (bus->req.map.count >= bus->req.max) {
 		/* The callers see r->resolved and send nothing. */
 		req_refuse(bus, r);
 		return r;
 	}
 	r->address = eb__strdup(address);
-	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->request_timeout_ms;
+	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->req.timeout_ms;
 	/* A client's timeout is not a reason to hold memory for ever, nor to
 	 * overflow the deadline below. */
-	if (r->timeout_ms > bus->max_timeout_ms) {
-		r->timeout_ms = bus->max_timeout_ms;
+	if (r->timeout_ms > bus->req.max_timeout_ms) {
+		r->timeout_ms = bus->req.max_timeout_ms;
 	}
 	/* The loop time may be a whole turn old: a timeout counts from when
 	 * the request was made. */
 	uv_update_time(bus->loop);
 	r->deadline = uv_now(bus->loop) + r->timeout_ms;
-	eb__hmap_put(&bus->reqs, &r->hent);
-	eb_list_insert_tail(&bus->deadlines, &r->link);
-	eb__bus_reqheap_push(&bus->rheap, r);
-	if (eb__bus_reqheap_min(&bus->rheap) == r) {
+	eb__hmap_put(&bus->req.map, &r->hent);
+	eb_list_insert_tail(&bus->req.deadlines, &r->link);
+	eb__bus_reqheap_push(&bus->req.heap, r);
+	if (eb__bus_reqheap_min(&bus->req.heap) == r) {
 		eb__bus_timer_update(bus);
 	}
 	return r;
@@ -204,7 +206,7 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 eb__bus_req *
 eb__bus_req_find(eb_bus *bus, const char *reply_address)
 {
-	eb__hent *e = eb__hmap_get(&bus->reqs, reply_address);
+	eb__hent *e = eb__hmap_get(&bus->req.map, reply_address);
 
 	return e == NULL ? NULL : EB_CONTAINER_OF(e, eb__bus_req, hent);
 }
@@ -212,14 +214,14 @@ eb__bus_req_find(eb_bus *bus, const char *reply_address)
 static void
 req_resolve(eb_bus *bus, eb__bus_req *r)
 {
-	int was_first = eb__bus_reqheap_min(&bus->rheap) == r;
+	int was_first = eb__bus_reqheap_min(&bus->req.heap) == r;
 
 	r->resolved = 1;
-	eb__hmap_del(&bus->reqs, &r->hent);
-	eb__bus_reqheap_remove(&bus->rheap, r);
+	eb__hmap_del(&bus->req.map, &r->hent);
+	eb__bus_reqheap_remove(&bus->req.heap, r);
 	eb_list_remove(&r->link);
-	eb_list_insert_tail(&bus->resolved, &r->link);
-	eb_list_insert_tail(&bus->fifo, &r->turn.link);
+	eb_list_insert_tail(&bus->req.resolved, &r->link);
+	eb_list_insert_tail(&bus->turn.fifo, &r->turn.link);
 	if (was_first) {
 		eb__bus_timer_update(bus);
 	}
@@ -253,7 +255,7 @@ eb__bus_req_fail(eb_bus *bus, eb__bus_req *r, int status,
 	r->failure.message = r->fmsg;
 	if (status != EB_ERECIPIENT) {
 		/* A recipient's fail() was counted where it was called. */
-		bus->totals.failed++;
+		bus->stats.totals.failed++;
 		if ((a = eb__bus_addr_find(bus, r->address)) != NULL) {
 			a->c.failed++;
 		}
@@ -288,7 +290,7 @@ req_free(eb__bus_req *r)
 void
 eb__bus_req_run(eb_bus *bus, eb__bus_req *r)
 {
-	eb_list_remove(&r->link); /* off bus->resolved */
+	eb_list_remove(&r->link); /* off bus->req.resolved */
 	eb_list_remove(&r->turn.link);
 	r->cb(bus, r->status, r->reply, r->status == 0 ? NULL : &r->failure,
 	    r->arg);
@@ -304,15 +306,15 @@ eb__bus_req_cancel_all(eb_bus *bus)
 
 	/* Everything not yet called back, resolved or not, gets ECANCELED
 	 * exactly once; the bus refuses new requests by now. */
-	while ((it = eb_list_first(&bus->deadlines)) != NULL) {
+	while ((it = eb_list_first(&bus->req.deadlines)) != NULL) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
 		eb_list_remove(it);
-		eb__hmap_del(&bus->reqs, &r->hent);
-		eb_list_insert_tail(&bus->resolved, it);
+		eb__hmap_del(&bus->req.map, &r->hent);
+		eb_list_insert_tail(&bus->req.resolved, it);
 	}
-	eb__bus_reqheap_free(&bus->rheap);
-	while ((it = eb_list_first(&bus->resolved)) != NULL) {
+	eb__bus_reqheap_free(&bus->req.heap);
+	while ((it = eb_list_first(&bus->req.resolved)) != NULL) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
 		eb_list_remove(it);
@@ -328,7 +330,7 @@ timer_cb(uv_timer_t *t)
 	uint64_t     now = uv_now(bus->loop);
 	eb__bus_req *r;
 
-	while ((r = eb__bus_reqheap_min(&bus->rheap)) != NULL) {
+	while ((r = eb__bus_reqheap_min(&bus->req.heap)) != NULL) {
 		char *text;
 		int   n;
 
@@ -353,18 +355,18 @@ timer_cb(uv_timer_t *t)
 void
 eb__bus_timer_update(eb_bus *bus)
 {
-	eb__bus_req *r = eb__bus_reqheap_min(&bus->rheap);
+	eb__bus_req *r = eb__bus_reqheap_min(&bus->req.heap);
 	uint64_t     now;
 
-	if (bus->shut) {
+	if (bus->life.shut) {
 		return;
 	}
 	if (r == NULL) {
-		(void) uv_timer_stop(&bus->timer);
+		(void) uv_timer_stop(&bus->req.timer);
 		return;
 	}
 	now = uv_now(bus->loop);
-	(void) uv_timer_start(&bus->timer, timer_cb,
+	(void) uv_timer_start(&bus->req.timer, timer_cb,
 	    r->deadline > now ? r->deadline - now : 0, 0);
 }
 
@@ -386,16 +388,17 @@ eb__bus_answer_fail(eb_bus *bus, eb_bus_msg *msg, int status,
 		message = text;
 	}
 	if (msg->origin != 0) {
-		if (bus->rops == NULL ||
-		    bus->rops->fail(bus->rctx, msg->origin, msg->reply_address,
-		        status, type, code, message) != 0) {
+		if (bus->remote.ops == NULL ||
+		    bus->remote.ops->fail(bus->remote.ctx, msg->origin,
+		        msg->reply_address, status, type, code, message) != 0) {
 			/* The requester's link is gone. */
-			bus->totals.dropped++;
+			bus->stats.totals.dropped++;
 		}
 	} else if ((r = eb__bus_req_find(bus, msg->reply_address)) != NULL) {
 		eb__bus_req_fail(bus, r, status, type, code, message);
 	} else {
-		bus->totals.dropped++; /* timed out or canceled meanwhile */
+		bus->stats.totals
+		    .dropped++; /* timed out or canceled meanwhile */
 	}
 	free(text);
 }
@@ -409,7 +412,7 @@ msg_answer_check(const eb_bus_msg *msg)
 	if (msg->reply_address == NULL || msg->answered) {
 		return EB_EPROTO;
 	}
-	if (msg->bus == NULL || msg->bus->closing) {
+	if (msg->bus == NULL || msg->bus->life.closing) {
 		return EB_ECLOSED;
 	}
 	return 0;
@@ -421,9 +424,9 @@ count_answer(eb_bus *bus, const eb_bus_msg *msg, int failed)
 	eb__bus_addr *a = eb__bus_addr_find(bus, msg->address);
 
 	if (failed) {
-		bus->totals.failed++;
+		bus->stats.totals.failed++;
 	} else {
-		bus->totals.replied++;
+		bus->stats.totals.replied++;
 	}
 	if (a != NULL) {
 		if (failed) {
@@ -447,8 +450,8 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 		return rv;
 	}
 	bus = msg->bus;
-	rv = eb__bus_msg_make(
-	    msg->reply_address, body, headers, bus->empty_headers, 1, &reply);
+	rv = eb__bus_msg_make(msg->reply_address, body, headers,
+	    bus->msg.empty_headers, 1, &reply);
 	if (rv != 0) {
 		return rv;
 	}
@@ -467,15 +470,15 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 	msg->answered = 1;
 	count_answer(bus, msg, 0);
 	if (msg->origin != 0) {
-		if (bus->rops == NULL ||
-		    bus->rops->forward(bus->rctx, msg->origin, reply,
-		        EB__BUS_FWD_REPLY, 0) != 0) {
-			bus->totals.dropped++;
+		if (bus->remote.ops == NULL ||
+		    bus->remote.ops->forward(bus->remote.ctx, msg->origin,
+		        reply, EB__BUS_FWD_REPLY, 0) != 0) {
+			bus->stats.totals.dropped++;
 		}
 	} else if ((r = eb__bus_req_find(bus, msg->reply_address)) != NULL) {
 		eb__bus_req_reply(bus, r, reply);
 	} else {
-		bus->totals.dropped++; /* the requester gave up */
+		bus->stats.totals.dropped++; /* the requester gave up */
 	}
 	eb_bus_msg_release(reply);
 	return 0;

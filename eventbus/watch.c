@@ -25,14 +25,14 @@ void
 eb_bus_watch_add(eb_bus *bus, eb_bus_watch_fn fn, void *arg)
 {
 	EB_ASSERT(fn != NULL);
-	EB_ASSERT(!bus->closing); /* no watch after eb_bus_close */
-	eb__obs_add(&bus->watchers, (eb__obs_fn) fn, arg);
+	EB_ASSERT(!bus->life.closing); /* no watch after eb_bus_close */
+	eb__obs_add(&bus->addr.watchers, (eb__obs_fn) fn, arg);
 }
 
 int
 eb_bus_watch_remove(eb_bus *bus, eb_bus_watch_fn fn, void *arg)
 {
-	return eb__obs_remove(&bus->watchers, (eb__obs_fn) fn, arg) == 0
+	return eb__obs_remove(&bus->addr.watchers, (eb__obs_fn) fn, arg) == 0
 	           ? 0
 	           : UV_ENOENT;
 }
@@ -43,11 +43,11 @@ eb__bus_watch_notify(eb_bus *bus, const eb__bus_addr *a)
 	eb__obs_it it;
 	uint32_t   count;
 
-	if (bus->closing || eb__obs_count(&bus->watchers) == 0) {
+	if (bus->life.closing || eb__obs_count(&bus->addr.watchers) == 0) {
 		return;
 	}
 	count = reachable(a);
-	EB__OBS_EACH(&bus->watchers, it)
+	EB__OBS_EACH(&bus->addr.watchers, it)
 	{
 		((eb_bus_watch_fn) it.fn)(bus, a->address, count, it.arg);
 	}

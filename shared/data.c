@@ -72,7 +72,7 @@ op_end(eb__counter_op *op, int status, int64_t value, int ok)
 }
 
 static eb__counter_op *
-op_get(eb_zk *zk, void *arg)
+op_get(eb__zk *zk, void *arg)
 {
 	return eb__zk_live_get(zk, eb__zk_live_id(arg));
 }
@@ -91,7 +91,7 @@ op_status(int status)
 }
 
 static void
-set_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+set_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
 
@@ -107,8 +107,8 @@ set_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-check_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+check_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
 
@@ -124,10 +124,10 @@ check_cb(
 	}
 }
 
-static void create_cb(eb_zk *zk, int status, const char *path, void *arg);
+static void create_cb(eb__zk *zk, int status, const char *path, void *arg);
 
 static void
-del_cb(eb_zk *zk, int status, void *arg)
+del_cb(eb__zk *zk, int status, void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
 
@@ -156,7 +156,7 @@ op_create_now(eb__counter_op *op)
 
 /* The parent's numChildren, for the cap on counter names. */
 static void
-count_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+count_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
 	int             rv;
@@ -202,7 +202,7 @@ op_create(eb__counter_op *op)
 }
 
 static void
-ensure_cb(eb_zk *zk, int status, void *arg)
+ensure_cb(eb__zk *zk, int status, void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
 
@@ -217,7 +217,7 @@ ensure_cb(eb_zk *zk, int status, void *arg)
 }
 
 static void
-create_cb(eb_zk *zk, int status, const char *path, void *arg)
+create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
 	char            dir[EB__SHARED_PATH_MAX];
@@ -273,14 +273,14 @@ op_next(eb__counter_op *op, int64_t cur, int64_t *next, int *write)
 }
 
 static void
-get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	eb__counter_op *op = op_get(zk, arg);
 	char            buf[32], *end = NULL;
 	int64_t         cur = 0, next;
 	int             write, rv;
-	eb_zk_op        chk;
+	eb__zk_op       chk;
 
 	if (op == NULL) {
 		return;

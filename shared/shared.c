@@ -23,7 +23,7 @@
 #include <ebnode/log.h>
 #include <ebnode/shared.h>
 
-#include "cluster/cluster_int.h"
+#include "cluster/cluster_zk.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/lease.h"
@@ -181,7 +181,7 @@ typedef struct del_req {
 } del_req;
 
 static void
-dir_cb(eb_zk *zk, int status, void *arg)
+dir_cb(eb__zk *zk, int status, void *arg)
 {
 	(void) zk;
 	(void) arg;
@@ -219,7 +219,7 @@ delete_answered(eb_shared *s, int status, const char *dir, const char *prefix)
 }
 
 static void
-del_cb(eb_zk *zk, int status, void *arg)
+del_cb(eb__zk *zk, int status, void *arg)
 {
 	del_req   *d = arg;
 	eb_shared *s = eb__zk_live_get(zk, d->s_live);
@@ -481,8 +481,8 @@ typedef struct renew_req {
 } renew_req;
 
 static void
-renew_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+renew_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	renew_req *q = arg;
 	eb_shared *s = eb__zk_live_get(zk, q->s_live);
@@ -517,7 +517,7 @@ renew_cb(
 }
 
 size_t
-eb__shared_chunk(const eb_zk *zk, const eb_zk_op *ops, size_t n)
+eb__shared_chunk(const eb__zk *zk, const eb__zk_op *ops, size_t n)
 {
 	size_t bytes = eb__zk_multi_bytes(zk, ops, 0), k;
 
@@ -532,7 +532,7 @@ eb__shared_chunk(const eb_zk *zk, const eb_zk_op *ops, size_t n)
 
 /* One renewal multi: ops[0..n), the locks lives[0..n). */
 static void
-renew_send(eb_shared *s, const eb_zk_op *ops, const uint64_t *lives, size_t n,
+renew_send(eb_shared *s, const eb__zk_op *ops, const uint64_t *lives, size_t n,
     uint64_t sent)
 {
 	renew_req *q = eb__calloc(1, sizeof(*q) + n * sizeof(q->lives[0]));
@@ -555,7 +555,7 @@ heartbeat_cb(uv_timer_t *t)
 {
 	eb_shared *s = t->data;
 	size_t     n = count_state(s, LK_HELD), i = 0, k;
-	eb_zk_op  *ops;
+	eb__zk_op *ops;
 	uint64_t  *lives, sent = eb__mono_ms();
 	eb_list   *it;
 
@@ -618,7 +618,7 @@ lk_status(int status)
 }
 
 static eb_lock *
-lk_get(eb_zk *zk, void *arg)
+lk_get(eb__zk *zk, void *arg)
 {
 	return eb__zk_live_get(zk, eb__zk_live_id(arg));
 }
@@ -631,8 +631,8 @@ typedef struct confirm_req {
 /* The holding check answered: a quorum-committed write sent at q->sent
  * proves the session alive then, the base of the lock's lease. */
 static void
-confirmed_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+confirmed_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	confirm_req *q = arg;
 	eb_lock     *lk = eb__zk_live_get(zk, q->lk_live);
@@ -672,7 +672,7 @@ confirmed_cb(
 static void
 lk_hold(eb_lock *lk)
 {
-	eb_zk_op     op;
+	eb__zk_op    op;
 	confirm_req *q;
 
 	if (eb__mono_ms() - lk->create_sent_ms < lk->s->lease_ms / 2) {
@@ -699,7 +699,7 @@ lk_hold(eb_lock *lk)
 /* The token: the czxid of the lock node, read right after the create
  * (pipelined with the first children read). */
 static void
-token_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+token_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb_lock *lk = lk_get(zk, arg);
 
@@ -718,7 +718,7 @@ token_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-pred_watch(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+pred_watch(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb_lock *lk = lk_get(zk, arg);
 
@@ -730,7 +730,7 @@ pred_watch(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-pred_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+pred_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb_lock *lk = lk_get(zk, arg);
 
@@ -747,7 +747,7 @@ pred_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 
 static void
 children_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	eb_lock    *lk = lk_get(zk, arg);
 	const char *own, *pred = NULL;
@@ -823,7 +823,7 @@ lk_check(eb_lock *lk)
 }
 
 static void
-create_cb(eb_zk *zk, int status, const char *path, void *arg)
+create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	eb_lock   *lk = lk_get(zk, arg);
 	eb_shared *s;
@@ -859,7 +859,7 @@ create_cb(eb_zk *zk, int status, const char *path, void *arg)
 }
 
 static void
-ensure_cb(eb_zk *zk, int status, void *arg)
+ensure_cb(eb__zk *zk, int status, void *arg)
 {
 	eb_lock *lk = lk_get(zk, arg);
 	int      rv;
@@ -882,7 +882,7 @@ ensure_cb(eb_zk *zk, int status, void *arg)
 }
 
 static void
-lk_create_answered(eb_zk *zk, int status, const char *path, void *arg)
+lk_create_answered(eb__zk *zk, int status, const char *path, void *arg)
 {
 	eb_lock *lk = lk_get(zk, arg);
 
@@ -948,7 +948,7 @@ orphan_delete(eb_shared *s, const char *dir, const char *prefix,
 
 static void
 orphan_list_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	orphan_req *q = arg;
 	eb_shared  *s = eb__zk_live_get(zk, q->s_live);
@@ -1029,7 +1029,7 @@ retry_cb(uv_timer_t *t)
 /* ---- session events (of its own session) ---- */
 
 static void
-session_event(eb_shared *s, eb_zk_event ev)
+session_event(eb_shared *s, eb__zk_event ev)
 {
 	switch (ev) {
 	case EB_ZK_EV_SUSPENDED:
@@ -1056,7 +1056,7 @@ session_event(eb_shared *s, eb_zk_event ev)
 }
 
 static void
-zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	eb_shared *s = arg;
 
@@ -1074,7 +1074,7 @@ zk_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 /* ---- lifecycle ---- */
 
 void
-eb__shared_session_event(eb_shared *s, eb_zk_event ev)
+eb__shared_session_event(eb_shared *s, eb__zk_event ev)
 {
 	session_event(s, ev);
 }
@@ -1122,7 +1122,7 @@ shared_alloc(uv_loop_t *loop, const char *root, uint32_t tick_ms,
 }
 
 eb_shared *
-eb__shared_new_zk(uv_loop_t *loop, eb_zk *zk, const char *root,
+eb__shared_new_zk(uv_loop_t *loop, eb__zk *zk, const char *root,
     uint32_t tick_ms, const eb_shared_opts *opts)
 {
 	eb_shared *s = shared_alloc(loop, root, tick_ms, opts);
@@ -1137,10 +1137,10 @@ int
 eb_shared_new(
     uv_loop_t *loop, eb_cluster *c, const eb_shared_opts *opts, eb_shared **sp)
 {
-	eb_zk_opts zo;
-	eb_zk     *zk = NULL;
-	eb_shared *s;
-	int        rv;
+	eb__zk_opts zo;
+	eb__zk     *zk = NULL;
+	eb_shared  *s;
+	int         rv;
 
 	if (loop == NULL || c == NULL || sp == NULL) {
 		return UV_EINVAL;
@@ -1192,7 +1192,7 @@ timer_closed_cb(uv_handle_t *h)
 }
 
 static void
-zk_closed_cb(eb_zk *zk, void *arg)
+zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	handle_closed(arg);

@@ -28,7 +28,7 @@
 struct eb_shared {
 	uv_loop_t     *loop;
 	eb_cluster    *c;      /* borrowed */
-	eb_zk         *zk;     /* own session (owned) or a test's (borrowed) */
+	eb__zk        *zk;     /* own session (owned) or a test's (borrowed) */
 	int            own_zk; /* 1: zk is this object's own session */
 	eb_shared_opts o;
 	char          *root;
@@ -45,8 +45,8 @@ struct eb_shared {
 	uint32_t       retry_ms;        /* the next retry's back-off */
 	size_t         deletes;         /* lock node deletes in flight */
 	uint64_t       counter_creates; /* capped counter creates in flight */
-	uint64_t       zk_events[6];    /* own session events, by eb_zk_event */
-	uint32_t       lease_ms;        /* 0: no safe lease (locks refused) */
+	uint64_t       zk_events[6]; /* own session events, by eb__zk_event */
+	uint32_t       lease_ms;     /* 0: no safe lease (locks refused) */
 	uint32_t       heartbeat_ms;
 	uint64_t       renewed_ms; /* send time of the last committed renewal */
 	eb_list        locks;      /* of eb_lock (every state) */
@@ -70,9 +70,9 @@ typedef void (*eb__counter_done)(
 
 /* For unit tests over the in-memory ZooKeeper: an eb_shared on a bare
  * session (no cluster), whose session events the test passes in. */
-eb_shared *eb__shared_new_zk(uv_loop_t *loop, eb_zk *zk, const char *root,
+eb_shared *eb__shared_new_zk(uv_loop_t *loop, eb__zk *zk, const char *root,
     uint32_t tick_ms, const eb_shared_opts *opts);
-void       eb__shared_session_event(eb_shared *s, eb_zk_event ev);
+void       eb__shared_session_event(eb_shared *s, eb__zk_event ev);
 
 /* 1 when name is a valid lock or counter name. */
 int eb__shared_name_ok(const char *name);
@@ -87,8 +87,8 @@ void eb__id_cancel_all(eb_shared *s);
 void eb__id_defer_cb(uv_timer_t *t);
 
 /* One renewal chunk: how many of ops[0..n) (from the first) fit one multi
- * under eb__zk_max_request(zk) by eb_zk's own estimate (at least 1 when
+ * under eb__zk_max_request(zk) by eb__zk's own estimate (at least 1 when
  * n > 0: a single check always fits, paths being short). */
-size_t eb__shared_chunk(const eb_zk *zk, const eb_zk_op *ops, size_t n);
+size_t eb__shared_chunk(const eb__zk *zk, const eb__zk_op *ops, size_t n);
 
 #endif

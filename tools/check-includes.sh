@@ -12,8 +12,9 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	tls)      echo "tls common" ;;
 	link)     echo "link tls admin common" ;;
 	zk)       echo "zk common" ;;
-	election) echo "election zk common" ;;
-	cluster)  echo "cluster election zk admin common" ;;
+	member)   echo "member zk common" ;;
+	election) echo "election member zk common" ;;
+	cluster)  echo "cluster election member zk admin common" ;;
 	shared)   echo "shared cluster zk admin common" ;;
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge tls eventbus admin common" ;;
@@ -26,7 +27,7 @@ allowed() { # module -> allowed repo-rooted include prefixes
 }
 
 bad=0
-for m in common admin tls link zk election cluster shared eventbus bridge web ingress conf node; do
+for m in common admin tls link zk member election cluster shared eventbus bridge web ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do

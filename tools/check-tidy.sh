@@ -31,7 +31,7 @@ root="$(pwd -P)"
 dirs=("$@")
 if [ "${#dirs[@]}" -eq 0 ]; then
 	dirs=(common admin tls link conf cluster election eventbus bridge ingress node ctl lib
-		web zk shared bench examples tests)
+		web zk member shared bench examples tests)
 fi
 db="$build/compile_commands.json"
 if [ ! -f "$db" ]; then

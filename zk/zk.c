@@ -1,7 +1,7 @@
 /*
- * The real eb_zk backend: libzookeeper_st (3.8) driven from the libuv loop.
+ * The real eb__zk backend: libzookeeper_st (3.8) driven from the libuv loop.
  *
- * Shape. One zk_real per eb_zk owns the loop handles (a uv_timer for
+ * Shape. One zk_real per eb__zk owns the loop handles (a uv_timer for
  * zookeeper_interest's timeout, a uv_timer for local session loss, a deferred
  * call queue, and at most one uv_poll on the client's socket). One zk_conn per
  * zhandle_t (one session) owns the requests and watches issued on it. A
@@ -322,7 +322,7 @@ session_connected(struct zk_conn *conn)
 	const clientid_t *cid = zoo_client_id(conn->zh);
 	int64_t           sid = cid != NULL ? cid->client_id : 0;
 	int               t = zoo_recv_timeout(conn->zh);
-	eb_zk_event       ev;
+	eb__zk_event      ev;
 
 	(void) uv_timer_stop(&r->lost_timer);
 	if (t > 0) {
@@ -540,7 +540,7 @@ schedule_dead(struct zk_real *r)
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static int
-real_start(eb_zk *zk)
+real_start(eb__zk *zk)
 {
 	struct zk_real *r = zk->impl;
 	int             rv;
@@ -577,7 +577,7 @@ dq_closed_cb(eb__deferq *q)
 static void
 maybe_finish(struct zk_real *r)
 {
-	eb_zk *zk = r->zk;
+	eb__zk *zk = r->zk;
 
 	if (!r->finishing || r->retiring > 0 || r->open_handles > 0) {
 		return;
@@ -607,7 +607,7 @@ close_step(void *arg)
 }
 
 static void
-real_close(eb_zk *zk)
+real_close(eb__zk *zk)
 {
 	struct zk_real *r = zk->impl;
 
@@ -634,7 +634,7 @@ static const eb__zk_ops zk_real_ops = {
 };
 
 static int
-real_opts_check(const eb_zk_opts *opts)
+real_opts_check(const eb__zk_opts *opts)
 {
 	if (opts == NULL || opts->connect == NULL || opts->connect[0] == '\0') {
 		return EB_ECONF;
@@ -656,11 +656,11 @@ real_opts_check(const eb_zk_opts *opts)
 }
 
 int
-eb__zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
-    void *arg, eb_zk **zkp)
+eb__zk_new(uv_loop_t *loop, const eb__zk_opts *opts, eb__zk_event_cb on_event,
+    void *arg, eb__zk **zkp)
 {
 	struct zk_real *r;
-	eb_zk          *zk;
+	eb__zk         *zk;
 	int             rv;
 
 	if ((rv = real_opts_check(opts)) != 0) {
@@ -711,7 +711,7 @@ eb__zk_new(uv_loop_t *loop, const eb_zk_opts *opts, eb_zk_event_cb on_event,
 }
 
 int
-eb__zk_connected_port(const eb_zk *zk)
+eb__zk_connected_port(const eb__zk *zk)
 {
 	struct zk_real         *r;
 	struct sockaddr_storage ss;
@@ -736,7 +736,7 @@ eb__zk_connected_port(const eb_zk *zk)
 }
 
 uint64_t
-eb__zk_poll_generation(const eb_zk *zk)
+eb__zk_poll_generation(const eb__zk *zk)
 {
 	if (zk->ops != &zk_real_ops) {
 		return 0;

@@ -1,5 +1,5 @@
 /*
- * The backend-independent half of eb_zk (zk.h, zk_ops.h): argument and state
+ * The backend-independent half of eb__zk (zk.h, zk_ops.h): argument and state
  * checks, dispatch to the ops table, session bookkeeping (state, session id,
  * negotiated timeout, the lease base) and eb__zk_ensure_path, which is built
  * on eb__zk_create and so works on every backend.
@@ -22,7 +22,7 @@
 #define ZK_DEFAULT_TIMEOUT_MS 10000u
 
 void
-eb__zk_opts_init(eb_zk_opts *opts)
+eb__zk_opts_init(eb__zk_opts *opts)
 {
 	memset(opts, 0, sizeof(*opts));
 	opts->connect = NULL;
@@ -35,9 +35,9 @@ eb__zk_opts_init(eb_zk_opts *opts)
 
 int
 eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
-    uint32_t timeout_ms, eb_zk_event_cb on_event, void *arg, eb_zk **zkp)
+    uint32_t timeout_ms, eb__zk_event_cb on_event, void *arg, eb__zk **zkp)
 {
-	eb_zk *zk;
+	eb__zk *zk;
 
 	if (loop == NULL || ops == NULL || zkp == NULL) {
 		return EB_EZKBADARGS;
@@ -60,7 +60,7 @@ eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
 }
 
 static const char *
-zk_event_name(eb_zk_event ev)
+zk_event_name(eb__zk_event ev)
 {
 	switch (ev) {
 	case EB_ZK_EV_CONNECTED:
@@ -78,7 +78,7 @@ zk_event_name(eb_zk_event ev)
 }
 
 void
-eb__zk_emit(eb_zk *zk, eb_zk_event ev, int64_t session_id)
+eb__zk_emit(eb__zk *zk, eb__zk_event ev, int64_t session_id)
 {
 	if (zk->closing) {
 		return; /* the owner asked for silence */
@@ -115,7 +115,7 @@ eb__zk_emit(eb_zk *zk, eb_zk_event ev, int64_t session_id)
 }
 
 void
-eb__zk_note_ok(eb_zk *zk, uint64_t send_ms)
+eb__zk_note_ok(eb__zk *zk, uint64_t send_ms)
 {
 	/* Completions can arrive out of send order across reconnects: keep
 	 * the latest send time, the lease must never move backwards. */
@@ -125,10 +125,10 @@ eb__zk_note_ok(eb_zk *zk, uint64_t send_ms)
 }
 
 void
-eb__zk_closed(eb_zk *zk)
+eb__zk_closed(eb__zk *zk)
 {
-	eb_zk_close_cb cb = zk->close_cb;
-	void          *arg = zk->close_arg;
+	eb__zk_close_cb cb = zk->close_cb;
+	void           *arg = zk->close_arg;
 
 	zk->state = EB_ZK_STATE_CLOSED;
 	if (cb != NULL) {
@@ -139,7 +139,7 @@ eb__zk_closed(eb_zk *zk)
 }
 
 int
-eb__zk_start(eb_zk *zk)
+eb__zk_start(eb__zk *zk)
 {
 	EB_ASSERT(!zk->closing); /* start after close */
 	if (zk->closing) {
@@ -153,7 +153,7 @@ eb__zk_start(eb_zk *zk)
 }
 
 void
-eb__zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg)
+eb__zk_close(eb__zk *zk, eb__zk_close_cb cb, void *arg)
 {
 	EB_ASSERT(!zk->closing); /* close is exactly once */
 	zk->closing = 1;
@@ -163,32 +163,32 @@ eb__zk_close(eb_zk *zk, eb_zk_close_cb cb, void *arg)
 	zk->ops->close(zk);
 }
 
-eb_zk_state
-eb__zk_get_state(const eb_zk *zk)
+eb__zk_state
+eb__zk_get_state(const eb__zk *zk)
 {
 	return zk->state;
 }
 
 int64_t
-eb__zk_session_id(const eb_zk *zk)
+eb__zk_session_id(const eb__zk *zk)
 {
 	return zk->session_id;
 }
 
 uint32_t
-eb__zk_session_timeout_ms(const eb_zk *zk)
+eb__zk_session_timeout_ms(const eb__zk *zk)
 {
 	return zk->timeout_ms;
 }
 
 uint64_t
-eb__zk_last_ok_send_ms(const eb_zk *zk)
+eb__zk_last_ok_send_ms(const eb__zk *zk)
 {
 	return zk->last_ok_send_ms;
 }
 
 uint64_t
-eb__zk_requests(const eb_zk *zk)
+eb__zk_requests(const eb__zk *zk)
 {
 	return zk->requests;
 }
@@ -231,7 +231,7 @@ size_add(size_t a, size_t b)
 }
 
 static size_t
-path_bytes(const eb_zk *zk, const char *path)
+path_bytes(const eb__zk *zk, const char *path)
 {
 	return size_add(4u + zk->chroot_len, path != NULL ? strlen(path) : 0);
 }
@@ -244,7 +244,7 @@ data_bytes(const char *data, size_t len)
 
 /* The record of one op, without framing or multi header. */
 static size_t
-op_record_bytes(const eb_zk *zk, const eb_zk_op *op)
+op_record_bytes(const eb__zk *zk, const eb__zk_op *op)
 {
 	size_t n = path_bytes(zk, op->path);
 
@@ -262,31 +262,31 @@ op_record_bytes(const eb_zk *zk, const eb_zk_op *op)
 }
 
 size_t
-eb__zk_max_request(const eb_zk *zk)
+eb__zk_max_request(const eb__zk *zk)
 {
 	return zk->max_request;
 }
 
 uint64_t
-eb__zk_too_big(const eb_zk *zk)
+eb__zk_too_big(const eb__zk *zk)
 {
 	return zk->too_big;
 }
 
 size_t
-eb__zk_op_bytes(const eb_zk *zk, const eb_zk_op *op)
+eb__zk_op_bytes(const eb__zk *zk, const eb__zk_op *op)
 {
 	return size_add(ZK_FRAME_BYTES, op_record_bytes(zk, op));
 }
 
 size_t
-eb__zk_multi_op_bytes(const eb_zk *zk, const eb_zk_op *op)
+eb__zk_multi_op_bytes(const eb__zk *zk, const eb__zk_op *op)
 {
 	return size_add(ZK_MULTI_HDR, op_record_bytes(zk, op));
 }
 
 size_t
-eb__zk_multi_bytes(const eb_zk *zk, const eb_zk_op *ops, size_t count)
+eb__zk_multi_bytes(const eb__zk *zk, const eb__zk_op *ops, size_t count)
 {
 	size_t n = ZK_FRAME_BYTES + ZK_MULTI_HDR; /* the closing header */
 	size_t i;
@@ -299,7 +299,7 @@ eb__zk_multi_bytes(const eb_zk *zk, const eb_zk_op *ops, size_t count)
 
 /* 0, or EB_EZKTOOBIG (counted and logged) when bytes exceed the bound. */
 static int
-zk_size_check(eb_zk *zk, const char *what, const char *path, size_t bytes)
+zk_size_check(eb__zk *zk, const char *what, const char *path, size_t bytes)
 {
 	if (bytes <= zk->max_request) {
 		return 0;
@@ -314,10 +314,10 @@ zk_size_check(eb_zk *zk, const char *what, const char *path, size_t bytes)
 
 /* The same check for a single op of type t. */
 static int
-zk_op_size_check(eb_zk *zk, const char *what, eb_zk_op_type t, const char *path,
-    const char *data, size_t len)
+zk_op_size_check(eb__zk *zk, const char *what, eb__zk_op_type t,
+    const char *path, const char *data, size_t len)
 {
-	eb_zk_op op;
+	eb__zk_op op;
 
 	memset(&op, 0, sizeof(op));
 	op.type = t;
@@ -329,7 +329,7 @@ zk_op_size_check(eb_zk *zk, const char *what, eb_zk_op_type t, const char *path,
 
 /* Counts a dispatched request (rv 0) and passes rv through. */
 static int
-zk_counted(eb_zk *zk, int rv)
+zk_counted(eb__zk *zk, int rv)
 {
 	if (rv == 0) {
 		zk->requests++;
@@ -339,7 +339,7 @@ zk_counted(eb_zk *zk, int rv)
 
 /* Common checks of every operation: 0 when it may be dispatched. */
 static int
-zk_op_check(const eb_zk *zk, const char *path, int has_cb)
+zk_op_check(const eb__zk *zk, const char *path, int has_cb)
 {
 	if (zk->closing) {
 		return EB_ECLOSED;
@@ -356,7 +356,7 @@ zk_op_check(const eb_zk *zk, const char *path, int has_cb)
 /* zk_op_check and the size of a read of path (path, watch flag: bounded
  * by the estimate of a check op). */
 static int
-zk_read_check(eb_zk *zk, const char *what, const char *path, int has_cb)
+zk_read_check(eb__zk *zk, const char *what, const char *path, int has_cb)
 {
 	int rv = zk_op_check(zk, path, has_cb);
 
@@ -366,8 +366,8 @@ zk_read_check(eb_zk *zk, const char *what, const char *path, int has_cb)
 }
 
 int
-eb__zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
-    int flags, eb_zk_create_cb cb, void *arg)
+eb__zk_create(eb__zk *zk, const char *path, const char *data, size_t len,
+    int flags, eb__zk_create_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
@@ -387,7 +387,7 @@ eb__zk_create(eb_zk *zk, const char *path, const char *data, size_t len,
 
 int
 eb__zk_delete(
-    eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg)
+    eb__zk *zk, const char *path, int32_t version, eb__zk_void_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
@@ -401,8 +401,8 @@ eb__zk_delete(
 }
 
 int
-eb__zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_stat_cb cb, void *arg)
+eb__zk_exists(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_stat_cb cb, void *arg)
 {
 	int rv = zk_read_check(zk, "exists", path, cb != NULL);
 
@@ -412,8 +412,8 @@ eb__zk_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
 }
 
 int
-eb__zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_data_cb cb, void *arg)
+eb__zk_get(eb__zk *zk, const char *path, eb__zk_watch_cb watch, void *watch_arg,
+    eb__zk_data_cb cb, void *arg)
 {
 	int rv = zk_read_check(zk, "get", path, cb != NULL);
 
@@ -423,8 +423,8 @@ eb__zk_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 int
-eb__zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_children_cb cb, void *arg)
+eb__zk_get_children(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_children_cb cb, void *arg)
 {
 	int rv = zk_read_check(zk, "get_children", path, cb != NULL);
 
@@ -434,8 +434,8 @@ eb__zk_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
 }
 
 int
-eb__zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
-    int32_t version, eb_zk_stat_cb cb, void *arg)
+eb__zk_set(eb__zk *zk, const char *path, const char *data, size_t len,
+    int32_t version, eb__zk_stat_cb cb, void *arg)
 {
 	int rv = zk_op_check(zk, path, cb != NULL);
 
@@ -448,8 +448,8 @@ eb__zk_set(eb_zk *zk, const char *path, const char *data, size_t len,
 }
 
 int
-eb__zk_multi(
-    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg)
+eb__zk_multi(eb__zk *zk, const eb__zk_op *ops, size_t count, eb__zk_multi_cb cb,
+    void *arg)
 {
 	size_t i;
 	int    rv = zk_op_check(zk, "/", cb != NULL);
@@ -481,16 +481,16 @@ eb__zk_multi(
  * probing and is race-free against a concurrent creator.
  */
 struct ensure_req {
-	eb_zk_void_cb cb;
-	void         *arg;
-	char         *path; /* owned: the full path */
-	size_t        done; /* length of the prefix known to exist */
+	eb__zk_void_cb cb;
+	void          *arg;
+	char          *path; /* owned: the full path */
+	size_t         done; /* length of the prefix known to exist */
 };
 
-static int ensure_next(eb_zk *zk, struct ensure_req *r);
+static int ensure_next(eb__zk *zk, struct ensure_req *r);
 
 static void
-ensure_finish(eb_zk *zk, struct ensure_req *r, int status)
+ensure_finish(eb__zk *zk, struct ensure_req *r, int status)
 {
 	r->cb(zk, status, r->arg);
 	free(r->path);
@@ -498,7 +498,7 @@ ensure_finish(eb_zk *zk, struct ensure_req *r, int status)
 }
 
 static void
-ensure_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+ensure_create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	struct ensure_req *r = arg;
 	int                rv;
@@ -520,7 +520,7 @@ ensure_create_cb(eb_zk *zk, int status, const char *path, void *arg)
 }
 
 static void
-ensure_root_cb(eb_zk *zk, int status, const eb_zk_stat *stat, void *arg)
+ensure_root_cb(eb__zk *zk, int status, const eb__zk_stat *stat, void *arg)
 {
 	struct ensure_req *r = arg;
 
@@ -530,7 +530,7 @@ ensure_root_cb(eb_zk *zk, int status, const eb_zk_stat *stat, void *arg)
 
 /* Issues the create for the next level; 0 or an immediate error. */
 static int
-ensure_next(eb_zk *zk, struct ensure_req *r)
+ensure_next(eb__zk *zk, struct ensure_req *r)
 {
 	char  *slash;
 	size_t end;
@@ -551,7 +551,7 @@ ensure_next(eb_zk *zk, struct ensure_req *r)
 }
 
 int
-eb__zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
+eb__zk_ensure_path(eb__zk *zk, const char *path, eb__zk_void_cb cb, void *arg)
 {
 	struct ensure_req *r;
 	size_t             n;
@@ -594,7 +594,7 @@ eb__zk_ensure_path(eb_zk *zk, const char *path, eb_zk_void_cb cb, void *arg)
 /* id = generation << 32 | (slot + 1); a slot's generation grows on every
  * delete, so a stale id never finds the slot's next owner. */
 uint64_t
-eb__zk_live_add(eb_zk *zk, void *obj)
+eb__zk_live_add(eb__zk *zk, void *obj)
 {
 	eb__zk_live_slot *s;
 	size_t            i;
@@ -615,7 +615,7 @@ eb__zk_live_add(eb_zk *zk, void *obj)
 }
 
 static eb__zk_live_slot *
-live_slot(const eb_zk *zk, uint64_t id)
+live_slot(const eb__zk *zk, uint64_t id)
 {
 	size_t            i = (size_t) (id & 0xffffffffu);
 	eb__zk_live_slot *s;
@@ -628,7 +628,7 @@ live_slot(const eb_zk *zk, uint64_t id)
 }
 
 void *
-eb__zk_live_get(const eb_zk *zk, uint64_t id)
+eb__zk_live_get(const eb__zk *zk, uint64_t id)
 {
 	eb__zk_live_slot *s = live_slot(zk, id);
 
@@ -636,7 +636,7 @@ eb__zk_live_get(const eb_zk *zk, uint64_t id)
 }
 
 void
-eb__zk_live_del(eb_zk *zk, uint64_t id)
+eb__zk_live_del(eb__zk *zk, uint64_t id)
 {
 	eb__zk_live_slot *s = live_slot(zk, id);
 

@@ -1,6 +1,6 @@
 /*
- * zk/ internals shared by the module's own files and the modules above
- * it (election, eventbus/remote.c): eb__ names, not installed.
+ * zk/ internals shared by the module's own files (and its tests): eb__
+ * names, not installed. Other modules use zk/zk.h.
  *
  * Codes: raw ZooKeeper return codes (ZOK, ZNONODE, ...) exist only inside
  * zk/. eb__err_from_zk() is the one place where they become EB_E* codes;
@@ -36,7 +36,7 @@ const char *eb__zk_rc_name(int zrc);
  *   eb__zk_poll_generation: how many uv_poll handles were made so far (one
  *   or more per connection attempt).
  */
-int      eb__zk_connected_port(const eb_zk *zk);
-uint64_t eb__zk_poll_generation(const eb_zk *zk);
+int      eb__zk_connected_port(const eb__zk *zk);
+uint64_t eb__zk_poll_generation(const eb__zk *zk);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * The backend seam behind eb_zk (STYLE B9): zk/ code and its owners call
- * only the eb_zk_* functions of zk.h; those check the common state and
+ * The backend seam behind eb__zk (STYLE B9): zk/ code and its owners call
+ * only the eb__zk_* functions of zk.h; those check the common state and
  * dispatch to an ops table. Two backends exist:
  *   - the real one over libzookeeper_st driven from the loop (zk/zk.c);
  *   - an in-memory fake for deterministic unit tests (tests/harness/fakezk.c).
@@ -25,22 +25,22 @@
 #include "zk/zk.h"
 
 typedef struct eb__zk_ops {
-	int (*start)(eb_zk *zk);
-	void (*close)(eb_zk *zk);
-	int (*create)(eb_zk *zk, const char *path, const char *data, size_t len,
-	    int flags, eb_zk_create_cb cb, void *arg);
-	int (*delete_node)(eb_zk *zk, const char *path, int32_t version,
-	    eb_zk_void_cb cb, void *arg);
-	int (*exists)(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-	    void *watch_arg, eb_zk_stat_cb cb, void *arg);
-	int (*get)(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-	    void *watch_arg, eb_zk_data_cb cb, void *arg);
-	int (*get_children)(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-	    void *watch_arg, eb_zk_children_cb cb, void *arg);
-	int (*set)(eb_zk *zk, const char *path, const char *data, size_t len,
-	    int32_t version, eb_zk_stat_cb cb, void *arg);
-	int (*multi)(eb_zk *zk, const eb_zk_op *ops, size_t count,
-	    eb_zk_multi_cb cb, void *arg);
+	int (*start)(eb__zk *zk);
+	void (*close)(eb__zk *zk);
+	int (*create)(eb__zk *zk, const char *path, const char *data,
+	    size_t len, int flags, eb__zk_create_cb cb, void *arg);
+	int (*delete_node)(eb__zk *zk, const char *path, int32_t version,
+	    eb__zk_void_cb cb, void *arg);
+	int (*exists)(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+	    void *watch_arg, eb__zk_stat_cb cb, void *arg);
+	int (*get)(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+	    void *watch_arg, eb__zk_data_cb cb, void *arg);
+	int (*get_children)(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+	    void *watch_arg, eb__zk_children_cb cb, void *arg);
+	int (*set)(eb__zk *zk, const char *path, const char *data, size_t len,
+	    int32_t version, eb__zk_stat_cb cb, void *arg);
+	int (*multi)(eb__zk *zk, const eb__zk_op *ops, size_t count,
+	    eb__zk_multi_cb cb, void *arg);
 } eb__zk_ops;
 
 /* One slot of the live-id table (eb__zk_live_add). */
@@ -50,38 +50,38 @@ typedef struct eb__zk_live_slot {
 	uint32_t next_free; /* free list: next free slot + 1; 0: end */
 } eb__zk_live_slot;
 
-struct eb_zk {
+struct eb__zk {
 	uv_loop_t        *loop; /* borrowed */
 	const eb__zk_ops *ops;  /* borrowed (static table) */
 	void             *impl; /* backend state, owned by the backend */
-	eb_zk_event_cb    on_event;
+	eb__zk_event_cb   on_event;
 	void             *event_arg;
-	eb_zk_state       state;
+	eb__zk_state      state;
 	int64_t           session_id;
 	uint32_t          timeout_ms;
 	uint64_t          last_ok_send_ms;
 	uint64_t          requests;    /* dispatched to the backend */
 	uint64_t          too_big;     /* refused with EB_EZKTOOBIG */
 	size_t            max_request; /* eb__zk_max_request() */
-	size_t         chroot_len; /* prepended to every path by the client */
-	int            started;
-	int            closing;
-	eb_zk_close_cb close_cb;
-	void          *close_arg;
-	eb__vec        live;      /* of eb__zk_live_slot (eb__zk_live_add) */
-	uint32_t       live_free; /* first free slot + 1; 0: none */
+	size_t          chroot_len; /* prepended to every path by the client */
+	int             started;
+	int             closing;
+	eb__zk_close_cb close_cb;
+	void           *close_arg;
+	eb__vec         live;      /* of eb__zk_live_slot (eb__zk_live_add) */
+	uint32_t        live_free; /* first free slot + 1; 0: none */
 };
 
 /* Allocates the common part around a backend; used by eb__zk_new() and by
  * the fake. impl is handed over to the backend's close(). */
 int eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
-    uint32_t timeout_ms, eb_zk_event_cb on_event, void *arg, eb_zk **zkp);
+    uint32_t timeout_ms, eb__zk_event_cb on_event, void *arg, eb__zk **zkp);
 /* Backend -> common: a session event; updates state and calls the owner. */
-void eb__zk_emit(eb_zk *zk, eb_zk_event ev, int64_t session_id);
+void eb__zk_emit(eb__zk *zk, eb__zk_event ev, int64_t session_id);
 /* Backend -> common: a request sent at send_ms succeeded. */
-void eb__zk_note_ok(eb_zk *zk, uint64_t send_ms);
+void eb__zk_note_ok(eb__zk *zk, uint64_t send_ms);
 /* Backend -> common: the backend has closed; calls the owner's close cb and
  * frees zk. */
-void eb__zk_closed(eb_zk *zk);
+void eb__zk_closed(eb__zk *zk);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * Internals of the real eb_zk backend (zk/zk.c: session, driving,
+ * Internals of the real eb__zk backend (zk/zk.c: session, driving,
  * lifecycle; zk/zk_req.c: requests, completions, watches). Not for any
  * other file. See zk/zk.c for the design; loop thread only, except that
  * completion and watcher functions may run in the close worker for a retired
@@ -39,7 +39,7 @@ struct zk_conn;
 struct zk_watch {
 	eb_list         link; /* in conn->watches */
 	struct zk_conn *conn; /* borrowed */
-	eb_zk_watch_cb  cb;
+	eb__zk_watch_cb cb;
 	void           *arg;
 };
 
@@ -48,12 +48,12 @@ struct zk_req {
 	struct zk_conn  *conn; /* borrowed */
 	enum zk_req_kind kind;
 	union {
-		eb_zk_create_cb   create;
-		eb_zk_void_cb     void_;
-		eb_zk_stat_cb     stat;
-		eb_zk_data_cb     data;
-		eb_zk_children_cb children;
-		eb_zk_multi_cb    multi;
+		eb__zk_create_cb   create;
+		eb__zk_void_cb     void_;
+		eb__zk_stat_cb     stat;
+		eb__zk_data_cb     data;
+		eb__zk_children_cb children;
+		eb__zk_multi_cb    multi;
 	} cb;
 	void            *arg;
 	uint64_t         send_ms;
@@ -80,11 +80,11 @@ struct zk_conn {
 };
 
 struct zk_real {
-	eb_zk            *zk; /* borrowed: the common part owns us */
+	eb__zk           *zk; /* borrowed: the common part owns us */
 	char             *hosts;
 	char             *scheme; /* NULL: no authentication */
 	char             *cred;
-	eb_zk_acl         acl;
+	eb__zk_acl        acl;
 	struct ACL        creator_acl[2];
 	struct ACL_vector creator_aclv;
 	struct zk_conn   *conn; /* current session; NULL after auth failure */
@@ -115,19 +115,19 @@ void eb__zkr_req_free(struct zk_req *q);
 /* Unlinks and frees w. */
 void eb__zkr_watch_free(struct zk_watch *w);
 /* The backend operations of the eb__zk_ops table. */
-int eb__zkr_create(eb_zk *zk, const char *path, const char *data, size_t len,
-    int flags, eb_zk_create_cb cb, void *arg);
-int eb__zkr_delete(
-    eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg);
-int eb__zkr_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_stat_cb cb, void *arg);
-int eb__zkr_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_data_cb cb, void *arg);
-int eb__zkr_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_children_cb cb, void *arg);
-int eb__zkr_set(eb_zk *zk, const char *path, const char *data, size_t len,
-    int32_t version, eb_zk_stat_cb cb, void *arg);
-int eb__zkr_multi(
-    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg);
+int eb__zkr_create(eb__zk *zk, const char *path, const char *data, size_t len,
+    int flags, eb__zk_create_cb cb, void *arg);
+int eb__zkr_delete(eb__zk *zk, const char *path, int32_t version,
+    eb__zk_void_cb cb, void *arg);
+int eb__zkr_exists(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_stat_cb cb, void *arg);
+int eb__zkr_get(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_data_cb cb, void *arg);
+int eb__zkr_get_children(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_children_cb cb, void *arg);
+int eb__zkr_set(eb__zk *zk, const char *path, const char *data, size_t len,
+    int32_t version, eb__zk_stat_cb cb, void *arg);
+int eb__zkr_multi(eb__zk *zk, const eb__zk_op *ops, size_t count,
+    eb__zk_multi_cb cb, void *arg);
 
 #endif

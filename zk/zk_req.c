@@ -1,5 +1,5 @@
 /*
- * Requests, completions and watches of the real eb_zk backend (see
+ * Requests, completions and watches of the real eb__zk backend (see
  * zk/zk.c for the design and zk/zk_real.h for the structures).
  *
  * Each request is linked into its session's conn->reqs from the moment it is
@@ -27,7 +27,7 @@
 /* ---- small helpers ------------------------------------------------------ */
 
 static void
-stat_from_zk(eb_zk_stat *out, const struct Stat *s)
+stat_from_zk(eb__zk_stat *out, const struct Stat *s)
 {
 	out->czxid = s->czxid;
 	out->mzxid = s->mzxid;
@@ -137,7 +137,7 @@ req_done(struct zk_req *q, int status)
 void
 eb__zkr_req_fail(struct zk_req *q, int status)
 {
-	eb_zk *zk = q->conn->r->zk;
+	eb__zk *zk = q->conn->r->zk;
 
 	q->delivered = 1;
 	switch (q->kind) {
@@ -157,8 +157,8 @@ eb__zkr_req_fail(struct zk_req *q, int status)
 		q->cb.children(zk, status, NULL, 0, q->arg);
 		break;
 	case ZK_REQ_MULTI: {
-		eb_zk_op_result *res = eb__calloc(q->count, sizeof(*res));
-		size_t           i;
+		eb__zk_op_result *res = eb__calloc(q->count, sizeof(*res));
+		size_t            i;
 
 		for (i = 0; i < q->count; i++) {
 			res[i].status = status;
@@ -216,7 +216,7 @@ stat_done(int rc, const struct Stat *stat, const void *data)
 {
 	struct zk_req *q = req_of(data);
 	int            st = eb__err_from_zk(rc);
-	eb_zk_stat     s;
+	eb__zk_stat    s;
 
 	if (!req_deliverable(q)) {
 		return;
@@ -238,7 +238,7 @@ data_done(int rc, const char *value, int len, const struct Stat *stat,
 {
 	struct zk_req *q = req_of(data);
 	int            st = eb__err_from_zk(rc);
-	eb_zk_stat     s;
+	eb__zk_stat    s;
 
 	if (!req_deliverable(q)) {
 		return;
@@ -280,10 +280,10 @@ children_done(int rc, const struct String_vector *v, const void *data)
 static void
 multi_done(int rc, const void *data)
 {
-	struct zk_req   *q = req_of(data);
-	int              st = eb__err_from_zk(rc);
-	eb_zk_op_result *res;
-	size_t           i;
+	struct zk_req    *q = req_of(data);
+	int               st = eb__err_from_zk(rc);
+	eb__zk_op_result *res;
+	size_t            i;
 
 	if (!req_deliverable(q)) {
 		return;
@@ -311,8 +311,8 @@ multi_done(int rc, const void *data)
 static void
 watch_fire(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-	struct zk_watch *w = ctx;
-	eb_zk_watch_type t;
+	struct zk_watch  *w = ctx;
+	eb__zk_watch_type t;
 
 	(void) zh;
 	(void) state;
@@ -359,7 +359,7 @@ req_new(struct zk_real *r, enum zk_req_kind kind, void *arg, int *err)
 }
 
 static void
-req_watch(struct zk_req *q, eb_zk_watch_cb cb, void *arg)
+req_watch(struct zk_req *q, eb__zk_watch_cb cb, void *arg)
 {
 	struct zk_watch *w;
 
@@ -398,8 +398,8 @@ req_issued(struct zk_real *r, struct zk_req *q, int rc)
 }
 
 int
-eb__zkr_create(eb_zk *zk, const char *path, const char *data, size_t len,
-    int flags, eb_zk_create_cb cb, void *arg)
+eb__zkr_create(eb__zk *zk, const char *path, const char *data, size_t len,
+    int flags, eb__zk_create_cb cb, void *arg)
 {
 	struct zk_real *r = zk->impl;
 	struct zk_req  *q;
@@ -419,7 +419,7 @@ eb__zkr_create(eb_zk *zk, const char *path, const char *data, size_t len,
 
 int
 eb__zkr_delete(
-    eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg)
+    eb__zk *zk, const char *path, int32_t version, eb__zk_void_cb cb, void *arg)
 {
 	struct zk_real *r = zk->impl;
 	struct zk_req  *q;
@@ -434,8 +434,8 @@ eb__zkr_delete(
 }
 
 int
-eb__zkr_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_stat_cb cb, void *arg)
+eb__zkr_exists(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_stat_cb cb, void *arg)
 {
 	struct zk_real *r = zk->impl;
 	struct zk_req  *q;
@@ -452,8 +452,8 @@ eb__zkr_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
 }
 
 int
-eb__zkr_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_data_cb cb, void *arg)
+eb__zkr_get(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_data_cb cb, void *arg)
 {
 	struct zk_real *r = zk->impl;
 	struct zk_req  *q;
@@ -470,8 +470,8 @@ eb__zkr_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 int
-eb__zkr_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
-    void *watch_arg, eb_zk_children_cb cb, void *arg)
+eb__zkr_get_children(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_children_cb cb, void *arg)
 {
 	struct zk_real *r = zk->impl;
 	struct zk_req  *q;
@@ -489,8 +489,8 @@ eb__zkr_get_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch,
 }
 
 int
-eb__zkr_set(eb_zk *zk, const char *path, const char *data, size_t len,
-    int32_t version, eb_zk_stat_cb cb, void *arg)
+eb__zkr_set(eb__zk *zk, const char *path, const char *data, size_t len,
+    int32_t version, eb__zk_stat_cb cb, void *arg)
 {
 	struct zk_real *r = zk->impl;
 	struct zk_req  *q;
@@ -510,14 +510,14 @@ eb__zkr_set(eb_zk *zk, const char *path, const char *data, size_t len,
 
 /* Fills q->ops from the caller's (borrowed) ops; 0 or EB_EZKBADARGS. */
 static int
-multi_prepare(struct zk_real *r, struct zk_req *q, const eb_zk_op *ops)
+multi_prepare(struct zk_real *r, struct zk_req *q, const eb__zk_op *ops)
 {
 	size_t i;
 
 	for (i = 0; i < q->count; i++) {
-		const eb_zk_op *o = &ops[i];
-		int             len = o->data != NULL ? (int) o->len : -1;
-		size_t          plen;
+		const eb__zk_op *o = &ops[i];
+		int              len = o->data != NULL ? (int) o->len : -1;
+		size_t           plen;
 
 		if (o->len > INT_MAX) {
 			return EB_EZKBADARGS;
@@ -549,8 +549,8 @@ multi_prepare(struct zk_real *r, struct zk_req *q, const eb_zk_op *ops)
 }
 
 int
-eb__zkr_multi(
-    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg)
+eb__zkr_multi(eb__zk *zk, const eb__zk_op *ops, size_t count,
+    eb__zk_multi_cb cb, void *arg)
 {
 	struct zk_real *r = zk->impl;
 	struct zk_req  *q;

@@ -115,7 +115,7 @@ typedef struct eb_shared_stats {
 	uint64_t renewals;        /* lease renewal multis sent (chunks) */
 	uint64_t deletes_pending; /* lock nodes still to delete (now) */
 	uint64_t counters_deleted;
-	int      zk_state;       /* own session: eb_zk_state (0 connecting, 1
+	int      zk_state;       /* own session: eb__zk_state (0 connecting, 1
 	                            connected, 2 suspended, 3 closed) */
 	uint64_t zk_expiries;    /* own session expiries */
 	uint64_t zk_suspensions; /* own session connection losses */

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "election/election_int.h"
+#include "election/election_owner.h"
 
 static void
-sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+sim_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	elsim *s = arg;
 
@@ -20,7 +20,7 @@ sim_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 }
 
 static void
-sim_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
+sim_reg_cb(eb__registry *r, eb__registry_event ev, int status, void *arg)
 {
 	elsim *s = arg;
 
@@ -64,9 +64,9 @@ void
 elsim_open(elsim *s, uv_loop_t *loop, fakezk_server *srv, int i, int eligible,
     uint32_t timeout_ms, const eb_election_opts *eo)
 {
-	eb_registry_opts o;
-	eb_election_opts e;
-	char             addr[32];
+	eb__registry_opts o;
+	eb_election_opts  e;
+	char              addr[32];
 
 	memset(s, 0, sizeof(*s));
 	(void) snprintf(s->id, sizeof(s->id), "n%d", i);
@@ -104,14 +104,14 @@ elsim_el_closed_cb(eb_election *e, void *arg)
 }
 
 static void
-sim_reg_closed_cb(eb_registry *r, void *arg)
+sim_reg_closed_cb(eb__registry *r, void *arg)
 {
 	(void) r;
 	((elsim *) arg)->closed++;
 }
 
 static void
-sim_zk_closed_cb(eb_zk *zk, void *arg)
+sim_zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	((elsim *) arg)->closed++;

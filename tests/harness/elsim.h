@@ -12,25 +12,25 @@
 
 #include <ebnode/election.h>
 
+#include "member/registry.h"
 #include "tests/harness/fakezk.h"
-#include "zk/registry.h"
 
 typedef struct elsim {
-	eb_zk       *zk;
-	eb_registry *reg;
-	eb_election *el;
-	int          registered;
-	int          failed;
-	int          rereg;
-	int          rereg_state_ok; /* what /health reads, at the event */
-	int          elected;
-	int          revoked;
-	int          leader;
-	int64_t      epoch;
-	char         reason[32];
-	int          closed; /* close callbacks seen (3: all) */
-	int          open;
-	char         id[16];
+	eb__zk       *zk;
+	eb__registry *reg;
+	eb_election  *el;
+	int           registered;
+	int           failed;
+	int           rereg;
+	int           rereg_state_ok; /* what /health reads, at the event */
+	int           elected;
+	int           revoked;
+	int           leader;
+	int64_t       epoch;
+	char          reason[32];
+	int           closed; /* close callbacks seen (3: all) */
+	int           open;
+	char          id[16];
 } elsim;
 
 /*

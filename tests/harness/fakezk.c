@@ -36,12 +36,12 @@ typedef struct fz_node {
 typedef struct fz_client fz_client;
 
 typedef struct fz_watch {
-	eb_list        link;
-	fz_client     *c;
-	char          *path; /* owned */
-	int            child;
-	eb_zk_watch_cb cb;
-	void          *arg;
+	eb_list         link;
+	fz_client      *c;
+	char           *path; /* owned */
+	int             child;
+	eb__zk_watch_cb cb;
+	void           *arg;
 } fz_watch;
 
 typedef struct fz_session {
@@ -65,39 +65,39 @@ enum fz_kind {
 };
 
 typedef struct fz_item {
-	eb_list        link;
-	fz_client     *c;
-	enum fz_kind   kind;
-	char          *path; /* owned */
-	char          *data; /* owned */
-	size_t         len;
-	int            flags;
-	int32_t        version;
-	eb_zk_op      *ops; /* owned copies (multi) */
-	size_t         nops;
-	eb_zk_watch_cb watch;
-	void          *watch_arg;
+	eb_list         link;
+	fz_client      *c;
+	enum fz_kind    kind;
+	char           *path; /* owned */
+	char           *data; /* owned */
+	size_t          len;
+	int             flags;
+	int32_t         version;
+	eb__zk_op      *ops; /* owned copies (multi) */
+	size_t          nops;
+	eb__zk_watch_cb watch;
+	void           *watch_arg;
 	union {
-		eb_zk_create_cb   create;
-		eb_zk_void_cb     v;
-		eb_zk_stat_cb     stat;
-		eb_zk_data_cb     data;
-		eb_zk_children_cb children;
-		eb_zk_multi_cb    multi;
+		eb__zk_create_cb   create;
+		eb__zk_void_cb     v;
+		eb__zk_stat_cb     stat;
+		eb__zk_data_cb     data;
+		eb__zk_children_cb children;
+		eb__zk_multi_cb    multi;
 	} cb;
-	void            *arg;
-	char           **op_paths; /* owned copies behind ops[i].path */
-	char           **op_datas; /* owned copies behind ops[i].data */
-	uint64_t         send_ms;
-	int              canceled;
-	eb_zk_event      ev;
-	eb_zk_watch_type wtype;
+	void             *arg;
+	char            **op_paths; /* owned copies behind ops[i].path */
+	char            **op_datas; /* owned copies behind ops[i].data */
+	uint64_t          send_ms;
+	int               canceled;
+	eb__zk_event      ev;
+	eb__zk_watch_type wtype;
 } fz_item;
 
 struct fz_client {
 	eb_list        link;
 	fakezk_server *s;
-	eb_zk         *zk;
+	eb__zk        *zk;
 	int64_t        session; /* 0: none */
 	int            started;
 	int            connected;
@@ -144,9 +144,9 @@ typedef struct fz_undo {
 } fz_undo;
 
 typedef struct fz_trigger {
-	char            *path;
-	eb_zk_watch_type type;
-	int              child; /* fires child watches (on path) */
+	char             *path;
+	eb__zk_watch_type type;
+	int               child; /* fires child watches (on path) */
 } fz_trigger;
 
 /* The most ops of one multi (the real server has no count limit, only
@@ -228,7 +228,7 @@ child_count(fakezk_server *s, const char *path)
 }
 
 static void
-fill_stat(fakezk_server *s, const fz_node *n, eb_zk_stat *st)
+fill_stat(fakezk_server *s, const fz_node *n, eb__zk_stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->czxid = n->czxid;
@@ -302,7 +302,7 @@ item_free(fz_item *it)
 
 static void
 watch_add(
-    fz_client *c, const char *path, int child, eb_zk_watch_cb cb, void *arg)
+    fz_client *c, const char *path, int child, eb__zk_watch_cb cb, void *arg)
 {
 	fz_watch *w;
 
@@ -328,7 +328,7 @@ watch_free(fz_watch *w)
 
 /* Fires (queues) every watch that matches a committed change. */
 static void
-fire(fakezk_server *s, const char *path, eb_zk_watch_type type, int child)
+fire(fakezk_server *s, const char *path, eb__zk_watch_type type, int child)
 {
 	eb_list *it;
 	eb_list *tmp;
@@ -351,7 +351,7 @@ fire(fakezk_server *s, const char *path, eb_zk_watch_type type, int child)
 }
 
 static void
-fire_changes(fakezk_server *s, const char *path, eb_zk_watch_type type)
+fire_changes(fakezk_server *s, const char *path, eb__zk_watch_type type)
 {
 	char parent[512];
 
@@ -375,7 +375,7 @@ fire_changes(fakezk_server *s, const char *path, eb_zk_watch_type type)
 /* ---- operations on the tree (with undo) ---- */
 
 static void
-txn_trigger(fz_txn *t, const char *path, eb_zk_watch_type type)
+txn_trigger(fz_txn *t, const char *path, eb__zk_watch_type type)
 {
 	if (t->ntrig < sizeof(t->trig) / sizeof(t->trig[0])) {
 		t->trig[t->ntrig].path = eb__strdup(path);
@@ -678,7 +678,7 @@ run_create(fz_client *c, fz_item *it, char **created)
 }
 
 static int
-run_multi(fz_client *c, fz_item *it, eb_zk_op_result *res, char **created)
+run_multi(fz_client *c, fz_item *it, eb__zk_op_result *res, char **created)
 {
 	fz_txn t;
 	size_t i;
@@ -686,7 +686,7 @@ run_multi(fz_client *c, fz_item *it, eb_zk_op_result *res, char **created)
 
 	txn_begin(c->s, &t);
 	for (i = 0; i < it->nops; i++) {
-		const eb_zk_op *op = &it->ops[i];
+		const eb__zk_op *op = &it->ops[i];
 
 		switch (op->type) {
 		case EB_ZK_OP_CREATE:
@@ -770,7 +770,7 @@ req_exists(fz_client *c, fz_item *it, int override)
 {
 	fakezk_server *s = c->s;
 	fz_node       *n = node_find(s, it->path);
-	eb_zk_stat     st;
+	eb__zk_stat    st;
 	int            rv = n == NULL ? EB_EZKNONODE : 0;
 
 	memset(&st, 0, sizeof(st));
@@ -791,7 +791,7 @@ req_get(fz_client *c, fz_item *it, int override)
 {
 	fakezk_server *s = c->s;
 	fz_node       *n = node_find(s, it->path);
-	eb_zk_stat     st;
+	eb__zk_stat    st;
 	int            rv = n == NULL ? EB_EZKNONODE : 0;
 	char          *copy;
 
@@ -859,7 +859,7 @@ req_set(fz_client *c, fz_item *it, int override)
 {
 	fakezk_server *s = c->s;
 	fz_node       *n;
-	eb_zk_stat     st;
+	eb__zk_stat    st;
 	fz_txn         t;
 	int            rv;
 
@@ -882,10 +882,10 @@ req_set(fz_client *c, fz_item *it, int override)
 static void
 req_multi(fz_client *c, fz_item *it, int override)
 {
-	eb_zk_op_result res[FZ_MULTI_MAX];
-	char           *mcreated[FZ_MULTI_MAX] = { NULL };
-	size_t          i;
-	int             rv = run_multi(c, it, res, mcreated);
+	eb__zk_op_result res[FZ_MULTI_MAX];
+	char            *mcreated[FZ_MULTI_MAX] = { NULL };
+	size_t           i;
+	int              rv = run_multi(c, it, res, mcreated);
 
 	if (override != 0) {
 		rv = override;
@@ -938,8 +938,8 @@ run_request(fz_client *c, fz_item *it, int override)
 static void
 fail_request(fz_client *c, fz_item *it, int status)
 {
-	eb_zk_op_result res[FZ_MULTI_MAX];
-	size_t          i;
+	eb__zk_op_result res[FZ_MULTI_MAX];
+	size_t           i;
 
 	switch (it->kind) {
 	case FZ_CREATE:
@@ -1056,7 +1056,7 @@ process_item(fakezk_server *s, fz_item *it)
 	case FZ_CLOSED:
 		eb_list_remove(&c->link);
 		{
-			eb_zk *zk = c->zk;
+			eb__zk *zk = c->zk;
 
 			free(c);
 			eb__zk_closed(zk);
@@ -1164,13 +1164,13 @@ client_drop_connection(fz_client *c)
 /* ---- backend ops ---- */
 
 static fz_client *
-client_of(eb_zk *zk)
+client_of(eb__zk *zk)
 {
 	return zk->impl;
 }
 
 static int
-submit(eb_zk *zk, fz_item *it)
+submit(eb__zk *zk, fz_item *it)
 {
 	fz_client *c = client_of(zk);
 
@@ -1180,7 +1180,7 @@ submit(eb_zk *zk, fz_item *it)
 }
 
 static int
-op_start(eb_zk *zk)
+op_start(eb__zk *zk)
 {
 	fz_client *c = client_of(zk);
 
@@ -1190,7 +1190,7 @@ op_start(eb_zk *zk)
 }
 
 static void
-op_close(eb_zk *zk)
+op_close(eb__zk *zk)
 {
 	fz_client *c = client_of(zk);
 	eb_list   *li;
@@ -1225,8 +1225,8 @@ op_close(eb_zk *zk)
 }
 
 static int
-op_create(eb_zk *zk, const char *path, const char *data, size_t len, int flags,
-    eb_zk_create_cb cb, void *arg)
+op_create(eb__zk *zk, const char *path, const char *data, size_t len, int flags,
+    eb__zk_create_cb cb, void *arg)
 {
 	fz_item *it = item_new(client_of(zk), FZ_CREATE);
 
@@ -1241,7 +1241,7 @@ op_create(eb_zk *zk, const char *path, const char *data, size_t len, int flags,
 
 static int
 op_delete(
-    eb_zk *zk, const char *path, int32_t version, eb_zk_void_cb cb, void *arg)
+    eb__zk *zk, const char *path, int32_t version, eb__zk_void_cb cb, void *arg)
 {
 	fz_item *it = item_new(client_of(zk), FZ_DELETE);
 
@@ -1253,8 +1253,8 @@ op_delete(
 }
 
 static int
-op_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_stat_cb cb, void *arg)
+op_exists(eb__zk *zk, const char *path, eb__zk_watch_cb watch, void *watch_arg,
+    eb__zk_stat_cb cb, void *arg)
 {
 	fz_item *it = item_new(client_of(zk), FZ_EXISTS);
 
@@ -1267,8 +1267,8 @@ op_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 static int
-op_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_data_cb cb, void *arg)
+op_get(eb__zk *zk, const char *path, eb__zk_watch_cb watch, void *watch_arg,
+    eb__zk_data_cb cb, void *arg)
 {
 	fz_item *it = item_new(client_of(zk), FZ_GET);
 
@@ -1281,8 +1281,8 @@ op_get(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 static int
-op_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_children_cb cb, void *arg)
+op_children(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_children_cb cb, void *arg)
 {
 	fz_item *it = item_new(client_of(zk), FZ_CHILDREN);
 
@@ -1295,8 +1295,8 @@ op_children(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 static int
-op_set(eb_zk *zk, const char *path, const char *data, size_t len,
-    int32_t version, eb_zk_stat_cb cb, void *arg)
+op_set(eb__zk *zk, const char *path, const char *data, size_t len,
+    int32_t version, eb__zk_stat_cb cb, void *arg)
 {
 	fz_item *it = item_new(client_of(zk), FZ_SET);
 
@@ -1310,8 +1310,8 @@ op_set(eb_zk *zk, const char *path, const char *data, size_t len,
 }
 
 static int
-op_multi(
-    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg)
+op_multi(eb__zk *zk, const eb__zk_op *ops, size_t count, eb__zk_multi_cb cb,
+    void *arg)
 {
 	fz_item *it;
 	size_t   i;
@@ -1430,7 +1430,7 @@ fakezk_server_close_run(fakezk_server *s, th_loop *t)
 
 int
 fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
-    eb_zk_event_cb on_event, void *arg, eb_zk **zkp)
+    eb__zk_event_cb on_event, void *arg, eb__zk **zkp)
 {
 	fz_client *c = eb__calloc(1, sizeof(*c));
 	int        rv;
@@ -1450,7 +1450,7 @@ fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
 }
 
 void
-fakezk_disconnect(eb_zk *zk)
+fakezk_disconnect(eb__zk *zk)
 {
 	fz_client *c = client_of(zk);
 	eb_list   *li;
@@ -1469,7 +1469,7 @@ fakezk_disconnect(eb_zk *zk)
 }
 
 void
-fakezk_reconnect(eb_zk *zk)
+fakezk_reconnect(eb__zk *zk)
 {
 	fz_client *c = client_of(zk);
 	fz_item   *it;
@@ -1493,7 +1493,7 @@ fakezk_reconnect(eb_zk *zk)
 }
 
 void
-fakezk_expire(eb_zk *zk)
+fakezk_expire(eb__zk *zk)
 {
 	fz_client *c = client_of(zk);
 	fz_item   *it;
@@ -1512,31 +1512,31 @@ fakezk_expire(eb_zk *zk)
 }
 
 void
-fakezk_lose_next_reply(eb_zk *zk)
+fakezk_lose_next_reply(eb__zk *zk)
 {
 	client_of(zk)->lose_next = 1;
 }
 
 void
-fakezk_lose_next_multi(eb_zk *zk)
+fakezk_lose_next_multi(eb__zk *zk)
 {
 	client_of(zk)->lose_next_multi = 1;
 }
 
 void
-fakezk_fail_next_multi(eb_zk *zk, int status)
+fakezk_fail_next_multi(eb__zk *zk, int status)
 {
 	client_of(zk)->fail_next_multi = status;
 }
 
 int64_t
-fakezk_session(const eb_zk *zk)
+fakezk_session(const eb__zk *zk)
 {
 	return ((const fz_client *) zk->impl)->session;
 }
 
 void
-fakezk_stall(eb_zk *zk, int on)
+fakezk_stall(eb__zk *zk, int on)
 {
 	fz_client *c = client_of(zk);
 
@@ -1547,7 +1547,7 @@ fakezk_stall(eb_zk *zk, int on)
 }
 
 void
-fakezk_stall_writes(eb_zk *zk, int on)
+fakezk_stall_writes(eb__zk *zk, int on)
 {
 	fz_client *c = client_of(zk);
 
@@ -1566,13 +1566,13 @@ fakezk_server_set_timeout_bounds(
 }
 
 void
-fakezk_kill(eb_zk *zk)
+fakezk_kill(eb__zk *zk)
 {
 	client_of(zk)->killed = 1;
 }
 
 void
-fakezk_fail_next(eb_zk *zk, int status)
+fakezk_fail_next(eb__zk *zk, int status)
 {
 	client_of(zk)->fail_next = status;
 }
@@ -1601,8 +1601,8 @@ fakezk_exists(fakezk_server *s, const char *path)
 }
 
 int
-fakezk_get(
-    fakezk_server *s, const char *path, char *buf, size_t cap, eb_zk_stat *stat)
+fakezk_get(fakezk_server *s, const char *path, char *buf, size_t cap,
+    eb__zk_stat *stat)
 {
 	fz_node *n = node_find(s, path);
 	size_t   l;
@@ -1630,13 +1630,13 @@ fakezk_child_count(fakezk_server *s, const char *path)
 }
 
 unsigned
-fakezk_watch_events(const eb_zk *zk)
+fakezk_watch_events(const eb__zk *zk)
 {
 	return ((const fz_client *) zk->impl)->watch_events;
 }
 
 unsigned
-fakezk_requests(const eb_zk *zk)
+fakezk_requests(const eb__zk *zk)
 {
 	return ((const fz_client *) zk->impl)->requests;
 }

@@ -4,7 +4,7 @@
  *
  * One fakezk_server holds the tree (persistent, ephemeral and sequential
  * nodes with czxid/mzxid/version/ephemeral owner), the sessions and the
- * one-shot watches. Any number of eb_zk clients (one per simulated node) are
+ * one-shot watches. Any number of eb__zk clients (one per simulated node) are
  * attached to it with fakezk_client_new(). Requests and watch events are
  * queued and delivered on later loop turns, in FIFO order, by one uv_idle
  * handle that is active only while the queue is non-empty.
@@ -66,38 +66,38 @@ void fakezk_server_close_run(fakezk_server *s, th_loop *t);
 
 /* A client; no session until eb__zk_start() (CONNECTED on a later turn). */
 int fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
-    eb_zk_event_cb on_event, void *arg, eb_zk **zkp);
+    eb__zk_event_cb on_event, void *arg, eb__zk **zkp);
 
-void fakezk_disconnect(eb_zk *zk);
-void fakezk_reconnect(eb_zk *zk);
-void fakezk_expire(eb_zk *zk);
-void fakezk_lose_next_reply(eb_zk *zk);
+void fakezk_disconnect(eb__zk *zk);
+void fakezk_reconnect(eb__zk *zk);
+void fakezk_expire(eb__zk *zk);
+void fakezk_lose_next_reply(eb__zk *zk);
 /* The same, for the next multi only (other requests pass normally). */
-void fakezk_lose_next_multi(eb_zk *zk);
+void fakezk_lose_next_multi(eb__zk *zk);
 /* The next multi fails with status without being applied. */
-void fakezk_fail_next_multi(eb_zk *zk, int status);
-void fakezk_stall(eb_zk *zk, int on);
-void fakezk_stall_writes(eb_zk *zk, int on);
+void fakezk_fail_next_multi(eb__zk *zk, int status);
+void fakezk_stall(eb__zk *zk, int on);
+void fakezk_stall_writes(eb__zk *zk, int on);
 /* Negotiation bounds for sessions created from now on; 0: no bound. */
 void fakezk_server_set_timeout_bounds(
     fakezk_server *s, uint32_t min_ms, uint32_t max_ms);
-void fakezk_kill(eb_zk *zk);
-void fakezk_fail_next(eb_zk *zk, int status);
+void fakezk_kill(eb__zk *zk);
+void fakezk_fail_next(eb__zk *zk, int status);
 /* Expires a session by id (e.g. of a killed client). */
 void fakezk_server_expire_session(fakezk_server *s, int64_t session_id);
 
 /* Inspection. */
-int64_t fakezk_session(const eb_zk *zk); /* the server-side session */
+int64_t fakezk_session(const eb__zk *zk); /* the server-side session */
 int     fakezk_exists(fakezk_server *s, const char *path);
 /* Copies the node's data (NUL-terminated); 0, or -1 when absent. */
 int fakezk_get(fakezk_server *s, const char *path, char *buf, size_t cap,
-    eb_zk_stat *stat);
+    eb__zk_stat *stat);
 /* Number of children of path (0 when absent). */
 size_t fakezk_child_count(fakezk_server *s, const char *path);
 /* Watch events delivered to this client so far. */
-unsigned fakezk_watch_events(const eb_zk *zk);
+unsigned fakezk_watch_events(const eb__zk *zk);
 /* Requests this client has issued so far. */
-unsigned fakezk_requests(const eb_zk *zk);
+unsigned fakezk_requests(const eb__zk *zk);
 /* Directly creates/deletes a node, as another client would (for tests that
  * need a conflicting node); fires watches. 0 or an EB_EZK* code. */
 int fakezk_put(

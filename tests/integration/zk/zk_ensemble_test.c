@@ -47,7 +47,7 @@ test_kill_connected_server(void **state)
 	char        idx[8], root[128], eph[192];
 	const char *kill_args[] = { "kill", dir, idx, NULL };
 	const char *restart_args[] = { "restart", dir, idx, NULL };
-	eb_zk      *zk;
+	eb__zk     *zk;
 	int64_t     sid;
 	int         port, port2, victim;
 	uint64_t    t0;

@@ -65,11 +65,11 @@ group_teardown(void **state)
 	return 0;
 }
 
-static eb_zk *
+static eb__zk *
 open_bounded(th_loop *t, size_t max_request, zkit_events *e)
 {
-	eb_zk_opts o;
-	eb_zk     *zk = NULL;
+	eb__zk_opts o;
+	eb__zk     *zk = NULL;
 
 	eb__zk_opts_init(&o);
 	o.connect = connect_str;
@@ -97,10 +97,10 @@ filler(size_t n)
 
 /* The data length that makes a create of path estimate exactly `bytes`. */
 static size_t
-fit_create(eb_zk *zk, const char *path, size_t bytes)
+fit_create(eb__zk *zk, const char *path, size_t bytes)
 {
-	eb_zk_op op = { .type = EB_ZK_OP_CREATE, .path = path, .data = "" };
-	size_t   base = eb__zk_op_bytes(zk, &op);
+	eb__zk_op op = { .type = EB_ZK_OP_CREATE, .path = path, .data = "" };
+	size_t    base = eb__zk_op_bytes(zk, &op);
 
 	assert_true(base < bytes);
 	return bytes - base;
@@ -112,7 +112,8 @@ struct multi_res {
 };
 
 static void
-multi_cb(eb_zk *zk, int status, const eb_zk_op_result *res, size_t n, void *arg)
+multi_cb(
+    eb__zk *zk, int status, const eb__zk_op_result *res, size_t n, void *arg)
 {
 	struct multi_res *m = arg;
 
@@ -124,7 +125,7 @@ multi_cb(eb_zk *zk, int status, const eb_zk_op_result *res, size_t n, void *arg)
 }
 
 static void
-never_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+never_create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -134,7 +135,7 @@ never_create_cb(eb_zk *zk, int status, const char *path, void *arg)
 }
 
 static void
-never_stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+never_stat_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -144,7 +145,7 @@ never_stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-cleanup(th_loop *t, eb_zk *zk, const char *root, const char *const *names)
+cleanup(th_loop *t, eb__zk *zk, const char *root, const char *const *names)
 {
 	char p[256];
 
@@ -164,8 +165,8 @@ test_estimate_never_undercounts(void **state)
 	char              root[128], big[192], m[192];
 	const char *const names[] = { "big", "m", NULL };
 	struct multi_res  mr = { 0, 0 };
-	eb_zk_op          ops[2];
-	eb_zk            *zk;
+	eb__zk_op         ops[2];
+	eb__zk           *zk;
 	char             *data;
 	size_t            n, len;
 
@@ -186,10 +187,10 @@ test_estimate_never_undercounts(void **state)
 	assert_int_equal(r.stat.data_length, (int32_t) n);
 	/* The same for a multi (a set and a create) at the server's limit. */
 	memset(ops, 0, sizeof(ops));
-	ops[0] = (eb_zk_op){
+	ops[0] = (eb__zk_op){
 		.type = EB_ZK_OP_SET, .path = big, .data = data, .version = -1
 	};
-	ops[1] = (eb_zk_op){ .type = EB_ZK_OP_CREATE, .path = m, .data = "" };
+	ops[1] = (eb__zk_op){ .type = EB_ZK_OP_CREATE, .path = m, .data = "" };
 	len = SERVER_BOUND - eb__zk_multi_bytes(zk, ops, 2);
 	assert_true(len <= n);
 	ops[0].len = len;
@@ -220,7 +221,7 @@ test_estimate_slack(void **state)
 	zkit_res          r;
 	char              root[128], p1[192], p2[192];
 	const char *const names[] = { "p1", "p2", NULL };
-	eb_zk            *zk;
+	eb__zk           *zk;
 	char             *data;
 	size_t            n;
 
@@ -254,8 +255,8 @@ test_refused_locally_session_untouched(void **state)
 	struct multi_res  m = { 0, 0 };
 	char              root[128], a[192], b[192];
 	const char *const names[] = { "a", "b", NULL };
-	eb_zk            *zk;
-	eb_zk_op          ops[2], set;
+	eb__zk           *zk;
+	eb__zk_op         ops[2], set;
 	char             *data;
 	size_t            n, nset;
 	int64_t           sid;
@@ -291,14 +292,14 @@ test_refused_locally_session_untouched(void **state)
 	memset(&r, 0, sizeof(r));
 	assert_int_equal(zkit_create(t, zk, a, data, 0, &r), 0);
 	/* A set of the same node one byte over the bound. */
-	set = (eb_zk_op){ .type = EB_ZK_OP_SET, .path = a, .data = data };
+	set = (eb__zk_op){ .type = EB_ZK_OP_SET, .path = a, .data = data };
 	nset = EB_ZK_DEFAULT_MAX_REQUEST - eb__zk_op_bytes(zk, &set) + 1;
 	assert_true(nset < n + 128);
 	assert_int_equal(eb__zk_set(zk, a, data, nset, -1, never_stat_cb, NULL),
 	    EB_EZKTOOBIG);
 	/* A multi of two writes that each fit but not together. */
 	memset(ops, 0, sizeof(ops));
-	ops[0] = (eb_zk_op){ .type = EB_ZK_OP_SET,
+	ops[0] = (eb__zk_op){ .type = EB_ZK_OP_SET,
 		.path = a,
 		.data = data,
 		.len = BIG,
@@ -336,8 +337,8 @@ test_unchecked_multi_drops_connection(void **state)
 	struct multi_res  m = { 0, 0 };
 	char              root[128], a[192], b[192];
 	const char *const names[] = { "a", "b", NULL };
-	eb_zk            *zk;
-	eb_zk_op          ops[2];
+	eb__zk           *zk;
+	eb__zk_op         ops[2];
 	char             *data = filler(BIG);
 
 	th_watchdog_ms(t, 60000);
@@ -350,7 +351,7 @@ test_unchecked_multi_drops_connection(void **state)
 	assert_int_equal(zkit_create(t, zk, a, "", 0, &r), 0);
 	assert_int_equal(zkit_create(t, zk, b, "", 0, &r), 0);
 	memset(ops, 0, sizeof(ops));
-	ops[0] = (eb_zk_op){ .type = EB_ZK_OP_SET,
+	ops[0] = (eb__zk_op){ .type = EB_ZK_OP_SET,
 		.path = a,
 		.data = data,
 		.len = BIG,

@@ -49,7 +49,7 @@ test_basic_ops_and_watches(void **state)
 	zkit_watch  wchg = { 0 };
 	zkit_watch  wcre = { 0 };
 	char        root[128], p[192], nope[192], ab[192];
-	eb_zk      *zk;
+	eb__zk     *zk;
 
 	th_watchdog_ms(t, 60000);
 	zkit_unique_root(root, sizeof(root));
@@ -112,7 +112,7 @@ test_ephemeral_sequential_children(void **state)
 	zkit_res    r;
 	zkit_watch  wch = { 0 };
 	char        root[128], path[192], s1[512], s2[512];
-	eb_zk      *zk;
+	eb__zk     *zk;
 	size_t      i;
 	int         found = 0;
 
@@ -178,8 +178,8 @@ struct multi_res {
 };
 
 static void
-multi_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+multi_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
 	struct multi_res *m = arg;
 	size_t            i;
@@ -200,17 +200,17 @@ multi_cb(
 
 /* A failing check (the fencing pattern): nothing is set. */
 static void
-multi_failing_check(th_loop *t, eb_zk *zk, const char *p)
+multi_failing_check(th_loop *t, eb__zk *zk, const char *p)
 {
 	struct multi_res m;
 	zkit_res         r;
-	eb_zk_op         ops[2] = {
-		        { .type = EB_ZK_OP_CHECK, .path = p, .version = 0 },
-		        { .type = EB_ZK_OP_SET,
-		            .path = p,
-		            .data = "v2",
-		            .len = 2,
-		            .version = -1 },
+	eb__zk_op        ops[2] = {
+		       { .type = EB_ZK_OP_CHECK, .path = p, .version = 0 },
+		       { .type = EB_ZK_OP_SET,
+		           .path = p,
+		           .data = "v2",
+		           .len = 2,
+		           .version = -1 },
 	};
 
 	memset(&m, 0, sizeof(m));
@@ -230,7 +230,7 @@ test_multi(void **state)
 	zkit_res         r;
 	struct multi_res m;
 	char             root[128], p[192], m1[192], m2[192], sq[192];
-	eb_zk           *zk;
+	eb__zk          *zk;
 	uint64_t         before;
 
 	th_watchdog_ms(t, 60000);
@@ -246,7 +246,7 @@ test_multi(void **state)
 	{
 		/* All applied under one zxid: the created member and claim
 		 * share czxid and owner. */
-		eb_zk_op ops[4] = {
+		eb__zk_op ops[4] = {
 			{ .type = EB_ZK_OP_CHECK, .path = p, .version = 0 },
 			{ .type = EB_ZK_OP_CREATE,
 			    .path = m1,
@@ -278,7 +278,7 @@ test_multi(void **state)
 		assert_true(eb__zk_last_ok_send_ms(zk) >= before);
 	}
 	{
-		eb_zk_stat a, b;
+		eb__zk_stat a, b;
 
 		assert_int_equal(zkit_exists(t, zk, m1, NULL, NULL, &r), 0);
 		a = r.stat;
@@ -293,7 +293,7 @@ test_multi(void **state)
 	}
 	{
 		/* The second create fails: nothing of the multi is applied. */
-		eb_zk_op ops[3] = {
+		eb__zk_op ops[3] = {
 			{ .type = EB_ZK_OP_CREATE, .path = m2 },
 			{ .type = EB_ZK_OP_CREATE, .path = p },
 			{ .type = EB_ZK_OP_DELETE, .path = m1, .version = -1 },
@@ -317,7 +317,7 @@ test_multi(void **state)
 }
 
 static void
-never_stat_cb(eb_zk *zk, int status, const eb_zk_stat *stat, void *arg)
+never_stat_cb(eb__zk *zk, int status, const eb__zk_stat *stat, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -334,10 +334,10 @@ test_acl_and_auth(void **state)
 	zkit_events e2 = { .n = 0 };
 	zkit_events e3 = { .n = 0 };
 	zkit_res    r;
-	eb_zk_opts  o;
-	eb_zk      *owner = NULL;
-	eb_zk      *other;
-	eb_zk      *bogus = NULL;
+	eb__zk_opts o;
+	eb__zk     *owner = NULL;
+	eb__zk     *other;
+	eb__zk     *bogus = NULL;
 	char        root[128], p[192];
 
 	th_watchdog_ms(t, 60000);
@@ -389,8 +389,8 @@ struct cancel_res {
 };
 
 static void
-cancel_get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *stat, void *arg)
+cancel_get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *stat, void *arg)
 {
 	struct cancel_res *c = arg;
 
@@ -403,7 +403,7 @@ cancel_get_cb(eb_zk *zk, int status, const char *data, size_t len,
 }
 
 static void
-closed_cb(eb_zk *zk, void *arg)
+closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	(*(int *) arg)++;
@@ -417,7 +417,7 @@ test_close_cancels_in_flight(void **state)
 	zkit_events       e = { .n = 0 };
 	struct cancel_res c = { 0, 0 };
 	zkit_meter        m;
-	eb_zk            *zk;
+	eb__zk           *zk;
 	int               closed = 0;
 	uint64_t          t0, call_ns, done_ns;
 
@@ -456,7 +456,7 @@ struct self_close {
 };
 
 static void
-self_close_closed_cb(eb_zk *zk, void *arg)
+self_close_closed_cb(eb__zk *zk, void *arg)
 {
 	struct self_close *c = arg;
 
@@ -467,8 +467,8 @@ self_close_closed_cb(eb_zk *zk, void *arg)
 }
 
 static void
-self_close_second_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *stat, void *arg)
+self_close_second_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *stat, void *arg)
 {
 	struct self_close *c = arg;
 
@@ -481,8 +481,8 @@ self_close_second_cb(eb_zk *zk, int status, const char *data, size_t len,
 }
 
 static void
-self_close_first_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *stat, void *arg)
+self_close_first_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *stat, void *arg)
 {
 	struct self_close *c = arg;
 
@@ -505,7 +505,7 @@ test_close_from_completion(void **state)
 	th_loop          *t = *state;
 	zkit_events       e = { .n = 0 };
 	struct self_close c;
-	eb_zk            *zk;
+	eb__zk           *zk;
 
 	memset(&c, 0, sizeof(c));
 	th_watchdog_ms(t, 60000);
@@ -543,7 +543,7 @@ test_close_unresponsive_does_not_block(void **state)
 	zkit_events e = { .n = 0 };
 	zkit_meter  m;
 	th_proxy   *px;
-	eb_zk      *zk;
+	eb__zk     *zk;
 	char        via[64];
 	int         closed = 0;
 	int         pclosed = 0;

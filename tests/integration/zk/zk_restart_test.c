@@ -27,7 +27,7 @@ test_restart_within_session_timeout(void **state)
 	const char *dir = getenv("EB_ZK_FIXTURE_DIR");
 	const char *args[] = { "restart", dir, NULL };
 	char        root[128], node[192], eph[192];
-	eb_zk      *zk;
+	eb__zk     *zk;
 	int64_t     sid;
 	uint64_t    t0;
 

@@ -57,8 +57,8 @@ struct get_res {
 };
 
 static void
-get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *stat, void *arg)
+get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *stat, void *arg)
 {
 	struct get_res *g = arg;
 
@@ -72,7 +72,7 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 
 /* Heals the partition and checks the new session (events 4: CONNECTED). */
 static void
-heal_and_check(th_loop *t, th_proxy *px, eb_zk *zk, zkit_events *ev,
+heal_and_check(th_loop *t, th_proxy *px, eb__zk *zk, zkit_events *ev,
     int64_t sid1, const char *eph, int silent)
 {
 	zkit_res r;
@@ -112,8 +112,8 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	zkit_res       r;
 	zkit_watch     gone = { 0 };
 	th_proxy      *px;
-	eb_zk         *zk;
-	eb_zk         *witness;
+	eb__zk        *zk;
+	eb__zk        *witness;
 	char           via[64], root[128], eph[192];
 	int64_t        sid1;
 	uint64_t       t_loss, t_exp;
@@ -197,7 +197,7 @@ test_short_cut_resumes_session(void **state)
 	zkit_res    r;
 	zkit_watch  w = { 0 };
 	th_proxy   *px;
-	eb_zk      *zk;
+	eb__zk     *zk;
 	char        via[64], root[128], node[192];
 	int64_t     sid;
 	uint64_t    gen;
@@ -248,8 +248,8 @@ test_server_side_expiry(void **state)
 	zkit_res    r;
 	zkit_watch  gone = { 0 };
 	th_proxy   *px;
-	eb_zk      *zk;
-	eb_zk      *witness;
+	eb__zk     *zk;
+	eb__zk     *witness;
 	char        via[64], root[128], eph[192];
 	int64_t     sid1;
 	uint32_t    timeout;

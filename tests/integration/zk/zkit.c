@@ -9,7 +9,7 @@
 #include "common/util.h"
 
 void
-zkit_on_event(eb_zk *zk, eb_zk_event ev, void *arg)
+zkit_on_event(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	zkit_events *e = arg;
 
@@ -94,12 +94,12 @@ zkit_unique_root(char *buf, size_t len)
 	(void) snprintf(buf, len, "/ebtest-zk/%s", id);
 }
 
-eb_zk *
+eb__zk *
 zkit_open(th_loop *t, const char *connect, uint32_t timeout_ms, zkit_events *e)
 {
-	eb_zk_opts o;
-	eb_zk     *zk = NULL;
-	int        n0 = e->n;
+	eb__zk_opts o;
+	eb__zk     *zk = NULL;
+	int         n0 = e->n;
 
 	eb__zk_opts_init(&o);
 	o.connect = connect;
@@ -114,14 +114,14 @@ zkit_open(th_loop *t, const char *connect, uint32_t timeout_ms, zkit_events *e)
 }
 
 static void
-close_cb(eb_zk *zk, void *arg)
+close_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	(*(int *) arg)++;
 }
 
 void
-zkit_close(th_loop *t, eb_zk *zk)
+zkit_close(th_loop *t, eb__zk *zk)
 {
 	int closed = 0;
 
@@ -132,7 +132,7 @@ zkit_close(th_loop *t, eb_zk *zk)
 }
 
 static void
-res_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+res_create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	zkit_res *r = arg;
 
@@ -147,7 +147,7 @@ res_create_cb(eb_zk *zk, int status, const char *path, void *arg)
 }
 
 static void
-res_void_cb(eb_zk *zk, int status, void *arg)
+res_void_cb(eb__zk *zk, int status, void *arg)
 {
 	zkit_res *r = arg;
 
@@ -159,7 +159,7 @@ res_void_cb(eb_zk *zk, int status, void *arg)
 }
 
 static void
-res_stat_cb(eb_zk *zk, int status, const eb_zk_stat *stat, void *arg)
+res_stat_cb(eb__zk *zk, int status, const eb__zk_stat *stat, void *arg)
 {
 	zkit_res *r = arg;
 
@@ -175,8 +175,8 @@ res_stat_cb(eb_zk *zk, int status, const eb_zk_stat *stat, void *arg)
 }
 
 static void
-res_data_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *stat, void *arg)
+res_data_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *stat, void *arg)
 {
 	zkit_res *r = arg;
 
@@ -200,7 +200,7 @@ res_data_cb(eb_zk *zk, int status, const char *data, size_t len,
 
 static void
 res_children_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	zkit_res *r = arg;
 	size_t    i;
@@ -226,7 +226,7 @@ res_wait(th_loop *t, zkit_res *r, int rv)
 }
 
 int
-zkit_create(th_loop *t, eb_zk *zk, const char *path, const char *data,
+zkit_create(th_loop *t, eb__zk *zk, const char *path, const char *data,
     int flags, zkit_res *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -236,7 +236,7 @@ zkit_create(th_loop *t, eb_zk *zk, const char *path, const char *data,
 }
 
 int
-zkit_delete(th_loop *t, eb_zk *zk, const char *path, int32_t version)
+zkit_delete(th_loop *t, eb__zk *zk, const char *path, int32_t version)
 {
 	zkit_res r;
 
@@ -246,7 +246,7 @@ zkit_delete(th_loop *t, eb_zk *zk, const char *path, int32_t version)
 }
 
 int
-zkit_exists(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
+zkit_exists(th_loop *t, eb__zk *zk, const char *path, eb__zk_watch_cb w,
     void *warg, zkit_res *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -254,15 +254,15 @@ zkit_exists(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
 }
 
 int
-zkit_get(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w, void *warg,
-    zkit_res *r)
+zkit_get(th_loop *t, eb__zk *zk, const char *path, eb__zk_watch_cb w,
+    void *warg, zkit_res *r)
 {
 	memset(r, 0, sizeof(*r));
 	return res_wait(t, r, eb__zk_get(zk, path, w, warg, res_data_cb, r));
 }
 
 int
-zkit_children(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
+zkit_children(th_loop *t, eb__zk *zk, const char *path, eb__zk_watch_cb w,
     void *warg, zkit_res *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -271,7 +271,7 @@ zkit_children(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
 }
 
 int
-zkit_set(th_loop *t, eb_zk *zk, const char *path, const char *data,
+zkit_set(th_loop *t, eb__zk *zk, const char *path, const char *data,
     int32_t version, zkit_res *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -280,7 +280,7 @@ zkit_set(th_loop *t, eb_zk *zk, const char *path, const char *data,
 }
 
 int
-zkit_ensure(th_loop *t, eb_zk *zk, const char *path)
+zkit_ensure(th_loop *t, eb__zk *zk, const char *path)
 {
 	zkit_res r;
 
@@ -289,7 +289,7 @@ zkit_ensure(th_loop *t, eb_zk *zk, const char *path)
 }
 
 void
-zkit_on_watch(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+zkit_on_watch(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	zkit_watch *w = arg;
 

@@ -2,7 +2,7 @@
  * Helpers for the ZooKeeper integration tests (tests/integration/zk): the
  * fixture contract (EB_ZK_CONNECT_FILE, EB_ZK_FIXTURE_DIR,
  * EB_ZK_FIXTURE_SCRIPT), a session-event recorder, synchronous-looking
- * wrappers that run the loop until one eb_zk callback arrives (bounded), a
+ * wrappers that run the loop until one eb__zk callback arrives (bounded), a
  * fixture-script runner that keeps the loop turning, and a loop-stall meter.
  * Loop thread only; every wait is bounded and fails the test on timeout.
  */
@@ -18,14 +18,14 @@
 #define ZKIT_MAX_EVENTS 32
 
 typedef struct zkit_events {
-	eb_zk_event ev[ZKIT_MAX_EVENTS];
-	int64_t     sid[ZKIT_MAX_EVENTS]; /* eb__zk_session_id() at the event */
-	uint64_t    at_ms[ZKIT_MAX_EVENTS];
-	int         n;
+	eb__zk_event ev[ZKIT_MAX_EVENTS];
+	int64_t  sid[ZKIT_MAX_EVENTS]; /* eb__zk_session_id() at the event */
+	uint64_t at_ms[ZKIT_MAX_EVENTS];
+	int      n;
 } zkit_events;
 
-/* eb_zk_event_cb recording into a zkit_events (arg). */
-void zkit_on_event(eb_zk *zk, eb_zk_event ev, void *arg);
+/* eb__zk_event_cb recording into a zkit_events (arg). */
+void zkit_on_event(eb__zk *zk, eb__zk_event ev, void *arg);
 /* Waits until the recorder holds at least n events; 0 or -1. */
 int zkit_wait_events(th_loop *t, zkit_events *e, int n, uint64_t timeout_ms);
 
@@ -38,46 +38,46 @@ char *zkit_connect(void);
 void zkit_unique_root(char *buf, size_t len);
 
 /* New + start; waits for CONNECTED (fails the test otherwise). */
-eb_zk *zkit_open(
+eb__zk *zkit_open(
     th_loop *t, const char *connect, uint32_t timeout_ms, zkit_events *e);
 /* Close and wait for the close callback (fails the test otherwise). */
-void zkit_close(th_loop *t, eb_zk *zk);
+void zkit_close(th_loop *t, eb__zk *zk);
 
 /* Synchronous-looking operations: each returns the callback's status. */
 typedef struct zkit_res {
-	int        done;
-	int        status;
-	char       path[512];
-	char       data[512];
-	size_t     len;
-	int        has_data;
-	eb_zk_stat stat;
-	int        has_stat;
-	char       names[64][128];
-	size_t     count;
+	int         done;
+	int         status;
+	char        path[512];
+	char        data[512];
+	size_t      len;
+	int         has_data;
+	eb__zk_stat stat;
+	int         has_stat;
+	char        names[64][128];
+	size_t      count;
 } zkit_res;
 
-int zkit_create(th_loop *t, eb_zk *zk, const char *path, const char *data,
+int zkit_create(th_loop *t, eb__zk *zk, const char *path, const char *data,
     int flags, zkit_res *r);
-int zkit_delete(th_loop *t, eb_zk *zk, const char *path, int32_t version);
-int zkit_exists(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
+int zkit_delete(th_loop *t, eb__zk *zk, const char *path, int32_t version);
+int zkit_exists(th_loop *t, eb__zk *zk, const char *path, eb__zk_watch_cb w,
     void *warg, zkit_res *r);
-int zkit_get(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
+int zkit_get(th_loop *t, eb__zk *zk, const char *path, eb__zk_watch_cb w,
     void *warg, zkit_res *r);
-int zkit_children(th_loop *t, eb_zk *zk, const char *path, eb_zk_watch_cb w,
+int zkit_children(th_loop *t, eb__zk *zk, const char *path, eb__zk_watch_cb w,
     void *warg, zkit_res *r);
-int zkit_set(th_loop *t, eb_zk *zk, const char *path, const char *data,
+int zkit_set(th_loop *t, eb__zk *zk, const char *path, const char *data,
     int32_t version, zkit_res *r);
-int zkit_ensure(th_loop *t, eb_zk *zk, const char *path);
+int zkit_ensure(th_loop *t, eb__zk *zk, const char *path);
 
 /* A one-shot watch recorder. */
 typedef struct zkit_watch {
-	int              fired;
-	eb_zk_watch_type type;
-	char             path[512];
+	int               fired;
+	eb__zk_watch_type type;
+	char              path[512];
 } zkit_watch;
 void zkit_on_watch(
-    eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg);
+    eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg);
 
 /*
  * Runs the fixture script (EB_ZK_FIXTURE_SCRIPT) with args[0..] (e.g.

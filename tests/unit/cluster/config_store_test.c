@@ -27,7 +27,7 @@ static int64_t        first_hist, last_hist;
 static char           last_data[64];
 
 static void
-event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	(void) zk;
 	(void) arg;
@@ -59,7 +59,7 @@ history_cb(int st, const eb__config_version *v, size_t n, void *arg)
 }
 
 static int
-write_cfg(th_loop *t, eb_zk *zk, const char *data, int64_t expected)
+write_cfg(th_loop *t, eb__zk *zk, const char *data, int64_t expected)
 {
 	done = 0;
 	assert_int_equal(eb__config_write(zk, ROOT, data, strlen(data),
@@ -70,7 +70,7 @@ write_cfg(th_loop *t, eb_zk *zk, const char *data, int64_t expected)
 }
 
 static void
-zk_closed_cb(eb_zk *zk, void *arg)
+zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	(*(int *) arg)++;
@@ -79,11 +79,11 @@ zk_closed_cb(eb_zk *zk, void *arg)
 static void
 test_cas_and_history(void **state)
 {
-	th_loop   *t = *state;
-	eb_zk     *zk;
-	eb_zk_stat st;
-	char       buf[64], data[32];
-	int        i, closed = 0;
+	th_loop    *t = *state;
+	eb__zk     *zk;
+	eb__zk_stat st;
+	char        buf[64], data[32];
+	int         i, closed = 0;
 
 	srv = fakezk_server_new(&t->loop);
 	assert_int_equal(fakezk_client_new(srv, 400, event_cb, NULL, &zk), 0);
@@ -145,7 +145,7 @@ static void
 test_history_backlog(void **state)
 {
 	th_loop *t = *state;
-	eb_zk   *zk;
+	eb__zk  *zk;
 	char     buf[64];
 	int      i, closed = 0;
 
@@ -183,7 +183,7 @@ static void
 test_size_bound(void **state)
 {
 	th_loop *t = *state;
-	eb_zk   *zk;
+	eb__zk  *zk;
 	char    *big;
 	size_t   max;
 	int      closed = 0;

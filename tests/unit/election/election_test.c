@@ -14,11 +14,11 @@
 #include <ebnode/election.h>
 
 #include "common/util.h"
-#include "election/election_int.h"
+#include "election/election_owner.h"
+#include "member/registry.h"
 #include "tests/harness/elsim.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"
@@ -31,7 +31,7 @@ static sim              nodes[NMAX];
 static eb_election_opts sim_opts; /* lease options for sim_open */
 
 typedef struct reader {
-	eb_zk     *zk;
+	eb__zk    *zk;
 	uv_timer_t timer;
 	unsigned   ok;
 	int        inflight;
@@ -246,7 +246,7 @@ test_lease_expiry(void **state)
 /* ---- the quorum-confirmed lease (issue 10 item 1) ---- */
 
 static void
-reader_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+reader_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	reader *r = arg;
 

@@ -1,6 +1,6 @@
 /*
  * The election over well-formed members only, and the own member changed
- * from outside (election/election.c with zk/registry.c over the
+ * from outside (election/election.c with member/registry.c over the
  * in-memory ZooKeeper):
  *   - 1 000 members elect exactly one leader with a bounded number of
  *     requests, and a failover costs a bounded number more (no fixed-size
@@ -18,12 +18,12 @@
 
 #include <ebnode/election.h>
 
-#include "election/election_int.h"
+#include "election/election_owner.h"
+#include "member/member.h"
+#include "member/registry.h"
 #include "tests/harness/elsim.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/member.h"
-#include "zk/registry.h"
 
 #define ROOT    "/ebnode/e"
 #define MEMBERS ROOT "/members"
@@ -357,8 +357,8 @@ member_of(int i, char *out, size_t cap)
 static void
 claim_owner_is(int i)
 {
-	char       path[128];
-	eb_zk_stat st;
+	char        path[128];
+	eb__zk_stat st;
 
 	(void) snprintf(path, sizeof(path), ROOT "/addresses/addr-%d", i);
 	assert_int_equal(fakezk_get(srv, path, NULL, 0, &st), 0);

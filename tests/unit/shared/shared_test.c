@@ -22,7 +22,7 @@
 static fakezk_server *srv;
 
 typedef struct snode {
-	eb_zk     *zk;
+	eb__zk    *zk;
 	eb_shared *s;
 	int        events;
 	int        suspended;
@@ -44,7 +44,7 @@ static lk_obs *g_watch; /* the holder whose revocation inside an event is
                            counted */
 
 static void
-ev_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+ev_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	snode *n = arg;
 	int    before = g_watch != NULL ? g_watch->revoked : 0;
@@ -94,7 +94,7 @@ sh_closed_cb(eb_shared *s, void *arg)
 }
 
 static void
-zk_closed_cb(eb_zk *zk, void *arg)
+zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	((snode *) arg)->closed++;
@@ -603,7 +603,7 @@ test_renewal_chunks(void **state)
 	th_loop *t = *state;
 	snode    a;
 	enum { N = 5000 };
-	eb_zk_op *ops = calloc(N, sizeof(*ops));
+	eb__zk_op *ops = calloc(N, sizeof(*ops));
 	char(*paths)[300] = calloc(N, sizeof(*paths));
 	size_t i, k, chunks = 0;
 

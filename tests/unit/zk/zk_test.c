@@ -1,5 +1,5 @@
 /*
- * eb_zk without a server: the common part (zk_core.c) through a stub backend
+ * eb__zk without a server: the common part (zk_core.c) through a stub backend
  * (state transitions, lease base, ensure_path, argument checks), and the real
  * backend (zk.c) against a port nobody listens on (close semantics).
  */
@@ -14,19 +14,19 @@
 /* ---- a stub backend ------------------------------------------------------ */
 
 struct stub {
-	uv_timer_t      timer; /* completes the one pending create */
-	eb_zk          *zk;
-	char            paths[8][64];
-	int             npaths;
-	int             fail_at;     /* create index that fails (-1: none) */
-	int             fail_status; /* its status */
-	int             exists_at;   /* create index answering NODEEXISTS */
-	eb_zk_create_cb cb;
-	void           *arg;
-	int             status;
-	int             exists_calls;
-	eb_zk_stat_cb   stat_cb;
-	int             closing;
+	uv_timer_t       timer; /* completes the one pending create */
+	eb__zk          *zk;
+	char             paths[8][64];
+	int              npaths;
+	int              fail_at;     /* create index that fails (-1: none) */
+	int              fail_status; /* its status */
+	int              exists_at;   /* create index answering NODEEXISTS */
+	eb__zk_create_cb cb;
+	void            *arg;
+	int              status;
+	int              exists_calls;
+	eb__zk_stat_cb   stat_cb;
+	int              closing;
 };
 
 static void
@@ -39,7 +39,7 @@ stub_timer_cb(uv_timer_t *t)
 		return;
 	}
 	if (s->stat_cb != NULL) {
-		eb_zk_stat_cb cb = s->stat_cb;
+		eb__zk_stat_cb cb = s->stat_cb;
 
 		s->stat_cb = NULL;
 		cb(s->zk, 0, NULL, s->arg);
@@ -49,14 +49,14 @@ stub_timer_cb(uv_timer_t *t)
 }
 
 static int
-stub_start(eb_zk *zk)
+stub_start(eb__zk *zk)
 {
 	(void) zk;
 	return 0;
 }
 
 static void
-stub_close(eb_zk *zk)
+stub_close(eb__zk *zk)
 {
 	struct stub *s = zk->impl;
 
@@ -65,8 +65,8 @@ stub_close(eb_zk *zk)
 }
 
 static int
-stub_create(eb_zk *zk, const char *path, const char *data, size_t len,
-    int flags, eb_zk_create_cb cb, void *arg)
+stub_create(eb__zk *zk, const char *path, const char *data, size_t len,
+    int flags, eb__zk_create_cb cb, void *arg)
 {
 	struct stub *s = zk->impl;
 	int          i = s->npaths;
@@ -87,8 +87,8 @@ stub_create(eb_zk *zk, const char *path, const char *data, size_t len,
 }
 
 static int
-stub_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
-    eb_zk_stat_cb cb, void *arg)
+stub_exists(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
+    void *watch_arg, eb__zk_stat_cb cb, void *arg)
 {
 	struct stub *s = zk->impl;
 
@@ -103,8 +103,8 @@ stub_exists(eb_zk *zk, const char *path, eb_zk_watch_cb watch, void *watch_arg,
 }
 
 static int
-stub_multi(
-    eb_zk *zk, const eb_zk_op *ops, size_t count, eb_zk_multi_cb cb, void *arg)
+stub_multi(eb__zk *zk, const eb__zk_op *ops, size_t count, eb__zk_multi_cb cb,
+    void *arg)
 {
 	(void) zk;
 	(void) ops;
@@ -124,12 +124,12 @@ static const eb__zk_ops stub_ops = {
 };
 
 struct events {
-	eb_zk_event ev[16];
-	int         n;
+	eb__zk_event ev[16];
+	int          n;
 };
 
 static void
-on_event(eb_zk *zk, eb_zk_event ev, void *arg)
+on_event(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	struct events *e = arg;
 
@@ -141,17 +141,17 @@ on_event(eb_zk *zk, eb_zk_event ev, void *arg)
 static int closed;
 
 static void
-on_closed(eb_zk *zk, void *arg)
+on_closed(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	(void) arg;
 	closed++;
 }
 
-static eb_zk *
+static eb__zk *
 stub_new(th_loop *t, struct stub *s, struct events *e)
 {
-	eb_zk *zk = NULL;
+	eb__zk *zk = NULL;
 
 	memset(s, 0, sizeof(*s));
 	s->fail_at = -1;
@@ -166,7 +166,7 @@ stub_new(th_loop *t, struct stub *s, struct events *e)
 }
 
 static void
-stub_finish(th_loop *t, eb_zk *zk)
+stub_finish(th_loop *t, eb__zk *zk)
 {
 	closed = 0;
 	eb__zk_close(zk, on_closed, NULL);
@@ -180,7 +180,7 @@ stub_finish(th_loop *t, eb_zk *zk)
 static void
 test_opts_defaults(void **state)
 {
-	eb_zk_opts o;
+	eb__zk_opts o;
 
 	(void) state;
 	memset(&o, 0x5a, sizeof(o));
@@ -198,7 +198,7 @@ test_session_transitions(void **state)
 	th_loop      *t = *state;
 	struct stub   s;
 	struct events e = { .n = 0 };
-	eb_zk        *zk = stub_new(t, &s, &e);
+	eb__zk       *zk = stub_new(t, &s, &e);
 
 	assert_int_equal(eb__zk_get_state(zk), EB_ZK_STATE_CONNECTING);
 	assert_int_equal(eb__zk_session_id(zk), 0);
@@ -254,7 +254,7 @@ test_session_transitions(void **state)
 }
 
 static void
-dummy_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+dummy_create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -264,7 +264,7 @@ dummy_create_cb(eb_zk *zk, int status, const char *path, void *arg)
 }
 
 static void
-dummy_void_cb(eb_zk *zk, int status, void *arg)
+dummy_void_cb(eb__zk *zk, int status, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -274,7 +274,7 @@ dummy_void_cb(eb_zk *zk, int status, void *arg)
 
 static void
 dummy_multi_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *r, size_t n, void *arg)
+    eb__zk *zk, int status, const eb__zk_op_result *r, size_t n, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -290,9 +290,9 @@ test_argument_and_state_checks(void **state)
 	th_loop      *t = *state;
 	struct stub   s;
 	struct events e = { .n = 0 };
-	eb_zk        *zk = stub_new(t, &s, &e);
-	eb_zk_op      op = { .type = EB_ZK_OP_CHECK, .path = "/x" };
-	eb_zk_op      bad = { .type = (eb_zk_op_type) 9, .path = "/x" };
+	eb__zk       *zk = stub_new(t, &s, &e);
+	eb__zk_op     op = { .type = EB_ZK_OP_CHECK, .path = "/x" };
+	eb__zk_op     bad = { .type = (eb__zk_op_type) 9, .path = "/x" };
 
 	/* Not started yet. */
 	assert_int_equal(
@@ -341,7 +341,7 @@ struct ensure_result {
 };
 
 static void
-ensure_cb(eb_zk *zk, int status, void *arg)
+ensure_cb(eb__zk *zk, int status, void *arg)
 {
 	struct ensure_result *r = arg;
 
@@ -355,7 +355,7 @@ run_ensure(th_loop *t, const char *path, int fail_at, int fail_status,
     int exists_at, struct stub *s, struct ensure_result *res)
 {
 	struct events e = { .n = 0 };
-	eb_zk        *zk = stub_new(t, s, &e);
+	eb__zk       *zk = stub_new(t, s, &e);
 
 	s->fail_at = fail_at;
 	s->fail_status = fail_status;
@@ -409,7 +409,7 @@ test_ensure_path(void **state)
  */
 
 static void
-count_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+count_create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	(void) zk;
 	(void) path;
@@ -418,7 +418,7 @@ count_create_cb(eb_zk *zk, int status, const char *path, void *arg)
 }
 
 static void
-dummy_stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+dummy_stat_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -428,8 +428,8 @@ dummy_stat_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-dummy_data_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+dummy_data_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -442,7 +442,7 @@ dummy_data_cb(eb_zk *zk, int status, const char *data, size_t len,
 
 static void
 dummy_children_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	(void) zk;
 	(void) status;
@@ -459,8 +459,8 @@ test_size_estimates(void **state)
 	th_loop      *t = *state;
 	struct stub   s;
 	struct events e = { .n = 0 };
-	eb_zk        *zk = stub_new(t, &s, &e);
-	eb_zk_op      ops[3];
+	eb__zk       *zk = stub_new(t, &s, &e);
+	eb__zk_op     ops[3];
 	char          data[10];
 
 	memset(ops, 0, sizeof(ops));
@@ -468,20 +468,20 @@ test_size_estimates(void **state)
 	assert_int_equal(eb__zk_max_request(zk), EB_ZK_DEFAULT_MAX_REQUEST);
 	/* create "/a" + 10 bytes: frame 12, path 4+2, data 4+10, ACL 64,
 	 * flags 4, TTL 8. */
-	ops[0] = (eb_zk_op){ .type = EB_ZK_OP_CREATE,
+	ops[0] = (eb__zk_op){ .type = EB_ZK_OP_CREATE,
 		.path = "/a",
 		.data = data,
 		.len = sizeof(data) };
 	assert_int_equal(eb__zk_op_bytes(zk, &ops[0]), 108);
 	/* set: frame, path, data, version. */
-	ops[1] = (eb_zk_op){ .type = EB_ZK_OP_SET,
+	ops[1] = (eb__zk_op){ .type = EB_ZK_OP_SET,
 		.path = "/bb",
 		.data = data,
 		.len = 4,
 		.version = -1 };
 	assert_int_equal(eb__zk_op_bytes(zk, &ops[1]), 12 + 7 + 8 + 4);
 	/* delete and check: frame, path, version; NULL data is 4 bytes. */
-	ops[2] = (eb_zk_op){ .type = EB_ZK_OP_DELETE, .path = "/c" };
+	ops[2] = (eb__zk_op){ .type = EB_ZK_OP_DELETE, .path = "/c" };
 	assert_int_equal(eb__zk_op_bytes(zk, &ops[2]), 12 + 6 + 4);
 	/* A multi: the frame once, 9 per op, 9 to close. */
 	assert_int_equal(eb__zk_multi_op_bytes(zk, &ops[0]), 9 + 108 - 12);
@@ -509,10 +509,10 @@ test_size_bound(void **state)
 	th_loop      *t = *state;
 	struct stub   s;
 	struct events e = { .n = 0 };
-	eb_zk        *zk = stub_new(t, &s, &e);
+	eb__zk       *zk = stub_new(t, &s, &e);
 	static char   data[2048];
 	char          path[1100];
-	eb_zk_op      op;
+	eb__zk_op     op;
 	size_t        fit;
 	int           created = 0;
 
@@ -524,7 +524,7 @@ test_size_bound(void **state)
 	assert_int_equal(eb__zk_start(zk), 0);
 	/* create "/a" with fit bytes of data is exactly 1000 bytes. */
 	fit = 1000 - (12 + 6 + 4 + 64 + 4 + 8);
-	op = (eb_zk_op){
+	op = (eb__zk_op){
 		.type = EB_ZK_OP_CREATE, .path = "/a", .data = data, .len = fit
 	};
 	assert_int_equal(eb__zk_op_bytes(zk, &op), 1000);
@@ -549,7 +549,7 @@ test_size_bound(void **state)
 	    eb__zk_ensure_path(zk, path, dummy_void_cb, NULL), EB_EZKTOOBIG);
 	op.len = fit / 2; /* two of them in one multi: over */
 	{
-		eb_zk_op two[2] = { op, op };
+		eb__zk_op two[2] = { op, op };
 
 		assert_true(eb__zk_multi_bytes(zk, two, 2) > 1000);
 		assert_int_equal(eb__zk_multi(zk, two, 2, dummy_multi_cb, NULL),
@@ -575,9 +575,9 @@ test_size_bound(void **state)
 static void
 test_new_bad_opts(void **state)
 {
-	th_loop   *t = *state;
-	eb_zk_opts o;
-	eb_zk     *zk = NULL;
+	th_loop    *t = *state;
+	eb__zk_opts o;
+	eb__zk     *zk = NULL;
 
 	eb__zk_opts_init(&o);
 	assert_int_equal(eb__zk_new(&t->loop, &o, NULL, NULL, &zk), EB_ECONF);
@@ -595,10 +595,10 @@ test_new_bad_opts(void **state)
 static void
 test_new_size_opts(void **state)
 {
-	th_loop   *t = *state;
-	eb_zk_opts o;
-	eb_zk     *zk = NULL;
-	eb_zk_op   op = { .type = EB_ZK_OP_DELETE, .path = "/x" };
+	th_loop    *t = *state;
+	eb__zk_opts o;
+	eb__zk     *zk = NULL;
+	eb__zk_op   op = { .type = EB_ZK_OP_DELETE, .path = "/x" };
 
 	eb__zk_opts_init(&o);
 	assert_int_equal(o.max_request_bytes, EB_ZK_DEFAULT_MAX_REQUEST);
@@ -621,9 +621,9 @@ test_new_size_opts(void **state)
 static void
 test_close_without_start(void **state)
 {
-	th_loop   *t = *state;
-	eb_zk_opts o;
-	eb_zk     *zk = NULL;
+	th_loop    *t = *state;
+	eb__zk_opts o;
+	eb__zk     *zk = NULL;
 
 	eb__zk_opts_init(&o);
 	o.connect = "127.0.0.1:1";
@@ -675,7 +675,7 @@ struct pending {
 static struct pending *pend;
 
 static void
-pend_create_cb(eb_zk *zk, int status, const char *path, void *arg)
+pend_create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	(void) zk;
 	(void) arg;
@@ -686,8 +686,8 @@ pend_create_cb(eb_zk *zk, int status, const char *path, void *arg)
 }
 
 static void
-pend_get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *stat, void *arg)
+pend_get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *stat, void *arg)
 {
 	(void) zk;
 	(void) arg;
@@ -700,7 +700,7 @@ pend_get_cb(eb_zk *zk, int status, const char *data, size_t len,
 }
 
 static void
-pend_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+pend_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	(void) zk;
 	(void) type;
@@ -710,7 +710,7 @@ pend_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-pend_closed(eb_zk *zk, void *arg)
+pend_closed(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	(void) arg;
@@ -724,8 +724,8 @@ test_close_cancels_pending(void **state)
 	th_loop       *t = *state;
 	struct events  e = { .n = 0 };
 	struct pending p;
-	eb_zk_opts     o;
-	eb_zk         *zk = NULL;
+	eb__zk_opts    o;
+	eb__zk        *zk = NULL;
 	char           connect[64];
 	uv_tcp_t       hole;
 	uint64_t       t0;
@@ -778,8 +778,8 @@ test_live_ids(void **state)
 	struct stub   s;
 	struct stub   s2;
 	struct events e = { .n = 0 };
-	eb_zk        *zk = stub_new(t, &s, &e);
-	eb_zk        *other = stub_new(t, &s2, &e);
+	eb__zk       *zk = stub_new(t, &s, &e);
+	eb__zk       *other = stub_new(t, &s2, &e);
 	int           a;
 	int           b;
 	uint64_t      ia;

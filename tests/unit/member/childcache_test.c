@@ -1,5 +1,5 @@
 /*
- * The member child cache (zk/childcache.c) against the in-memory
+ * The member child cache (member/childcache.c) against the in-memory
  * ZooKeeper: initial load in sequence order, add/remove/update events, a
  * child vanishing between list and get, re-list on reconnect, rebuild and
  * diff on a new session; damaged children (persistent, bad JSON,
@@ -10,27 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "member/childcache.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/childcache.h"
 
 #define MEMBERS "/ebnode/t/members"
 
 typedef struct cnode {
-	eb_zk         *zk;
-	eb_childcache *cc;
-	int            added;
-	int            removed;
-	int            updated;
-	int            synced;
-	int            closed;
-	char           last_node[64];
+	eb__zk         *zk;
+	eb__childcache *cc;
+	int             added;
+	int             removed;
+	int             updated;
+	int             synced;
+	int             closed;
+	char            last_node[64];
 } cnode;
 
 static fakezk_server *srv;
 
 static void
-cn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+cn_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	cnode *n = arg;
 
@@ -42,7 +42,7 @@ cn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 
 static void
 cn_cache_cb(
-    eb_childcache *c, eb_childcache_event ev, const eb_member *m, void *arg)
+    eb__childcache *c, eb__childcache_event ev, const eb__member *m, void *arg)
 {
 	cnode *n = arg;
 
@@ -78,14 +78,14 @@ cn_open(th_loop *t, cnode *n)
 }
 
 static void
-cn_cc_closed_cb(eb_childcache *c, void *arg)
+cn_cc_closed_cb(eb__childcache *c, void *arg)
 {
 	(void) c;
 	((cnode *) arg)->closed++;
 }
 
 static void
-cn_zk_closed_cb(eb_zk *zk, void *arg)
+cn_zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	((cnode *) arg)->closed++;
@@ -171,9 +171,9 @@ synced_pred(void *arg)
 static void
 test_initial_load_in_sequence_order(void **state)
 {
-	th_loop         *t = *state;
-	cnode            n;
-	const eb_member *m;
+	th_loop          *t = *state;
+	cnode             n;
+	const eb__member *m;
 
 	/* Name order (by uuid) is the reverse of sequence order. */
 	put_member('f', 1, "first");
@@ -241,7 +241,7 @@ test_add_remove_update(void **state)
 }
 
 static void
-set_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+set_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	(void) zk;
 	(void) st;

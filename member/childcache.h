@@ -8,7 +8,7 @@
  *   - the child watch is re-armed from every list completion; a child
  *     event re-lists (one list at a time; events during a list coalesce
  *     into one more list);
- *   - added/removed/updated events carry the parsed member (eb_member);
+ *   - added/removed/updated events carry the parsed member (eb__member);
  *   - every reconnect re-lists (events may have been missed); a new
  *     session rebuilds: re-list and re-get everything, then diff against
  *     the cache so that only real changes are reported;
@@ -28,57 +28,57 @@
  * outlive the cache. Members passed to the callback and returned by the
  * accessors are borrowed until the next loop turn that changes the cache.
  */
-#ifndef EB_ZK_CHILDCACHE_H
-#define EB_ZK_CHILDCACHE_H
+#ifndef EB_MEMBER_CHILDCACHE_H
+#define EB_MEMBER_CHILDCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
 
-#include "zk/member.h"
+#include "member/member.h"
 #include "zk/zk.h"
 
-typedef struct eb_childcache eb_childcache; /* opaque */
+typedef struct eb__childcache eb__childcache; /* opaque */
 
-typedef enum eb_childcache_event {
+typedef enum eb__childcache_event {
 	EB_CC_ADDED = 1,
 	EB_CC_REMOVED = 2,
 	EB_CC_UPDATED = 3,
 	EB_CC_SYNCED = 4 /* a listing and all its gets completed; m NULL */
-} eb_childcache_event;
+} eb__childcache_event;
 
-typedef void (*eb_childcache_cb)(
-    eb_childcache *c, eb_childcache_event ev, const eb_member *m, void *arg);
-typedef void (*eb_childcache_close_cb)(eb_childcache *c, void *arg);
+typedef void (*eb__childcache_cb)(
+    eb__childcache *c, eb__childcache_event ev, const eb__member *m, void *arg);
+typedef void (*eb__childcache_close_cb)(eb__childcache *c, void *arg);
 
 /* No I/O until start. 0 or UV_EINVAL. */
-int eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
-    eb_childcache_cb cb, void *arg, eb_childcache **cp);
+int eb__childcache_new(uv_loop_t *loop, eb__zk *zk, const char *path,
+    eb__childcache_cb cb, void *arg, eb__childcache **cp);
 /* Loads as soon as the session is connected (now or later). */
-int  eb__childcache_start(eb_childcache *c);
-void eb__childcache_session_event(eb_childcache *c, eb_zk_event ev);
+int  eb__childcache_start(eb__childcache *c);
+void eb__childcache_session_event(eb__childcache *c, eb__zk_event ev);
 /* Exactly once; no callback after it; cb on a later turn. */
 void eb__childcache_close(
-    eb_childcache *c, eb_childcache_close_cb cb, void *arg);
+    eb__childcache *c, eb__childcache_close_cb cb, void *arg);
 
 /* Loaded members, in sequence order. */
-size_t           eb__childcache_count(const eb_childcache *c);
-const eb_member *eb__childcache_at(const eb_childcache *c, size_t i);
+size_t            eb__childcache_count(const eb__childcache *c);
+const eb__member *eb__childcache_at(const eb__childcache *c, size_t i);
 /* Children currently ignored (not valid members); the
  * ebnode_members_invalid gauge. */
-size_t eb__childcache_ignored(const eb_childcache *c);
+size_t eb__childcache_ignored(const eb__childcache *c);
 /*
  * The leader as the cache sees it: the lowest-sequence valid member that
  * is eligible, or NULL. eb__childcache_leader_epoch() is its czxid (the
  * leader epoch of rule 6), 0 when none: what a receiver compares routed
  * messages' epochs against (fencing). Both are O(members).
  */
-const eb_member *eb__childcache_leader(const eb_childcache *c);
-int64_t          eb__childcache_leader_epoch(const eb_childcache *c);
+const eb__member *eb__childcache_leader(const eb__childcache *c);
+int64_t           eb__childcache_leader_epoch(const eb__childcache *c);
 /* 1 once a complete listing has been loaded in the current session. */
-int eb__childcache_synced(const eb_childcache *c);
+int eb__childcache_synced(const eb__childcache *c);
 /* Lists issued so far (tests: re-list on reconnect). */
-unsigned eb__childcache_lists(const eb_childcache *c);
+unsigned eb__childcache_lists(const eb__childcache *c);
 
 #endif

@@ -18,7 +18,7 @@
  * name}; the generation changes on every new session and reconnect, so
  * late completions of an old connection are dropped.
  */
-#include "zk/childcache.h"
+#include "member/childcache.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +36,7 @@ typedef struct cc_ent {
 	eb__hent    hent; /* key: name */
 	char       *name; /* owned */
 	int64_t     seq;  /* INT64_MAX for a foreign name */
-	eb_member   m;    /* filled while loaded */
+	eb__member  m;    /* filled while loaded */
 	int         loaded;
 	const char *ignored; /* static reason while ignored, else NULL */
 	int64_t     czxid;   /* of the last read (loaded or ignored) */
@@ -46,43 +46,43 @@ typedef struct cc_ent {
 	int         getting; /* a get (or exists) is in flight */
 } cc_ent;
 
-struct eb_childcache {
-	uv_loop_t             *loop;  /* borrowed */
-	eb_zk                 *zk;    /* borrowed */
-	uv_timer_t             timer; /* close deferral only */
-	char                  *path;  /* owned */
-	uint64_t               id;
-	uint64_t               gen;
-	eb__hmap               byname; /* name -> cc_ent */
-	cc_ent               **ents;   /* owned array of owned entries */
-	size_t                 n;
-	size_t                 cap;
-	cc_ent               **vis; /* the loaded entries, in order */
-	size_t                 nvis;
-	int                    started;
-	int                    closing;
-	int                    listing;
-	int                    relist;
-	int                    synced;
-	int                    pending;
-	unsigned               lists;
-	eb_childcache_cb       cb;
-	void                  *arg;
-	eb_childcache_close_cb close_cb;
-	void                  *close_arg;
+struct eb__childcache {
+	uv_loop_t              *loop;  /* borrowed */
+	eb__zk                 *zk;    /* borrowed */
+	uv_timer_t              timer; /* close deferral only */
+	char                   *path;  /* owned */
+	uint64_t                id;
+	uint64_t                gen;
+	eb__hmap                byname; /* name -> cc_ent */
+	cc_ent                **ents;   /* owned array of owned entries */
+	size_t                  n;
+	size_t                  cap;
+	cc_ent                **vis; /* the loaded entries, in order */
+	size_t                  nvis;
+	int                     started;
+	int                     closing;
+	int                     listing;
+	int                     relist;
+	int                     synced;
+	int                     pending;
+	unsigned                lists;
+	eb__childcache_cb       cb;
+	void                   *arg;
+	eb__childcache_close_cb close_cb;
+	void                   *close_arg;
 };
 
 typedef struct cc_req {
-	eb_zk   *zk; /* borrowed: the session of the live id */
+	eb__zk  *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 	char     name[64];
 } cc_req;
 
-static void cc_list(eb_childcache *c);
+static void cc_list(eb__childcache *c);
 
 static cc_req *
-req_new(eb_childcache *c, const char *name)
+req_new(eb__childcache *c, const char *name)
 {
 	cc_req *q = eb__calloc(1, sizeof(*q));
 
@@ -95,10 +95,10 @@ req_new(eb_childcache *c, const char *name)
 	return q;
 }
 
-static eb_childcache *
+static eb__childcache *
 req_cache(const cc_req *q)
 {
-	eb_childcache *c = eb__zk_live_get(q->zk, q->id);
+	eb__childcache *c = eb__zk_live_get(q->zk, q->id);
 
 	if (c == NULL || c->closing || c->gen != q->gen) {
 		return NULL;
@@ -109,7 +109,7 @@ req_cache(const cc_req *q)
 /* Rebuilds the visible (loaded) array; called after every change of the
  * loaded set and before it is reported, so accessors are O(1). */
 static void
-vis_update(eb_childcache *c)
+vis_update(eb__childcache *c)
 {
 	size_t i;
 
@@ -123,7 +123,7 @@ vis_update(eb_childcache *c)
 }
 
 static void
-emit(eb_childcache *c, eb_childcache_event ev, const eb_member *m)
+emit(eb__childcache *c, eb__childcache_event ev, const eb__member *m)
 {
 	vis_update(c);
 	if (!c->closing && c->cb != NULL) {
@@ -132,7 +132,7 @@ emit(eb_childcache *c, eb_childcache_event ev, const eb_member *m)
 }
 
 static cc_ent *
-ent_find(const eb_childcache *c, const char *name)
+ent_find(const eb__childcache *c, const char *name)
 {
 	eb__hent *h = eb__hmap_get(&c->byname, name);
 
@@ -140,7 +140,7 @@ ent_find(const eb_childcache *c, const char *name)
 }
 
 static size_t
-ent_index(const eb_childcache *c, const cc_ent *e)
+ent_index(const eb__childcache *c, const cc_ent *e)
 {
 	size_t i;
 
@@ -167,7 +167,7 @@ ent_cmp(const void *a, const void *b)
 
 /* Appends an entry; the caller sorts once after a listing. */
 static cc_ent *
-ent_add(eb_childcache *c, const char *name)
+ent_add(eb__childcache *c, const char *name)
 {
 	cc_ent *e = eb__calloc(1, sizeof(*e));
 
@@ -198,7 +198,7 @@ ent_free(cc_ent *e)
 
 /* Drops e; a visible member is reported REMOVED. */
 static void
-ent_remove(eb_childcache *c, cc_ent *e)
+ent_remove(eb__childcache *c, cc_ent *e)
 {
 	char   q[EB_LOG_QUOTE_MAX];
 	size_t i = ent_index(c, e);
@@ -217,7 +217,7 @@ ent_remove(eb_childcache *c, cc_ent *e)
 }
 
 static void
-maybe_synced(eb_childcache *c)
+maybe_synced(eb__childcache *c)
 {
 	if (c->pending != 0 || c->listing) {
 		return; /* gets or a listing still in flight */
@@ -238,14 +238,14 @@ maybe_synced(eb_childcache *c)
 
 /* ---- data of one child ---- */
 
-static void cc_get(eb_childcache *c, cc_ent *e);
+static void cc_get(eb__childcache *c, cc_ent *e);
 
 static void
-data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+data_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
-	eb_childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
-	const char    *name;
-	cc_ent        *e;
+	eb__childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
+	const char     *name;
+	cc_ent         *e;
 
 	(void) zk;
 	if (c == NULL || c->closing || path == NULL) {
@@ -268,7 +268,7 @@ data_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
  * UPDATED, unless the znode is unchanged (same version and czxid), as after
  * a rebuild, when m is dropped and nothing is reported. */
 static void
-ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
+ent_apply(eb__childcache *c, cc_ent *e, eb__member *m)
 {
 	char q[EB_LOG_QUOTE_MAX];
 	int  was = e->loaded;
@@ -291,7 +291,7 @@ ent_apply(eb_childcache *c, cc_ent *e, eb_member *m)
 
 /* e is not (or no longer) a valid member: hide it, log it once. */
 static void
-ent_ignore(eb_childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
+ent_ignore(eb__childcache *c, cc_ent *e, const char *why, const eb__zk_stat *st)
 {
 	char q[EB_LOG_QUOTE_MAX];
 	int  same = e->ignored != NULL && strcmp(e->ignored, why) == 0 &&
@@ -320,11 +320,11 @@ ent_ignore(eb_childcache *c, cc_ent *e, const char *why, const eb_zk_stat *st)
 }
 
 static void
-unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+unreadable_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
-	cc_req        *q = arg;
-	eb_childcache *c = req_cache(q);
-	cc_ent        *e;
+	cc_req         *q = arg;
+	eb__childcache *c = req_cache(q);
+	cc_ent         *e;
 
 	(void) zk;
 	(void) st;
@@ -349,7 +349,7 @@ unreadable_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 /* An unreadable child (ACL): watch it for changes without reading it
  * (exists needs no READ permission); nothing is polled meanwhile. */
 static void
-cc_watch_unreadable(eb_childcache *c, cc_ent *e)
+cc_watch_unreadable(eb__childcache *c, cc_ent *e)
 {
 	char    path[1024];
 	cc_req *q = req_new(c, e->name);
@@ -366,7 +366,7 @@ cc_watch_unreadable(eb_childcache *c, cc_ent *e)
 
 /* NOAUTH and the like: ignored until it changes (watched, not polled). */
 static void
-ent_unreadable(eb_childcache *c, cc_ent *e, int status)
+ent_unreadable(eb__childcache *c, cc_ent *e, int status)
 {
 	char q[EB_LOG_QUOTE_MAX];
 
@@ -381,10 +381,10 @@ ent_unreadable(eb_childcache *c, cc_ent *e, int status)
 }
 
 static void
-get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
-    size_t len, const eb_zk_stat *st)
+get_result(eb__childcache *c, cc_ent *e, int status, const char *data,
+    size_t len, const eb__zk_stat *st)
 {
-	eb_member   m;
+	eb__member  m;
 	const char *why;
 
 	if (status == EB_EZKNONODE) {
@@ -410,12 +410,12 @@ get_result(eb_childcache *c, cc_ent *e, int status, const char *data,
 }
 
 static void
-get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
-	cc_req        *q = arg;
-	eb_childcache *c = req_cache(q);
-	cc_ent        *e;
+	cc_req         *q = arg;
+	eb__childcache *c = req_cache(q);
+	cc_ent         *e;
 
 	(void) zk;
 	if (c == NULL) {
@@ -433,7 +433,7 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 }
 
 static void
-cc_get(eb_childcache *c, cc_ent *e)
+cc_get(eb__childcache *c, cc_ent *e)
 {
 	char    path[1024];
 	cc_req *q;
@@ -457,9 +457,9 @@ cc_get(eb_childcache *c, cc_ent *e)
 /* ---- listing ---- */
 
 static void
-child_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+child_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
-	eb_childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
+	eb__childcache *c = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	(void) path;
@@ -471,10 +471,10 @@ child_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
-	cc_req        *q = arg;
-	eb_childcache *c = req_cache(q);
+	cc_req         *q = arg;
+	eb__childcache *c = req_cache(q);
 
 	(void) zk;
 	(void) st;
@@ -487,7 +487,7 @@ exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 /* Marks the listed entries (creating new ones), keeps the array sorted
  * and sweeps what the listing no longer shows. */
 static void
-list_apply(eb_childcache *c, const char *const *names, size_t count)
+list_apply(eb__childcache *c, const char *const *names, size_t count)
 {
 	size_t i;
 	int    added = 0;
@@ -517,11 +517,11 @@ list_apply(eb_childcache *c, const char *const *names, size_t count)
 
 static void
 list_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
-	cc_req        *q = arg;
-	eb_childcache *c = req_cache(q);
-	size_t         i;
+	cc_req         *q = arg;
+	eb__childcache *c = req_cache(q);
+	size_t          i;
 
 	(void) zk;
 	free(q);
@@ -555,7 +555,7 @@ list_cb(
 }
 
 static void
-cc_list(eb_childcache *c)
+cc_list(eb__childcache *c)
 {
 	cc_req *q;
 
@@ -580,7 +580,7 @@ cc_list(eb_childcache *c)
 /* ---- session events and lifecycle ---- */
 
 void
-eb__childcache_session_event(eb_childcache *c, eb_zk_event ev)
+eb__childcache_session_event(eb__childcache *c, eb__zk_event ev)
 {
 	size_t i;
 
@@ -623,11 +623,11 @@ eb__childcache_session_event(eb_childcache *c, eb_zk_event ev)
 }
 
 int
-eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
-    eb_childcache_cb cb, void *arg, eb_childcache **cp)
+eb__childcache_new(uv_loop_t *loop, eb__zk *zk, const char *path,
+    eb__childcache_cb cb, void *arg, eb__childcache **cp)
 {
-	eb_childcache *c;
-	int            rv;
+	eb__childcache *c;
+	int             rv;
 
 	if (loop == NULL || zk == NULL || path == NULL || path[0] != '/') {
 		return UV_EINVAL;
@@ -651,7 +651,7 @@ eb__childcache_new(uv_loop_t *loop, eb_zk *zk, const char *path,
 }
 
 int
-eb__childcache_start(eb_childcache *c)
+eb__childcache_start(eb__childcache *c)
 {
 	EB_ASSERT(!c->closing); /* start after close */
 	if (c->closing) {
@@ -668,8 +668,8 @@ eb__childcache_start(eb_childcache *c)
 static void
 cache_closed_cb(uv_handle_t *h)
 {
-	eb_childcache *c = h->data;
-	size_t         i;
+	eb__childcache *c = h->data;
+	size_t          i;
 
 	if (c->close_cb != NULL) {
 		c->close_cb(c, c->close_arg);
@@ -685,7 +685,7 @@ cache_closed_cb(uv_handle_t *h)
 }
 
 void
-eb__childcache_close(eb_childcache *c, eb_childcache_close_cb cb, void *arg)
+eb__childcache_close(eb__childcache *c, eb__childcache_close_cb cb, void *arg)
 {
 	EB_ASSERT(!c->closing); /* close is exactly once */
 	c->closing = 1;
@@ -698,19 +698,19 @@ eb__childcache_close(eb_childcache *c, eb_childcache_close_cb cb, void *arg)
 }
 
 size_t
-eb__childcache_count(const eb_childcache *c)
+eb__childcache_count(const eb__childcache *c)
 {
 	return c->nvis;
 }
 
-const eb_member *
-eb__childcache_at(const eb_childcache *c, size_t i)
+const eb__member *
+eb__childcache_at(const eb__childcache *c, size_t i)
 {
 	return i < c->nvis ? &c->vis[i]->m : NULL;
 }
 
 size_t
-eb__childcache_ignored(const eb_childcache *c)
+eb__childcache_ignored(const eb__childcache *c)
 {
 	size_t i;
 	size_t n = 0;
@@ -721,8 +721,8 @@ eb__childcache_ignored(const eb_childcache *c)
 	return n;
 }
 
-const eb_member *
-eb__childcache_leader(const eb_childcache *c)
+const eb__member *
+eb__childcache_leader(const eb__childcache *c)
 {
 	size_t i;
 
@@ -735,21 +735,21 @@ eb__childcache_leader(const eb_childcache *c)
 }
 
 int64_t
-eb__childcache_leader_epoch(const eb_childcache *c)
+eb__childcache_leader_epoch(const eb__childcache *c)
 {
-	const eb_member *l = eb__childcache_leader(c);
+	const eb__member *l = eb__childcache_leader(c);
 
 	return l != NULL ? l->czxid : 0;
 }
 
 int
-eb__childcache_synced(const eb_childcache *c)
+eb__childcache_synced(const eb__childcache *c)
 {
 	return c->synced;
 }
 
 unsigned
-eb__childcache_lists(const eb_childcache *c)
+eb__childcache_lists(const eb__childcache *c)
 {
 	return c->lists;
 }

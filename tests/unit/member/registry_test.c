@@ -1,5 +1,5 @@
 /*
- * Membership (zk/registry.c) against the in-memory ZooKeeper: the one
+ * Membership (member/registry.c) against the in-memory ZooKeeper: the one
  * multi, duplicate addresses, ambiguous creates (rule 2), the stale claim of
  * a previous process, expiry (rule 7), leave (rule 8) and rejoin.
  */
@@ -9,31 +9,31 @@
 
 #include <jansson.h>
 
+#include "member/member.h"
+#include "member/registry.h"
 #include "tests/harness/fakezk.h"
 #include "tests/harness/th.h"
-#include "zk/member.h"
-#include "zk/registry.h"
 
 #define ROOT    "/ebnode/t"
 #define MEMBERS ROOT "/members"
 #define CLAIM   ROOT "/addresses/a%3A1"
 
 typedef struct rnode {
-	eb_zk       *zk;
-	eb_registry *reg;
-	int          registered;
-	int          lost;
-	int          failed;
-	int          left;
-	int          rereg;
-	int          status;
-	int          closed;
+	eb__zk       *zk;
+	eb__registry *reg;
+	int           registered;
+	int           lost;
+	int           failed;
+	int           left;
+	int           rereg;
+	int           status;
+	int           closed;
 } rnode;
 
 static fakezk_server *srv;
 
 static void
-rn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+rn_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	rnode *n = arg;
 
@@ -44,7 +44,7 @@ rn_event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
 }
 
 static void
-rn_reg_cb(eb_registry *r, eb_registry_event ev, int status, void *arg)
+rn_reg_cb(eb__registry *r, eb__registry_event ev, int status, void *arg)
 {
 	rnode *n = arg;
 
@@ -73,7 +73,7 @@ static void
 rn_open(th_loop *t, rnode *n, const char *node_id, const char *address,
     uint32_t dup_wait_ms)
 {
-	eb_registry_opts o;
+	eb__registry_opts o;
 
 	memset(n, 0, sizeof(*n));
 	assert_int_equal(
@@ -92,14 +92,14 @@ rn_open(th_loop *t, rnode *n, const char *node_id, const char *address,
 }
 
 static void
-rn_reg_closed_cb(eb_registry *r, void *arg)
+rn_reg_closed_cb(eb__registry *r, void *arg)
 {
 	(void) r;
 	((rnode *) arg)->closed++;
 }
 
 static void
-rn_zk_closed_cb(eb_zk *zk, void *arg)
+rn_zk_closed_cb(eb__zk *zk, void *arg)
 {
 	(void) zk;
 	((rnode *) arg)->closed++;
@@ -182,12 +182,12 @@ close_all(th_loop *t, rnode *n, size_t count)
 static void
 test_register(void **state)
 {
-	th_loop   *t = *state;
-	rnode      n;
-	char       buf[512];
-	eb_zk_stat claim;
-	eb_zk_stat member;
-	json_t    *o;
+	th_loop    *t = *state;
+	rnode       n;
+	char        buf[512];
+	eb__zk_stat claim;
+	eb__zk_stat member;
+	json_t     *o;
 
 	rn_open(t, &n, "id-1", "a:1", 0);
 	assert_int_equal(th_run_until(t, registered_pred, &n, 2000), 0);

@@ -1,5 +1,5 @@
 /* Member names and data, and address encoding; see member.h. */
-#include "zk/member.h"
+#include "member/member.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +59,7 @@ get_port(json_t *o, const char *key)
 }
 
 int
-eb__member_init(eb_member *m, const char *name, const char *data, size_t len,
+eb__member_init(eb__member *m, const char *name, const char *data, size_t len,
     int64_t czxid, int64_t owner, int32_t version)
 {
 	json_t *v;
@@ -116,7 +116,7 @@ nonempty_string(json_t *o, const char *key)
 }
 
 const char *
-eb__member_invalid_reason(const eb_member *m)
+eb__member_invalid_reason(const eb__member *m)
 {
 	json_t *el;
 
@@ -145,7 +145,7 @@ eb__member_invalid_reason(const eb_member *m)
 }
 
 const char *
-eb__member_load(eb_member *m, const char *name, const char *data, size_t len,
+eb__member_load(eb__member *m, const char *name, const char *data, size_t len,
     int64_t czxid, int64_t owner, int32_t version)
 {
 	const char *why;
@@ -161,7 +161,7 @@ eb__member_load(eb_member *m, const char *name, const char *data, size_t len,
 }
 
 void
-eb__member_free(eb_member *m)
+eb__member_free(eb__member *m)
 {
 	free(m->name);
 	free(m->node_id);

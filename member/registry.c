@@ -16,7 +16,7 @@
  * before a session change (generation bump) or after close finds nothing
  * and is dropped.
  */
-#include "zk/registry.h"
+#include "member/registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/util.h"
-#include "zk/member.h"
+#include "member/member.h"
 
 #define REG_MAX_RETRIES   8
 #define REG_DUP_MARGIN_MS 1000u
@@ -53,22 +53,22 @@ typedef enum reg_state {
 	R_RECLAIM /* our member was deleted/overwritten: re-registering */
 } reg_state;
 
-struct eb_registry {
-	uv_loop_t           *loop; /* borrowed */
-	eb_zk               *zk;   /* borrowed */
-	uv_timer_t           timer;
-	uint64_t             id;
-	uint64_t             gen;
-	reg_state            state;
-	int                  started;
-	int                  closing;
-	int                  retries;
-	int                  ambiguous_rejoin;
-	int                  reregistering; /* member lost; until REGISTERED */
-	eb_registry_cb       cb;
-	void                *arg;
-	eb_registry_close_cb close_cb;
-	void                *close_arg;
+struct eb__registry {
+	uv_loop_t            *loop; /* borrowed */
+	eb__zk               *zk;   /* borrowed */
+	uv_timer_t            timer;
+	uint64_t              id;
+	uint64_t              gen;
+	reg_state             state;
+	int                   started;
+	int                   closing;
+	int                   retries;
+	int                   ambiguous_rejoin;
+	int                   reregistering; /* member lost; until REGISTERED */
+	eb__registry_cb       cb;
+	void                 *arg;
+	eb__registry_close_cb close_cb;
+	void                 *close_arg;
 	/* owned copies of the options */
 	char    *root;
 	char    *address;
@@ -95,14 +95,14 @@ struct eb_registry {
 };
 
 typedef struct reg_req {
-	eb_zk   *zk; /* borrowed: the session of the live id */
+	eb__zk  *zk; /* borrowed: the session of the live id */
 	uint64_t id;
 	uint64_t gen;
 } reg_req;
 
-static void reg_begin(eb_registry *r);
-static void reg_create(eb_registry *r);
-static void reg_fail(eb_registry *r, int status);
+static void reg_begin(eb__registry *r);
+static void reg_create(eb__registry *r);
+static void reg_fail(eb__registry *r, int status);
 
 static const char *
 state_name(reg_state s)
@@ -116,7 +116,7 @@ state_name(reg_state s)
 }
 
 static reg_req *
-req_new(eb_registry *r)
+req_new(eb__registry *r)
 {
 	reg_req *q = eb__malloc(sizeof(*q));
 
@@ -127,11 +127,11 @@ req_new(eb_registry *r)
 }
 
 /* The registry a completion belongs to, or NULL when stale; frees q. */
-static eb_registry *
+static eb__registry *
 req_take(void *arg)
 {
-	reg_req     *q = arg;
-	eb_registry *r = eb__zk_live_get(q->zk, q->id);
+	reg_req      *q = arg;
+	eb__registry *r = eb__zk_live_get(q->zk, q->id);
 
 	if (r != NULL && (r->closing || r->gen != q->gen)) {
 		r = NULL;
@@ -141,7 +141,7 @@ req_take(void *arg)
 }
 
 static void
-emit(eb_registry *r, eb_registry_event ev, int status)
+emit(eb__registry *r, eb__registry_event ev, int status)
 {
 	if (!r->closing && r->cb != NULL) {
 		r->cb(r, ev, status, r->arg);
@@ -149,7 +149,7 @@ emit(eb_registry *r, eb_registry_event ev, int status)
 }
 
 static void
-clear_member(eb_registry *r)
+clear_member(eb__registry *r)
 {
 	free(r->member_name);
 	free(r->member_path);
@@ -177,7 +177,7 @@ is_session_gone(int status)
 }
 
 static char *
-member_json(eb_registry *r)
+member_json(eb__registry *r)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:b}",
 	    "address", r->address, "node_id", r->node_id, "host", r->host,
@@ -191,7 +191,7 @@ member_json(eb_registry *r)
 }
 
 static char *
-claim_json(eb_registry *r)
+claim_json(eb__registry *r)
 {
 	json_t *o = json_pack(
 	    "{s:s, s:s}", "attempt", r->attempt, "node_id", r->node_id);
@@ -205,7 +205,7 @@ claim_json(eb_registry *r)
 static void
 retry_cb(uv_timer_t *t)
 {
-	eb_registry *r = t->data;
+	eb__registry *r = t->data;
 
 	if (r->state == R_STALE) {
 		r->gen++;
@@ -216,7 +216,7 @@ retry_cb(uv_timer_t *t)
 }
 
 static void
-retry_later(eb_registry *r, int status)
+retry_later(eb__registry *r, int status)
 {
 	if (++r->retries > REG_MAX_RETRIES) {
 		reg_fail(r, status);
@@ -229,7 +229,7 @@ retry_later(eb_registry *r, int status)
 }
 
 static void
-reg_fail(eb_registry *r, int status)
+reg_fail(eb__registry *r, int status)
 {
 	r->state = R_FAILED;
 	(void) uv_timer_stop(&r->timer);
@@ -247,7 +247,7 @@ reg_fail(eb_registry *r, int status)
 /* Arrives in AMBIGUOUS (or a paused step) after a connection loss: wait
  * for the reconnect unless it already happened. */
 static void
-on_loss(eb_registry *r, reg_state resume)
+on_loss(eb__registry *r, reg_state resume)
 {
 	r->state = resume;
 	if (eb__zk_get_state(r->zk) == EB_ZK_STATE_CONNECTED) {
@@ -259,7 +259,7 @@ on_loss(eb_registry *r, reg_state resume)
  * (the step may have been applied: never retry blindly, rule 2); without a
  * session do nothing (the session event decides); else retry, bounded. */
 static void
-step_failed(eb_registry *r, int status, reg_state resume)
+step_failed(eb__registry *r, int status, reg_state resume)
 {
 	if (is_loss(status)) {
 		on_loss(r, resume);
@@ -271,7 +271,7 @@ step_failed(eb_registry *r, int status, reg_state resume)
 /* ---- registered: read the member (czxid, owner, data) and watch it ---- */
 
 static void
-registered(eb_registry *r)
+registered(eb__registry *r)
 {
 	r->state = R_REGISTERED;
 	r->retries = 0;
@@ -285,8 +285,8 @@ registered(eb_registry *r)
 	emit(r, EB_REGISTRY_REGISTERED, 0);
 }
 
-static void reclaim(eb_registry *r);
-static void do_stat(eb_registry *r);
+static void reclaim(eb__registry *r);
+static void do_stat(eb__registry *r);
 
 /*
  * Our member was deleted or overwritten by someone else (the watch armed
@@ -298,7 +298,7 @@ static void do_stat(eb_registry *r);
  * it for a member.
  */
 static void
-member_lost(eb_registry *r, int overwritten)
+member_lost(eb__registry *r, int overwritten)
 {
 	EB_LOG_WARN("registry", "member-%s: member=%s address=%s",
 	    overwritten ? "overwritten" : "deleted", r->member_name,
@@ -316,9 +316,9 @@ member_lost(eb_registry *r, int overwritten)
 }
 
 static void
-member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+member_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
-	eb_registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
+	eb__registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	/* Only the current member of a settled registration: our own rejoin
@@ -340,7 +340,7 @@ member_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 
 /* 1 when data is exactly the record this registry writes. */
 static int
-member_data_ours(eb_registry *r, const char *data, size_t len)
+member_data_ours(eb__registry *r, const char *data, size_t len)
 {
 	char *mine = member_json(r);
 	int   same = strlen(mine) == len && memcmp(mine, data, len) == 0;
@@ -350,10 +350,10 @@ member_data_ours(eb_registry *r, const char *data, size_t len)
 }
 
 static void
-stat_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+stat_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	if (r == NULL) {
@@ -384,7 +384,7 @@ stat_cb(eb_zk *zk, int status, const char *data, size_t len,
 }
 
 static void
-set_member(eb_registry *r, const char *name)
+set_member(eb__registry *r, const char *name)
 {
 	char   path[1024];
 	size_t n;
@@ -405,7 +405,7 @@ set_member(eb_registry *r, const char *name)
 }
 
 static void
-do_stat(eb_registry *r)
+do_stat(eb__registry *r)
 {
 	reg_req *q = req_new(r);
 	int      rv;
@@ -421,10 +421,10 @@ do_stat(eb_registry *r)
 
 /* ---- creating: the one multi ---- */
 
-static void create_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg);
+static void create_cb(eb__zk *zk, int status, const eb__zk_op_result *res,
+    size_t count, void *arg);
 
-static void claim_read(eb_registry *r);
+static void claim_read(eb__registry *r);
 
 /*
  * The one multi that makes a member: the claim (created, or, when
@@ -433,14 +433,14 @@ static void claim_read(eb_registry *r);
  * the result.
  */
 static void
-claim_and_member(eb_registry *r, int32_t claim_version, eb_zk_multi_cb cb)
+claim_and_member(eb__registry *r, int32_t claim_version, eb__zk_multi_cb cb)
 {
-	char     member_prefix[1024];
-	char    *member;
-	char    *claim;
-	eb_zk_op ops[2];
-	reg_req *q;
-	int      rv;
+	char      member_prefix[1024];
+	char     *member;
+	char     *claim;
+	eb__zk_op ops[2];
+	reg_req  *q;
+	int       rv;
 
 	if (eb__uuid(r->attempt) != 0) {
 		reg_fail(r, UV_EIO);
@@ -477,7 +477,7 @@ claim_and_member(eb_registry *r, int32_t claim_version, eb_zk_multi_cb cb)
 }
 
 static void
-reg_create(eb_registry *r)
+reg_create(eb__registry *r)
 {
 	r->state = R_CREATING;
 	claim_and_member(r, -1, create_cb);
@@ -491,7 +491,7 @@ reg_create(eb_registry *r)
  * 1 when handled.
  */
 static int
-member_multi_done(eb_registry *r, int status, const eb_zk_op_result *res,
+member_multi_done(eb__registry *r, int status, const eb__zk_op_result *res,
     size_t count, size_t nops, int rejoin)
 {
 	if (status == 0 && count == nops && res[1].path != NULL) {
@@ -513,10 +513,10 @@ member_multi_done(eb_registry *r, int status, const eb_zk_op_result *res,
 }
 
 static void
-create_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+create_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	if (r == NULL || member_multi_done(r, status, res, count, 2, 0)) {
@@ -538,11 +538,11 @@ create_cb(
 /* ---- the claim exists: ours (ambiguous), a stale one of ours, or a
  * duplicate ---- */
 
-static void claim_data_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg);
+static void claim_data_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg);
 
 static void
-claim_read(eb_registry *r)
+claim_read(eb__registry *r)
 {
 	reg_req *q = req_new(r);
 	int      rv;
@@ -557,13 +557,13 @@ claim_read(eb_registry *r)
 	}
 }
 
-static void adopt(eb_registry *r, const char *attempt);
-static void stale_wait(eb_registry *r);
+static void adopt(eb__registry *r, const char *attempt);
+static void stale_wait(eb__registry *r);
 
 /* Arms the bounded wait for our previous session's claim (once per
  * registration: the deadline is cleared by a new session). */
 static void
-stale_arm(eb_registry *r)
+stale_arm(eb__registry *r)
 {
 	if (r->stale_deadline != 0) {
 		return;
@@ -575,7 +575,7 @@ stale_arm(eb_registry *r)
 
 static void
 claim_decide(
-    eb_registry *r, const char *attempt, const char *node_id, int64_t owner)
+    eb__registry *r, const char *attempt, const char *node_id, int64_t owner)
 {
 	char qn[96];
 	char qa[56];
@@ -602,13 +602,13 @@ claim_decide(
 }
 
 static void
-claim_data_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+claim_data_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
-	eb_registry *r = req_take(arg);
-	json_t      *o;
-	const char  *attempt;
-	const char  *node_id;
+	eb__registry *r = req_take(arg);
+	json_t       *o;
+	const char   *attempt;
+	const char   *node_id;
 
 	(void) zk;
 	if (r == NULL) {
@@ -640,9 +640,9 @@ claim_data_cb(eb_zk *zk, int status, const char *data, size_t len,
 /* ---- waiting for our previous session's claim to go ---- */
 
 static void
-stale_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+stale_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
-	eb_registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
+	eb__registry *r = eb__zk_live_get(zk, eb__zk_live_id(arg));
 
 	(void) zk;
 	(void) path;
@@ -657,9 +657,9 @@ stale_watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-stale_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+stale_exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	(void) st;
@@ -679,7 +679,7 @@ stale_exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-stale_wait(eb_registry *r)
+stale_wait(eb__registry *r)
 {
 	uint64_t now = eb__mono_ms();
 	reg_req *q;
@@ -708,9 +708,9 @@ typedef struct adopt_req {
 } adopt_req;
 
 static void
-claim_deleted_cb(eb_zk *zk, int status, void *arg)
+claim_deleted_cb(eb__zk *zk, int status, void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	if (r == NULL) {
@@ -742,13 +742,13 @@ adopt_find(const char *const *names, size_t count, const char *attempt)
 
 static void
 adopt_children_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
-	adopt_req   *a = arg;
-	char         attempt[EB_UUID_STRLEN + 1];
-	eb_registry *r;
-	reg_req     *q;
-	size_t       i;
+	adopt_req    *a = arg;
+	char          attempt[EB_UUID_STRLEN + 1];
+	eb__registry *r;
+	reg_req      *q;
+	size_t        i;
 
 	memcpy(attempt, a->attempt, sizeof(attempt));
 	r = req_take(eb__memdup(&a->q, sizeof(a->q)));
@@ -781,7 +781,7 @@ adopt_children_cb(
 }
 
 static void
-adopt(eb_registry *r, const char *attempt)
+adopt(eb__registry *r, const char *attempt)
 {
 	adopt_req *a = eb__calloc(1, sizeof(*a));
 	int        rv;
@@ -802,12 +802,12 @@ adopt(eb_registry *r, const char *attempt)
 /* ---- ensure the parents, then create ---- */
 
 static void
-ensure_cb(eb_zk *zk, int status, void *arg)
+ensure_cb(eb__zk *zk, int status, void *arg)
 {
-	eb_registry *r = req_take(arg);
-	char         path[1024];
-	reg_req     *q;
-	const char  *slash;
+	eb__registry *r = req_take(arg);
+	char          path[1024];
+	reg_req      *q;
+	const char   *slash;
 
 	(void) zk;
 	if (r == NULL) {
@@ -834,7 +834,7 @@ ensure_cb(eb_zk *zk, int status, void *arg)
 }
 
 static void
-reg_begin(eb_registry *r)
+reg_begin(eb__registry *r)
 {
 	reg_req *q;
 	int      rv;
@@ -861,7 +861,7 @@ reg_begin(eb_registry *r)
 /* ---- resolve after an ambiguous create or rejoin ---- */
 
 static void
-resolve(eb_registry *r)
+resolve(eb__registry *r)
 {
 	r->gen++;
 	if (r->ambiguous_rejoin) {
@@ -877,10 +877,10 @@ resolve(eb_registry *r)
 /* ---- re-registration after our member was deleted or overwritten ---- */
 
 static void
-reclaim_multi_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+reclaim_multi_cb(eb__zk *zk, int status, const eb__zk_op_result *res,
+    size_t count, void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	if (r == NULL) {
@@ -905,9 +905,9 @@ reclaim_multi_cb(
 }
 
 static void
-reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+reclaim_claim_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	if (r == NULL) {
@@ -929,7 +929,7 @@ reclaim_claim_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-reclaim_check_claim(eb_registry *r)
+reclaim_check_claim(eb__registry *r)
 {
 	reg_req *q = req_new(r);
 
@@ -941,9 +941,9 @@ reclaim_check_claim(eb_registry *r)
 }
 
 static void
-dead_deleted_cb(eb_zk *zk, int status, void *arg)
+dead_deleted_cb(eb__zk *zk, int status, void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	if (r == NULL) {
@@ -959,7 +959,7 @@ dead_deleted_cb(eb_zk *zk, int status, void *arg)
 }
 
 static void
-reclaim(eb_registry *r)
+reclaim(eb__registry *r)
 {
 	reg_req *q;
 
@@ -982,10 +982,10 @@ reclaim(eb_registry *r)
 /* ---- rejoin (step to the back) ---- */
 
 static void
-rejoin_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+rejoin_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	if (r == NULL || member_multi_done(r, status, res, count, 3, 1)) {
@@ -997,14 +997,14 @@ rejoin_cb(
 }
 
 int
-eb__registry_rejoin(eb_registry *r)
+eb__registry_rejoin(eb__registry *r)
 {
-	char     member_prefix[1024];
-	char    *member;
-	char    *claim;
-	eb_zk_op ops[3];
-	reg_req *q;
-	int      rv;
+	char      member_prefix[1024];
+	char     *member;
+	char     *claim;
+	eb__zk_op ops[3];
+	reg_req  *q;
+	int       rv;
 
 	if (r->closing || r->state != R_REGISTERED) {
 		return EB_EZKINVALIDSTATE;
@@ -1050,7 +1050,7 @@ eb__registry_rejoin(eb_registry *r)
 /* ---- leave ---- */
 
 static void
-left(eb_registry *r, int status)
+left(eb__registry *r, int status)
 {
 	(void) uv_timer_stop(&r->timer);
 	r->state = R_LEFT;
@@ -1062,10 +1062,10 @@ left(eb_registry *r, int status)
 }
 
 static void
-leave_cb(
-    eb_zk *zk, int status, const eb_zk_op_result *res, size_t count, void *arg)
+leave_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
+    void *arg)
 {
-	eb_registry *r = req_take(arg);
+	eb__registry *r = req_take(arg);
 
 	(void) zk;
 	(void) res;
@@ -1083,11 +1083,11 @@ left_deferred_cb(uv_timer_t *t)
 }
 
 int
-eb__registry_leave(eb_registry *r)
+eb__registry_leave(eb__registry *r)
 {
-	eb_zk_op ops[2];
-	reg_req *q;
-	int      rv;
+	eb__zk_op ops[2];
+	reg_req  *q;
+	int       rv;
 
 	if (r->closing || r->state == R_LEAVING || r->state == R_LEFT) {
 		return EB_EZKINVALIDSTATE;
@@ -1124,7 +1124,7 @@ eb__registry_leave(eb_registry *r)
 /* The session expired or its authentication failed: whatever we held in
  * it is gone. */
 static void
-session_lost(eb_registry *r, eb_zk_event ev)
+session_lost(eb__registry *r, eb__zk_event ev)
 {
 	int was = r->state == R_REGISTERED;
 
@@ -1146,7 +1146,7 @@ session_lost(eb_registry *r, eb_zk_event ev)
 }
 
 void
-eb__registry_session_event(eb_registry *r, eb_zk_event ev)
+eb__registry_session_event(eb__registry *r, eb__zk_event ev)
 {
 	if (r->closing || !r->started || r->state == R_FAILED ||
 	    r->state == R_LEFT) {
@@ -1183,7 +1183,7 @@ eb__registry_session_event(eb_registry *r, eb_zk_event ev)
 /* ---- lifecycle ---- */
 
 void
-eb__registry_opts_init(eb_registry_opts *opts)
+eb__registry_opts_init(eb__registry_opts *opts)
 {
 	memset(opts, 0, sizeof(*opts));
 	opts->root = "/ebnode/default";
@@ -1198,13 +1198,13 @@ dup_or_empty(const char *s)
 }
 
 int
-eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb_registry_opts *opts,
-    eb_registry_cb cb, void *arg, eb_registry **rp)
+eb__registry_new(uv_loop_t *loop, eb__zk *zk, const eb__registry_opts *opts,
+    eb__registry_cb cb, void *arg, eb__registry **rp)
 {
-	eb_registry *r;
-	char         path[1024];
-	char        *enc;
-	int          rv;
+	eb__registry *r;
+	char          path[1024];
+	char         *enc;
+	int           rv;
 
 	if (loop == NULL || zk == NULL || opts == NULL || opts->root == NULL ||
 	    opts->root[0] != '/' || opts->address == NULL ||
@@ -1258,7 +1258,7 @@ eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb_registry_opts *opts,
 }
 
 int
-eb__registry_start(eb_registry *r)
+eb__registry_start(eb__registry *r)
 {
 	EB_ASSERT(!r->closing); /* start after close */
 	if (r->closing) {
@@ -1275,7 +1275,7 @@ eb__registry_start(eb_registry *r)
 static void
 registry_closed_cb(uv_handle_t *h)
 {
-	eb_registry *r = h->data;
+	eb__registry *r = h->data;
 
 	if (r->close_cb != NULL) {
 		r->close_cb(r, r->close_arg);
@@ -1293,7 +1293,7 @@ registry_closed_cb(uv_handle_t *h)
 }
 
 void
-eb__registry_close(eb_registry *r, eb_registry_close_cb cb, void *arg)
+eb__registry_close(eb__registry *r, eb__registry_close_cb cb, void *arg)
 {
 	EB_ASSERT(!r->closing); /* close is exactly once */
 	r->closing = 1;
@@ -1306,56 +1306,56 @@ eb__registry_close(eb_registry *r, eb_registry_close_cb cb, void *arg)
 }
 
 int
-eb__registry_is_registered(const eb_registry *r)
+eb__registry_is_registered(const eb__registry *r)
 {
 	return r->state == R_REGISTERED;
 }
 
 int
-eb__registry_reregistering(const eb_registry *r)
+eb__registry_reregistering(const eb__registry *r)
 {
 	return r->reregistering && r->state != R_REGISTERED &&
 	       r->state != R_FAILED && r->state != R_LEFT;
 }
 
 const char *
-eb__registry_member_name(const eb_registry *r)
+eb__registry_member_name(const eb__registry *r)
 {
 	return r->state == R_REGISTERED ? r->member_name : NULL;
 }
 
 const char *
-eb__registry_member_path(const eb_registry *r)
+eb__registry_member_path(const eb__registry *r)
 {
 	return r->state == R_REGISTERED ? r->member_path : NULL;
 }
 
 int64_t
-eb__registry_member_seq(const eb_registry *r)
+eb__registry_member_seq(const eb__registry *r)
 {
 	return r->state == R_REGISTERED ? r->member_seq : 0;
 }
 
 int64_t
-eb__registry_member_czxid(const eb_registry *r)
+eb__registry_member_czxid(const eb__registry *r)
 {
 	return r->state == R_REGISTERED ? r->member_czxid : 0;
 }
 
 const char *
-eb__registry_members_path(const eb_registry *r)
+eb__registry_members_path(const eb__registry *r)
 {
 	return r->members_path;
 }
 
 const char *
-eb__registry_root(const eb_registry *r)
+eb__registry_root(const eb__registry *r)
 {
 	return r->root;
 }
 
 const char *
-eb__registry_holder(const eb_registry *r)
+eb__registry_holder(const eb__registry *r)
 {
 	return r->holder;
 }

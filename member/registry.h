@@ -40,12 +40,12 @@
  * this node to the back of the member order: one multi deletes the member,
  * creates a new one under a new attempt and updates the claim.
  *
- * Session events must be forwarded by the owner of the eb_zk
+ * Session events must be forwarded by the owner of the eb__zk
  * (eb__registry_session_event). Loop thread only. The zk is borrowed and
  * must outlive the registry; strings of opts are copied.
  */
-#ifndef EB_ZK_REGISTRY_H
-#define EB_ZK_REGISTRY_H
+#ifndef EB_MEMBER_REGISTRY_H
+#define EB_MEMBER_REGISTRY_H
 
 #include <stdint.h>
 
@@ -53,9 +53,9 @@
 
 #include "zk/zk.h"
 
-typedef struct eb_registry eb_registry; /* opaque */
+typedef struct eb__registry eb__registry; /* opaque */
 
-typedef enum eb_registry_event {
+typedef enum eb__registry_event {
 	EB_REGISTRY_REGISTERED = 1,   /* member+claim exist in this session
 	                                 (first time, re-registered, rejoined,
 	                                 or re-confirmed after a reconnect) */
@@ -68,9 +68,9 @@ typedef enum eb_registry_event {
 	                                 overwritten from outside: leadership
 	                                 must end now; REGISTERED (new
 	                                 member) or FAILED follows */
-} eb_registry_event;
+} eb__registry_event;
 
-typedef struct eb_registry_opts {
+typedef struct eb__registry_opts {
 	const char *root;    /* "/ebnode/<cluster>", no trailing '/' */
 	const char *address; /* the node address (claimed) */
 	const char *node_id;
@@ -81,38 +81,38 @@ typedef struct eb_registry_opts {
 	const char *version;
 	int         eligible;    /* may lead (written as "eligible") */
 	uint32_t    dup_wait_ms; /* 0: session timeout + 1000 */
-} eb_registry_opts;
+} eb__registry_opts;
 
-typedef void (*eb_registry_cb)(
-    eb_registry *r, eb_registry_event ev, int status, void *arg);
-typedef void (*eb_registry_close_cb)(eb_registry *r, void *arg);
+typedef void (*eb__registry_cb)(
+    eb__registry *r, eb__registry_event ev, int status, void *arg);
+typedef void (*eb__registry_close_cb)(eb__registry *r, void *arg);
 
-void eb__registry_opts_init(eb_registry_opts *opts);
+void eb__registry_opts_init(eb__registry_opts *opts);
 /* No I/O, no callbacks until start. 0 or UV_EINVAL (missing fields). */
-int eb__registry_new(uv_loop_t *loop, eb_zk *zk, const eb_registry_opts *opts,
-    eb_registry_cb cb, void *arg, eb_registry **rp);
+int eb__registry_new(uv_loop_t *loop, eb__zk *zk, const eb__registry_opts *opts,
+    eb__registry_cb cb, void *arg, eb__registry **rp);
 /* Registers as soon as the session is connected (now or later). */
-int  eb__registry_start(eb_registry *r);
-void eb__registry_session_event(eb_registry *r, eb_zk_event ev);
+int  eb__registry_start(eb__registry *r);
+void eb__registry_session_event(eb__registry *r, eb__zk_event ev);
 /* Graceful leave: LEFT follows exactly once (0 or the multi's error). */
-int eb__registry_leave(eb_registry *r);
+int eb__registry_leave(eb__registry *r);
 /* Step to the back: REGISTERED follows with the new member (or FAILED).
  * EB_EZKINVALIDSTATE unless registered. */
-int eb__registry_rejoin(eb_registry *r);
+int eb__registry_rejoin(eb__registry *r);
 /* Exactly once; no callback after it; cb on a later turn. */
-void eb__registry_close(eb_registry *r, eb_registry_close_cb cb, void *arg);
+void eb__registry_close(eb__registry *r, eb__registry_close_cb cb, void *arg);
 
-int eb__registry_is_registered(const eb_registry *r);
+int eb__registry_is_registered(const eb__registry *r);
 /* 1 between REREGISTERING and the next REGISTERED (or FAILED). */
-int eb__registry_reregistering(const eb_registry *r);
+int eb__registry_reregistering(const eb__registry *r);
 /* Valid while registered (NULL/0 otherwise). */
-const char *eb__registry_member_name(const eb_registry *r);
-const char *eb__registry_member_path(const eb_registry *r);
-int64_t     eb__registry_member_seq(const eb_registry *r);
-int64_t     eb__registry_member_czxid(const eb_registry *r);
-const char *eb__registry_members_path(const eb_registry *r);
-const char *eb__registry_root(const eb_registry *r);
+const char *eb__registry_member_name(const eb__registry *r);
+const char *eb__registry_member_path(const eb__registry *r);
+int64_t     eb__registry_member_seq(const eb__registry *r);
+int64_t     eb__registry_member_czxid(const eb__registry *r);
+const char *eb__registry_members_path(const eb__registry *r);
+const char *eb__registry_root(const eb__registry *r);
 /* After FAILED/EB_EDUPADDR: "node_id=<id> attempt=<uuid> session=0x<id>". */
-const char *eb__registry_holder(const eb_registry *r);
+const char *eb__registry_holder(const eb__registry *r);
 
 #endif

@@ -7,17 +7,16 @@
  *     prefix makes full names sort randomly.
  *   - the member data {"address","node_id","host","cluster_port",
  *     "bridge_port","admin_port","version","started_ms","eligible"}
- *     parsed into eb_member.
- *   - "live ids": objects that hand themselves to ZooKeeper as a watch or
- *     completion argument register here and pass (void *) id instead of a
- *     pointer (STYLE B4.5). A watch that fires after the object was closed
- *     finds nothing instead of freed memory; watches cannot be cancelled in
- *     the 3.8 C client, so this is the only safe way.
+ *     parsed into eb__member.
+ *   - the percent-encoding of an address into one znode name component.
  *
- * Loop thread only (the live-id table is process-global).
+ * The "live ids" that registry.c and childcache.c hand to ZooKeeper instead
+ * of pointers (STYLE B4.5) are the session's, in zk/zk.h (eb__zk_live_*).
+ *
+ * Loop thread only.
  */
-#ifndef EB_ZK_MEMBER_H
-#define EB_ZK_MEMBER_H
+#ifndef EB_MEMBER_MEMBER_H
+#define EB_MEMBER_MEMBER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +25,7 @@
 
 #define EB_MEMBER_PREFIX "m-"
 
-typedef struct eb_member {
+typedef struct eb__member {
 	char    *name; /* owned: "m-<uuid>-<seq10>" */
 	int64_t  seq;  /* the sequence suffix */
 	char     uuid[37];
@@ -43,7 +42,7 @@ typedef struct eb_member {
 	uint64_t started_ms;
 	int      eligible; /* 1 unless the data says "eligible": false */
 	json_t  *data;     /* owned reference: the parsed data (or NULL) */
-} eb_member;
+} eb__member;
 
 /*
  * Parses "m-<uuid>-<seq10>": 0 with seq (and uuid if non-NULL, 37 bytes),
@@ -54,9 +53,9 @@ int eb__member_parse_name(const char *name, int64_t *seq, char *uuid);
 /* Fills m from name, data and stat fields. 0 or EB_EPROTO (bad name). Bad
  * or missing JSON leaves the data fields empty; whether such a member
  * counts is eb__member_invalid_reason()'s decision, not this one's. */
-int  eb__member_init(eb_member *m, const char *name, const char *data,
+int  eb__member_init(eb__member *m, const char *name, const char *data,
      size_t len, int64_t czxid, int64_t owner, int32_t version);
-void eb__member_free(eb_member *m); /* the fields, not m itself */
+void eb__member_free(eb__member *m); /* the fields, not m itself */
 
 /*
  * The one validity rule for leadership and the member cache (DESIGN
@@ -73,14 +72,14 @@ void eb__member_free(eb_member *m); /* the fields, not m itself */
  * slug naming the first violated condition ("not-ephemeral", "bad-json",
  * "no-node-id", "no-address", "bad-port", "bad-eligible").
  */
-const char *eb__member_invalid_reason(const eb_member *m);
+const char *eb__member_invalid_reason(const eb__member *m);
 
 /*
  * eb__member_init followed by eb__member_invalid_reason: NULL with m
  * filled (the caller frees it) when the child is a valid member, else the
  * reason ("bad-name" for a foreign name) with m empty (nothing to free).
  */
-const char *eb__member_load(eb_member *m, const char *name, const char *data,
+const char *eb__member_load(eb__member *m, const char *name, const char *data,
     size_t len, int64_t czxid, int64_t owner, int32_t version);
 
 /* Percent-encodes an address for use as one znode name component
