@@ -22,7 +22,8 @@ Checks (all must hold):
 - ingress sent through a follower to a consumer on the third node keeps
   being acknowledged (no failure at all);
 - another client's lock on the leader's node is never revoked;
-- each node's RSS stays under RSS_BOUND_MB (sampled every 100 ms);
+- each node's RSS stays under RSS_BOUND_MB (sampled every 100 ms; not
+  asserted in an ASan build, whose shadow memory and quarantine dominate);
 - every cross-site release is refused;
 - the lock and counter floods are refused beyond their caps (429), and
   every flood lock is released once its connection closes;
@@ -51,6 +52,13 @@ SOAK = float(os.environ.get("EB_SOAK_SECONDS", "20"))
 RSS_BOUND_MB = 128
 SESSION_MS = 6000
 MiB = 1024 * 1024
+
+
+def sanitized():
+    """An ASan build: its shadow memory and quarantine make RSS no measure
+    of what the node holds (the bound is checked on the plain build)."""
+    return "asan" in os.environ.get("EBNODE_BIN", "") or \
+        os.environ.get("EB_SANITIZE", "") != ""
 
 
 def report(text):
@@ -437,7 +445,7 @@ class HostileSoak(unittest.TestCase):
         if other.other:
             problems.append("the other client's lock: %s" % other.other[:3])
         for name, mb in peak.items():
-            if mb >= RSS_BOUND_MB:
+            if mb >= RSS_BOUND_MB and not sanitized():
                 problems.append("%s peak RSS %.1f MB >= %d MB"
                                 % (name, mb, RSS_BOUND_MB))
         refused = results["cross-site"][0] or {}
