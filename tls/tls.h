@@ -68,6 +68,13 @@ void eb__tls_ctx_free(eb__tls_ctx *ctx); /* accepts NULL */
  * (out of memory); the reason is in err if non-NULL. */
 eb__tls *eb__tls_new(eb__tls_ctx *ctx, int server, eb_errbuf *err);
 void     eb__tls_free(eb__tls *t); /* accepts NULL */
+/*
+ * A client engine's server name, before its first handshake call: sent as
+ * SNI unless it is an IP address literal; verify non-zero also requires
+ * the server's certificate to name it (DNS name, or the IP address). 0 or
+ * EB_ETLS.
+ */
+int eb__tls_set_peer_name(eb__tls *t, const char *name, int verify);
 
 /* Ciphertext from the socket. 0 or EB_ETLS. */
 int eb__tls_feed(eb__tls *t, const char *p, size_t n);

@@ -10,15 +10,16 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	common)   echo "common" ;;
 	admin)    echo "admin common" ;;
 	tls)      echo "tls common" ;;
+	stream)   echo "stream tls common" ;;
 	link)     echo "link tls admin common" ;;
 	zk)       echo "zk common" ;;
 	election) echo "election zk common" ;;
 	cluster)  echo "cluster election zk admin common" ;;
 	shared)   echo "shared cluster zk admin common" ;;
 	eventbus) echo "eventbus link admin common" ;;
-	bridge)   echo "bridge tls eventbus admin common" ;;
+	bridge)   echo "bridge stream tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
-	web)      echo "web bridge tls eventbus admin common" ;;
+	web)      echo "web bridge stream tls eventbus admin common" ;;
 	conf)     echo "conf admin common" ;;
 	node)     echo "node conf web bridge ingress eventbus cluster shared link admin common" ;;
 	*)        echo "" ;;
@@ -26,7 +27,7 @@ allowed() { # module -> allowed repo-rooted include prefixes
 }
 
 bad=0
-for m in common admin tls link zk election cluster shared eventbus bridge web ingress conf node; do
+for m in common admin tls stream link zk election cluster shared eventbus bridge web ingress conf node; do
 	[ -d "$m" ] || continue
 	ok="$(allowed "$m")"
 	while IFS= read -r line; do

@@ -1,18 +1,20 @@
 /*
- * Plain TCP streams, and the socket plumbing both stream kinds share: one
+ * Plain TCP streams, and the socket plumbing both stream kinds share: the
+ * one read path, the connect of a client, and the one write queue: one
  * write per gathered buffer (many whole frames, each header and payload
  * contiguous), tried directly first (uv_try_write) and queued only for what
  * the kernel did not take, and the byte count of writes still in flight,
- * which the connection bounds.
+ * which the owners bound (eb__stream_backlog).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <ebnode/err.h>
 
-#include "bridge/stream.h"
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "stream/stream.h"
 
 #define STREAM_READ_CHUNK 65536
 
@@ -146,38 +148,38 @@ eb__stream_raw_close(eb__stream *s)
 	uv_close((uv_handle_t *) &s->tcp, stream_closed_cb);
 }
 
+/* The one read path: plaintext to the owner, ciphertext to the engine. */
 static void
-tcp_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+stream_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
 	eb__stream *s = st->data;
 
 	if (s->closing) {
 		return;
 	}
-	if (nread > 0) {
-		s->cbs.read_cb(s, buf->base, (size_t) nread);
-	} else if (nread < 0) {
+	if (nread < 0) {
 		(void) uv_read_stop(st);
 		s->cbs.error_cb(s, (int) nread);
+	} else if (nread > 0) {
+		if (s->tls != NULL) {
+			eb__stream_tls_input(s, buf->base, (size_t) nread);
+		} else {
+			s->cbs.read_cb(s, buf->base, (size_t) nread);
+		}
 	}
 }
 
-static int
-tcp_start(eb__stream *s)
-{
-	return eb__stream_read_start(s, tcp_read_cb);
-}
-
 int
-eb__stream_read_start(eb__stream *s, uv_read_cb cb)
+eb__stream_read_start(eb__stream *s)
 {
 	EB_ASSERT(!s->closing); /* start after close */
-	return uv_read_start((uv_stream_t *) &s->tcp, stream_alloc_cb, cb);
+	return uv_read_start(
+	    (uv_stream_t *) &s->tcp, stream_alloc_cb, stream_read_cb);
 }
 
 const eb__stream_ops eb__stream_tcp_ops = {
 	.name = "tcp",
-	.start = tcp_start,
+	.start = eb__stream_read_start,
 	.write = tcp_write,
 	.close = eb__stream_raw_close,
 };
@@ -210,17 +212,19 @@ eb__stream_make_null(eb__stream *s)
 	s->ops = &eb__stream_null_ops;
 }
 
-int
-eb__stream_init(
-    eb__stream *s, eb__tls_ctx *tls, const eb__stream_cbs *cbs, void *data)
+static int
+stream_setup(eb__stream *s, eb__tls_ctx *tls, int client,
+    const eb__stream_cbs *cbs, void *data)
 {
 	s->cbs = *cbs;
 	s->data = data;
 	s->queued = 0;
 	s->closing = 0;
+	s->connect_cb = NULL;
 	s->tls = NULL;
 	s->layer = NULL;
 	s->handshake_done = 0;
+	s->client = client;
 	s->tls_err[0] = '\0';
 	s->tcp.data = s;
 	if (tls == NULL) {
@@ -229,4 +233,47 @@ eb__stream_init(
 	}
 	s->ops = &eb__stream_tls_ops;
 	return eb__stream_tls_setup(s, tls);
+}
+
+int
+eb__stream_init(
+    eb__stream *s, eb__tls_ctx *tls, const eb__stream_cbs *cbs, void *data)
+{
+	return stream_setup(s, tls, 0, cbs, data);
+}
+
+int
+eb__stream_init_client(eb__stream *s, eb__tls_ctx *tls, const char *server_name,
+    int verify_name, const eb__stream_cbs *cbs, void *data)
+{
+	int rv = stream_setup(s, tls, 1, cbs, data);
+
+	if (rv == 0 && s->tls != NULL && server_name != NULL &&
+	    eb__tls_set_peer_name(s->tls, server_name, verify_name) != 0) {
+		(void) snprintf(s->tls_err, sizeof(s->tls_err), "%s",
+		    eb__tls_error(s->tls));
+		rv = EB_ETLS;
+	}
+	return rv;
+}
+
+static void
+stream_connect_cb(uv_connect_t *req, int status)
+{
+	eb__stream *s = req->data;
+
+	if (s->closing && status != UV_ECANCELED) {
+		return;
+	}
+	s->connect_cb(s, status);
+}
+
+int
+eb__stream_connect(eb__stream *s, const struct sockaddr *sa,
+    void (*cb)(eb__stream *s, int status))
+{
+	EB_ASSERT(!s->closing); /* connect after close */
+	s->connect_cb = cb;
+	s->creq.data = s;
+	return uv_tcp_connect(&s->creq, &s->tcp, sa, stream_connect_cb);
 }
