@@ -11,7 +11,7 @@ allowed() { # module -> allowed repo-rooted include prefixes
 	admin)    echo "admin common" ;;
 	tls)      echo "tls common" ;;
 	stream)   echo "stream tls common" ;;
-	link)     echo "link tls admin common" ;;
+	link)     echo "link stream tls admin common" ;;
 	zk)       echo "zk common" ;;
 	election) echo "election zk common" ;;
 	cluster)  echo "cluster election zk admin common" ;;
