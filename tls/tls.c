@@ -62,7 +62,8 @@ eb__tls_ctx_new(const eb__tls_ctx_opts *o, eb__tls_ctx **out, eb_errbuf *err)
 		return eb_errf(
 		    err, EB_ECONF, "certificate and key go together");
 	}
-	if (o->verify != EB__TLS_VERIFY_NONE && o->ca_file == NULL) {
+	if (o->verify != EB__TLS_VERIFY_NONE && o->ca_file == NULL &&
+	    !o->system_ca) {
 		return eb_errf(
 		    err, EB_ECONF, "peer verification needs a CA file");
 	}
@@ -90,6 +91,9 @@ eb__tls_ctx_new(const eb__tls_ctx_opts *o, eb__tls_ctx **out, eb_errbuf *err)
 		if (names != NULL) {
 			SSL_CTX_set_client_CA_list(ctx, names); /* takes it */
 		}
+	} else if (o->system_ca && SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		rv = ctx_fail(err, "ca", "(system default)");
+		goto fail;
 	}
 	if (o->cert_file != NULL) {
 		if (SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) !=
@@ -333,4 +337,12 @@ const char *
 eb__tls_error(const eb__tls *t)
 {
 	return t->err;
+}
+
+const char *
+eb__tls_verify_error(const eb__tls *t)
+{
+	long vr = SSL_get_verify_result(t->ssl);
+
+	return vr == X509_V_OK ? NULL : X509_verify_cert_error_string(vr);
 }
