@@ -120,7 +120,10 @@ void eb__stream_make_null(eb__stream *s);
 /* Shared by both implementations (stream_tcp.c): writes what the kernel
  * takes now (uv_try_write when nothing is queued), copies and queues the
  * rest in one uv_write. 0 or an error. */
-int  eb__stream_raw_send(eb__stream *s, const char *p, size_t n);
+int eb__stream_raw_send(eb__stream *s, const char *p, size_t n);
+/* The same for a malloc'd buffer the stream takes over (freed whatever the
+ * outcome): queued without a copy when the kernel took none of it. */
+int  eb__stream_raw_send_owned(eb__stream *s, char *data, size_t n);
 void eb__stream_raw_close(eb__stream *s);
 /* Starts the one read path (stream_tcp.c): plaintext straight to read_cb,
  * or ciphertext through eb__stream_tls_input. */

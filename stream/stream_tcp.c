@@ -18,11 +18,13 @@
 
 #define STREAM_READ_CHUNK 65536
 
-/* A queued write: the bytes follow the struct (one allocation). */
+/* A queued write: the bytes follow the struct (one allocation), or are a
+ * buffer handed over by the caller (owned). */
 typedef struct stream_wreq {
 	uv_write_t  req;
 	eb__stream *s; /* borrowed: valid until closed_cb, after this cb */
 	size_t      len;
+	char       *owned; /* owned; NULL: the bytes follow */
 } stream_wreq;
 
 /*
@@ -48,6 +50,7 @@ stream_write_cb(uv_write_t *req, int status)
 	eb__stream  *s = w->s;
 
 	s->queued -= sizeof(*w) + w->len;
+	free(w->owned);
 	free(w);
 	/* Writes still queued at close complete with UV_ECANCELED. */
 	if (status < 0 && !s->closing) {
@@ -57,48 +60,100 @@ stream_write_cb(uv_write_t *req, int status)
 	}
 }
 
+/* Writes what the kernel takes at once when nothing is queued: the bytes
+ * written (0: none, or something is queued) or an error. */
+static ssize_t
+stream_try(eb__stream *s, const char *p, size_t n)
+{
+	char    *base;
+	uv_buf_t ub;
+	int      rv;
+
+	if (eb__stream_backlog(s) != 0) {
+		return 0; /* keep the order: behind the queue */
+	}
+	/* uv_buf_t is not const; uv_try_write does not write to it. */
+	memcpy(&base, &p, sizeof(base));
+	ub = uv_buf_init(base, (unsigned int) n);
+	rv = uv_try_write((uv_stream_t *) &s->tcp, &ub, 1);
+	return rv == UV_EAGAIN ? 0 : rv;
+}
+
+/* Queues w (its buffer at base) in one uv_write. 0 or an error (w freed). */
+static int
+stream_queue(eb__stream *s, stream_wreq *w, char *base, size_t n)
+{
+	uv_buf_t ub = uv_buf_init(base, (unsigned int) n);
+	int      rv;
+
+	w->s = s;
+	w->len = n;
+	rv =
+	    uv_write(&w->req, (uv_stream_t *) &s->tcp, &ub, 1, stream_write_cb);
+	if (rv != 0) {
+		free(w->owned);
+		free(w);
+		return rv;
+	}
+	s->queued += sizeof(*w) + n;
+	return 0;
+}
+
+/* Queues a copy of p[0..n) (the bytes follow the request). */
+static int
+stream_queue_copy(eb__stream *s, const char *p, size_t n)
+{
+	stream_wreq *w = eb__malloc(sizeof(*w) + n);
+
+	w->owned = NULL;
+	memcpy(w + 1, p, n);
+	return stream_queue(s, w, (char *) (w + 1), n);
+}
+
 int
 eb__stream_raw_send(eb__stream *s, const char *p, size_t n)
 {
-	stream_wreq *w;
-	uv_buf_t     ub;
-	int          rv;
+	ssize_t done;
 
 	EB_ASSERT(!s->closing); /* use after close */
 	if (n == 0) {
 		return 0;
 	}
 	/* Nothing queued: the kernel usually takes it all, no copy. */
-	if (eb__stream_backlog(s) == 0) {
-		char *base;
-
-		/* uv_buf_t is not const; uv_try_write does not write to it. */
-		memcpy(&base, &p, sizeof(base));
-		ub = uv_buf_init(base, (unsigned int) n);
-		rv = uv_try_write((uv_stream_t *) &s->tcp, &ub, 1);
-		if (rv >= 0) {
-			p += rv;
-			n -= (size_t) rv;
-		} else if (rv != UV_EAGAIN) {
-			return rv;
-		}
-		if (n == 0) {
-			return 0;
-		}
+	done = stream_try(s, p, n);
+	if (done < 0) {
+		return (int) done;
 	}
-	w = eb__malloc(sizeof(*w) + n);
-	w->s = s;
-	w->len = n;
-	memcpy(w + 1, p, n);
-	ub = uv_buf_init((char *) (w + 1), (unsigned int) n);
-	rv =
-	    uv_write(&w->req, (uv_stream_t *) &s->tcp, &ub, 1, stream_write_cb);
-	if (rv != 0) {
-		free(w);
+	if ((size_t) done == n) {
+		return 0;
+	}
+	return stream_queue_copy(s, p + done, n - (size_t) done);
+}
+
+int
+eb__stream_raw_send_owned(eb__stream *s, char *data, size_t n)
+{
+	stream_wreq *w;
+	ssize_t      done;
+
+	EB_ASSERT(!s->closing); /* use after close */
+	EB_ASSERT(data != NULL || n == 0);
+	done = n == 0 ? 0 : stream_try(s, data, n);
+	if (done < 0 || (size_t) done == n) {
+		free(data);
+		return done < 0 ? (int) done : 0;
+	}
+	if (done > 0) {
+		/* The kernel took a part: queue a copy of the rest (the
+		 * backlog counts what is held, as for raw_send). */
+		int rv = stream_queue_copy(s, data + done, n - (size_t) done);
+
+		free(data);
 		return rv;
 	}
-	s->queued += sizeof(*w) + n;
-	return 0;
+	w = eb__malloc(sizeof(*w));
+	w->owned = data;
+	return stream_queue(s, w, data, n);
 }
 
 /* Leaves b empty, keeping its memory. */

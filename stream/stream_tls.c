@@ -14,8 +14,7 @@
 #include "stream/stream.h"
 #include "tls/tls.h"
 
-#define TLS_PLAIN_CHUNK  16384
-#define TLS_CIPHER_CHUNK 65536
+#define TLS_PLAIN_CHUNK 16384
 
 /* Keeps the engine's reason of the last failure for the owner's log. */
 static void
@@ -25,21 +24,16 @@ tls_note_error(eb__stream *s)
 	    s->tls_err, sizeof(s->tls_err), "%s", eb__tls_error(s->tls));
 }
 
-/* Moves pending ciphertext to the socket. 0 or an error. */
+/* Moves pending ciphertext to the socket, all of it in one write (one
+ * syscall when the kernel takes it; queued without a copy when it takes
+ * none). 0 or an error. */
 static int
 tls_flush(eb__stream *s)
 {
-	char   buf[TLS_CIPHER_CHUNK];
 	size_t n;
-	int    rv;
+	char  *data = eb__tls_take(s->tls, &n);
 
-	while ((n = eb__tls_pull(s->tls, buf, sizeof(buf))) > 0) {
-		rv = eb__stream_raw_send(s, buf, n);
-		if (rv != 0) {
-			return rv;
-		}
-	}
-	return 0;
+	return data == NULL ? 0 : eb__stream_raw_send_owned(s, data, n);
 }
 
 /* Flushes; on a socket error reports it to the owner. 0 or -1. */
