@@ -23,12 +23,12 @@
 #include <ebnode/bridge.h>
 #include <ebnode/bus.h>
 
-#include "bridge/stream.h"
 #include "common/budget.h"
 #include "common/frame.h"
 #include "common/list.h"
 #include "common/obs.h"
 #include "common/stall.h"
+#include "stream/stream.h"
 
 /* ---- permissions (perm.c) ---- */
 

@@ -1,8 +1,9 @@
 /*
  * ebctl bridge connections: a non-blocking socket driven with poll() so that
- * every wait has a deadline, optional TLS with OpenSSL directly on the fd
- * (a CLI owns its socket; there is no libuv here), and the bridge framing
- * from common/frame.h.
+ * every wait has a deadline, optional TLS on the tls/ engine (the one TLS
+ * engine of the project, memory BIOs: this file moves its ciphertext
+ * between the engine and the socket; a CLI owns its socket, there is no
+ * libuv here), and the bridge framing from common/frame.h.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,22 +15,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <uv.h>
 
 #include "common/alloc.h"
 #include "common/frame.h"
 #include "common/util.h"
 #include "ctl/ctl.h"
+#include "tls/tls.h"
 
-#define CTL_MAX_FRAME (64u * 1024u * 1024u)
+#define CTL_MAX_FRAME   (64u * 1024u * 1024u)
+#define CTL_TLS_CHUNK   16384
+#define CTL_CIPHER_READ 65536
 
 struct ctl_conn {
 	int           fd;
-	SSL_CTX      *ctx;
-	SSL          *ssl;
+	eb__tls_ctx  *ctx; /* owned, NULL: plain */
+	eb__tls      *tls; /* owned, NULL: plain */
 	eb__frame_dec dec;
 };
 
@@ -62,21 +63,6 @@ eb__ctl_wait_fd(int fd, short events, uint64_t deadline)
 		rv = poll(&p, 1, remaining(deadline));
 	} while (rv < 0 && errno == EINTR);
 	return rv;
-}
-
-static void
-tls_errstr(char *err, size_t errlen, const char *what)
-{
-	unsigned long e = ERR_get_error();
-	char          buf[200];
-
-	if (e != 0) {
-		ERR_error_string_n(e, buf, sizeof(buf));
-	} else {
-		(void) snprintf(buf, sizeof(buf), "handshake failed");
-	}
-	(void) snprintf(err, errlen, "%s: %s", what, buf);
-	ERR_clear_error();
 }
 
 int
@@ -139,93 +125,133 @@ eb__ctl_tcp_connect(
 }
 
 static int
-is_ip_literal(const char *h)
-{
-	unsigned char buf[16];
-
-	return inet_pton(AF_INET, h, buf) == 1 ||
-	       inet_pton(AF_INET6, h, buf) == 1;
-}
-
-static int
 tls_setup(ctl_conn *c, const ctl_args *a, char *err, size_t errlen)
 {
 	const char *name =
 	    a->servername != NULL ? a->servername : a->bridge.host;
+	eb__tls_ctx_opts o;
+	eb_errbuf        e;
 
-	c->ctx = SSL_CTX_new(TLS_client_method());
-	if (c->ctx == NULL) {
-		tls_errstr(err, errlen, "TLS");
-		return -1;
-	}
-	(void) SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
+	memset(&o, 0, sizeof(o));
+	o.cert_file = a->cert;
+	o.key_file = a->key;
 	if (!a->insecure) {
-		SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
-		if ((a->ca != NULL && SSL_CTX_load_verify_locations(
-		                          c->ctx, a->ca, NULL) != 1) ||
-		    (a->ca == NULL &&
-		        SSL_CTX_set_default_verify_paths(c->ctx) != 1)) {
-			tls_errstr(err, errlen, "TLS: loading CA");
-			return -1;
-		}
+		/* A client is always sent the server's certificate. */
+		o.verify = EB__TLS_VERIFY_REQUEST;
+		o.ca_file = a->ca;
+		o.system_ca = a->ca == NULL;
 	}
-	if (a->cert != NULL &&
-	    (SSL_CTX_use_certificate_chain_file(c->ctx, a->cert) != 1 ||
-	        SSL_CTX_use_PrivateKey_file(c->ctx, a->key, SSL_FILETYPE_PEM) !=
-	            1)) {
-		tls_errstr(err, errlen, "TLS: loading client certificate");
-		return -1;
-	}
-	c->ssl = SSL_new(c->ctx);
-	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1) {
-		tls_errstr(err, errlen, "TLS");
-		return -1;
-	}
-	if (!is_ip_literal(name)) {
-		/* The macro casts its argument to void *: pass a copy. */
-		char sni[CTL_HOST_MAX];
+	if (eb__tls_ctx_new(&o, &c->ctx, &e) != 0) {
+		/* "<what> <file>: <reason>" (tls.h): ebctl's own wording. */
+		const char *why = strstr(e.msg, ": ");
 
-		(void) snprintf(sni, sizeof(sni), "%s", name);
-		(void) SSL_set_tlsext_host_name(c->ssl, sni);
+		(void) snprintf(err, errlen, "TLS: %s: %s",
+		    strncmp(e.msg, "ca ", 3) == 0
+		        ? "loading CA"
+		        : "loading client certificate",
+		    why != NULL ? why + 2 : e.msg);
+		return -1;
 	}
-	if (!a->insecure) {
-		if (is_ip_literal(name)) {
-			(void) X509_VERIFY_PARAM_set1_ip_asc(
-			    SSL_get0_param(c->ssl), name);
-		} else {
-			(void) SSL_set1_host(c->ssl, name);
-		}
+	c->tls = eb__tls_new(c->ctx, 0, &e);
+	if (c->tls == NULL) {
+		(void) snprintf(err, errlen, "TLS: %s", e.msg);
+		return -1;
+	}
+	if (eb__tls_set_peer_name(c->tls, name, !a->insecure) != 0) {
+		(void) snprintf(err, errlen, "TLS: %s", eb__tls_error(c->tls));
+		return -1;
 	}
 	return 0;
 }
 
-typedef enum tls_op { TLS_OP_CONNECT, TLS_OP_READ, TLS_OP_WRITE } tls_op;
-
-/* Runs an SSL call until it completes or the deadline passes: > 0 done
- * (bytes for read/write), 0 timeout, < 0 error (SSL_get_error negated). */
+/* Sends p[0..n) on the socket: 1 done, 0 timeout, -1 error (errno). */
 static int
-tls_io(ctl_conn *c, tls_op op, void *rbuf, const void *wbuf, int n,
-    uint64_t deadline)
+send_all(ctl_conn *c, const char *p, size_t n, uint64_t deadline)
 {
-	int rv;
-	int e;
+	ssize_t w;
+	int     rv;
 
-	for (;;) {
-		ERR_clear_error();
-		rv = op == TLS_OP_CONNECT ? SSL_connect(c->ssl)
-		     : op == TLS_OP_READ  ? SSL_read(c->ssl, rbuf, n)
-		                          : SSL_write(c->ssl, wbuf, n);
-		if (rv > 0) {
+	while (n > 0) {
+		w = send(c->fd, p, n, MSG_NOSIGNAL);
+		if (w >= 0) {
+			p += w;
+			n -= (size_t) w;
+			continue;
+		}
+		if (errno != EAGAIN && errno != EINTR) {
+			return -1;
+		}
+		rv = eb__ctl_wait_fd(c->fd, POLLOUT, deadline);
+		if (rv <= 0) {
 			return rv;
 		}
-		e = SSL_get_error(c->ssl, rv);
-		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-			return -e;
+	}
+	return 1;
+}
+
+/* Moves the engine's pending ciphertext to the socket: 1, 0 timeout, -1. */
+static int
+tls_flush(ctl_conn *c, uint64_t deadline)
+{
+	char   buf[CTL_CIPHER_READ];
+	size_t n;
+	int    rv;
+
+	while ((n = eb__tls_pull(c->tls, buf, sizeof(buf))) > 0) {
+		if ((rv = send_all(c, buf, n, deadline)) <= 0) {
+			return rv;
 		}
-		rv = eb__ctl_wait_fd(c->fd,
-		    e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+	}
+	return 1;
+}
+
+/* Reads ciphertext from the socket into the engine: 1, 0 timeout, -1 error
+ * or EOF (errno 0: EOF). */
+static int
+tls_fill(ctl_conn *c, uint64_t deadline)
+{
+	char    buf[CTL_CIPHER_READ];
+	ssize_t r;
+	int     rv;
+
+	for (;;) {
+		r = recv(c->fd, buf, sizeof(buf), 0);
+		if (r > 0) {
+			return eb__tls_feed(c->tls, buf, (size_t) r) == 0 ? 1
+			                                                  : -1;
+		}
+		if (r == 0) {
+			errno = 0;
+			return -1;
+		}
+		if (errno != EAGAIN && errno != EINTR) {
+			return -1;
+		}
+		rv = eb__ctl_wait_fd(c->fd, POLLIN, deadline);
 		if (rv <= 0) {
-			return rv == 0 ? 0 : -SSL_ERROR_SYSCALL;
+			return rv;
+		}
+	}
+}
+
+/* Runs the client handshake: 1 done, 0 timeout, -1 failed. */
+static int
+tls_handshake(ctl_conn *c, uint64_t deadline)
+{
+	int r;
+	int rv;
+
+	for (;;) {
+		r = eb__tls_handshake(c->tls);
+		/* On failure too: the server sees our alert. */
+		if ((rv = tls_flush(c, deadline)) <= 0) {
+			return rv;
+		}
+		if (r != 0) {
+			return r == 1 ? 1 : -1;
+		}
+		if ((rv = tls_fill(c, deadline)) <= 0) {
+			return rv;
 		}
 	}
 }
@@ -233,10 +259,10 @@ tls_io(ctl_conn *c, tls_op op, void *rbuf, const void *wbuf, int n,
 ctl_conn *
 eb__ctl_connect(const ctl_args *a, char *err, size_t errlen)
 {
-	ctl_conn *c = eb__calloc(1, sizeof(*c));
-	uint64_t  deadline = deadline_of(a->timeout_ms);
-	int       rv;
-	long      vr;
+	ctl_conn   *c = eb__calloc(1, sizeof(*c));
+	uint64_t    deadline = deadline_of(a->timeout_ms);
+	const char *vr;
+	int         rv;
 
 	eb__frame_dec_init(&c->dec, CTL_MAX_FRAME);
 	c->fd = eb__ctl_tcp_connect(&a->bridge, deadline, err, errlen);
@@ -247,19 +273,23 @@ eb__ctl_connect(const ctl_args *a, char *err, size_t errlen)
 		if (tls_setup(c, a, err, errlen) != 0) {
 			goto fail;
 		}
-		rv = tls_io(c, TLS_OP_CONNECT, NULL, NULL, 0, deadline);
+		rv = tls_handshake(c, deadline);
 		if (rv <= 0) {
-			vr = SSL_get_verify_result(c->ssl);
+			vr = eb__tls_verify_error(c->tls);
 			if (rv == 0) {
 				(void) snprintf(err, errlen,
 				    "TLS handshake with %s:%d: timed out",
 				    a->bridge.host, a->bridge.port);
-			} else if (vr != X509_V_OK) {
+			} else if (vr != NULL) {
 				(void) snprintf(err, errlen,
 				    "TLS: certificate verification failed: %s",
-				    X509_verify_cert_error_string(vr));
+				    vr);
 			} else {
-				tls_errstr(err, errlen, "TLS handshake");
+				(void) snprintf(err, errlen,
+				    "TLS handshake: %s",
+				    eb__tls_error(c->tls)[0] != '\0'
+				        ? eb__tls_error(c->tls)
+				        : "handshake failed");
 			}
 			goto fail;
 		}
@@ -276,11 +306,13 @@ eb__ctl_close(ctl_conn *c)
 	if (c == NULL) {
 		return;
 	}
-	if (c->ssl != NULL) {
-		(void) SSL_shutdown(c->ssl);
-		SSL_free(c->ssl);
+	if (c->tls != NULL && eb__tls_handshake_done(c->tls) && c->fd >= 0) {
+		/* close_notify, best effort: the socket is non-blocking. */
+		eb__tls_close_notify(c->tls);
+		(void) tls_flush(c, eb__mono_ms());
 	}
-	SSL_CTX_free(c->ctx);
+	eb__tls_free(c->tls);
+	eb__tls_ctx_free(c->ctx);
 	if (c->fd >= 0) {
 		(void) close(c->fd);
 	}
@@ -295,10 +327,14 @@ write_some(ctl_conn *c, const char *p, size_t n, uint64_t deadline)
 	ssize_t w;
 	int     rv;
 
-	if (c->ssl != NULL) {
-		rv = tls_io(c, TLS_OP_WRITE, NULL, p,
-		    n > 1u << 20 ? 1 << 20 : (int) n, deadline);
-		return rv < 0 ? -1 : rv;
+	if (c->tls != NULL) {
+		size_t chunk = n > 1u << 20 ? 1u << 20 : n;
+
+		if (eb__tls_write(c->tls, p, chunk) != 0) {
+			return -1;
+		}
+		rv = tls_flush(c, deadline);
+		return rv <= 0 ? rv : (ssize_t) chunk;
 	}
 	for (;;) {
 		w = send(c->fd, p, n, MSG_NOSIGNAL);
@@ -326,7 +362,7 @@ write_all(ctl_conn *c, const char *p, size_t n, uint64_t deadline, char *err,
 		}
 		if (w < 0) {
 			(void) snprintf(err, errlen, "write: %s",
-			    c->ssl != NULL ? "TLS error" : strerror(errno));
+			    c->tls != NULL ? "TLS error" : strerror(errno));
 			return -1;
 		}
 		p += w;
@@ -356,17 +392,32 @@ eb__ctl_send_frame(
 static ssize_t
 read_tls(ctl_conn *c, char *dst, uint64_t deadline, char *err, size_t errlen)
 {
-	int rv = tls_io(c, TLS_OP_READ, dst, NULL, 65536, deadline);
+	int r;
+	int rv;
 
-	if (rv < 0) {
+	for (;;) {
+		r = eb__tls_read(c->tls, dst, CTL_CIPHER_READ);
+		if (r > 0) {
+			return r;
+		}
+		if (r == 0) {
+			/* Whatever the engine answered (e.g. a key update). */
+			rv = tls_flush(c, deadline);
+			if (rv > 0) {
+				rv = tls_fill(c, deadline);
+			}
+			if (rv > 0) {
+				continue;
+			}
+			if (rv == 0) {
+				return 0;
+			}
+		}
 		(void) snprintf(err, errlen,
-		    rv == -SSL_ERROR_ZERO_RETURN
-		        ? "connection closed by the bridge"
-		        : "TLS read error");
-		ERR_clear_error();
+		    r == EB_ECLOSED ? "connection closed by the bridge"
+		                    : "TLS read error");
 		return -1;
 	}
-	return rv;
 }
 
 /* Plain read into dst: bytes (> 0), 0 timeout, -1 error/EOF (err set). */
@@ -408,7 +459,7 @@ static int
 read_some(ctl_conn *c, uint64_t deadline, char *err, size_t errlen)
 {
 	char   *dst = eb__buf_reserve(&c->dec.in, 65536);
-	ssize_t r = c->ssl != NULL ? read_tls(c, dst, deadline, err, errlen)
+	ssize_t r = c->tls != NULL ? read_tls(c, dst, deadline, err, errlen)
 	                           : read_plain(c, dst, deadline, err, errlen);
 
 	if (r <= 0) {

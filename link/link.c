@@ -181,23 +181,6 @@ eb__link_peer_new(eb_link_mgr *m, const char *node_id)
 }
 
 static void
-peer_dial_cb(uv_connect_t *req, int status)
-{
-	link_conn *c = req->data;
-
-	if (status == UV_ECANCELED) {
-		return; /* closed meanwhile */
-	}
-	if (status != 0) {
-		EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
-		    c->peer_addr, eb_err_name(status));
-		eb__link_conn_close(c, NULL);
-		return;
-	}
-	eb__link_conn_start(c);
-}
-
-static void
 peer_dial_addr(eb_link_mgr *m, link_peer *p, const struct sockaddr *sa)
 {
 	link_conn *c;
@@ -208,8 +191,7 @@ peer_dial_addr(eb_link_mgr *m, link_peer *p, const struct sockaddr *sa)
 	p->dialing = c;
 	(void) snprintf(
 	    c->peer_addr, sizeof(c->peer_addr), "%s:%d", p->host, p->port);
-	c->creq.data = c;
-	rv = uv_tcp_connect(&c->creq, &c->tcp, sa, peer_dial_cb);
+	rv = eb__link_conn_dial(c, sa);
 	if (rv != 0) {
 		EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
 		    c->peer_addr, eb_err_name(rv));
@@ -347,9 +329,9 @@ eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 	{
 		int sz = EB__LINK_SOCKET_BUFFER;
 
-		(void) uv_send_buffer_size((uv_handle_t *) &c->tcp, &sz);
+		(void) uv_send_buffer_size((uv_handle_t *) &c->s.tcp, &sz);
 		sz = EB__LINK_SOCKET_BUFFER;
-		(void) uv_recv_buffer_size((uv_handle_t *) &c->tcp, &sz);
+		(void) uv_recv_buffer_size((uv_handle_t *) &c->s.tcp, &sz);
 	}
 	EB_LOG_INFO("link", "link-up: node=%s peer=%s dir=%s", p->node_id,
 	    c->peer_addr, c->outbound ? "out" : "in");
@@ -580,8 +562,8 @@ eb_link_mgr_stats_foreach(eb_link_mgr *m, eb_link_stats_fn fn, void *arg)
 		s.ups = p->ups;
 		s.congestions = p->congestions;
 		if (p->conn != NULL) {
-			s.queued =
-			    p->conn->inflight + eb__buf_avail(&p->conn->out);
+			s.queued = eb__link_conn_backlog(p->conn) +
+			           eb__buf_avail(&p->conn->out);
 		}
 		fn(&s, arg);
 	}
@@ -629,13 +611,14 @@ eb__link_frame_end(eb_link_mgr *m, uint32_t peer)
 	    (unsigned char *) c->out.data + c->frame_off, (uint32_t) n);
 	c->peer->frames_out++;
 	c->peer->bytes_out += n + EB_FRAME_HDR;
-	if (c->inflight > m->max_out && !c->doomed) {
+	if (eb__link_conn_backlog(c) > m->max_out && !c->doomed) {
 		/* Bytes the kernel would not take: a peer that does not read.
 		 * Cut it off rather than grow. (The frames of one loop turn
 		 * are not counted: a burst is not a slow peer.) */
 		EB_LOG_WARN("link",
 		    "peer-too-slow: node=%s queued=%llu max=%llu",
-		    c->peer->node_id, (unsigned long long) c->inflight,
+		    c->peer->node_id,
+		    (unsigned long long) eb__link_conn_backlog(c),
 		    (unsigned long long) m->max_out);
 		c->doomed = 1;
 	}
@@ -685,7 +668,7 @@ listener_cb(uv_stream_t *server, int status)
 		return;
 	}
 	c = eb__link_conn_new(m, 0);
-	if (uv_accept(server, (uv_stream_t *) &c->tcp) != 0) {
+	if (uv_accept(server, (uv_stream_t *) &c->s.tcp) != 0) {
 		eb__link_conn_close(c, NULL);
 		return;
 	}

@@ -1,8 +1,8 @@
 /*
- * One node link connection: reading and frame decoding, the hello
- * exchange, heartbeats and timeouts, coalesced writes, TLS in between when
- * configured, and close. The manager (link.c) decides what a connection is
- * for; this file moves its bytes.
+ * One node link connection: frame decoding, the hello exchange, heartbeats
+ * and timeouts, coalesced writes and close. The manager (link.c) decides
+ * what a connection is for; this file gives its frames to its stream
+ * (stream/stream.h: the socket, TLS when configured, the write queue).
  *
  * Wire: every frame is a big-endian u32 length, then a type byte, then the
  * body. Hello (type 1): u16 version, str16 node id, str16 cluster name.
@@ -19,11 +19,18 @@
 #include "common/alloc.h"
 #include "link/link_int.h"
 
-struct link_write {
-	uv_write_t req;
-	link_conn *conn; /* borrowed: a write completes before close */
-	char      *data; /* owned */
-	size_t     len;
+static void conn_read_cb(eb__stream *s, const char *data, size_t n);
+static void conn_error_cb(eb__stream *s, int status);
+static void conn_closed_cb(eb__stream *s);
+static void conn_written_cb(eb__stream *s);
+static void conn_handshake_cb(eb__stream *s);
+
+static const eb__stream_cbs conn_cbs = {
+	.read_cb = conn_read_cb,
+	.error_cb = conn_error_cb,
+	.closed_cb = conn_closed_cb,
+	.written_cb = conn_written_cb,
+	.handshake_cb = conn_handshake_cb,
 };
 
 link_conn *
@@ -41,16 +48,55 @@ eb__link_conn_new(eb_link_mgr *m, int outbound)
 	eb__buf_init(&c->out);
 	eb_list_init(&c->flush_link);
 	eb_list_insert_tail(&m->conns, &c->link);
-	(void) uv_tcp_init(m->loop, &c->tcp);
-	c->tcp.data = c;
+	(void) uv_tcp_init(m->loop, &c->s.tcp);
 	(void) snprintf(c->peer_addr, sizeof(c->peer_addr), "?");
+	/* The dialer is the TLS client. Its peer is verified against the
+	 * cluster CA only (no name: node certificates need not name hosts). */
+	c->setup_err = outbound
+	                   ? eb__stream_init_client(
+	                         &c->s, m->tls_ctx, NULL, 0, &conn_cbs, c)
+	                   : eb__stream_init(&c->s, m->tls_ctx, &conn_cbs, c);
+	if (c->setup_err != 0) {
+		EB_LOG_WARN("link", "tls-error: op=new peer=%s detail=%s",
+		    c->peer_addr, c->s.tls_err);
+	}
 	return c;
 }
 
 static void
-conn_closed_cb(uv_handle_t *h)
+conn_dial_cb(eb__stream *s, int status)
 {
-	link_conn   *c = h->data;
+	link_conn *c = s->data;
+
+	if (status == UV_ECANCELED) {
+		return; /* closed meanwhile */
+	}
+	if (status != 0) {
+		EB_LOG_DEBUG("link", "connect-failed: peer=%s err=%s",
+		    c->peer_addr, eb_err_name(status));
+		eb__link_conn_close(c, NULL);
+		return;
+	}
+	eb__link_conn_start(c);
+}
+
+int
+eb__link_conn_dial(link_conn *c, const struct sockaddr *sa)
+{
+	EB_ASSERT(c->outbound && c->state == LINK_CONNECTING);
+	return eb__stream_connect(&c->s, sa, conn_dial_cb);
+}
+
+size_t
+eb__link_conn_backlog(const link_conn *c)
+{
+	return eb__stream_backlog(&c->s);
+}
+
+static void
+conn_closed_cb(eb__stream *s)
+{
+	link_conn   *c = s->data;
 	eb_link_mgr *m = c->mgr;
 
 	EB_ASSERT(c->state == LINK_CLOSING);
@@ -58,7 +104,6 @@ conn_closed_cb(uv_handle_t *h)
 	eb_list_remove(&c->flush_link);
 	eb__frame_dec_free(&c->dec);
 	eb__buf_free(&c->out);
-	eb__link_tls_conn_free(c);
 	free(c);
 	eb__link_mgr_conn_gone(m);
 }
@@ -94,7 +139,7 @@ eb__link_conn_close(link_conn *c, const char *why)
 	if (c->mgr->cur == c) {
 		c->mgr->cur = NULL;
 	}
-	uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
+	c->s.ops->close(&c->s);
 }
 
 /* Tells the handler when the bytes waiting for the kernel pass the high
@@ -103,7 +148,7 @@ static void
 conn_congestion(link_conn *c)
 {
 	eb_link_mgr *m = c->mgr;
-	size_t       q = c->tcp.write_queue_size;
+	size_t       q = c->s.tcp.write_queue_size;
 	int          on = c->congested ? q > EB__LINK_CONGESTED_LO
 	                               : q > EB__LINK_CONGESTED_HI;
 
@@ -120,81 +165,43 @@ conn_congestion(link_conn *c)
 	}
 }
 
+/* A queued write completed: the congestion may be over. */
 static void
-write_cb(uv_write_t *req, int status)
+conn_written_cb(eb__stream *s)
 {
-	struct link_write *w = (struct link_write *) req;
-	link_conn         *c = w->conn;
+	link_conn *c = s->data;
 
-	c->inflight -= w->len;
-	free(w->data);
-	free(w);
-	if (status != 0 && status != UV_ECANCELED) {
-		eb__link_conn_close(c, eb_err_name(status));
-		return;
-	}
 	if (c->congested) {
 		conn_congestion(c);
 	}
 }
 
 void
-eb__link_conn_write_raw(link_conn *c, char *data, size_t n)
+eb__link_conn_flush(link_conn *c)
 {
-	struct link_write *w;
-	uv_buf_t           b;
-	int                rv;
+	int rv;
 
-	EB_ASSERT(c->state != LINK_CLOSING); /* use after close */
-	if (n == 0) {
-		free(data);
+	if (eb__buf_avail(&c->out) == 0 || c->state == LINK_CLOSING ||
+	    c->state == LINK_CONNECTING) {
 		return;
 	}
-	w = eb__malloc(sizeof(*w));
-	w->conn = c;
-	w->data = data;
-	w->len = n;
-	b = uv_buf_init(data, (unsigned int) n);
-	c->inflight += n;
-	rv = uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1, write_cb);
+	c->last_tx = uv_now(c->mgr->loop);
+	if (c->s.tls != NULL && !c->s.handshake_done) {
+		return; /* sent once the handshake completes */
+	}
+	/* The whole buffer in one write (TLS: one encryption); its memory
+	 * stays for the next frames. */
+	rv = c->s.ops->write(&c->s, &c->out);
+	if (rv == EB_ETLS) {
+		eb__link_tls_log(c, "write");
+		eb__link_conn_close(c, "TLS write failed");
+		return;
+	}
 	if (rv != 0) {
-		c->inflight -= n;
-		free(data);
-		free(w);
 		eb__link_conn_close(c, eb_err_name(rv));
 		return;
 	}
 	conn_congestion(c);
-}
-
-void
-eb__link_conn_flush(link_conn *c)
-{
-	size_t n = eb__buf_avail(&c->out);
-	char  *data;
-
-	if (n == 0 || c->state == LINK_CLOSING || c->state == LINK_CONNECTING) {
-		return;
-	}
-	c->last_tx = uv_now(c->mgr->loop);
-	if (c->tls != NULL) {
-		if (!eb__tls_handshake_done(c->tls)) {
-			return; /* sent once the handshake completes */
-		}
-		if (eb__link_tls_output(c, eb__buf_head(&c->out), n) != 0) {
-			eb__link_conn_close(c, "TLS write failed");
-			return;
-		}
-		c->out.off = c->out.len = 0;
-		return;
-	}
-	/* Hand the whole buffer to libuv: no copy. */
-	data = c->out.data;
-	if (c->out.off > 0) {
-		memmove(data, data + c->out.off, n);
-	}
-	eb__buf_init(&c->out);
-	eb__link_conn_write_raw(c, data, n);
 }
 
 static void
@@ -229,53 +236,50 @@ conn_send_hello(link_conn *c)
 }
 
 static void
-conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-	link_conn *c = h->data;
-
-	(void) hint;
-	/* Input is consumed (copied into the decoder) before the next read
-	 * callback, so one manager-wide buffer serves every connection. */
-	*buf = uv_buf_init(c->mgr->rbuf, sizeof(c->mgr->rbuf));
-}
-
-static void
-conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+conn_read_cb(eb__stream *s, const char *data, size_t n)
 {
 	link_conn *c = s->data;
 	int        rv;
 
-	if (nread == 0) {
-		return;
-	}
-	if (nread < 0) {
-		eb__link_conn_close(
-		    c, nread == UV_EOF ? NULL : eb_err_name((int) nread));
-		return;
-	}
 	c->last_rx = uv_now(c->mgr->loop);
-	if (c->tls != NULL) {
-		rv = eb__link_tls_input(c, buf->base, (size_t) nread);
-	} else {
-		rv = eb__link_conn_input(c, buf->base, (size_t) nread);
-	}
+	rv = eb__link_conn_input(c, data, n);
 	if (rv != 0 && c->state != LINK_CLOSING) {
 		eb__link_conn_close(c, eb_strerror(rv));
 	}
 }
 
+static void
+conn_error_cb(eb__stream *s, int status)
+{
+	link_conn *c = s->data;
+
+	if (status == EB_ETLS) {
+		eb__link_tls_log(c, c->s.handshake_done ? "read" : "handshake");
+		eb__link_conn_close(c, eb_strerror(status));
+		return;
+	}
+	eb__link_conn_close(c, status == UV_EOF ? NULL : eb_err_name(status));
+}
+
+/* TLS is up: the frames queued meanwhile (the hello) can go. */
+static void
+conn_handshake_cb(eb__stream *s)
+{
+	eb__link_conn_mark_dirty(s->data);
+}
+
 void
 eb__link_conn_start(link_conn *c)
 {
-	eb_link_mgr            *m = c->mgr;
 	struct sockaddr_storage sa;
 	int                     len = sizeof(sa);
 	char                    ip[48] = "?";
+	int                     rv;
 
 	EB_ASSERT(c->state == LINK_CONNECTING || c->state == LINK_HELLO);
 	c->state = LINK_HELLO;
 	if (!c->outbound &&
-	    uv_tcp_getpeername(&c->tcp, (struct sockaddr *) &sa, &len) == 0) {
+	    uv_tcp_getpeername(&c->s.tcp, (struct sockaddr *) &sa, &len) == 0) {
 		if (sa.ss_family == AF_INET) {
 			(void) uv_ip4_name(
 			    (struct sockaddr_in *) &sa, ip, sizeof(ip));
@@ -284,18 +288,21 @@ eb__link_conn_start(link_conn *c)
 			    ntohs(((struct sockaddr_in *) &sa)->sin_port));
 		}
 	}
-	(void) uv_tcp_nodelay(&c->tcp, 1);
-	if (uv_read_start(
-	        (uv_stream_t *) &c->tcp, conn_alloc_cb, conn_read_cb) != 0) {
-		eb__link_conn_close(c, "read failed");
+	(void) uv_tcp_nodelay(&c->s.tcp, 1);
+	if (c->setup_err != 0) {
+		eb__link_conn_close(c, "TLS setup failed");
 		return;
 	}
-	if (m->tls_ctx != NULL) {
-		if (eb__link_tls_conn_new(c, !c->outbound) != 0 ||
-		    eb__link_tls_handshake(c) != 0) {
-			eb__link_conn_close(c, "TLS setup failed");
-			return;
-		}
+	/* Reads; a TLS client also sends its hello. */
+	rv = c->s.ops->start(&c->s);
+	if (rv == EB_ETLS) {
+		eb__link_tls_log(c, "handshake");
+		eb__link_conn_close(c, "TLS setup failed");
+		return;
+	}
+	if (rv != 0) {
+		eb__link_conn_close(c, "read failed");
+		return;
 	}
 	conn_send_hello(c);
 }
@@ -467,7 +474,7 @@ eb__link_conn_tick(link_conn *c, uint64_t now, bool judge)
 		eb__link_conn_close(c, "heartbeat timeout");
 		return;
 	}
-	if (c->inflight > m->max_out) {
+	if (eb__stream_backlog(&c->s) > m->max_out) {
 		eb__link_conn_close(c, "peer too slow");
 		return;
 	}

@@ -13,6 +13,10 @@
  * coalesced per connection and written from the manager's idle handle,
  * which is active only while some connection has output pending.
  *
+ * Bytes: each connection is an eb__stream (stream/stream.h): its socket,
+ * its (mutual) TLS as client or server, its read path and its write queue,
+ * whose backlog is what "queued" and the max_out cut count.
+ *
  * Threads: loop thread only.
  */
 #ifndef EB_LINK_LINK_INT_H
@@ -32,6 +36,7 @@
 #include "common/list.h"
 #include "common/stall.h"
 #include "link/link.h"
+#include "stream/stream.h"
 #include "tls/tls.h"
 
 enum { LINK_FRAME_HELLO = 1, LINK_FRAME_HEARTBEAT = 2 };
@@ -64,8 +69,8 @@ typedef struct link_conn {
 	eb_list         flush_link; /* in mgr->dirty while output pending */
 	eb_link_mgr    *mgr;        /* borrowed */
 	link_peer      *peer;       /* borrowed; NULL until known */
-	uv_tcp_t        tcp;
-	uv_connect_t    creq;
+	eb__stream      s;          /* socket, TLS, write queue */
+	int             setup_err;  /* eb__stream_init* failed (EB_ETLS) */
 	enum link_state state;
 	int             outbound;
 	int             doomed;  /* close on the next idle turn */
@@ -75,9 +80,7 @@ typedef struct link_conn {
 	eb__frame_dec   dec;
 	eb__buf         out;       /* plaintext frames not yet written */
 	size_t          frame_off; /* start of the frame being built */
-	uint64_t        inflight;  /* bytes handed to uv_write, unfinished */
 	int             congested; /* told the handler: write queue past HI */
-	eb__tls        *tls;       /* owned, NULL: plain TCP */
 	char            peer_addr[64]; /* for log lines */
 } link_conn;
 
@@ -113,7 +116,6 @@ struct eb_link_mgr {
 	void                   *close_arg;
 	const eb__link_handler *h; /* borrowed */
 	void                   *hctx;
-	char rbuf[65536]; /* read buffer: input is consumed at once */
 };
 
 /* link.c */
@@ -131,8 +133,13 @@ void eb__link_mgr_conn_gone(eb_link_mgr *m); /* for close accounting */
 uint64_t eb__link_backoff_ms(const eb_link_mgr *m, uint32_t attempts);
 
 /* link_conn.c */
+/* A connection on a uv_tcp_init'ed stream, to be accepted into (inbound)
+ * or connected with eb__link_conn_dial (outbound). */
 link_conn *eb__link_conn_new(eb_link_mgr *m, int outbound);
-void       eb__link_conn_start(link_conn *c); /* connected: TLS, hello */
+/* Connects an outbound connection; then it starts itself. 0 or an error
+ * (the caller closes). */
+int  eb__link_conn_dial(link_conn *c, const struct sockaddr *sa);
+void eb__link_conn_start(link_conn *c); /* connected: TLS, hello */
 /* Closes c unless it is already closing: errors, timeouts and the
  * manager's close may each reach one connection. Starting a connection
  * twice or after close, writing to a closing one, are programming errors
@@ -148,20 +155,16 @@ void eb__link_conn_mark_dirty(link_conn *c);
 eb_log_level eb__link_conn_log_level(const link_conn *c);
 /* Plaintext input (after TLS, if any). 0 or an error: close. */
 int eb__link_conn_input(link_conn *c, const char *p, size_t n);
-/* Raw output to the socket (after TLS, if any); takes ownership of data. */
-void eb__link_conn_write_raw(link_conn *c, char *data, size_t n);
+/* Bytes written but not taken by the kernel yet, with their requests
+ * (eb__stream_backlog). */
+size_t eb__link_conn_backlog(const link_conn *c);
 
 /* link_tls.c */
 /* The mutual-TLS context of o (CA, certificate and key all given). */
 int eb__link_tls_ctx_new(
     const eb_link_opts *o, eb__tls_ctx **ctxp, eb_errbuf *err);
-int  eb__link_tls_conn_new(link_conn *c, int server);
-void eb__link_tls_conn_free(link_conn *c);
-/* Ciphertext in: plaintext goes to eb__link_conn_input. 0 or EB_ETLS. */
-int eb__link_tls_input(link_conn *c, const char *p, size_t n);
-/* Plaintext out (after the handshake): ciphertext goes to write_raw. */
-int eb__link_tls_output(link_conn *c, const char *p, size_t n);
-/* Drives the handshake (and writes what it produced). 0 or EB_ETLS. */
-int eb__link_tls_handshake(link_conn *c);
+/* Logs a TLS failure of c (op: new, handshake, read, write) with the
+ * engine's reason, at c's failure log level. */
+void eb__link_tls_log(const link_conn *c, const char *op);
 
 #endif

@@ -1,12 +1,14 @@
 /* The TLS engine over memory BIOs; see tls.h. */
 #include "tls/tls.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "common/alloc.h"
 #include "common/assert.h"
@@ -60,7 +62,8 @@ eb__tls_ctx_new(const eb__tls_ctx_opts *o, eb__tls_ctx **out, eb_errbuf *err)
 		return eb_errf(
 		    err, EB_ECONF, "certificate and key go together");
 	}
-	if (o->verify != EB__TLS_VERIFY_NONE && o->ca_file == NULL) {
+	if (o->verify != EB__TLS_VERIFY_NONE && o->ca_file == NULL &&
+	    !o->system_ca) {
 		return eb_errf(
 		    err, EB_ECONF, "peer verification needs a CA file");
 	}
@@ -88,6 +91,9 @@ eb__tls_ctx_new(const eb__tls_ctx_opts *o, eb__tls_ctx **out, eb_errbuf *err)
 		if (names != NULL) {
 			SSL_CTX_set_client_CA_list(ctx, names); /* takes it */
 		}
+	} else if (o->system_ca && SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		rv = ctx_fail(err, "ca", "(system default)");
+		goto fail;
 	}
 	if (o->cert_file != NULL) {
 		if (SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) !=
@@ -154,6 +160,40 @@ eb__tls_new(eb__tls_ctx *ctx, int server, eb_errbuf *err)
 	t->rbio = rb;
 	t->wbio = wb;
 	return t;
+}
+
+static int
+is_ip_literal(const char *h)
+{
+	unsigned char buf[16];
+
+	return inet_pton(AF_INET, h, buf) == 1 ||
+	       inet_pton(AF_INET6, h, buf) == 1;
+}
+
+int
+eb__tls_set_peer_name(eb__tls *t, const char *name, int verify)
+{
+	int ip = is_ip_literal(name);
+	int ok = 1;
+
+	/* The macro casts its argument to void *: pass a copy. */
+	if (!ip) {
+		char *sni = eb__strdup(name);
+
+		ok = SSL_set_tlsext_host_name(t->ssl, sni) == 1;
+		free(sni);
+	}
+	if (ok && verify) {
+		ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(
+		              SSL_get0_param(t->ssl), name) == 1
+		        : SSL_set1_host(t->ssl, name) == 1;
+	}
+	if (!ok) {
+		note_error(t->err, sizeof(t->err), 0);
+		return EB_ETLS;
+	}
+	return 0;
 }
 
 void
@@ -297,4 +337,12 @@ const char *
 eb__tls_error(const eb__tls *t)
 {
 	return t->err;
+}
+
+const char *
+eb__tls_verify_error(const eb__tls *t)
+{
+	long vr = SSL_get_verify_result(t->ssl);
+
+	return vr == X509_V_OK ? NULL : X509_verify_cert_error_string(vr);
 }

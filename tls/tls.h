@@ -44,10 +44,13 @@ typedef struct eb__tls_ctx_opts {
 	const char *cert_file;
 	const char *key_file;
 	/* PEM CA certificates to verify the peer with; required unless
-	 * verify is EB__TLS_VERIFY_NONE. A server also sends their names in
-	 * its certificate request. */
+	 * verify is EB__TLS_VERIFY_NONE or system_ca is set. A server also
+	 * sends their names in its certificate request. */
 	const char    *ca_file;
 	eb__tls_verify verify;
+	/* Without ca_file: verify against the system's default CA store
+	 * (a client's, e.g. ebctl's). */
+	int system_ca;
 	/* For servers of many mostly idle connections: release the record
 	 * buffers between records and refuse client renegotiation. */
 	int idle_server;
@@ -68,6 +71,13 @@ void eb__tls_ctx_free(eb__tls_ctx *ctx); /* accepts NULL */
  * (out of memory); the reason is in err if non-NULL. */
 eb__tls *eb__tls_new(eb__tls_ctx *ctx, int server, eb_errbuf *err);
 void     eb__tls_free(eb__tls *t); /* accepts NULL */
+/*
+ * A client engine's server name, before its first handshake call: sent as
+ * SNI unless it is an IP address literal; verify non-zero also requires
+ * the server's certificate to name it (DNS name, or the IP address). 0 or
+ * EB_ETLS.
+ */
+int eb__tls_set_peer_name(eb__tls *t, const char *name, int verify);
 
 /* Ciphertext from the socket. 0 or EB_ETLS. */
 int eb__tls_feed(eb__tls *t, const char *p, size_t n);
@@ -98,5 +108,8 @@ char *eb__tls_take(eb__tls *t, size_t *n);
 
 /* The reason of the last EB_ETLS/EB_ECLOSED, for log lines ("" if none). */
 const char *eb__tls_error(const eb__tls *t);
+/* Why the peer's certificate was refused (after a failed handshake), or
+ * NULL when its verification did not fail. */
+const char *eb__tls_verify_error(const eb__tls *t);
 
 #endif

@@ -2,19 +2,19 @@
  * TLS streams on the TLS engine (tls/tls.h): ciphertext read from the
  * socket is fed to the engine; whatever it wants to send (handshake
  * records, alerts, application data, session tickets) is drained after
- * every call and written to the socket. The socket itself is libuv's.
+ * every call and written to the socket. The socket itself is libuv's. A
+ * server waits for the ClientHello; a client sends its hello from start.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <ebnode/err.h>
 
-#include "bridge/stream.h"
 #include "common/assert.h"
+#include "stream/stream.h"
 #include "tls/tls.h"
 
-#define TLS_PLAIN_CHUNK  16384
-#define TLS_CIPHER_CHUNK 65536
+#define TLS_PLAIN_CHUNK 16384
 
 /* Keeps the engine's reason of the last failure for the owner's log. */
 static void
@@ -24,21 +24,16 @@ tls_note_error(eb__stream *s)
 	    s->tls_err, sizeof(s->tls_err), "%s", eb__tls_error(s->tls));
 }
 
-/* Moves pending ciphertext to the socket. 0 or an error. */
+/* Moves pending ciphertext to the socket, all of it in one write (one
+ * syscall when the kernel takes it; queued without a copy when it takes
+ * none). 0 or an error. */
 static int
 tls_flush(eb__stream *s)
 {
-	char   buf[TLS_CIPHER_CHUNK];
 	size_t n;
-	int    rv;
+	char  *data = eb__tls_take(s->tls, &n);
 
-	while ((n = eb__tls_pull(s->tls, buf, sizeof(buf))) > 0) {
-		rv = eb__stream_raw_send(s, buf, n);
-		if (rv != 0) {
-			return rv;
-		}
-	}
-	return 0;
+	return data == NULL ? 0 : eb__stream_raw_send_owned(s, data, n);
 }
 
 /* Flushes; on a socket error reports it to the owner. 0 or -1. */
@@ -113,36 +108,42 @@ tls_read_plain(eb__stream *s)
 	}
 }
 
-static void
-tls_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+void
+eb__stream_tls_input(eb__stream *s, const char *p, size_t n)
 {
-	eb__stream *s = st->data;
-
-	if (s->closing) {
-		return;
-	}
-	if (nread < 0) {
-		(void) uv_read_stop(st);
-		s->cbs.error_cb(s, (int) nread);
-		return;
-	}
-	if (nread == 0) {
-		return;
-	}
-	if (eb__tls_feed(s->tls, buf->base, (size_t) nread) != 0) {
+	if (eb__tls_feed(s->tls, p, n) != 0) {
 		tls_fail(s);
 		return;
 	}
-	if (!s->handshake_done && tls_handshake(s) != 1) {
-		return;
+	if (!s->handshake_done) {
+		if (tls_handshake(s) != 1) {
+			return;
+		}
+		if (s->cbs.handshake_cb != NULL) {
+			s->cbs.handshake_cb(s);
+			if (s->closing) {
+				return;
+			}
+		}
 	}
 	tls_read_plain(s);
 }
 
+/* Reads; a client also sends its hello (a failure is returned, not
+ * reported: callbacks never run from inside start). */
 static int
 tls_start(eb__stream *s)
 {
-	return eb__stream_read_start(s, tls_read_cb);
+	int rv = eb__stream_read_start(s);
+
+	if (rv != 0 || !s->client) {
+		return rv;
+	}
+	if (eb__tls_handshake(s->tls) < 0) {
+		tls_note_error(s);
+		return EB_ETLS;
+	}
+	return tls_flush(s);
 }
 
 static int
@@ -153,8 +154,9 @@ tls_write(eb__stream *s, eb__buf *b)
 
 	EB_ASSERT(!s->closing); /* use after close */
 	if (!s->handshake_done || len > (size_t) INT32_MAX) {
-		/* Frames are only produced after the peer sent one, which
-		 * needs a finished handshake. */
+		/* The bridge produces frames only after the peer sent one,
+		 * which needs a finished handshake; other owners wait for
+		 * handshake_cb. */
 		b->off = b->len = 0;
 		return EB_ETLS;
 	}
@@ -183,7 +185,7 @@ eb__stream_tls_setup(eb__stream *s, eb__tls_ctx *tls)
 {
 	eb_errbuf e;
 
-	s->tls = eb__tls_new(tls, 1, &e);
+	s->tls = eb__tls_new(tls, !s->client, &e);
 	if (s->tls == NULL) {
 		(void) snprintf(s->tls_err, sizeof(s->tls_err), "%s", e.msg);
 		return EB_ETLS;
