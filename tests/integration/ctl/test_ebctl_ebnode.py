@@ -196,7 +196,7 @@ def cert(name):
 @unittest.skipUnless(CERTS and os.path.exists(cert("ca.pem")),
                      "no test PKI (EB_CERTS_DIR)")
 class EbctlEbnodeTLS(unittest.TestCase):
-    """ebctl's OpenSSL client against ebnode's TLS bridge (client auth
+    """ebctl's TLS client (the tls/ engine) against ebnode's TLS bridge (client auth
     required) and an admin endpoint with a token."""
 
     @classmethod
