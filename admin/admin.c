@@ -79,7 +79,7 @@ typedef struct admin_conn admin_conn;
 struct eb__admin {
 	uv_loop_t         *loop; /* borrowed */
 	uv_tcp_t           listener;
-	eb_list            conns;
+	eb__list           conns;
 	int                nconns;
 	int                open; /* handles whose close is pending */
 	int                started;
@@ -115,7 +115,7 @@ enum hdr_field {
 };
 
 struct admin_conn {
-	eb_list           link;
+	eb__list          link;
 	eb__admin        *a; /* borrowed */
 	uv_tcp_t          tcp;
 	uv_timer_t        idle;
@@ -881,7 +881,7 @@ conn_close(admin_conn *c)
 		return;
 	}
 	c->closing = 1;
-	eb_list_remove(&c->link);
+	eb__list_remove(&c->link);
 	c->a->nconns--;
 	uv_close((uv_handle_t *) &c->tcp, conn_handle_closed_cb);
 	uv_close((uv_handle_t *) &c->idle, conn_handle_closed_cb);
@@ -1003,7 +1003,7 @@ static void
 evict_oldest(eb__admin *a)
 {
 	admin_conn *old = NULL;
-	eb_list    *it;
+	eb__list   *it;
 
 	for (it = a->conns.next; it != &a->conns; it = it->next) {
 		admin_conn *c = EB_CONTAINER_OF(it, admin_conn, link);
@@ -1061,7 +1061,7 @@ connection_cb(uv_stream_t *server, int status)
 	c->open = 2;
 	a->open++;
 	a->nconns++;
-	eb_list_insert_tail(&a->conns, &c->link);
+	eb__list_insert_tail(&a->conns, &c->link);
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;
 	if (uv_accept(server, (uv_stream_t *) &c->tcp) != 0 ||
@@ -1108,7 +1108,7 @@ eb__admin_new(uv_loop_t *loop, const eb__admin_opts *o, eb__admin **out)
 	a->token = o->token != NULL && o->token[0] != '\0'
 	               ? eb__strdup(o->token)
 	               : NULL;
-	eb_list_init(&a->conns);
+	eb__list_init(&a->conns);
 	eb__vec_init(&a->routes, sizeof(admin_route));
 	eb__vec_init(&a->collectors, sizeof(admin_collector));
 	(void) uv_tcp_init(loop, &a->listener);
@@ -1160,7 +1160,7 @@ eb__admin_route_async(eb__admin *adm, const char *method, const char *path,
 int
 eb__admin_answer(eb__admin *adm, uint64_t id, const eb__admin_resp *rs)
 {
-	eb_list *it;
+	eb__list *it;
 
 	for (it = adm->conns.next; it != &adm->conns; it = it->next) {
 		admin_conn *c = EB_CONTAINER_OF(it, admin_conn, link);
@@ -1246,8 +1246,8 @@ listener_closed_cb(uv_handle_t *h)
 void
 eb__admin_close(eb__admin *adm, eb__admin_close_cb cb, void *arg)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_ASSERT(!adm->closing);
 	adm->closing = 1;

@@ -49,7 +49,7 @@
 
 typedef struct base_conn {
 	uv_tcp_t          tcp;
-	eb_list           link; /* in base_server.conns */
+	eb__list          link; /* in base_server.conns */
 	eb__frame_dec     dec;
 	eb__buf           out;    /* gathered output of the current read */
 	int               sink;   /* registered: receives relayed frames */
@@ -72,7 +72,7 @@ typedef struct base_server {
 	uv_tcp_t     listener;
 	uv_signal_t  sigint;
 	uv_signal_t  sigterm;
-	eb_list      conns;
+	eb__list     conns;
 	int          nsinks;
 	base_conn   *flush_head; /* destinations touched by the current read */
 	base_waiter *waiting;    /* FIFO ring of requesters awaiting replies */
@@ -110,7 +110,7 @@ conn_close(base_conn *c)
 			g_srv.waiting[k].conn = NULL;
 		}
 	}
-	eb_list_remove(&c->link);
+	eb__list_remove(&c->link);
 	uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
 }
 
@@ -199,8 +199,8 @@ waiting_pop(void)
 static void
 handle_frame(base_conn *c, const char *p, uint32_t n)
 {
-	eb_list   *it;
-	eb_list   *tmp;
+	eb__list  *it;
+	eb__list  *tmp;
 	base_conn *d;
 
 	if (n == sizeof(BASE_PING) - 1 && memcmp(p, BASE_PING, n) == 0) {
@@ -291,7 +291,7 @@ connection_cb(uv_stream_t *server, int status)
 		return;
 	}
 	(void) uv_tcp_nodelay(&c->tcp, 1);
-	eb_list_insert_tail(&g_srv.conns, &c->link);
+	eb__list_insert_tail(&g_srv.conns, &c->link);
 	(void) uv_read_start((uv_stream_t *) &c->tcp, alloc_cb, read_cb);
 }
 
@@ -357,7 +357,7 @@ main(int argc, char **argv)
 	}
 	(void) signal(SIGPIPE, SIG_IGN);
 	g_srv.loop = uv_default_loop();
-	eb_list_init(&g_srv.conns);
+	eb__list_init(&g_srv.conns);
 	if ((rv = uv_ip4_addr(host, port, &sa)) != 0) {
 		(void) fprintf(stderr, "ebbaseline: bad host %s: %s\n", host,
 		    uv_strerror(rv));

@@ -141,18 +141,18 @@ struct eb_bridge {
 	int        started;
 	int        listener_inited;
 	int        drain_inited;
-	eb_list    paused; /* of eb__bconn that used their frame budget */
+	eb__list   paused; /* of eb__bconn that used their frame budget */
 	/* Flow control: connections that stopped reading because the address
 	 * their last frame went to is busy (eb_bus_address_busy); the bus's
 	 * pressure observer moves them back to paused (to drain) when it is
 	 * not any more. */
-	eb_list blocked;
-	int     pressure_watching;
+	eb__list blocked;
+	int      pressure_watching;
 	/* Write coalescing: connections with gathered output, flushed by
 	 * flush_prep (after the idle phase: bus deliveries) and flush_check
 	 * (after the poll phase: answers to reads), active only while the list
 	 * is non-empty. */
-	eb_list      pending_out;
+	eb__list     pending_out;
 	uv_prepare_t flush_prep;
 	uv_check_t   flush_check;
 	int          flush_inited;
@@ -163,8 +163,9 @@ struct eb_bridge {
 	 * (eb__bconn_layer_hold), plus other servers' charges (budget.h). */
 	eb__budget input;
 
-	eb_list conns; /* of eb__bconn (open, not closing) */
-	eb_list fresh; /* of eb__bconn without a complete frame, oldest first */
+	eb__list conns; /* of eb__bconn (open, not closing) */
+	eb__list
+	    fresh;     /* of eb__bconn without a complete frame, oldest first */
 	unsigned live; /* accepted sockets whose handle has not closed */
 	uint64_t next_conn_id;
 
@@ -219,13 +220,13 @@ void        eb__bconn_sweep(eb__bconn *c, uint64_t now_ms);
 const char *eb__bconn_doomed(const eb__bconn *c);
 void        eb__bconn_info(
            const eb__bconn *c, uint64_t now_ms, eb_bridge_conn_info *info);
-eb__bconn *eb__bconn_from_link(eb_list *l);
+eb__bconn *eb__bconn_from_link(eb__list *l);
 /* Continues a paused connection (drain idle); see conn.c. */
 void       eb__bconn_drain(eb__bconn *c);
-eb__bconn *eb__bconn_from_pause_link(eb_list *l);
+eb__bconn *eb__bconn_from_pause_link(eb__list *l);
 /* Writes a connection's gathered output now (leaves b->pending_out). */
 void       eb__bconn_flush(eb__bconn *c);
-eb__bconn *eb__bconn_from_out_link(eb_list *l);
+eb__bconn *eb__bconn_from_out_link(eb__list *l);
 /* Initializes the flush handles if needed and starts them. */
 void eb__bridge_flush_wake(eb_bridge *b);
 /* Initializes the drain handle if needed and makes it run next turn. */

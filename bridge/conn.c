@@ -50,7 +50,7 @@
 #define BCONN_LOG_BUDGET 16u
 
 struct eb__bconn {
-	eb_list       link; /* in b->conns while open */
+	eb__list      link; /* in b->conns while open */
 	eb_bridge    *b;    /* borrowed */
 	uint64_t      id;
 	eb__stream    stream;
@@ -66,22 +66,22 @@ struct eb__bconn {
 	 * client, and when its unfinished unit began (0: none). */
 	size_t      layer_held;
 	uint64_t    layer_started_ms;
-	eb_list     fresh_link; /* in b->fresh until a first frame */
+	eb__list    fresh_link; /* in b->fresh until a first frame */
 	int         fresh;
 	int         processing; /* a frame borrowed from dec is in use */
 	size_t      n_reqs;     /* attached requests (replies awaited) */
 	uint64_t    frames_in;
 	uint64_t    frames_out;
-	eb_list     consumers; /* of bconn_consumer, owned */
-	eb_list     replies;   /* of bconn_reply, owned, oldest first */
+	eb__list    consumers; /* of bconn_consumer, owned */
+	eb__list    replies;   /* of bconn_reply, owned, oldest first */
 	eb__hmap    cmap;      /* consumers by address */
 	eb__hmap    rmap;      /* replies by address */
-	eb_list     reqs;      /* of bconn_req, attached */
+	eb__list    reqs;      /* of bconn_req, attached */
 	size_t      n_consumers;
 	size_t      n_replies;
-	eb_list     pause_link; /* in b->paused while paused */
+	eb__list    pause_link; /* in b->paused while paused */
 	eb__buf     out;        /* frames not yet handed to the stream */
-	eb_list     out_link;   /* in b->pending_out while out_listed */
+	eb__list    out_link;   /* in b->pending_out while out_listed */
 	int         out_listed;
 	int         paused;     /* reading stopped: frames buffered */
 	int         blocked;    /* flow control: in b->blocked, not reading */
@@ -95,7 +95,7 @@ struct eb__bconn {
 };
 
 typedef struct bconn_consumer {
-	eb_list          link;
+	eb__list         link;
 	eb__hent         hnode;   /* in c->cmap */
 	eb__bconn       *c;       /* borrowed: the consumer dies first */
 	eb_bus_consumer *bc;      /* owned */
@@ -104,7 +104,7 @@ typedef struct bconn_consumer {
 
 /* A server->client request awaiting the client's answer (one-shot). */
 typedef struct bconn_reply {
-	eb_list     link;
+	eb__list    link;
 	eb__hent    hnode;   /* in c->rmap */
 	char       *address; /* owned: the bus reply address */
 	eb_bus_msg *msg;     /* one reference held */
@@ -113,26 +113,26 @@ typedef struct bconn_reply {
 
 /* A client request in flight on the bus. */
 typedef struct bconn_req {
-	eb_list    link;
+	eb__list   link;
 	eb__bconn *c;      /* NULL once the connection closed */
 	char      *token;  /* owned: the client's replyAddress */
 	char      *source; /* owned: the address it was sent to */
 } bconn_req;
 
 eb__bconn *
-eb__bconn_from_link(eb_list *l)
+eb__bconn_from_link(eb__list *l)
 {
 	return EB_CONTAINER_OF(l, eb__bconn, link);
 }
 
 eb__bconn *
-eb__bconn_from_pause_link(eb_list *l)
+eb__bconn_from_pause_link(eb__list *l)
 {
 	return EB_CONTAINER_OF(l, eb__bconn, pause_link);
 }
 
 eb__bconn *
-eb__bconn_from_out_link(eb_list *l)
+eb__bconn_from_out_link(eb__list *l)
 {
 	return EB_CONTAINER_OF(l, eb__bconn, out_link);
 }
@@ -185,7 +185,7 @@ conn_unlist_out(eb__bconn *c)
 {
 	if (c->out_listed) {
 		c->out_listed = 0;
-		eb_list_remove(&c->out_link);
+		eb__list_remove(&c->out_link);
 	}
 }
 
@@ -263,7 +263,7 @@ conn_out_end(eb__bconn *c, size_t mark, eb_bridge_out_kind kind)
 	}
 	if (!c->out_listed) {
 		c->out_listed = 1;
-		eb_list_insert_tail(&b->pending_out, &c->out_link);
+		eb__list_insert_tail(&b->pending_out, &c->out_link);
 		eb__bridge_flush_wake(b);
 	}
 	return 0;
@@ -320,7 +320,7 @@ reply_find(eb__bconn *c, const char *address)
 static void
 reply_free(eb__bconn *c, bconn_reply *r)
 {
-	eb_list_remove(&r->link);
+	eb__list_remove(&r->link);
 	eb__hmap_del(&c->rmap, &r->hnode);
 	c->n_replies--;
 	eb_bus_msg_release(r->msg);
@@ -340,7 +340,7 @@ reply_add(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	r->address = eb__strdup(address);
 	r->msg = eb_bus_msg_hold(msg);
 	r->expires_ms = eb__mono_ms() + c->b->opts.reply_ttl_ms;
-	eb_list_insert_tail(&c->replies, &r->link);
+	eb__list_insert_tail(&c->replies, &r->link);
 	r->hnode.key = r->address;
 	eb__hmap_put(&c->rmap, &r->hnode);
 	c->n_replies++;
@@ -392,7 +392,7 @@ conn_out_backlog(eb__bconn *c)
 static void
 conn_park_set(eb__bconn *c, int park)
 {
-	eb_list *it;
+	eb__list *it;
 
 	c->parked = park;
 	for (it = c->consumers.next; it != &c->consumers; it = it->next) {
@@ -460,7 +460,7 @@ req_free(bconn_req *r)
 		r->c->n_reqs--;
 		r->c->b->stats.requests_in_flight--;
 	}
-	eb_list_remove(&r->link);
+	eb__list_remove(&r->link);
 	free(r->token);
 	free(r->source);
 	free(r);
@@ -498,7 +498,7 @@ req_new(eb__bconn *c, const char *token, const char *source)
 	r->c = c;
 	r->token = eb__strdup(token);
 	r->source = eb__strdup(source);
-	eb_list_insert_tail(&c->reqs, &r->link);
+	eb__list_insert_tail(&c->reqs, &r->link);
 	c->n_reqs++;
 	c->b->stats.requests_in_flight++;
 	return r;
@@ -685,7 +685,7 @@ consumer_find(eb__bconn *c, const char *address)
 static void
 consumer_free(eb__bconn *c, bconn_consumer *k)
 {
-	eb_list_remove(&k->link);
+	eb__list_remove(&k->link);
 	eb__hmap_del(&c->cmap, &k->hnode);
 	c->n_consumers--;
 	c->b->stats.consumers--;
@@ -755,7 +755,7 @@ frame_register(eb__bconn *c, const eb__bframe *f)
 		free(k);
 		return;
 	}
-	eb_list_insert_tail(&c->consumers, &k->link);
+	eb__list_insert_tail(&c->consumers, &k->link);
 	k->hnode.key = k->address;
 	eb__hmap_put(&c->cmap, &k->hnode);
 	c->n_consumers++;
@@ -893,12 +893,12 @@ conn_block_check(eb__bconn *c, const char *address)
 	c->blocked = 1;
 	c->blocked_on = eb__strdup(address);
 	if (c->paused) {
-		eb_list_remove(&c->pause_link); /* off b->paused */
+		eb__list_remove(&c->pause_link); /* off b->paused */
 	} else {
 		c->paused = 1;
 		(void) uv_read_stop((uv_stream_t *) &c->stream.tcp);
 	}
-	eb_list_insert_tail(&b->blocked, &c->pause_link);
+	eb__list_insert_tail(&b->blocked, &c->pause_link);
 	b->stats.conns_blocked++;
 	b->stats.blocked_total++;
 }
@@ -913,9 +913,9 @@ conn_unblock(eb__bconn *c)
 	free(c->blocked_on);
 	c->blocked_on = NULL;
 	b->stats.conns_blocked--;
-	eb_list_remove(&c->pause_link);
+	eb__list_remove(&c->pause_link);
 	if (!c->closing) {
-		eb_list_insert_tail(&b->paused, &c->pause_link); /* paused */
+		eb__list_insert_tail(&b->paused, &c->pause_link); /* paused */
 		eb__bridge_drain_wake(b);
 	}
 }
@@ -924,8 +924,8 @@ void
 eb__bridge_pressure_cb(eb_bus *bus, const char *address, int busy, void *arg)
 {
 	eb_bridge *b = arg;
-	eb_list   *it;
-	eb_list   *tmp;
+	eb__list  *it;
+	eb__list  *tmp;
 
 	(void) bus;
 	if (busy) {
@@ -1042,7 +1042,7 @@ conn_pause(eb__bconn *c)
 	}
 	c->paused = 1;
 	(void) uv_read_stop((uv_stream_t *) &c->stream.tcp);
-	eb_list_insert_tail(&c->b->paused, &c->pause_link);
+	eb__list_insert_tail(&c->b->paused, &c->pause_link);
 	eb__bridge_drain_wake(c->b);
 }
 
@@ -1052,7 +1052,7 @@ conn_resume(eb__bconn *c)
 	int rv;
 
 	c->paused = 0;
-	eb_list_remove(&c->pause_link);
+	eb__list_remove(&c->pause_link);
 	rv = c->stream.ops->start(&c->stream);
 	if (rv != 0) {
 		eb__bconn_close(c, uv_err_name(rv));
@@ -1126,7 +1126,7 @@ conn_unfresh(eb__bconn *c)
 {
 	if (c->fresh) {
 		c->fresh = 0;
-		eb_list_remove(&c->fresh_link);
+		eb__list_remove(&c->fresh_link);
 	}
 }
 
@@ -1136,7 +1136,7 @@ void
 eb__bridge_input_reclaim(eb__budget *bg, void *arg)
 {
 	eb_bridge *b = arg;
-	eb_list   *it;
+	eb__list  *it;
 
 	(void) bg;
 	for (it = b->conns.next; it != &b->conns; it = it->next) {
@@ -1163,7 +1163,7 @@ eb__bridge_input_reclaim(eb__budget *bg, void *arg)
 static void
 bridge_input_budget(eb_bridge *b)
 {
-	eb_list   *it;
+	eb__list  *it;
 	eb__bconn *big;
 
 	if (!eb__budget_over(&b->input)) {
@@ -1285,8 +1285,8 @@ void
 eb__bconn_close(eb__bconn *c, const char *reason)
 {
 	eb_bridge *b = c->b;
-	eb_list   *it;
-	eb_list   *tmp;
+	eb__list  *it;
+	eb__list  *tmp;
 
 	if (c->closing) {
 		return;
@@ -1298,7 +1298,7 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 		(void) c->stream.ops->write(&c->stream, &c->out);
 	}
 	c->closing = 1;
-	eb_list_remove(&c->link);
+	eb__list_remove(&c->link);
 	conn_unfresh(c);
 	/* The input buffer goes now, not when the handle has closed: the
 	 * budget closes connections to free memory at once, many per loop
@@ -1311,7 +1311,7 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 	conn_flow_close(c);
 	if (c->paused) {
 		c->paused = 0;
-		eb_list_remove(&c->pause_link);
+		eb__list_remove(&c->pause_link);
 	}
 	b->stats.conns_open--;
 	/* Consumers go first so that nothing more is delivered. */
@@ -1324,7 +1324,7 @@ eb__bconn_close(eb__bconn *c, const char *reason)
 	EB_LIST_FOREACH (it, tmp, &c->reqs) {
 		bconn_req *r = EB_CONTAINER_OF(it, bconn_req, link);
 
-		eb_list_remove(&r->link); /* req_free's remove is a no-op */
+		eb__list_remove(&r->link); /* req_free's remove is a no-op */
 		r->c = NULL;
 	}
 	b->stats.requests_in_flight -= c->n_reqs;
@@ -1415,7 +1415,7 @@ accept_refused(eb_bridge *b, uv_stream_t *listener)
 static int
 conn_make_room(eb_bridge *b)
 {
-	eb_list   *old = eb_list_first(&b->fresh);
+	eb__list  *old = eb__list_first(&b->fresh);
 	eb__bconn *c;
 
 	if (old == NULL) {
@@ -1453,15 +1453,15 @@ eb__bconn_accept_from(
 	c = eb__calloc(1, sizeof(*c));
 	c->b = b;
 	c->id = ++b->next_conn_id;
-	eb_list_init(&c->link);
-	eb_list_insert_tail(&b->fresh, &c->fresh_link);
+	eb__list_init(&c->link);
+	eb__list_insert_tail(&b->fresh, &c->fresh_link);
 	c->fresh = 1;
-	eb_list_init(&c->pause_link);
-	eb_list_init(&c->out_link);
+	eb__list_init(&c->pause_link);
+	eb__list_init(&c->out_link);
 	eb__buf_init(&c->out);
-	eb_list_init(&c->consumers);
-	eb_list_init(&c->replies);
-	eb_list_init(&c->reqs);
+	eb__list_init(&c->consumers);
+	eb__list_init(&c->replies);
+	eb__list_init(&c->reqs);
 	c->log_left = BCONN_LOG_BUDGET;
 	eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
 	c->started_ms = eb__mono_ms();
@@ -1470,7 +1470,7 @@ eb__bconn_accept_from(
 	b->live++;
 	b->stats.conns_open++;
 	b->stats.conns_total++;
-	eb_list_insert_tail(&b->conns, &c->link);
+	eb__list_insert_tail(&b->conns, &c->link);
 	rv = eb__stream_init(&c->stream, b->tls, &conn_cbs, c);
 	if (rv == 0) {
 		rv = uv_accept(listener, (uv_stream_t *) &c->stream.tcp);
@@ -1502,13 +1502,13 @@ eb__bconn_open_detached(eb_bridge *b)
 
 	c->b = b;
 	c->id = ++b->next_conn_id;
-	eb_list_init(&c->fresh_link);
-	eb_list_init(&c->pause_link);
-	eb_list_init(&c->out_link);
+	eb__list_init(&c->fresh_link);
+	eb__list_init(&c->pause_link);
+	eb__list_init(&c->out_link);
 	eb__buf_init(&c->out);
-	eb_list_init(&c->consumers);
-	eb_list_init(&c->replies);
-	eb_list_init(&c->reqs);
+	eb__list_init(&c->consumers);
+	eb__list_init(&c->replies);
+	eb__list_init(&c->reqs);
 	c->log_left = BCONN_LOG_BUDGET;
 	eb__frame_dec_init(&c->dec, b->opts.max_frame_bytes);
 	c->started_ms = eb__mono_ms();
@@ -1519,7 +1519,7 @@ eb__bconn_open_detached(eb_bridge *b)
 	b->live++;
 	b->stats.conns_open++;
 	b->stats.conns_total++;
-	eb_list_insert_tail(&b->conns, &c->link);
+	eb__list_insert_tail(&b->conns, &c->link);
 	(void) eb__stream_init(&c->stream, NULL, &conn_cbs, c);
 	eb__stream_make_null(&c->stream);
 	return c;
@@ -1577,8 +1577,8 @@ void
 eb__bconn_sweep(eb__bconn *c, uint64_t now)
 {
 	eb_bridge *b = c->b;
-	eb_list   *it;
-	eb_list   *tmp;
+	eb__list  *it;
+	eb__list  *tmp;
 
 	if (c->doomed != NULL) {
 		return;

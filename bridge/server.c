@@ -140,11 +140,11 @@ eb_bridge_new(uv_loop_t *loop, eb_bus *bus, const eb_bridge_opts *opts,
 	b->opts.tls_ca = NULL;
 	b->opts.inbound = NULL;
 	b->opts.outbound = NULL;
-	eb_list_init(&b->conns);
-	eb_list_init(&b->paused);
-	eb_list_init(&b->blocked);
-	eb_list_init(&b->fresh);
-	eb_list_init(&b->pending_out);
+	eb__list_init(&b->conns);
+	eb__list_init(&b->paused);
+	eb__list_init(&b->blocked);
+	eb__list_init(&b->fresh);
+	eb__list_init(&b->pending_out);
 	eb__obs_init(&b->closed_obs);
 	eb__budget_init(
 	    &b->input, opts->input_budget_bytes, eb__bridge_input_reclaim, b);
@@ -196,7 +196,7 @@ listener_cb(uv_stream_t *server, int status)
 static eb__bconn *
 first_doomed(eb_bridge *b)
 {
-	eb_list *it;
+	eb__list *it;
 
 	for (it = b->conns.next; it != &b->conns; it = it->next) {
 		if (eb__bconn_doomed(eb__bconn_from_link(it)) != NULL) {
@@ -213,7 +213,7 @@ sweep_cb(uv_timer_t *t)
 {
 	eb_bridge *b = t->data;
 	uint64_t   now = eb__mono_ms();
-	eb_list   *it;
+	eb__list  *it;
 	eb__bconn *c;
 
 	if (eb__stall_skip(&b->sweep_stall, now, sweep_interval(b))) {
@@ -238,27 +238,27 @@ static void
 drain_cb(uv_idle_t *h)
 {
 	eb_bridge *b = h->data;
-	eb_list    batch;
-	eb_list   *it;
+	eb__list   batch;
+	eb__list  *it;
 
 	/* Each paused connection either stays paused (more frames than its
 	 * budget), resumes reading (leaves b->paused) or closes. Its frames
 	 * may run hooks that close other paused connections: take the batch
 	 * and always its first element (a close unlinks from any list). */
-	eb_list_init(&batch);
-	if (!eb_list_empty(&b->paused)) {
+	eb__list_init(&batch);
+	if (!eb__list_empty(&b->paused)) {
 		batch.next = b->paused.next;
 		batch.prev = b->paused.prev;
 		batch.next->prev = &batch;
 		batch.prev->next = &batch;
-		eb_list_init(&b->paused);
+		eb__list_init(&b->paused);
 	}
-	while ((it = eb_list_first(&batch)) != NULL) {
-		eb_list_remove(it);
-		eb_list_insert_tail(&b->paused, it);
+	while ((it = eb__list_first(&batch)) != NULL) {
+		eb__list_remove(it);
+		eb__list_insert_tail(&b->paused, it);
 		eb__bconn_drain(eb__bconn_from_pause_link(it));
 	}
-	if (eb_list_empty(&b->paused)) {
+	if (eb__list_empty(&b->paused)) {
 		(void) uv_idle_stop(&b->drain);
 	}
 }
@@ -277,11 +277,11 @@ eb__bridge_drain_wake(eb_bridge *b)
 static void
 flush_all(eb_bridge *b)
 {
-	eb_list *it;
+	eb__list *it;
 
 	/* A flush may close its connection (and hooks others), which may
 	 * list more output: always take the first until none is left. */
-	while ((it = eb_list_first(&b->pending_out)) != NULL) {
+	while ((it = eb__list_first(&b->pending_out)) != NULL) {
 		eb__bconn_flush(eb__bconn_from_out_link(it));
 	}
 	b->flush_active = 0;
@@ -445,7 +445,7 @@ bridge_close_deferred_cb(uv_timer_t *t)
 void
 eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 {
-	eb_list *it;
+	eb__list *it;
 
 	EB_ASSERT(!b->closing); /* double close */
 	b->closing = 1;
@@ -453,7 +453,7 @@ eb_bridge_close(eb_bridge *b, eb_bridge_close_cb cb, void *arg)
 	b->close_arg = arg;
 	/* Each close unlinks its connection (and a SOCKET_CLOSED hook may
 	 * close others): take the first until none is left. */
-	while ((it = eb_list_first(&b->conns)) != NULL) {
+	while ((it = eb__list_first(&b->conns)) != NULL) {
 		eb__bconn_close(eb__bconn_from_link(it), "bridge-closing");
 	}
 	if (b->pressure_watching) {
@@ -524,7 +524,7 @@ eb_bridge_conn_foreach(const eb_bridge *b,
 {
 	eb_bridge_conn_info info;
 	uint64_t            now = eb__mono_ms();
-	eb_list            *it;
+	eb__list           *it;
 	size_t              n = 0;
 
 	for (it = b->conns.next; it != &b->conns; it = it->next) {
@@ -569,7 +569,7 @@ eb_bridge_event_name(eb_bridge_event_type t)
 int
 eb_bridge_conn_close(eb_bridge *b, uint64_t conn_id)
 {
-	eb_list            *it;
+	eb__list           *it;
 	eb_bridge_conn_info info;
 	uint64_t            now = eb__mono_ms();
 

@@ -90,7 +90,6 @@ struct eb_cluster {
 	void               *fail_arg;
 	eb__obs             members_obs;
 	eb__obs             leadership_obs;
-	eb__obs             session_obs; /* eb__cluster_on_session */
 	eb__vec members;        /* of eb_cluster_member, built from the cache */
 	int     members_dirty;  /* the cache or the registration changed */
 	eb_cluster_member self; /* the standalone member list */
@@ -188,7 +187,6 @@ eb_cluster_new(uv_loop_t *loop, const eb_cluster_opts *opts, eb_cluster **cp,
 	eb__obs_init(&c->members_obs);
 	eb__obs_init(&c->leadership_obs);
 	c->config = eb__cluster_config_new(c);
-	eb__obs_init(&c->session_obs);
 	eb__vec_init(&c->members, sizeof(eb_cluster_member));
 	c->members_dirty = 1;
 	(void) uv_timer_init(loop, &c->timer);
@@ -230,19 +228,6 @@ uint32_t
 eb__cluster_zk_tick_ms(const eb_cluster *c)
 {
 	return c->o.election.zk_tick_ms;
-}
-
-void
-eb__cluster_on_session(eb_cluster *c, eb__cluster_session_cb cb, void *arg)
-{
-	EB_ASSERT(!c->closing);
-	eb__obs_add(&c->session_obs, (eb__obs_fn) cb, arg);
-}
-
-int
-eb__cluster_off_session(eb_cluster *c, eb__cluster_session_cb cb, void *arg)
-{
-	return eb__obs_remove(&c->session_obs, (eb__obs_fn) cb, arg);
 }
 
 void
@@ -665,7 +650,6 @@ static void
 zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	eb_cluster *c = arg;
-	eb__obs_it  it;
 
 	(void) zk;
 	if ((size_t) ev < sizeof(c->zk_events) / sizeof(c->zk_events[0])) {
@@ -676,10 +660,6 @@ zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 	}
 	/* The election first: a suspended leader stops at once (rule 5). */
 	eb__election_session_event(c->el, ev);
-	EB__OBS_EACH(&c->session_obs, it)
-	{
-		((eb__cluster_session_cb) it.fn)(c, ev, it.arg);
-	}
 	eb__registry_session_event(c->reg, ev);
 	eb__childcache_session_event(c->cc, ev);
 	if (ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) {
@@ -1057,7 +1037,6 @@ timer_closed_cb(uv_handle_t *h)
 	}
 	eb__obs_free(&c->members_obs);
 	eb__obs_free(&c->leadership_obs);
-	eb__obs_free(&c->session_obs);
 	eb__vec_free(&c->members);
 	free(c->connect);
 	free(c->root);

@@ -104,7 +104,7 @@ eb_cluster_config_get(eb_cluster *c, const char **data, size_t *len)
 static void config_read(eb__cluster_config *cf);
 
 static eb__cluster_config *
-live_config(eb_zk *zk, void *arg)
+live_config(eb__zk *zk, void *arg)
 {
 	eb_cluster *c = eb__cluster_from_live(zk, arg);
 
@@ -142,7 +142,7 @@ report(eb__cluster_config *cf, int64_t version, const char *data, size_t len)
 }
 
 static void
-watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
+watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
 {
 	eb__cluster_config *cf = live_config(zk, arg);
 
@@ -154,7 +154,7 @@ watch_cb(eb_zk *zk, eb_zk_watch_type type, const char *path, void *arg)
 }
 
 static void
-exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
+exists_cb(eb__zk *zk, int status, const eb__zk_stat *st, void *arg)
 {
 	eb__cluster_config *cf = live_config(zk, arg);
 
@@ -165,8 +165,8 @@ exists_cb(eb_zk *zk, int status, const eb_zk_stat *st, void *arg)
 }
 
 static void
-get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	eb__cluster_config *cf = live_config(zk, arg);
 
@@ -190,7 +190,7 @@ get_cb(eb_zk *zk, int status, const char *data, size_t len,
 static void
 config_read(eb__cluster_config *cf)
 {
-	eb_zk *zk = eb__cluster_zk(cf->c);
+	eb__zk *zk = eb__cluster_zk(cf->c);
 
 	if (zk == NULL || eb__zk_get_state(zk) != EB_ZK_STATE_CONNECTED) {
 		return;
@@ -200,7 +200,7 @@ config_read(eb__cluster_config *cf)
 }
 
 void
-eb__cluster_config_session_event(eb__cluster_config *cf, eb_zk_event ev)
+eb__cluster_config_session_event(eb__cluster_config *cf, eb__zk_event ev)
 {
 	if (ev == EB_ZK_EV_CONNECTED || ev == EB_ZK_EV_RECONNECTED) {
 		config_read(cf);
@@ -236,7 +236,7 @@ typedef struct set_ctx {
 /* A write's own two ops: the config at path replacing version expected
  * (0: created), and its history copy at hpath. */
 static void
-write_ops(eb_zk_op ops[2], const char *path, const char *hpath,
+write_ops(eb__zk_op ops[2], const char *path, const char *hpath,
     const char *data, size_t len, int64_t expected)
 {
 	memset(ops, 0, 2 * sizeof(*ops));
@@ -256,11 +256,11 @@ write_ops(eb_zk_op ops[2], const char *path, const char *hpath,
 }
 
 size_t
-eb__config_max_bytes(const eb_zk *zk, const char *root)
+eb__config_max_bytes(const eb__zk *zk, const char *root)
 {
-	eb_zk_op ops[2];
-	char     cfg[512], hist[512], hpath[600];
-	size_t   base, max = eb__zk_max_request(zk);
+	eb__zk_op ops[2];
+	char      cfg[512], hist[512], hpath[600];
+	size_t    base, max = eb__zk_max_request(zk);
 
 	paths(root, cfg, hist, sizeof(cfg));
 	hist_entry(hpath, sizeof(hpath), hist, INT32_MAX);
@@ -294,7 +294,7 @@ name_cmp(const void *a, const void *b)
 }
 
 static void
-multi_cb(eb_zk *zk, int status, const eb_zk_op_result *results, size_t count,
+multi_cb(eb__zk *zk, int status, const eb__zk_op_result *results, size_t count,
     void *arg)
 {
 	set_ctx *x = arg;
@@ -317,9 +317,9 @@ multi_cb(eb_zk *zk, int status, const eb_zk_op_result *results, size_t count,
  * every write). names are the history's children before the write.
  */
 static void
-set_write(eb_zk *zk, set_ctx *x, const char *const *names, size_t count)
+set_write(eb__zk *zk, set_ctx *x, const char *const *names, size_t count)
 {
-	eb_zk_op    *ops;
+	eb__zk_op   *ops;
 	char       **del;
 	const char **v;
 	char         hpath[600];
@@ -372,7 +372,7 @@ set_write(eb_zk *zk, set_ctx *x, const char *const *names, size_t count)
 
 static void
 hist_list_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	set_ctx *x = arg;
 
@@ -384,7 +384,7 @@ hist_list_cb(
 }
 
 static void
-hist_ready_cb(eb_zk *zk, int status, void *arg)
+hist_ready_cb(eb__zk *zk, int status, void *arg)
 {
 	set_ctx *x = arg;
 	int      rv;
@@ -400,7 +400,7 @@ hist_ready_cb(eb_zk *zk, int status, void *arg)
 }
 
 int
-eb__config_write(eb_zk *zk, const char *root, const char *data, size_t len,
+eb__config_write(eb__zk *zk, const char *root, const char *data, size_t len,
     int64_t expected_version, eb__config_set_cb cb, void *arg)
 {
 	set_ctx *x;
@@ -459,11 +459,11 @@ hist_finish(hist_ctx *x, int status)
 	free(x);
 }
 
-static void hist_next(eb_zk *zk, hist_ctx *x);
+static void hist_next(eb__zk *zk, hist_ctx *x);
 
 static void
-hist_get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+hist_get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	hist_ctx *x = arg;
 
@@ -485,7 +485,7 @@ hist_get_cb(eb_zk *zk, int status, const char *data, size_t len,
 }
 
 static void
-hist_next(eb_zk *zk, hist_ctx *x)
+hist_next(eb__zk *zk, hist_ctx *x)
 {
 	char path[600];
 	int  rv;
@@ -503,7 +503,7 @@ hist_next(eb_zk *zk, hist_ctx *x)
 
 static void
 hist_children_cb(
-    eb_zk *zk, int status, const char *const *names, size_t count, void *arg)
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
 {
 	hist_ctx *x = arg;
 	size_t    i;
@@ -528,7 +528,7 @@ hist_children_cb(
 
 int
 eb__config_history(
-    eb_zk *zk, const char *root, eb__config_history_cb cb, void *arg)
+    eb__zk *zk, const char *root, eb__config_history_cb cb, void *arg)
 {
 	hist_ctx *x;
 	char      cfg[512];

@@ -6,7 +6,7 @@
 #include "common/alloc.h"
 
 struct defer_call {
-	eb_list      link;
+	eb__list     link;
 	eb__defer_fn fn;
 	void        *arg; /* borrowed */
 };
@@ -15,30 +15,30 @@ static void
 defer_idle_cb(uv_idle_t *h)
 {
 	eb__deferq *q = h->data;
-	eb_list     batch;
-	eb_list    *it;
+	eb__list    batch;
+	eb__list   *it;
 
 	/* Run only what is queued now; calls queued by these callbacks wait
 	 * for the next turn, so the loop keeps polling for I/O. */
-	eb_list_init(&batch);
-	if (!eb_list_empty(&q->calls)) {
+	eb__list_init(&batch);
+	if (!eb__list_empty(&q->calls)) {
 		batch.next = q->calls.next;
 		batch.prev = q->calls.prev;
 		batch.next->prev = &batch;
 		batch.prev->next = &batch;
-		eb_list_init(&q->calls);
+		eb__list_init(&q->calls);
 	}
-	while ((it = eb_list_first(&batch)) != NULL) {
+	while ((it = eb__list_first(&batch)) != NULL) {
 		struct defer_call *c =
 		    EB_CONTAINER_OF(it, struct defer_call, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		if (!q->closing) {
 			c->fn(c->arg);
 		}
 		free(c);
 	}
-	if (eb_list_empty(&q->calls) && !q->closing) {
+	if (eb__list_empty(&q->calls) && !q->closing) {
 		(void) uv_idle_stop(&q->idle);
 	}
 }
@@ -48,7 +48,7 @@ eb__deferq_init(uv_loop_t *loop, eb__deferq *q)
 {
 	int rv;
 
-	eb_list_init(&q->calls);
+	eb__list_init(&q->calls);
 	q->closing = 0;
 	q->close_cb = NULL;
 	rv = uv_idle_init(loop, &q->idle);
@@ -70,23 +70,23 @@ eb__defer(eb__deferq *q, eb__defer_fn fn, void *arg)
 	c = eb__malloc(sizeof(*c));
 	c->fn = fn;
 	c->arg = arg;
-	eb_list_insert_tail(&q->calls, &c->link);
+	eb__list_insert_tail(&q->calls, &c->link);
 	(void) uv_idle_start(&q->idle, defer_idle_cb);
 }
 
 unsigned
 eb__defer_cancel(eb__deferq *q, const void *arg)
 {
-	eb_list *it;
-	eb_list *tmp;
-	unsigned n = 0;
+	eb__list *it;
+	eb__list *tmp;
+	unsigned  n = 0;
 
 	EB_LIST_FOREACH (it, tmp, &q->calls) {
 		struct defer_call *c =
 		    EB_CONTAINER_OF(it, struct defer_call, link);
 
 		if (c->arg == arg) {
-			eb_list_remove(it);
+			eb__list_remove(it);
 			free(c);
 			n++;
 		}
@@ -98,14 +98,14 @@ static void
 defer_closed_cb(uv_handle_t *h)
 {
 	eb__deferq *q = h->data;
-	eb_list    *it;
-	eb_list    *tmp;
+	eb__list   *it;
+	eb__list   *tmp;
 
-	/* The spare cursor (not eb_list_first() after each free) also lets
+	/* The spare cursor (not eb__list_first() after each free) also lets
 	 * clang-analyzer see that no freed call is read again: it cannot
 	 * prove that removing the head's first element relinks the head. */
 	EB_LIST_FOREACH (it, tmp, &q->calls) {
-		eb_list_remove(it);
+		eb__list_remove(it);
 		free(EB_CONTAINER_OF(it, struct defer_call, link));
 	}
 	if (q->close_cb != NULL) {

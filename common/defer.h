@@ -15,7 +15,7 @@ typedef void (*eb__defer_fn)(void *arg);
 
 typedef struct eb__deferq {
 	uv_idle_t idle;
-	eb_list   calls; /* of struct defer_call, owned */
+	eb__list  calls; /* of struct defer_call, owned */
 	int       closing;
 	void (*close_cb)(struct eb__deferq *q);
 } eb__deferq;

@@ -136,9 +136,9 @@ eb__conf_cli_free(eb__conf_cli *c)
 }
 
 static int
-cli_print(const eb_conf *conf)
+cli_print(const eb__conf *conf)
 {
-	json_t *j = eb_conf_to_json(conf, false);
+	json_t *j = eb__conf_to_json(conf, false);
 	char   *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
 	json_decref(j);
@@ -151,7 +151,7 @@ cli_print(const eb_conf *conf)
 }
 
 int
-eb__conf_cli_prepare(int argc, char **argv, eb__conf_cli *c, eb_conf **conf)
+eb__conf_cli_prepare(int argc, char **argv, eb__conf_cli *c, eb__conf **conf)
 {
 	eb_errbuf err;
 
@@ -169,7 +169,7 @@ eb__conf_cli_prepare(int argc, char **argv, eb__conf_cli *c, eb_conf **conf)
 		return 0;
 	}
 	err.msg[0] = '\0';
-	if (eb_conf_load(&c->src, conf, &err) != 0) {
+	if (eb__conf_load(&c->src, conf, &err) != 0) {
 		(void) fprintf(stderr, "%s\n", err.msg);
 		return 2;
 	}

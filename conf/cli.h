@@ -13,12 +13,12 @@
 #include "conf/conf.h"
 
 typedef struct eb__conf_cli {
-	eb_conf_sources src;  /* src.sets is sets */
-	const char    **sets; /* owned: eb__conf_cli_free */
-	bool            check;
-	bool            print_config;
-	bool            help;
-	bool            version;
+	eb__conf_sources src;  /* src.sets is sets */
+	const char     **sets; /* owned: eb__conf_cli_free */
+	bool             check;
+	bool             print_config;
+	bool             help;
+	bool             version;
 } eb__conf_cli;
 
 /* 0, or -1 after one usage line on stderr. Free c either way. */
@@ -30,6 +30,6 @@ void eb__conf_cli_free(eb__conf_cli *c);
  * (printing failed), 2 (usage or configuration error, said on stderr).
  * Free c (and *conf) either way, after the run: the node re-reads c->src. */
 int eb__conf_cli_prepare(
-    int argc, char **argv, eb__conf_cli *c, eb_conf **conf);
+    int argc, char **argv, eb__conf_cli *c, eb__conf **conf);
 
 #endif

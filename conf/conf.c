@@ -25,9 +25,9 @@
 
 #define CONF_MAX_FILE_BYTES (16u << 20)
 
-/* Everything one eb_conf_load() call needs. */
+/* Everything one eb__conf_load() call needs. */
 typedef struct load_ctx {
-	eb_conf        *conf;
+	eb__conf       *conf;
 	const char     *file;
 	eb__conf_posidx idx;
 	const char     *cluster; /* the cluster layer's name in messages */
@@ -111,7 +111,7 @@ eb__conf_errf(const eb__conf_src *src, eb_errbuf *err, const char *path,
 }
 
 int
-eb_conf_env_name(const char *path, char *out, size_t n)
+eb__conf_env_name(const char *path, char *out, size_t n)
 {
 	size_t k, plen = strlen(path);
 
@@ -263,7 +263,7 @@ text_copy(const char *t, size_t len)
 }
 
 static int
-load_file(load_ctx *lc, const eb_conf_sources *in)
+load_file(load_ctx *lc, const eb__conf_sources *in)
 {
 	char  *text = NULL;
 	size_t len = 0;
@@ -281,7 +281,7 @@ load_file(load_ctx *lc, const eb_conf_sources *in)
 
 /* The cluster configuration: dynamic keys only, on top of everything. */
 static int
-load_cluster(load_ctx *lc, const eb_conf_sources *in)
+load_cluster(load_ctx *lc, const eb__conf_sources *in)
 {
 	return load_text(lc, lc->cluster,
 	    text_copy(in->cluster_text, in->cluster_len), in->cluster_len,
@@ -332,7 +332,7 @@ load_env(load_ctx *lc, const char *const *env)
 		eb__conf_src src = { EB__CONF_SRC_ENV, name, NULL, 0, 0 };
 		const char  *text;
 
-		if (eb_conf_env_name(e->path, name, sizeof(name)) != 0 ||
+		if (eb__conf_env_name(e->path, name, sizeof(name)) != 0 ||
 		    (text = env_lookup(env, name)) == NULL) {
 			continue;
 		}
@@ -371,7 +371,7 @@ load_set(load_ctx *lc, const char *arg)
 
 /* The defaults conf computes (schema.c says which). */
 static void
-derive(eb_conf *c, const int *origin)
+derive(eb__conf *c, const int *origin)
 {
 	const eb__conf_entry *inbound = eb__conf_find("bridge.inbound");
 	eb_bridge_permitted  *in;
@@ -427,7 +427,7 @@ blame(const load_ctx *lc, const char *path, eb__conf_src *src, char *name,
 		src->idx = &lc->idx;
 		break;
 	case EB__CONF_SRC_ENV:
-		(void) eb_conf_env_name(path, name, n);
+		(void) eb__conf_env_name(path, name, n);
 		break;
 	case EB__CONF_SRC_FLAG:
 		(void) snprintf(name, n, "%s", path);
@@ -634,7 +634,7 @@ numeric_ip(const char *s)
 static int
 check_addresses(load_ctx *lc)
 {
-	const eb_conf *c = lc->conf;
+	const eb__conf *c = lc->conf;
 	const struct {
 		const char *key;
 		const char *value;
@@ -750,7 +750,7 @@ check_tls(load_ctx *lc)
 static int
 check_ports(load_ctx *lc)
 {
-	const eb_conf *c = lc->conf;
+	const eb__conf *c = lc->conf;
 
 	if (c->bridge_enabled && c->admin_enabled && c->admin.port != 0 &&
 	    c->admin.port == c->bridge.port &&
@@ -840,7 +840,7 @@ one_line(eb_errbuf *err)
 }
 
 int
-eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
+eb__conf_load(const eb__conf_sources *src, eb__conf **confp, eb_errbuf *err)
 {
 	load_ctx lc;
 	size_t   k;
@@ -882,7 +882,7 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 	eb__conf_posidx_free(&lc.cidx);
 	lc.conf->origin = lc.origin; /* owned by the conf from here */
 	if (rv != 0) {
-		eb_conf_free(lc.conf);
+		eb__conf_free(lc.conf);
 		one_line(err);
 		return rv;
 	}
@@ -891,25 +891,25 @@ eb_conf_load(const eb_conf_sources *src, eb_conf **confp, eb_errbuf *err)
 }
 
 int
-eb_conf_check_dynamic(
+eb__conf_check_dynamic(
     const char *text, size_t len, const char *name, eb_errbuf *err)
 {
-	eb_conf_sources src;
-	eb_conf        *c = NULL;
-	int             rv;
+	eb__conf_sources src;
+	eb__conf        *c = NULL;
+	int              rv;
 
 	memset(&src, 0, sizeof(src));
 	src.cluster_text = text;
 	src.cluster_len = len;
 	src.cluster_name = name;
-	if ((rv = eb_conf_load(&src, &c, err)) == 0) {
-		eb_conf_free(c);
+	if ((rv = eb__conf_load(&src, &c, err)) == 0) {
+		eb__conf_free(c);
 	}
 	return rv;
 }
 
 bool
-eb_conf_key_dynamic(const char *path)
+eb__conf_key_dynamic(const char *path)
 {
 	const eb__conf_entry *e = eb__conf_find(path);
 
@@ -934,13 +934,13 @@ origin_name(int kind)
 }
 
 json_t *
-eb_conf_dynamic_to_json(const eb_conf *conf)
+eb__conf_dynamic_to_json(const eb__conf *conf)
 {
-	return eb_conf_keys_to_json(conf, true);
+	return eb__conf_keys_to_json(conf, true);
 }
 
 json_t *
-eb_conf_keys_to_json(const eb_conf *conf, bool dynamic)
+eb__conf_keys_to_json(const eb__conf *conf, bool dynamic)
 {
 	json_t *root = json_object();
 	size_t  k;
@@ -962,7 +962,8 @@ eb_conf_keys_to_json(const eb_conf *conf, bool dynamic)
 }
 
 size_t
-eb_conf_static_changes(const eb_conf *a, const eb_conf *b, char *out, size_t n)
+eb__conf_static_changes(
+    const eb__conf *a, const eb__conf *b, char *out, size_t n)
 {
 	size_t k, changed = 0, used = 0;
 
@@ -994,7 +995,7 @@ eb_conf_static_changes(const eb_conf *a, const eb_conf *b, char *out, size_t n)
 }
 
 void
-eb_conf_free(eb_conf *conf)
+eb__conf_free(eb__conf *conf)
 {
 	if (conf == NULL) {
 		return;
@@ -1024,7 +1025,7 @@ json_set_path(json_t *root, const char *path, json_t *value)
 }
 
 json_t *
-eb_conf_to_json(const eb_conf *conf, bool show_secrets)
+eb__conf_to_json(const eb__conf *conf, bool show_secrets)
 {
 	json_t *root = json_object();
 	size_t  k;

@@ -91,7 +91,7 @@ int eb__conf_errf(const eb__conf_src *src, eb_errbuf *err, const char *path,
  * stored in is (the schema macros check the width at compile time).
  */
 typedef enum eb__conf_type {
-	EB__CT_STRING, /* const char * (owned by the eb_conf) */
+	EB__CT_STRING, /* const char * (owned by the eb__conf) */
 	EB__CT_WORD,   /* const char *, one of words */
 	EB__CT_I64,    /* int64_t */
 	EB__CT_U64,    /* uint64_t */
@@ -108,7 +108,7 @@ typedef enum eb__conf_type {
 } eb__conf_type;
 
 #define EB__CF_NONEMPTY 0x01u /* strings: "" is an error */
-#define EB__CF_SECRET   0x02u /* redacted by eb_conf_to_json */
+#define EB__CF_SECRET   0x02u /* redacted by eb__conf_to_json */
 #define EB__CF_COMPUTED 0x04u /* default derived by conf after loading */
 #define EB__CF_REGEX    0x08u /* strings: must compile as POSIX ERE */
 #define EB__CF_NULLSTR  0x10u /* strings: "" is stored as NULL (off) */
@@ -146,7 +146,7 @@ typedef struct eb__conf_objdesc {
 
 typedef struct eb__conf_entry {
 	const char             *path;
-	size_t                  off;     /* of the field in eb_conf */
+	size_t                  off;     /* of the field in eb__conf */
 	size_t                  size;    /* of the field */
 	size_t                  off_n;   /* arrays: of the size_t count */
 	const char             *def_str; /* EB__CF_DEFAULT only */
@@ -169,18 +169,18 @@ const eb__conf_entry *eb__conf_find(const char *path);
 bool eb__conf_is_section(const char *path);
 /* Sets every value to its default: the modules' _opts_init, then the rows
  * that state their own (computed ones stay NULL). */
-void eb__conf_defaults(eb_conf *c);
+void eb__conf_defaults(eb__conf *c);
 /* Frees what c owns (not c). */
-void eb__conf_release(eb_conf *c);
+void eb__conf_release(eb__conf *c);
 /* Validates v against e and stores it in c, replacing the old value. */
-int eb__conf_set(eb_conf *c, const eb__conf_entry *e, json_t *v,
+int eb__conf_set(eb__conf *c, const eb__conf_entry *e, json_t *v,
     const eb__conf_src *src, eb_errbuf *err);
 /* Turns env/flag text into a JSON value for e (new reference in *out). */
 int eb__conf_parse_text(const eb__conf_entry *e, const char *text, json_t **out,
     const eb__conf_src *src, eb_errbuf *err);
 /* The value of e in c as JSON (new reference). */
 json_t *eb__conf_get_json(
-    const eb_conf *c, const eb__conf_entry *e, bool show_secrets);
+    const eb__conf *c, const eb__conf_entry *e, bool show_secrets);
 /* "got ..." text for a JSON value: compact JSON, cut at 40 characters. */
 void eb__conf_describe(const json_t *v, char *out, size_t n);
 

@@ -22,13 +22,13 @@
 #define CONF_DYN_MAX_FILE (16u << 20)
 
 struct eb__conf_dyn {
-	const eb_conf         *start; /* borrowed */
-	const eb_conf_sources *src;   /* borrowed; NULL: none */
-	eb__conf_apply_cb      apply;
-	void                  *arg;
-	const char           **degraded; /* published refusal reason */
-	eb_conf               *applied;  /* owned; NULL: start */
-	int64_t                version;  /* cluster version applied; 0: none */
+	const eb__conf         *start; /* borrowed */
+	const eb__conf_sources *src;   /* borrowed; NULL: none */
+	eb__conf_apply_cb       apply;
+	void                   *arg;
+	const char            **degraded; /* published refusal reason */
+	eb__conf               *applied;  /* owned; NULL: start */
+	int64_t                 version;  /* cluster version applied; 0: none */
 	char  *text; /* owned: that version's bytes; NULL: none */
 	size_t len;
 	/* The local file as last loaded (start, SIGHUP). NULL: no file, or
@@ -48,7 +48,7 @@ struct eb__conf_dyn {
 };
 
 eb__conf_dyn *
-eb__conf_dyn_new(const eb_conf *start, const eb_conf_sources *src,
+eb__conf_dyn_new(const eb__conf *start, const eb__conf_sources *src,
     eb__conf_apply_cb apply, void *arg, const char **degraded)
 {
 	eb__conf_dyn *d = eb__calloc(1, sizeof(*d));
@@ -61,7 +61,7 @@ eb__conf_dyn_new(const eb_conf *start, const eb_conf_sources *src,
 	return d;
 }
 
-const eb_conf *
+const eb__conf *
 eb__conf_dyn_current(const eb__conf_dyn *d)
 {
 	return d->applied != NULL ? d->applied : d->start;
@@ -102,10 +102,10 @@ refused(eb__conf_dyn *d, int64_t version, int from_cluster, const char *what,
 
 /* c (owned from here) was applied, built with text (NULL: none). */
 static void
-applied(eb__conf_dyn *d, eb_conf *c, int64_t version, const char *text,
+applied(eb__conf_dyn *d, eb__conf *c, int64_t version, const char *text,
     size_t len, const char *what)
 {
-	eb_conf_free(d->applied);
+	eb__conf_free(d->applied);
 	d->applied = c;
 	if (text != d->text) {
 		free(d->text);
@@ -137,11 +137,11 @@ static int
 rebuild_with(eb__conf_dyn *d, const char *file_text, size_t file_len,
     int64_t version, const char *text, size_t len, const char *what)
 {
-	eb_conf_sources src;
-	eb_conf        *c = NULL;
-	eb_errbuf       err;
-	char            name[128], statics[200];
-	int             rv;
+	eb__conf_sources src;
+	eb__conf        *c = NULL;
+	eb_errbuf        err;
+	char             name[128], statics[200];
+	int              rv;
 
 	memset(&src, 0, sizeof(src));
 	if (d->src != NULL) {
@@ -157,9 +157,10 @@ rebuild_with(eb__conf_dyn *d, const char *file_text, size_t file_len,
 	src.cluster_len = len;
 	src.cluster_name = name;
 	err.msg[0] = '\0';
-	rv = eb_conf_load(&src, &c, &err);
+	rv = eb__conf_load(&src, &c, &err);
 	if (rv == 0 && strcmp(what, "local") == 0 &&
-	    eb_conf_static_changes(d->start, c, statics, sizeof(statics)) > 0) {
+	    eb__conf_static_changes(d->start, c, statics, sizeof(statics)) >
+	        0) {
 		EB_LOG_WARN("config",
 		    "static-keys-changed: keys=%s (kept until a restart)",
 		    statics);
@@ -169,7 +170,7 @@ rebuild_with(eb__conf_dyn *d, const char *file_text, size_t file_len,
 	}
 	if (rv != 0) {
 		refused(d, version, text != NULL, what, err.msg);
-		eb_conf_free(c);
+		eb__conf_free(c);
 		return rv;
 	}
 	applied(d, c, version, text, len, what);
@@ -274,7 +275,7 @@ eb__conf_dyn_free(eb__conf_dyn *d)
 		return;
 	}
 	EB_ASSERT(!d->running && !d->closing);
-	eb_conf_free(d->applied);
+	eb__conf_free(d->applied);
 	free(d->text);
 	free(d->file_text);
 	free(d);
@@ -295,9 +296,9 @@ route_config(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	    (json_int_t) d->applies, "rejected", (json_int_t) d->rejected,
 	    "reloads", (json_int_t) d->reloads, "error",
 	    d->reason[0] != '\0' ? json_string(d->reason) : json_null(), "keys",
-	    eb_conf_dynamic_to_json(eb__conf_dyn_current(d)));
+	    eb__conf_dynamic_to_json(eb__conf_dyn_current(d)));
 	(void) json_object_set_new(
-	    o, "static", eb_conf_keys_to_json(d->start, false));
+	    o, "static", eb__conf_keys_to_json(d->start, false));
 	if (d->rejected_version != 0) {
 		(void) json_object_set_new(o, "rejected_version",
 		    json_integer((json_int_t) d->rejected_version));

@@ -1,6 +1,6 @@
 /*
  * dynamic.c: the dynamic configuration (docs/CONFIG.md "Dynamic keys").
- * Every change builds a whole new eb_conf from the local sources (file <
+ * Every change builds a whole new eb__conf from the local sources (file <
  * environment < --set) with the cluster configuration (<root>/config) on
  * top (dynamic keys only), through the same schema as the start, and hands
  * it to the owner's apply callback; one that does not load or apply is
@@ -26,13 +26,14 @@ typedef struct eb__conf_dyn eb__conf_dyn;
  * the running subsystems: 0, or an error with detail, and then nothing
  * changed. */
 typedef int (*eb__conf_apply_cb)(
-    void *arg, const eb_conf *c, int64_t version, eb_errbuf *err);
+    void *arg, const eb__conf *c, int64_t version, eb_errbuf *err);
 
 /* start: the configuration of the start (borrowed, outlives d); src: its
  * local sources (borrowed; NULL: none); *degraded is set to the refusal
  * reason while one stands, else NULL. No I/O. */
-eb__conf_dyn *eb__conf_dyn_new(const eb_conf *start, const eb_conf_sources *src,
-    eb__conf_apply_cb apply, void *arg, const char **degraded);
+eb__conf_dyn *eb__conf_dyn_new(const eb__conf *start,
+    const eb__conf_sources *src, eb__conf_apply_cb apply, void *arg,
+    const char **degraded);
 /* Snapshots the local file (a cluster change rebuilds on it, so that an
  * edited file takes effect only with SIGHUP), follows SIGHUP on loop and
  * the running cluster c's <root>/config (applying what it read already).
@@ -46,8 +47,8 @@ void eb__conf_dyn_free(eb__conf_dyn *d);
 int eb__conf_dyn_cluster(
     eb__conf_dyn *d, int64_t version, const char *text, size_t len);
 /* The configuration in force and its cluster version (0: none). */
-const eb_conf *eb__conf_dyn_current(const eb__conf_dyn *d);
-int64_t        eb__conf_dyn_version(const eb__conf_dyn *d);
+const eb__conf *eb__conf_dyn_current(const eb__conf_dyn *d);
+int64_t         eb__conf_dyn_version(const eb__conf_dyn *d);
 /* GET /config and the ebnode_config_* metrics. */
 void eb__conf_dyn_admin_register(eb__admin *adm, eb__conf_dyn *d);
 

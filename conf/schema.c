@@ -20,8 +20,8 @@
 #include "common/util.h"
 #include "conf/conf_int.h"
 
-#define OFF(f) offsetof(eb_conf, f)
-#define FSZ(f) sizeof(((eb_conf *) 0)->f)
+#define OFF(f) offsetof(eb__conf, f)
+#define FSZ(f) sizeof(((eb__conf *) 0)->f)
 /* 0, or a compile error when the field f is not as wide as T. */
 #define WIDTH(f, T) (0 * sizeof(char[FSZ(f) == sizeof(T) ? 1 : -1]))
 #define ROW(p, f, T, ty) \
@@ -325,19 +325,19 @@ eb__conf_is_section(const char *path)
 /* ---- raw slots ---------------------------------------------------------- */
 
 static void *
-slot(eb_conf *c, size_t off)
+slot(eb__conf *c, size_t off)
 {
 	return (char *) c + off;
 }
 
 static const void *
-cslot(const eb_conf *c, size_t off)
+cslot(const eb__conf *c, size_t off)
 {
 	return (const char *) c + off;
 }
 
 /* String fields are const char * in the opts structs but owned by the
- * eb_conf: they are read and written through memcpy. */
+ * eb__conf: they are read and written through memcpy. */
 static const char *
 str_get(const void *slotp)
 {
@@ -391,9 +391,9 @@ arr_free(const eb__conf_objdesc *d, void *items, size_t n)
 	free(items);
 }
 
-/* Array slots are typed pointers in eb_conf; they are moved via memcpy. */
+/* Array slots are typed pointers in eb__conf; they are moved via memcpy. */
 static void *
-arr_get(const eb_conf *c, const eb__conf_entry *e, size_t *n)
+arr_get(const eb__conf *c, const eb__conf_entry *e, size_t *n)
 {
 	void *items;
 
@@ -406,7 +406,7 @@ arr_get(const eb_conf *c, const eb__conf_entry *e, size_t *n)
 }
 
 static void
-arr_put(eb_conf *c, const eb__conf_entry *e, void *items, size_t n)
+arr_put(eb__conf *c, const eb__conf_entry *e, void *items, size_t n)
 {
 	size_t old_n;
 	void  *old = arr_get(c, e, &old_n);
@@ -422,7 +422,7 @@ arr_put(eb_conf *c, const eb__conf_entry *e, void *items, size_t n)
 
 /* Integer-like rows: the value of the field, widened. */
 static int64_t
-int_get(const eb_conf *c, const eb__conf_entry *e)
+int_get(const eb__conf *c, const eb__conf_entry *e)
 {
 	const void *p = cslot(c, e->off);
 	int64_t     v = 0;
@@ -456,7 +456,7 @@ int_get(const eb_conf *c, const eb__conf_entry *e)
 
 /* Stores v (already range-checked) at the field's width. */
 static void
-int_put(eb_conf *c, const eb__conf_entry *e, int64_t v)
+int_put(eb__conf *c, const eb__conf_entry *e, int64_t v)
 {
 	void *p = slot(c, e->off);
 
@@ -493,7 +493,7 @@ is_string(const eb__conf_entry *e)
 }
 
 void
-eb__conf_defaults(eb_conf *c)
+eb__conf_defaults(eb__conf *c)
 {
 	size_t k;
 
@@ -523,7 +523,7 @@ eb__conf_defaults(eb_conf *c)
 }
 
 void
-eb__conf_release(eb_conf *c)
+eb__conf_release(eb__conf *c)
 {
 	size_t k;
 
@@ -774,7 +774,7 @@ check_route(const void *obj, int n_match, const char *path,
 }
 
 static int
-set_array(eb_conf *c, const eb__conf_entry *e, json_t *v,
+set_array(eb__conf *c, const eb__conf_entry *e, json_t *v,
     const eb__conf_src *src, eb_errbuf *err)
 {
 	const eb__conf_objdesc *d = e->obj;
@@ -802,7 +802,7 @@ set_array(eb_conf *c, const eb__conf_entry *e, json_t *v,
 }
 
 static int
-set_object(eb_conf *c, const eb__conf_entry *e, json_t *v,
+set_object(eb__conf *c, const eb__conf_entry *e, json_t *v,
     const eb__conf_src *src, eb_errbuf *err)
 {
 	void *obj;
@@ -842,7 +842,7 @@ enum_val(const eb__conf_entry *e, int k)
 }
 
 int
-eb__conf_set(eb_conf *c, const eb__conf_entry *e, json_t *v,
+eb__conf_set(eb__conf *c, const eb__conf_entry *e, json_t *v,
     const eb__conf_src *src, eb_errbuf *err)
 {
 	char got[64], range[64];
@@ -1011,7 +1011,7 @@ enum_word(const eb__conf_entry *e, int v)
 }
 
 json_t *
-eb__conf_get_json(const eb_conf *c, const eb__conf_entry *e, bool show_secrets)
+eb__conf_get_json(const eb__conf *c, const eb__conf_entry *e, bool show_secrets)
 {
 	const char *s;
 	size_t      n, k;

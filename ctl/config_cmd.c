@@ -31,7 +31,7 @@
 #include <ebnode/err.h>
 #include <ebnode/log.h>
 
-#include "cluster/cluster_int.h"
+#include "cluster/cluster_config.h"
 #include "common/alloc.h"
 #include "common/util.h"
 #include "conf/conf.h"
@@ -54,7 +54,7 @@ typedef struct cfg_run {
 	size_t      len;
 	uv_loop_t   loop;
 	uv_timer_t  timer;
-	eb_zk      *zk;
+	eb__zk     *zk;
 	int         rc;
 	int         done;
 	char        path[512];
@@ -309,8 +309,8 @@ history_cb(int status, const eb__config_version *v, size_t n, void *arg)
 }
 
 static void
-get_cb(eb_zk *zk, int status, const char *data, size_t len,
-    const eb_zk_stat *st, void *arg)
+get_cb(eb__zk *zk, int status, const char *data, size_t len,
+    const eb__zk_stat *st, void *arg)
 {
 	cfg_run *r = arg;
 	int64_t  version = status == 0 ? (int64_t) st->version + 1 : 0;
@@ -363,7 +363,7 @@ rollback_history_cb(
 	if (r->done) {
 		return;
 	}
-	if (eb_conf_check_dynamic(r->text, r->len, "rollback", &err) != 0) {
+	if (eb__conf_check_dynamic(r->text, r->len, "rollback", &err) != 0) {
 		(void) fail(r, "version %" PRId64 " is not valid now: %s",
 		    r->target, err.msg);
 		return;
@@ -393,7 +393,7 @@ start_op(cfg_run *r)
 }
 
 static void
-event_cb(eb_zk *zk, eb_zk_event ev, void *arg)
+event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	cfg_run *r = arg;
 
@@ -612,10 +612,10 @@ parse(int argc, char **argv, cfg_run *r)
 int
 eb__ctl_config_main(int argc, char **argv)
 {
-	cfg_run    r;
-	eb_zk_opts zo;
-	eb_errbuf  err;
-	int        rv;
+	cfg_run     r;
+	eb__zk_opts zo;
+	eb_errbuf   err;
+	int         rv;
 
 	memset(&r, 0, sizeof(r));
 	eb_log_set_level(EB_LOG_LEVEL_WARN); /* no session chatter */
@@ -629,7 +629,7 @@ eb__ctl_config_main(int argc, char **argv)
 			return CTL_EXIT_FAIL;
 		}
 		/* The node's own schema: the same checks, the same words. */
-		if (eb_conf_check_dynamic(r.text, r.len, r.file, &err) != 0) {
+		if (eb__conf_check_dynamic(r.text, r.len, r.file, &err) != 0) {
 			(void) fprintf(
 			    stderr, "ebctl: config: invalid: %s\n", err.msg);
 			free(r.text);

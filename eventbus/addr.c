@@ -28,7 +28,7 @@ eb__bus_addr_get(eb_bus *bus, const char *address)
 	a = eb__calloc(1, sizeof(*a));
 	a->address = eb__strdup(address);
 	a->hent.key = a->address;
-	eb_list_init(&a->consumers);
+	eb__list_init(&a->consumers);
 	eb__hmap_put(&bus->addr.map, &a->hent);
 	return a;
 }
@@ -68,13 +68,13 @@ eb__bus_addr_free_all(eb_bus *bus)
 			eb__hent     *next = e->next;
 			eb__bus_addr *a =
 			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
-			eb_list *it;
+			eb__list *it;
 
-			while ((it = eb_list_first(&a->consumers)) != NULL) {
+			while ((it = eb__list_first(&a->consumers)) != NULL) {
 				eb_bus_consumer *c =
 				    EB_CONTAINER_OF(it, eb_bus_consumer, link);
 
-				eb_list_remove(it);
+				eb__list_remove(it);
 				eb__bus_consumer_free(c);
 			}
 			addr_free(bus, a);

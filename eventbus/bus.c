@@ -101,11 +101,11 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->msg.empty_headers = json_object();
 	eb__hmap_init(&bus->addr.map);
 	eb__hmap_init(&bus->req.map);
-	eb_list_init(&bus->req.deadlines);
-	eb_list_init(&bus->req.resolved);
-	eb_list_init(&bus->turn.fifo);
-	eb_list_init(&bus->msg.reply_msgs);
-	eb_list_init(&bus->turn.qfree);
+	eb__list_init(&bus->req.deadlines);
+	eb__list_init(&bus->req.resolved);
+	eb__list_init(&bus->turn.fifo);
+	eb__list_init(&bus->msg.reply_msgs);
+	eb__list_init(&bus->turn.qfree);
 	eb__obs_init(&bus->addr.watchers);
 	eb__obs_init(&bus->flow.observers);
 	/* Both inits cannot fail on a live loop; they are the last steps. */
@@ -166,7 +166,7 @@ bus_handle_closed_cb(uv_handle_t *h)
 static void
 bus_shutdown(eb_bus *bus)
 {
-	eb_list *it;
+	eb__list *it;
 
 	EB_ASSERT(bus->life.closing && !bus->life.shut);
 	bus->life.shut = 1;
@@ -176,7 +176,7 @@ bus_shutdown(eb_bus *bus)
 	eb__bus_req_cancel_all(bus);
 	eb__bus_rcpt_cancel_all(bus);
 	/* Held messages outlive the bus: cut their way back to it. */
-	while ((it = eb_list_first(&bus->msg.reply_msgs)) != NULL) {
+	while ((it = eb__list_first(&bus->msg.reply_msgs)) != NULL) {
 		eb__bus_msg_detach(EB_CONTAINER_OF(it, eb_bus_msg, bus_link));
 	}
 	bus->life.open_handles = 3;
@@ -214,7 +214,8 @@ bus_idle_cb(uv_idle_t *h)
 		bus_shutdown(bus);
 		return;
 	}
-	if (eb_list_empty(&bus->turn.fifo) && eb_list_empty(&bus->rcpt.done)) {
+	if (eb__list_empty(&bus->turn.fifo) &&
+	    eb__list_empty(&bus->rcpt.done)) {
 		bus->turn.idle_active = 0;
 		(void) uv_idle_stop(&bus->turn.idle);
 	}
@@ -375,7 +376,7 @@ bus_publish(eb_bus *bus, const char *address, const eb__bus_body *body,
 {
 	eb_bus_msg   *msg;
 	eb__bus_addr *a;
-	eb_list      *it;
+	eb__list     *it;
 	int           rv;
 
 	if ((rv = send_prepare(bus, address, body, headers, 0, &msg)) != 0) {
@@ -502,7 +503,7 @@ eb__bus_deliver_remote(
 {
 	eb__bus_addr    *a = eb__bus_addr_find(bus, msg->address);
 	eb_bus_consumer *c;
-	eb_list         *it;
+	eb__list        *it;
 	int              rv;
 
 	if (publish) {
@@ -588,8 +589,8 @@ static void
 confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
     eb__bus_rcpt *rc)
 {
-	eb_list *it;
-	char     why[300];
+	eb__list *it;
+	char      why[300];
 
 	bus->stats.totals.published++;
 	if (a != NULL) {

@@ -34,16 +34,16 @@
 static eb__bus_qent *
 qent_get(eb_bus *bus)
 {
-	eb_list *it = eb_list_first(&bus->turn.qfree);
+	eb__list *it = eb__list_first(&bus->turn.qfree);
 
 	eb__bus_qent *q;
 
 	if (it == NULL) {
 		q = eb__malloc(sizeof(eb__bus_qent));
-		eb_list_init(&q->turn.link);
+		eb__list_init(&q->turn.link);
 		return q;
 	}
-	eb_list_remove(it);
+	eb__list_remove(it);
 	bus->turn.nqfree--;
 	return EB_CONTAINER_OF(it, eb__bus_qent, link);
 }
@@ -52,22 +52,22 @@ qent_get(eb_bus *bus)
 static void
 qent_put(eb_bus *bus, eb__bus_qent *q)
 {
-	eb_list_remove(&q->turn.link); /* off bus->turn.fifo */
+	eb__list_remove(&q->turn.link); /* off bus->turn.fifo */
 	if (bus->turn.nqfree >= EB__BUS_QFREE || bus->life.shut) {
 		free(q);
 		return;
 	}
-	eb_list_insert_tail(&bus->turn.qfree, &q->link);
+	eb__list_insert_tail(&bus->turn.qfree, &q->link);
 	bus->turn.nqfree++;
 }
 
 void
 eb__bus_qent_pool_free(eb_bus *bus)
 {
-	eb_list *it;
+	eb__list *it;
 
-	while ((it = eb_list_first(&bus->turn.qfree)) != NULL) {
-		eb_list_remove(it);
+	while ((it = eb__list_first(&bus->turn.qfree)) != NULL) {
+		eb__list_remove(it);
 		free(EB_CONTAINER_OF(it, eb__bus_qent, link));
 	}
 	bus->turn.nqfree = 0;
@@ -95,8 +95,8 @@ eb_bus_consumer_new(eb_bus *bus, const char *address, int local_only,
 	c->fn = fn;
 	c->arg = arg;
 	c->local_only = local_only != 0;
-	eb_list_init(&c->queue);
-	eb_list_insert_tail(&a->consumers, &c->link);
+	eb__list_init(&c->queue);
+	eb__list_insert_tail(&a->consumers, &c->link);
 	a->n_local++;
 	if (c->local_only) {
 		a->n_local_only++;
@@ -118,13 +118,13 @@ eb_bus_consumer_address(const eb_bus_consumer *c)
 void
 eb__bus_consumer_free(eb_bus_consumer *c)
 {
-	eb_list *it;
+	eb__list *it;
 
 	/* c goes with its queue: the entries are relinked or freed. */
-	while ((it = eb_list_first(&c->queue)) != NULL) {
+	while ((it = eb__list_first(&c->queue)) != NULL) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		if (q->rc != NULL) {
 			eb__bus_rcpt_unit_done(
 			    c->bus, q->rc, EB_ECANCELED, "event bus closed");
@@ -139,8 +139,8 @@ eb__bus_consumer_free(eb_bus_consumer *c)
 static void
 consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	/* Queued requests are answered as if the consumer had never been
 	 * there; everything else is dropped and counted. */
@@ -148,7 +148,7 @@ consumer_flush(eb_bus *bus, eb_bus_consumer *c, eb__bus_addr *a)
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 		eb_bus_msg   *m = q->msg;
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		c->qlen--;
 		c->qbytes -= m->body_len;
 		if (q->rc != NULL) {
@@ -183,7 +183,7 @@ eb_bus_consumer_close(eb_bus_consumer *c)
 	a = c->addr;
 	c->closed = 1;
 	c->addr = NULL;
-	eb_list_remove(&c->link);
+	eb__list_remove(&c->link);
 	a->n_local--;
 	if (c->local_only) {
 		a->n_local_only--;
@@ -215,7 +215,7 @@ eb_bus_consumer_undelivered(eb_bus_consumer *c, int status)
 eb_bus_consumer *
 eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender)
 {
-	eb_list *it;
+	eb__list *it;
 
 	/* Round robin by rotation: the chosen consumer moves to the tail. */
 	for (it = a->consumers.next; it != &a->consumers; it = it->next) {
@@ -224,8 +224,8 @@ eb__bus_consumer_pick(eb__bus_addr *a, int remote_sender)
 		if (remote_sender && c->local_only) {
 			continue;
 		}
-		eb_list_remove(it);
-		eb_list_insert_tail(&a->consumers, it);
+		eb__list_remove(it);
+		eb__list_insert_tail(&a->consumers, it);
 		return c;
 	}
 	return NULL;
@@ -274,11 +274,11 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 		rc->pending++;
 	}
 	q->turn.c = c;
-	eb_list_insert_tail(&c->queue, &q->link);
+	eb__list_insert_tail(&c->queue, &q->link);
 	c->qlen++;
 	c->qbytes += msg->body_len;
 	if (!c->paused) { /* else it waits off the fifo for the resume */
-		eb_list_insert_tail(&bus->turn.fifo, &q->turn.link);
+		eb__list_insert_tail(&bus->turn.fifo, &q->turn.link);
 		eb__bus_wake(bus);
 	}
 	eb__bus_consumer_level(bus, c);
@@ -288,7 +288,7 @@ eb__bus_consumer_push(eb_bus_consumer *c, eb_bus_msg *msg, eb__bus_rcpt *rc)
 static void
 consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 {
-	eb_list      *it = eb_list_first(&c->queue);
+	eb__list     *it = eb__list_first(&c->queue);
 	eb__bus_qent *q;
 	eb_bus_msg   *m;
 	eb__bus_rcpt *rc;
@@ -299,7 +299,7 @@ consumer_deliver_one(eb_bus *bus, eb_bus_consumer *c)
 	q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 	m = q->msg;
 	rc = q->rc;
-	eb_list_remove(it);
+	eb__list_remove(it);
 	qent_put(bus, q);
 	c->qlen--;
 	c->qbytes -= m->body_len;
@@ -352,16 +352,16 @@ void
 eb__bus_run_turn(eb_bus *bus)
 {
 	eb__bus_turn *mark = &bus->turn.mark;
-	eb_list      *it;
+	eb__list     *it;
 	uint32_t      n = 0;
 
-	if (eb_list_empty(&bus->turn.fifo)) {
+	if (eb__list_empty(&bus->turn.fifo)) {
 		return;
 	}
 	mark->c = NULL;
-	eb_list_insert_tail(&bus->turn.fifo, &mark->link);
+	eb__list_insert_tail(&bus->turn.fifo, &mark->link);
 	while (!bus->life.closing && n++ < TURN_BUDGET &&
-	       (it = eb_list_first(&bus->turn.fifo)) != NULL &&
+	       (it = eb__list_first(&bus->turn.fifo)) != NULL &&
 	       it != &mark->link) {
 		eb__bus_turn    *t = EB_CONTAINER_OF(it, eb__bus_turn, link);
 		eb_bus_consumer *c = t->c;
@@ -375,11 +375,11 @@ eb__bus_run_turn(eb_bus *bus)
 		 * entry is the head of its consumer's queue. Off the fifo
 		 * first, so the loop always moves on (qent_put removes it
 		 * again, harmlessly). */
-		eb_list_remove(it);
+		eb__list_remove(it);
 		consumer_deliver_one(bus, c);
 		if (c->closed) {
 			eb__bus_consumer_free(c); /* closed by its handler */
 		}
 	}
-	eb_list_remove(&mark->link);
+	eb__list_remove(&mark->link);
 }

@@ -62,7 +62,7 @@ typedef struct eb__bus_counters {
 typedef struct eb__bus_addr {
 	eb__hent         hent;
 	char            *address;   /* owned */
-	eb_list          consumers; /* of eb_bus_consumer, local, in RR order */
+	eb__list         consumers; /* of eb_bus_consumer, local, in RR order */
 	uint32_t         n_local;   /* local consumers */
 	uint32_t         n_local_only;
 	uint32_t         n_remote;       /* handlers on other nodes (sum) */
@@ -99,13 +99,13 @@ struct eb_bus_msg {
 	int      body_inline; /* body is part of the message's allocation */
 	uint64_t epoch;       /* fencing stamp, 0: none (send opts / frame) */
 	eb_bus  *bus;         /* borrowed; set while a reply is possible */
-	eb_list  bus_link;    /* in bus->msg.reply_msgs while bus != NULL */
+	eb__list bus_link;    /* in bus->msg.reply_msgs while bus != NULL */
 };
 
 /* ---- consumers ---- */
 
 struct eb_bus_consumer {
-	eb_list           link;    /* in addr->consumers */
+	eb__list          link;    /* in addr->consumers */
 	eb_bus           *bus;     /* borrowed */
 	eb__bus_addr     *addr;    /* borrowed; NULL once closed */
 	char             *address; /* owned copy */
@@ -118,7 +118,7 @@ struct eb_bus_consumer {
 	int               overflowing; /* logged this overflow episode */
 	int               busy;        /* qlen crossed the high watermark */
 	int               paused;      /* eb_bus_consumer_pause: queue parked */
-	eb_list           queue;       /* of struct eb__bus_qent, owned */
+	eb__list          queue;       /* of struct eb__bus_qent, owned */
 	uint32_t          qlen;
 	size_t            qbytes; /* body bytes queued (watermarks) */
 };
@@ -133,13 +133,13 @@ typedef struct eb__bus_rcpt eb__bus_rcpt;
  * arrived in the same turn, e.g. two frames in one read).
  */
 typedef struct eb__bus_turn {
-	eb_list          link; /* bus->turn.fifo; self-linked when off it */
+	eb__list         link; /* bus->turn.fifo; self-linked when off it */
 	eb_bus_consumer *c;    /* a qent's consumer; NULL: a request */
 } eb__bus_turn;
 
 typedef struct eb__bus_qent {
 	eb__bus_turn  turn;
-	eb_list       link;
+	eb__list      link;
 	eb_bus_msg   *msg; /* held */
 	eb__bus_rcpt *rc;  /* the receipt this delivery counts for, or NULL */
 } eb__bus_qent;
@@ -154,7 +154,7 @@ typedef struct eb__bus_req {
 	eb__hent        hent;
 	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
 	eb__bus_turn    turn; /* on bus->turn.fifo while resolved */
-	eb_list         link; /* bus->req.deadlines, then bus->req.resolved */
+	eb__list        link; /* bus->req.deadlines, then bus->req.resolved */
 	char           *address; /* owned: where the request went */
 	uint64_t        timeout_ms;
 	uint64_t        deadline; /* loop time, ms */
@@ -193,7 +193,7 @@ typedef struct eb__bus_reqheap {
  * waits.
  */
 struct eb__bus_rcpt {
-	eb_list           link;
+	eb__list          link;
 	eb_bus_receipt_cb cb; /* NULL: receiver side, or orphaned at close */
 	void             *arg;
 	uint32_t          peer;    /* receiver side: the sender's node */
@@ -212,7 +212,7 @@ struct eb__bus_rcpt {
 typedef struct eb__bus_runit {
 	eb__hent      hent;
 	char          key[24]; /* the id in decimal: the map key */
-	eb_list       link;    /* bus->rcpt.runits, in deadline order */
+	eb__list      link;    /* bus->rcpt.runits, in deadline order */
 	uint64_t      id;
 	uint64_t      deadline; /* loop time, ms */
 	uint32_t      peer;
@@ -286,9 +286,9 @@ typedef struct eb__bus_addrs {
  * bus.c owns the handle and eb__bus_wake), plus consumer.c's pool of
  * spare queue entries. */
 typedef struct eb__bus_turns {
-	eb_list      fifo;   /* of eb__bus_turn: due, in arrival order */
+	eb__list     fifo;   /* of eb__bus_turn: due, in arrival order */
 	eb__bus_turn mark;   /* on fifo during a turn: where it ends */
-	eb_list      qfree;  /* spare eb__bus_qent (a per-message pool) */
+	eb__list     qfree;  /* spare eb__bus_qent (a per-message pool) */
 	uint32_t     nqfree; /* entries on qfree, at most EB__BUS_QFREE */
 	int          idle_active;
 	uv_idle_t    idle;
@@ -318,16 +318,16 @@ typedef struct eb__bus_flow {
 
 /* Messages (msg.c; bus.c makes the shared empty headers). */
 typedef struct eb__bus_msgs {
-	json_t *empty_headers; /* owned: shared by header-less msgs */
-	eb_list reply_msgs;    /* messages that may still be answered */
+	json_t  *empty_headers; /* owned: shared by header-less msgs */
+	eb__list reply_msgs;    /* messages that may still be answered */
 } eb__bus_msgs;
 
 /* Pending requests (request.c). */
 typedef struct eb__bus_reqs {
 	eb__hmap        map;             /* of eb__bus_req, owned */
-	eb_list         deadlines;       /* pending requests, in no order */
+	eb__list        deadlines;       /* pending requests, in no order */
 	eb__bus_reqheap heap;            /* the same requests by deadline */
-	eb_list         resolved;        /* resolved, callback pending */
+	eb__list        resolved;        /* resolved, callback pending */
 	uint64_t        next_id;         /* reply address numbers */
 	uint64_t        timeout_ms;      /* the default request timeout */
 	uint64_t        max_timeout_ms;  /* request timeouts clamp to this */
@@ -343,9 +343,9 @@ typedef struct eb__bus_rcpts {
 	uint64_t   next_id;
 	uint64_t   failures;
 	uint32_t   n_open;    /* sender-side trackers not yet called */
-	eb_list    open;      /* incomplete trackers */
-	eb_list    done;      /* complete, callback pending */
-	eb_list    runits;    /* of eb__bus_runit, deadline order */
+	eb__list   open;      /* incomplete trackers */
+	eb__list   done;      /* complete, callback pending */
+	eb__list   runits;    /* of eb__bus_runit, deadline order */
 	eb__hmap   runit_map; /* of eb__bus_runit, by id */
 	uv_timer_t timer;     /* the first runit deadline */
 } eb__bus_rcpts;

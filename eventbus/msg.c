@@ -53,7 +53,7 @@ msg_alloc(const char *address, int is_send, size_t body_len)
 	m->is_send = is_send;
 	m->address = (char *) (m + 1);
 	memcpy(m->address, address, alen);
-	eb_list_init(&m->bus_link);
+	eb__list_init(&m->bus_link);
 	return m;
 }
 
@@ -170,13 +170,13 @@ eb__bus_msg_set_reply(
 	msg->reply_address = eb__strdup(reply_address);
 	msg->origin = origin;
 	msg->bus = bus;
-	eb_list_insert_tail(&bus->msg.reply_msgs, &msg->bus_link);
+	eb__list_insert_tail(&bus->msg.reply_msgs, &msg->bus_link);
 }
 
 void
 eb__bus_msg_detach(eb_bus_msg *msg)
 {
-	eb_list_remove(&msg->bus_link);
+	eb__list_remove(&msg->bus_link);
 	msg->bus = NULL;
 }
 

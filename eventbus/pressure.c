@@ -125,7 +125,7 @@ eb_bus_busy_episodes(const eb_bus *bus)
 void
 eb_bus_consumer_pause(eb_bus_consumer *c)
 {
-	eb_list *it;
+	eb__list *it;
 
 	EB_ASSERT(c != NULL && !c->closed); /* use after close */
 	if (c->paused) {
@@ -136,14 +136,14 @@ eb_bus_consumer_pause(eb_bus_consumer *c)
 	for (it = c->queue.next; it != &c->queue; it = it->next) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
-		eb_list_remove(&q->turn.link);
+		eb__list_remove(&q->turn.link);
 	}
 }
 
 void
 eb_bus_consumer_resume(eb_bus_consumer *c)
 {
-	eb_list *it;
+	eb__list *it;
 
 	EB_ASSERT(c != NULL && !c->closed); /* use after close */
 	if (!c->paused) {
@@ -153,9 +153,9 @@ eb_bus_consumer_resume(eb_bus_consumer *c)
 	for (it = c->queue.next; it != &c->queue; it = it->next) {
 		eb__bus_qent *q = EB_CONTAINER_OF(it, eb__bus_qent, link);
 
-		eb_list_insert_tail(&c->bus->turn.fifo, &q->turn.link);
+		eb__list_insert_tail(&c->bus->turn.fifo, &q->turn.link);
 	}
-	if (!eb_list_empty(&c->queue)) {
+	if (!eb__list_empty(&c->queue)) {
 		eb__bus_wake(c->bus);
 	}
 }

@@ -34,9 +34,9 @@ static void rtimer_cb(uv_timer_t *t);
 void
 eb__bus_rcpt_init(eb_bus *bus)
 {
-	eb_list_init(&bus->rcpt.open);
-	eb_list_init(&bus->rcpt.done);
-	eb_list_init(&bus->rcpt.runits);
+	eb__list_init(&bus->rcpt.open);
+	eb__list_init(&bus->rcpt.done);
+	eb__list_init(&bus->rcpt.runits);
 	eb__hmap_init(&bus->rcpt.runit_map);
 	(void) uv_timer_init(bus->loop, &bus->rcpt.timer);
 	bus->rcpt.timer.data = bus;
@@ -83,7 +83,7 @@ eb__bus_rcpt_new(eb_bus *bus, eb_bus_receipt_cb cb, void *arg)
 	rc->cb = cb;
 	rc->arg = arg;
 	rc->timeout_ms = bus->rcpt.timeout_ms;
-	eb_list_insert_tail(&bus->rcpt.open, &rc->link);
+	eb__list_insert_tail(&bus->rcpt.open, &rc->link);
 	if (cb != NULL) {
 		bus->rcpt.n_open++;
 	}
@@ -121,7 +121,7 @@ rcpt_maybe_complete(eb_bus *bus, eb__bus_rcpt *rc)
 		return;
 	}
 	rc->complete = 1;
-	eb_list_remove(&rc->link);
+	eb__list_remove(&rc->link);
 	if (rc->status == 0 && rc->delivered == 0) {
 		rcpt_note(rc, EB_ENOHANDLERS, NULL); /* nobody to confirm */
 	}
@@ -130,7 +130,7 @@ rcpt_maybe_complete(eb_bus *bus, eb__bus_rcpt *rc)
 			bus->rcpt.failures++;
 		}
 		/* Never from inside the call that completed it. */
-		eb_list_insert_tail(&bus->rcpt.done, &rc->link);
+		eb__list_insert_tail(&bus->rcpt.done, &rc->link);
 		eb__bus_wake(bus);
 		return;
 	}
@@ -176,7 +176,7 @@ eb__bus_rcpt_add_done(
 static void
 rtimer_arm(eb_bus *bus)
 {
-	eb_list       *it = eb_list_first(&bus->rcpt.runits);
+	eb__list      *it = eb__list_first(&bus->rcpt.runits);
 	uint64_t       now = uv_now(bus->loop);
 	eb__bus_runit *u;
 
@@ -192,7 +192,7 @@ rtimer_arm(eb_bus *bus)
 static void
 runit_insert(eb_bus *bus, eb__bus_runit *u)
 {
-	eb_list *it = bus->rcpt.runits.prev;
+	eb__list *it = bus->rcpt.runits.prev;
 
 	/* Deadlines are mostly increasing (one default timeout): walk back
 	 * from the tail. */
@@ -201,7 +201,7 @@ runit_insert(eb_bus *bus, eb__bus_runit *u)
 	    EB_CONTAINER_OF(it, eb__bus_runit, link)->deadline > u->deadline) {
 		it = it->prev;
 	}
-	eb_list_insert_head(it, &u->link); /* after it */
+	eb__list_insert_head(it, &u->link); /* after it */
 	eb__hmap_put(&bus->rcpt.runit_map, &u->hent);
 	if (bus->rcpt.runits.next == &u->link) {
 		rtimer_arm(bus);
@@ -216,7 +216,7 @@ runit_take(eb_bus *bus, eb__bus_runit *u)
 	eb__bus_rcpt *rc = u->rc;
 
 	eb__hmap_del(&bus->rcpt.runit_map, &u->hent);
-	eb_list_remove(&u->link);
+	eb__list_remove(&u->link);
 	free(u);
 	return rc;
 }
@@ -301,8 +301,8 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
 void
 eb__bus_rcpt_peer_down(eb_bus *bus, uint32_t peer, const char *text)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &bus->rcpt.runits) {
 		eb__bus_runit *u = EB_CONTAINER_OF(it, eb__bus_runit, link);
@@ -319,12 +319,12 @@ eb__bus_rcpt_peer_down(eb_bus *bus, uint32_t peer, const char *text)
 static void
 rtimer_cb(uv_timer_t *t)
 {
-	eb_bus  *bus = t->data;
-	uint64_t now = uv_now(bus->loop);
-	eb_list *it;
-	char     text[120];
+	eb_bus   *bus = t->data;
+	uint64_t  now = uv_now(bus->loop);
+	eb__list *it;
+	char      text[120];
 
-	while ((it = eb_list_first(&bus->rcpt.runits)) != NULL) {
+	while ((it = eb__list_first(&bus->rcpt.runits)) != NULL) {
 		eb__bus_runit *u = EB_CONTAINER_OF(it, eb__bus_runit, link);
 		eb__bus_rcpt  *rc;
 
@@ -357,13 +357,13 @@ rcpt_call(eb_bus *bus, eb__bus_rcpt *rc)
 void
 eb__bus_rcpt_run_done(eb_bus *bus)
 {
-	eb_list *it;
+	eb__list *it;
 
 	while (!bus->life.closing &&
-	       (it = eb_list_first(&bus->rcpt.done)) != NULL) {
+	       (it = eb__list_first(&bus->rcpt.done)) != NULL) {
 		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		rcpt_call(bus, rc);
 		rcpt_free(rc);
 	}
@@ -372,20 +372,20 @@ eb__bus_rcpt_run_done(eb_bus *bus)
 void
 eb__bus_rcpt_cancel_all(eb_bus *bus)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	(void) uv_timer_stop(&bus->rcpt.timer);
 	/* Awaited receipts end now; that may complete trackers. */
-	while ((it = eb_list_first(&bus->rcpt.runits)) != NULL) {
+	while ((it = eb__list_first(&bus->rcpt.runits)) != NULL) {
 		eb__bus_rcpt_unit_done(bus,
 		    runit_take(bus, EB_CONTAINER_OF(it, eb__bus_runit, link)),
 		    EB_ECANCELED, "event bus closed");
 	}
-	while ((it = eb_list_first(&bus->rcpt.done)) != NULL) {
+	while ((it = eb__list_first(&bus->rcpt.done)) != NULL) {
 		eb__bus_rcpt *rc = EB_CONTAINER_OF(it, eb__bus_rcpt, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		rcpt_call(bus, rc);
 		rcpt_free(rc);
 	}

@@ -76,7 +76,7 @@ typedef struct addr_remote {
 
 /* A peer whose link is up, by id, for messages naming it after it went. */
 typedef struct up_peer {
-	eb_list  link;
+	eb__list link;
 	uint32_t id;
 	char    *node_id;   /* owned */
 	int      congested; /* its link's write queue is past the watermark */
@@ -88,7 +88,7 @@ typedef struct up_peer {
 typedef struct bus_remote {
 	eb_bus      *bus;   /* borrowed */
 	eb_link_mgr *mgr;   /* borrowed; NULL once it detached */
-	eb_list      peers; /* of up_peer, owned */
+	eb__list     peers; /* of up_peer, owned */
 	/* The last headers decoded and their bytes (owned): consecutive
 	 * messages often carry the same headers (every ingress forward from
 	 * one node: {"ebnode.entry": its id}), shared like empty_headers
@@ -115,7 +115,7 @@ static int
 peer_congested(eb_bus *bus, uint32_t peer)
 {
 	bus_remote *st = bus->remote.ctx;
-	eb_list    *it;
+	eb__list   *it;
 
 	for (it = st->peers.next; it != &st->peers; it = it->next) {
 		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
@@ -364,7 +364,7 @@ static const char *
 remote_peer_name(void *ctx, uint32_t node)
 {
 	bus_remote *st = ctx;
-	eb_list    *it;
+	eb__list   *it;
 
 	for (it = st->peers.next; it != &st->peers; it = it->next) {
 		up_peer *u = EB_CONTAINER_OF(it, up_peer, link);
@@ -604,7 +604,7 @@ link_up_cb(void *ctx, uint32_t peer, const char *node_id)
 	EB_LOG_DEBUG("eventbus", "peer-up: node=%s id=%u", node_id, peer);
 	u->id = peer;
 	u->node_id = eb__strdup(node_id);
-	eb_list_insert_tail(&st->peers, &u->link);
+	eb__list_insert_tail(&st->peers, &u->link);
 	interest_full(st, peer);
 	pressure_full(st, peer);
 }
@@ -613,8 +613,8 @@ link_up_cb(void *ctx, uint32_t peer, const char *node_id)
 static void
 up_peer_forget(bus_remote *st, uint32_t peer, char *text, size_t size)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	(void) snprintf(text, size, "Link to node (peer %u) lost", peer);
 	EB_LIST_FOREACH (it, tmp, &st->peers) {
@@ -623,7 +623,7 @@ up_peer_forget(bus_remote *st, uint32_t peer, char *text, size_t size)
 		if (u->id == peer) {
 			(void) snprintf(
 			    text, size, "Link to node %s lost", u->node_id);
-			eb_list_remove(it);
+			eb__list_remove(it);
 			free(u->node_id);
 			free(u);
 		}
@@ -635,8 +635,8 @@ link_down_cb(void *ctx, uint32_t peer)
 {
 	bus_remote *st = ctx;
 	eb_bus     *bus = st->bus;
-	eb_list    *it;
-	eb_list    *tmp;
+	eb__list   *it;
+	eb__list   *tmp;
 	uint32_t    i;
 	char        text[160];
 
@@ -717,7 +717,7 @@ link_congested_cb(void *ctx, uint32_t peer, int on)
 {
 	bus_remote *st = ctx;
 	eb_bus     *bus = st->bus;
-	eb_list    *it;
+	eb__list   *it;
 	eb__vec     changed; /* of char *, owned: the addresses to tell */
 	uint32_t    i;
 
@@ -1075,7 +1075,7 @@ eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links)
 	st = eb__calloc(1, sizeof(*st));
 	st->bus = bus;
 	st->mgr = links;
-	eb_list_init(&st->peers);
+	eb__list_init(&st->peers);
 	bus->remote.ops = &remote_ops;
 	bus->remote.ctx = st;
 	eb__link_mgr_set_handler(links, &link_handler, st);
@@ -1097,8 +1097,8 @@ void
 eb__bus_remote_free(eb_bus *bus)
 {
 	bus_remote *st = bus->remote.ctx;
-	eb_list    *it;
-	eb_list    *tmp;
+	eb__list   *it;
+	eb__list   *tmp;
 
 	if (st != NULL) {
 		EB_LIST_FOREACH (it, tmp, &st->peers) {

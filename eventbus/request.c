@@ -156,8 +156,8 @@ req_refuse(eb_bus *bus, eb__bus_req *r)
 	r->failure.code = -1;
 	r->failure.message = bus->req.refuse_text; /* r->fmsg stays NULL */
 	bus->stats.totals.failed++;
-	eb_list_insert_tail(&bus->req.resolved, &r->link);
-	eb_list_insert_tail(
+	eb__list_insert_tail(&bus->req.resolved, &r->link);
+	eb__list_insert_tail(
 	    &bus->turn.fifo, &r->turn.link); /* callback order */
 	eb__bus_wake(bus);
 }
@@ -168,7 +168,7 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 {
 	eb__bus_req *r = eb__calloc(1, sizeof(*r));
 
-	eb_list_init(&r->turn.link);
+	eb__list_init(&r->turn.link);
 	/* Prefix (15) + at most 20 digits fit EB_BUS_REPLY_ADDR_MAX. */
 	memcpy(r->reply_address, EB_BUS_REPLY_PREFIX,
 	    sizeof(EB_BUS_REPLY_PREFIX) - 1);
@@ -195,7 +195,7 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 	uv_update_time(bus->loop);
 	r->deadline = uv_now(bus->loop) + r->timeout_ms;
 	eb__hmap_put(&bus->req.map, &r->hent);
-	eb_list_insert_tail(&bus->req.deadlines, &r->link);
+	eb__list_insert_tail(&bus->req.deadlines, &r->link);
 	eb__bus_reqheap_push(&bus->req.heap, r);
 	if (eb__bus_reqheap_min(&bus->req.heap) == r) {
 		eb__bus_timer_update(bus);
@@ -219,9 +219,9 @@ req_resolve(eb_bus *bus, eb__bus_req *r)
 	r->resolved = 1;
 	eb__hmap_del(&bus->req.map, &r->hent);
 	eb__bus_reqheap_remove(&bus->req.heap, r);
-	eb_list_remove(&r->link);
-	eb_list_insert_tail(&bus->req.resolved, &r->link);
-	eb_list_insert_tail(&bus->turn.fifo, &r->turn.link);
+	eb__list_remove(&r->link);
+	eb__list_insert_tail(&bus->req.resolved, &r->link);
+	eb__list_insert_tail(&bus->turn.fifo, &r->turn.link);
 	if (was_first) {
 		eb__bus_timer_update(bus);
 	}
@@ -280,7 +280,7 @@ eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r)
 static void
 req_free(eb__bus_req *r)
 {
-	eb_list_remove(&r->turn.link);
+	eb__list_remove(&r->turn.link);
 	eb_bus_msg_release(r->reply);
 	free(r->fmsg);
 	free(r->address);
@@ -290,8 +290,8 @@ req_free(eb__bus_req *r)
 void
 eb__bus_req_run(eb_bus *bus, eb__bus_req *r)
 {
-	eb_list_remove(&r->link); /* off bus->req.resolved */
-	eb_list_remove(&r->turn.link);
+	eb__list_remove(&r->link); /* off bus->req.resolved */
+	eb__list_remove(&r->turn.link);
 	r->cb(bus, r->status, r->reply, r->status == 0 ? NULL : &r->failure,
 	    r->arg);
 	req_free(r);
@@ -302,22 +302,22 @@ eb__bus_req_cancel_all(eb_bus *bus)
 {
 	static const eb_bus_failure canceled = { EB_BUS_ERROR, -1,
 		"event bus closed" };
-	eb_list                    *it;
+	eb__list                   *it;
 
 	/* Everything not yet called back, resolved or not, gets ECANCELED
 	 * exactly once; the bus refuses new requests by now. */
-	while ((it = eb_list_first(&bus->req.deadlines)) != NULL) {
+	while ((it = eb__list_first(&bus->req.deadlines)) != NULL) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		eb__hmap_del(&bus->req.map, &r->hent);
-		eb_list_insert_tail(&bus->req.resolved, it);
+		eb__list_insert_tail(&bus->req.resolved, it);
 	}
 	eb__bus_reqheap_free(&bus->req.heap);
-	while ((it = eb_list_first(&bus->req.resolved)) != NULL) {
+	while ((it = eb__list_first(&bus->req.resolved)) != NULL) {
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		r->cb(bus, EB_ECANCELED, NULL, &canceled, r->arg);
 		req_free(r);
 	}

@@ -74,9 +74,9 @@ hold(eb_ingress *in, eb__ingress_held *h, int at_head)
 	}
 	h->since_ms = uv_now(in->loop);
 	if (at_head) {
-		eb_list_insert_head(&in->held, &h->link);
+		eb__list_insert_head(&in->held, &h->link);
 	} else {
-		eb_list_insert_tail(&in->held, &h->link);
+		eb__list_insert_tail(&in->held, &h->link);
 	}
 	if (in->n_held++ == 0) {
 		EB_LOG_RL_NOTICE("ingress",
@@ -130,7 +130,7 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	    headers, &o, forward_cb, h);
 	json_decref(headers);
 	if (rv == 0) {
-		eb_list_insert_tail(&in->inflight, &h->link);
+		eb__list_insert_tail(&in->inflight, &h->link);
 		in->n_inflight++;
 		in->st.forwarded++;
 	}
@@ -158,12 +158,12 @@ static void submit_now(eb_ingress *in, eb__ingress_held *h, int at_head);
 static void
 pump(eb_ingress *in)
 {
-	eb_list *it;
+	eb__list *it;
 
 	while (in->n_inflight < EB__INGRESS_WINDOW &&
-	       eb_list_empty(&in->held) &&
-	       (it = eb_list_first(&in->backlog)) != NULL) {
-		eb_list_remove(it);
+	       eb__list_empty(&in->held) &&
+	       (it = eb__list_first(&in->backlog)) != NULL) {
+		eb__list_remove(it);
 		in->n_backlog--;
 		submit_now(in, EB_CONTAINER_OF(it, eb__ingress_held, link), 0);
 	}
@@ -175,8 +175,8 @@ static void
 submit(eb_ingress *in, eb__ingress_held *h)
 {
 	if (in->n_backlog > 0 || (in->n_inflight >= EB__INGRESS_WINDOW &&
-	                             eb_list_empty(&in->held))) {
-		eb_list_insert_tail(&in->backlog, &h->link);
+	                             eb__list_empty(&in->held))) {
+		eb__list_insert_tail(&in->backlog, &h->link);
 		in->n_backlog++;
 		pressure(in);
 		return;
@@ -190,7 +190,7 @@ submit_now(eb_ingress *in, eb__ingress_held *h, int at_head)
 	int rv;
 
 	/* Arrivals queue behind held messages to keep their order. */
-	if (!eb_list_empty(&in->held)) {
+	if (!eb__list_empty(&in->held)) {
 		hold(in, h, at_head);
 		flush(in);
 		return;
@@ -268,7 +268,7 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 	eb_ingress       *in = h->in;
 
 	(void) bus;
-	eb_list_remove(&h->link);
+	eb__list_remove(&h->link);
 	if (in == NULL) {
 		held_free(h); /* the ingress closed and answered it already */
 		return;
@@ -326,18 +326,18 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 static void
 flush(eb_ingress *in)
 {
-	eb_list *it;
+	eb__list *it;
 
-	while ((it = eb_list_first(&in->held)) != NULL) {
+	while ((it = eb__list_first(&in->held)) != NULL) {
 		eb__ingress_held *h =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
 		int rv;
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		in->n_held--;
 		rv = try_forward(in, h);
 		if (rv == EB_ENOHANDLERS) {
-			eb_list_insert_head(
+			eb__list_insert_head(
 			    &in->held, it); /* still no leader */
 			in->n_held++;
 			return;
@@ -356,15 +356,15 @@ hold_timer_cb(uv_timer_t *t)
 {
 	eb_ingress *in = t->data;
 	uint64_t    now = uv_now(in->loop);
-	eb_list    *it;
-	eb_list    *tmp;
+	eb__list   *it;
+	eb__list   *tmp;
 	char        why[128];
 	uint64_t    expired = 0;
 
 	EB_ASSERT(!in->closing); /* close stops the timer */
 	in->timer_armed = 0;
 	eb__ingress_router_drain(in);
-	if (!eb_list_empty(&in->held) &&
+	if (!eb__list_empty(&in->held) &&
 	    eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) > 0) {
 		flush(in);
 	}
@@ -376,7 +376,7 @@ hold_timer_cb(uv_timer_t *t)
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
 
 		if (now - h->since_ms >= in->hold_ms) {
-			eb_list_remove(it);
+			eb__list_remove(it);
 			in->n_held--;
 			answer_failure(in, h, EB_INGRESS_HOLD_TIMEOUT, why);
 			held_free(h);
@@ -394,10 +394,10 @@ hold_timer_cb(uv_timer_t *t)
 static void
 arm_timer(eb_ingress *in)
 {
-	uint64_t oldest = UINT64_MAX;
-	uint64_t now = uv_now(in->loop);
-	eb_list *it;
-	eb_list *tmp;
+	uint64_t  oldest = UINT64_MAX;
+	uint64_t  now = uv_now(in->loop);
+	eb__list *it;
+	eb__list *tmp;
 
 	if (in->timer_armed || in->closing) {
 		return;
@@ -451,7 +451,7 @@ eb_ingress_kick(eb_ingress *in)
 {
 	/* On a later loop turn: the caller may be inside the bus. */
 	if (!in->closing &&
-	    (!eb_list_empty(&in->held) || !eb_list_empty(&in->waiting))) {
+	    (!eb__list_empty(&in->held) || !eb__list_empty(&in->waiting))) {
 		in->timer_armed = 1;
 		(void) uv_timer_start(&in->hold_timer, hold_timer_cb, 0, 0);
 	}
@@ -460,13 +460,13 @@ eb_ingress_kick(eb_ingress *in)
 void
 eb__ingress_fail_all(eb_ingress *in)
 {
-	eb_list *it;
+	eb__list *it;
 
-	while ((it = eb_list_first(&in->backlog)) != NULL) {
+	while ((it = eb__list_first(&in->backlog)) != NULL) {
 		eb__ingress_held *h =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		in->n_backlog--;
 		answer_failure(
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
@@ -476,11 +476,11 @@ eb__ingress_fail_all(eb_ingress *in)
 		in->pressing = 0;
 		eb_bus_pressure_set(in->bus, in->address, 0);
 	}
-	while ((it = eb_list_first(&in->held)) != NULL) {
+	while ((it = eb__list_first(&in->held)) != NULL) {
 		eb__ingress_held *h =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		in->n_held--;
 		answer_failure(
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
@@ -488,11 +488,11 @@ eb__ingress_fail_all(eb_ingress *in)
 	}
 	/* In-flight forwards stay with the bus until their callback; answer
 	 * their senders now and let the callback only free them. */
-	while ((it = eb_list_first(&in->inflight)) != NULL) {
+	while ((it = eb__list_first(&in->inflight)) != NULL) {
 		eb__ingress_held *h =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		answer_failure(
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
 		h->in = NULL;

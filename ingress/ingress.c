@@ -43,11 +43,11 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	in->timeout_ms = opts->timeout_ms;
 	in->relay_replies = opts->relay_replies != 0;
 	in->warmup_ms = opts->warmup_ms;
-	eb_list_init(&in->waiting);
-	eb_list_init(&in->routing);
-	eb_list_init(&in->held);
-	eb_list_init(&in->inflight);
-	eb_list_init(&in->backlog);
+	eb__list_init(&in->waiting);
+	eb__list_init(&in->routing);
+	eb__list_init(&in->held);
+	eb__list_init(&in->inflight);
+	eb__list_init(&in->backlog);
 	(void) uv_timer_init(loop, &in->hold_timer);
 	in->hold_timer.data = in;
 	*inp = in;
@@ -78,7 +78,7 @@ watch_cb(eb_bus *bus, const char *address, uint32_t count, void *arg)
 	(void) bus;
 	/* A reachable leader flushes what the gateway holds; any new handler
 	 * may be the target a warming-up router waits for. */
-	if (count > 0 && (!eb_list_empty(&in->waiting) ||
+	if (count > 0 && (!eb__list_empty(&in->waiting) ||
 	                     strcmp(address, EB_INGRESS_LEADER_ADDRESS) == 0)) {
 		eb_ingress_kick(in);
 	}
@@ -190,7 +190,7 @@ eb_ingress_close(eb_ingress *in, eb_ingress_close_cb cb, void *arg)
 	/* Routed messages awaiting their receipt are answered from it (a
 	 * graceful hand-over acknowledges what it delivered); that is bounded
 	 * by the bus's receipt timeout. */
-	if (eb_list_empty(&in->routing)) {
+	if (eb__list_empty(&in->routing)) {
 		eb__ingress_close_finish(in);
 	}
 }

@@ -52,8 +52,8 @@ struct eb_ingress {
 	uint64_t         next_seq;
 	uint64_t         lead_ms;   /* loop time leadership (re)started */
 	uint64_t         warmup_ms; /* see eb_ingress_opts.warmup_ms */
-	eb_list          waiting;   /* router: of eb__ingress_held, in order */
-	eb_list          routing;   /* router: routed, awaiting the receipt */
+	eb__list         waiting;   /* router: of eb__ingress_held, in order */
+	eb__list         routing;   /* router: routed, awaiting the receipt */
 	uint32_t         n_waiting;
 
 	eb_ingress_handler_fn handler;
@@ -61,16 +61,16 @@ struct eb_ingress {
 	eb_ingress_leader_fn  is_leader;
 	void                 *is_leader_arg;
 
-	eb_list    held; /* of struct eb__ingress_held, owned */
+	eb__list   held; /* of struct eb__ingress_held, owned */
 	uint32_t   n_held;
 	uv_timer_t hold_timer;
 	int        timer_armed;
-	eb_list    inflight; /* of struct eb__ingress_held being forwarded */
+	eb__list   inflight; /* of struct eb__ingress_held being forwarded */
 	/* Flow control (gateway.c): at most EB__INGRESS_WINDOW forwards in
 	 * flight; later arrivals wait in order on backlog, and the ingress
 	 * address is busy (eb_bus_pressure_set) while backlog is long. */
 	uint32_t            n_inflight;
-	eb_list             backlog; /* of struct eb__ingress_held */
+	eb__list            backlog; /* of struct eb__ingress_held */
 	uint32_t            n_backlog;
 	int                 pressing;
 	int                 closing;
@@ -107,7 +107,7 @@ const char *eb__ingress_field(const char *body, size_t len, const char *key,
     eb__ingress_field_kind *kind, char *tmp, size_t n, char **heap);
 
 typedef struct eb__ingress_held {
-	eb_list     link;     /* in->held or in->inflight */
+	eb__list    link;     /* in->held or in->inflight */
 	eb_bus_msg *msg;      /* held reference to the original message */
 	uint64_t    since_ms; /* loop time when it started waiting */
 	int         retried;

@@ -367,7 +367,7 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 
 /* One routed message awaiting its receipt (in->routing). */
 typedef struct route_ctx {
-	eb_list          link;
+	eb__list         link;
 	eb_ingress      *in;  /* borrowed: its close waits for the receipt */
 	eb_bus_msg      *msg; /* held: the gateway's request */
 	eb_ingress_stamp st;
@@ -401,7 +401,7 @@ route_confirmed(eb_ingress *in, route_ctx *x)
 static void
 route_ctx_free(route_ctx *x)
 {
-	eb_list_remove(&x->link);
+	eb__list_remove(&x->link);
 	eb_bus_msg_release(x->msg);
 	json_decref(x->headers);
 	free(x->entry);
@@ -414,7 +414,7 @@ static void
 route_done(eb_ingress *in, route_ctx *x)
 {
 	route_ctx_free(x);
-	if (in->closing && eb_list_empty(&in->routing)) {
+	if (in->closing && eb__list_empty(&in->routing)) {
 		eb__ingress_close_finish(in);
 	}
 }
@@ -508,7 +508,7 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 	x->to = eb__strdup(r->to);
 	x->headers = json_incref(headers);
 	x->publish = r->publish;
-	eb_list_insert_tail(&in->routing, &x->link);
+	eb__list_insert_tail(&in->routing, &x->link);
 	if ((rv = route_confirmed(in, x)) != 0) {
 		route_ctx_free(x);
 	}
@@ -595,7 +595,7 @@ wait_push(eb_ingress *in, eb_bus_msg *msg)
 	EB_ASSERT(!in->closing);
 	w->msg = eb_bus_msg_hold(msg);
 	w->in = in;
-	eb_list_insert_tail(&in->waiting, &w->link);
+	eb__list_insert_tail(&in->waiting, &w->link);
 	in->n_waiting++;
 	eb_ingress_kick(in); /* arms the timer for the end of the warm-up */
 }
@@ -603,7 +603,7 @@ wait_push(eb_ingress *in, eb_bus_msg *msg)
 static void
 wait_pop(eb_ingress *in, eb__ingress_held *w)
 {
-	eb_list_remove(&w->link);
+	eb__list_remove(&w->link);
 	in->n_waiting--;
 	eb_bus_msg_release(w->msg);
 	free(w);
@@ -612,9 +612,9 @@ wait_pop(eb_ingress *in, eb__ingress_held *w)
 void
 eb__ingress_router_drain(eb_ingress *in)
 {
-	eb_list *it;
+	eb__list *it;
 
-	while ((it = eb_list_first(&in->waiting)) != NULL) {
+	while ((it = eb__list_first(&in->waiting)) != NULL) {
 		eb__ingress_held *w =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
 
@@ -632,9 +632,9 @@ eb__ingress_router_drain(eb_ingress *in)
 void
 eb__ingress_router_release(eb_ingress *in)
 {
-	eb_list *it;
+	eb__list *it;
 
-	while ((it = eb_list_first(&in->waiting)) != NULL) {
+	while ((it = eb__list_first(&in->waiting)) != NULL) {
 		eb__ingress_held *w =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
 
@@ -647,8 +647,8 @@ eb__ingress_router_release(eb_ingress *in)
 uint64_t
 eb__ingress_router_deadline(const eb_ingress *in)
 {
-	return eb_list_empty(&in->waiting) ? UINT64_MAX
-	                                   : in->lead_ms + in->warmup_ms;
+	return eb__list_empty(&in->waiting) ? UINT64_MAX
+	                                    : in->lead_ms + in->warmup_ms;
 }
 
 void
@@ -665,7 +665,7 @@ eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 		return;
 	}
 	/* Behind waiting messages, to keep the order they arrived in. */
-	if (!eb_list_empty(&in->waiting) && in->n_waiting < in->hold_max) {
+	if (!eb__list_empty(&in->waiting) && in->n_waiting < in->hold_max) {
 		wait_push(in, msg);
 		eb__ingress_router_drain(in);
 		return;

@@ -109,10 +109,10 @@ eb_link_mgr_new(
 	    o->max_pending_inbound != 0 ? o->max_pending_inbound : 64;
 	m->tls_ctx = tls;
 	m->next_peer_id = 1;
-	eb_list_init(&m->peers);
-	eb_list_init(&m->conns);
-	eb_list_init(&m->dirty);
-	eb_list_init(&m->resolving);
+	eb__list_init(&m->peers);
+	eb__list_init(&m->conns);
+	eb__list_init(&m->dirty);
+	eb__list_init(&m->resolving);
 	(void) uv_tcp_init(loop, &m->listener);
 	(void) uv_timer_init(loop, &m->timer);
 	(void) uv_idle_init(loop, &m->idle);
@@ -141,7 +141,7 @@ eb__link_mgr_set_handler(eb_link_mgr *m, const eb__link_handler *h, void *ctx)
 link_peer *
 eb__link_peer_find(eb_link_mgr *m, const char *node_id)
 {
-	eb_list *it;
+	eb__list *it;
 
 	for (it = m->peers.next; it != &m->peers; it = it->next) {
 		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
@@ -156,7 +156,7 @@ eb__link_peer_find(eb_link_mgr *m, const char *node_id)
 link_peer *
 eb__link_peer_by_id(eb_link_mgr *m, uint32_t id)
 {
-	eb_list *it;
+	eb__list *it;
 
 	for (it = m->peers.next; it != &m->peers; it = it->next) {
 		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
@@ -176,7 +176,7 @@ eb__link_peer_new(eb_link_mgr *m, const char *node_id)
 	p->id = m->next_peer_id++;
 	p->node_id = eb__strdup(node_id);
 	p->dialer = strcmp(m->node_id, node_id) < 0;
-	eb_list_insert_tail(&m->peers, &p->link);
+	eb__list_insert_tail(&m->peers, &p->link);
 	return p;
 }
 
@@ -201,7 +201,7 @@ peer_dial_addr(eb_link_mgr *m, link_peer *p, const struct sockaddr *sa)
 
 struct link_resolve {
 	uv_getaddrinfo_t req;
-	eb_list          link; /* in m->resolving */
+	eb__list         link; /* in m->resolving */
 	eb_link_mgr     *m;
 	uint32_t         peer; /* an id: the peer may be gone by the answer */
 	char            *host; /* owned: the name that was looked up */
@@ -214,7 +214,7 @@ peer_resolved_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
 	eb_link_mgr         *m = r->m;
 	link_peer           *p = eb__link_peer_by_id(m, r->peer);
 
-	eb_list_remove(&r->link);
+	eb__list_remove(&r->link);
 	if (p != NULL) {
 		p->resolving = 0;
 	}
@@ -296,7 +296,7 @@ peer_dial(eb_link_mgr *m, link_peer *p)
 		return;
 	}
 	p->resolving = 1;
-	eb_list_insert_tail(&m->resolving, &r->link);
+	eb__list_insert_tail(&m->resolving, &r->link);
 }
 
 static void
@@ -411,7 +411,7 @@ eb_link_mgr_peer_add(
 static void
 peer_free(eb_link_mgr *m, link_peer *p)
 {
-	eb_list *it;
+	eb__list *it;
 
 	/* Close its connections first (reporting down), then cut their back
 	 * pointers so that their close callbacks do not touch p. */
@@ -428,7 +428,7 @@ peer_free(eb_link_mgr *m, link_peer *p)
 			c->peer = NULL;
 		}
 	}
-	eb_list_remove(&p->link);
+	eb__list_remove(&p->link);
 	free(p->node_id);
 	free(p->host);
 	free(p);
@@ -469,9 +469,9 @@ listed(const eb_link_peer *peers, size_t n, const char *node_id)
 int
 eb_link_mgr_set_peers(eb_link_mgr *m, const eb_link_peer *peers, size_t n)
 {
-	eb_list *it;
-	eb_list *tmp;
-	size_t   i;
+	eb__list *it;
+	eb__list *tmp;
+	size_t    i;
 
 	if (m->closing) {
 		return EB_ECLOSED;
@@ -501,7 +501,7 @@ eb_link_mgr_set_peers(eb_link_mgr *m, const eb_link_peer *peers, size_t n)
 int
 eb_link_mgr_peer_up(const eb_link_mgr *m, const char *node_id)
 {
-	const eb_list *it;
+	const eb__list *it;
 
 	for (it = m->peers.next; it != &m->peers; it = it->next) {
 		const link_peer *p =
@@ -528,8 +528,8 @@ void
 eb__link_foreach_up(
     eb_link_mgr *m, void (*fn)(void *arg, uint32_t peer), void *arg)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &m->peers) {
 		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
@@ -543,7 +543,7 @@ eb__link_foreach_up(
 void
 eb_link_mgr_stats_foreach(eb_link_mgr *m, eb_link_stats_fn fn, void *arg)
 {
-	eb_list *it;
+	eb__list *it;
 
 	for (it = m->peers.next; it != &m->peers; it = it->next) {
 		link_peer         *p = EB_CONTAINER_OF(it, link_peer, link);
@@ -632,8 +632,8 @@ eb__link_frame_end(eb_link_mgr *m, uint32_t peer)
 static uint32_t
 pending_inbound(const eb_link_mgr *m)
 {
-	const eb_list *it;
-	uint32_t       n = 0;
+	const eb__list *it;
+	uint32_t        n = 0;
 
 	for (it = m->conns.next; it != &m->conns; it = it->next) {
 		const link_conn *c =
@@ -687,8 +687,8 @@ mgr_tick_cb(uv_timer_t *t)
 {
 	eb_link_mgr *m = t->data;
 	uint64_t     now = uv_now(m->loop);
-	eb_list     *it;
-	eb_list     *tmp;
+	eb__list    *it;
+	eb__list    *tmp;
 	bool         judge = !eb__stall_skip(&m->stall, now, m->tick_ms);
 
 	if (!judge) {
@@ -710,12 +710,12 @@ static void
 mgr_idle_cb(uv_idle_t *h)
 {
 	eb_link_mgr *m = h->data;
-	eb_list     *it;
+	eb__list    *it;
 
-	while ((it = eb_list_first(&m->dirty)) != NULL) {
+	while ((it = eb__list_first(&m->dirty)) != NULL) {
 		link_conn *c = EB_CONTAINER_OF(it, link_conn, flush_link);
 
-		eb_list_remove(it);
+		eb__list_remove(it);
 		if (c->doomed) {
 			eb__link_conn_close(c, "queue overflow");
 		} else {
@@ -731,8 +731,8 @@ eb__link_conn_mark_dirty(link_conn *c)
 {
 	eb_link_mgr *m = c->mgr;
 
-	if (eb_list_empty(&c->flush_link)) {
-		eb_list_insert_tail(&m->dirty, &c->flush_link);
+	if (eb__list_empty(&c->flush_link)) {
+		eb__list_insert_tail(&m->dirty, &c->flush_link);
 	}
 	if (!m->idle_active && !m->closing) {
 		m->idle_active = 1;
@@ -781,8 +781,8 @@ eb_link_mgr_start(eb_link_mgr *m)
 static void
 mgr_free(eb_link_mgr *m)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	/* Everything goes: no need to unlink one by one. */
 	EB_LIST_FOREACH (it, tmp, &m->peers) {
@@ -823,8 +823,8 @@ mgr_handle_closed_cb(uv_handle_t *h)
 void
 eb__link_mgr_conn_gone(eb_link_mgr *m)
 {
-	if (m->closing && eb_list_empty(&m->conns) &&
-	    eb_list_empty(&m->resolving) && m->open_handles == 0) {
+	if (m->closing && eb__list_empty(&m->conns) &&
+	    eb__list_empty(&m->resolving) && m->open_handles == 0) {
 		m->open_handles = 3;
 		uv_close((uv_handle_t *) &m->listener, mgr_handle_closed_cb);
 		uv_close((uv_handle_t *) &m->timer, mgr_handle_closed_cb);
@@ -835,8 +835,8 @@ eb__link_mgr_conn_gone(eb_link_mgr *m)
 void
 eb_link_mgr_close(eb_link_mgr *m, eb_link_mgr_close_cb cb, void *arg)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_ASSERT(!m->closing); /* double close */
 	m->closing = 1;

@@ -46,8 +46,8 @@ eb__link_conn_new(eb_link_mgr *m, int outbound)
 	c->last_tx = c->started;
 	eb__frame_dec_init(&c->dec, m->max_frame);
 	eb__buf_init(&c->out);
-	eb_list_init(&c->flush_link);
-	eb_list_insert_tail(&m->conns, &c->link);
+	eb__list_init(&c->flush_link);
+	eb__list_insert_tail(&m->conns, &c->link);
 	(void) uv_tcp_init(m->loop, &c->s.tcp);
 	(void) snprintf(c->peer_addr, sizeof(c->peer_addr), "?");
 	/* The dialer is the TLS client. Its peer is verified against the
@@ -100,8 +100,8 @@ conn_closed_cb(eb__stream *s)
 	eb_link_mgr *m = c->mgr;
 
 	EB_ASSERT(c->state == LINK_CLOSING);
-	eb_list_remove(&c->link);
-	eb_list_remove(&c->flush_link);
+	eb__list_remove(&c->link);
+	eb__list_remove(&c->flush_link);
 	eb__frame_dec_free(&c->dec);
 	eb__buf_free(&c->out);
 	free(c);
@@ -131,7 +131,7 @@ eb__link_conn_close(link_conn *c, const char *why)
 		    why);
 	}
 	c->state = LINK_CLOSING;
-	eb_list_remove(&c->flush_link);
+	eb__list_remove(&c->flush_link);
 	if (c->peer != NULL) {
 		/* Report down now: senders must skip this peer from here on. */
 		eb__link_peer_lost(c->mgr, c->peer, c);

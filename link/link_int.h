@@ -49,7 +49,7 @@ enum link_state {
 };
 
 typedef struct link_peer {
-	eb_list  link; /* in mgr->peers */
+	eb__list link; /* in mgr->peers */
 	uint32_t id;
 	char    *node_id; /* owned */
 	char    *host;    /* owned; NULL: known only from an inbound link */
@@ -65,8 +65,8 @@ typedef struct link_peer {
 } link_peer;
 
 typedef struct link_conn {
-	eb_list         link;       /* in mgr->conns */
-	eb_list         flush_link; /* in mgr->dirty while output pending */
+	eb__list        link;       /* in mgr->conns */
+	eb__list        flush_link; /* in mgr->dirty while output pending */
 	eb_link_mgr    *mgr;        /* borrowed */
 	link_peer      *peer;       /* borrowed; NULL until known */
 	eb__stream      s;          /* socket, TLS, write queue */
@@ -106,10 +106,10 @@ struct eb_link_mgr {
 	int                     listening;
 	int                     closing;
 	int                     open_handles;
-	eb_list                 peers; /* of link_peer, owned */
-	eb_list                 conns; /* of link_conn, owned */
-	eb_list                 dirty; /* of link_conn with output pending */
-	eb_list                 resolving; /* of struct link_resolve (link.c) */
+	eb__list                peers; /* of link_peer, owned */
+	eb__list                conns; /* of link_conn, owned */
+	eb__list                dirty; /* of link_conn with output pending */
+	eb__list                resolving; /* of struct link_resolve (link.c) */
 	uint32_t                next_peer_id;
 	link_conn              *cur; /* the frame being built (begin/end) */
 	eb_link_mgr_close_cb    close_cb;

@@ -20,10 +20,10 @@
 #include "node/node_int.h"
 
 static int
-run_loop(const eb_conf *conf, const eb_conf_sources *src)
+run_loop(const eb__conf *conf, const eb__conf_sources *src)
 {
 	uv_loop_t loop;
-	eb_node  *n = NULL;
+	eb__node *n = NULL;
 	int       rv, code;
 
 	if ((rv = uv_loop_init(&loop)) != 0) {
@@ -52,7 +52,7 @@ run_loop(const eb_conf *conf, const eb_conf_sources *src)
 }
 
 static int
-run_node(const eb_conf *conf, const eb_conf_sources *src)
+run_node(const eb__conf *conf, const eb__conf_sources *src)
 {
 	int rv, code;
 
@@ -77,13 +77,13 @@ int
 main(int argc, char **argv)
 {
 	eb__conf_cli c;
-	eb_conf     *conf = NULL;
+	eb__conf    *conf = NULL;
 	int          code = eb__conf_cli_prepare(argc, argv, &c, &conf);
 
 	if (code < 0) {
 		code = run_node(conf, &c.src);
 	}
 	eb__conf_cli_free(&c); /* after the run: the node re-reads c.src */
-	eb_conf_free(conf);
+	eb__conf_free(conf);
 	exit(code);
 }

@@ -39,10 +39,10 @@ exit_code(int err)
 }
 
 static void
-print_ready(eb_node *n)
+print_ready(eb__node *n)
 {
-	const eb_conf *c = n->conf;
-	char           admin[300], bridge[300], cluster[300];
+	const eb__conf *c = n->conf;
+	char            admin[300], bridge[300], cluster[300];
 
 	eb__fmt_hostport(
 	    admin, sizeof(admin), c->admin.listen, n->cluster.self.admin_port);
@@ -78,13 +78,13 @@ steps_failed(eb__steps *s, const eb__step *step, int err)
 static void
 start_first(void *arg)
 {
-	eb__steps_start(&((eb_node *) arg)->steps);
+	eb__steps_start(&((eb__node *) arg)->steps);
 }
 
 static void
 handle_closed_cb(uv_handle_t *h)
 {
-	eb_node *n = h->data;
+	eb__node *n = h->data;
 
 	n->open_handles--;
 }
@@ -92,7 +92,7 @@ handle_closed_cb(uv_handle_t *h)
 static void
 defer_closed_cb(eb__deferq *q)
 {
-	eb_node *n = EB_CONTAINER_OF(q, eb_node, defer);
+	eb__node *n = EB_CONTAINER_OF(q, eb__node, defer);
 
 	n->open_handles--;
 }
@@ -101,7 +101,7 @@ defer_closed_cb(eb__deferq *q)
 static void
 steps_down(eb__steps *s)
 {
-	eb_node *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 
 	EB_LOG_NOTICE("node", "stopped: exit_code=%d", n->exit_code);
 	uv_close((uv_handle_t *) &n->sigterm, handle_closed_cb);
@@ -112,7 +112,7 @@ steps_down(eb__steps *s)
 
 /* Leaves without a graceful stop: main exits with 1 at once. */
 static void
-force_exit(eb_node *n)
+force_exit(eb__node *n)
 {
 	n->exit_code = EB_NODE_EXIT_FATAL;
 	n->forced = true;
@@ -122,7 +122,7 @@ force_exit(eb_node *n)
 static void
 stop_timer_cb(uv_timer_t *t)
 {
-	eb_node *n = t->data;
+	eb__node *n = t->data;
 
 	EB_LOG_ERR("node", "stop-timeout: after_ms=%d step=%s",
 	    NODE_STOP_TIMEOUT_MS, eb__steps_current(&n->steps));
@@ -133,7 +133,7 @@ stop_timer_cb(uv_timer_t *t)
 static void
 steps_stopping(eb__steps *s)
 {
-	eb_node *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 
 	(void) uv_timer_start(
 	    &n->stop_timer, stop_timer_cb, NODE_STOP_TIMEOUT_MS, 0);
@@ -144,9 +144,9 @@ static const eb__steps_cbs node_steps_cbs = { steps_up, steps_failed,
 	steps_stopping, steps_down };
 
 int
-eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
+eb__node_new(uv_loop_t *loop, const eb__conf *conf, eb__node **np)
 {
-	eb_node *n = eb__calloc(1, sizeof(*n));
+	eb__node *n = eb__calloc(1, sizeof(*n));
 
 	n->loop = loop;
 	n->conf = conf;
@@ -161,20 +161,20 @@ eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np)
 }
 
 void
-eb__node_free(eb_node *n)
+eb__node_free(eb__node *n)
 {
 	eb__conf_dyn_free(n->config);
 	free(n);
 }
 
 void
-eb__node_shutdown(eb_node *n)
+eb__node_shutdown(eb__node *n)
 {
 	eb__steps_stop(&n->steps);
 }
 
 void
-eb__node_fail(eb_node *n, int err)
+eb__node_fail(eb__node *n, int err)
 {
 	EB_LOG_ERR(
 	    "node", "fatal: err=%s (%s)", eb_err_name(err), eb_strerror(err));
@@ -187,7 +187,7 @@ eb__node_fail(eb_node *n, int err)
 static void
 signal_cb(uv_signal_t *h, int signum)
 {
-	eb_node *n = h->data;
+	eb__node *n = h->data;
 
 	n->signals++;
 	if (n->signals > 1) {
@@ -202,7 +202,7 @@ signal_cb(uv_signal_t *h, int signum)
 }
 
 int
-eb__node_run(eb_node *n)
+eb__node_run(eb__node *n)
 {
 	struct sigaction sa;
 	int              rv;

@@ -21,7 +21,7 @@
 static void
 errors_metrics(eb__prom *w, void *arg)
 {
-	eb_node *n = arg;
+	eb__node *n = arg;
 
 	eb__prom_family(w, "ebnode_errors_total", "counter",
 	    "Errors by type (each also counted in its own family).");
@@ -35,7 +35,7 @@ errors_metrics(eb__prom *w, void *arg)
 static size_t
 cview_peers(void *arg, const char **ids, size_t max)
 {
-	eb_node                 *n = arg;
+	eb__node                *n = arg;
 	const eb_cluster_member *ms;
 	size_t                   count;
 	size_t                   i;
@@ -56,7 +56,7 @@ cview_peers(void *arg, const char **ids, size_t max)
 /* GET /cluster/metrics, gathered over the node links (clustered: this
  * node also answers the others' requests). */
 static int
-cview_start(eb_node *n, eb__admin *adm)
+cview_start(eb__node *n, eb__admin *adm)
 {
 	eb__web_cview_opts o;
 	int                rv;
@@ -80,7 +80,7 @@ cview_start(eb_node *n, eb__admin *adm)
 }
 
 static void
-register_all(eb_node *n, eb__admin *adm)
+register_all(eb__node *n, eb__admin *adm)
 {
 	n->bridge_admin.bridge = n->bridge;
 	n->bridge_admin.port = n->cluster.self.bridge_port;
@@ -106,7 +106,7 @@ register_all(eb_node *n, eb__admin *adm)
 int
 eb__node_admin_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node        *n = EB__NODE(s);
+	eb__node       *n = EB__NODE(s);
 	eb__admin_opts  opts = n->conf->admin;
 	eb__admin_opts *o = &opts;
 	eb__admin      *adm;
@@ -154,7 +154,7 @@ closed_cb(void *arg)
 void
 eb__node_admin_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node   *n = EB__NODE(s);
+	eb__node  *n = EB__NODE(s);
 	eb__admin *adm = n->admin;
 
 	if (adm == NULL) {

@@ -12,7 +12,7 @@
 
 #include "node/node_int.h"
 
-static void bridge_close(eb_node *n, eb__steps_wait *w);
+static void bridge_close(eb__node *n, eb__steps_wait *w);
 
 static void
 bridge_closed_cb(eb_bridge *b, void *arg)
@@ -36,7 +36,7 @@ web_closed_cb(eb_web *web, void *arg)
 
 /* The browser front first (if open), then the bridge; then w is done. */
 static void
-bridge_close(eb_node *n, eb__steps_wait *w)
+bridge_close(eb__node *n, eb__steps_wait *w)
 {
 	if (n->web != NULL) {
 		eb_web_close(n->web, web_closed_cb, w);
@@ -48,7 +48,7 @@ bridge_close(eb_node *n, eb__steps_wait *w)
 
 /* 0, or an error (logged); what was opened closes with the bridge. */
 static int
-web_open(eb_node *n)
+web_open(eb__node *n)
 {
 	eb_errbuf err = { { 0 } };
 	int       rv;
@@ -77,7 +77,7 @@ web_open(eb_node *n)
 int
 eb__node_bridge_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node  *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 	eb_errbuf err = { { 0 } };
 	int       rv;
 
@@ -110,7 +110,7 @@ eb__node_bridge_start(eb__steps *s, eb__steps_done_cb cb)
 void
 eb__node_bridge_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 
 	if (n->bridge == NULL) {
 		eb__steps_complete(&n->steps, cb, 0);

@@ -32,7 +32,7 @@ bus_closed_cb(eb_bus *bus, void *arg)
 }
 
 static void
-bus_close_all(eb_node *n, eb__steps_done_cb cb, int status)
+bus_close_all(eb__node *n, eb__steps_done_cb cb, int status)
 {
 	eb__steps_wait *w = eb__steps_wait_new(
 	    &n->steps, cb, status, (n->bus != NULL) + (n->links != NULL));
@@ -47,12 +47,12 @@ bus_close_all(eb_node *n, eb__steps_done_cb cb, int status)
 }
 
 static int
-links_new(eb_node *n)
+links_new(eb__node *n)
 {
-	const eb_conf *c = n->conf;
-	eb_link_opts   lo;
-	eb_errbuf      e;
-	int            rv;
+	const eb__conf *c = n->conf;
+	eb_link_opts    lo;
+	eb_errbuf       e;
+	int             rv;
 
 	eb__node_link_opts(c, &lo);
 	rv = eb_link_mgr_new(n->loop, &lo, &n->links, &e);
@@ -75,7 +75,7 @@ links_new(eb_node *n)
 int
 eb__node_bus_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node    *n = EB__NODE(s);
+	eb__node   *n = EB__NODE(s);
 	eb_bus_opts o;
 	int         rv;
 
@@ -99,7 +99,7 @@ eb__node_bus_start(eb__steps *s, eb__steps_done_cb cb)
 void
 eb__node_bus_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 
 	bus_close_all(n, cb, 0);
 }

@@ -24,7 +24,7 @@
 static void
 leadership_cb(eb_cluster *c, const eb_cluster_leadership *l, void *arg)
 {
-	eb_node *n = arg;
+	eb__node *n = arg;
 
 	(void) c;
 	/* Anything stamped below the current leader's epoch comes from a
@@ -44,7 +44,7 @@ leadership_cb(eb_cluster *c, const eb_cluster_leadership *l, void *arg)
 static void
 members_cb(eb_cluster *c, const eb_cluster_member *ms, size_t count, void *arg)
 {
-	eb_node      *n = arg;
+	eb__node     *n = arg;
 	eb_link_peer *peers;
 	size_t        i;
 
@@ -66,7 +66,7 @@ members_cb(eb_cluster *c, const eb_cluster_member *ms, size_t count, void *arg)
 static void
 fail_cb(eb_cluster *c, int err, void *arg)
 {
-	eb_node *n = arg;
+	eb__node *n = arg;
 
 	(void) c;
 	if (n->cluster.running) {
@@ -77,7 +77,7 @@ fail_cb(eb_cluster *c, int err, void *arg)
 static void
 conn_closed_cb(eb_bridge *b, uint64_t conn_id, void *arg)
 {
-	eb_node *n = arg;
+	eb__node *n = arg;
 
 	(void) b;
 	if (n->shared != NULL) {
@@ -88,7 +88,7 @@ conn_closed_cb(eb_bridge *b, uint64_t conn_id, void *arg)
 /* Standalone nodes have no shared data (requests get NO_HANDLERS); a
  * failed start is logged and leaves the node without. */
 static void
-shared_start(eb_node *n)
+shared_start(eb__node *n)
 {
 	if (n->conf->cluster.connect == NULL ||
 	    n->conf->cluster.connect[0] == '\0' ||
@@ -103,7 +103,7 @@ shared_start(eb_node *n)
 
 /* Idempotent. */
 static void
-shared_stop(eb_node *n)
+shared_stop(eb__node *n)
 {
 	eb__shared_host *h = n->shared;
 
@@ -131,7 +131,7 @@ cluster_closed_cb(eb_cluster *c, void *arg)
 }
 
 static void
-close_with(eb_node *n, eb__steps_done_cb cb, int status)
+close_with(eb__node *n, eb__steps_done_cb cb, int status)
 {
 	shared_stop(n);
 	eb_cluster_close(n->cluster.cluster, cluster_closed_cb,
@@ -141,7 +141,7 @@ close_with(eb_node *n, eb__steps_done_cb cb, int status)
 static void
 started_cb(eb_cluster *c, int status, void *arg)
 {
-	eb_node *n = arg;
+	eb__node *n = arg;
 
 	(void) c;
 	n->cluster_starting = false;
@@ -157,7 +157,7 @@ started_cb(eb_cluster *c, int status, void *arg)
 int
 eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node  *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 	eb_errbuf e;
 	int       rv;
 
@@ -189,7 +189,7 @@ eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb)
 void
 eb__node_cluster_cancel_start(eb__steps *s)
 {
-	eb_node *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 
 	if (n->cluster_starting) {
 		/* The start completes with EB_ECANCELED (started_cb). */
@@ -200,7 +200,7 @@ eb__node_cluster_cancel_start(eb__steps *s)
 static void
 stopped_cb(eb_cluster *c, void *arg)
 {
-	eb_node *n = arg;
+	eb__node *n = arg;
 
 	(void) c;
 	close_with(n, n->cluster_cb, 0);
@@ -209,7 +209,7 @@ stopped_cb(eb_cluster *c, void *arg)
 void
 eb__node_cluster_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 
 	eb__conf_dyn_stop(n->config);
 	shared_stop(n); /* its locks go before the member does */

@@ -1,6 +1,6 @@
 /*
  * The dynamic configuration in the node (conf/dynamic.h does the building,
- * refusing, SIGHUP and GET /config): each new eb_conf goes to the ingress
+ * refusing, SIGHUP and GET /config): each new eb__conf goes to the ingress
  * (route table, hold bounds, ack mode), the bridge (permitted lists) and
  * the log level; it follows the cluster's <root>/config while the cluster
  * step runs.
@@ -16,10 +16,10 @@
 /* Each swap is all or nothing; when the bridge refuses its lists after the
  * ingress took its table, the ingress gets the table in force back. */
 static int
-apply_cb(void *arg, const eb_conf *c, int64_t version, eb_errbuf *err)
+apply_cb(void *arg, const eb__conf *c, int64_t version, eb_errbuf *err)
 {
-	eb_node *n = arg;
-	int      rv = 0;
+	eb__node *n = arg;
+	int       rv = 0;
 
 	if (n->ingress != NULL) {
 		rv = eb_ingress_reconfigure(
@@ -49,7 +49,7 @@ apply_cb(void *arg, const eb_conf *c, int64_t version, eb_errbuf *err)
 }
 
 eb__conf_dyn *
-eb__node_config(eb_node *n)
+eb__node_config(eb__node *n)
 {
 	if (n->config == NULL) {
 		n->config = eb__conf_dyn_new(

@@ -17,7 +17,7 @@ leader_check_cb(void *arg)
 }
 
 void
-eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch)
+eb__node_ingress_leadership(eb__node *n, bool leader, int64_t epoch)
 {
 	int rv;
 
@@ -38,7 +38,7 @@ eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch)
 int
 eb__node_ingress_start(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node    *n = EB__NODE(s);
+	eb__node   *n = EB__NODE(s);
 	eb_ingress *in;
 	eb_errbuf   e;
 	int         rv;
@@ -69,7 +69,7 @@ ingress_closed_cb(eb_ingress *in, void *arg)
 void
 eb__node_ingress_stop(eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node    *n = EB__NODE(s);
+	eb__node   *n = EB__NODE(s);
 	eb_ingress *in = n->ingress;
 
 	n->ingress = NULL; /* eb__node_ingress_leadership does nothing now */

@@ -1,5 +1,5 @@
 /*
- * node: the composition root. One struct eb_node per process owns the loop's
+ * node: the composition root. One struct eb__node per process owns the loop's
  * top-level objects, starts them in order (node.c's step table: bus and
  * node links, ingress, bridge, admin, cluster; docs/NODE.md says why),
  * prints the READY line once every listener is up, and stops them in
@@ -34,10 +34,10 @@
 #include "ingress/ingress_admin.h"
 #include "shared/host.h"
 
-typedef struct eb_node eb_node;
+typedef struct eb__node eb__node;
 
 /* The node whose step this is. */
-#define EB__NODE(s) EB_CONTAINER_OF((s), eb_node, steps)
+#define EB__NODE(s) EB_CONTAINER_OF((s), eb__node, steps)
 
 /* Exit codes of ebnode (main.c). */
 #define EB_NODE_EXIT_OK      0
@@ -45,10 +45,10 @@ typedef struct eb_node eb_node;
 #define EB_NODE_EXIT_USAGE   2 /* usage or configuration error */
 #define EB_NODE_EXIT_DUPADDR 3 /* node address already in the cluster */
 
-struct eb_node {
-	uv_loop_t     *loop;  /* borrowed */
-	const eb_conf *conf;  /* borrowed */
-	eb__deferq     defer; /* node-level deferred calls */
+struct eb__node {
+	uv_loop_t      *loop;  /* borrowed */
+	const eb__conf *conf;  /* borrowed */
+	eb__deferq      defer; /* node-level deferred calls */
 
 	/* Subsystems, owned, filled by the wiring files. */
 	eb_bus           *bus;     /* node_bus.c */
@@ -73,7 +73,7 @@ struct eb_node {
 	eb__shared_host  *shared;           /* node_cluster.c */
 	/* The local sources conf was loaded from (main.c; NULL: none), for
 	 * the dynamic configuration's rebuilds (node_config.c). */
-	const eb_conf_sources *src;
+	const eb__conf_sources *src;
 
 	/* Lifecycle (node.c only). */
 	eb__steps   steps;
@@ -88,25 +88,25 @@ struct eb_node {
 };
 
 /* No I/O, no callbacks; 0 or a negative error. */
-int eb__node_new(uv_loop_t *loop, const eb_conf *conf, eb_node **np);
+int eb__node_new(uv_loop_t *loop, const eb__conf *conf, eb__node **np);
 /* Starts the node, runs the loop until it has stopped (every handle
  * closed, unless n->forced) and returns the process exit code. */
-int eb__node_run(eb_node *n);
+int eb__node_run(eb__node *n);
 /* After eb__node_run() returned (not after a forced exit). */
-void eb__node_free(eb_node *n);
+void eb__node_free(eb__node *n);
 
 /* An unrecoverable run-time error: logs it and stops the node gracefully;
  * the process exits with 3 for EB_EDUPADDR, else 1. */
-void eb__node_fail(eb_node *n, int err);
+void eb__node_fail(eb__node *n, int err);
 /* Requests a graceful stop (as SIGTERM does); exit code 0. */
-void eb__node_shutdown(eb_node *n);
+void eb__node_shutdown(eb__node *n);
 
 /* node_opts.c: the opts of bus, links and cluster, their conf section
  * plus the run-time fields named there (the other subsystems take their
  * section as it is). */
-void eb__node_bus_opts(const eb_conf *c, eb_bus_opts *o);
-void eb__node_link_opts(const eb_conf *c, eb_link_opts *o);
-void eb__node_cluster_opts(const eb_conf *c, eb_cluster_opts *o);
+void eb__node_bus_opts(const eb__conf *c, eb_bus_opts *o);
+void eb__node_link_opts(const eb__conf *c, eb_link_opts *o);
+void eb__node_cluster_opts(const eb__conf *c, eb_cluster_opts *o);
 
 /* The steps, in start order (node.c). */
 int  eb__node_bus_start(eb__steps *s, eb__steps_done_cb cb);
@@ -125,9 +125,9 @@ void eb__node_cluster_stop(eb__steps *s, eb__steps_done_cb cb);
 void eb__node_cluster_cancel_start(eb__steps *s);
 /* Leadership changed (node_cluster.c): ingress routing starts or stops at
  * once. */
-void eb__node_ingress_leadership(eb_node *n, bool leader, int64_t epoch);
+void eb__node_ingress_leadership(eb__node *n, bool leader, int64_t epoch);
 /* node_config.c: the dynamic configuration applied to the subsystems
  * (created on first use; the cluster step starts and stops it). */
-eb__conf_dyn *eb__node_config(eb_node *n);
+eb__conf_dyn *eb__node_config(eb__node *n);
 
 #endif

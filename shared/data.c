@@ -29,7 +29,7 @@
 
 struct eb__counter_op {
 	eb_shared       *s;
-	eb_list          link; /* s->ops */
+	eb__list         link; /* s->ops */
 	uint64_t         live;
 	char            *path;
 	int              kind;     /* 'g', 'a', 'c', 'd' */
@@ -60,7 +60,7 @@ op_end(eb__counter_op *op, int status, int64_t value, int ok)
 {
 	eb_shared *s = op->s;
 
-	eb_list_remove(&op->link);
+	eb__list_remove(&op->link);
 	eb__zk_live_del(s->zk, op->live);
 	unreserve(op);
 	if (status == 0) {
@@ -370,12 +370,12 @@ eb__counter_start(eb_shared *s, const char *path, int kind, int64_t a,
 	op->capped = strncmp(path, s->root, strlen(s->root)) == 0 &&
 	             strncmp(path + strlen(s->root), "/counters/", 10) == 0;
 	op->live = eb__zk_live_add(s->zk, op);
-	eb_list_init(&op->link);
-	eb_list_insert_tail(&s->ops, &op->link);
+	eb__list_init(&op->link);
+	eb__list_insert_tail(&s->ops, &op->link);
 	rv = eb__zk_get(
 	    s->zk, op->path, NULL, NULL, get_cb, eb__zk_live_arg(op->live));
 	if (rv != 0) {
-		eb_list_remove(&op->link);
+		eb__list_remove(&op->link);
 		eb__zk_live_del(s->zk, op->live);
 		free(op->path);
 		free(op);
@@ -386,7 +386,7 @@ eb__counter_start(eb_shared *s, const char *path, int kind, int64_t a,
 void
 eb__counter_cancel_all(eb_shared *s)
 {
-	eb_list *it, *tmp;
+	eb__list *it, *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &s->ops) {
 		op_end(EB_CONTAINER_OF(it, eb__counter_op, link), EB_ECANCELED,

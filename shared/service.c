@@ -34,13 +34,13 @@ struct eb_shared_service {
 	eb_shared       *s;
 	eb_bus          *bus;
 	eb_bus_consumer *lock_c, *counter_c, *id_c;
-	eb_list          locks; /* of svc_lock */
+	eb__list         locks; /* of svc_lock */
 	int              closing;
 };
 
 typedef struct svc_lock {
 	eb_shared_service *svc;
-	eb_list            link;
+	eb__list           link;
 	eb_lock           *lk;
 	eb_bus_msg        *msg; /* the acquire awaiting its answer, or NULL */
 	uint64_t           owner;
@@ -121,7 +121,7 @@ msg_owner(const eb_bus_msg *msg)
 static void
 sl_free(svc_lock *sl)
 {
-	eb_list_remove(&sl->link);
+	eb__list_remove(&sl->link);
 	if (sl->msg != NULL) {
 		eb_bus_msg_release(sl->msg);
 	}
@@ -169,9 +169,9 @@ sl_revoked(eb_lock *lk, const char *reason, void *arg)
 static svc_lock *
 sl_find(eb_shared_service *svc, uint64_t owner, const char *name, int64_t token)
 {
-	eb_list *it;
+	eb__list *it;
 
-	for (it = eb_list_first(&svc->locks); it != NULL && it != &svc->locks;
+	for (it = eb__list_first(&svc->locks); it != NULL && it != &svc->locks;
 	     it = it->next) {
 		svc_lock *sl = EB_CONTAINER_OF(it, svc_lock, link);
 
@@ -212,8 +212,8 @@ lock_acquire(eb_shared_service *svc, eb_bus_msg *msg, const json_t *b,
 	sl->name = eb__strdup(name);
 	sl->notify = notify != NULL ? eb__strdup(notify) : NULL;
 	sl->msg = eb_bus_msg_hold(msg);
-	eb_list_init(&sl->link);
-	eb_list_insert_tail(&svc->locks, &sl->link);
+	eb__list_init(&sl->link);
+	eb__list_insert_tail(&svc->locks, &sl->link);
 	rv = eb_lock_acquire(svc->s, name, timeout, sl->owner, sl_acquired,
 	    sl_revoked, sl, &sl->lk);
 	if (rv != 0) {
@@ -270,8 +270,8 @@ lock_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 size_t
 eb_shared_service_conn_closed(eb_shared_service *svc, uint64_t conn_id)
 {
-	eb_list *it, *tmp;
-	size_t   n = 0;
+	eb__list *it, *tmp;
+	size_t    n = 0;
 
 	if (conn_id == 0) {
 		return 0;
@@ -453,7 +453,7 @@ eb_shared_service_new(eb_shared *s, struct eb_bus *bus, eb_shared_service **out)
 
 	svc->s = s;
 	svc->bus = bus;
-	eb_list_init(&svc->locks);
+	eb__list_init(&svc->locks);
 	rv = eb_bus_consumer_new(
 	    bus, EB_SHARED_LOCK_ADDRESS, 1, lock_handler, svc, &svc->lock_c);
 	if (rv == 0) {
@@ -475,7 +475,7 @@ eb_shared_service_new(eb_shared *s, struct eb_bus *bus, eb_shared_service **out)
 void
 eb_shared_service_close(eb_shared_service *svc)
 {
-	eb_list *it, *tmp;
+	eb__list *it, *tmp;
 
 	EB_ASSERT(!svc->closing); /* close is exactly once */
 	svc->closing = 1;

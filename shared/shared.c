@@ -39,7 +39,7 @@ enum lk_state {
 
 struct eb_lock {
 	eb_shared *s;
-	eb_list    link; /* s->locks */
+	eb__list   link; /* s->locks */
 	uint64_t   live;
 	int        state;
 	int        user;     /* callbacks still due to the user */
@@ -128,10 +128,10 @@ lk_valid(const eb_lock *lk, uint64_t now)
 static size_t
 count_state(const eb_shared *s, int state)
 {
-	eb_list *it;
-	size_t   n = 0;
+	eb__list *it;
+	size_t    n = 0;
 
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
@@ -256,7 +256,7 @@ node_delete(eb_shared *s, const char *path, const char *dir, const char *prefix)
 static void
 lk_free(eb_lock *lk)
 {
-	eb_list_remove(&lk->link);
+	eb__list_remove(&lk->link);
 	if (lk->live != 0) {
 		eb__zk_live_del(lk->s->zk, lk->live);
 	}
@@ -344,13 +344,13 @@ static void
 lk_each(eb_shared *s, int what, void (*fn)(eb_lock *, const char *, int),
     const char *reason, int status)
 {
-	uint64_t now = eb__mono_ms();
-	eb__vec  ids;
-	eb_list *it;
-	size_t   i;
+	uint64_t  now = eb__mono_ms();
+	eb__vec   ids;
+	eb__list *it;
+	size_t    i;
 
 	eb__vec_init(&ids, sizeof(uint64_t));
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
@@ -404,13 +404,13 @@ lease_cb(uv_timer_t *t)
 static void
 lease_arm(eb_shared *s)
 {
-	uint64_t due = 0, now = eb__mono_ms();
-	eb_list *it;
+	uint64_t  due = 0, now = eb__mono_ms();
+	eb__list *it;
 
 	if (s->closing) {
 		return;
 	}
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 		uint64_t       d;
@@ -448,13 +448,13 @@ deadline_cb(uv_timer_t *t)
 static void
 deadline_arm(eb_shared *s)
 {
-	uint64_t due = 0, now = eb__mono_ms();
-	eb_list *it;
+	uint64_t  due = 0, now = eb__mono_ms();
+	eb__list *it;
 
 	if (s->closing) {
 		return;
 	}
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
@@ -557,7 +557,7 @@ heartbeat_cb(uv_timer_t *t)
 	size_t     n = count_state(s, LK_HELD), i = 0, k;
 	eb__zk_op *ops;
 	uint64_t  *lives, sent = eb__mono_ms();
-	eb_list   *it;
+	eb__list  *it;
 
 	if (n == 0) {
 		(void) uv_timer_stop(&s->heartbeat);
@@ -1104,8 +1104,8 @@ shared_alloc(uv_loop_t *loop, const char *root, uint32_t tick_ms,
 	}
 	s->root = eb__strdup(root);
 	s->tick_ms = tick_ms;
-	eb_list_init(&s->locks);
-	eb_list_init(&s->ops);
+	eb__list_init(&s->locks);
+	eb__list_init(&s->ops);
 	eb__vec_init(&s->orphans, sizeof(char *));
 	eb__vec_init(&s->id_reqs, sizeof(void *));
 	(void) uv_timer_init(loop, &s->heartbeat);
@@ -1212,7 +1212,7 @@ eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg)
 	s->close_cb = cb;
 	s->close_arg = arg;
 	{
-		eb_list *it, *tmp;
+		eb__list *it, *tmp;
 
 		/* Creates in flight: their nodes go with the session. */
 		EB_LIST_FOREACH (it, tmp, &s->locks) {
@@ -1242,12 +1242,12 @@ eb_shared_close(eb_shared *s, eb_shared_close_cb cb, void *arg)
 void
 eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
 {
-	eb_list *it;
+	eb__list *it;
 
 	*out = s->st;
 	out->locks_held = 0;
 	out->locks_waiting = 0;
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
@@ -1273,10 +1273,10 @@ eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
 static int
 lk_cap(eb_shared *s, uint64_t owner)
 {
-	eb_list *it;
-	uint64_t node = 0, mine = 0, waits = 0;
+	eb__list *it;
+	uint64_t  node = 0, mine = 0, waits = 0;
 
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
@@ -1340,8 +1340,8 @@ eb_lock_acquire(eb_shared *s, const char *name, int64_t timeout_ms,
 	lk->user = 1;
 	lk->state = LK_CREATING;
 	lk->live = eb__zk_live_add(s->zk, lk);
-	eb_list_init(&lk->link);
-	eb_list_insert_tail(&s->locks, &lk->link);
+	eb__list_init(&lk->link);
+	eb__list_insert_tail(&s->locks, &lk->link);
 	if ((rv = lk_create(lk)) != 0) {
 		lk_free(lk);
 		return rv;
@@ -1391,15 +1391,15 @@ eb_lock_owner(const eb_lock *lk)
 size_t
 eb_shared_release_owner(eb_shared *s, uint64_t owner)
 {
-	eb_list *it;
-	eb__vec  ids;
-	size_t   n = 0, i;
+	eb__list *it;
+	eb__vec   ids;
+	size_t    n = 0, i;
 
 	if (owner == 0) {
 		return 0;
 	}
 	eb__vec_init(&ids, sizeof(uint64_t));
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		const eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 
@@ -1426,9 +1426,9 @@ eb_lock *
 eb_shared_find_lock(
     eb_shared *s, uint64_t owner, const char *name, int64_t token)
 {
-	eb_list *it;
+	eb__list *it;
 
-	for (it = eb_list_first(&s->locks); it != NULL && it != &s->locks;
+	for (it = eb__list_first(&s->locks); it != NULL && it != &s->locks;
 	     it = it->next) {
 		eb_lock *lk = EB_CONTAINER_OF(it, eb_lock, link);
 

@@ -49,8 +49,8 @@ struct eb_shared {
 	uint32_t       lease_ms;     /* 0: no safe lease (locks refused) */
 	uint32_t       heartbeat_ms;
 	uint64_t       renewed_ms; /* send time of the last committed renewal */
-	eb_list        locks;      /* of eb_lock (every state) */
-	eb_list        ops;        /* of eb__counter_op in flight */
+	eb__list       locks;      /* of eb_lock (every state) */
+	eb__list       ops;        /* of eb__counter_op in flight */
 	eb__vec        orphans;    /* of char * "dir\nprefix": nodes to delete,
 	                              retried until gone or the session ends */
 	uint64_t tag;              /* lock node name tags */

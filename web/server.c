@@ -81,8 +81,8 @@ eb_web_new(uv_loop_t *loop, eb_bridge *bridge, const eb_web_opts *opts,
 	w->path_len = n == 1 ? 0 : n; /* "/" serves at the root */
 	w->opts.host = w->host;
 	w->opts.path = w->path;
-	eb_list_init(&w->sessions);
-	eb_list_init(&w->xhrs);
+	eb__list_init(&w->sessions);
+	eb__list_init(&w->xhrs);
 	eb__hmap_init(&w->xhr_map);
 	*webp = w;
 	return 0;

@@ -954,7 +954,7 @@ layer_closed_cb(eb__stream *s)
 	eb__stream_cbs        cbs = ss->conn_cbs;
 	const eb__stream_ops *ss_inner = ss->inner;
 
-	eb_list_remove(&ss->link);
+	eb__list_remove(&ss->link);
 	if (ss->xs != NULL) {
 		eb__web_xhr_detach(ss);
 	}
@@ -1062,7 +1062,7 @@ eb__web_layer(eb__stream *s, void *arg)
 	eb__buf_init(&ss->one);
 	eb__buf_init(&ss->body);
 	ss->last_out_ms = eb__mono_ms();
-	eb_list_insert_tail(&w->sessions, &ss->link);
+	eb__list_insert_tail(&w->sessions, &ss->link);
 	w->live++;
 	s->layer = ss;
 	s->ops = &web_ops;
@@ -1073,8 +1073,8 @@ eb__web_layer(eb__stream *s, void *arg)
 void
 eb__web_beat(eb_web *w, uint64_t now_ms)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &w->sessions) {
 		web_sess *ss = EB_CONTAINER_OF(it, web_sess, link);
@@ -1099,8 +1099,8 @@ eb__web_beat(eb_web *w, uint64_t now_ms)
 void
 eb__web_close_sessions(eb_web *w)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &w->sessions) {
 		web_sess *ss = EB_CONTAINER_OF(it, web_sess, link);

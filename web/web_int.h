@@ -45,8 +45,8 @@ struct eb_web {
 	int        port;
 	int        started;
 
-	eb_list  sessions; /* of web_sess, open or closing */
-	eb_list  xhrs;     /* of web_xhr (xhr.c), open or closing */
+	eb__list sessions; /* of web_sess, open or closing */
+	eb__list xhrs;     /* of web_xhr (xhr.c), open or closing */
 	eb__hmap xhr_map;  /* web_xhr by session id, open ones only */
 	unsigned live;     /* sessions not yet freed */
 
@@ -67,7 +67,7 @@ typedef enum web_state {
 } web_state;
 
 typedef struct web_sess {
-	eb_list               link; /* in w->sessions */
+	eb__list              link; /* in w->sessions */
 	eb_web               *w;    /* borrowed */
 	eb__stream           *s;    /* borrowed: the bridge connection's */
 	const eb__stream_ops *inner;

@@ -37,7 +37,7 @@
 
 typedef struct web_xhr {
 	eb__hent              hent; /* in w->xhr_map while open */
-	eb_list               link; /* in w->xhrs until freed */
+	eb__list              link; /* in w->xhrs until freed */
 	char                  id[WEB_XHR_ID_MAX + 1];
 	eb_web               *w;     /* borrowed */
 	eb__bconn            *c;     /* the session's bridge connection */
@@ -203,7 +203,7 @@ xhr_closed_cb(eb__stream *s)
 	eb__stream_cbs cbs = xs->conn_cbs;
 
 	EB_ASSERT(xs->closing && xs->recv == NULL);
-	eb_list_remove(&xs->link);
+	eb__list_remove(&xs->link);
 	EB_ASSERT(w->stats.xhr_sessions > 0);
 	w->stats.xhr_sessions--;
 	s->layer = NULL;
@@ -243,7 +243,7 @@ xhr_make_room(eb_web *w)
 {
 	eb_bridge *b = w->bridge;
 	web_xhr   *old = NULL;
-	eb_list   *it;
+	eb__list  *it;
 
 	for (it = w->xhrs.next; it != &w->xhrs; it = it->next) {
 		web_xhr *xs = EB_CONTAINER_OF(it, web_xhr, link);
@@ -292,7 +292,7 @@ xhr_open(eb_web *w, const char *sid, size_t n)
 	eb__buf_init(&xs->one);
 	xs->hent.key = xs->id;
 	eb__hmap_put(&w->xhr_map, &xs->hent);
-	eb_list_insert_tail(&w->xhrs, &xs->link);
+	eb__list_insert_tail(&w->xhrs, &xs->link);
 	w->live++;
 	w->stats.xhr_opened++;
 	w->stats.xhr_sessions++;
@@ -480,8 +480,8 @@ eb__web_xhr_request(web_sess *ss, const char *sid, size_t sid_len,
 void
 eb__web_xhr_beat(eb_web *w, uint64_t now_ms)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &w->xhrs) {
 		web_xhr  *xs = EB_CONTAINER_OF(it, web_xhr, link);
@@ -510,8 +510,8 @@ eb__web_xhr_beat(eb_web *w, uint64_t now_ms)
 void
 eb__web_xhr_close_all(eb_web *w)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &w->xhrs) {
 		web_xhr *xs = EB_CONTAINER_OF(it, web_xhr, link);

@@ -397,8 +397,8 @@ conn_open(struct zk_real *r)
 	int             rc;
 
 	conn->r = r;
-	eb_list_init(&conn->reqs);
-	eb_list_init(&conn->watches);
+	eb__list_init(&conn->reqs);
+	eb__list_init(&conn->watches);
 	errno = 0;
 	conn->zh = zookeeper_init2(r->hosts, session_watcher,
 	    (int) r->zk->timeout_ms, NULL, conn, 0, zk_log_cb);
@@ -439,8 +439,8 @@ retire_after_cb(uv_work_t *w, int status)
 {
 	struct zk_conn *conn = w->data;
 	struct zk_real *r = conn->r;
-	eb_list        *it;
-	eb_list        *tmp;
+	eb__list       *it;
+	eb__list       *tmp;
 
 	(void) status;
 	/* The handle is gone: nothing can call into these any more. */
@@ -464,8 +464,8 @@ static void
 conn_retire(struct zk_real *r, int status)
 {
 	struct zk_conn *conn = r->conn;
-	eb_list        *it;
-	eb_list        *tmp;
+	eb__list       *it;
+	eb__list       *tmp;
 
 	r->conn = NULL;
 	conn->retired = 1;

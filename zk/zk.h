@@ -237,18 +237,4 @@ eb__zk_live_id(void *arg)
 	return (uint64_t) (uintptr_t) arg;
 }
 
-/*
- * Transitional spellings (issue 24): these types were eb_zk* although never
- * public API. Two files outside this change still use the old names,
- * cluster/config.c and ctl/config_cmd.c (being edited by others); remove
- * the aliases once they say eb__zk*.
- */
-typedef eb__zk            eb_zk;
-typedef eb__zk_event      eb_zk_event;
-typedef eb__zk_op         eb_zk_op;
-typedef eb__zk_op_result  eb_zk_op_result;
-typedef eb__zk_opts       eb_zk_opts;
-typedef eb__zk_stat       eb_zk_stat;
-typedef eb__zk_watch_type eb_zk_watch_type;
-
 #endif

@@ -37,14 +37,14 @@ struct zk_real;
 struct zk_conn;
 
 struct zk_watch {
-	eb_list         link; /* in conn->watches */
+	eb__list        link; /* in conn->watches */
 	struct zk_conn *conn; /* borrowed */
 	eb__zk_watch_cb cb;
 	void           *arg;
 };
 
 struct zk_req {
-	eb_list          link; /* in conn->reqs */
+	eb__list         link; /* in conn->reqs */
 	struct zk_conn  *conn; /* borrowed */
 	enum zk_req_kind kind;
 	union {
@@ -70,8 +70,8 @@ struct zk_req {
 struct zk_conn {
 	struct zk_real *r;  /* borrowed */
 	zhandle_t      *zh; /* owned; closed by the retire worker */
-	eb_list         reqs;
-	eb_list         watches;
+	eb__list        reqs;
+	eb__list        watches;
 	int             retired;     /* no callback may touch the loop */
 	int             connected;   /* in CONNECTED state now */
 	int             had_session; /* CONNECTED was seen once */

@@ -87,7 +87,7 @@ req_of(const void *data)
 void
 eb__zkr_watch_free(struct zk_watch *w)
 {
-	eb_list_remove(&w->link);
+	eb__list_remove(&w->link);
 	free(w);
 }
 
@@ -96,7 +96,7 @@ eb__zkr_req_free(struct zk_req *q)
 {
 	size_t i;
 
-	eb_list_remove(&q->link);
+	eb__list_remove(&q->link);
 	if (q->paths != NULL) {
 		for (i = 0; i < q->count; i++) {
 			free(q->paths[i]);
@@ -354,7 +354,7 @@ req_new(struct zk_real *r, enum zk_req_kind kind, void *arg, int *err)
 	q->kind = kind;
 	q->arg = arg;
 	q->send_ms = eb__mono_ms();
-	eb_list_insert_tail(&r->conn->reqs, &q->link);
+	eb__list_insert_tail(&r->conn->reqs, &q->link);
 	return q;
 }
 
@@ -370,7 +370,7 @@ req_watch(struct zk_req *q, eb__zk_watch_cb cb, void *arg)
 	w->conn = q->conn;
 	w->cb = cb;
 	w->arg = arg;
-	eb_list_insert_tail(&q->conn->watches, &w->link);
+	eb__list_insert_tail(&q->conn->watches, &w->link);
 	q->watch = w;
 }
 

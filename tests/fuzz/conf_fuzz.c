@@ -4,7 +4,7 @@
  * the cross-key rules and the error formatting all run on it); its first
  * line, if it starts with "#set ", is also used as one --set argument.
  * Nothing may crash, leak or read out of bounds; an error must be a
- * non-empty message and a success must survive eb_conf_to_json().
+ * non-empty message and a success must survive eb__conf_to_json().
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,8 +23,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const env[] = { NULL };
-	eb_conf_sources          src;
-	eb_conf                 *c = NULL;
+	eb__conf_sources         src;
+	eb__conf                *c = NULL;
 	eb_errbuf                e;
 	const char              *set = NULL;
 	char                    *line = NULL;
@@ -53,18 +53,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	src.sets = &set;
 	src.n_sets = set != NULL ? 1 : 0;
 	e.msg[0] = '\0';
-	if (eb_conf_load(&src, &c, &e) != 0) {
+	if (eb__conf_load(&src, &c, &e) != 0) {
 		if (e.msg[0] == '\0' || c != NULL) {
 			abort();
 		}
 	} else {
-		json_t *j = eb_conf_to_json(c, true);
+		json_t *j = eb__conf_to_json(c, true);
 
 		if (j == NULL) {
 			abort();
 		}
 		json_decref(j);
-		eb_conf_free(c);
+		eb__conf_free(c);
 	}
 	free(line);
 	return 0;

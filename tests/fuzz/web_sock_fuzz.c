@@ -159,10 +159,10 @@ sess_check(const web_sess *ss)
 static void
 check(void)
 {
-	eb_list *it;
-	size_t   now = __sanitizer_get_current_allocated_bytes();
-	size_t   grown = now > fz_base ? now - fz_base : 0;
-	size_t   max;
+	eb__list *it;
+	size_t    now = __sanitizer_get_current_allocated_bytes();
+	size_t    grown = now > fz_base ? now - fz_base : 0;
+	size_t    max;
 
 	if (eb__budget_over(&fz_bridge->input)) {
 		fail("input budget", fz_bridge->input.used, FZ_BUDGET);
@@ -283,8 +283,8 @@ record(unsigned ctl, const uint8_t *p, size_t n)
 static void
 server_sndbuf_small(void)
 {
-	eb_list *it;
-	int      snd = 4096;
+	eb__list *it;
+	int       snd = 4096;
 
 	for (it = fz_web->sessions.next; it != &fz_web->sessions;
 	     it = it->next) {

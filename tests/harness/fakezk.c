@@ -20,23 +20,23 @@
 #include "zk/zk_ops.h"
 
 typedef struct fz_node {
-	eb_list link;
-	char   *path; /* owned */
-	char   *data; /* owned, may be NULL */
-	size_t  len;
-	int64_t czxid;
-	int64_t mzxid;
-	int64_t owner;
-	int32_t version;
-	int32_t cversion;
-	int64_t order;  /* creation order, for child listing */
-	int     noread; /* get fails with EB_EZKNOAUTH (an ACL) */
+	eb__list link;
+	char    *path; /* owned */
+	char    *data; /* owned, may be NULL */
+	size_t   len;
+	int64_t  czxid;
+	int64_t  mzxid;
+	int64_t  owner;
+	int32_t  version;
+	int32_t  cversion;
+	int64_t  order;  /* creation order, for child listing */
+	int      noread; /* get fails with EB_EZKNOAUTH (an ACL) */
 } fz_node;
 
 typedef struct fz_client fz_client;
 
 typedef struct fz_watch {
-	eb_list         link;
+	eb__list        link;
 	fz_client      *c;
 	char           *path; /* owned */
 	int             child;
@@ -45,9 +45,9 @@ typedef struct fz_watch {
 } fz_watch;
 
 typedef struct fz_session {
-	eb_list link;
-	int64_t id;
-	int     alive;
+	eb__list link;
+	int64_t  id;
+	int      alive;
 } fz_session;
 
 enum fz_kind {
@@ -65,7 +65,7 @@ enum fz_kind {
 };
 
 typedef struct fz_item {
-	eb_list         link;
+	eb__list        link;
 	fz_client      *c;
 	enum fz_kind    kind;
 	char           *path; /* owned */
@@ -95,7 +95,7 @@ typedef struct fz_item {
 } fz_item;
 
 struct fz_client {
-	eb_list        link;
+	eb__list       link;
 	fakezk_server *s;
 	eb__zk        *zk;
 	int64_t        session; /* 0: none */
@@ -109,7 +109,7 @@ struct fz_client {
 	int            fail_next;
 	int            lose_next_multi;
 	int            fail_next_multi;
-	eb_list        held; /* fz_item held while stalled/disconnected */
+	eb__list       held; /* fz_item held while stalled/disconnected */
 	unsigned       watch_events;
 	unsigned       requests;
 	uint32_t       timeout_ms;
@@ -118,11 +118,11 @@ struct fz_client {
 struct fakezk_server {
 	uv_loop_t *loop;
 	uv_idle_t  idle;
-	eb_list    nodes;
-	eb_list    watches;
-	eb_list    sessions;
-	eb_list    clients;
-	eb_list    queue;
+	eb__list   nodes;
+	eb__list   watches;
+	eb__list   sessions;
+	eb__list   clients;
+	eb__list   queue;
 	int64_t    zxid;
 	uint32_t   min_timeout_ms; /* negotiation bounds; 0: none */
 	uint32_t   max_timeout_ms;
@@ -168,8 +168,8 @@ static void idle_cb(uv_idle_t *h);
 static fz_node *
 node_find(fakezk_server *s, const char *path)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &s->nodes) {
 		fz_node *n = EB_CONTAINER_OF(it, fz_node, link);
@@ -213,9 +213,9 @@ is_child_of(const char *path, const char *parent)
 static int32_t
 child_count(fakezk_server *s, const char *path)
 {
-	eb_list *it;
-	eb_list *tmp;
-	int32_t  n = 0;
+	eb__list *it;
+	eb__list *tmp;
+	int32_t   n = 0;
 
 	EB_LIST_FOREACH (it, tmp, &s->nodes) {
 		fz_node *c = EB_CONTAINER_OF(it, fz_node, link);
@@ -265,7 +265,7 @@ path_valid(const char *p)
 static void
 queue_push(fakezk_server *s, fz_item *it)
 {
-	eb_list_insert_tail(&s->queue, &it->link);
+	eb__list_insert_tail(&s->queue, &it->link);
 	(void) uv_idle_start(&s->idle, idle_cb);
 }
 
@@ -274,7 +274,7 @@ item_new(fz_client *c, enum fz_kind kind)
 {
 	fz_item *it = eb__calloc(1, sizeof(*it));
 
-	eb_list_init(&it->link);
+	eb__list_init(&it->link);
 	it->c = c;
 	it->kind = kind;
 	it->send_ms = eb__mono_ms();
@@ -315,13 +315,13 @@ watch_add(
 	w->child = child;
 	w->cb = cb;
 	w->arg = arg;
-	eb_list_insert_tail(&c->s->watches, &w->link);
+	eb__list_insert_tail(&c->s->watches, &w->link);
 }
 
 static void
 watch_free(fz_watch *w)
 {
-	eb_list_remove(&w->link);
+	eb__list_remove(&w->link);
 	free(w->path);
 	free(w);
 }
@@ -330,8 +330,8 @@ watch_free(fz_watch *w)
 static void
 fire(fakezk_server *s, const char *path, eb__zk_watch_type type, int child)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &s->watches) {
 		fz_watch *w = EB_CONTAINER_OF(it, fz_watch, link);
@@ -421,7 +421,7 @@ tree_create(fakezk_server *s, fz_txn *t, const char *path, const char *data,
 	n->mzxid = t->zxid;
 	n->owner = (flags & EB_ZK_EPHEMERAL) ? owner : 0;
 	n->order = ++s->order;
-	eb_list_insert_tail(&s->nodes, &n->link);
+	eb__list_insert_tail(&s->nodes, &n->link);
 	t->undo[t->nundo].kind = FZ_CREATE;
 	t->undo[t->nundo].node = n;
 	t->undo[t->nundo].parent_old_cversion = p->cversion;
@@ -452,7 +452,7 @@ tree_delete(fakezk_server *s, fz_txn *t, const char *path, int32_t version)
 	}
 	parent_of(path, parent, sizeof(parent));
 	p = node_find(s, parent);
-	eb_list_remove(&n->link);
+	eb__list_remove(&n->link);
 	t->undo[t->nundo].kind = FZ_DELETE;
 	t->undo[t->nundo].node = n;
 	t->undo[t->nundo].parent_old_cversion = p != NULL ? p->cversion : 0;
@@ -543,11 +543,11 @@ txn_end(fakezk_server *s, fz_txn *t, int commit)
 			continue;
 		}
 		if (u->kind == FZ_CREATE) {
-			eb_list_remove(&u->node->link);
+			eb__list_remove(&u->node->link);
 			txn_parent_cversion(s, u->node, u->parent_old_cversion);
 			node_free(u->node);
 		} else if (u->kind == FZ_DELETE) {
-			eb_list_insert_tail(&s->nodes, &u->node->link);
+			eb__list_insert_tail(&s->nodes, &u->node->link);
 			txn_parent_cversion(s, u->node, u->parent_old_cversion);
 		} else {
 			free(u->node->data);
@@ -573,8 +573,8 @@ txn_end(fakezk_server *s, fz_txn *t, int commit)
 static fz_session *
 session_find(fakezk_server *s, int64_t id)
 {
-	eb_list *it;
-	eb_list *tmp;
+	eb__list *it;
+	eb__list *tmp;
 
 	EB_LIST_FOREACH (it, tmp, &s->sessions) {
 		fz_session *x = EB_CONTAINER_OF(it, fz_session, link);
@@ -601,7 +601,7 @@ session_new(fakezk_server *s)
 
 	x->id = ++s->next_session;
 	x->alive = 1;
-	eb_list_insert_tail(&s->sessions, &x->link);
+	eb__list_insert_tail(&s->sessions, &x->link);
 	return x->id;
 }
 
@@ -609,7 +609,7 @@ session_new(fakezk_server *s)
 static int
 client_in_session(fakezk_server *s, const fz_client *c, int64_t id)
 {
-	eb_list *it;
+	eb__list *it;
 
 	for (it = s->clients.next; it != &s->clients; it = it->next) {
 		const fz_client *x = EB_CONTAINER_OF(it, fz_client, link);
@@ -627,8 +627,8 @@ static void
 session_end(fakezk_server *s, int64_t id)
 {
 	fz_session *x = session_find(s, id);
-	eb_list    *it;
-	eb_list    *tmp;
+	eb__list   *it;
+	eb__list   *tmp;
 	fz_txn      t;
 
 	if (x == NULL || !x->alive) {
@@ -828,8 +828,8 @@ req_children(fz_client *c, fz_item *it, int override)
 	int            rv = n == NULL ? EB_EZKNONODE : 0;
 	const char   **names = NULL;
 	size_t         count = 0;
-	eb_list       *li;
-	eb_list       *lt;
+	eb__list      *li;
+	eb__list      *lt;
 
 	if (override != 0) {
 		rv = override;
@@ -1054,7 +1054,7 @@ process_item(fakezk_server *s, fz_item *it)
 		it->watch(c->zk, it->wtype, it->path, it->watch_arg);
 		break;
 	case FZ_CLOSED:
-		eb_list_remove(&c->link);
+		eb__list_remove(&c->link);
 		{
 			eb__zk *zk = c->zk;
 
@@ -1095,29 +1095,29 @@ static void
 idle_cb(uv_idle_t *h)
 {
 	fakezk_server *s = h->data;
-	eb_list        batch;
-	eb_list       *li;
+	eb__list       batch;
+	eb__list      *li;
 
-	eb_list_init(&batch);
-	if (!eb_list_empty(&s->queue)) {
+	eb__list_init(&batch);
+	if (!eb__list_empty(&s->queue)) {
 		batch.next = s->queue.next;
 		batch.prev = s->queue.prev;
 		batch.next->prev = &batch;
 		batch.prev->next = &batch;
-		eb_list_init(&s->queue);
+		eb__list_init(&s->queue);
 	}
-	while ((li = eb_list_first(&batch)) != NULL) {
+	while ((li = eb__list_first(&batch)) != NULL) {
 		fz_item *it = EB_CONTAINER_OF(li, fz_item, link);
 
-		eb_list_remove(li);
+		eb__list_remove(li);
 		if (must_hold(it)) {
-			eb_list_insert_tail(&it->c->held, &it->link);
+			eb__list_insert_tail(&it->c->held, &it->link);
 			continue;
 		}
 		process_item(s, it);
 		item_free(it);
 	}
-	if (eb_list_empty(&s->queue)) {
+	if (eb__list_empty(&s->queue)) {
 		(void) uv_idle_stop(&s->idle);
 	}
 }
@@ -1126,26 +1126,26 @@ idle_cb(uv_idle_t *h)
 static void
 release_held(fz_client *c)
 {
-	eb_list *li;
+	eb__list *li;
 
-	while ((li = eb_list_first(&c->held)) != NULL) {
-		eb_list_remove(li);
+	while ((li = eb__list_first(&c->held)) != NULL) {
+		eb__list_remove(li);
 		queue_push(c->s, EB_CONTAINER_OF(li, fz_item, link));
 	}
 }
 
 /* Removes the client's queued and held items of one kind (0: all). */
 static void
-drop_items(fz_client *c, eb_list *list, enum fz_kind kind)
+drop_items(fz_client *c, eb__list *list, enum fz_kind kind)
 {
-	eb_list *li;
-	eb_list *lt;
+	eb__list *li;
+	eb__list *lt;
 
 	EB_LIST_FOREACH (li, lt, list) {
 		fz_item *it = EB_CONTAINER_OF(li, fz_item, link);
 
 		if (it->c == c && (kind == 0 || it->kind == kind)) {
-			eb_list_remove(li);
+			eb__list_remove(li);
 			item_free(it);
 		}
 	}
@@ -1193,8 +1193,8 @@ static void
 op_close(eb__zk *zk)
 {
 	fz_client *c = client_of(zk);
-	eb_list   *li;
-	eb_list   *lt;
+	eb__list  *li;
+	eb__list  *lt;
 
 	c->closing = 1;
 	drop_items(c, &c->s->queue, FZ_WATCHEV);
@@ -1358,15 +1358,15 @@ fakezk_server_new(uv_loop_t *loop)
 	fz_node       *root = eb__calloc(1, sizeof(*root));
 
 	s->loop = loop;
-	eb_list_init(&s->nodes);
-	eb_list_init(&s->watches);
-	eb_list_init(&s->sessions);
-	eb_list_init(&s->clients);
-	eb_list_init(&s->queue);
+	eb__list_init(&s->nodes);
+	eb__list_init(&s->watches);
+	eb__list_init(&s->sessions);
+	eb__list_init(&s->clients);
+	eb__list_init(&s->queue);
 	s->next_session = 0x1000;
 	s->zxid = 1;
 	root->path = eb__strdup("/");
-	eb_list_insert_tail(&s->nodes, &root->link);
+	eb__list_insert_tail(&s->nodes, &root->link);
 	(void) uv_idle_init(loop, &s->idle);
 	s->idle.data = s;
 	return s;
@@ -1376,26 +1376,26 @@ static void
 server_closed_cb(uv_handle_t *h)
 {
 	fakezk_server *s = h->data;
-	eb_list       *li;
-	eb_list       *lt;
+	eb__list      *li;
+	eb__list      *lt;
 
 	/* Each free touches only its own element, so a spare cursor is safe;
 	 * it also lets clang-analyzer see that no freed element is read
 	 * again (it cannot prove that unlinking the first element relinks
-	 * the head, which eb_list_first() would read next). */
+	 * the head, which eb__list_first() would read next). */
 	EB_LIST_FOREACH (li, lt, &s->queue) {
-		eb_list_remove(li);
+		eb__list_remove(li);
 		item_free(EB_CONTAINER_OF(li, fz_item, link));
 	}
 	EB_LIST_FOREACH (li, lt, &s->watches) {
 		watch_free(EB_CONTAINER_OF(li, fz_watch, link));
 	}
 	EB_LIST_FOREACH (li, lt, &s->nodes) {
-		eb_list_remove(li);
+		eb__list_remove(li);
 		node_free(EB_CONTAINER_OF(li, fz_node, link));
 	}
 	EB_LIST_FOREACH (li, lt, &s->sessions) {
-		eb_list_remove(li);
+		eb__list_remove(li);
 		free(EB_CONTAINER_OF(li, fz_session, link));
 	}
 	if (s->close_cb != NULL) {
@@ -1437,7 +1437,7 @@ fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
 
 	c->s = s;
 	c->timeout_ms = timeout_ms;
-	eb_list_init(&c->held);
+	eb__list_init(&c->held);
 	rv = eb__zk_new_with_ops(
 	    s->loop, &fakezk_ops, c, timeout_ms, on_event, arg, zkp);
 	if (rv != 0) {
@@ -1445,7 +1445,7 @@ fakezk_client_new(fakezk_server *s, uint32_t timeout_ms,
 		return rv;
 	}
 	c->zk = *zkp;
-	eb_list_insert_tail(&s->clients, &c->link);
+	eb__list_insert_tail(&s->clients, &c->link);
 	return 0;
 }
 
@@ -1453,15 +1453,15 @@ void
 fakezk_disconnect(eb__zk *zk)
 {
 	fz_client *c = client_of(zk);
-	eb_list   *li;
-	eb_list   *lt;
+	eb__list  *li;
+	eb__list  *lt;
 
 	/* Requests in flight (queued or held) are answered with a loss. */
 	EB_LIST_FOREACH (li, lt, &c->held) {
 		fz_item *it = EB_CONTAINER_OF(li, fz_item, link);
 
 		if (is_request(it)) {
-			eb_list_remove(li);
+			eb__list_remove(li);
 			queue_push(c->s, it);
 		}
 	}
@@ -1580,8 +1580,8 @@ fakezk_fail_next(eb__zk *zk, int status)
 void
 fakezk_server_expire_session(fakezk_server *s, int64_t session_id)
 {
-	eb_list *li;
-	eb_list *lt;
+	eb__list *li;
+	eb__list *lt;
 
 	EB_LIST_FOREACH (li, lt, &s->clients) {
 		fz_client *c = EB_CONTAINER_OF(li, fz_client, link);

@@ -60,9 +60,9 @@ static const char *const no_env[] = { NULL };
 /* Loads text (NULL: no file) + env + sets; returns the rv. */
 static int
 load(const char *text, const char *const *env, const char *const *sets,
-    size_t n_sets, eb_conf **c, eb_errbuf *e)
+    size_t n_sets, eb__conf **c, eb_errbuf *e)
 {
-	eb_conf_sources src;
+	eb__conf_sources src;
 
 	memset(&src, 0, sizeof(src));
 	if (text != NULL) {
@@ -74,14 +74,14 @@ load(const char *text, const char *const *env, const char *const *sets,
 	src.n_sets = n_sets;
 	e->msg[0] = '\0';
 	*c = NULL;
-	return eb_conf_load(&src, c, e);
+	return eb__conf_load(&src, c, e);
 }
 
 static void
 expect_err(const char *text, const char *const *env, const char *const *sets,
     size_t n_sets, const char *msg)
 {
-	eb_conf  *c;
+	eb__conf *c;
 	eb_errbuf e;
 
 	assert_int_equal(load(text, env, sets, n_sets, &c, &e), EB_ECONF);
@@ -89,11 +89,11 @@ expect_err(const char *text, const char *const *env, const char *const *sets,
 	assert_string_equal(e.msg, msg);
 }
 
-static eb_conf *
+static eb__conf *
 expect_ok(const char *text, const char *const *env, const char *const *sets,
     size_t n_sets)
 {
-	eb_conf  *c;
+	eb__conf *c;
 	eb_errbuf e;
 	int       rv = load(text, env, sets, n_sets, &c, &e);
 
@@ -175,14 +175,14 @@ test_err_syntax(void **state)
 static void
 test_err_missing_file(void **state)
 {
-	eb_conf_sources src;
-	eb_conf        *c = NULL;
-	eb_errbuf       e;
+	eb__conf_sources src;
+	eb__conf        *c = NULL;
+	eb_errbuf        e;
 
 	(void) state;
 	memset(&src, 0, sizeof(src));
 	src.file = "missing.json";
-	assert_int_equal(eb_conf_load(&src, &c, &e), EB_ECONF);
+	assert_int_equal(eb__conf_load(&src, &c, &e), EB_ECONF);
 	assert_null(c);
 	assert_string_equal(
 	    e.msg, "missing.json: cannot open: No such file or directory");
@@ -192,8 +192,8 @@ static void
 test_err_in_memory_text(void **state)
 {
 	static const char text[] = "{\"bridge\": {\"port\": -5}}";
-	eb_conf_sources   src;
-	eb_conf          *c = NULL;
+	eb__conf_sources  src;
+	eb__conf         *c = NULL;
 	eb_errbuf         e;
 
 	(void) state;
@@ -201,7 +201,7 @@ test_err_in_memory_text(void **state)
 	src.file = "mem.json"; /* the name only: nothing is read */
 	src.text = text;
 	src.text_len = sizeof(text) - 1;
-	assert_int_equal(eb_conf_load(&src, &c, &e), EB_ECONF);
+	assert_int_equal(eb__conf_load(&src, &c, &e), EB_ECONF);
 	assert_null(c);
 	assert_string_equal(e.msg,
 	    "mem.json:1:21: bridge.port: expected an integer in 0..65535, got "
@@ -374,7 +374,7 @@ test_err_zk_connect(void **state)
 	char                     set[128], msg[256];
 	const char              *sets[1] = { set };
 	size_t                   i;
-	eb_conf                 *c;
+	eb__conf                *c;
 
 	(void) state;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -388,7 +388,7 @@ test_err_zk_connect(void **state)
 		(void) snprintf(
 		    set, sizeof(set), "zookeeper.connect=%s", good[i]);
 		c = expect_ok(NULL, NULL, sets, 1);
-		eb_conf_free(c);
+		eb__conf_free(c);
 	}
 	/* In a file: file:line:col and the key, like every other error. */
 	expect_err("{\n  \"zookeeper\": {\n    \"connect\": "
@@ -410,7 +410,7 @@ test_err_zk_floors(void **state)
 	const char *small[] = { "zookeeper.max_request_bytes=65535" };
 	const char *big[] = { "zookeeper.max_request_bytes=104857601" };
 	const char *lo[] = { "zookeeper.max_request_bytes=65536" };
-	eb_conf    *c;
+	eb__conf   *c;
 
 	(void) state;
 	expect_err(NULL, NULL, hb1, 1,
@@ -422,7 +422,7 @@ test_err_zk_floors(void **state)
 	c = expect_ok(NULL, NULL, hb100, 1);
 	assert_int_equal(c->cluster.election.heartbeat_ms, 100);
 	assert_int_equal(c->cluster.max_request_bytes, 1000000);
-	eb_conf_free(c);
+	eb__conf_free(c);
 	expect_err(NULL, NULL, small, 1,
 	    "--set zookeeper.max_request_bytes: expected an integer in "
 	    "65536..104857600, got 65535");
@@ -431,7 +431,7 @@ test_err_zk_floors(void **state)
 	    "65536..104857600, got 104857601");
 	c = expect_ok(NULL, NULL, lo, 1);
 	assert_int_equal(c->cluster.max_request_bytes, 65536);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 /* The leader lease rule (docs/CLUSTER.md "The lease"): decided from the
@@ -449,7 +449,7 @@ test_err_lease(void **state)
 	const char *ok[] = { "zookeeper.tick_ms=500",
 		"zookeeper.session_timeout_ms=2000", "election.lease_ms=1150",
 		"zookeeper.connect=zk:2181" };
-	eb_conf    *c;
+	eb__conf   *c;
 
 	(void) state;
 	expect_err(NULL, NULL, hb, 3,
@@ -468,12 +468,12 @@ test_err_lease(void **state)
 	c = expect_ok(NULL, NULL, ok, 4);
 	assert_int_equal(c->cluster.election.zk_tick_ms, 500);
 	assert_int_equal(c->cluster.election.lease_ms, 1150);
-	eb_conf_free(c);
+	eb__conf_free(c);
 	/* Standalone has no lease: nothing to refuse. */
 	c = expect_ok(NULL, NULL, hb + 1, 2);
 	assert_int_equal(c->cluster.election.heartbeat_ms, 600);
 	assert_int_equal(c->cluster.election.lease_ms, 0);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
@@ -544,7 +544,7 @@ test_err_comments_and_columns(void **state)
 static void
 test_defaults(void **state)
 {
-	eb_conf *c = expect_ok(NULL, NULL, NULL, 0);
+	eb__conf *c = expect_ok(NULL, NULL, NULL, 0);
 
 	(void) state;
 	assert_int_equal(c->bridge.port, 7000);
@@ -574,13 +574,13 @@ test_defaults(void **state)
 	assert_int_equal(c->bridge.outbound_count, 0);
 	assert_int_equal(c->ingress.route_count, 0);
 	assert_null(c->ingress.default_route);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
 test_comments_and_values(void **state)
 {
-	eb_conf *c = expect_ok(
+	eb__conf *c = expect_ok(
 	    "// leading comment\n"
 	    "{\n"
 	    "  /* block\n     comment */\n"
@@ -622,7 +622,7 @@ test_comments_and_values(void **state)
 	assert_string_equal(c->bridge.outbound[0].address_regex, "out\\..+");
 	assert_null(c->bridge.outbound[1].address);
 	assert_null(c->bridge.outbound[1].address_regex);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
@@ -634,21 +634,21 @@ test_precedence(void **state)
 	const char *env[] = { "EBNODE_BIN=/x/ebnode", "EBNODE_BRIDGE_PORT=2",
 		"EBNODE_ADMIN_PORT=12", "EBNODE_UNRELATED=1", NULL };
 	const char *sets[] = { "bridge.port=3", "bridge.port=4" };
-	eb_conf    *c;
+	eb__conf   *c;
 
 	(void) state;
 	c = expect_ok(file, NULL, NULL, 0);
 	assert_int_equal(c->bridge.port, 1);
-	eb_conf_free(c);
+	eb__conf_free(c);
 	c = expect_ok(file, env, NULL, 0);
 	assert_int_equal(c->bridge.port, 2);
 	assert_int_equal(c->admin.port, 12);
 	assert_string_equal(c->bridge.host, "0.0.0.0"); /* file kept */
-	eb_conf_free(c);
+	eb__conf_free(c);
 	c = expect_ok(file, env, sets, 2);
 	assert_int_equal(c->bridge.port, 4); /* the last flag wins */
 	assert_int_equal(c->admin.port, 12);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
@@ -664,7 +664,7 @@ test_env_and_flag_types(void **state)
 	const char *sets[] = { "bridge.enabled=off", "node.id=n-1",
 		"ingress.default_route={\"to\": \"d\", \"mode\": \"publish\"}",
 		"bridge.inbound=[]", "zookeeper.acl=creator" };
-	eb_conf    *c = expect_ok(NULL, env, sets, 5);
+	eb__conf   *c = expect_ok(NULL, env, sets, 5);
 
 	(void) state;
 	assert_int_equal(c->ingress.route_count, 1);
@@ -681,7 +681,7 @@ test_env_and_flag_types(void **state)
 	assert_int_equal(c->bridge.inbound_count, 0); /* explicit: deny all */
 	assert_string_equal(c->cluster.auth_scheme, "digest");
 	assert_int_equal(c->cluster.acl, EB_CLUSTER_ACL_CREATOR);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
@@ -690,12 +690,12 @@ test_to_json_round_trip(void **state)
 	const char *sets[] = { "bridge.auth.token=s3cret",
 		"ingress.routes=[{\"header\": \"h\", \"equals\": \"v\", "
 		"\"to\": \"t\"}]" };
-	eb_conf    *c = expect_ok(NULL, NULL, sets, 2), *c2;
+	eb__conf   *c = expect_ok(NULL, NULL, sets, 2), *c2;
 	json_t     *j, *j2;
 	char       *text;
 
 	(void) state;
-	j = eb_conf_to_json(c, false);
+	j = eb__conf_to_json(c, false);
 	assert_string_equal(
 	    json_string_value(json_object_get(
 	        json_object_get(json_object_get(j, "bridge"), "auth"),
@@ -703,17 +703,17 @@ test_to_json_round_trip(void **state)
 	    "<redacted>");
 	json_decref(j);
 	/* With secrets: printing and loading again gives the same config. */
-	j = eb_conf_to_json(c, true);
+	j = eb__conf_to_json(c, true);
 	text = json_dumps(j, JSON_INDENT(2));
 	assert_non_null(text);
 	c2 = expect_ok(text, NULL, NULL, 0);
-	j2 = eb_conf_to_json(c2, true);
+	j2 = eb__conf_to_json(c2, true);
 	assert_true(json_equal(j, j2));
 	free(text);
 	json_decref(j);
 	json_decref(j2);
-	eb_conf_free(c);
-	eb_conf_free(c2);
+	eb__conf_free(c);
+	eb__conf_free(c2);
 }
 
 static void
@@ -723,16 +723,17 @@ test_env_names(void **state)
 	size_t i, k;
 
 	(void) state;
-	assert_int_equal(eb_conf_env_name("bridge.tls.client_auth", a, 128), 0);
+	assert_int_equal(
+	    eb__conf_env_name("bridge.tls.client_auth", a, 128), 0);
 	assert_string_equal(a, "EBNODE_BRIDGE_TLS_CLIENT_AUTH");
-	assert_int_equal(eb_conf_env_name("bridge.port", a, 8), EB_ECONF);
+	assert_int_equal(eb__conf_env_name("bridge.port", a, 8), EB_ECONF);
 	/* No two keys share an environment variable. */
 	for (i = 0; i < eb__conf_schema_len; i++) {
 		assert_int_equal(
-		    eb_conf_env_name(eb__conf_schema[i].path, a, 128), 0);
+		    eb__conf_env_name(eb__conf_schema[i].path, a, 128), 0);
 		for (k = i + 1; k < eb__conf_schema_len; k++) {
 			assert_int_equal(
-			    eb_conf_env_name(eb__conf_schema[k].path, b, 128),
+			    eb__conf_env_name(eb__conf_schema[k].path, b, 128),
 			    0);
 			assert_string_not_equal(a, b);
 		}
@@ -742,9 +743,9 @@ test_env_names(void **state)
 /* ---- the cluster layer (dynamic keys) ------------------------------------ */
 
 static int
-load_cluster(const char *file, const char *cluster, eb_conf **c, eb_errbuf *e)
+load_cluster(const char *file, const char *cluster, eb__conf **c, eb_errbuf *e)
 {
-	eb_conf_sources src;
+	eb__conf_sources src;
 
 	memset(&src, 0, sizeof(src));
 	write_file(file);
@@ -755,11 +756,11 @@ load_cluster(const char *file, const char *cluster, eb_conf **c, eb_errbuf *e)
 	src.cluster_name = "/r/config v3";
 	e->msg[0] = '\0';
 	*c = NULL;
-	return eb_conf_load(&src, c, e);
+	return eb__conf_load(&src, c, e);
 }
 
 static int
-load_cluster_ok(const char *file, const char *cluster, eb_conf **c)
+load_cluster_ok(const char *file, const char *cluster, eb__conf **c)
 {
 	eb_errbuf e;
 	int       rv = load_cluster(file, cluster, c, &e);
@@ -779,7 +780,7 @@ test_cluster_layer(void **state)
 	    "{\"log\": {\"level\": \"warn\"}, \"bridge\": {\"port\": 7001},\n"
 	    " \"ingress\": {\"routes\": [{\"field\": \"k\", \"equals\": "
 	    "\"v\", \"to\": \"t0\"}]}}";
-	eb_conf  *c;
+	eb__conf *c;
 	eb_errbuf e;
 	json_t   *d;
 
@@ -795,7 +796,7 @@ test_cluster_layer(void **state)
 	assert_int_equal(c->ingress.hold_ms, 7);
 	assert_int_equal(c->bridge.port, 7001);
 	assert_int_equal(c->log.level, EB_LOG_LEVEL_WARN);
-	d = eb_conf_dynamic_to_json(c);
+	d = eb__conf_dynamic_to_json(c);
 	assert_string_equal(json_string_value(json_object_get(
 	                        json_object_get(d, "ingress.routes"), "from")),
 	    "cluster");
@@ -818,11 +819,11 @@ test_cluster_layer(void **state)
 		assert_int_equal(json_object_size(d), 8);
 		for (i = 0; i < 8; i++) {
 			assert_non_null(json_object_get(d, dyn[i]));
-			assert_true(eb_conf_key_dynamic(dyn[i]));
+			assert_true(eb__conf_key_dynamic(dyn[i]));
 		}
 	}
 	json_decref(d);
-	eb_conf_free(c);
+	eb__conf_free(c);
 
 	/* Static keys, bad values and cross-key rules: the same messages,
 	 * named by the cluster source and its positions. */
@@ -852,23 +853,23 @@ test_cluster_layer(void **state)
 	assert_int_equal(load_cluster(file, "[1]", &c, &e), EB_ECONF);
 
 	assert_int_equal(
-	    eb_conf_check_dynamic(ok_text, strlen(ok_text), "f.json", &e), 0);
+	    eb__conf_check_dynamic(ok_text, strlen(ok_text), "f.json", &e), 0);
 	assert_int_equal(
-	    eb_conf_check_dynamic(bad_text, strlen(bad_text), "f.json", &e),
+	    eb__conf_check_dynamic(bad_text, strlen(bad_text), "f.json", &e),
 	    EB_ECONF);
 	assert_string_equal(e.msg, "f.json:1:17: log.level: expected one of "
 	                           "err|warn|notice|info|debug, got \"loud\"");
-	assert_true(eb_conf_key_dynamic("bridge.outbound"));
-	assert_true(eb_conf_key_dynamic("ingress.ack"));
-	assert_false(eb_conf_key_dynamic("bridge.port"));
-	assert_false(eb_conf_key_dynamic("ingress.address"));
+	assert_true(eb__conf_key_dynamic("bridge.outbound"));
+	assert_true(eb__conf_key_dynamic("ingress.ack"));
+	assert_false(eb__conf_key_dynamic("bridge.port"));
+	assert_false(eb__conf_key_dynamic("ingress.address"));
 }
 
 static void
 test_static_changes(void **state)
 {
-	eb_conf *a, *b;
-	char     keys[100];
+	eb__conf *a, *b;
+	char      keys[100];
 
 	(void) state;
 	a = expect_ok("{\"bridge\": {\"port\": 7001}}", NULL, NULL, 0);
@@ -876,10 +877,10 @@ test_static_changes(void **state)
 	                                 "\"admin\": {\"port\": 7101}}",
 	                     "{\"log\": {\"level\": \"debug\"}}", &b),
 	    0);
-	assert_int_equal(eb_conf_static_changes(a, b, keys, sizeof(keys)), 2);
+	assert_int_equal(eb__conf_static_changes(a, b, keys, sizeof(keys)), 2);
 	assert_string_equal(keys, "bridge.port,admin.port");
-	eb_conf_free(a);
-	eb_conf_free(b);
+	eb__conf_free(a);
+	eb__conf_free(b);
 }
 
 int

@@ -39,7 +39,7 @@ static struct fake {
 	int               err;
 	char              events[512];
 	eb__steps_done_cb held_cb; /* a FAKE_HOLD step's callback */
-	eb_node          *node;
+	eb__node         *node;
 	int               shutdown_after_ready; /* 1: shutdown, 2: fail */
 	uv_timer_t        timer;
 	int               signals_to_send;
@@ -57,7 +57,7 @@ record(const char *what, int step)
 static void
 after_ready(void *arg)
 {
-	eb_node *n = arg;
+	eb__node *n = arg;
 
 	if (fake.shutdown_after_ready == 1) {
 		eb__node_shutdown(n);
@@ -69,7 +69,7 @@ after_ready(void *arg)
 static int
 fake_start(int step, eb__steps *s, eb__steps_done_cb cb)
 {
-	eb_node *n = EB__NODE(s);
+	eb__node *n = EB__NODE(s);
 
 	fake.node = n;
 	record("start", step);
@@ -169,17 +169,17 @@ eb__node_cluster_cancel_start(eb__steps *s)
 /* ---- helpers --------------------------------------------------------------
  */
 
-static eb_conf *
+static eb__conf *
 default_conf(void)
 {
 	static const char *const env[] = { NULL };
-	eb_conf_sources          src;
-	eb_conf                 *c = NULL;
+	eb__conf_sources         src;
+	eb__conf                *c = NULL;
 	eb_errbuf                e;
 
 	memset(&src, 0, sizeof(src));
 	src.env = env;
-	assert_int_equal(eb_conf_load(&src, &c, &e), 0);
+	assert_int_equal(eb__conf_load(&src, &c, &e), 0);
 	return c;
 }
 
@@ -193,10 +193,10 @@ setup(void **state)
 
 /* Runs a node to its end; returns the exit code. */
 static int
-run_node(th_loop *t, eb_conf *c, eb_node **np)
+run_node(th_loop *t, eb__conf *c, eb__node **np)
 {
-	eb_node *n = NULL;
-	int      code;
+	eb__node *n = NULL;
+	int       code;
 
 	assert_int_equal(eb__node_new(&t->loop, c, &n), 0);
 	code = eb__node_run(n);
@@ -229,9 +229,9 @@ release_held_cb(uv_timer_t *h)
 static void
 test_start_and_stop_in_order(void **state)
 {
-	th_loop *t = *state;
-	eb_conf *c = default_conf();
-	eb_node *n;
+	th_loop  *t = *state;
+	eb__conf *c = default_conf();
+	eb__node *n;
 
 	fake.shutdown_after_ready = 1;
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_OK);
@@ -241,15 +241,15 @@ test_start_and_stop_in_order(void **state)
 	assert_int_equal(n->steps.phase, EB__STEPS_DONE);
 	assert_int_equal(n->steps.started, 0);
 	eb__node_free(n);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
 test_duplicate_address_exits_3(void **state)
 {
-	th_loop *t = *state;
-	eb_conf *c = default_conf();
-	eb_node *n;
+	th_loop  *t = *state;
+	eb__conf *c = default_conf();
+	eb__node *n;
 
 	fake.start_mode[CLUSTER] = FAKE_ASYNC_FAIL;
 	fake.err = EB_EDUPADDR;
@@ -259,30 +259,30 @@ test_duplicate_address_exits_3(void **state)
 	    "start:bus start:ingress start:bridge start:admin start:cluster "
 	    "stop:admin stop:bridge stop:ingress stop:bus");
 	eb__node_free(n);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
 test_sync_start_failure_exits_1(void **state)
 {
-	th_loop *t = *state;
-	eb_conf *c = default_conf();
-	eb_node *n;
+	th_loop  *t = *state;
+	eb__conf *c = default_conf();
+	eb__node *n;
 
 	fake.start_mode[BRIDGE] = FAKE_SYNC_FAIL;
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_FATAL);
 	assert_string_equal(fake.events,
 	    "start:bus start:ingress start:bridge stop:ingress stop:bus");
 	eb__node_free(n);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
 test_signal_during_start_step(void **state)
 {
-	th_loop *t = *state;
-	eb_conf *c = default_conf();
-	eb_node *n;
+	th_loop  *t = *state;
+	eb__conf *c = default_conf();
+	eb__node *n;
 
 	/* admin's start is in flight when SIGTERM arrives; once it
 	 * completes, the node stops instead of starting the cluster. */
@@ -297,7 +297,7 @@ test_signal_during_start_step(void **state)
 	                                 "stop:ingress stop:bus");
 	assert_int_equal(n->signals, 1);
 	eb__node_free(n);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 /* Issue 11: SIGTERM while the cluster step waits (ZooKeeper unreachable
@@ -306,9 +306,9 @@ test_signal_during_start_step(void **state)
 static void
 test_signal_cancels_cluster_start(void **state)
 {
-	th_loop *t = *state;
-	eb_conf *c = default_conf();
-	eb_node *n;
+	th_loop  *t = *state;
+	eb__conf *c = default_conf();
+	eb__node *n;
 
 	fake.start_mode[CLUSTER] = FAKE_HOLD;
 	fake.signals_to_send = 1;
@@ -320,15 +320,15 @@ test_signal_cancels_cluster_start(void **state)
 	    "start:bus start:ingress start:bridge start:admin start:cluster "
 	    "cancel:cluster stop:admin stop:bridge stop:ingress stop:bus");
 	eb__node_free(n);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
 test_fatal_after_ready(void **state)
 {
-	th_loop *t = *state;
-	eb_conf *c = default_conf();
-	eb_node *n;
+	th_loop  *t = *state;
+	eb__conf *c = default_conf();
+	eb__node *n;
 
 	fake.shutdown_after_ready = 2; /* eb__node_fail(EB_EDUPADDR) */
 	assert_int_equal(run_node(t, c, &n), EB_NODE_EXIT_DUPADDR);
@@ -336,7 +336,7 @@ test_fatal_after_ready(void **state)
 	    "start:bus start:ingress start:bridge start:admin start:cluster "
 	    "stop:cluster stop:admin stop:bridge stop:ingress stop:bus");
 	eb__node_free(n);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
@@ -353,9 +353,9 @@ close_any_cb(uv_handle_t *h, void *arg)
 static void
 test_second_signal_forces_exit(void **state)
 {
-	th_loop *t = *state;
-	eb_conf *c = default_conf();
-	eb_node *n;
+	th_loop  *t = *state;
+	eb__conf *c = default_conf();
+	eb__node *n;
 
 	/* The cluster's stop never completes (a hung hand-over): the second
 	 * SIGTERM ends the run with open handles and exit code 1. */
@@ -379,7 +379,7 @@ test_second_signal_forces_exit(void **state)
 	uv_walk(&t->loop, close_any_cb, t);
 	(void) uv_run(&t->loop, UV_RUN_DEFAULT);
 	eb__node_free(n);
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 int

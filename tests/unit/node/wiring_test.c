@@ -3,9 +3,9 @@
  *
  * For each row of the schema (conf/schema.c) the test sets a valid value
  * that differs from the default with --set, loads it, and checks that
- *   - the bytes of the row's field in the loaded eb_conf differ from the
+ *   - the bytes of the row's field in the loaded eb__conf differ from the
  *     default configuration (which starts from the modules' _opts_init);
- *   - the field lies inside one section of eb_conf, and where node/ builds
+ *   - the field lies inside one section of eb__conf, and where node/ builds
  *     the subsystem's opts from it (node_opts.c: bus, links, cluster) the
  *     opts carry the same value; the sections node passes as they are
  *     (bridge, ingress, admin, web: the module's own opts struct) and
@@ -33,20 +33,20 @@
 /* ---- sections ------------------------------------------------------------ */
 
 /* A section's opts as node hands them to the subsystem (into out). */
-typedef void (*hand_fn)(const eb_conf *c, void *out);
+typedef void (*hand_fn)(const eb__conf *c, void *out);
 
 static void
-hand_cluster(const eb_conf *c, void *out)
+hand_cluster(const eb__conf *c, void *out)
 {
 	eb__node_cluster_opts(c, out);
 }
 static void
-hand_link(const eb_conf *c, void *out)
+hand_link(const eb__conf *c, void *out)
 {
 	eb__node_link_opts(c, out);
 }
 static void
-hand_bus(const eb_conf *c, void *out)
+hand_bus(const eb__conf *c, void *out)
 {
 	eb__node_bus_opts(c, out);
 }
@@ -57,9 +57,9 @@ typedef struct section {
 	hand_fn     hand; /* NULL: used by node itself, or passed as is */
 } section;
 
-#define SEC(f, h)                                                       \
-	{                                                               \
-#f, offsetof(eb_conf, f), sizeof(((eb_conf *) 0)->f), h \
+#define SEC(f, h)                                                         \
+	{                                                                 \
+#f, offsetof(eb__conf, f), sizeof(((eb__conf *) 0)->f), h \
 	}
 
 static const section sections[] = {
@@ -93,17 +93,17 @@ section_of(const eb__conf_entry *e)
 /* ---- loading ---------------------------------------------------------------
  */
 
-static eb_conf *
+static eb__conf *
 load_sets(const char *const *sets, size_t n)
 {
-	eb_conf_sources src;
-	eb_conf        *c = NULL;
-	eb_errbuf       e = { { 0 } };
+	eb__conf_sources src;
+	eb__conf        *c = NULL;
+	eb_errbuf        e = { { 0 } };
 
 	memset(&src, 0, sizeof(src));
 	src.sets = sets;
 	src.n_sets = n;
-	if (eb_conf_load(&src, &c, &e) != 0) {
+	if (eb__conf_load(&src, &c, &e) != 0) {
 		fail_msg("load failed: %s", e.msg);
 	}
 	return c;
@@ -180,7 +180,7 @@ is_int_kind(const eb__conf_entry *e)
 
 /* A valid value for e that differs from its value in def, as --set text. */
 static void
-value_for(const eb__conf_entry *e, const eb_conf *def, char *out, size_t n)
+value_for(const eb__conf_entry *e, const eb__conf *def, char *out, size_t n)
 {
 	const special *sp = special_of(e->path);
 	json_t        *cur = eb__conf_get_json(def, e, true);
@@ -285,9 +285,9 @@ test_ranges_fit(void **state)
 	}
 }
 
-/* The modules' _opts_init defaults, laid out like eb_conf. */
+/* The modules' _opts_init defaults, laid out like eb__conf. */
 static void
-module_defaults(eb_conf *m)
+module_defaults(eb__conf *m)
 {
 	memset(m, 0, sizeof(*m));
 	eb_cluster_opts_init(&m->cluster);
@@ -301,7 +301,7 @@ module_defaults(eb_conf *m)
 
 /* A string row's default (NULL for "" where the row stores "" as NULL). */
 static const char *
-str_at(const eb_conf *c, const eb__conf_entry *e)
+str_at(const eb__conf *c, const eb__conf_entry *e)
 {
 	const char *v;
 
@@ -313,7 +313,7 @@ str_at(const eb_conf *c, const eb__conf_entry *e)
 }
 
 static void
-check_default(const eb__conf_entry *e, const eb_conf *m, const eb_conf *def)
+check_default(const eb__conf_entry *e, const eb__conf *m, const eb__conf *def)
 {
 	const char *ms, *ds;
 
@@ -340,9 +340,9 @@ check_default(const eb__conf_entry *e, const eb_conf *m, const eb_conf *def)
 static void
 test_defaults_from_modules(void **state)
 {
-	eb_conf  m;
-	eb_conf *def = load_sets(NULL, 0);
-	size_t   k;
+	eb__conf  m;
+	eb__conf *def = load_sets(NULL, 0);
+	size_t    k;
 
 	(void) state;
 	module_defaults(&m);
@@ -354,13 +354,13 @@ test_defaults_from_modules(void **state)
 			check_default(e, &m, def);
 		}
 	}
-	eb_conf_free(def);
+	eb__conf_free(def);
 }
 
 /* Whether row e holds different values in a and b (strings and lists by
  * content, everything else by its bytes). */
 static bool
-row_differs(const eb__conf_entry *e, const eb_conf *a, const eb_conf *b)
+row_differs(const eb__conf_entry *e, const eb__conf *a, const eb__conf *b)
 {
 	json_t *ja, *jb;
 	bool    differs;
@@ -378,12 +378,12 @@ row_differs(const eb__conf_entry *e, const eb_conf *a, const eb_conf *b)
 	return differs;
 }
 
-/* The opts node hands for section s, placed at s->off of a zeroed eb_conf
+/* The opts node hands for section s, placed at s->off of a zeroed eb__conf
  * so that schema offsets apply to it. */
-static eb_conf *
-handed(const section *s, const eb_conf *c)
+static eb__conf *
+handed(const section *s, const eb__conf *c)
 {
-	eb_conf *h = calloc(1, sizeof(*h));
+	eb__conf *h = calloc(1, sizeof(*h));
 
 	assert_non_null(h);
 	s->hand(c, (char *) h + s->off);
@@ -392,14 +392,14 @@ handed(const section *s, const eb_conf *c)
 
 /* Sets row e to a non-default value and follows it to its subsystem. */
 static void
-check_row(const eb__conf_entry *e, const eb_conf *def)
+check_row(const eb__conf_entry *e, const eb__conf *def)
 {
 	const special *sp = special_of(e->path);
 	const section *s = section_of(e);
 	const char    *sets[4];
 	char           value[256], flag[300];
 	size_t         n = 0, j;
-	eb_conf       *c, *hc, *hd;
+	eb__conf      *c, *hc, *hd;
 
 	if (s == NULL) {
 		fail_msg("%s: its field is in no section that node hands on or "
@@ -429,20 +429,20 @@ check_row(const eb__conf_entry *e, const eb_conf *def)
 		free(hc);
 		free(hd);
 	}
-	eb_conf_free(c);
+	eb__conf_free(c);
 }
 
 static void
 test_every_key_reaches(void **state)
 {
-	eb_conf *def = load_sets(NULL, 0);
-	size_t   k;
+	eb__conf *def = load_sets(NULL, 0);
+	size_t    k;
 
 	(void) state;
 	for (k = 0; k < eb__conf_schema_len; k++) {
 		check_row(&eb__conf_schema[k], def);
 	}
-	eb_conf_free(def);
+	eb__conf_free(def);
 }
 
 int
