@@ -23,7 +23,8 @@ int
 eb__jscan_fail(eb__jscan *s, const char *why)
 {
 	if (s->why == NULL) {
-		s->why = why;
+		/* Whatever was expected, truncated text is what went wrong. */
+		s->why = s->p >= s->end ? "unexpected end of text" : why;
 	}
 	return 0;
 }

@@ -19,7 +19,8 @@
  * Each function starts at s->p and, on success, leaves s->p just past what
  * it read and returns 1. On failure it returns 0, leaves s->p at the first
  * offending byte (or the end, for truncated text) and sets s->why to a
- * static description; the first failure is kept. Stateless apart from *s;
+ * static description ("unexpected end of text" for any failure at the end
+ * of the text); the first failure is kept. Stateless apart from *s;
  * any thread. tests/unit/common/jsonscan_test.c and
  * tests/fuzz/jsonscan_fuzz.c check it against jansson.
  */
@@ -50,8 +51,8 @@ int eb__jscan_value(eb__jscan *s, int depth);
 int eb__jscan_string(eb__jscan *s, const char **str, size_t *len, int *esc);
 /* The failure's offset in the text. */
 size_t eb__jscan_offset(const eb__jscan *s);
-/* Fails s with why at the current position (for callers' own rules);
- * returns 0. */
+/* Fails s with why at the current position (for callers' own rules;
+ * "unexpected end of text" at the end); returns 0. */
 int eb__jscan_fail(eb__jscan *s, const char *why);
 
 /*

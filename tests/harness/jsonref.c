@@ -44,7 +44,8 @@ known_refusal(const char *text)
 {
 	return strstr(text, "too big") != NULL ||
 	       strstr(text, "real number overflow") != NULL ||
-	       strstr(text, "invalid Unicode") != NULL;
+	       strstr(text, "invalid Unicode") != NULL ||
+	       strstr(text, "NUL byte in object key") != NULL;
 }
 
 static int

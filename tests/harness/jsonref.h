@@ -4,11 +4,11 @@
  * the fuzzer. They must agree on every text, apart from the three things
  * jansson refuses although RFC 8259 allows them, where the scanner must
  * accept: integers beyond 64 bits ("too big integer"), reals beyond a
- * double ("real number overflow") and unpaired surrogate escapes ("invalid
- * Unicode"); and jansson ends the text at a NUL byte outside a string,
- * which the scanner refuses as a trailing byte. Nesting deeper than max_depth
- * must be refused by the scanner. When both accept a text that is one string,
- * eb__json_unescape() must give jansson's bytes.
+ * double ("real number overflow") unpaired surrogate escapes ("invalid
+ * Unicode") and \u0000 in an object key; and jansson ends the text at a NUL
+ * byte outside a string, which the scanner refuses as a trailing byte. Nesting
+ * deeper than max_depth must be refused by the scanner. When both accept a text
+ * that is one string, eb__json_unescape() must give jansson's bytes.
  */
 #ifndef EB_TESTS_HARNESS_JSONREF_H
 #define EB_TESTS_HARNESS_JSONREF_H
