@@ -20,7 +20,8 @@
 
 #include <ebnode/bridge.h>
 
-/* For web/xhr.c's connection-limit check; see its top comment. */
+/* struct eb_bridge, for web/xhr.c's connection-limit check only (see
+ * bridge/bridge_state.h). */
 #include "bridge/bridge_state.h"
 #include "stream/stream.h"
 
