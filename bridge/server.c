@@ -13,8 +13,8 @@
  *
  * Invariants: live counts the accepted sockets (connections and refused
  * ones) whose handle has not closed; the close callback runs after every
- * handle of the bridge and every socket has closed, once; no connection is
- * accepted once closing. Threads: loop thread only.
+ * handle of the bridge and every socket has closed, once; the listener
+ * accepts nothing once closing. Threads: loop thread only.
  */
 #include <stdio.h>
 #include <stdlib.h>
