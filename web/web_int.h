@@ -23,7 +23,7 @@
 
 #include <ebnode/web.h>
 
-#include "bridge/bridge_int.h"
+#include "bridge/bridge_layer.h"
 #include "common/hmap.h"
 #include "common/list.h"
 #include "common/stall.h"
