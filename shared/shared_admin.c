@@ -85,16 +85,7 @@ eb__shared_admin_zk_state(void *slot)
 		return "none";
 	}
 	eb_shared_stats_get(eb__shared_host_shared(h), &st);
-	switch (st.zk_state) {
-	case EB_ZK_STATE_CONNECTING:
-		return "connecting";
-	case EB_ZK_STATE_CONNECTED:
-		return "connected";
-	case EB_ZK_STATE_SUSPENDED:
-		return "suspended";
-	default:
-		return "closed";
-	}
+	return eb__zk_state_name((eb__zk_state) st.zk_state);
 }
 
 void
