@@ -88,6 +88,16 @@ static const eb__prom_field error_types[] = {
 	    EB__PROM_AT(eb_bridge_stats, conns_closed_slow) },
 };
 
+/* b's counters, or zeros without a bridge (disabled). */
+static void
+stats_get(eb_bridge *b, eb_bridge_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (b != NULL) {
+		eb_bridge_stats_get(b, s);
+	}
+}
+
 static void
 bridge_sum_cb(const eb_bridge_conn_info *ci, void *arg)
 {
@@ -105,8 +115,8 @@ bridge_vals_get(const eb__bridge_admin *ctx, bridge_vals *v)
 	uint64_t               known;
 
 	memset(v, 0, sizeof(*v));
+	stats_get(ctx->bridge, &v->s);
 	if (ctx->bridge != NULL) {
-		eb_bridge_stats_get(ctx->bridge, &v->s);
 		(void) eb_bridge_conn_foreach(ctx->bridge, bridge_sum_cb, v);
 	}
 	closed = bs->conns_total - bs->conns_open;
@@ -236,9 +246,8 @@ bridge_route(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	json_t                 *o;
 
 	(void) rq;
-	memset(&bs, 0, sizeof(bs));
+	stats_get(ctx->bridge, &bs);
 	if (ctx->bridge != NULL) {
-		eb_bridge_stats_get(ctx->bridge, &bs);
 		(void) eb_bridge_conn_foreach(ctx->bridge, conn_json_cb, conns);
 	}
 	o = json_pack("{s:b, s:i, s:b, s:o, s:o}", "enabled",
@@ -261,10 +270,7 @@ eb__bridge_admin_errors(eb__prom *w, eb_bridge *b)
 {
 	eb_bridge_stats s;
 
-	memset(&s, 0, sizeof(s));
-	if (b != NULL) {
-		eb_bridge_stats_get(b, &s);
-	}
+	stats_get(b, &s);
 	eb__prom_fields(w, "ebnode_errors_total", "type", error_types,
 	    EB__PROM_LEN(error_types), &s);
 }

@@ -158,6 +158,16 @@ static const eb__prom_field error_types[] = {
 	{ "bus_dropped", BT(dropped) },
 };
 
+/* bus's totals, or zeros without a bus. */
+static void
+totals_get(eb_bus *bus, eb_bus_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (bus != NULL) {
+		eb_bus_stats_totals(bus, t);
+	}
+}
+
 static void
 bus_metrics(eb__prom *w, void *arg)
 {
@@ -167,9 +177,8 @@ bus_metrics(eb__prom *w, void *arg)
 	eb__prom_rows rows;
 	size_t        i;
 
-	memset(&bt, 0, sizeof(bt));
+	totals_get(bus, &bt);
 	if (bus != NULL) {
-		eb_bus_stats_totals(bus, &bt);
 		eb_bus_stats_foreach(bus, bus_top_cb, t);
 	}
 	qsort(t->rows, t->n, sizeof(t->rows[0]), bus_row_cmp);
@@ -356,10 +365,7 @@ eb__bus_admin_errors(eb__prom *w, eb_bus *bus)
 {
 	eb_bus_totals t;
 
-	memset(&t, 0, sizeof(t));
-	if (bus != NULL) {
-		eb_bus_stats_totals(bus, &t);
-	}
+	totals_get(bus, &t);
 	eb__prom_fields(w, "ebnode_errors_total", "type", error_types,
 	    EB__PROM_LEN(error_types), &t);
 }

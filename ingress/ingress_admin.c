@@ -109,6 +109,16 @@ static const eb__prom_field error_types[] = {
 	{ "ingress_unrouted", EB__PROM_AT(eb_ingress_stats, unrouted) },
 };
 
+/* in's counters, or zeros without an ingress (disabled). */
+static void
+stats_get(eb_ingress *in, eb_ingress_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (in != NULL) {
+		eb_ingress_stats_get(in, s);
+	}
+}
+
 static void
 ingress_metrics(eb__prom *w, void *arg)
 {
@@ -117,10 +127,8 @@ ingress_metrics(eb__prom *w, void *arg)
 	ingress_vals             v;
 
 	memset(&v, 0, sizeof(v));
-	if (in != NULL) {
-		eb_ingress_stats_get(in, &v.s);
-		v.leading = eb_ingress_is_leading(in) ? 1 : 0;
-	}
+	stats_get(in, &v.s);
+	v.leading = in != NULL && eb_ingress_is_leading(in) ? 1 : 0;
 	if (ctx->bus != NULL) {
 		eb_bus_stats_totals(ctx->bus, &v.t);
 		v.fence = eb_bus_fence(ctx->bus);
@@ -144,10 +152,7 @@ eb__ingress_admin_errors(eb__prom *w, eb_ingress *in)
 {
 	eb_ingress_stats s;
 
-	memset(&s, 0, sizeof(s));
-	if (in != NULL) {
-		eb_ingress_stats_get(in, &s);
-	}
+	stats_get(in, &s);
 	eb__prom_fields(w, "ebnode_errors_total", "type", error_types,
 	    EB__PROM_LEN(error_types), &s);
 }
