@@ -16,12 +16,14 @@ typedef struct process_vals {
 
 static const eb__prom_desc families[] = {
 	EB__PROM_ONE("ebnode_process_resident_memory_bytes", "gauge",
-	    "Resident set size of the ebnode process.", process_vals, rss),
-	EB__PROM_ONE_F64("ebnode_process_cpu_seconds_total", "counter",
-	    "User and system CPU time of the ebnode process.", process_vals,
-	    cpu),
-	EB__PROM_ONE_F64("ebnode_uptime_seconds", "gauge",
-	    "Seconds since this node started.", process_vals, uptime),
+	    "Resident set size of the ebnode process.",
+	    EB__PROM_AT(process_vals, rss)),
+	EB__PROM_ONE("ebnode_process_cpu_seconds_total", "counter",
+	    "User and system CPU time of the ebnode process.",
+	    EB__PROM_AT_F64(process_vals, cpu)),
+	EB__PROM_ONE("ebnode_uptime_seconds", "gauge",
+	    "Seconds since this node started.",
+	    EB__PROM_AT_F64(process_vals, uptime)),
 };
 
 void

@@ -27,7 +27,7 @@
  *           EB__PROM_SET("ebnode_bus_messages_all_total", "counter",
  *               "Bus messages of every address, by kind.", "kind", kinds),
  *           EB__PROM_ONE("ebnode_bus_addresses", "gauge", "Addresses.",
- *               eb_bus_totals, addresses),
+ *               EB__PROM_AT(eb_bus_totals, addresses)),
  *   };
  *   eb__prom_write(w, fams, EB__PROM_LEN(fams), &totals);
  *
@@ -98,17 +98,11 @@ typedef struct eb__prom_desc {
 	size_t                nfields;
 } eb__prom_desc;
 
-/* A family of one sample: member of type. */
-#define EB__PROM_ONE(name, type, help, stype, member)                         \
-	{                                                                     \
-		(name), (type), (help), { NULL, EB__PROM_AT(stype, member) }, \
-		    NULL, NULL, 0                                             \
-	}
-/* The same, member a double. */
-#define EB__PROM_ONE_F64(name, type, help, stype, member)                   \
-	{                                                                   \
-		(name), (type), (help),                                     \
-		    { NULL, EB__PROM_AT_F64(stype, member) }, NULL, NULL, 0 \
+/* A family of one sample, at: EB__PROM_AT(type, member) or
+ * EB__PROM_AT_F64(type, member). */
+#define EB__PROM_ONE(name, type, help, at)                          \
+	{                                                           \
+		(name), (type), (help), { NULL, at }, NULL, NULL, 0 \
 	}
 /* A family of one sample per field of the static array fields. */
 #define EB__PROM_SET(name, type, help, label, fields)                         \

@@ -33,24 +33,24 @@ static const eb__prom_field closed_reasons[] = {
 
 static const eb__prom_desc conn_families[] = {
 	EB__PROM_ONE("ebnode_bridge_connections", "gauge",
-	    "Open bridge connections.", bridge_vals, s.conns_open),
+	    "Open bridge connections.", BV(s.conns_open)),
 	EB__PROM_ONE("ebnode_bridge_connections_accepted_total", "counter",
-	    "Bridge connections accepted.", bridge_vals, s.conns_total),
+	    "Bridge connections accepted.", BV(s.conns_total)),
 	EB__PROM_ONE("ebnode_bridge_connections_refused_total", "counter",
 	    "Bridge connections refused (over bridge.max_connections).",
-	    bridge_vals, s.conns_refused),
+	    BV(s.conns_refused)),
 	EB__PROM_ONE("ebnode_bridge_connections_evicted_total", "counter",
 	    "Bridge connections without a complete frame closed at "
 	    "bridge.max_connections to admit a new one.",
-	    bridge_vals, s.conns_evicted),
+	    BV(s.conns_evicted)),
 	EB__PROM_ONE("ebnode_bridge_input_bytes", "gauge",
 	    "Bridge input buffers (partial and unhandled frames), all "
 	    "connections; bounded by bridge.input_budget_bytes.",
-	    bridge_vals, s.input_bytes),
+	    BV(s.input_bytes)),
 	EB__PROM_ONE("ebnode_bridge_refused_total", "counter",
 	    "Bridge registrations and requests refused over the "
 	    "per-connection caps.",
-	    bridge_vals, refused),
+	    BV(refused)),
 	EB__PROM_SET("ebnode_bridge_connections_closed_total", "counter",
 	    "Bridge connections closed, by reason (other: the peer closed, "
 	    "TLS or token failure, shutdown).",
@@ -61,17 +61,17 @@ static const eb__prom_desc conn_families[] = {
 static const eb__prom_desc load_families[] = {
 	EB__PROM_ONE("ebnode_bridge_consumers", "gauge",
 	    "Addresses registered by bridge clients (all connections).",
-	    bridge_vals, s.consumers),
+	    BV(s.consumers)),
 	EB__PROM_ONE("ebnode_bridge_queued_bytes", "gauge",
 	    "Bytes written to bridge clients and not yet sent (sum).",
-	    bridge_vals, queued),
+	    BV(queued)),
 	EB__PROM_ONE("ebnode_bridge_pending_replies", "gauge",
 	    "Requests from the bus awaiting a bridge client's reply.",
-	    bridge_vals, pending),
+	    BV(pending)),
 	EB__PROM_ONE("ebnode_bridge_requests_in_flight", "gauge",
 	    "Bridge clients' requests awaiting their reply (open "
 	    "connections); bounded by bridge.max_requests.",
-	    bridge_vals, s.requests_in_flight),
+	    BV(s.requests_in_flight)),
 };
 
 static const eb__prom_field error_types[] = {

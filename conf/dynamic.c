@@ -310,10 +310,10 @@ route_config(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 static const eb__prom_desc config_families[] = {
 	EB__PROM_ONE("ebnode_config_version", "gauge",
 	    "The cluster configuration version applied (0: none).",
-	    eb__conf_dyn, version),
+	    EB__PROM_AT(eb__conf_dyn, version)),
 	EB__PROM_ONE("ebnode_config_rejected_total", "counter",
 	    "Configurations refused (cluster versions and local reloads).",
-	    eb__conf_dyn, rejected),
+	    EB__PROM_AT(eb__conf_dyn, rejected)),
 };
 
 static void

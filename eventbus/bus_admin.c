@@ -113,17 +113,16 @@ static const eb__prom_desc total_families[] = {
 	EB__PROM_SET("ebnode_bus_messages_all_total", "counter",
 	    "Bus messages of every address, by kind.", "kind", all_kinds),
 	EB__PROM_ONE("ebnode_bus_no_handlers_total", "counter",
-	    "Sends and requests that found no handler.", eb_bus_totals,
-	    no_handlers),
+	    "Sends and requests that found no handler.", BT(no_handlers)),
 	EB__PROM_ONE("ebnode_bus_addresses", "gauge",
 	    "Address records (local consumers or remote interest).",
-	    eb_bus_totals, addresses),
+	    BT(addresses)),
 	EB__PROM_ONE("ebnode_bus_pending_requests", "gauge",
-	    "Requests awaiting a reply.", eb_bus_totals, pending_requests),
+	    "Requests awaiting a reply.", BT(pending_requests)),
 	EB__PROM_ONE("ebnode_bus_requests_refused_total", "counter",
 	    "Requests failed at once (too_many_requests) because "
 	    "bus.max_pending_requests were pending.",
-	    eb_bus_totals, requests_refused),
+	    BT(requests_refused)),
 };
 
 static const eb__prom_field row_kinds[] = {

@@ -43,21 +43,21 @@ static const eb__prom_field bytes_dir[] = {
 /* Over the peers, labelled peer="<node id>". */
 static const eb__prom_desc families[] = {
 	EB__PROM_ONE("ebnode_link_up", "gauge",
-	    "1 while the node link to peer is up (hello exchanged).", link_row,
-	    st.up),
+	    "1 while the node link to peer is up (hello exchanged).",
+	    LR(st.up)),
 	EB__PROM_ONE("ebnode_link_ups_total", "counter",
-	    "Times the node link to peer came up.", link_row, st.ups),
+	    "Times the node link to peer came up.", LR(st.ups)),
 	EB__PROM_SET("ebnode_link_frames_total", "counter",
 	    "Node link frames by peer and direction.", "direction", frames_dir),
 	EB__PROM_SET("ebnode_link_bytes_total", "counter",
 	    "Node link bytes by peer and direction.", "direction", bytes_dir),
 	EB__PROM_ONE("ebnode_link_queued_bytes", "gauge",
-	    "Bytes waiting to be written on the node link to peer.", link_row,
-	    st.queued),
+	    "Bytes waiting to be written on the node link to peer.",
+	    LR(st.queued)),
 	EB__PROM_ONE("ebnode_link_congestions_total", "counter",
 	    "Times the node link to peer became congested (its "
 	    "addresses busy until it drains).",
-	    link_row, st.congestions),
+	    LR(st.congestions)),
 };
 
 static void

@@ -35,30 +35,25 @@ static const eb__prom_field transports[] = {
 
 static const eb__prom_desc families[] = {
 	EB__PROM_ONE("ebnode_web_sessions", "gauge",
-	    "Open browser bridge WebSockets (SockJS and raw).", eb_web_stats,
-	    sessions),
+	    "Open browser bridge WebSockets (SockJS and raw).", WS(sessions)),
 	EB__PROM_SET("ebnode_web_sessions_total", "counter",
 	    "Browser bridge sessions opened, by transport.", "transport",
 	    transports),
 	EB__PROM_ONE("ebnode_web_xhr_sessions", "gauge",
-	    "Open SockJS xhr/xhr_streaming sessions.", eb_web_stats,
-	    xhr_sessions),
+	    "Open SockJS xhr/xhr_streaming sessions.", WS(xhr_sessions)),
 	EB__PROM_ONE("ebnode_web_xhr_evicted_total", "counter",
 	    "SockJS xhr sessions without a receiving request closed at "
 	    "bridge.max_connections to make room for a new session.",
-	    eb_web_stats, xhr_evicted),
+	    WS(xhr_evicted)),
 	EB__PROM_ONE("ebnode_web_http_requests_total", "counter",
-	    "HTTP request heads parsed on the web port.", eb_web_stats,
-	    http_requests),
+	    "HTTP request heads parsed on the web port.", WS(http_requests)),
 	EB__PROM_ONE("ebnode_web_http_rejected_total", "counter",
-	    "HTTP requests answered 4xx on the web port.", eb_web_stats,
-	    http_rejected),
+	    "HTTP requests answered 4xx on the web port.", WS(http_rejected)),
 	EB__PROM_ONE("ebnode_web_messages_in_total", "counter",
-	    "WebSocket messages received from browser clients.", eb_web_stats,
-	    ws_messages_in),
+	    "WebSocket messages received from browser clients.",
+	    WS(ws_messages_in)),
 	EB__PROM_ONE("ebnode_web_heartbeats_total", "counter",
-	    "SockJS heartbeats and WebSocket pings sent.", eb_web_stats,
-	    heartbeats),
+	    "SockJS heartbeats and WebSocket pings sent.", WS(heartbeats)),
 };
 
 static void

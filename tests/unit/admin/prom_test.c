@@ -119,14 +119,14 @@ static const eb__prom_field kinds[] = {
 };
 
 static const eb__prom_desc fams[] = {
-	EB__PROM_ONE("t_a_total", "counter", "A.", src, a),
+	EB__PROM_ONE("t_a_total", "counter", "A.", EB__PROM_AT(src, a)),
 	EB__PROM_SET("t_kinds_total", "counter", "By kind.", "kind", kinds),
-	EB__PROM_ONE("t_b", "gauge", "B.", src, b),
-	EB__PROM_ONE("t_up", "gauge", "Up.", src, up),
-	EB__PROM_ONE("t_flag", "gauge", "Flag.", src, flag),
-	EB__PROM_ONE("t_small", "gauge", "Small.", src, small),
-	EB__PROM_ONE("t_tiny", "gauge", "Tiny.", src, tiny),
-	EB__PROM_ONE_F64("t_secs", "gauge", "Secs.", src, secs),
+	EB__PROM_ONE("t_b", "gauge", "B.", EB__PROM_AT(src, b)),
+	EB__PROM_ONE("t_up", "gauge", "Up.", EB__PROM_AT(src, up)),
+	EB__PROM_ONE("t_flag", "gauge", "Flag.", EB__PROM_AT(src, flag)),
+	EB__PROM_ONE("t_small", "gauge", "Small.", EB__PROM_AT(src, small)),
+	EB__PROM_ONE("t_tiny", "gauge", "Tiny.", EB__PROM_AT(src, tiny)),
+	EB__PROM_ONE("t_secs", "gauge", "Secs.", EB__PROM_AT_F64(src, secs)),
 };
 
 static void
@@ -180,7 +180,7 @@ static const eb__prom_field row_kinds[] = {
 };
 
 static const eb__prom_desc row_fams[] = {
-	EB__PROM_ONE("t_link_up", "gauge", "Up.", row, up),
+	EB__PROM_ONE("t_link_up", "gauge", "Up.", EB__PROM_AT(row, up)),
 	EB__PROM_SET(
 	    "t_frames_total", "counter", "Frames.", "direction", row_kinds),
 };
