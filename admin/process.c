@@ -1,6 +1,7 @@
 /*
  * The process metric families (eb__admin_process_metrics, admin.h), read
- * from libuv at each scrape. Loop thread only.
+ * from libuv at each scrape, and the ebnode_errors_total family the
+ * modules write their rows into. Loop thread only.
  */
 #include <uv.h>
 
@@ -43,4 +44,20 @@ eb__admin_process_metrics(eb__prom *w, void *arg)
 	}
 	v.uptime = (double) (eb__mono_ms() - *start_ms) / 1000.0;
 	eb__prom_write(w, families, EB__PROM_LEN(families), &v);
+}
+
+#define ERRORS "ebnode_errors_total"
+
+void
+eb__admin_errors_family(eb__prom *w)
+{
+	eb__prom_family(w, ERRORS, "counter",
+	    "Errors by type (each also counted in its own family).");
+}
+
+void
+eb__admin_error_rows(
+    eb__prom *w, const eb__prom_field *f, size_t n, const void *src)
+{
+	eb__prom_fields(w, ERRORS, "type", f, n, src);
 }

@@ -271,6 +271,5 @@ eb__bridge_admin_errors(eb__prom *w, eb_bridge *b)
 	eb_bridge_stats s;
 
 	stats_get(b, &s);
-	eb__prom_fields(w, "ebnode_errors_total", "type", error_types,
-	    EB__PROM_LEN(error_types), &s);
+	eb__admin_error_rows(w, error_types, EB__PROM_LEN(error_types), &s);
 }

@@ -342,8 +342,7 @@ eb__cluster_admin_errors(eb__prom *w, const eb__cluster_view *v)
 	eb_cluster_stats cs;
 
 	view_stats(v, &cs);
-	eb__prom_fields(w, "ebnode_errors_total", "type", error_types,
-	    EB__PROM_LEN(error_types), &cs);
+	eb__admin_error_rows(w, error_types, EB__PROM_LEN(error_types), &cs);
 }
 
 void

@@ -365,6 +365,5 @@ eb__bus_admin_errors(eb__prom *w, eb_bus *bus)
 	eb_bus_totals t;
 
 	totals_get(bus, &t);
-	eb__prom_fields(w, "ebnode_errors_total", "type", error_types,
-	    EB__PROM_LEN(error_types), &t);
+	eb__admin_error_rows(w, error_types, EB__PROM_LEN(error_types), &t);
 }

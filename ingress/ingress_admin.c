@@ -146,6 +146,5 @@ eb__ingress_admin_errors(eb__prom *w, eb_ingress *in)
 	eb_ingress_stats s;
 
 	stats_get(in, &s);
-	eb__prom_fields(w, "ebnode_errors_total", "type", error_types,
-	    EB__PROM_LEN(error_types), &s);
+	eb__admin_error_rows(w, error_types, EB__PROM_LEN(error_types), &s);
 }
