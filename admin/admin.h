@@ -141,9 +141,12 @@ void eb__admin_close(eb__admin *adm, eb__admin_close_cb cb, void *arg);
 /* A collector for the process families (resident memory, CPU time, and
  * uptime since *arg, a const uint64_t of eb__mono_ms()). */
 void eb__admin_process_metrics(eb__prom *w, void *arg);
-/* One row of ebnode_errors_total{type} (errors by type across modules;
- * the node opens the family), written by the module that counts it. */
-void eb__admin_error_row(eb__prom *w, const char *type, uint64_t v);
+/* ebnode_errors_total{type}, errors by type across modules: the node
+ * opens the family (eb__admin_errors_family), then each module that
+ * counts errors writes its rows, one per field of f read from src. */
+void eb__admin_errors_family(eb__prom *w);
+void eb__admin_error_rows(
+    eb__prom *w, const eb__prom_field *f, size_t n, const void *src);
 
 /* Serialises v (borrowed) as the response body, application/json. */
 void eb__admin_reply_json(eb__admin_resp *rs, int status, json_t *v);
