@@ -36,7 +36,6 @@
  */
 #include "admin/admin.h"
 
-#include <http_parser.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,17 +44,20 @@
 
 #include <ebnode/log.h>
 
-#include "admin/origin.h"
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "common/buf.h"
 #include "common/list.h"
 #include "common/vec.h"
+#include "http/origin.h"
+#include "http/reader.h"
+#include "http/response.h"
 
 #define ADMIN_MAX_CONNS 64
 #define ADMIN_MAX_HEAD  8192u
 #define ADMIN_MAX_BODY  65536u
-#define ADMIN_MAX_URL   2048u
-#define ADMIN_HDR_MAX   1024u
+#define ADMIN_MAX_URL   EB__HTTP_URL_MAX
+#define ADMIN_MAX_HDRS  100u
 #define ADMIN_CORS_MAX  (EB_ADMIN_ORIGIN_MAX + 192u)
 
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -92,7 +94,7 @@ struct eb__admin {
 	uint64_t           request_ms; /* per-request deadline */
 	eb__vec            routes;     /* of admin_route */
 	eb__vec            collectors; /* of admin_collector */
-	eb__admin_origins  origins;    /* admin.cors_origins */
+	eb__http_origins   origins;    /* admin.cors_origins */
 	eb__budget        *budget;     /* borrowed, NULL: none */
 	uint64_t           next_wait;  /* the last asynchronous request id */
 };
@@ -100,41 +102,23 @@ struct eb__admin {
 typedef struct admin_write {
 	uv_write_t  req;
 	admin_conn *c;
-	char       *buf; /* owned */
+	eb__buf     buf; /* owned */
 	int         close_after;
 } admin_write;
 
-enum hdr_field {
-	HDR_NONE = 0,
-	HDR_AUTH,
-	HDR_ORIGIN,
-	HDR_SITE,
-	HDR_HOST,
-	HDR_CSRF,
-	HDR_OTHER
-};
-
 struct admin_conn {
-	eb__list          link;
-	eb__admin        *a; /* borrowed */
-	uv_tcp_t          tcp;
-	uv_timer_t        idle;
-	int               open; /* handles whose close is pending */
-	int               closing;
-	int               writing;      /* a response is being written */
-	uint64_t          req_start_ms; /* the current request's start */
-	http_parser       parser;
-	size_t            head_bytes;
-	char              url[ADMIN_MAX_URL + 1];
-	size_t            url_len;
-	char              auth[ADMIN_HDR_MAX + 1];
-	size_t            auth_len;
-	eb__admin_browser browser; /* Origin, Sec-Fetch-Site, Host, CSRF */
-	enum hdr_field    field;
-	char             *body; /* owned */
-	size_t            body_len;
-	int               too_big;
-	int               complete;
+	eb__list        link;
+	eb__admin      *a; /* borrowed */
+	uv_tcp_t        tcp;
+	uv_timer_t      idle;
+	int             open; /* handles whose close is pending */
+	int             closing;
+	int             writing;      /* a response is being written */
+	uint64_t        req_start_ms; /* the current request's start */
+	eb__http_reader rd;           /* the request (http/reader.h) */
+	char           *body;         /* owned */
+	size_t          body_len;
+	int             refused; /* the body did not fit the budget */
 	/* An asynchronous route's answer is awaited (eb__admin_answer): its
 	 * id, keep-alive and CORS headers. */
 	int      waiting;
@@ -199,35 +183,6 @@ eb__admin_reply_text(eb__admin_resp *rs, int status, const char *content_type,
 	rs->body_len = len;
 }
 
-static const char *
-status_text(int status)
-{
-	switch (status) {
-	case 200:
-		return "OK";
-	case 204:
-		return "No Content";
-	case 400:
-		return "Bad Request";
-	case 401:
-		return "Unauthorized";
-	case 403:
-		return "Forbidden";
-	case 404:
-		return "Not Found";
-	case 405:
-		return "Method Not Allowed";
-	case 409:
-		return "Conflict";
-	case 413:
-		return "Payload Too Large";
-	case 503:
-		return "Service Unavailable";
-	default:
-		return "Internal Server Error";
-	}
-}
-
 static void
 write_cb(uv_write_t *req, int status)
 {
@@ -235,7 +190,7 @@ write_cb(uv_write_t *req, int status)
 	admin_conn  *c = w->c;
 
 	c->writing = 0;
-	free(w->buf);
+	eb__buf_free(&w->buf);
 	if (status != 0 || w->close_after) {
 		conn_close(c);
 	} else if (!c->closing) {
@@ -268,34 +223,27 @@ static void
 conn_send(admin_conn *c, const eb__admin_resp *rs, int keep_alive,
     const char *extra_headers)
 {
-	admin_write *w;
-	uv_buf_t     b;
-	int          n;
-	size_t       cap = rs->body_len + 512;
+	admin_write       *w;
+	uv_buf_t           b;
+	eb__http_resp_head h = {
+		.status = rs->status,
+		.content_type = rs->content_type,
+		.cache_control = "no-store",
+		.connection = keep_alive ? "keep-alive" : "close",
+		.extra = extra_headers,
+	};
 
 	EB_ASSERT(!c->closing && !c->writing);
 	w = eb__calloc(1, sizeof(*w));
 	w->c = c;
 	w->close_after = !keep_alive;
-	w->buf = eb__malloc(cap);
-	n = snprintf(w->buf, cap,
-	    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-	    "Cache-Control: no-store\r\nConnection: %s\r\n%s\r\n",
-	    rs->status, status_text(rs->status), rs->content_type, rs->body_len,
-	    keep_alive ? "keep-alive" : "close",
-	    extra_headers != NULL ? extra_headers : "");
-	if (n < 0 || (size_t) n + rs->body_len > cap) {
-		free(w->buf);
-		free(w);
-		conn_close(c);
-		return;
-	}
-	memcpy(w->buf + n, rs->body, rs->body_len);
-	b = uv_buf_init(w->buf, (unsigned) ((size_t) n + rs->body_len));
+	eb__buf_init(&w->buf);
+	eb__http_response_write(&w->buf, &h, rs->body, rs->body_len, 0);
+	b = uv_buf_init(w->buf.data, (unsigned) eb__buf_avail(&w->buf));
 	c->writing = 1;
 	if (uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1, write_cb) != 0) {
 		c->writing = 0;
-		free(w->buf);
+		eb__buf_free(&w->buf);
 		free(w);
 		conn_close(c);
 	}
@@ -476,15 +424,15 @@ route_run(admin_conn *c, const eb__admin_req *rq, eb__admin_resp *rs)
 static int
 origin_configured(const admin_conn *c)
 {
-	return eb__admin_origin_configured(&c->browser, &c->a->origins);
+	return eb__http_origin_configured(&c->rd.browser, &c->a->origins);
 }
 
 /* The CORS header lines of an answer to c's GET or preflight (origin.h). */
 static void
 cors_headers(const admin_conn *c, char *out, size_t n)
 {
-	eb__admin_cors(
-	    &c->browser, &c->a->origins, c->a->token != NULL, out, n);
+	eb__http_cors(
+	    &c->rd.browser, &c->a->origins, c->a->token != NULL, out, n);
 }
 
 /*
@@ -503,7 +451,7 @@ preflight(admin_conn *c, const char *path, int keep)
 	int            get = route_exists(c->a, "GET", path);
 	int            write = route_writable(c->a, path);
 
-	if (!c->browser.origin.seen || (!get && !write)) {
+	if (!c->rd.browser.origin.seen || (!get && !write)) {
 		return 0;
 	}
 	cors_headers(c, cors, sizeof(cors));
@@ -526,30 +474,6 @@ preflight(admin_conn *c, const char *path, int keep)
 	return 1;
 }
 
-/* Splits the request target into path and query (each of at most
- * ADMIN_MAX_URL bytes); 0, or -1 when it is malformed. */
-static int
-split_target(const admin_conn *c, char *path, char *query)
-{
-	struct http_parser_url u;
-
-	http_parser_url_init(&u);
-	if (http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 ||
-	    !(u.field_set & (1 << UF_PATH))) {
-		return -1;
-	}
-	(void) snprintf(path, ADMIN_MAX_URL + 1, "%.*s",
-	    (int) u.field_data[UF_PATH].len,
-	    c->url + u.field_data[UF_PATH].off);
-	query[0] = '\0';
-	if (u.field_set & (1 << UF_QUERY)) {
-		(void) snprintf(query, ADMIN_MAX_URL + 1, "%.*s",
-		    (int) u.field_data[UF_QUERY].len,
-		    c->url + u.field_data[UF_QUERY].off);
-	}
-	return 0;
-}
-
 /* The checks before the route: cross-site writes (403), then the token
  * (401). 0 when the request may be routed (else it was answered). */
 static int
@@ -560,17 +484,17 @@ admit(admin_conn *c, const char *method, const char *path, int keep,
 	const char *why = NULL;
 
 	if (!method_safe(method) &&
-	    (why = eb__admin_cross_site(
-	         &c->browser, &c->a->origins, c->a->token != NULL)) != NULL) {
+	    (why = eb__http_cross_site(&c->rd.browser, &c->a->origins,
+	         c->a->token != NULL)) != NULL) {
 		EB_LOG_RL_NOTICE("admin",
 		    "cross-site-refused: method=%s path=%s origin=%s", method,
 		    eb_log_quote(q, sizeof(q), path),
-		    c->browser.origin.seen ? "foreign" : "none");
+		    c->rd.browser.origin.seen ? "foreign" : "none");
 		send_error(c, 403, "cross_site", why, keep, NULL);
 		return -1;
 	}
 	if (!route_open(c->a, method, path) &&
-	    !token_ok(c->a, c->auth, c->auth_len)) {
+	    !token_ok(c->a, c->rd.auth, c->rd.auth_len)) {
 		EB_LOG_WARN("admin", "unauthorized: path=%s",
 		    eb_log_quote(q, sizeof(q), path));
 		send_error(c, 401, "unauthorized", "missing or wrong token",
@@ -588,12 +512,18 @@ dispatch(admin_conn *c)
 	char           path[ADMIN_MAX_URL + 1];
 	char           query[ADMIN_MAX_URL + 1];
 	char           q[EB_LOG_QUOTE_MAX];
-	const char    *method = http_method_str(c->parser.method);
-	int            keep = http_should_keep_alive(&c->parser);
+	const char    *method = eb__http_reader_method(&c->rd);
+	int            keep = eb__http_reader_keep_alive(&c->rd);
 	int            get = strcmp(method, "GET") == 0;
 
 	memset(&rs, 0, sizeof(rs));
-	if (split_target(c, path, query) != 0) {
+	if (c->rd.auth_over) {
+		/* An Authorization value longer than any token. */
+		send_error(
+		    c, 413, "too_large", "request head too large", 0, NULL);
+		return;
+	}
+	if (eb__http_reader_target(&c->rd, path, query) != 0) {
 		send_error(
 		    c, 400, "bad_request", "malformed request target", 0, NULL);
 		return;
@@ -656,137 +586,17 @@ conn_body_free(admin_conn *c)
 	c->body_len = 0;
 }
 
-/* ---- http-parser callbacks ---- */
+/* ---- the request body (http/reader.h) ---- */
 
+/* Keeps body bytes, charged to the input budget before they are kept. */
 static int
-on_message_begin(http_parser *p)
+body_cb(eb__http_reader *r, const char *at, size_t len, void *arg)
 {
-	admin_conn *c = p->data;
+	admin_conn *c = arg;
 
-	c->url_len = 0;
-	c->auth_len = 0;
-	memset(&c->browser, 0, sizeof(c->browser));
-	c->field = HDR_NONE;
-	conn_body_free(c);
-	c->too_big = 0;
-	c->complete = 0;
-	c->head_bytes = 0;
-	return 0;
-}
-
-static int
-on_url(http_parser *p, const char *at, size_t len)
-{
-	admin_conn *c = p->data;
-
-	if (c->url_len + len > ADMIN_MAX_URL) {
-		c->too_big = 1;
-		return 1;
-	}
-	memcpy(c->url + c->url_len, at, len);
-	c->url_len += len;
-	c->url[c->url_len] = '\0';
-	return 0;
-}
-
-static int
-head_bound(admin_conn *c, size_t len)
-{
-	c->head_bytes += len;
-	if (c->head_bytes > ADMIN_MAX_HEAD) {
-		c->too_big = 1;
-		return 1;
-	}
-	return 0;
-}
-
-static int
-on_header_field(http_parser *p, const char *at, size_t len)
-{
-	static const struct {
-		const char    *name;
-		enum hdr_field field;
-	} names[] = {
-		{ "Authorization", HDR_AUTH },
-		{ "Origin", HDR_ORIGIN },
-		{ "Sec-Fetch-Site", HDR_SITE },
-		{ "Host", HDR_HOST },
-		{ EB_ADMIN_CSRF_HEADER, HDR_CSRF },
-	};
-	admin_conn *c = p->data;
-	size_t      i;
-
-	if (head_bound(c, len)) {
-		return 1;
-	}
-	/* Header names arrive in pieces only across reads; compare the
-	 * whole name when it comes in one piece, which covers real clients
-	 * (a split name is merely ignored, never misread: a missed Origin or
-	 * Sec-Fetch-Site still leaves the CSRF header or the token to
-	 * check, and a missed CSRF header refuses the write). */
-	c->field = HDR_OTHER;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (len == strlen(names[i].name) &&
-		    strncasecmp(at, names[i].name, len) == 0) {
-			c->field = names[i].field;
-			break;
-		}
-	}
-	return 0;
-}
-
-static int
-on_header_value(http_parser *p, const char *at, size_t len)
-{
-	admin_conn *c = p->data;
-
-	if (head_bound(c, len)) {
-		return 1;
-	}
-	if (c->field == HDR_AUTH) {
-		if (c->auth_len + len > ADMIN_HDR_MAX) {
-			c->too_big = 1;
-			return 1;
-		}
-		memcpy(c->auth + c->auth_len, at, len);
-		c->auth_len += len;
-		c->auth[c->auth_len] = '\0';
-	} else if (c->field == HDR_ORIGIN) {
-		eb__admin_hdr_append(&c->browser.origin, at, len);
-	} else if (c->field == HDR_SITE) {
-		eb__admin_hdr_append(&c->browser.site, at, len);
-	} else if (c->field == HDR_HOST) {
-		eb__admin_hdr_append(&c->browser.host, at, len);
-	} else if (c->field == HDR_CSRF) {
-		eb__admin_hdr_append(&c->browser.csrf, at, len);
-	}
-	return 0;
-}
-
-static int
-on_headers_complete(http_parser *p)
-{
-	admin_conn *c = p->data;
-
-	if (p->content_length != ULLONG_MAX &&
-	    p->content_length > ADMIN_MAX_BODY) {
-		c->too_big = 2;
-		return 1;
-	}
-	return 0;
-}
-
-static int
-on_body(http_parser *p, const char *at, size_t len)
-{
-	admin_conn *c = p->data;
-
-	if (c->body_len + len > ADMIN_MAX_BODY) {
-		c->too_big = 2;
-		return 1;
-	}
+	(void) r;
 	if (conn_charge(c, len) != 0) {
-		c->too_big = 3;
+		c->refused = 1;
 		return 1;
 	}
 	c->body = eb__realloc(c->body, c->body_len + len + 1);
@@ -795,26 +605,6 @@ on_body(http_parser *p, const char *at, size_t len)
 	c->body[c->body_len] = '\0';
 	return 0;
 }
-
-static int
-on_message_complete(http_parser *p)
-{
-	admin_conn *c = p->data;
-
-	c->complete = 1;
-	http_parser_pause(p, 1); /* one request at a time */
-	return 0;
-}
-
-static const http_parser_settings admin_settings = {
-	.on_message_begin = on_message_begin,
-	.on_url = on_url,
-	.on_header_field = on_header_field,
-	.on_header_value = on_header_value,
-	.on_headers_complete = on_headers_complete,
-	.on_body = on_body,
-	.on_message_complete = on_message_complete,
-};
 
 /* ---- connections ---- */
 
@@ -831,7 +621,7 @@ admin_free(eb__admin *a)
 	}
 	eb__vec_free(&a->routes);
 	eb__vec_free(&a->collectors);
-	eb__admin_origins_free(&a->origins);
+	eb__http_origins_free(&a->origins);
 	free(a->listen);
 	free(a->token);
 	free(a);
@@ -927,32 +717,41 @@ conn_hold(admin_conn *c, const char *data, size_t len)
 static void
 conn_feed(admin_conn *c, const char *data, size_t len)
 {
-	size_t done;
+	size_t          done = 0;
+	eb__http_result res;
 
-	http_parser_pause(&c->parser, 0);
-	done = http_parser_execute(&c->parser, &admin_settings, data, len);
-	if (c->too_big == 3) {
+	res = eb__http_reader_feed(&c->rd, data, len, &done);
+	switch (res) {
+	case EB_HTTP_RREFUSED:
 		EB_LOG_RL_WARN("admin", "input-budget-refused: body_bytes=%zu",
 		    c->body_len);
 		send_error(c, 503, "input_budget",
 		    "the node's input budget is full", 0, NULL);
-	} else if (c->too_big == 2) {
+		break;
+	case EB_HTTP_RBODY:
 		send_error(
 		    c, 413, "too_large", "request body too large", 0, NULL);
-	} else if (c->too_big) {
+		break;
+	case EB_HTTP_RHEAD:
 		send_error(
 		    c, 413, "too_large", "request head too large", 0, NULL);
-	} else if (c->complete) {
-		c->complete = 0;
+		break;
+	case EB_HTTP_RBAD:
+		EB_LOG_DEBUG("admin", "bad-request: err=%s",
+		    eb__http_reader_error(&c->rd));
+		send_error(
+		    c, 400, "bad_request", "malformed HTTP request", 0, NULL);
+		break;
+	case EB_HTTP_RREQUEST:
 		if (done < len) {
 			conn_hold(c, data + done, len - done);
 		}
 		dispatch(c);
-	} else if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
-		EB_LOG_DEBUG("admin", "bad-request: err=%s",
-		    http_errno_name(HTTP_PARSER_ERRNO(&c->parser)));
-		send_error(
-		    c, 400, "bad_request", "malformed HTTP request", 0, NULL);
+		/* The body was borrowed by the route for its call. */
+		conn_body_free(c);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -1025,8 +824,14 @@ evict_oldest(eb__admin *a)
 static void
 connection_cb(uv_stream_t *server, int status)
 {
-	eb__admin  *a = server->data;
-	admin_conn *c;
+	eb__admin      *a = server->data;
+	admin_conn     *c;
+	eb__http_limits lim = {
+		.max_url = ADMIN_MAX_URL,
+		.max_head = ADMIN_MAX_HEAD,
+		.max_headers = ADMIN_MAX_HDRS,
+		.max_body = ADMIN_MAX_BODY,
+	};
 	static char busy[] =
 	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
 	    "application/json\r\nContent-Length: 23\r\nConnection: "
@@ -1062,8 +867,7 @@ connection_cb(uv_stream_t *server, int status)
 	a->open++;
 	a->nconns++;
 	eb__list_insert_tail(&a->conns, &c->link);
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
+	eb__http_reader_init(&c->rd, &lim, body_cb, c);
 	if (uv_accept(server, (uv_stream_t *) &c->tcp) != 0 ||
 	    uv_read_start((uv_stream_t *) &c->tcp, alloc_cb, read_cb) != 0) {
 		conn_close(c);
@@ -1086,15 +890,15 @@ eb__admin_opts_init(eb__admin_opts *o)
 int
 eb__admin_new(uv_loop_t *loop, const eb__admin_opts *o, eb__admin **out)
 {
-	eb__admin        *a;
-	eb__admin_origins origins;
-	char              why[128];
+	eb__admin       *a;
+	eb__http_origins origins;
+	char             why[128];
 
 	if (loop == NULL || o == NULL || o->listen == NULL || out == NULL ||
 	    o->port < 0 || o->port > 65535 || o->request_timeout_ms == 0) {
 		return UV_EINVAL;
 	}
-	if (eb__admin_origins_parse(
+	if (eb__http_origins_parse(
 	        o->cors_origins, &origins, why, sizeof(why)) != 0) {
 		return UV_EINVAL;
 	}
@@ -1173,6 +977,12 @@ eb__admin_answer(eb__admin *adm, uint64_t id, const eb__admin_resp *rs)
 		}
 	}
 	return UV_ENOENT;
+}
+
+int
+eb__admin_origins_check(const char *list, char *why, size_t why_len)
+{
+	return eb__http_origins_check(list, why, why_len);
 }
 
 char *
