@@ -287,7 +287,7 @@ eb__http_reader_feed(
 		return (eb__http_result) r->result;
 	}
 	if (r->complete) {
-		return EB_HTTP_RREQUEST;
+		return EB_HTTP_RCOMPLETE;
 	}
 	e = HTTP_PARSER_ERRNO(&r->parser);
 	if (e != HPE_OK) {

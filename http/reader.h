@@ -46,7 +46,7 @@ typedef struct eb__http_limits {
 
 typedef enum eb__http_result {
 	EB_HTTP_RMORE = 0,     /* all bytes taken, no complete request yet */
-	EB_HTTP_RREQUEST = 1,  /* a complete request; *used may be < n */
+	EB_HTTP_RCOMPLETE = 1, /* a complete message; *used may be < n */
 	EB_HTTP_RBAD = -1,     /* malformed: 400 */
 	EB_HTTP_RHEAD = -2,    /* target, head or header count over: 431 */
 	EB_HTTP_RBODY = -3,    /* body (or its Content-Length) over: 413 */
@@ -93,7 +93,7 @@ struct eb__http_reader {
 void eb__http_reader_init(eb__http_reader *r, const eb__http_limits *lim,
     eb__http_body_cb body_cb, void *arg);
 /* Parses data[0..n): *used is set to the bytes taken. After
- * EB_HTTP_RREQUEST the request's fields below are valid until the next
+ * EB_HTTP_RCOMPLETE the request's fields below are valid until the next
  * feed, which starts the next request. After an error the reader is
  * spent (the connection is answered and closed). */
 eb__http_result eb__http_reader_feed(

@@ -73,7 +73,7 @@ test_headers_captured(void **state)
 		assert_true(r.started_ms != 0);
 	}
 	assert_int_equal(
-	    eb__http_reader_feed(&r, req + i, 1, &used), EB_HTTP_RREQUEST);
+	    eb__http_reader_feed(&r, req + i, 1, &used), EB_HTTP_RCOMPLETE);
 	assert_int_equal(r.started_ms, 0);
 	assert_string_equal(eb__http_reader_method(&r), "POST");
 	assert_true(eb__http_reader_method_is(&r, "POST"));
@@ -126,7 +126,7 @@ test_limits(void **state)
 		(void) snprintf(req + n, sizeof(req) - (size_t) n, "\r\n");
 		eb__http_reader_init(&r, &lim, NULL, NULL);
 		assert_int_equal(feed_str(&r, req, &used),
-		    i == 8 ? EB_HTTP_RREQUEST : EB_HTTP_RHEAD);
+		    i == 8 ? EB_HTTP_RCOMPLETE : EB_HTTP_RHEAD);
 	}
 	/* The declared body, refused before a byte of it. */
 	eb__http_reader_init(&r, &lim, NULL, NULL);
@@ -163,7 +163,7 @@ test_overlong_value_marked(void **state)
 	eb__http_reader_init(&r, &l, NULL, NULL);
 	(void) snprintf(req, sizeof(req),
 	    "GET / HTTP/1.1\r\nOrigin: http://%0*d\r\n\r\n", 300, 0);
-	assert_int_equal(feed_str(&r, req, &used), EB_HTTP_RREQUEST);
+	assert_int_equal(feed_str(&r, req, &used), EB_HTTP_RCOMPLETE);
 	assert_true(r.browser.origin.seen);
 	assert_true(r.browser.origin.over);
 }
@@ -182,7 +182,7 @@ test_pipelined_and_keep_alive(void **state)
 
 	(void) state;
 	eb__http_reader_init(&r, &lim, sink_cb, &sink);
-	assert_int_equal(feed_str(&r, two, &used), EB_HTTP_RREQUEST);
+	assert_int_equal(feed_str(&r, two, &used), EB_HTTP_RCOMPLETE);
 	/* Stopped after the first: the second is left to the caller. */
 	first = strlen("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
 	assert_int_equal(used, first);
@@ -191,7 +191,7 @@ test_pipelined_and_keep_alive(void **state)
 	assert_int_equal(sink.len, 0);
 	assert_int_equal(eb__http_reader_feed(
 	                     &r, two + first, sizeof(two) - 1 - first, &used),
-	    EB_HTTP_RREQUEST);
+	    EB_HTTP_RCOMPLETE);
 	assert_int_equal(used, sizeof(two) - 1 - first);
 	assert_string_equal(eb__http_reader_url(&r), "/b");
 	assert_false(r.browser.host.seen); /* per request */
@@ -200,7 +200,7 @@ test_pipelined_and_keep_alive(void **state)
 	/* HTTP/1.0 closes unless asked. */
 	eb__http_reader_init(&r, &lim, NULL, NULL);
 	assert_int_equal(
-	    feed_str(&r, "GET / HTTP/1.0\r\n\r\n", &used), EB_HTTP_RREQUEST);
+	    feed_str(&r, "GET / HTTP/1.0\r\n\r\n", &used), EB_HTTP_RCOMPLETE);
 	assert_false(eb__http_reader_keep_alive(&r));
 }
 
