@@ -96,7 +96,9 @@ on_message_begin(http_parser *p)
 
 	r->started_ms = eb__mono_ms();
 	r->head_bytes = 0;
+	r->body_bytes = 0;
 	r->nheaders = 0;
+	r->in_body = 0;
 	r->in_value = 0;
 	r->which = HDR_NONE;
 	r->complete = 0;
@@ -188,7 +190,9 @@ on_header_value(http_parser *p, const char *at, size_t n)
 	}
 	if (!r->in_value) {
 		r->in_value = 1;
-		r->which = which_header(r->field);
+		/* Trailers (after a chunked body) are bounded with the head
+		 * but never taken for the request's headers. */
+		r->which = r->in_body ? HDR_NONE : which_header(r->field);
 	}
 	if (r->which == HDR_AUTH) {
 		if (r->auth_over || r->auth_len + n > EB__HTTP_AUTH_MAX) {
@@ -213,7 +217,7 @@ on_headers_complete(http_parser *p)
 	    p->content_length > r->lim.max_body) {
 		return fail(r, EB_HTTP_RBODY);
 	}
-	r->head_bytes = 0;
+	r->in_body = 1;
 	r->content_length =
 	    (p->flags & F_CHUNKED) != 0 || p->content_length == ULLONG_MAX
 	        ? UINT64_MAX
@@ -226,9 +230,8 @@ on_body(http_parser *p, const char *at, size_t n)
 {
 	eb__http_reader *r = p->data;
 
-	/* head_bytes counts the body once the head is complete. */
-	r->head_bytes += n;
-	if (r->lim.max_body != 0 && r->head_bytes > r->lim.max_body) {
+	r->body_bytes += n;
+	if (r->lim.max_body != 0 && r->body_bytes > r->lim.max_body) {
 		return fail(r, EB_HTTP_RBODY);
 	}
 	if (r->body_cb != NULL && r->body_cb(r, at, n, r->arg) != 0) {

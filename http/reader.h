@@ -13,6 +13,8 @@
  * again. The time of a request's first byte is kept for head and body
  * deadlines.
  *
+ * Trailers after a chunked body count toward the head and header-count
+ * bounds but are never taken for the request's headers.
  * A captured header value longer than its array only sets `over` (it then
  * matches nothing); the caller decides whether that refuses the request.
  * Results of eb__http_reader_feed map to answers: EB_HTTP_RBAD 400,
@@ -66,8 +68,10 @@ struct eb__http_reader {
 	eb__http_body_cb body_cb;    /* NULL: the body is dropped */
 	void            *arg;        /* borrowed, for body_cb */
 	uint64_t         started_ms; /* first byte of this request, 0: none */
-	size_t           head_bytes;
+	size_t           head_bytes; /* request line, headers, trailers */
+	size_t           body_bytes;
 	size_t           nheaders;
+	int              in_body;  /* the head is complete (trailers next) */
 	int              in_value; /* the last callback was a value */
 	int              which;    /* the header the value belongs to */
 	int              result;   /* an error seen in a callback */

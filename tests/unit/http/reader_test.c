@@ -205,6 +205,26 @@ test_pipelined_and_keep_alive(void **state)
 }
 
 static void
+test_trailers_not_headers(void **state)
+{
+	static const char req[] =
+	    "POST /t HTTP/1.1\r\nOrigin: http://good\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+	    "Origin: http://evil\r\nAuthorization: Bearer x\r\n\r\n";
+	eb__http_reader r;
+	body_sink       sink = { .len = 0 };
+	size_t          used;
+
+	(void) state;
+	eb__http_reader_init(&r, &lim, sink_cb, &sink);
+	assert_int_equal(feed_str(&r, req, &used), EB_HTTP_RCOMPLETE);
+	assert_string_equal(r.browser.origin.v, "http://good");
+	assert_int_equal(r.auth_len, 0);
+	assert_string_equal(sink.b, "abc");
+	assert_int_equal(eb__http_reader_content_length(&r), UINT64_MAX);
+}
+
+static void
 test_body_refused(void **state)
 {
 	eb__http_reader r;
@@ -275,6 +295,7 @@ main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_overlong_value_marked),
 		cmocka_unit_test(test_pipelined_and_keep_alive),
+		cmocka_unit_test(test_trailers_not_headers),
 		cmocka_unit_test(test_body_refused),
 		cmocka_unit_test(test_response_head),
 	};
