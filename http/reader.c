@@ -9,9 +9,11 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/alloc.h"
 #include "common/util.h"
 
 enum {
@@ -112,7 +114,9 @@ on_message_begin(http_parser *p)
 	memset(&r->ws_version, 0, sizeof(r->ws_version));
 	memset(&r->acr_method, 0, sizeof(r->acr_method));
 	memset(&r->acr_headers, 0, sizeof(r->acr_headers));
-	r->auth[0] = '\0';
+	if (r->auth != NULL) {
+		r->auth[0] = '\0';
+	}
 	r->auth_len = 0;
 	r->auth_over = 0;
 	return 0;
@@ -195,7 +199,8 @@ on_header_value(http_parser *p, const char *at, size_t n)
 		r->which = r->in_body ? HDR_NONE : which_header(r->field);
 	}
 	if (r->which == HDR_AUTH) {
-		if (r->auth_over || r->auth_len + n > EB__HTTP_AUTH_MAX) {
+		if (r->auth == NULL || r->auth_over ||
+		    r->auth_len + n > r->lim.max_auth) {
 			r->auth_over = 1;
 			return 0;
 		}
@@ -270,10 +275,28 @@ eb__http_reader_init(eb__http_reader *r, const eb__http_limits *lim,
 	if (r->lim.max_url == 0 || r->lim.max_url > EB__HTTP_URL_MAX) {
 		r->lim.max_url = EB__HTTP_URL_MAX;
 	}
+	if (r->lim.max_auth > EB__HTTP_AUTH_MAX) {
+		r->lim.max_auth = EB__HTTP_AUTH_MAX;
+	}
+	r->url = eb__malloc(r->lim.max_url + 1);
+	r->url[0] = '\0';
+	if (r->lim.max_auth > 0) {
+		r->auth = eb__malloc(r->lim.max_auth + 1);
+		r->auth[0] = '\0';
+	}
 	r->body_cb = body_cb;
 	r->arg = arg;
 	http_parser_init(&r->parser, HTTP_REQUEST);
 	r->parser.data = r;
+}
+
+void
+eb__http_reader_free(eb__http_reader *r)
+{
+	free(r->url);
+	free(r->auth);
+	r->url = NULL;
+	r->auth = NULL;
 }
 
 eb__http_result

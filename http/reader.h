@@ -21,8 +21,10 @@
  * EB_HTTP_RHEAD 431 (the admin endpoint answers 413, as before),
  * EB_HTTP_RBODY 413; EB_HTTP_RREFUSED is the body callback's refusal.
  *
- * Ownership: an eb__http_reader is a plain struct embedded in its owner's
- * connection (no allocation, nothing to free); the views it returns are
+ * Ownership: an eb__http_reader is embedded in its owner's connection; it
+ * owns the arrays of the target and of Authorization, sized by its limits
+ * (so a server that keeps short targets and no token, the web front,
+ * holds little), freed by eb__http_reader_free. The views it returns are
  * valid until the next feed. Loop thread only.
  */
 #ifndef EB_HTTP_READER_H
@@ -36,7 +38,7 @@
 
 /* The request target is kept up to this many bytes (limits.max_url). */
 #define EB__HTTP_URL_MAX 2048u
-/* Authorization is kept up to this many bytes (longer: auth_over). */
+/* Authorization is kept up to this many bytes (limits.max_auth). */
 #define EB__HTTP_AUTH_MAX 1024u
 
 typedef struct eb__http_limits {
@@ -44,6 +46,9 @@ typedef struct eb__http_limits {
 	size_t max_head;    /* request line + header bytes */
 	size_t max_headers; /* header lines; 0: no bound */
 	size_t max_body;    /* body bytes; 0: no bound (the callback's) */
+	/* Authorization bytes kept (<= EB__HTTP_AUTH_MAX); 0: none kept
+	 * (a server without auth); longer: auth_over. */
+	size_t max_auth;
 } eb__http_limits;
 
 typedef enum eb__http_result {
@@ -78,7 +83,7 @@ struct eb__http_reader {
 	int              complete;
 	uint64_t         content_length; /* declared; UINT64_MAX: none */
 	char             field[32];      /* the header name being read */
-	char             url[EB__HTTP_URL_MAX + 1];
+	char            *url;            /* owned: lim.max_url + 1 bytes */
 	size_t           url_len;
 	/* The captured headers (`seen` when present). */
 	eb__http_browser browser; /* Origin, Sec-Fetch-Site, Host, CSRF */
@@ -87,15 +92,17 @@ struct eb__http_reader {
 	eb__http_hdr     ws_version;
 	eb__http_hdr     acr_method;  /* Access-Control-Request-Method */
 	eb__http_hdr     acr_headers; /* Access-Control-Request-Headers */
-	char             auth[EB__HTTP_AUTH_MAX + 1]; /* Authorization */
-	size_t           auth_len;
-	int              auth_over;
+	char  *auth; /* owned: lim.max_auth + 1 bytes, Authorization */
+	size_t auth_len;
+	int    auth_over;
 };
 
 /* Sets r up for a connection's requests (lim copied; body_cb may be NULL;
- * arg is borrowed). */
+ * arg is borrowed). Every init is paired with one eb__http_reader_free. */
 void eb__http_reader_init(eb__http_reader *r, const eb__http_limits *lim,
     eb__http_body_cb body_cb, void *arg);
+/* Frees what r owns (r may be all zero bytes: nothing to free). */
+void eb__http_reader_free(eb__http_reader *r);
 /* Parses data[0..n): *used is set to the bytes taken. After
  * EB_HTTP_RCOMPLETE the request's fields below are valid until the next
  * feed, which starts the next request. After an error the reader is

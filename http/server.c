@@ -586,6 +586,7 @@ conn_release(srv_conn *c)
 	}
 	EB_ASSERT(c->charged == 0);
 	eb__buf_free(&c->out);
+	eb__http_reader_free(&c->rd);
 	free(c);
 	server_release(srv);
 }
@@ -860,6 +861,8 @@ eb__http_server_new(
 	srv->lim.max_head = o->max_head;
 	srv->lim.max_headers = o->max_headers;
 	srv->lim.max_body = o->max_body;
+	/* Kept with or without auth: a longer value is 413 either way. */
+	srv->lim.max_auth = EB__HTTP_AUTH_MAX;
 	srv->auth = o->auth;
 	srv->auth_arg = o->auth_arg;
 	eb__list_init(&srv->conns);

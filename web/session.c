@@ -818,6 +818,7 @@ layer_closed_cb(eb__stream *s)
 	eb__buf_free(&ss->msg);
 	eb__buf_free(&ss->one);
 	eb__buf_free(&ss->body);
+	eb__http_reader_free(&ss->rd);
 	free(ss);
 	s->layer = NULL;
 	s->ops = ss_inner;

@@ -52,7 +52,7 @@ check_request(const eb__http_reader *r, size_t body, size_t max_body)
 	check_hdr(&r->browser.host);
 	check_hdr(&r->upgrade);
 	check_hdr(&r->ws_key);
-	if (r->auth_len > EB__HTTP_AUTH_MAX) {
+	if (r->auth_len > r->lim.max_auth) {
 		abort();
 	}
 	(void) eb__http_reader_target(r, path, query);
@@ -75,6 +75,7 @@ fuzz_reader(const char *p, size_t n, size_t step)
 		.max_head = 1024,
 		.max_headers = 16,
 		.max_body = 4096,
+		.max_auth = 64,
 	};
 	eb__http_reader r;
 	size_t          body = 0;
@@ -90,7 +91,7 @@ fuzz_reader(const char *p, size_t n, size_t step)
 		}
 		if (res < 0) {
 			(void) eb__http_result_status(res);
-			return; /* answered and closed */
+			break; /* answered and closed */
 		}
 		if (res == EB_HTTP_RCOMPLETE) {
 			check_request(&r, body, lim.max_body);
@@ -101,6 +102,7 @@ fuzz_reader(const char *p, size_t n, size_t step)
 		p += used;
 		n -= used;
 	}
+	eb__http_reader_free(&r);
 }
 
 static void

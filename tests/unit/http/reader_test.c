@@ -40,7 +40,17 @@ static const eb__http_limits lim = {
 	.max_head = 512,
 	.max_headers = 8,
 	.max_body = 100,
+	.max_auth = 32,
 };
+
+/* Frees r (all zero bytes at first) and sets it up again. */
+static void
+reset(eb__http_reader *r, const eb__http_limits *l, eb__http_body_cb cb,
+    void *arg)
+{
+	eb__http_reader_free(r);
+	eb__http_reader_init(r, l, cb, arg);
+}
 
 static eb__http_result
 feed_str(eb__http_reader *r, const char *s, size_t *used)
@@ -64,8 +74,9 @@ test_headers_captured(void **state)
 	size_t          i;
 
 	(void) state;
+	memset(&r, 0, sizeof(r));
 	/* Byte by byte: names and values come in pieces. */
-	eb__http_reader_init(&r, &lim, sink_cb, &sink);
+	reset(&r, &lim, sink_cb, &sink);
 	for (i = 0; i + 1 < sizeof(req) - 1; i++) {
 		assert_int_equal(
 		    eb__http_reader_feed(&r, req + i, 1, &used), EB_HTTP_RMORE);
@@ -92,6 +103,7 @@ test_headers_captured(void **state)
 	assert_int_equal(eb__http_reader_content_length(&r), 5);
 	assert_string_equal(sink.b, "hello");
 	assert_true(eb__http_reader_keep_alive(&r));
+	eb__http_reader_free(&r);
 }
 
 static void
@@ -103,13 +115,14 @@ test_limits(void **state)
 	int             i;
 
 	(void) state;
+	memset(&r, 0, sizeof(r));
 	/* The target. */
-	eb__http_reader_init(&r, &lim, NULL, NULL);
+	reset(&r, &lim, NULL, NULL);
 	(void) snprintf(big, sizeof(big), "GET /%0*d HTTP/1.1\r\n\r\n", 80, 0);
 	assert_int_equal(feed_str(&r, big, &used), EB_HTTP_RHEAD);
 	assert_int_equal(eb__http_result_status(EB_HTTP_RHEAD), 431);
 	/* The head bytes. */
-	eb__http_reader_init(&r, &lim, NULL, NULL);
+	reset(&r, &lim, NULL, NULL);
 	(void) snprintf(
 	    big, sizeof(big), "GET / HTTP/1.1\r\nX-A: %0*d\r\n\r\n", 600, 0);
 	assert_int_equal(feed_str(&r, big, &used), EB_HTTP_RHEAD);
@@ -124,30 +137,31 @@ test_limits(void **state)
 			    "X-%d: v\r\n", k);
 		}
 		(void) snprintf(req + n, sizeof(req) - (size_t) n, "\r\n");
-		eb__http_reader_init(&r, &lim, NULL, NULL);
+		reset(&r, &lim, NULL, NULL);
 		assert_int_equal(feed_str(&r, req, &used),
 		    i == 8 ? EB_HTTP_RCOMPLETE : EB_HTTP_RHEAD);
 	}
 	/* The declared body, refused before a byte of it. */
-	eb__http_reader_init(&r, &lim, NULL, NULL);
+	reset(&r, &lim, NULL, NULL);
 	assert_int_equal(
 	    feed_str(
 	        &r, "POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", &used),
 	    EB_HTTP_RBODY);
 	assert_int_equal(eb__http_result_status(EB_HTTP_RBODY), 413);
 	/* A chunked body over the bound. */
-	eb__http_reader_init(&r, &lim, NULL, NULL);
+	reset(&r, &lim, NULL, NULL);
 	(void) snprintf(big, sizeof(big),
 	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n%0*d"
 	    "\r\n0\r\n\r\n",
 	    101, 0);
 	assert_int_equal(feed_str(&r, big, &used), EB_HTTP_RBODY);
 	/* Garbage. */
-	eb__http_reader_init(&r, &lim, NULL, NULL);
+	reset(&r, &lim, NULL, NULL);
 	assert_int_equal(
 	    feed_str(&r, "\x01\x02 not http\r\n\r\n", &used), EB_HTTP_RBAD);
 	assert_int_equal(eb__http_result_status(EB_HTTP_RBAD), 400);
 	assert_string_not_equal(eb__http_reader_error(&r), "HPE_OK");
+	eb__http_reader_free(&r);
 }
 
 static void
@@ -159,13 +173,24 @@ test_overlong_value_marked(void **state)
 	size_t          used;
 
 	(void) state;
+	memset(&r, 0, sizeof(r));
 	l.max_head = 2000;
-	eb__http_reader_init(&r, &l, NULL, NULL);
+	reset(&r, &l, NULL, NULL);
 	(void) snprintf(req, sizeof(req),
 	    "GET / HTTP/1.1\r\nOrigin: http://%0*d\r\n\r\n", 300, 0);
 	assert_int_equal(feed_str(&r, req, &used), EB_HTTP_RCOMPLETE);
 	assert_true(r.browser.origin.seen);
 	assert_true(r.browser.origin.over);
+	/* Authorization over its bound (32 here) is marked, not kept. */
+	reset(&r, &l, NULL, NULL);
+	assert_int_equal(feed_str(&r,
+	                     "GET / HTTP/1.1\r\nAuthorization: Bearer "
+	                     "0123456789012345678901234567890\r\n\r\n",
+	                     &used),
+	    EB_HTTP_RCOMPLETE);
+	assert_true(r.auth_over);
+	assert_int_equal(r.auth_len, 0);
+	eb__http_reader_free(&r);
 }
 
 static void
@@ -181,7 +206,8 @@ test_pipelined_and_keep_alive(void **state)
 	size_t          first;
 
 	(void) state;
-	eb__http_reader_init(&r, &lim, sink_cb, &sink);
+	memset(&r, 0, sizeof(r));
+	reset(&r, &lim, sink_cb, &sink);
 	assert_int_equal(feed_str(&r, two, &used), EB_HTTP_RCOMPLETE);
 	/* Stopped after the first: the second is left to the caller. */
 	first = strlen("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -198,10 +224,11 @@ test_pipelined_and_keep_alive(void **state)
 	assert_false(eb__http_reader_keep_alive(&r));
 	assert_string_equal(sink.b, "xyz");
 	/* HTTP/1.0 closes unless asked. */
-	eb__http_reader_init(&r, &lim, NULL, NULL);
+	reset(&r, &lim, NULL, NULL);
 	assert_int_equal(
 	    feed_str(&r, "GET / HTTP/1.0\r\n\r\n", &used), EB_HTTP_RCOMPLETE);
 	assert_false(eb__http_reader_keep_alive(&r));
+	eb__http_reader_free(&r);
 }
 
 static void
@@ -216,12 +243,14 @@ test_trailers_not_headers(void **state)
 	size_t          used;
 
 	(void) state;
-	eb__http_reader_init(&r, &lim, sink_cb, &sink);
+	memset(&r, 0, sizeof(r));
+	reset(&r, &lim, sink_cb, &sink);
 	assert_int_equal(feed_str(&r, req, &used), EB_HTTP_RCOMPLETE);
 	assert_string_equal(r.browser.origin.v, "http://good");
 	assert_int_equal(r.auth_len, 0);
 	assert_string_equal(sink.b, "abc");
 	assert_int_equal(eb__http_reader_content_length(&r), UINT64_MAX);
+	eb__http_reader_free(&r);
 }
 
 static void
@@ -232,12 +261,14 @@ test_body_refused(void **state)
 	size_t          used;
 
 	(void) state;
-	eb__http_reader_init(&r, &lim, sink_cb, &sink);
+	memset(&r, 0, sizeof(r));
+	reset(&r, &lim, sink_cb, &sink);
 	assert_int_equal(
 	    feed_str(
 	        &r, "POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd", &used),
 	    EB_HTTP_RREFUSED);
 	assert_int_equal(sink.len, 0);
+	eb__http_reader_free(&r);
 }
 
 static void
