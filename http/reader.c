@@ -3,7 +3,8 @@
  * captured headers, a pause after each complete request. Every bound is
  * checked before a byte is kept; header names may arrive in pieces (across
  * reads) and are assembled (up to 31 bytes: longer names are none we
- * keep). Loop thread only; no allocation.
+ * keep). Loop thread only; the only allocations are the two arrays of
+ * eb__http_reader_init (the body goes to the callback).
  */
 #include "http/reader.h"
 
