@@ -11,11 +11,12 @@
 #   Properties: LABELS "integration;<area>;<LABELS..>", TIMEOUT (120 s by
 #   default), ENVIRONMENT <ENV..> (e.g. EBNODE_BIN=$<TARGET_FILE:ebnode>),
 #   FIXTURES_REQUIRED <FIXTURES..>. CERTS adds FIXTURES_REQUIRED certs and
-#   EB_CERTS_DIR=${EB_CERTS_DIR} (after ENV) for tests of the test PKI
-#   (tests/certs). ZK calls eb_zk_test(it.<area>.<name> FIXTURE <f>) last
-#   (fixture zk when none is named; tests/fixtures/CMakeLists.txt defines
-#   it), which appends the fixture, the "zk" label, the fixture's
-#   environment and, for zkx and zk3, the RESOURCE_LOCK. Anything else
+#   EB_CERTS_DIR=${EB_CERTS_DIR} (after ENV) for tests that use the test
+#   PKI (tests/certs). ZK calls eb_zk_test(it.<area>.<name> FIXTURE <f>)
+#   last (fixture zk when none is named), which appends the fixture, the
+#   "zk" label, the fixture's environment and, for zkx and zk3, the
+#   RESOURCE_LOCK; tests/fixtures/CMakeLists.txt defines eb_zk_test, so a
+#   caller with ZK must be added after it (tests/integration/* are). Anything else
 #   (SKIP_RETURN_CODE, RUN_SERIAL, ...) goes in a set_tests_properties()
 #   after the call.
 function(eb_unit_test module name)
@@ -55,9 +56,11 @@ endfunction()
 
 function(eb_py_test area name)
   cmake_parse_arguments(T "CERTS" "SCRIPT;TIMEOUT" "ARGS;LABELS;ENV;FIXTURES;ZK" ${ARGN})
-  if(T_UNPARSED_ARGUMENTS OR NOT T_SCRIPT)
-    message(FATAL_ERROR "eb_py_test(${area} ${name}): needs SCRIPT <file.py>; "
-      "unexpected: ${T_UNPARSED_ARGUMENTS}")
+  if(NOT T_SCRIPT)
+    message(FATAL_ERROR "eb_py_test(${area} ${name}): SCRIPT <file.py> missing")
+  endif()
+  if(T_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "eb_py_test(${area} ${name}): unknown ${T_UNPARSED_ARGUMENTS}")
   endif()
   set(test it.${area}.${name})
   if(NOT IS_ABSOLUTE ${T_SCRIPT})
