@@ -109,9 +109,9 @@ void eb__ctl_print_message(FILE *out, const char *p, size_t n, int mode);
 void eb__ctl_print_reply(FILE *out, const char *p, size_t n, int mode);
 /* The output mode of a: CTL_OUT_RAW, CTL_OUT_JSON or CTL_OUT_TEXT. */
 int eb__ctl_out_mode(const ctl_args *a);
-/* frame.c: a frame payload for dispatch: the envelope as a new json_t
- * whose body reads as null, and the body's bytes as they came in *body
- * (NULL: none or null). NULL when p is not a JSON object. */
+/* frame.c: a frame payload for dispatch: a new json_t (its body as
+ * jansson reads it, null where it cannot), and the body's bytes as they
+ * came in *body (NULL: none or null). NULL when p is not a JSON object. */
 json_t *eb__ctl_frame_read(
     const char *p, size_t n, const char **body, size_t *blen);
 /* An err frame as one human-readable line (no newline at the end) into
@@ -152,8 +152,7 @@ int eb__ctl_send_frame(
 int eb__ctl_recv_frame(
     ctl_conn *c, int timeout_ms, json_t **out, char *err, size_t errlen);
 /* The payload of the frame the last eb__ctl_recv_frame() returned, as it
- * came (its body included, which *out reads as null); valid until the next
- * call. */
+ * came (what ebctl prints bodies from); valid until the next call. */
 const char *eb__ctl_last_frame(const ctl_conn *c, size_t *len);
 
 /* ---- ebctl config (config_cmd.c) --------------------------------------- */

@@ -4,7 +4,9 @@
  * ebctl prints as they arrived (issue 23: `0.1` stays `0.1`). The body's
  * span is found by the RFC 8259 scanner (common/jsonscan.h) and replaced by
  * null in the copy jansson reads, so a body jansson cannot hold (an integer
- * past 64 bits, an unpaired surrogate) does not lose the frame.
+ * past 64 bits, an unpaired surrogate) does not lose the frame; the body is
+ * then read on its own for the commands that use its value, and stays null
+ * where jansson cannot hold it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,14 @@ eb__ctl_frame_read(const char *p, size_t n, const char **body, size_t *blen)
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return NULL;
+	}
+	if (*body != NULL) {
+		/* For the commands that read a value (shared data answers);
+		 * what jansson cannot hold stays null, and printing uses the
+		 * bytes. */
+		(void) json_object_set_new(j, "body",
+		    json_loadb(
+		        *body, *blen, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL));
 	}
 	return j;
 }
