@@ -68,48 +68,44 @@ typedef enum eb__bframe_type {
 	EB__BF_UNKNOWN
 } eb__bframe_type;
 
-/* A decoded client frame. Strings and body are borrowed from root. */
+/* A decoded client frame. Strings point into sbuf or owned blocks; the
+ * body into the payload, which must outlive f. */
 typedef struct eb__bframe {
-	json_t         *root; /* owned */
+	json_t         *root; /* owned: the whole frame, for the hook only */
 	eb__bframe_type type;
 	const char     *address;       /* NULL: missing or not a string */
 	const char     *reply_address; /* NULL: none or not a string */
-	const json_t   *body;          /* NULL: absent or JSON null */
-	/* Fast path (root NULL): the body as its raw bytes in the payload,
-	 * already in the bus's canonical encoding; NULL: absent or null. */
-	int         raw;
+	/* Always NULL: every body is carried as its bytes (body_raw). Kept
+	 * until the connection code drops its jansson-body branch. */
+	const json_t *body;
+	int           raw; /* always 1 */
+	/* The body as it came in the payload (whitespace and all); NULL:
+	 * absent or JSON null. */
 	const char *body_raw;
 	size_t      body_raw_len;
-	json_t     *hroot;   /* owned: fast path, the headers object parsed */
 	json_t     *headers; /* owned: stringified, option keys removed; NULL */
-	const char *token;   /* headers.token (string) or NULL; borrowed */
+	const char *token;   /* headers.token (string) or NULL */
 	uint64_t    timeout_ms; /* 0: not given */
 	int         local_only;
 	int         has_failure; /* failureCode present (an integer) */
 	int         failure_code;
 	const char *failure_message; /* "" when absent */
-	char        sbuf[256]; /* fast path: type, address, replyAddress */
+	char       *owned[5];        /* decoded strings too long for sbuf */
+	unsigned    nowned;
+	char        sbuf[256]; /* type, address, replyAddress, message, token */
+	char        err[160];  /* after EB_EFRAME: the err frame's message */
 } eb__bframe;
 
 /*
- * Decodes one payload. Returns 0, or EB_EFRAME when it is not JSON or not an
- * object (the caller skips it). strip_token removes "token" from the
- * forwarded headers. Free with eb__bframe_free() after 0.
+ * Decodes one payload (proto.c: the whole JSON grammar, nesting at most
+ * max_depth levels, the frame's own object included). Returns 0, or
+ * EB_EFRAME with the reason in f->err ("invalid_json: ..." or
+ * "invalid_frame: ..."): the caller answers it with an err frame. strip_token
+ * removes "token" from the forwarded headers. Free with eb__bframe_free()
+ * after either result.
  */
-int eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f);
-/*
- * The same, trying first (fast != 0) a scanner that accepts only a subset
- * of JSON on which it agrees with jansson exactly: a top-level object with
- * the keys type, address, replyAddress, body and headers (an object: parsed
- * by jansson alone, or null), each at most once, strings without \u
- * escapes, a body whose text is already
- * the compact encoding json_dumps would produce (no whitespace, integers
- * of at most 18 digits, no reals, no duplicate keys, depth <= 32). Then
- * root is NULL, raw is 1 and the body is carried as body_raw; anything else
- * falls back to the jansson parse. p must outlive f.
- */
-int eb__bframe_parse_ex(
-    const char *p, size_t n, int strip_token, int fast, eb__bframe *f);
+int eb__bframe_parse(
+    const char *p, size_t n, int strip_token, int max_depth, eb__bframe *f);
 void eb__bframe_free(eb__bframe *f);
 
 /* Outgoing frames (4-byte length + compact JSON), appended to out (the

@@ -410,16 +410,18 @@ frame_dispatch(eb__bconn *c, const eb__bframe *f)
 	}
 }
 
-/* Not JSON or not an object: Vert.x logs and skips; the socket keeps
- * working. */
+/* A frame the node will not take (not JSON, not an object, nested too
+ * deep, a string it must read without a text form): answered with an err
+ * frame carrying the reason, counted, and the socket keeps working. */
 static void
-conn_malformed(eb__bconn *c, uint32_t n)
+conn_malformed(eb__bconn *c, uint32_t n, const char *why)
 {
 	c->b->stats.frames_in[EB_BRIDGE_IN_MALFORMED]++;
 	if (eb__bconn_log_ok(c)) {
-		EB_LOG_INFO(
-		    "bridge", "malformed-frame: peer=%s len=%u", c->peer, n);
+		EB_LOG_INFO("bridge", "malformed-frame: peer=%s len=%u %s",
+		    c->peer, n, why);
 	}
+	eb__bconn_err(c, why);
 }
 
 void
@@ -430,16 +432,17 @@ eb__bconn_frame(eb__bconn *c, const char *p, uint32_t n)
 	int        rv;
 
 	c->frames_in++;
-	rv = eb__bframe_parse_ex(
-	    p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF, 1, &f);
+	rv = eb__bframe_parse(p, n, b->opts.auth_mode != EB_BRIDGE_AUTH_OFF,
+	    (int) b->opts.max_json_depth, &f);
 	if (rv != 0) {
-		conn_malformed(c, n);
+		conn_malformed(c, n, f.err);
+		eb__bframe_free(&f);
 		return;
 	}
-	if (b->hook != NULL && f.root == NULL) {
-		/* A hook sees the frame as a json_t; the scanner took only
-		 * valid JSON, so this parse succeeds. */
-		f.root = json_loadb(p, n, 0, NULL);
+	if (b->hook != NULL) {
+		/* A hook sees the frame as a json_t (NULL where jansson
+		 * cannot hold it: integers past 64 bits, bad surrogates). */
+		f.root = json_loadb(p, n, JSON_ALLOW_NUL, NULL);
 	}
 	b->stats.frames_in[(int) f.type]++;
 	frame_dispatch(c, &f);

@@ -3,15 +3,28 @@
  * the server frames (message, err, pong) with Vert.x's key order, each as one
  * buffer holding the 4-byte length and the compact JSON.
  *
- * Decoding is lenient as BRIDGE-PROTOCOL.md section 1 asks (any key order,
- * pretty-printed JSON, "headers":null, "body":null). Values of the wrong type
- * never throw: a non-string address or type counts as missing, a non-string
- * replyAddress or a non-object headers is ignored (an empty address counts
- * as missing too), header values that are not
- * strings are stringified as Java's toString() would (true -> "true", 5 ->
- * "5", 1.5 -> "1.5", objects and arrays as compact JSON).
+ * Decoding is one pass of the RFC 8259 scanner (common/jsonscan.h) over the
+ * whole frame: any JSON a client may write is taken (whitespace anywhere,
+ * escapes in keys and values, any key order, unknown keys, repeated keys --
+ * the last wins --, numbers of any size and form, \u0000, nesting up to the
+ * bridge's max_json_depth), and the body's bytes are kept as they came:
+ * nothing is re-encoded (docs/BRIDGE-PROTOCOL.md section 1). What the node
+ * must read is decoded from its bytes: type, address, replyAddress, the
+ * failure's code and message, and the headers, whose values become strings
+ * as Java's toString() prints them (true -> "true", numbers as written,
+ * objects and arrays as compact JSON, null dropped). Values of the wrong
+ * type never throw: a non-string address or type counts as missing, a
+ * non-string replyAddress or a non-object headers is ignored (an empty
+ * address counts as missing too). A frame is refused, with the reason in
+ * f->err for the err frame, when it is not JSON, not an object, nested too
+ * deep, or when a string the node reads as text has no text form (an
+ * unpaired surrogate; U+0000 in type, address, replyAddress, message or
+ * headers.token, or in a header name).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +34,51 @@
 
 #include "bridge/bridge_int.h"
 #include "common/alloc.h"
+#include "common/assert.h"
+#include "common/jsonscan.h"
 #include "common/jsonstr.h"
 #include "common/util.h"
 
+/* ---- decoding: one scan of the envelope (common/jsonscan.h) ---- */
+
+enum { K_TYPE, K_ADDRESS, K_REPLY, K_BODY, K_HEADERS, K_FCODE, K_MESSAGE, K_N };
+
+/* One member value as it stands in the payload. */
+typedef struct bspan {
+	const char *p; /* NULL: the key is absent; a string: between quotes */
+	size_t      n;
+	int         kind; /* '"' string, '0' number, else its first byte */
+	int         esc;  /* a string with escapes */
+} bspan;
+
+static int
+env_key(const char *k, size_t n)
+{
+	static const struct {
+		const char *name;
+		size_t      len;
+		int         key;
+	} keys[] = {
+		{ "type", 4, K_TYPE },
+		{ "address", 7, K_ADDRESS },
+		{ "replyAddress", 12, K_REPLY },
+		{ "body", 4, K_BODY },
+		{ "headers", 7, K_HEADERS },
+		{ "failureCode", 11, K_FCODE },
+		{ "message", 7, K_MESSAGE },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (keys[i].len == n && memcmp(keys[i].name, k, n) == 0) {
+			return keys[i].key;
+		}
+	}
+	return -1;
+}
+
 static eb__bframe_type
-bframe_type(const json_t *t)
+frame_type(const char *t)
 {
 	static const struct {
 		const char     *name;
@@ -39,117 +92,309 @@ bframe_type(const json_t *t)
 	};
 	size_t i;
 
-	if (!json_is_string(t)) {
-		return EB__BF_UNKNOWN; /* Vert.x defaults to "message" */
-	}
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		if (strcmp(json_string_value(t), types[i].name) == 0) {
+		if (strcmp(t, types[i].name) == 0) {
 			return types[i].type;
 		}
 	}
-	return EB__BF_UNKNOWN;
+	return EB__BF_UNKNOWN; /* Vert.x defaults to "message" */
 }
 
-/* A header value as Java's toString() prints it; NULL for JSON null. */
-static json_t *
-header_string(const json_t *v)
-{
-	char   *s;
-	json_t *out;
+/* Refuses the frame: f->err says why (the err frame's message). */
+static int refuse(eb__bframe *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		return json_stringn(
-		    json_string_value(v), json_string_length(v));
-	case JSON_TRUE:
-		return json_string("true");
-	case JSON_FALSE:
-		return json_string("false");
-	case JSON_NULL:
-		return NULL;
-	default:
-		s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (s == NULL) {
-			return NULL;
-		}
-		out = json_string(s);
-		free(s);
-		return out;
-	}
-}
-
-/* Consumes the option headers and copies the rest as strings. */
-static void
-bframe_headers(eb__bframe *f, json_t *h, int strip_token)
-{
-	void *it;
-
-	/* The iterator API rather than json_object_foreach, whose expansion
-	 * casts integers to pointers. */
-	for (it = json_object_iter(h); it != NULL;
-	     it = json_object_iter_next(h, it)) {
-		const char *key = json_object_iter_key(it);
-		json_t     *v = json_object_iter_value(it);
-		json_t     *s;
-
-		if (strcmp(key, "timeout") == 0) {
-			if (json_is_integer(v) && json_integer_value(v) > 0) {
-				f->timeout_ms =
-				    (uint64_t) json_integer_value(v);
-			} else if (json_is_real(v) && json_real_value(v) >= 1 &&
-			           json_real_value(v) < 9.2e18) {
-				f->timeout_ms = (uint64_t) json_real_value(v);
-			}
-			continue;
-		}
-		if (strcmp(key, "localOnly") == 0) {
-			f->local_only =
-			    json_is_true(v) ||
-			    (json_is_string(v) &&
-			        strcmp(json_string_value(v), "true") == 0);
-			continue;
-		}
-		if (strcmp(key, "codecName") == 0) {
-			continue; /* Vert.x codecs mean nothing here */
-		}
-		if (strcmp(key, "token") == 0) {
-			f->token =
-			    json_is_string(v) ? json_string_value(v) : NULL;
-			if (strip_token) {
-				continue; /* never forwarded */
-			}
-		}
-		s = header_string(v);
-		if (s == NULL) {
-			continue;
-		}
-		if (f->headers == NULL) {
-			f->headers = json_object();
-		}
-		(void) json_object_set_new(f->headers, key, s);
-	}
-}
-
-/* An int failureCode: an integer, or an integral real (Java's getInteger
- * takes any Number); 1 when usable. */
 static int
-failure_code(const json_t *v, int *out)
+refuse(eb__bframe *f, const char *fmt, ...)
 {
-	double d;
+	va_list ap;
 
-	if (json_is_integer(v)) {
-		json_int_t i = json_integer_value(v);
+	va_start(ap, fmt);
+	(void) vsnprintf(f->err, sizeof(f->err), fmt, ap);
+	va_end(ap);
+	return EB_EFRAME;
+}
 
-		if (i < INT32_MIN || i > INT32_MAX) {
-			return 0;
-		}
-		*out = (int) i;
-		return 1;
+/* The value at s->p into sp (strings: the bytes between the quotes). */
+static int
+scan_member(eb__jscan *s, int depth, bspan *sp)
+{
+	const unsigned char *start = s->p;
+
+	if (s->p < s->end && *s->p == '"') {
+		sp->kind = '"';
+		return eb__jscan_string(s, &sp->p, &sp->n, &sp->esc);
 	}
-	if (!json_is_real(v)) {
+	if (!eb__jscan_value(s, depth)) {
 		return 0;
 	}
-	d = json_real_value(v);
+	sp->p = (const char *) start;
+	sp->n = (size_t) (s->p - start);
+	sp->kind = (*start == '-' || (*start >= '0' && *start <= '9'))
+	               ? '0'
+	               : (int) *start;
+	sp->esc = 0;
+	return 1;
+}
+
+/* A key decoded into k (cap bytes) for matching; 0 when it cannot be one
+ * of ours (too long, or an escape without a text form). */
+static size_t
+key_text(const char *p, size_t n, int esc, char *k, size_t cap)
+{
+	ptrdiff_t len;
+
+	if (n >= cap) {
+		return 0;
+	}
+	if (!esc) {
+		memcpy(k, p, n);
+		k[n] = '\0';
+		return n;
+	}
+	len = eb__json_unescape(p, n, k);
+	if (len < 0) {
+		return 0;
+	}
+	k[len] = '\0';
+	return (size_t) len;
+}
+
+/*
+ * The string of sp as text (decoded, NUL-terminated) kept in f->sbuf or a
+ * block of its own. NULL with f->err set when it has no text form: an
+ * unpaired surrogate, or U+0000 (the node reads these as C strings).
+ */
+static const char *
+text_of(eb__bframe *f, size_t *used, const bspan *sp, const char *what)
+{
+	char     *dst;
+	ptrdiff_t n;
+
+	if (sp->n < sizeof(f->sbuf) - *used) {
+		dst = f->sbuf + *used;
+	} else {
+		EB_ASSERT(f->nowned < sizeof(f->owned) / sizeof(f->owned[0]));
+		dst = eb__malloc(sp->n + 1);
+		f->owned[f->nowned++] = dst;
+	}
+	if (sp->esc) {
+		n = eb__json_unescape(sp->p, sp->n, dst);
+	} else {
+		memcpy(dst, sp->p, sp->n);
+		n = (ptrdiff_t) sp->n;
+	}
+	if (n < 0 || memchr(dst, '\0', (size_t) n) != NULL) {
+		(void) refuse(f, "invalid_frame: %s holds %s", what,
+		    n < 0 ? "an unpaired surrogate" : "U+0000");
+		return NULL;
+	}
+	dst[n] = '\0';
+	if (dst >= f->sbuf && dst < f->sbuf + sizeof(f->sbuf)) {
+		*used += (size_t) n + 1;
+	}
+	return dst;
+}
+
+/* A number's text (at most 63 bytes) NUL-terminated in buf; 0 if longer. */
+static int
+number_text(const bspan *sp, char *buf, size_t cap)
+{
+	if (sp->kind != '0' || sp->n >= cap) {
+		return 0;
+	}
+	memcpy(buf, sp->p, sp->n);
+	buf[sp->n] = '\0';
+	return 1;
+}
+
+static int
+number_is_integer(const bspan *sp)
+{
+	return memchr(sp->p, '.', sp->n) == NULL &&
+	       memchr(sp->p, 'e', sp->n) == NULL &&
+	       memchr(sp->p, 'E', sp->n) == NULL;
+}
+
+/* headers.timeout: a positive integer, or a real >= 1 (truncated); an
+ * integer past 64 bits is the largest timeout (clamped later to
+ * bridge.max_request_timeout_ms). Anything else is not a timeout. */
+static void
+header_timeout(eb__bframe *f, const bspan *sp)
+{
+	char               buf[64];
+	unsigned long long v;
+	double             d;
+
+	f->timeout_ms = 0; /* a repeated key: the last one wins */
+	if (sp->kind != '0' || sp->p[0] == '-') {
+		return;
+	}
+	if (number_is_integer(sp)) {
+		if (!number_text(sp, buf, sizeof(buf))) {
+			f->timeout_ms = UINT64_MAX;
+			return;
+		}
+		errno = 0;
+		v = strtoull(buf, NULL, 10);
+		if (v > 0) {
+			f->timeout_ms = errno == ERANGE ? UINT64_MAX : v;
+		}
+		return;
+	}
+	if (number_text(sp, buf, sizeof(buf)) && (d = strtod(buf, NULL)) >= 1 &&
+	    d < 9.2e18) {
+		f->timeout_ms = (uint64_t) d;
+	}
+}
+
+/* An object or array as compact text: the whitespace between tokens
+ * dropped, everything else (numbers, escapes) as written. */
+static json_t *
+compact_string(const char *p, size_t n)
+{
+	char   *out = eb__malloc(n + 1);
+	json_t *j = json_stringn(out, eb__json_compact(p, n, out));
+
+	free(out);
+	return j;
+}
+
+/* A header value as Java's toString() prints it, numbers as written;
+ * NULL for JSON null. *bad when a string has no text form. */
+static json_t *
+header_string(eb__bframe *f, const bspan *sp, const char *key, int *bad)
+{
+	char     *t;
+	ptrdiff_t n;
+	json_t   *j;
+
+	switch (sp->kind) {
+	case '"':
+		t = eb__malloc(sp->n + 1);
+		n = sp->esc ? eb__json_unescape(sp->p, sp->n, t)
+		            : (memcpy(t, sp->p, sp->n), (ptrdiff_t) sp->n);
+		j = n < 0 ? NULL : json_stringn(t, (size_t) n);
+		free(t);
+		if (j == NULL) {
+			*bad = refuse(f,
+			    "invalid_frame: header %s holds an unpaired "
+			    "surrogate",
+			    key);
+		}
+		return j;
+	case 't':
+		return json_string("true");
+	case 'f':
+		return json_string("false");
+	case 'n':
+		return NULL;
+	case '0':
+		return json_stringn(sp->p, sp->n);
+	default:
+		return compact_string(sp->p, sp->n);
+	}
+}
+
+/* One header: the option keys are consumed, the rest kept as strings. */
+static int
+header_one(eb__bframe *f, size_t *used, const char *key, const bspan *sp,
+    int strip_token)
+{
+	json_t *s;
+	int     bad = 0;
+
+	if (strcmp(key, "timeout") == 0) {
+		header_timeout(f, sp);
+		return 0;
+	}
+	if (strcmp(key, "localOnly") == 0) {
+		f->local_only =
+		    sp->kind == 't' || (sp->kind == '"' && sp->n == 4 &&
+		                           memcmp(sp->p, "true", 4) == 0);
+		return 0;
+	}
+	if (strcmp(key, "codecName") == 0) {
+		return 0; /* Vert.x codecs mean nothing here */
+	}
+	if (strcmp(key, "token") == 0) {
+		f->token = NULL;
+		if (sp->kind == '"' && (f->token = text_of(f, used, sp,
+		                            "headers.token")) == NULL) {
+			return EB_EFRAME;
+		}
+		if (strip_token) {
+			return 0; /* never forwarded */
+		}
+	}
+	s = header_string(f, sp, key, &bad);
+	if (s == NULL) {
+		if (f->headers !=
+		    NULL) { /* null after a value: the last wins */
+			(void) json_object_del(f->headers, key);
+		}
+		return bad;
+	}
+	if (f->headers == NULL) {
+		f->headers = json_object();
+	}
+	(void) json_object_set_new(f->headers, key, s);
+	return 0;
+}
+
+/* Walks the headers object (already validated by the envelope scan). */
+static int
+frame_headers(eb__bframe *f, size_t *used, const bspan *hs, int strip_token)
+{
+	eb__jscan   s;
+	const char *k;
+	size_t      kl;
+	int         esc;
+	bspan       v;
+	char       *key;
+	ptrdiff_t   n;
+	int         rv = 0;
+
+	eb__jscan_init(&s, hs->p, hs->n, INT_MAX);
+	(void) eb__jscan_ch(&s, '{');
+	eb__jscan_ws(&s);
+	while (rv == 0 && !eb__jscan_ch(&s, '}')) {
+		memset(&v, 0, sizeof(v));
+		(void) eb__jscan_string(&s, &k, &kl, &esc);
+		eb__jscan_ws(&s);
+		(void) eb__jscan_ch(&s, ':');
+		eb__jscan_ws(&s);
+		(void) scan_member(&s, 0, &v);
+		key = eb__malloc(kl + 1);
+		n = esc ? eb__json_unescape(k, kl, key)
+		        : (memcpy(key, k, kl), (ptrdiff_t) kl);
+		if (n < 0 || memchr(key, '\0', (size_t) n) != NULL) {
+			rv = refuse(f, "invalid_frame: a header name holds %s",
+			    n < 0 ? "an unpaired surrogate" : "U+0000");
+		} else {
+			key[n] = '\0';
+			rv = header_one(f, used, key, &v, strip_token);
+		}
+		free(key);
+		eb__jscan_ws(&s);
+		(void) eb__jscan_ch(&s, ',');
+		eb__jscan_ws(&s);
+	}
+	return rv;
+}
+
+/* failureCode: an int (an integer, or an integral real: Java's getInteger
+ * takes any Number); 1 when usable. */
+static int
+failure_code(const bspan *sp, int *out)
+{
+	char   buf[64];
+	double d;
+
+	if (!number_text(sp, buf, sizeof(buf))) {
+		return 0;
+	}
+	d = strtod(buf, NULL);
 	if (!(d >= (double) INT32_MIN && d <= (double) INT32_MAX) ||
 	    d != (double) (int) d) {
 		return 0;
@@ -158,677 +403,50 @@ failure_code(const json_t *v, int *out)
 	return 1;
 }
 
+/* f from the member spans. */
 static int
-bframe_parse_slow(const char *p, size_t n, int strip_token, eb__bframe *f)
+frame_fill(eb__bframe *f, const bspan *v, int strip_token)
 {
-	json_error_t jerr;
-	json_t      *v;
-
-	/* Without JSON_DECODE_ANY jansson still accepts a top-level array. */
-	f->root = json_loadb(p, n, 0, &jerr);
-	if (f->root == NULL) {
-		return EB_EFRAME;
-	}
-	if (!json_is_object(f->root)) {
-		json_decref(f->root);
-		f->root = NULL;
-		return EB_EFRAME;
-	}
-	f->type = bframe_type(json_object_get(f->root, "type"));
-	v = json_object_get(f->root, "address");
-	/* "" is no address either: the bus has no empty address. */
-	f->address = json_is_string(v) && json_string_length(v) > 0
-	                 ? json_string_value(v)
-	                 : NULL;
-	v = json_object_get(f->root, "replyAddress");
-	f->reply_address = json_is_string(v) ? json_string_value(v) : NULL;
-	v = json_object_get(f->root, "body");
-	f->body = (v == NULL || json_is_null(v)) ? NULL : v;
-	v = json_object_get(f->root, "headers");
-	if (json_is_object(v)) {
-		bframe_headers(f, v, strip_token);
-	}
-	v = json_object_get(f->root, "failureCode");
-	if (failure_code(v, &f->failure_code)) {
-		f->has_failure = 1;
-		v = json_object_get(f->root, "message");
-		if (json_is_string(v)) {
-			f->failure_message = json_string_value(v);
-		}
-	}
-	return 0;
-}
-
-/* ---- fast path: a scanner for the common, canonical frames ---- */
-
-#define FAST_MAX_DEPTH 32
-
-typedef struct fscan {
-	const unsigned char *p;
-	const unsigned char *end;
-} fscan;
-
-enum { FK_TYPE, FK_ADDRESS, FK_REPLY, FK_BODY, FK_HEADERS };
-
-static int fs_value(fscan *s, int depth);
-
-static void
-fs_ws(fscan *s)
-{
-	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' ||
-	                            *s->p == '\n' || *s->p == '\r')) {
-		s->p++;
-	}
-}
-
-/* The length of the UTF-8 sequence at p (lead byte >= 0x80) when jansson
- * accepts it (no overlong forms, no surrogates, <= U+10FFFF), else 0. */
-static size_t
-fs_utf8(const unsigned char *p, const unsigned char *end)
-{
-	unsigned c = p[0];
-	uint32_t cp;
-	size_t   n;
-	size_t   i;
-
-	if (c >= 0xC2 && c <= 0xDF) {
-		n = 2;
-		cp = c & 0x1Fu;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		n = 3;
-		cp = c & 0x0Fu;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 4;
-		cp = c & 0x07u;
-	} else {
-		return 0;
-	}
-	if ((size_t) (end - p) < n) {
-		return 0;
-	}
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xC0u) != 0x80u) {
-			return 0;
-		}
-		cp = cp << 6 | (p[i] & 0x3Fu);
-	}
-	if (cp > 0x10FFFFu || (cp >= 0xD800u && cp <= 0xDFFFu) ||
-	    (n == 3 && cp < 0x800u) || (n == 4 && cp < 0x10000u)) {
-		return 0;
-	}
-	return n;
-}
-
-#define FS_ONES  0x0101010101010101u
-#define FS_HIGHS 0x8080808080808080u
-
-/* Skips 8 bytes at a time while none is '"', '\\', a control or >= 0x80
- * (word-at-a-time; the byte loop finds the exact stop). */
-static const unsigned char *
-fs_plain_run(const unsigned char *p, const unsigned char *end)
-{
-	uint64_t w;
-	uint64_t q;
-	uint64_t b;
-
-	while (end - p >= 8) {
-		memcpy(&w, p, 8);
-		q = w ^ (FS_ONES * '"');
-		b = w ^ (FS_ONES * '\\');
-		/* Per byte: < 0x20, == '"', == '\\', >= 0x80 (exact as a
-		 * whole: a borrow only follows a byte that matched). */
-		if ((((w - FS_ONES * 0x20u) & ~w) | ((q - FS_ONES) & ~q) |
-		        ((b - FS_ONES) & ~b) | w) &
-		    FS_HIGHS) {
-			break;
-		}
-		p += 8;
-	}
-	return p;
-}
-
-/* A \uXXXX escape at s->p (a surrogate pair as two) as jansson accepts it
- * (no \u0000, no lone surrogate): past it and 1, else 0. */
-static int
-fs_uescape(fscan *s)
-{
-	uint32_t cp;
-	uint32_t lo;
-
-	if (s->end - s->p < 6 || !eb__hex4(s->p + 2, &cp) || cp == 0 ||
-	    (cp >= 0xDC00u && cp <= 0xDFFFu)) {
-		return 0;
-	}
-	if (cp >= 0xD800u && cp <= 0xDBFFu) {
-		if (s->end - s->p < 12 || s->p[6] != '\\' || s->p[7] != 'u' ||
-		    !eb__hex4(s->p + 8, &lo) || lo < 0xDC00u || lo > 0xDFFFu) {
-			return 0;
-		}
-		s->p += 6;
-	}
-	s->p += 6;
-	return 1;
-}
-
-/* 1: a byte that ends the plain run ('"', '\\', controls, >= 0x80). */
-static const unsigned char fs_stop[256] = {
-	/* clang-format off */
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	/* clang-format on */
-};
-
-/* The escape at s->p (a backslash) as fs_string allows it for esc: past it
- * and 1, else 0. */
-static int
-fs_escape(fscan *s, int esc)
-{
-	unsigned c;
-
-	if (!esc || s->end - s->p < 2) {
-		return 0;
-	}
-	c = s->p[1];
-	if (c == 'u' || c == '/') {
-		/* Kept as written in a body value (esc 2); jansson never
-		 * writes them. */
-		if (esc != 2 || (c == 'u' && !fs_uescape(s))) {
-			return 0;
-		}
-		if (c == '/') {
-			s->p += 2;
-		}
-		return 1;
-	}
-	if (c != '"' && c != '\\' && c != 'b' && c != 'f' && c != 'n' &&
-	    c != 'r' && c != 't') {
-		return 0;
-	}
-	s->p += 2;
-	return 1;
-}
-
-/*
- * A string at s->p whose text is its compact encoding: valid UTF-8, no
- * control characters, escapes (only when esc) limited to the ones jansson
- * writes itself (\" \\ \b \f \n \r \t), and with esc 2 (a body value,
- * passed on as written) also \/ and \uXXXX. str and len: the bytes between
- * the quotes. 0: not such a string (the caller falls back).
- */
-static int
-fs_string(fscan *s, int esc, const char **str, size_t *len)
-{
-	const unsigned char *start;
-	const unsigned char *p;
-	size_t               u;
-	unsigned             c;
-
-	if (s->p >= s->end || *s->p != '"') {
-		return 0;
-	}
-	start = ++s->p;
-	for (;;) {
-		p = fs_plain_run(s->p, s->end);
-		while (p < s->end && !fs_stop[*p]) {
-			p++;
-		}
-		s->p = p;
-		if (p >= s->end) {
-			return 0;
-		}
-		c = *p;
-		if (c == '"') {
-			*str = (const char *) start;
-			*len = (size_t) (p - start);
-			s->p++;
-			return 1;
-		}
-		if (c < 0x20) {
-			return 0;
-		}
-		if (c == '\\') {
-			if (!fs_escape(s, esc)) {
-				return 0;
-			}
-		} else {
-			if ((u = fs_utf8(p, s->end)) == 0) {
-				return 0;
-			}
-			s->p += u;
-		}
-	}
-}
-
-static int
-fs_digit(const fscan *s)
-{
-	return s->p < s->end && *s->p >= '0' && *s->p <= '9';
-}
-
-/* A JSON number, kept as written (0.1, 1e-7, 1.0E10, -0, integers of any
- * length): -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? and no digit or
- * letter after it. */
-static int
-fs_number(fscan *s)
-{
-	if (s->p < s->end && *s->p == '-') {
-		s->p++;
-	}
-	if (!fs_digit(s)) {
-		return 0;
-	}
-	if (*s->p == '0') {
-		s->p++;
-	} else {
-		while (fs_digit(s)) {
-			s->p++;
-		}
-	}
-	if (s->p < s->end && *s->p == '.') {
-		s->p++;
-		if (!fs_digit(s)) {
-			return 0;
-		}
-		while (fs_digit(s)) {
-			s->p++;
-		}
-	}
-	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
-		s->p++;
-		if (s->p < s->end && (*s->p == '+' || *s->p == '-')) {
-			s->p++;
-		}
-		if (!fs_digit(s)) {
-			return 0;
-		}
-		while (fs_digit(s)) {
-			s->p++;
-		}
-	}
-	return !(
-	    fs_digit(s) ||
-	    (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E')));
-}
-
-/* 1 and past it when the next byte is c. */
-static int
-fs_ch(fscan *s, unsigned char c)
-{
-	if (s->p < s->end && *s->p == c) {
-		s->p++;
-		return 1;
-	}
-	return 0;
-}
-
-static int
-fs_lit(fscan *s, const char *lit, size_t n)
-{
-	if ((size_t) (s->end - s->p) < n || memcmp(s->p, lit, n) != 0) {
-		return 0;
-	}
-	s->p += n;
-	return 1;
-}
-
-/* An object in a body: kept as written, so duplicate keys and any number
- * of members pass as they came (jansson reads the same bytes the same way
- * as the frame: the last duplicate wins). */
-static int
-fs_object(fscan *s, int depth)
-{
-	const char *key;
-	size_t      len;
-
-	if (depth > FAST_MAX_DEPTH) {
-		return 0;
-	}
-	s->p++; /* '{' */
-	if (s->p < s->end && *s->p == '}') {
-		s->p++;
-		return 1;
-	}
-	for (;;) {
-		if (!fs_string(s, 2, &key, &len) || !fs_ch(s, ':') ||
-		    !fs_value(s, depth)) {
-			return 0;
-		}
-		if (fs_ch(s, '}')) {
-			return 1;
-		}
-		if (!fs_ch(s, ',')) {
-			return 0;
-		}
-	}
-}
-
-static int
-fs_array(fscan *s, int depth)
-{
-	if (depth > FAST_MAX_DEPTH) {
-		return 0;
-	}
-	s->p++; /* '[' */
-	if (fs_ch(s, ']')) {
-		return 1;
-	}
-	for (;;) {
-		if (!fs_value(s, depth)) {
-			return 0;
-		}
-		if (fs_ch(s, ']')) {
-			return 1;
-		}
-		if (!fs_ch(s, ',')) {
-			return 0;
-		}
-	}
-}
-
-/* A body value in compact form (no whitespace), taken as written. */
-static int
-fs_value(fscan *s, int depth)
-{
-	const char *str;
-	size_t      len;
-
-	if (s->p >= s->end) {
-		return 0;
-	}
-	switch (*s->p) {
-	case '"':
-		return fs_string(s, 2, &str, &len);
-	case '{':
-		return fs_object(s, depth + 1);
-	case '[':
-		return fs_array(s, depth + 1);
-	case 't':
-		return fs_lit(s, "true", 4);
-	case 'f':
-		return fs_lit(s, "false", 5);
-	case 'n':
-		return fs_lit(s, "null", 4);
-	default:
-		return fs_number(s);
-	}
-}
-
-static int
-fast_key(const char *k, size_t n)
-{
-	static const struct {
-		const char *name;
-		size_t      len;
-		int         key;
-	} keys[] = {
-		{ "type", 4, FK_TYPE },
-		{ "address", 7, FK_ADDRESS },
-		{ "replyAddress", 12, FK_REPLY },
-		{ "body", 4, FK_BODY },
-		{ "headers", 7, FK_HEADERS },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (keys[i].len == n && keys[i].name[0] == k[0] &&
-		    memcmp(keys[i].name, k, n) == 0) {
-			return keys[i].key;
-		}
-	}
-	return -1;
-}
-
-/*
- * Finds the end of an object or array at s->p without judging it (jansson
- * does, on the span): strings with their escapes, brackets up to
- * FAST_MAX_DEPTH. 0 when no end is found.
- */
-/* Moves s->p from a string's opening quote to its closing one. */
-static int
-fs_skip_string(fscan *s)
-{
-	s->p++;
-	while (s->p < s->end && *s->p != '"') {
-		if (*s->p == '\\' && s->end - s->p < 2) {
-			return 0;
-		}
-		s->p += *s->p == '\\' ? 2 : 1;
-	}
-	return s->p < s->end;
-}
-
-static int
-fs_skip(fscan *s)
-{
-	int depth = 0;
-
-	do {
-		if (s->p >= s->end) {
-			return 0;
-		}
-		switch (*s->p) {
-		case '"':
-			if (!fs_skip_string(s)) {
-				return 0;
-			}
-			break;
-		case '{':
-		case '[':
-			if (++depth > FAST_MAX_DEPTH) {
-				return 0;
-			}
-			break;
-		case '}':
-		case ']':
-			depth--;
-			break;
-		default:
-			break;
-		}
-		s->p++;
-	} while (depth > 0);
-	return 1;
-}
-
-/* headers: null or {} (nothing), or an object whose span goes to jansson
- * (span, len); anything else takes the slow path. */
-static int
-fs_headers(fscan *s, const char **span, size_t *len)
-{
-	const unsigned char *start = s->p;
-
-	if (fs_lit(s, "null", 4)) {
-		return 1;
-	}
-	if (!fs_ch(s, '{')) {
-		return 0;
-	}
-	fs_ws(s);
-	if (fs_ch(s, '}')) {
-		return 1;
-	}
-	s->p = start;
-	if (!fs_skip(s)) {
-		return 0;
-	}
-	*span = (const char *) start;
-	*len = (size_t) (s->p - start);
-	return 1;
-}
-
-static eb__bframe_type
-fast_type(const char *t, size_t n)
-{
-	static const struct {
-		const char     *name;
-		size_t          len;
-		eb__bframe_type type;
-	} types[] = {
-		{ "send", 4, EB__BF_SEND },
-		{ "publish", 7, EB__BF_PUBLISH },
-		{ "register", 8, EB__BF_REGISTER },
-		{ "unregister", 10, EB__BF_UNREGISTER },
-		{ "ping", 4, EB__BF_PING },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		if (types[i].len == n && types[i].name[0] == t[0] &&
-		    memcmp(types[i].name, t, n) == 0) {
-			return types[i].type;
-		}
-	}
-	return EB__BF_UNKNOWN;
-}
-
-/* Copies a string value into f->sbuf (NUL-terminated); NULL when full. */
-static const char *
-fast_keep(eb__bframe *f, size_t *used, const char *v, size_t n)
-{
-	char *dst;
-
-	if (n >= sizeof(f->sbuf) - *used) {
-		return NULL;
-	}
-	dst = f->sbuf + *used;
-	memcpy(dst, v, n);
-	dst[n] = '\0';
-	*used += n + 1;
-	return dst;
-}
-
-/* One member value of the top-level object into the span slots. */
-static int
-fast_member(fscan *s, int key, const char **v, size_t *vl)
-{
-	const unsigned char *start = s->p;
-
-	switch (key) {
-	case FK_TYPE:
-	case FK_ADDRESS:
-	case FK_REPLY:
-		return fs_string(s, 0, &v[key], &vl[key]);
-	case FK_BODY:
-		if (!fs_value(s, 0)) {
-			return 0;
-		}
-		v[key] = (const char *) start;
-		vl[key] = (size_t) (s->p - start);
-		return 1;
-	default:
-		return fs_headers(s, &v[key], &vl[key]);
-	}
-}
-
-/* Fills f from the spans; 0 when the strings do not fit f->sbuf. */
-static int
-fast_fill(eb__bframe *f, const char **v, const size_t *vl)
-{
-	size_t used = 0;
+	size_t      used = 0;
+	const char *t;
 
 	f->raw = 1;
-	f->type = v[FK_TYPE] != NULL ? fast_type(v[FK_TYPE], vl[FK_TYPE])
-	                             : EB__BF_UNKNOWN;
-	if (v[FK_ADDRESS] != NULL && vl[FK_ADDRESS] > 0 &&
-	    (f->address = fast_keep(f, &used, v[FK_ADDRESS], vl[FK_ADDRESS])) ==
+	f->type = EB__BF_UNKNOWN;
+	if (v[K_TYPE].kind == '"') {
+		if ((t = text_of(f, &used, &v[K_TYPE], "type")) == NULL) {
+			return EB_EFRAME;
+		}
+		f->type = frame_type(t);
+	}
+	/* "" is no address: the bus has no empty address. */
+	if (v[K_ADDRESS].kind == '"' && v[K_ADDRESS].n > 0 &&
+	    (f->address = text_of(f, &used, &v[K_ADDRESS], "address")) ==
 	        NULL) {
-		return 0;
+		return EB_EFRAME;
 	}
-	if (v[FK_REPLY] != NULL && (f->reply_address = fast_keep(f, &used,
-	                                v[FK_REPLY], vl[FK_REPLY])) == NULL) {
-		return 0;
+	if (v[K_REPLY].kind == '"' &&
+	    (f->reply_address =
+	            text_of(f, &used, &v[K_REPLY], "replyAddress")) == NULL) {
+		return EB_EFRAME;
 	}
-	if (v[FK_BODY] != NULL &&
-	    !(vl[FK_BODY] == 4 && memcmp(v[FK_BODY], "null", 4) == 0)) {
-		f->body_raw = v[FK_BODY];
-		f->body_raw_len = vl[FK_BODY];
+	if (v[K_BODY].p != NULL && v[K_BODY].kind != 'n') {
+		/* As it came, whitespace and all (strings keep their quotes).
+		 */
+		f->body_raw =
+		    v[K_BODY].kind == '"' ? v[K_BODY].p - 1 : v[K_BODY].p;
+		f->body_raw_len = v[K_BODY].n + (v[K_BODY].kind == '"' ? 2 : 0);
 	}
-	return 1;
-}
-
-/* Headers with content: parsed by jansson alone (the rest of the frame
- * was checked), then handled as on the slow path. 0: jansson refused. */
-static int
-fast_headers(eb__bframe *f, const char *span, size_t len, int strip_token)
-{
-	json_error_t jerr;
-
-	f->hroot = json_loadb(span, len, 0, &jerr);
-	if (f->hroot == NULL) {
-		return 0;
-	}
-	if (!json_is_object(f->hroot)) {
-		json_decref(f->hroot);
-		f->hroot = NULL;
-		return 0;
-	}
-	bframe_headers(f, f->hroot, strip_token);
-	return 1;
-}
-
-/* 1 when the frame was decoded by the scanner; 0: take the slow path. */
-static int
-bframe_parse_fast(const char *p, size_t n, int strip_token, eb__bframe *f)
-{
-	fscan s = { (const unsigned char *) p, (const unsigned char *) p + n };
-	const char *v[FK_HEADERS + 1] = { NULL };
-	size_t      vl[FK_HEADERS + 1] = { 0 };
-	const char *k;
-	size_t      kl;
-	unsigned    seen = 0;
-	int         key;
-
-	fs_ws(&s);
-	if (!fs_ch(&s, '{')) {
-		return 0;
-	}
-	fs_ws(&s);
-	if (!fs_ch(&s, '}')) {
-		for (;;) {
-			if (!fs_string(&s, 0, &k, &kl) ||
-			    (key = fast_key(k, kl)) < 0 ||
-			    (seen & (1u << key)) != 0) {
-				return 0;
-			}
-			seen |= 1u << key;
-			fs_ws(&s);
-			if (!fs_ch(&s, ':')) {
-				return 0;
-			}
-			fs_ws(&s);
-			if (!fast_member(&s, key, v, vl)) {
-				return 0;
-			}
-			fs_ws(&s);
-			if (fs_ch(&s, '}')) {
-				break;
-			}
-			if (!fs_ch(&s, ',')) {
-				return 0;
-			}
-			fs_ws(&s);
+	if (failure_code(&v[K_FCODE], &f->failure_code)) {
+		f->has_failure = 1;
+		if (v[K_MESSAGE].kind == '"' &&
+		    (f->failure_message = text_of(
+		         f, &used, &v[K_MESSAGE], "message")) == NULL) {
+			return EB_EFRAME;
 		}
 	}
-	fs_ws(&s);
-	if (s.p != s.end || !fast_fill(f, v, vl)) {
-		return 0;
-	}
-	return v[FK_HEADERS] == NULL ||
-	       fast_headers(f, v[FK_HEADERS], vl[FK_HEADERS], strip_token);
+	return v[K_HEADERS].kind == '{'
+	           ? frame_headers(f, &used, &v[K_HEADERS], strip_token)
+	           : 0;
 }
 
 static void
@@ -839,32 +457,78 @@ bframe_reset(eb__bframe *f)
 }
 
 int
-eb__bframe_parse_ex(
-    const char *p, size_t n, int strip_token, int fast, eb__bframe *f)
+eb__bframe_parse(
+    const char *p, size_t n, int strip_token, int max_depth, eb__bframe *f)
 {
-	bframe_reset(f);
-	if (n == 0) {
-		return EB_EFRAME;
-	}
-	if (fast && bframe_parse_fast(p, n, strip_token, f)) {
-		return 0;
-	}
-	bframe_reset(f);
-	return bframe_parse_slow(p, n, strip_token, f);
-}
+	eb__jscan   s;
+	bspan       v[K_N];
+	bspan       m;
+	const char *k;
+	size_t      kl;
+	int         esc;
+	int         key;
+	char        kb[16];
 
-int
-eb__bframe_parse(const char *p, size_t n, int strip_token, eb__bframe *f)
-{
-	return eb__bframe_parse_ex(p, n, strip_token, 1, f);
+	bframe_reset(f);
+	memset(v, 0, sizeof(v));
+	eb__jscan_init(&s, p, n, max_depth);
+	eb__jscan_ws(&s);
+	if (!eb__jscan_ch(&s, '{')) {
+		return refuse(f, "invalid_json: %s",
+		    n == 0 ? "empty frame" : "not a JSON object");
+	}
+	eb__jscan_ws(&s);
+	if (!eb__jscan_ch(&s, '}')) {
+		for (;;) {
+			if (!eb__jscan_string(&s, &k, &kl, &esc)) {
+				break;
+			}
+			key = env_key(kb, key_text(k, kl, esc, kb, sizeof(kb)));
+			eb__jscan_ws(&s);
+			if (!eb__jscan_ch(&s, ':')) {
+				(void) eb__jscan_fail(&s, "expected ':'");
+				break;
+			}
+			eb__jscan_ws(&s);
+			/* A repeated key: the last one wins, as in Vert.x. */
+			if (!scan_member(&s, 1, key >= 0 ? &v[key] : &m)) {
+				break;
+			}
+			eb__jscan_ws(&s);
+			if (eb__jscan_ch(&s, '}')) {
+				break;
+			}
+			if (!eb__jscan_ch(&s, ',')) {
+				(void) eb__jscan_fail(
+				    &s, "expected ',' or '}'");
+				break;
+			}
+			eb__jscan_ws(&s);
+		}
+	}
+	if (s.why == NULL) {
+		eb__jscan_ws(&s);
+		if (s.p != s.end) {
+			(void) eb__jscan_fail(&s, "bytes after the object");
+		}
+	}
+	if (s.why != NULL) {
+		return refuse(f, "invalid_json: %s at byte %zu", s.why,
+		    eb__jscan_offset(&s));
+	}
+	return frame_fill(f, v, strip_token);
 }
 
 void
 eb__bframe_free(eb__bframe *f)
 {
+	unsigned i;
+
 	json_decref(f->headers);
-	json_decref(f->hroot);
 	json_decref(f->root);
+	for (i = 0; i < f->nowned; i++) {
+		free(f->owned[i]);
+	}
 	bframe_reset(f);
 }
 

@@ -53,6 +53,7 @@ eb_bridge_opts_init(eb_bridge_opts *opts)
 	opts->port = 0;
 	opts->backlog = 128;
 	opts->max_frame_bytes = BRIDGE_DEFAULT_MAX_FRAME;
+	opts->max_json_depth = EB_BRIDGE_DEFAULT_JSON_DEPTH;
 	opts->write_queue_max_bytes = BRIDGE_DEFAULT_WRITE_QUEUE;
 	opts->idle_timeout_ms = 0;
 	opts->max_connections = BRIDGE_DEFAULT_MAX_CONNS;
@@ -112,6 +113,12 @@ opts_check(const eb_bridge_opts *o, eb_errbuf *err)
 		return eb_errf(err, EB_ECONF,
 		    "bridge.max_frame_bytes out of "
 		    "range");
+	}
+	if (o->max_json_depth < 2 ||
+	    o->max_json_depth > EB_BRIDGE_MAX_JSON_DEPTH) {
+		return eb_errf(err, EB_ECONF,
+		    "bridge.max_json_depth out of range (2..%d)",
+		    EB_BRIDGE_MAX_JSON_DEPTH);
 	}
 	if (o->write_queue_max_bytes < 1024) {
 		return eb_errf(err, EB_ECONF,

@@ -222,6 +222,8 @@ const eb__conf_entry eb__conf_schema[] = {
 	S("bridge.listen", bridge.host, EB__CF_NONEMPTY),
 	ND("bridge.port", bridge.port, int, EB__CT_INT, 7000, 0, 65535),
 	U32("bridge.max_frame_bytes", bridge.max_frame_bytes, 16, 2147483647),
+	U32("bridge.max_json_depth", bridge.max_json_depth, 2,
+	    EB_BRIDGE_MAX_JSON_DEPTH),
 	U32("bridge.max_connections", bridge.max_connections, 1, 1000000),
 	SZ("bridge.write_queue_bytes", bridge.write_queue_max_bytes, 1024,
 	    INT64_MAX),

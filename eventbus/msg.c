@@ -210,9 +210,12 @@ eb_bus_msg_body(eb_bus_msg *msg)
 	json_error_t jerr;
 
 	if (!msg->body_parsed) {
-		/* The bytes were produced by json_dumps here or checked by
-		 * the link decoder, so a parse failure means a peer bug: the
-		 * body reads as null rather than crashing the handler. */
+		/* The bytes are valid JSON (json_dumps here, or a client's
+		 * text checked by the bridge's scanner), but jansson cannot
+		 * hold all of it (an integer past 64 bits, an unpaired
+		 * surrogate): then the body reads as null for an in-node
+		 * handler, which answers that it cannot read it. The bytes
+		 * themselves travel on untouched. */
 		msg->body_json = json_loadb(msg->body, msg->body_len,
 		    JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 		msg->body_parsed = 1;

@@ -785,7 +785,8 @@ rd_headers(bus_remote *st, eb__link_rd *r)
 	 * headers, new in every message) without jansson's parser; anything
 	 * else through it. */
 	if ((h = eb__jsonstr_parse_plain_object(p, n)) == NULL) {
-		h = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+		h = json_loadb(
+		    p, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	}
 	if (h != NULL && eb__bus_headers_check(h) != 0) {
 		json_decref(h);

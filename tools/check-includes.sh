@@ -34,7 +34,7 @@ allowed() { # folder -> allowed repo-rooted include prefixes; 1: no rule
 	examples|lib|include) echo "" ;; # the public headers only
 	# Tests: a module's unit tests may use what the module may use, and
 	# the harness; hmap_test crafts colliding keys with bench/fnv_craft.h.
-	tests/harness)        echo "tests election member zk common" ;;
+	tests/harness)        echo "tests election member zk bridge common" ;;
 	tests/unit/harness)   echo "tests" ;;
 	tests/unit/common)    echo "tests common bench" ;;
 	tests/unit/*)         local r

@@ -26,6 +26,10 @@
 
 typedef struct eb_bridge eb_bridge; /* opaque */
 
+/* bridge.max_json_depth: the default and the largest value. */
+#define EB_BRIDGE_DEFAULT_JSON_DEPTH 1000
+#define EB_BRIDGE_MAX_JSON_DEPTH     2048
+
 /*
  * One permitted entry (Vert.x PermittedOptions). address set: exact match;
  * else address_regex set: POSIX extended regex matched against the whole
@@ -53,10 +57,13 @@ typedef struct eb_bridge_opts {
 	int         port;            /* 0: pick one, see eb_bridge_port() */
 	int         backlog;         /* default 128 */
 	uint32_t    max_frame_bytes; /* inbound payload cap, 1 MiB */
-	size_t      write_queue_max_bytes; /* per connection, default 4 MiB */
-	uint64_t    idle_timeout_ms;       /* 0: none (default) */
-	uint32_t    max_connections;       /* default 1024; extra refused */
-	uint64_t    reply_ttl_ms; /* pending server->client reply, 30000 */
+	/* JSON nesting a frame may have, its own object included: 1000
+	 * (Jackson's default in Vert.x 4.5), at most 2048. */
+	uint32_t max_json_depth;
+	size_t   write_queue_max_bytes; /* per connection, default 4 MiB */
+	uint64_t idle_timeout_ms;       /* 0: none (default) */
+	uint32_t max_connections;       /* default 1024; extra refused */
+	uint64_t reply_ttl_ms; /* pending server->client reply, 30000 */
 	/* Deadlines against slow or silent clients (0: off). */
 	uint64_t frame_timeout_ms;       /* a started frame completes, 30000 */
 	uint64_t first_frame_timeout_ms; /* the first frame, 10000 */

@@ -72,18 +72,36 @@ class Quirks(NodeCase):
         c.ping()
         c.expect_exact(self, {"type": "pong"})
 
-    def test_malformed_and_non_object_json_skipped(self):
+    def test_malformed_and_non_object_json_answered(self):
+        # Each one is answered with an err frame that says what is wrong
+        # (issue 23: none is dropped silently); the socket keeps working.
         c = self.connect()
-        for raw in (b"not json", b"[1,2]", b'"str"', b"42", b"null", b"",
-                    b"{", b'{"type":"ping"', b"\xff\xfe", b"{}}"):
+        cases = ((b"not json", "invalid_json: not a JSON object"),
+                 (b"[1,2]", "invalid_json: not a JSON object"),
+                 (b'"str"', "invalid_json: not a JSON object"),
+                 (b"42", "invalid_json: not a JSON object"),
+                 (b"null", "invalid_json: not a JSON object"),
+                 (b"", "invalid_json: empty frame"),
+                 (b"{", "invalid_json: unexpected end of text at byte 1"),
+                 (b'{"type":"ping"',
+                  "invalid_json: unexpected end of text at byte 14"),
+                 (b"\xff\xfe", "invalid_json: not a JSON object"),
+                 (b"{}}", "invalid_json: bytes after the object at byte 2"),
+                 (b'{"type":"send","address":"a\\u0000"}',
+                  "invalid_frame: address holds U+0000"))
+        for raw, why in cases:
             c.send_frame(raw)
+            c.expect_exact(self, {"type": "err", "message": why})
         c.ping()
-        c.expect_exact(self, {"type": "pong"})  # the first frame at all
+        c.expect_exact(self, {"type": "pong"})
 
     def test_per_frame_logging_is_bounded(self):
         c = self.connect()
         for _ in range(200):
             c.send_frame(b"junk")
+        for _ in range(200):
+            c.expect_exact(self, {"type": "err", "message":
+                                  "invalid_json: not a JSON object"})
         c.ping()
         c.expect_exact(self, {"type": "pong"})
         port = c.sock.getsockname()[1]

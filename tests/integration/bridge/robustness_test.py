@@ -114,9 +114,11 @@ class Robustness(unittest.TestCase):
         c.expect_exact(self, {"type": "pong"})
         self.assertEqual(peer.sync(), [])
 
-    def test_zero_length_frame_skipped(self):
+    def test_zero_length_frame_answered(self):
         c = self.connect()
         c.send_raw(b"\x00\x00\x00\x00")
+        c.expect_exact(self, {"type": "err",
+                              "message": "invalid_json: empty frame"})
         c.ping()
         c.expect_exact(self, {"type": "pong"})
 

@@ -346,16 +346,19 @@ test_protocol(void **state)
 	expect_frame(
 	    f, &c, 3, "{\"type\":\"err\",\"message\":\"unknown_type\"}");
 	tclient_frame(&c, "not json");
+	expect_frame(f, &c, 4,
+	    "{\"type\":\"err\",\"message\":\"invalid_json: not a JSON "
+	    "object\"}");
 	tclient_frame(&c, "{\"type\":\"unregister\",\"address\":\"zz\"}");
 	expect_frame(
-	    f, &c, 4, "{\"type\":\"err\",\"message\":\"unknown_address\"}");
-	assert_int_equal(c.nframes, 5); /* one publish, delivered once */
+	    f, &c, 5, "{\"type\":\"err\",\"message\":\"unknown_address\"}");
+	assert_int_equal(c.nframes, 6); /* one publish, delivered once */
 	eb_bridge_stats_get(f->b, &st);
 	assert_int_equal(st.conns_open, 1);
 	assert_int_equal(st.frames_in[EB_BRIDGE_IN_REGISTER], 2);
 	assert_int_equal(st.frames_in[EB_BRIDGE_IN_MALFORMED], 1);
 	assert_int_equal(st.frames_out[EB_BRIDGE_OUT_PONG], 1);
-	assert_int_equal(st.frames_out[EB_BRIDGE_OUT_ERR], 3);
+	assert_int_equal(st.frames_out[EB_BRIDGE_OUT_ERR], 4);
 	assert_int_equal(st.consumers, 1);
 	assert_int_equal(eb_bridge_conn_foreach(f->b, count_conn, &n), 1);
 	assert_int_equal(n, 1);

@@ -1,0 +1,277 @@
+/* Unit tests for common/jsonscan.h: chosen texts with the decision RFC 8259
+ * makes, the same texts and random mutations of valid ones against jansson
+ * (tests/harness/jsonref.h), spans, the depth bound and unescaping. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonscan.h"
+#include "tests/harness/jsonref.h"
+#include "tests/harness/th.h"
+
+static int
+accepts_n(const char *t, size_t n, int max_depth)
+{
+	eb__jscan s;
+
+	eb__jscan_init(&s, t, n, max_depth);
+	eb__jscan_ws(&s);
+	if (!eb__jscan_value(&s, 0)) {
+		return 0;
+	}
+	eb__jscan_ws(&s);
+	return s.p == s.end;
+}
+
+static int
+accepts(const char *t, int max_depth)
+{
+	return accepts_n(t, strlen(t), max_depth);
+}
+
+/* The scanner and jansson agree on t; the scanner's decision. */
+static int
+agree(const char *t, size_t n)
+{
+	char why[200];
+	int  ok = 0;
+	int  rv = eb__jsonref_check(t, n, 32, &ok, why, sizeof(why));
+
+	if (rv != 0) {
+		print_error("text [%.*s]: %s\n", (int) n, t, why);
+	}
+	assert_int_equal(rv, 0);
+	return ok;
+}
+
+static void
+test_chosen(void **state)
+{
+	static const char *const valid[] = {
+		"0",
+		"-0",
+		"0.1",
+		"1e-07",
+		"1.0E10",
+		"10000000000.0",
+		"12345678901234567890",
+		"-123456789012345678901234567890e-400",
+		"1e999",
+		"\"\\u00e9\"",
+		"\"\xc3\xa9\"",
+		"\"\\u0000\"",
+		"\"a\\u0000b\"",
+		"\"\\ud83d\\ude00\"",
+		"\"\\ud800\"",
+		"\"\\udc00x\"",
+		"\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"",
+		" { \"a\" : 0.1 , \"b\" : 1e-07 , \"c\" : [ 1 , { } , [ ] ] } ",
+		"{\"a\":1,\"a\":2}",
+		"{\"\\u0061\":true}",
+		"[true,false,null]",
+		"\t\r\n[\n1\n]\n",
+		"\"\xf4\x8f\xbf\xbf\"",
+	};
+	static const char *const invalid[] = {
+		"",
+		" ",
+		"01",
+		"-01",
+		"1.",
+		".5",
+		"+1",
+		"1e",
+		"1e+",
+		"0x10",
+		"NaN",
+		"Infinity",
+		"-Infinity",
+		"tru",
+		"nul",
+		"[1,]",
+		"{\"a\":1,}",
+		"{'a':1}",
+		"{\"a\" 1}",
+		"{a:1}",
+		"[1 2]",
+		"\"\\x\"",
+		"\"\\u12\"",
+		"\"\\u12G4\"",
+		"\"unterminated",
+		"\"tab\there\"",
+		"\"\xc0\x80\"",
+		"\"\xed\xa0\x80\"",
+		"\"\xf4\x90\x80\x80\"",
+		"\"\xe9\"",
+		"1 2",
+		"{} x",
+		"[",
+		"/* c */ 1",
+	};
+	size_t i;
+
+	(void) state;
+	for (i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		if (!accepts(valid[i], 32)) {
+			print_error("refused: %s\n", valid[i]);
+		}
+		assert_true(accepts(valid[i], 32));
+		assert_true(agree(valid[i], strlen(valid[i])));
+	}
+	for (i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+		if (accepts(invalid[i], 32)) {
+			print_error("accepted: %s\n", invalid[i]);
+		}
+		assert_false(accepts(invalid[i], 32));
+		assert_false(agree(invalid[i], strlen(invalid[i])));
+	}
+	/* A NUL byte outside a string, and inside one (raw). */
+	assert_false(accepts_n("\0", 1, 32) || accepts_n("1\0", 2, 32));
+	assert_false(agree("[1]\0", 4));
+	assert_false(agree("\"a\0\"", 4));
+}
+
+static void
+test_depth(void **state)
+{
+	char t[80];
+	int  i;
+
+	(void) state;
+	for (i = 0; i < 8; i++) {
+		t[i] = '[';
+		t[15 - i] = ']';
+	}
+	t[16] = '\0';
+	assert_true(accepts(t, 8));
+	assert_false(accepts(t, 7));
+	assert_int_equal(eb__jsonref_check(t, 16, 7, NULL, t + 20, 60), 0);
+	assert_true(accepts("{\"a\":{\"b\":[1]}}", 3));
+	assert_false(accepts("{\"a\":{\"b\":[1]}}", 2));
+}
+
+static void
+test_spans(void **state)
+{
+	static const char    text[] = "{ \"k\\u0041\" :\n [ 1, \"x\" ] }";
+	eb__jscan            s;
+	const char          *str;
+	size_t               len;
+	int                  esc;
+	const unsigned char *v;
+	char                 out[16];
+
+	(void) state;
+	eb__jscan_init(&s, text, sizeof(text) - 1, 32);
+	assert_true(eb__jscan_ch(&s, '{'));
+	eb__jscan_ws(&s);
+	assert_true(eb__jscan_string(&s, &str, &len, &esc));
+	assert_int_equal(esc, 1);
+	assert_int_equal(len, 7);
+	assert_int_equal(eb__json_unescape(str, len, out), 2);
+	assert_memory_equal(out, "kA", 2);
+	eb__jscan_ws(&s);
+	assert_true(eb__jscan_ch(&s, ':'));
+	eb__jscan_ws(&s);
+	v = s.p;
+	assert_true(eb__jscan_value(&s, 1));
+	assert_int_equal((size_t) (s.p - v), 10); /* "[ 1, \"x\" ]" as it is */
+	assert_memory_equal(v, "[ 1, \"x\" ]", 10);
+	/* A failure stays at the first offending byte. */
+	eb__jscan_init(&s, "[1, 2 x]", 8, 32);
+	assert_false(eb__jscan_value(&s, 0));
+	assert_int_equal(eb__jscan_offset(&s), 6);
+	assert_string_equal(s.why, "expected ',' or ']'");
+}
+
+static void
+test_unescape(void **state)
+{
+	char out[32];
+
+	(void) state;
+	assert_int_equal(eb__json_unescape("a\\u0000b", 8, out), 3);
+	assert_memory_equal(out, "a\0b", 3);
+	assert_int_equal(eb__json_unescape("\\ud83d\\ude00", 12, out), 4);
+	assert_memory_equal(out, "\xf0\x9f\x98\x80", 4);
+	assert_int_equal(eb__json_unescape("\\ud800", 6, out), -1);
+	assert_int_equal(eb__json_unescape("\\udc00", 6, out), -1);
+	assert_int_equal(eb__json_unescape("\\ud800\\u0041", 12, out), -1);
+	assert_int_equal(eb__json_unescape("\\u00e9\\/", 8, out), 3);
+	assert_memory_equal(out, "\xc3\xa9/", 3);
+	/* In place: the output never overtakes the input. */
+	memcpy(out, "x\\n\\u0041yz", 11);
+	assert_int_equal(eb__json_unescape(out, 11, out), 5);
+	assert_memory_equal(out, "x\nAyz", 5);
+}
+
+/* Random mutations of valid texts: every one must agree with jansson. */
+static void
+test_mutations(void **state)
+{
+	static const char *const seeds[] = {
+		("{\"type\":\"send\",\"address\":\"a\",\"body\":{\"x\":[1,2."
+		 "5e3,"
+		 "\"\\u00e9\"],\"y\":null}}"),
+		" [ -0.0 , 1E+2 , \"\\ud83d\\ude00\" , { \"\" : false } ] ",
+		"\"\xe2\x82\xac\\t\\\"\"",
+	};
+	static const char alphabet[] = "{}[]\",:\\u0123456789abcdefe+-. \t\n"
+	                               "truefalsnl\x01\x7f\xc3\xa9\xed\xf4";
+	char              t[256];
+	size_t            i;
+	size_t            taken = 0;
+	int               k;
+
+	(void) state;
+	srand(20261127);
+	for (i = 0; i < 200000; i++) {
+		const char *seed = seeds[i % 3];
+		size_t      n = strlen(seed);
+		int         edits = 1 + rand() % 3;
+
+		memcpy(t, seed, n);
+		for (k = 0; k < edits; k++) {
+			size_t at = (size_t) rand() % n;
+			char   c =
+			    alphabet[(size_t) rand() % (sizeof(alphabet) - 1)];
+
+			switch (rand() % 3) {
+			case 0:
+				t[at] = c;
+				break;
+			case 1:
+				if (n + 1 < sizeof(t)) {
+					memmove(t + at + 1, t + at, n - at);
+					t[at] = c;
+					n++;
+				}
+				break;
+			default:
+				memmove(t + at, t + at + 1, n - at - 1);
+				n--;
+				break;
+			}
+			if (n == 0) {
+				break;
+			}
+		}
+		taken += (size_t) agree(t, n);
+	}
+	/* Both decisions were exercised, many times. */
+	assert_true(taken > 10000 && taken < 190000);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chosen),
+		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_spans),
+		cmocka_unit_test(test_unescape),
+		cmocka_unit_test(test_mutations),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
