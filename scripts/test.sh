@@ -38,6 +38,7 @@ export EB_REQUIRE_BROWSER=1
 bash tools/check-format.sh
 bash tools/check-includes.sh
 bash tools/check-refs.sh
+bash tools/module-graph.sh --check
 
 run_suite() { # name, cc, extra cmake args...
 	local name="$1" cc="$2"
