@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "bridge/bridge_int.h"
+#include "tests/harness/jsonref.h"
 
 /* The reference's reading of a frame (jansson values, borrowed). */
 typedef struct ref {
@@ -36,34 +37,6 @@ differ(char *why, size_t why_len, const char *fmt, ...)
 	(void) vsnprintf(why, why_len, fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-static int
-depth_of(const json_t *v)
-{
-	json_t *m = NULL;
-	int     d = 0;
-	int     c;
-	size_t  i;
-	void   *it;
-
-	memcpy(&m, &v, sizeof(m));
-	if (json_is_array(m)) {
-		for (i = 0; i < json_array_size(m); i++) {
-			c = depth_of(json_array_get(m, i));
-			d = c > d ? c : d;
-		}
-		return d + 1;
-	}
-	if (json_is_object(m)) {
-		for (it = json_object_iter(m); it != NULL;
-		     it = json_object_iter_next(m, it)) {
-			c = depth_of(json_object_iter_value(it));
-			d = c > d ? c : d;
-		}
-		return d + 1;
-	}
-	return 0;
 }
 
 /* A string value as the parser reads text: NULL when not a string. */
@@ -303,15 +276,6 @@ refusal_allowed(const char *p, size_t n, const ref *r, const char *err)
 }
 
 static int
-known_refusal(const char *text)
-{
-	return strstr(text, "too big") != NULL ||
-	       strstr(text, "real number overflow") != NULL ||
-	       strstr(text, "invalid Unicode") != NULL ||
-	       strstr(text, "NUL byte in object key") != NULL;
-}
-
-static int
 compare(const char *p, size_t n, int strip, int max_depth, eb__bframe *g,
     int rv, json_t *root, char *why, size_t why_len)
 {
@@ -328,11 +292,11 @@ compare(const char *p, size_t n, int strip, int max_depth, eb__bframe *g,
 	r.headers = json_object_get(root, "headers");
 	r.fcode = json_object_get(root, "failureCode");
 	r.message = json_object_get(root, "message");
-	if (depth_of(root) > max_depth) {
+	if (eb__jsonref_depth(root) > max_depth) {
 		return rv != 0 && strstr(g->err, "nested too deep") != NULL
 		           ? 0
 		           : differ(why, why_len, "depth %d > %d not refused",
-		                 depth_of(root), max_depth);
+		                 eb__jsonref_depth(root), max_depth);
 	}
 	if (rv != 0) {
 		return refusal_allowed(p, n, &r, g->err)
@@ -361,7 +325,7 @@ eb__frameref_check(const char *p, size_t n, int strip_token, int max_depth,
 		/* Taken although jansson refuses: only for what RFC 8259
 		 * allows and jansson cannot hold. */
 		out = rv != 0 ? 0
-		      : known_refusal(jerr.text)
+		      : eb__jsonref_known_refusal(jerr.text)
 		          ? 1
 		          : differ(why, why_len, "took it, jansson: %s",
 		                jerr.text);

@@ -11,18 +11,19 @@
 
 #include "common/jsonscan.h"
 
-/* The nesting depth of v (a scalar is 0). */
-static int
-depth_of(json_t *v)
+int
+eb__jsonref_depth(const json_t *j)
 {
-	int    d = 0;
-	int    c;
-	size_t i;
-	void  *it;
+	json_t *v = NULL;
+	int     d = 0;
+	int     c;
+	size_t  i;
+	void   *it;
 
+	memcpy(&v, &j, sizeof(v)); /* jansson's iterators take no const */
 	if (json_is_array(v)) {
 		for (i = 0; i < json_array_size(v); i++) {
-			c = depth_of(json_array_get(v, i));
+			c = eb__jsonref_depth(json_array_get(v, i));
 			d = c > d ? c : d;
 		}
 		return d + 1;
@@ -30,7 +31,7 @@ depth_of(json_t *v)
 	if (json_is_object(v)) {
 		for (it = json_object_iter(v); it != NULL;
 		     it = json_object_iter_next(v, it)) {
-			c = depth_of(json_object_iter_value(it));
+			c = eb__jsonref_depth(json_object_iter_value(it));
 			d = c > d ? c : d;
 		}
 		return d + 1;
@@ -38,9 +39,8 @@ depth_of(json_t *v)
 	return 0;
 }
 
-/* jansson refuses these although the grammar allows them. */
-static int
-known_refusal(const char *text)
+int
+eb__jsonref_known_refusal(const char *text)
 {
 	return strstr(text, "too big") != NULL ||
 	       strstr(text, "real number overflow") != NULL ||
@@ -103,18 +103,18 @@ eb__jsonref_check(const char *p, size_t n, int max_depth, int *accepted,
 	}
 	v = json_loadb(p, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 	if (v == NULL) {
-		if (ok && !known_refusal(jerr.text)) {
+		if (ok && !eb__jsonref_known_refusal(jerr.text)) {
 			(void) snprintf(why, why_len,
 			    "scanner accepts, jansson refuses: %s", jerr.text);
 			rv = -1;
 		}
 		return rv;
 	}
-	if (depth_of(v) > max_depth) {
+	if (eb__jsonref_depth(v) > max_depth) {
 		if (ok || strcmp(s.why, "nested too deep") != 0) {
 			(void) snprintf(why, why_len,
 			    "depth %d > %d not refused as too deep",
-			    depth_of(v), max_depth);
+			    eb__jsonref_depth(v), max_depth);
 			rv = -1;
 		}
 	} else if (!ok && !(s.p < s.end && *s.p == '\0')) {

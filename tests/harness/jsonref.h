@@ -15,9 +15,17 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 /* 0 when they agree on p[0..n); -1 with the disagreement in why. *accepted
  * (may be NULL): the scanner's decision. */
 int eb__jsonref_check(const char *p, size_t n, int max_depth, int *accepted,
     char *why, size_t why_len);
+
+/* The nesting depth of v (a scalar is 0, [] is 1). */
+int eb__jsonref_depth(const json_t *v);
+/* 1 when jansson's error text is one of the refusals above (RFC 8259
+ * allows the text). */
+int eb__jsonref_known_refusal(const char *text);
 
 #endif

@@ -20,7 +20,7 @@ typedef struct th_http {
 	uv_tcp_t     tcp;
 	uv_connect_t conn;
 	uv_write_t   wr;
-	char         req[1024];
+	char         req[4096];
 	char         resp[65536]; /* NUL-terminated */
 	size_t       len;
 	int          written; /* the request was handed to the kernel */
