@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
+#include "common/buf.h"
 #include "common/jsonscan.h"
 #include "ctl/ctl.h"
 
@@ -70,7 +70,7 @@ json_t *
 eb__ctl_frame_read(const char *p, size_t n, const char **body, size_t *blen)
 {
 	json_t *j;
-	char   *copy;
+	eb__buf copy;
 	size_t  head;
 
 	if (body_span(p, n, body, blen) != 0) {
@@ -80,12 +80,13 @@ eb__ctl_frame_read(const char *p, size_t n, const char **body, size_t *blen)
 		j = json_loadb(p, n, JSON_ALLOW_NUL, NULL);
 	} else {
 		head = (size_t) (*body - p);
-		copy = eb__malloc(n - *blen + 4);
-		memcpy(copy, p, head);
-		memcpy(copy + head, "null", 4);
-		memcpy(copy + head + 4, *body + *blen, n - head - *blen);
-		j = json_loadb(copy, n - *blen + 4, JSON_ALLOW_NUL, NULL);
-		free(copy);
+		eb__buf_init(&copy);
+		eb__buf_append(&copy, p, head);
+		eb__buf_append(&copy, "null", 4);
+		eb__buf_append(&copy, *body + *blen, n - head - *blen);
+		j = json_loadb(eb__buf_head(&copy), eb__buf_avail(&copy),
+		    JSON_ALLOW_NUL, NULL);
+		eb__buf_free(&copy);
 		if (*blen == 4 && memcmp(*body, "null", 4) == 0) {
 			*body = NULL;
 			*blen = 0;

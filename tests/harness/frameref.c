@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "bridge/bridge_int.h"
+#include "common/jsonstr.h"
 #include "tests/harness/jsonref.h"
 
 /* The reference's reading of a frame (jansson values, borrowed). */
@@ -113,7 +114,7 @@ headers_ok(
 	json_t     *v;
 	json_t     *mine;
 
-	memcpy(&m, &h, sizeof(m));
+	m = eb__json_unconst(h);
 	for (it = json_object_iter(m); it != NULL;
 	     it = json_object_iter_next(m, it)) {
 		key = json_object_iter_key(it);
@@ -149,7 +150,7 @@ options_ok(const eb__bframe *g, const json_t *h, char *why, size_t why_len)
 	uint64_t tmo = 0;
 	int      local;
 
-	memcpy(&m, &h, sizeof(m));
+	m = eb__json_unconst(h);
 	t = json_is_object(m) ? json_object_get(m, "timeout") : NULL;
 	l = json_is_object(m) ? json_object_get(m, "localOnly") : NULL;
 	if (json_is_integer(t) && json_integer_value(t) > 0) {
@@ -264,7 +265,7 @@ refusal_allowed(const char *p, size_t n, const ref *r, const char *err)
 	if (strstr(err, "U+0000") == NULL) {
 		return 0;
 	}
-	memcpy(&m, &r->headers, sizeof(m));
+	m = eb__json_unconst(r->headers);
 	for (it = json_is_object(m) ? json_object_iter(m) : NULL; it != NULL;
 	     it = json_object_iter_next(m, it)) {
 		nul_key |= strlen(json_object_iter_key(it)) !=

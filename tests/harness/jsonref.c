@@ -10,17 +10,17 @@
 #include <jansson.h>
 
 #include "common/jsonscan.h"
+#include "common/jsonstr.h"
 
 int
 eb__jsonref_depth(const json_t *j)
 {
-	json_t *v = NULL;
+	json_t *v = eb__json_unconst(j); /* iterators take no const */
 	int     d = 0;
 	int     c;
 	size_t  i;
 	void   *it;
 
-	memcpy(&v, &j, sizeof(v)); /* jansson's iterators take no const */
 	if (json_is_array(v)) {
 		for (i = 0; i < json_array_size(v); i++) {
 			c = eb__jsonref_depth(json_array_get(v, i));

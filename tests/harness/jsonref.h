@@ -22,8 +22,8 @@
 int eb__jsonref_check(const char *p, size_t n, int max_depth, int *accepted,
     char *why, size_t why_len);
 
-/* The nesting depth of v (a scalar is 0, [] is 1). */
-int eb__jsonref_depth(const json_t *v);
+/* The nesting depth of j (a scalar is 0, [] is 1). */
+int eb__jsonref_depth(const json_t *j);
 /* 1 when jansson's error text is one of the refusals above (RFC 8259
  * allows the text). */
 int eb__jsonref_known_refusal(const char *text);

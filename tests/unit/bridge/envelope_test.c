@@ -50,10 +50,10 @@ parse(const char *s, eb__bframe *f)
 /* Frames it must take (and agree on). */
 static const char *const taken[] = {
 	"{\"type\":\"send\",\"address\":\"a\",\"body\":{\"t\":\"x\",\"p\":1}}",
-	"{\"type\":\"publish\",\"address\":\"a.b\",\"body\":[1,-2,0,true,"
-	"false,null,\"s\",[],{}]}",
-	"{\"type\":\"send\",\"address\":\"a\",\"replyAddress\":\"#r1\","
-	"\"body\":\"\\\"q\\\\\\n\\t\\r\\b\\f\"}",
+	("{\"type\":\"publish\",\"address\":\"a.b\",\"body\":[1,-2,0,true,"
+	 "false,null,\"s\",[],{}]}"),
+	("{\"type\":\"send\",\"address\":\"a\",\"replyAddress\":\"#r1\","
+	 "\"body\":\"\\\"q\\\\\\n\\t\\r\\b\\f\"}"),
 	" { \"type\" : \"ping\" } \n",
 	"{\"type\":\"register\",\"address\":\"x\",\"headers\":{}}",
 	"{\"type\":\"register\",\"address\":\"x\",\"headers\":null}",
@@ -66,20 +66,20 @@ static const char *const taken[] = {
 	"{\"type\":\"send\",\"address\":\"\xc3\xa9t\xc3\xa9\",\"body\":1}",
 	"{\"body\":{\"a\":{\"a\":{\"a\":[[[{}]]]}}}}",
 	"{\"headers\":{\"k\":\"v\"}}",
-	"{\"type\":\"send\",\"address\":\"a\",\"headers\":{\"k\":\"v\","
-	"\"n\":5,\"timeout\":1500,\"localOnly\":true,\"token\":\"t\"},"
-	"\"body\":1}",
-	"{\"type\":\"publish\",\"address\":\"a\",\"headers\":{ \"x\" : [1, "
-	"{\"y\": 2.5}], \"e\":\"\\u00e9\\\"}\", \"z\":null, \"c\":\"codec\", "
-	"\"codecName\":\"c\", \"f\":false },\"body\":{}}",
+	("{\"type\":\"send\",\"address\":\"a\",\"headers\":{\"k\":\"v\","
+	 "\"n\":5,\"timeout\":1500,\"localOnly\":true,\"token\":\"t\"},"
+	 "\"body\":1}"),
+	("{\"type\":\"publish\",\"address\":\"a\",\"headers\":{ \"x\" : [1, "
+	 "{\"y\": 2.5}], \"e\":\"\\u00e9\\\"}\", \"z\":null, \"c\":\"codec\", "
+	 "\"codecName\":\"c\", \"f\":false },\"body\":{}}"),
 	"{\"body\":1.5}",
 	"{\"body\":{\"k\":1,\"k\":2,\"\\u006b\":3}}",
 	"{\"body\":[0.1,1e-7,1.0E10,-0,-0.0e+0,2E-3]}",
 	"{\"body\":1234567890123456789}",
 	"{\"body\":12345678901234567890123}",
 	"{\"body\":{\"k\":\"\\u00e9\\/\\ud83d\\ude00\"}}",
-	"{\"headers\":{\"timeout\":2.5e3,\"localOnly\":\"true\","
-	"\"token\":5,\"k\":{\"a\":[{}]},\"k\":\"again\"},\"type\":\"ping\"}",
+	("{\"headers\":{\"timeout\":2.5e3,\"localOnly\":\"true\","
+	 "\"token\":5,\"k\":{\"a\":[{}]},\"k\":\"again\"},\"type\":\"ping\"}"),
 	/* Outside the old fast scanner's subset, all valid JSON. */
 	"{\"type\":\"send\",\"address\":\"a\",\"body\":{\"a\": 1}}",
 	"{\"type\":\"send\",\"type\":\"publish\"}",
@@ -94,11 +94,11 @@ static const char *const taken[] = {
 	"{\"body\":\"\\udc00x\"}",
 	"{\"body\":[12345678901234567890, -1e400, 1E+999]}",
 	"{\"headers\":{\"k\":\"a\\u0000b\",\"timeout\":100,\"timeout\":\"x\"}}",
-	"{\"headers\":{\"n\":0.1,\"m\":1e-07,\"o\":{ \"a\" : [ 1 , \"b c\" ] "
-	"}}}",
+	("{\"headers\":{\"n\":0.1,\"m\":1e-07,\"o\":{ \"a\" : [ 1 , \"b c\" ] "
+	 "}}}"),
 	"{\"type\":\"send\",\"failureCode\":-7.0,\"message\":\"m\\u00e9\"}",
-	"\n{\n  \"type\" : \"send\" ,\n  \"body\" : {\n    \"a\" : [ 1 ,\n 2 "
-	"]\n  }\n}\n",
+	("\n{\n  \"type\" : \"send\" ,\n  \"body\" : {\n    \"a\" : [ 1 ,\n 2 "
+	 "]\n  }\n}\n"),
 };
 
 /* Frames it must refuse, with the reason for the err frame. */
@@ -400,11 +400,14 @@ test_mutations(void **state)
 	unsigned          i;
 
 	(void) state;
-	for (i = 0; i < sizeof(taken) / sizeof(taken[0]) && i < 64; i++) {
-		sets[0][nsets[0]++] = taken[i];
+	nsets[0] = sizeof(taken) / sizeof(taken[0]);
+	nsets[1] = sizeof(refused) / sizeof(refused[0]);
+	assert_true(nsets[0] <= 64 && nsets[1] <= 64);
+	for (i = 0; i < nsets[0]; i++) {
+		sets[0][i] = taken[i];
 	}
-	for (i = 0; i < sizeof(refused) / sizeof(refused[0]) && i < 64; i++) {
-		sets[1][nsets[1]++] = refused[i].frame;
+	for (i = 0; i < nsets[1]; i++) {
+		sets[1][i] = refused[i].frame;
 	}
 	for (i = 0; i < 200000; i++) {
 		unsigned    set = (unsigned) (rnd(&seed) % 2);
