@@ -605,12 +605,21 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 
 	if (key != NULL && !r->publish) {
 		/* Every leader picks the same node for this key while the
-		 * nodes with handlers are the same. */
-		const char *ids[64];
-		size_t      n = eb_bus_handler_nodes(in->bus, r->to, ids, 64);
+		 * nodes with handlers are the same (all of them, in any
+		 * order). */
+		const char  *few[16];
+		const char **ids = few;
+		size_t       n = eb_bus_handler_nodes(in->bus, r->to, few, 16);
 
-		node = eb__ingress_rendezvous(json_string_value(key),
-		    json_string_length(key), ids, n < 64 ? n : 64);
+		if (n > 16) {
+			ids = eb__calloc(n, sizeof(*ids));
+			n = eb_bus_handler_nodes(in->bus, r->to, ids, n);
+		}
+		node = eb__ingress_rendezvous(
+		    json_string_value(key), json_string_length(key), ids, n);
+		if (ids != few) {
+			free(ids); /* node points into the bus, not ids */
+		}
 		if (node == NULL) {
 			return EB_ENOHANDLERS;
 		}
