@@ -113,69 +113,43 @@ dedup_key(
 	return buf;
 }
 
-int
-eb__bus_dedup_admit(eb_bus *bus, eb_bus_msg *msg, eb__bus_rcpt *rc)
+/* The key msg carries, NULL when none this table can hold: over the bound
+ * (the ingress refuses those) or with a NUL is delivered as without one. */
+static const char *
+msg_key(const eb_bus_msg *msg, size_t *klen)
 {
-	const json_t *h;
+	const json_t *h = json_object_get(msg->headers, EB_BUS_DEDUP_HEADER);
 	const char   *key;
-	size_t        klen;
-	char          stack[512];
-	char         *heap = NULL;
-	char         *mk;
-	size_t        need;
-	eb__hent     *e;
-	eb__bus_dkey *k;
-	eb__list     *it;
-	uint64_t      now;
 
-	if (bus->dedup.max == 0 || rc == NULL || msg->epoch == 0 ||
-	    rc->dkey != NULL) {
-		return 0;
-	}
-	h = json_object_get(msg->headers, EB_BUS_DEDUP_HEADER);
 	if (!json_is_string(h)) {
-		return 0;
+		return NULL;
 	}
 	key = json_string_value(h);
-	klen = json_string_length(h);
-	/* Over the bound (the ingress refuses those) or with a NUL: not a
-	 * key this table can hold; delivered as without one. */
-	if (klen == 0 || klen > EB_BUS_DEDUP_KEY_MAX ||
-	    memchr(key, '\0', klen) != NULL) {
-		return 0;
+	*klen = json_string_length(h);
+	if (*klen == 0 || *klen > EB_BUS_DEDUP_KEY_MAX ||
+	    memchr(key, '\0', *klen) != NULL) {
+		return NULL;
 	}
-	need = strlen(msg->address) + klen + 24;
-	mk = dedup_key(stack, sizeof(stack), msg->address, key, klen);
-	if (mk == NULL) {
-		heap = eb__malloc(need);
-		mk = dedup_key(heap, need, msg->address, key, klen);
-	}
-	now = uv_now(bus->loop);
-	dedup_expire(bus, now);
-	e = eb__hmap_get(&bus->dedup.map, mk);
-	if (e != NULL) {
-		k = EB_CONTAINER_OF(e, eb__bus_dkey, hent);
-		free(heap);
-		if (!k->done) {
-			bus->dedup.busy++;
-			return EB_EKEYBUSY;
-		}
-		bus->dedup.duplicates++;
-		if (rc->orig_epoch == 0) {
-			rc->orig_epoch = k->epoch;
-			rc->orig_seq = k->seq;
-		}
-		return EB_EDUPLICATE;
-	}
+	return key;
+}
+
+/* A new pending key mk for msg, made room for at the bound. */
+static void
+dkey_add(eb_bus *bus, const char *mk, const eb_bus_msg *msg, eb__bus_rcpt *rc,
+    uint64_t now)
+{
+	size_t        need = strlen(mk) + 1;
+	const json_t *h;
+	eb__list     *it;
+	eb__bus_dkey *k;
+
 	while (bus->dedup.map.count >= bus->dedup.max &&
 	       (it = eb__list_first(&bus->dedup.order)) != NULL) {
 		dkey_free(bus, EB_CONTAINER_OF(it, eb__bus_dkey, link));
 		bus->dedup.evicted++;
 	}
-	need = strlen(mk) + 1;
 	k = eb__calloc(1, sizeof(*k) + need);
 	memcpy(k->key, mk, need);
-	free(heap);
 	k->hent.key = k->key;
 	k->at_ms = now;
 	k->epoch = msg->epoch;
@@ -186,7 +160,50 @@ eb__bus_dedup_admit(eb_bus *bus, eb_bus_msg *msg, eb__bus_rcpt *rc)
 	rc->dkey = k;
 	eb__hmap_put(&bus->dedup.map, &k->hent);
 	eb__list_insert_tail(&bus->dedup.order, &k->link);
-	return 0;
+}
+
+int
+eb__bus_dedup_admit(eb_bus *bus, eb_bus_msg *msg, eb__bus_rcpt *rc)
+{
+	const char   *key;
+	size_t        klen = 0;
+	char          stack[512];
+	char         *heap = NULL;
+	char         *mk;
+	size_t        need;
+	eb__hent     *e;
+	eb__bus_dkey *k;
+	uint64_t      now;
+	int           rv = 0;
+
+	if (bus->dedup.max == 0 || rc == NULL || msg->epoch == 0 ||
+	    rc->dkey != NULL || (key = msg_key(msg, &klen)) == NULL) {
+		return 0;
+	}
+	mk = dedup_key(stack, sizeof(stack), msg->address, key, klen);
+	if (mk == NULL) {
+		need = strlen(msg->address) + klen + 24;
+		heap = eb__malloc(need);
+		mk = dedup_key(heap, need, msg->address, key, klen);
+	}
+	now = uv_now(bus->loop);
+	dedup_expire(bus, now);
+	e = eb__hmap_get(&bus->dedup.map, mk);
+	if (e == NULL) {
+		dkey_add(bus, mk, msg, rc, now);
+	} else if (!(k = EB_CONTAINER_OF(e, eb__bus_dkey, hent))->done) {
+		bus->dedup.busy++;
+		rv = EB_EKEYBUSY;
+	} else {
+		bus->dedup.duplicates++;
+		if (rc->orig_epoch == 0) {
+			rc->orig_epoch = k->epoch;
+			rc->orig_seq = k->seq;
+		}
+		rv = EB_EDUPLICATE;
+	}
+	free(heap);
+	return rv;
 }
 
 void
