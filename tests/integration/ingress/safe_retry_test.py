@@ -219,6 +219,22 @@ class SafeRetry(unittest.TestCase):
                 "the leader change is not visible in the acks")
         else:
             self.assertGreater(keyed.attempts, keyed.sent, "nothing retried")
+            # The consumer's node counted what it did not deliver again
+            # and remembers one key per keyed message.
+            st, text = ebtest.admin_request(*c.admin, "GET", "/metrics")
+            self.assertEqual(st, 200)
+            metric = {}
+            for line in text.splitlines():
+                if line.startswith("ebnode_ingress_dedup") or \
+                        line.startswith("ebnode_ingress_duplicates"):
+                    k, v = line.split()
+                    metric[k] = int(float(v))
+            print("c metrics:", metric)
+            self.assertGreaterEqual(
+                metric["ebnode_ingress_duplicates_total"], len(dup_answers))
+            self.assertGreater(metric["ebnode_ingress_duplicates_total"], 0)
+            self.assertEqual(metric["ebnode_ingress_dedup_keys"], keyed.sent)
+            self.assertEqual(metric["ebnode_ingress_dedup_evicted_total"], 0)
         self.assertEqual(len(out["u"][4]), 0, "unkeyed messages lost")
 
     def test_consumer_node_paused(self):
