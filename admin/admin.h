@@ -1,6 +1,7 @@
 /*
- * admin: a small HTTP/1.1 server on a libuv loop for operational endpoints
- * (admin.c). It knows nothing of the node: the modules that own the data
+ * admin: the HTTP/1.1 endpoint for operational endpoints (admin.c), an
+ * http/ server (http/server.h) with admin's options, token and GET
+ * /metrics. It knows nothing of the node: the modules that own the data
  * register their routes and metric collectors on it.
  *
  *   eb__admin_opts o;
@@ -49,6 +50,7 @@
 
 #include "admin/prom.h"
 #include "common/budget.h"
+#include "http/server.h"
 
 typedef struct eb__admin eb__admin;
 
@@ -75,20 +77,12 @@ typedef struct eb__admin_opts {
 #define EB_ADMIN_MAX_ORIGINS 16
 #define EB_ADMIN_ORIGIN_MAX  255
 
-typedef struct eb__admin_req {
-	const char *method; /* "GET", "POST", ... */
-	const char *path;   /* "/nodes" (no query) */
-	const char *query;  /* after '?', "" if none */
-	const char *body;   /* NUL-terminated, "" if none */
-	size_t      body_len;
-} eb__admin_req;
-
-typedef struct eb__admin_resp {
-	int         status;       /* 0: not set */
-	const char *content_type; /* static string */
-	char       *body;         /* owned (malloc'd) */
-	size_t      body_len;
-} eb__admin_resp;
+/* A request and a response of the http/ server (http/server.h): method,
+ * path (no query), query ("" if none), body (NUL-terminated, "" if none)
+ * and body_len; status (0: not set), content_type (a static string), body
+ * (owned, malloc'd) and body_len. */
+typedef eb__http_req  eb__admin_req;
+typedef eb__http_resp eb__admin_resp;
 
 typedef void (*eb__admin_handler)(
     const eb__admin_req *rq, eb__admin_resp *rs, void *arg);
@@ -141,9 +135,12 @@ void eb__admin_close(eb__admin *adm, eb__admin_close_cb cb, void *arg);
 /* A collector for the process families (resident memory, CPU time, and
  * uptime since *arg, a const uint64_t of eb__mono_ms()). */
 void eb__admin_process_metrics(eb__prom *w, void *arg);
-/* One row of ebnode_errors_total{type} (errors by type across modules;
- * the node opens the family), written by the module that counts it. */
-void eb__admin_error_row(eb__prom *w, const char *type, uint64_t v);
+/* ebnode_errors_total{type}, errors by type across modules: the node
+ * opens the family (eb__admin_errors_family), then each module that
+ * counts errors writes its rows, one per field of f read from src. */
+void eb__admin_errors_family(eb__prom *w);
+void eb__admin_error_rows(
+    eb__prom *w, const eb__prom_field *f, size_t n, const void *src);
 
 /* Serialises v (borrowed) as the response body, application/json. */
 void eb__admin_reply_json(eb__admin_resp *rs, int status, json_t *v);

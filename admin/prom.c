@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/assert.h"
+
 void
 eb__prom_init(eb__prom *w)
 {
@@ -138,4 +140,129 @@ eb__prom_one(eb__prom *w, const char *name, const char *type, const char *help,
 {
 	eb__prom_family(w, name, type, help);
 	eb__prom_u64(w, name, NULL, v);
+}
+
+/* ---- families as tables ---- */
+
+/* The value of f in src as a sample of name with labels. */
+static void
+field_sample(eb__prom *w, const char *name, const char *const *labels,
+    const eb__prom_field *f, const void *src)
+{
+	const unsigned char *p = (const unsigned char *) src + f->off;
+	uint64_t             v = 0;
+
+	if (f->f64) {
+		double d;
+
+		memcpy(&d, p, sizeof(d));
+		eb__prom_f64(w, name, labels, d);
+		return;
+	}
+	if (f->size == sizeof(uint8_t)) {
+		uint8_t x;
+
+		memcpy(&x, p, sizeof(x));
+		v = x;
+	} else if (f->size == sizeof(uint16_t)) {
+		uint16_t x;
+
+		memcpy(&x, p, sizeof(x));
+		v = x;
+	} else if (f->size == sizeof(uint32_t)) {
+		uint32_t x;
+
+		memcpy(&x, p, sizeof(x));
+		v = x;
+	} else {
+		memcpy(&v, p, sizeof(v));
+	}
+	eb__prom_u64(w, name, labels, v);
+}
+
+/* The samples of d read from src, after the row label row_label=row_value
+ * when row_label is not NULL. */
+static void
+desc_samples(eb__prom *w, const eb__prom_desc *d, const char *row_label,
+    const char *row_value, const void *src)
+{
+	const char *l[5] = { NULL, NULL, NULL, NULL, NULL };
+	size_t      k = 0;
+	size_t      i;
+
+	if (row_label != NULL) {
+		l[k++] = row_label;
+		l[k++] = row_value;
+	}
+	if (d->fields == NULL) {
+		field_sample(w, d->name, l, &d->one, src);
+		return;
+	}
+	for (i = 0; i < d->nfields; i++) {
+		l[k] = d->label;
+		l[k + 1] = d->fields[i].label;
+		field_sample(w, d->name, l, &d->fields[i], src);
+	}
+}
+
+void
+eb__prom_write(eb__prom *w, const eb__prom_desc *d, size_t n, const void *src)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		eb__prom_family(w, d[i].name, d[i].type, d[i].help);
+		desc_samples(w, &d[i], NULL, NULL, src);
+	}
+}
+
+void
+eb__prom_fields(eb__prom *w, const char *name, const char *label,
+    const eb__prom_field *f, size_t n, const void *src)
+{
+	eb__prom_desc d = { name, NULL, NULL, { NULL, 0, 0, 0 }, label, f, n };
+
+	desc_samples(w, &d, NULL, NULL, src);
+}
+
+void
+eb__prom_write_rows(
+    eb__prom *w, const eb__prom_desc *d, size_t n, const eb__prom_rows *r)
+{
+	size_t i;
+	size_t j;
+
+	for (i = 0; i < n; i++) {
+		eb__prom_family(w, d[i].name, d[i].type, d[i].help);
+		for (j = 0; j < r->n; j++) {
+			const char *row =
+			    (const char *) r->base + j * r->stride;
+			const char *value;
+
+			memcpy(&value, row + r->label_off, sizeof(value));
+			desc_samples(w, &d[i], r->label, value, row);
+		}
+	}
+}
+
+void
+eb__prom_hist(
+    eb__prom *w, const char *name, const char *help, const eb__hist *h)
+{
+	char   sub[128];
+	size_t i;
+
+	EB_ASSERT(strlen(name) + sizeof("_bucket") <= sizeof(sub));
+	eb__prom_family(w, name, "histogram", help);
+	(void) snprintf(sub, sizeof(sub), "%s_bucket", name);
+	for (i = 0; i < EB__HIST_BUCKETS; i++) {
+		const char *l[] = { "le", eb__hist_bound_label(i), NULL };
+
+		eb__prom_u64(
+		    w, sub, l, h != NULL ? eb__hist_cumulative(h, i) : 0);
+	}
+	(void) snprintf(sub, sizeof(sub), "%s_sum", name);
+	eb__prom_f64(w, sub, NULL, h != NULL ? eb__hist_sum_seconds(h) : 0.0);
+	(void) snprintf(sub, sizeof(sub), "%s_count", name);
+	eb__prom_u64(w, sub, NULL, h != NULL ? h->count : 0);
 }

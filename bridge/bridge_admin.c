@@ -9,86 +9,130 @@
 
 /* ---- metrics ---- */
 
-typedef struct bridge_sums {
-	uint64_t queued;
-	uint64_t pending;
-} bridge_sums;
+/* What the metric tables read: the bridge's counters, the values derived
+ * from them and the sums over the open connections. */
+typedef struct bridge_vals {
+	eb_bridge_stats s;
+	uint64_t        refused;      /* registrations + requests over caps */
+	uint64_t        closed_other; /* closed for no counted reason */
+	uint64_t        queued;       /* sum over the connections */
+	uint64_t        pending;      /* sum over the connections */
+} bridge_vals;
+
+#define BV(m) EB__PROM_AT(bridge_vals, m)
+
+static const eb__prom_field closed_reasons[] = {
+	{ "slow_consumer", BV(s.conns_closed_slow) },
+	{ "idle", BV(s.conns_closed_idle) },
+	{ "bad_frame", BV(s.conns_closed_frame) },
+	{ "timeout", BV(s.conns_closed_timeout) },
+	{ "memory", BV(s.conns_closed_memory) },
+	{ "evicted", BV(s.conns_evicted) },
+	{ "other", BV(closed_other) },
+};
+
+static const eb__prom_desc conn_families[] = {
+	EB__PROM_ONE("ebnode_bridge_connections", "gauge",
+	    "Open bridge connections.", BV(s.conns_open)),
+	EB__PROM_ONE("ebnode_bridge_connections_accepted_total", "counter",
+	    "Bridge connections accepted.", BV(s.conns_total)),
+	EB__PROM_ONE("ebnode_bridge_connections_refused_total", "counter",
+	    "Bridge connections refused (over bridge.max_connections).",
+	    BV(s.conns_refused)),
+	EB__PROM_ONE("ebnode_bridge_connections_evicted_total", "counter",
+	    "Bridge connections without a complete frame closed at "
+	    "bridge.max_connections to admit a new one.",
+	    BV(s.conns_evicted)),
+	EB__PROM_ONE("ebnode_bridge_input_bytes", "gauge",
+	    "Bridge input buffers (partial and unhandled frames), all "
+	    "connections; bounded by bridge.input_budget_bytes.",
+	    BV(s.input_bytes)),
+	EB__PROM_ONE("ebnode_bridge_refused_total", "counter",
+	    "Bridge registrations and requests refused over the "
+	    "per-connection caps.",
+	    BV(refused)),
+	EB__PROM_SET("ebnode_bridge_connections_closed_total", "counter",
+	    "Bridge connections closed, by reason (other: the peer closed, "
+	    "TLS or token failure, shutdown).",
+	    "reason", closed_reasons),
+};
+
+/* After ebnode_bridge_frames_total. */
+static const eb__prom_desc load_families[] = {
+	EB__PROM_ONE("ebnode_bridge_consumers", "gauge",
+	    "Addresses registered by bridge clients (all connections).",
+	    BV(s.consumers)),
+	EB__PROM_ONE("ebnode_bridge_queued_bytes", "gauge",
+	    "Bytes written to bridge clients and not yet sent (sum).",
+	    BV(queued)),
+	EB__PROM_ONE("ebnode_bridge_pending_replies", "gauge",
+	    "Requests from the bus awaiting a bridge client's reply.",
+	    BV(pending)),
+	EB__PROM_ONE("ebnode_bridge_requests_in_flight", "gauge",
+	    "Bridge clients' requests awaiting their reply (open "
+	    "connections); bounded by bridge.max_requests.",
+	    BV(s.requests_in_flight)),
+};
+
+static const eb__prom_field error_types[] = {
+	{ "bridge_malformed_frame",
+	    EB__PROM_AT(eb_bridge_stats, frames_in[EB_BRIDGE_IN_MALFORMED]) },
+	{ "bridge_unknown_type",
+	    EB__PROM_AT(eb_bridge_stats, frames_in[EB_BRIDGE_IN_UNKNOWN]) },
+	{ "bridge_bad_length",
+	    EB__PROM_AT(eb_bridge_stats, conns_closed_frame) },
+	{ "bridge_access_denied", EB__PROM_AT(eb_bridge_stats, denied) },
+	{ "bridge_auth_failed", EB__PROM_AT(eb_bridge_stats, auth_failed) },
+	{ "bridge_tls_failed", EB__PROM_AT(eb_bridge_stats, tls_failed) },
+	{ "bridge_slow_consumer",
+	    EB__PROM_AT(eb_bridge_stats, conns_closed_slow) },
+};
+
+/* b's counters, or zeros without a bridge (disabled). */
+static void
+stats_get(eb_bridge *b, eb_bridge_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (b != NULL) {
+		eb_bridge_stats_get(b, s);
+	}
+}
 
 static void
 bridge_sum_cb(const eb_bridge_conn_info *ci, void *arg)
 {
-	bridge_sums *s = arg;
+	bridge_vals *v = arg;
 
-	s->queued += ci->queued_bytes;
-	s->pending += ci->pending_replies;
+	v->queued += ci->queued_bytes;
+	v->pending += ci->pending_replies;
 }
 
 static void
-emit_bridge_conns(eb__prom *w, const eb_bridge_stats *bs)
+bridge_vals_get(const eb__bridge_admin *ctx, bridge_vals *v)
 {
-	uint64_t closed = bs->conns_total - bs->conns_open;
-	uint64_t known = bs->conns_closed_slow + bs->conns_closed_idle +
-	                 bs->conns_closed_frame + bs->conns_closed_timeout +
-	                 bs->conns_closed_memory + bs->conns_evicted;
-	const struct {
-		const char *reason;
-		uint64_t    v;
-	} rs[] = {
-		{ "slow_consumer", bs->conns_closed_slow },
-		{ "idle", bs->conns_closed_idle },
-		{ "bad_frame", bs->conns_closed_frame },
-		{ "timeout", bs->conns_closed_timeout },
-		{ "memory", bs->conns_closed_memory },
-		{ "evicted", bs->conns_evicted },
-		{ "other", closed > known ? closed - known : 0 },
-	};
-	size_t i;
+	const eb_bridge_stats *bs = &v->s;
+	uint64_t               closed;
+	uint64_t               known;
 
-	eb__prom_one(w, "ebnode_bridge_connections", "gauge",
-	    "Open bridge connections.", bs->conns_open);
-	eb__prom_one(w, "ebnode_bridge_connections_accepted_total", "counter",
-	    "Bridge connections accepted.", bs->conns_total);
-	eb__prom_one(w, "ebnode_bridge_connections_refused_total", "counter",
-	    "Bridge connections refused (over bridge.max_connections).",
-	    bs->conns_refused);
-	eb__prom_one(w, "ebnode_bridge_connections_evicted_total", "counter",
-	    "Bridge connections without a complete frame closed at "
-	    "bridge.max_connections to admit a new one.",
-	    bs->conns_evicted);
-	eb__prom_one(w, "ebnode_bridge_input_bytes", "gauge",
-	    "Bridge input buffers (partial and unhandled frames), all "
-	    "connections; bounded by bridge.input_budget_bytes.",
-	    bs->input_bytes);
-	eb__prom_one(w, "ebnode_bridge_refused_total", "counter",
-	    "Bridge registrations and requests refused over the "
-	    "per-connection caps.",
-	    bs->consumers_refused + bs->requests_refused);
-	eb__prom_family(w, "ebnode_bridge_connections_closed_total", "counter",
-	    "Bridge connections closed, by reason (other: the peer closed, "
-	    "TLS or token failure, shutdown).");
-	for (i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
-		const char *l[] = { "reason", rs[i].reason, NULL };
-
-		eb__prom_u64(
-		    w, "ebnode_bridge_connections_closed_total", l, rs[i].v);
-	}
-}
-
-static void
-bridge_metrics(eb__prom *w, void *arg)
-{
-	const eb__bridge_admin *ctx = arg;
-	eb_bridge_stats         bs;
-	bridge_sums             sums = { 0, 0 };
-	int                     k;
-
-	memset(&bs, 0, sizeof(bs));
+	memset(v, 0, sizeof(*v));
+	stats_get(ctx->bridge, &v->s);
 	if (ctx->bridge != NULL) {
-		eb_bridge_stats_get(ctx->bridge, &bs);
-		(void) eb_bridge_conn_foreach(
-		    ctx->bridge, bridge_sum_cb, &sums);
+		(void) eb_bridge_conn_foreach(ctx->bridge, bridge_sum_cb, v);
 	}
-	emit_bridge_conns(w, &bs);
+	closed = bs->conns_total - bs->conns_open;
+	known = bs->conns_closed_slow + bs->conns_closed_idle +
+	        bs->conns_closed_frame + bs->conns_closed_timeout +
+	        bs->conns_closed_memory + bs->conns_evicted;
+	v->closed_other = closed > known ? closed - known : 0;
+	v->refused = bs->consumers_refused + bs->requests_refused;
+}
+
+/* Two labels, the type names from the bridge's own kind names. */
+static void
+emit_frames(eb__prom *w, const eb_bridge_stats *bs)
+{
+	int k;
+
 	eb__prom_family(w, "ebnode_bridge_frames_total", "counter",
 	    "Bridge frames by direction and type (in: malformed = not a JSON "
 	    "object, unknown = unknown or missing type).");
@@ -98,28 +142,26 @@ bridge_metrics(eb__prom *w, void *arg)
 			NULL };
 
 		eb__prom_u64(
-		    w, "ebnode_bridge_frames_total", l, bs.frames_in[k]);
+		    w, "ebnode_bridge_frames_total", l, bs->frames_in[k]);
 	}
 	for (k = 0; k < EB_BRIDGE_OUT_KINDS; k++) {
 		const char *l[] = { "direction", "out", "type",
 			eb_bridge_out_kind_name((eb_bridge_out_kind) k), NULL };
 
 		eb__prom_u64(
-		    w, "ebnode_bridge_frames_total", l, bs.frames_out[k]);
+		    w, "ebnode_bridge_frames_total", l, bs->frames_out[k]);
 	}
-	eb__prom_one(w, "ebnode_bridge_consumers", "gauge",
-	    "Addresses registered by bridge clients (all connections).",
-	    bs.consumers);
-	eb__prom_one(w, "ebnode_bridge_queued_bytes", "gauge",
-	    "Bytes written to bridge clients and not yet sent (sum).",
-	    sums.queued);
-	eb__prom_one(w, "ebnode_bridge_pending_replies", "gauge",
-	    "Requests from the bus awaiting a bridge client's reply.",
-	    sums.pending);
-	eb__prom_one(w, "ebnode_bridge_requests_in_flight", "gauge",
-	    "Bridge clients' requests awaiting their reply (open "
-	    "connections); bounded by bridge.max_requests.",
-	    bs.requests_in_flight);
+}
+
+static void
+bridge_metrics(eb__prom *w, void *arg)
+{
+	bridge_vals v;
+
+	bridge_vals_get(arg, &v);
+	eb__prom_write(w, conn_families, EB__PROM_LEN(conn_families), &v);
+	emit_frames(w, &v.s);
+	eb__prom_write(w, load_families, EB__PROM_LEN(load_families), &v);
 }
 
 /* ---- GET /bridge ---- */
@@ -204,9 +246,8 @@ bridge_route(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	json_t                 *o;
 
 	(void) rq;
-	memset(&bs, 0, sizeof(bs));
+	stats_get(ctx->bridge, &bs);
 	if (ctx->bridge != NULL) {
-		eb_bridge_stats_get(ctx->bridge, &bs);
 		(void) eb_bridge_conn_foreach(ctx->bridge, conn_json_cb, conns);
 	}
 	o = json_pack("{s:b, s:i, s:b, s:o, s:o}", "enabled",
@@ -229,17 +270,6 @@ eb__bridge_admin_errors(eb__prom *w, eb_bridge *b)
 {
 	eb_bridge_stats s;
 
-	memset(&s, 0, sizeof(s));
-	if (b != NULL) {
-		eb_bridge_stats_get(b, &s);
-	}
-	eb__admin_error_row(
-	    w, "bridge_malformed_frame", s.frames_in[EB_BRIDGE_IN_MALFORMED]);
-	eb__admin_error_row(
-	    w, "bridge_unknown_type", s.frames_in[EB_BRIDGE_IN_UNKNOWN]);
-	eb__admin_error_row(w, "bridge_bad_length", s.conns_closed_frame);
-	eb__admin_error_row(w, "bridge_access_denied", s.denied);
-	eb__admin_error_row(w, "bridge_auth_failed", s.auth_failed);
-	eb__admin_error_row(w, "bridge_tls_failed", s.tls_failed);
-	eb__admin_error_row(w, "bridge_slow_consumer", s.conns_closed_slow);
+	stats_get(b, &s);
+	eb__admin_error_rows(w, error_types, EB__PROM_LEN(error_types), &s);
 }

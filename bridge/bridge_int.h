@@ -1,5 +1,27 @@
 /*
- * Bridge internals shared by server.c, conn.c, proto.c and perm.c.
+ * Bridge internals shared by the bridge's files, grouped by the file that
+ * defines them. Who calls whom (one direction, no cycle):
+ *
+ *   server.c  (options, listener, accept, sweep, close, views)
+ *     -> read.c     (input: decoding, the frame budget, pausing, flow
+ *                    control toward the client, the drain handle)
+ *       -> handlers.c (one client frame: auth, hook, send, publish,
+ *                      register, unregister, ping)
+ *         -> deliver.c (bus messages and request answers to the client,
+ *                       consumers and in-flight requests)
+ *           -> reply.c (the replies map; err, failure and pong frames)
+ *             -> out.c (the output buffer, coalesced flushes, the
+ *                       write-queue bound, parking consumers)
+ *               -> conn.c (a connection's lifecycle and the state it owns:
+ *                          creation, close, teardown, accounting, hook)
+ *     -> budget.c (the node-wide input budget) -> conn.c
+ *   proto.c and perm.c call no other bridge file.
+ *
+ * A file calls only files below it (read.c also calls budget.c). Closing
+ * is the one thing every level needs: eb__bconn_close (conn.c) tears down
+ * what the connection owns itself, so it calls nothing above it; the
+ * server learns that a connection's socket is gone through the stream
+ * callbacks it installed when it accepted the socket.
  *
  * Ownership: the bridge owns its connections (list conns); a connection owns
  * its stream, its consumers, its replies map (each entry holds one reference
@@ -13,7 +35,6 @@
 #ifndef EB_BRIDGE_INT_H
 #define EB_BRIDGE_INT_H
 
-#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,32 +44,18 @@
 #include <ebnode/bridge.h>
 #include <ebnode/bus.h>
 
+#include "bridge/bridge_layer.h"
+#include "bridge/bridge_state.h"
+#include "bridge/perm.h"
 #include "common/budget.h"
 #include "common/frame.h"
+#include "common/hmap.h"
 #include "common/list.h"
 #include "common/obs.h"
 #include "common/stall.h"
 #include "stream/stream.h"
 
-/* ---- permissions (perm.c) ---- */
-
-typedef struct eb__perm_entry {
-	char   *address; /* owned, or NULL */
-	regex_t re;
-	int     has_re;
-} eb__perm_entry;
-
-typedef struct eb__perm_list {
-	eb__perm_entry *v; /* owned */
-	size_t          n;
-} eb__perm_list;
-
-/* Copies and compiles; 0 or EB_ECONF (bad regex, detail in err). */
-int  eb__perm_init(eb__perm_list *l, const eb_bridge_permitted *v, size_t n,
-     const char *what, eb_errbuf *err);
-void eb__perm_free(eb__perm_list *l);
-/* 1 when address matches an entry (first match wins), else 0. */
-int eb__perm_allows(const eb__perm_list *l, const char *address);
+/* ---- permissions (perm.c): bridge/perm.h ---- */
 
 /* ---- frames (proto.c) ---- */
 
@@ -115,146 +122,198 @@ void eb__bout_message_buf(eb__buf *b, const char *address,
     const char *reply_address, const json_t *headers, const char *body_bytes,
     size_t body_len, int send);
 
-/* ---- connections (conn.c) and server (server.c) ---- */
+/* ---- connections: the structures (conn.c creates and frees them) ---- */
 
-typedef struct eb__bconn eb__bconn;
+/* A parked connection whose client read nothing for this long is closed
+ * (out.c parks, the sweep in server.c closes). */
+#define EB__BCONN_PARK_STALL_MS 2000u
 
-struct eb_bridge {
-	uv_loop_t     *loop;  /* borrowed */
-	eb_bus        *bus;   /* borrowed */
-	eb_bridge_opts opts;  /* strings point into the copies below */
-	char          *host;  /* owned */
-	char          *token; /* owned */
-	eb__perm_list  inbound;
-	eb__perm_list  outbound;
-	eb__tls_ctx   *tls; /* owned, NULL without TLS */
-
-	uv_tcp_t   listener;
-	uv_timer_t sweep;       /* idle and reply expiry, once a second */
-	eb__stall  sweep_stall; /* no silence verdicts right after a stall */
-	uv_idle_t  drain;       /* runs paused connections' buffered frames */
-	int        port;
-	int        started;
-	int        listener_inited;
-	int        drain_inited;
-	eb__list   paused; /* of eb__bconn that used their frame budget */
-	/* Flow control: connections that stopped reading because the address
-	 * their last frame went to is busy (eb_bus_address_busy); the bus's
-	 * pressure observer moves them back to paused (to drain) when it is
-	 * not any more. */
-	eb__list blocked;
-	int      pressure_watching;
-	/* Write coalescing: connections with gathered output, flushed by
-	 * flush_prep (after the idle phase: bus deliveries) and flush_check
-	 * (after the poll phase: answers to reads), active only while the list
-	 * is non-empty. */
-	eb__list     pending_out;
-	uv_prepare_t flush_prep;
-	uv_check_t   flush_check;
-	int          flush_inited;
-	int          flush_active;
-
-	/* The node-wide input budget (bridge.input_budget_bytes): every
-	 * connection's input buffer and what a layer holds for it
-	 * (eb__bconn_layer_hold), plus other servers' charges (budget.h). */
-	eb__budget input;
-
-	eb__list conns; /* of eb__bconn (open, not closing) */
-	eb__list
-	    fresh;     /* of eb__bconn without a complete frame, oldest first */
-	unsigned live; /* accepted sockets whose handle has not closed */
-	uint64_t next_conn_id;
-
-	eb_bridge_stats stats;
-
-	eb_bridge_hook_fn hook; /* NULL: none */
-	void             *hook_arg;
-	eb__obs           closed_obs; /* bridge_obs.h */
-
-	int                closing;
-	int                open_handles;
-	eb_bridge_close_cb close_cb;
-	void              *close_arg;
+struct eb__bconn {
+	eb__list      link; /* in b->conns while open */
+	eb_bridge    *b;    /* borrowed */
+	uint64_t      id;
+	eb__stream    stream;
+	eb__frame_dec dec;
+	char          peer[64];
+	uint64_t      started_ms;
+	uint64_t      active_ms; /* last read or write */
+	/* When the oldest byte of the frame not yet complete arrived; 0:
+	 * nothing partial buffered (the frame deadline runs from here). */
+	uint64_t frame_started_ms;
+	size_t   in_acct; /* bytes counted in b->input (the budget) */
+	/* A layer's share (eb__bconn_layer_hold): bytes it holds for the
+	 * client, and when its unfinished unit began (0: none). */
+	size_t   layer_held;
+	uint64_t layer_started_ms;
+	eb__list fresh_link; /* in b->fresh until a first frame */
+	int      fresh;
+	int      processing; /* a frame borrowed from dec is in use */
+	size_t   n_reqs;     /* attached requests (replies awaited) */
+	uint64_t frames_in;
+	uint64_t frames_out;
+	eb__list consumers; /* of eb__bconsumer, owned */
+	eb__list replies;   /* of eb__breply, owned, oldest first */
+	eb__hmap cmap;      /* consumers by address */
+	eb__hmap rmap;      /* replies by address */
+	eb__list reqs;      /* of eb__breq, attached */
+	size_t   n_consumers;
+	size_t   n_replies;
+	eb__list pause_link; /* in b->paused or b->blocked while paused */
+	eb__buf  out;        /* frames not yet handed to the stream */
+	eb__list out_link;   /* in b->pending_out while out_listed */
+	int      out_listed;
+	int      paused;  /* reading stopped: frames buffered */
+	int      blocked; /* flow control: in b->blocked, not reading */
+	/* owned: the busy address; set by handlers.c after a frame for a busy
+	 * address, then read.c blocks the connection on it */
+	char       *blocked_on;
+	int         parked;    /* flow control: its bus consumers paused */
+	uint64_t    parked_ms; /* parked, or last write progress since */
+	unsigned    log_left;  /* per-frame log lines still allowed */
+	const char *doomed;    /* the sweep's close reason, closed next */
+	int         authenticated;
+	int         closing;
 };
 
-/* Accepts one pending connection from the listener (server.c calls). */
-void eb__bconn_accept(eb_bridge *b);
+/* A client's consumer on the bus (register frame). */
+typedef struct eb__bconsumer {
+	eb__list         link;
+	eb__hent         hnode;   /* in c->cmap */
+	eb__bconn       *c;       /* borrowed: the consumer dies first */
+	eb_bus_consumer *bc;      /* owned */
+	char            *address; /* owned */
+} eb__bconsumer;
+
+/* A server->client request awaiting the client's answer (one-shot). */
+typedef struct eb__breply {
+	eb__list    link;
+	eb__hent    hnode;   /* in c->rmap */
+	char       *address; /* owned: the bus reply address */
+	eb_bus_msg *msg;     /* one reference held */
+	uint64_t    expires_ms;
+} eb__breply;
+
+/* A client request in flight on the bus. */
+typedef struct eb__breq {
+	eb__list   link;
+	eb__bconn *c;      /* NULL once the connection closed */
+	char      *token;  /* owned: the client's replyAddress */
+	char      *source; /* owned: the address it was sent to */
+} eb__breq;
+
+/* ---- conn.c: lifecycle and owned state ---- */
+
 /*
- * Installs a transport over an accepted stream before it starts (web/:
- * the WebSocket and SockJS layer): it may replace s->ops and s->cbs with
- * its own, keeping the originals to call, and sets s->layer. 0 or an
- * error (the connection is then closed).
+ * A new connection on b->conns (counted open), its stream not yet
+ * initialised (the caller, server.c, sets it up and starts it). fresh: on
+ * b->fresh until its first frame (accepted sockets; not detached ones).
  */
-typedef int (*eb__stream_layer_fn)(eb__stream *s, void *arg);
-/*
- * Accepts one pending connection from another listener (web/: its own
- * port) as a bridge connection: the same permissions, authentication,
- * bounds, hook and statistics as the bridge's own; layer (non-NULL) wraps
- * the stream, plain or TLS by the bridge's TLS options.
- */
-void eb__bconn_accept_from(
-    eb_bridge *b, uv_stream_t *listener, eb__stream_layer_fn layer, void *arg);
-/*
- * A connection without a socket (null stream: output discarded), fed with
- * eb__bconn_feed(): the frame-handling entry point for the fuzzer and tests.
- * Close it with eb__bconn_close() like any other.
- */
-eb__bconn *eb__bconn_open_detached(eb_bridge *b);
-void       eb__bconn_feed(eb__bconn *c, const char *data, size_t n);
-/* A connection's stream (web/: the layer of a SockJS xhr session over a
- * detached connection, whose output it takes instead of discarding). */
-eb__stream *eb__bconn_stream(eb__bconn *c);
-/* Closes a connection unless it is already closing (the hook, the budget,
- * timeouts and errors may each reach one); reason for the log. */
-void eb__bconn_close(eb__bconn *c, const char *reason);
-/*
- * Periodic work: expires replies and decides (never closes) whether the
- * connection must go (idle, TLS handshake too slow); then
- * eb__bconn_doomed() returns the reason and server.c closes it.
- */
-void        eb__bconn_sweep(eb__bconn *c, uint64_t now_ms);
-const char *eb__bconn_doomed(const eb__bconn *c);
-void        eb__bconn_info(
-           const eb__bconn *c, uint64_t now_ms, eb_bridge_conn_info *info);
+eb__bconn *eb__bconn_new(eb_bridge *b, int fresh);
+/* Frees c once its stream's handle has closed (the stream's closed
+ * callback, server.c). */
+void       eb__bconn_free(eb__bconn *c);
 eb__bconn *eb__bconn_from_link(eb__list *l);
-/* Continues a paused connection (drain idle); see conn.c. */
-void       eb__bconn_drain(eb__bconn *c);
 eb__bconn *eb__bconn_from_pause_link(eb__list *l);
-/* Writes a connection's gathered output now (leaves b->pending_out). */
-void       eb__bconn_flush(eb__bconn *c);
 eb__bconn *eb__bconn_from_out_link(eb__list *l);
-/* Initializes the flush handles if needed and starts them. */
-void eb__bridge_flush_wake(eb_bridge *b);
-/* Initializes the drain handle if needed and makes it run next turn. */
-void eb__bridge_drain_wake(eb_bridge *b);
-/* The bus's pressure observer (eb_bus_pressure_fn; arg: the bridge). */
-void eb__bridge_pressure_cb(
-    eb_bus *bus, const char *address, int busy, void *arg);
+/* Calls the bridge-event hook; 1 when it blocks (non-zero return). f may
+ * be NULL. The hook may close c or others. */
+int eb__bconn_hook(eb__bconn *c, eb_bridge_event_type t, const eb__bframe *f);
+/* 1 when one more per-frame event of this connection may be logged. */
+int  eb__bconn_log_ok(eb__bconn *c);
+void eb__bconn_info(
+    const eb__bconn *c, uint64_t now_ms, eb_bridge_conn_info *info);
+/* Keeps the node-wide budget in step with c's input buffer and its
+ * layer's share (0 once closing). */
+void eb__bconn_in_account(eb__bconn *c);
+/* c has completed a frame: off b->fresh (no first-frame deadline). */
+void eb__bconn_unfresh(eb__bconn *c);
+/* Takes c off b->pending_out (its output is written now or never). */
+void eb__bconn_out_unlist(eb__bconn *c);
+/* Ends c's block (flow control): off b->blocked, blocked_on freed; the
+ * caller puts it back on b->paused unless it is closing. */
+void eb__bconn_unblock(eb__bconn *c);
+/* Releases one consumer (closes its bus consumer) / one reply entry (its
+ * message reference). */
+void eb__bconsumer_free(eb__bconn *c, eb__bconsumer *k);
+void eb__breply_free(eb__bconn *c, eb__breply *r);
+
+/* ---- out.c: writing ---- */
+
 /*
- * A layer's share of its connection's accounting (web/: a partial
- * WebSocket message, an xhr_send body, a request head). bytes: what the
- * layer holds for the client now, counted with the connection's own input
- * buffer in the node-wide input budget (the connections holding the most
- * are closed beyond it, this one included); since_ms: when the unfinished
- * unit (message, request head or body) began, 0 when there is none. The
- * frame deadline (bridge.frame_timeout_ms) runs from since_ms and is not
- * reset by further bytes of the same unit. May close c (check
- * s->closing).
+ * Where a frame is encoded: NULL when nothing may be written any more
+ * (closing). *mark is the output already gathered, for eb__bconn_out_end().
  */
-void eb__bconn_layer_hold(eb__bconn *c, size_t bytes, uint64_t since_ms);
-/*
- * Bounds a layer's own output (WebSocket pongs and close frames, SockJS
- * frames and heartbeats, HTTP answers), which does not pass through the
- * connection's frame writer: when the stream's backlog plus pending bytes
- * exceed bridge.write_queue_max_bytes, closes c as a slow consumer
- * (counted and logged as one). 1 when it closed c.
- */
-int eb__bconn_out_check(eb__bconn *c, size_t pending);
+eb__buf *eb__bconn_out_begin(eb__bconn *c, size_t *mark);
+/* Accounts for the frame appended since eb__bconn_out_begin(). 0: queued
+ * on the connection's output; -1: not sent (the connection exceeded
+ * bridge.write_queue_max_bytes and is closed). */
+int eb__bconn_out_end(eb__bconn *c, size_t mark, eb_bridge_out_kind kind);
+/* Writes a connection's gathered output now (leaves b->pending_out); a
+ * write failure closes c. */
+void eb__bconn_flush(eb__bconn *c);
+/* Bytes the kernel has not taken: the stream's backlog plus c->out. */
+size_t eb__bconn_out_backlog(eb__bconn *c);
+/* Parks c's bus consumers when its output backlog passed half the bound. */
+void eb__bconn_park_check(eb__bconn *c);
+/* The stream's written callback: unparks once the backlog drained. */
+void eb__bconn_written_cb(eb__stream *s);
+
+/* ---- reply.c: the replies map; err, failure and pong frames ---- */
+
+eb__breply *eb__breply_find(eb__bconn *c, const char *address);
+/* Remembers msg (one reference) as answerable by the client at address,
+ * replacing an entry of the same address; expires after reply_ttl_ms. */
+void eb__breply_add(eb__bconn *c, const char *address, eb_bus_msg *msg);
+/* Drops the entries expired at now_ms (oldest first). */
+void eb__breply_expire(eb__bconn *c, uint64_t now_ms);
+/* {"type":"err"} with message; counted as an err frame. */
+void eb__bconn_err(eb__bconn *c, const char *message);
+/* access_denied for op on address: counted, logged within the budget. */
+void eb__bconn_denied(eb__bconn *c, const char *what, const char *address);
+/* A failure frame answering the client's request token. */
+void eb__bconn_failure(eb__bconn *c, const char *token, const char *source,
+    int code, const char *type, const char *message);
+void eb__bconn_pong(eb__bconn *c);
+
+/* ---- deliver.c: bus messages and request answers to the client ---- */
+
+eb__bconsumer *eb__bconsumer_find(eb__bconn *c, const char *address);
+/* A consumer of address delivering to c; 0 or the bus's error (nothing
+ * kept). */
+int eb__bconsumer_add(eb__bconn *c, const char *address);
+/* A request of c in flight (counted); its answer goes to the client's
+ * token. Pass eb__breq_cb and r to the bus; when the bus refuses
+ * synchronously call eb__breq_refused (which answers and frees r). */
+eb__breq *eb__breq_new(eb__bconn *c, const char *token, const char *source);
+void      eb__breq_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+         const eb_bus_failure *failure, void *arg);
+void      eb__breq_refused(eb__bconn *c, eb__breq *r, int rv);
+
+/* ---- handlers.c: client frames ---- */
+
+/* Handles one complete payload of n bytes (borrowed). May close c; after a
+ * frame for a busy address it sets c->blocked_on (read.c blocks). */
+void eb__bconn_frame(eb__bconn *c, const char *p, uint32_t n);
+
+/* ---- budget.c: the node-wide input budget ---- */
+
 /* Gives back the connections' empty input buffers (the budget's reclaim
  * callback; arg: the bridge). */
 void eb__bridge_input_reclaim(eb__budget *bg, void *arg);
+/* Over the budget: closes the connections holding the most input until
+ * it fits. */
+void eb__bridge_input_budget(eb_bridge *b);
 
-/* A socket's handle closed (live--); server.c may finish closing. */
-void eb__bridge_conn_gone(eb_bridge *b);
+/* ---- read.c: input ---- */
+
+/* The stream's read callback: decodes and handles frames within the
+ * per-turn frame budget. */
+void eb__bconn_read_cb(eb__stream *s, const char *data, size_t n);
+/* The bus's pressure observer (eb_bus_pressure_fn; arg: the bridge). */
+void eb__bridge_pressure_cb(
+    eb_bus *bus, const char *address, int busy, void *arg);
+
+/* ---- server.c: accept and sweep (eb__bconn_accept_from,
+ * eb__bconn_open_detached: bridge/bridge_layer.h) ---- */
 
 #endif

@@ -6,12 +6,13 @@
  * The dialect differs from Java: no \w \d \s shorthands inside brackets, no
  * lazy quantifiers, no lookaround (docs/BRIDGE.md).
  */
+#include "bridge/perm.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include <ebnode/err.h>
 
-#include "bridge/bridge_int.h"
 #include "common/alloc.h"
 
 void

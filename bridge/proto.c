@@ -254,27 +254,8 @@ static json_t *
 compact_string(const char *p, size_t n)
 {
 	char   *out = eb__malloc(n + 1);
-	size_t  o = 0;
-	size_t  i;
-	int     in_str = 0;
-	json_t *j;
+	json_t *j = json_stringn(out, eb__json_compact(p, n, out));
 
-	for (i = 0; i < n; i++) {
-		char c = p[i];
-
-		if (in_str) {
-			out[o++] = c;
-			if (c == '\\') {
-				out[o++] = p[++i];
-			} else if (c == '"') {
-				in_str = 0;
-			}
-		} else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-			in_str = c == '"';
-			out[o++] = c;
-		}
-	}
-	j = json_stringn(out, o);
 	free(out);
 	return j;
 }

@@ -1,7 +1,20 @@
 /*
- * The bridge server: options, TLS context, the listening socket, the sweep
- * timer (idle timeout, reply expiry, TLS handshake bound), close, and the
+ * The bridge server: options, TLS context, the listening socket, accepting
+ * connections (the connection limit, evicting a silent one, detached
+ * connections), the stream callbacks of every connection, the sweep timer
+ * (its verdicts: idle timeout, TLS handshake, first-frame and frame
+ * deadlines, stalled parked clients; reply expiry), close, and the
  * read-only views for the node (stats, connection iterator).
+ *
+ * The server owns the listener and the connection list and calls into
+ * connections (bridge_int.h); connections never call back into this file:
+ * it learns that a connection's socket is gone from the stream's closed
+ * callback it installed (live--), then may finish closing.
+ *
+ * Invariants: live counts the accepted sockets (connections and refused
+ * ones) whose handle has not closed; the close callback runs after every
+ * handle of the bridge and every socket has closed, once; the listener
+ * accepts nothing once closing. Threads: loop thread only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +197,208 @@ fail:
 }
 
 static void
+bridge_free(eb_bridge *b)
+{
+	eb__obs_free(&b->closed_obs);
+	eb__perm_free(&b->outbound);
+	eb__perm_free(&b->inbound);
+	eb__tls_ctx_free(b->tls); /* accepts NULL */
+	free(b->token);
+	free(b->host);
+	free(b);
+}
+
+static void
+bridge_maybe_done(eb_bridge *b)
+{
+	if (!b->closing || b->open_handles > 0 || b->live > 0) {
+		return;
+	}
+	b->close_cb(b, b->close_arg);
+	bridge_free(b); /* nothing may touch b after this line */
+}
+
+/* A socket's handle closed. */
+static void
+conn_gone(eb_bridge *b)
+{
+	b->live--;
+	bridge_maybe_done(b);
+}
+
+/* ---- accept ---- */
+
+static void
+conn_error_cb(eb__stream *s, int status)
+{
+	eb__bconn *c = s->data;
+
+	if (status == EB_ETLS) {
+		c->b->stats.tls_failed++;
+		EB_LOG_NOTICE("bridge", "tls-failed: peer=%s reason=%s",
+		    c->peer, s->tls_err);
+		eb__bconn_close(c, "tls");
+		return;
+	}
+	eb__bconn_close(c, status == UV_EOF ? "eof" : uv_err_name(status));
+}
+
+static void
+conn_closed_cb(eb__stream *s)
+{
+	eb__bconn *c = s->data;
+	eb_bridge *b = c->b;
+
+	eb__bconn_free(c);
+	conn_gone(b);
+}
+
+static const eb__stream_cbs conn_cbs = {
+	.read_cb = eb__bconn_read_cb,
+	.error_cb = conn_error_cb,
+	.closed_cb = conn_closed_cb,
+	.written_cb = eb__bconn_written_cb,
+};
+
+static void
+peer_name(uv_tcp_t *tcp, char *out, size_t n)
+{
+	struct sockaddr_storage ss;
+	int                     len = (int) sizeof(ss);
+	char                    host[INET6_ADDRSTRLEN] = "?";
+	int                     port = 0;
+
+	if (uv_tcp_getpeername(tcp, (struct sockaddr *) &ss, &len) == 0) {
+		if (ss.ss_family == AF_INET) {
+			const struct sockaddr_in *a = (void *) &ss;
+
+			(void) uv_ip4_name(a, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (void *) &ss;
+
+			(void) uv_ip6_name(a, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		}
+	}
+	/* host:port, [v6]:port */
+	(void) snprintf(out, n, strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d",
+	    host, port);
+}
+
+static void
+refused_closed_cb(uv_handle_t *h)
+{
+	eb_bridge *b = h->data;
+
+	free(h);
+	conn_gone(b);
+}
+
+static void
+accept_refused(eb_bridge *b, uv_stream_t *listener)
+{
+	uv_tcp_t *t = eb__malloc(sizeof(*t));
+
+	(void) uv_tcp_init(b->loop, t);
+	t->data = b;
+	b->live++;
+	(void) uv_accept(listener, (uv_stream_t *) t);
+	b->stats.conns_refused++;
+	EB_LOG_RL_NOTICE("bridge", "conn-refused: open=%llu max=%u",
+	    (unsigned long long) b->stats.conns_open, b->opts.max_connections);
+	uv_close((uv_handle_t *) t, refused_closed_cb);
+}
+
+/*
+ * Full, and some connection has not completed a single frame (slowloris, or
+ * a client that only connects): the oldest of them makes room, so that
+ * idle sockets cannot lock everyone else out. Connections that have spoken
+ * are never evicted. 1 when a slot is free now.
+ */
+static int
+conn_make_room(eb_bridge *b)
+{
+	eb__list  *old = eb__list_first(&b->fresh);
+	eb__bconn *c;
+
+	if (old == NULL) {
+		return 0;
+	}
+	c = EB_CONTAINER_OF(old, eb__bconn, fresh_link);
+	b->stats.conns_evicted++;
+	EB_LOG_RL_NOTICE("bridge",
+	    "conn-evicted: peer=%s age_ms=%llu open=%llu max=%u", c->peer,
+	    (unsigned long long) (eb__mono_ms() - c->started_ms),
+	    (unsigned long long) b->stats.conns_open, b->opts.max_connections);
+	eb__bconn_close(c, "evicted-at-limit");
+	/* A SOCKET_CLOSED hook may have opened more. */
+	return b->stats.conns_open < b->opts.max_connections;
+}
+
+/* A new connection with its socket handle initialised (live++) and its
+ * stream set up with the connection callbacks (TLS: the bridge's). */
+static eb__bconn *
+conn_open(eb_bridge *b, int fresh, eb__tls_ctx *tls, int *rv)
+{
+	eb__bconn *c = eb__bconn_new(b, fresh);
+
+	(void) uv_tcp_init(b->loop, &c->stream.tcp);
+	b->live++;
+	*rv = eb__stream_init(&c->stream, tls, &conn_cbs, c);
+	return c;
+}
+
+void
+eb__bconn_accept_from(
+    eb_bridge *b, uv_stream_t *listener, eb__stream_layer_fn layer, void *arg)
+{
+	eb__bconn *c;
+	int        rv;
+
+	if (b->stats.conns_open >= b->opts.max_connections &&
+	    !conn_make_room(b)) {
+		accept_refused(b, listener);
+		return;
+	}
+	c = conn_open(b, 1, b->tls, &rv);
+	if (rv == 0) {
+		rv = uv_accept(listener, (uv_stream_t *) &c->stream.tcp);
+	}
+	if (rv == 0) {
+		(void) uv_tcp_nodelay(&c->stream.tcp, 1);
+		peer_name(&c->stream.tcp, c->peer, sizeof(c->peer));
+		if (layer != NULL) {
+			rv = layer(&c->stream, arg);
+		}
+	}
+	if (rv == 0) {
+		rv = c->stream.ops->start(&c->stream);
+	}
+	if (rv != 0) {
+		(void) snprintf(c->peer, sizeof(c->peer), "?");
+		eb__bconn_close(c, eb_err_name(rv));
+		return;
+	}
+	EB_LOG_DEBUG("bridge", "conn-open: peer=%s id=%llu tls=%d", c->peer,
+	    (unsigned long long) c->id, b->tls != NULL);
+	(void) eb__bconn_hook(c, EB_BRIDGE_EV_SOCKET_CREATED, NULL);
+}
+
+eb__bconn *
+eb__bconn_open_detached(eb_bridge *b)
+{
+	int        rv;
+	eb__bconn *c = conn_open(b, 0, NULL, &rv);
+
+	(void) rv; /* a plain stream's init does not fail */
+	(void) snprintf(c->peer, sizeof(c->peer), "detached:%llu",
+	    (unsigned long long) c->id);
+	eb__stream_make_null(&c->stream);
+	return c;
+}
+
+static void
 listener_cb(uv_stream_t *server, int status)
 {
 	eb_bridge *b = server->data;
@@ -196,7 +411,68 @@ listener_cb(uv_stream_t *server, int status)
 		    "bridge", "accept-failed: err=%s", uv_err_name(status));
 		return;
 	}
-	eb__bconn_accept(b);
+	eb__bconn_accept_from(b, (uv_stream_t *) &b->listener, NULL, NULL);
+}
+
+/* ---- sweep ---- */
+
+/* The deadline c has passed, or NULL; counted (the close follows). */
+static const char *
+conn_verdict(eb__bconn *c, uint64_t now)
+{
+	eb_bridge *b = c->b;
+
+	if (b->opts.idle_timeout_ms > 0 &&
+	    now - c->active_ms >= b->opts.idle_timeout_ms) {
+		b->stats.conns_closed_idle++;
+		return "idle";
+	}
+	if (b->tls != NULL && !c->stream.handshake_done &&
+	    b->opts.tls_handshake_timeout_ms > 0 &&
+	    now - c->started_ms >= b->opts.tls_handshake_timeout_ms) {
+		b->stats.tls_failed++;
+		b->stats.conns_closed_timeout++;
+		return "tls-handshake-timeout";
+	}
+	/* Deadlines from a start, never reset by a byte: a client that
+	 * trickles bytes cannot hold a connection (slowloris). */
+	if (c->fresh && b->opts.first_frame_timeout_ms > 0 &&
+	    now - c->started_ms >= b->opts.first_frame_timeout_ms) {
+		b->stats.conns_closed_timeout++;
+		return "first-frame-timeout";
+	}
+	if (c->parked && now - c->parked_ms >= EB__BCONN_PARK_STALL_MS) {
+		b->stats.conns_closed_slow++;
+		EB_LOG_WARN("bridge",
+		    "slow-consumer-closed: peer=%s queued=%zu stalled_ms=%llu",
+		    c->peer, eb__bconn_out_backlog(c),
+		    (unsigned long long) (now - c->parked_ms));
+		return "slow-consumer";
+	}
+	if (c->frame_started_ms != 0 && b->opts.frame_timeout_ms > 0 &&
+	    now - c->frame_started_ms >= b->opts.frame_timeout_ms) {
+		b->stats.conns_closed_timeout++;
+		return "frame-timeout";
+	}
+	if (c->layer_started_ms != 0 && b->opts.frame_timeout_ms > 0 &&
+	    now - c->layer_started_ms >= b->opts.frame_timeout_ms) {
+		b->stats.conns_closed_timeout++;
+		return "message-timeout";
+	}
+	return NULL;
+}
+
+/* Decides (never closes) whether c must go, and expires its replies. */
+static void
+conn_sweep(eb__bconn *c, uint64_t now)
+{
+	if (c->doomed != NULL) {
+		return;
+	}
+	c->doomed = conn_verdict(c, now);
+	if (c->doomed == NULL) {
+		eb__breply_expire(c, now);
+	}
 }
 
 /* The first open connection the sweep doomed, or NULL. */
@@ -206,7 +482,7 @@ first_doomed(eb_bridge *b)
 	eb__list *it;
 
 	for (it = b->conns.next; it != &b->conns; it = it->next) {
-		if (eb__bconn_doomed(eb__bconn_from_link(it)) != NULL) {
+		if (eb__bconn_from_link(it)->doomed != NULL) {
 			return eb__bconn_from_link(it);
 		}
 	}
@@ -234,96 +510,11 @@ sweep_cb(uv_timer_t *t)
 	 * time: a close runs the SOCKET_CLOSED hook, which may close other
 	 * connections, so the list is searched again after each. */
 	for (it = b->conns.next; it != &b->conns; it = it->next) {
-		eb__bconn_sweep(eb__bconn_from_link(it), now);
+		conn_sweep(eb__bconn_from_link(it), now);
 	}
 	while ((c = first_doomed(b)) != NULL) {
-		eb__bconn_close(c, eb__bconn_doomed(c));
+		eb__bconn_close(c, c->doomed);
 	}
-}
-
-static void
-drain_cb(uv_idle_t *h)
-{
-	eb_bridge *b = h->data;
-	eb__list   batch;
-	eb__list  *it;
-
-	/* Each paused connection either stays paused (more frames than its
-	 * budget), resumes reading (leaves b->paused) or closes. Its frames
-	 * may run hooks that close other paused connections: take the batch
-	 * and always its first element (a close unlinks from any list). */
-	eb__list_init(&batch);
-	if (!eb__list_empty(&b->paused)) {
-		batch.next = b->paused.next;
-		batch.prev = b->paused.prev;
-		batch.next->prev = &batch;
-		batch.prev->next = &batch;
-		eb__list_init(&b->paused);
-	}
-	while ((it = eb__list_first(&batch)) != NULL) {
-		eb__list_remove(it);
-		eb__list_insert_tail(&b->paused, it);
-		eb__bconn_drain(eb__bconn_from_pause_link(it));
-	}
-	if (eb__list_empty(&b->paused)) {
-		(void) uv_idle_stop(&b->drain);
-	}
-}
-
-void
-eb__bridge_drain_wake(eb_bridge *b)
-{
-	if (!b->drain_inited) {
-		(void) uv_idle_init(b->loop, &b->drain);
-		b->drain.data = b;
-		b->drain_inited = 1;
-	}
-	(void) uv_idle_start(&b->drain, drain_cb);
-}
-
-static void
-flush_all(eb_bridge *b)
-{
-	eb__list *it;
-
-	/* A flush may close its connection (and hooks others), which may
-	 * list more output: always take the first until none is left. */
-	while ((it = eb__list_first(&b->pending_out)) != NULL) {
-		eb__bconn_flush(eb__bconn_from_out_link(it));
-	}
-	b->flush_active = 0;
-	(void) uv_prepare_stop(&b->flush_prep);
-	(void) uv_check_stop(&b->flush_check);
-}
-
-static void
-flush_prep_cb(uv_prepare_t *h)
-{
-	flush_all(h->data);
-}
-
-static void
-flush_check_cb(uv_check_t *h)
-{
-	flush_all(h->data);
-}
-
-void
-eb__bridge_flush_wake(eb_bridge *b)
-{
-	if (b->flush_active || b->closing) {
-		return;
-	}
-	if (!b->flush_inited) {
-		(void) uv_prepare_init(b->loop, &b->flush_prep);
-		(void) uv_check_init(b->loop, &b->flush_check);
-		b->flush_prep.data = b;
-		b->flush_check.data = b;
-		b->flush_inited = 1;
-	}
-	b->flush_active = 1;
-	(void) uv_prepare_start(&b->flush_prep, flush_prep_cb);
-	(void) uv_check_start(&b->flush_check, flush_check_cb);
 }
 
 static uint64_t
@@ -399,35 +590,6 @@ int
 eb_bridge_port(const eb_bridge *b)
 {
 	return b->port;
-}
-
-static void
-bridge_free(eb_bridge *b)
-{
-	eb__obs_free(&b->closed_obs);
-	eb__perm_free(&b->outbound);
-	eb__perm_free(&b->inbound);
-	eb__tls_ctx_free(b->tls); /* accepts NULL */
-	free(b->token);
-	free(b->host);
-	free(b);
-}
-
-static void
-bridge_maybe_done(eb_bridge *b)
-{
-	if (!b->closing || b->open_handles > 0 || b->live > 0) {
-		return;
-	}
-	b->close_cb(b, b->close_arg);
-	bridge_free(b); /* nothing may touch b after this line */
-}
-
-void
-eb__bridge_conn_gone(eb_bridge *b)
-{
-	b->live--;
-	bridge_maybe_done(b);
 }
 
 static void

@@ -1108,21 +1108,6 @@ eb_cluster_health(eb_cluster *c, const char **reason)
 	return 1;
 }
 
-static const char *
-zk_state_name(const eb_cluster *c)
-{
-	switch (eb__zk_get_state(c->zk)) {
-	case EB_ZK_STATE_CONNECTING:
-		return "connecting";
-	case EB_ZK_STATE_CONNECTED:
-		return "connected";
-	case EB_ZK_STATE_SUSPENDED:
-		return "suspended";
-	default:
-		return "closed";
-	}
-}
-
 void
 eb_cluster_stats_get(eb_cluster *c, eb_cluster_stats *out)
 {
@@ -1141,7 +1126,7 @@ eb_cluster_stats_get(eb_cluster *c, eb_cluster_stats *out)
 		return;
 	}
 	if (c->zk != NULL) {
-		out->zk_state = zk_state_name(c);
+		out->zk_state = eb__zk_state_name(eb__zk_get_state(c->zk));
 		out->zk_session_id = eb__zk_session_id(c->zk);
 		out->zk_requests = eb__zk_requests(c->zk);
 		out->zk_too_big = eb__zk_too_big(c->zk);

@@ -204,85 +204,81 @@ route_release(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 
 /* ---- metrics ---- */
 
-static void
-emit_role(eb__prom *w, const eb__cluster_view *v, const eb_cluster_stats *cs,
-    const eb_cluster_leadership *l)
-{
-	const char *info[] = { "node_id", v->self.node_id, "address",
-		v->self.address, "version", EB_VERSION_STRING, "mode",
-		strcmp(cs->zk_state, "standalone") == 0 ? "standalone"
-		                                        : "clustered",
-		NULL };
+#define ZK_STATES 6
 
-	eb__prom_family(w, "ebnode_info", "gauge",
-	    "Constant 1, labelled with the node's identity and version.");
-	eb__prom_u64(w, "ebnode_info", info, 1);
-	eb__prom_one(w, "ebnode_leader", "gauge",
+/* What the metric tables read: the cluster's stats and what the view
+ * derives (role, leadership, the session state one-hot). */
+typedef struct cluster_vals {
+	eb_cluster_stats s;
+	uint64_t         leader;           /* this node leads (lease valid) */
+	uint64_t         eligible;         /* node.eligible */
+	uint64_t         epoch;            /* the known leader's, 0: none */
+	uint64_t         known;            /* a leader is known */
+	uint64_t         state[ZK_STATES]; /* 1 at the current zk_states[] */
+} cluster_vals;
+
+#define CV(m) EB__PROM_AT(cluster_vals, m)
+
+/* Label values match eb_cluster_stats.zk_state ("down": no cluster). */
+static const eb__prom_field zk_states[ZK_STATES] = {
+	{ "standalone", CV(state[0]) },
+	{ "connecting", CV(state[1]) },
+	{ "connected", CV(state[2]) },
+	{ "suspended", CV(state[3]) },
+	{ "closed", CV(state[4]) },
+	{ "down", CV(state[5]) },
+};
+
+static const eb__prom_field zk_events[] = {
+	{ "connected", CV(s.zk_connected) },
+	{ "suspended", CV(s.zk_suspended) },
+	{ "reconnected", CV(s.zk_reconnected) },
+	{ "expired", CV(s.zk_expired) },
+	{ "auth_failed", CV(s.zk_auth_failed) },
+};
+
+/* After ebnode_info. */
+static const eb__prom_desc families[] = {
+	EB__PROM_ONE("ebnode_leader", "gauge",
 	    "1 while this node is the cluster leader (lease valid), else 0.",
-	    eb__cluster_view_is_leader(v) ? 1 : 0);
-	eb__prom_one(w, "ebnode_eligible", "gauge",
-	    "1 when this node may lead (node.eligible), else 0.",
-	    v->self.election.eligible ? 1 : 0);
-	eb__prom_one(w, "ebnode_epoch", "gauge",
+	    CV(leader)),
+	EB__PROM_ONE("ebnode_eligible", "gauge",
+	    "1 when this node may lead (node.eligible), else 0.", CV(eligible)),
+	EB__PROM_ONE("ebnode_epoch", "gauge",
 	    "Epoch of the current leader as this node knows it (0: none).",
-	    l->known && l->leader_epoch > 0 ? (uint64_t) l->leader_epoch : 0);
-	eb__prom_one(w, "ebnode_leader_known", "gauge",
-	    "1 while a leader is known to this node, else 0.",
-	    l->known ? 1 : 0);
-	eb__prom_one(w, "ebnode_members", "gauge",
-	    "Cluster members this node sees (standalone: 1).", cs->members);
-	eb__prom_one(w, "ebnode_members_invalid", "gauge",
+	    CV(epoch)),
+	EB__PROM_ONE("ebnode_leader_known", "gauge",
+	    "1 while a leader is known to this node, else 0.", CV(known)),
+	EB__PROM_ONE("ebnode_members", "gauge",
+	    "Cluster members this node sees (standalone: 1).", CV(s.members)),
+	EB__PROM_ONE("ebnode_members_invalid", "gauge",
 	    "Children of <root>/members ignored for leadership and membership "
 	    "(foreign name, persistent, not a member record, unreadable).",
-	    cs->members_invalid);
-	eb__prom_one(w, "ebnode_zk_requests_total", "counter",
+	    CV(s.members_invalid)),
+	EB__PROM_ONE("ebnode_zk_requests_total", "counter",
 	    "Requests this node sent to ZooKeeper (current session object).",
-	    cs->zk_requests);
-	eb__prom_one(w, "ebnode_zk_requests_too_big_total", "counter",
+	    CV(s.zk_requests)),
+	EB__PROM_ONE("ebnode_zk_requests_too_big_total", "counter",
 	    "Requests refused before sending: above "
 	    "zookeeper.max_request_bytes (current session object).",
-	    cs->zk_too_big);
-	eb__prom_one(w, "ebnode_leader_elections_total", "counter",
-	    "Times this node started leading.", cs->leads);
-	eb__prom_one(w, "ebnode_leader_changes_total", "counter",
+	    CV(s.zk_too_big)),
+	EB__PROM_ONE("ebnode_leader_elections_total", "counter",
+	    "Times this node started leading.", CV(s.leads)),
+	EB__PROM_ONE("ebnode_leader_changes_total", "counter",
 	    "Leadership changes observed by this node (a new leader became "
 	    "known).",
-	    cs->leader_changes);
-}
+	    CV(s.leader_changes)),
+	EB__PROM_SET("ebnode_zk_session_state", "gauge",
+	    "ZooKeeper session state: 1 for the current state, 0 otherwise.",
+	    "state", zk_states),
+	EB__PROM_SET("ebnode_zk_session_events_total", "counter",
+	    "ZooKeeper session events seen by this node.", "event", zk_events),
+};
 
-static void
-emit_zk(eb__prom *w, const eb_cluster_stats *cs)
-{
-	static const char *const states[] = { "standalone", "connecting",
-		"connected", "suspended", "closed", "down" };
-	const struct {
-		const char *ev;
-		uint64_t    v;
-	} evs[] = {
-		{ "connected", cs->zk_connected },
-		{ "suspended", cs->zk_suspended },
-		{ "reconnected", cs->zk_reconnected },
-		{ "expired", cs->zk_expired },
-		{ "auth_failed", cs->zk_auth_failed },
-	};
-	size_t i;
-
-	eb__prom_family(w, "ebnode_zk_session_state", "gauge",
-	    "ZooKeeper session state: 1 for the current state, 0 otherwise.");
-	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		const char *l[] = { "state", states[i], NULL };
-
-		eb__prom_u64(w, "ebnode_zk_session_state", l,
-		    strcmp(cs->zk_state, states[i]) == 0 ? 1 : 0);
-	}
-	eb__prom_family(w, "ebnode_zk_session_events_total", "counter",
-	    "ZooKeeper session events seen by this node.");
-	for (i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
-		const char *l[] = { "event", evs[i].ev, NULL };
-
-		eb__prom_u64(w, "ebnode_zk_session_events_total", l, evs[i].v);
-	}
-}
+static const eb__prom_field error_types[] = {
+	{ "zk_session_expired", EB__PROM_AT(eb_cluster_stats, zk_expired) },
+	{ "zk_auth_failed", EB__PROM_AT(eb_cluster_stats, zk_auth_failed) },
+};
 
 /* The cluster's stats, or zeros (state "down") without one. */
 static void
@@ -296,19 +292,48 @@ view_stats(const eb__cluster_view *v, eb_cluster_stats *cs)
 }
 
 static void
-cluster_metrics(eb__prom *w, void *arg)
+cluster_vals_get(const eb__cluster_view *v, cluster_vals *cv)
 {
-	eb__cluster_view     *v = arg;
-	eb_cluster_stats      cs;
 	eb_cluster_leadership l;
+	size_t                i;
 
-	view_stats(v, &cs);
+	memset(cv, 0, sizeof(*cv));
+	view_stats(v, &cv->s);
 	memset(&l, 0, sizeof(l));
 	if (v->cluster != NULL) {
 		eb_cluster_leadership_get(v->cluster, &l);
 	}
-	emit_role(w, v, &cs, &l);
-	emit_zk(w, &cs);
+	cv->leader = eb__cluster_view_is_leader(v) ? 1 : 0;
+	cv->eligible = v->self.election.eligible ? 1 : 0;
+	cv->epoch =
+	    l.known && l.leader_epoch > 0 ? (uint64_t) l.leader_epoch : 0;
+	cv->known = l.known ? 1 : 0;
+	for (i = 0; i < ZK_STATES; i++) {
+		cv->state[i] =
+		    strcmp(cv->s.zk_state, zk_states[i].label) == 0 ? 1 : 0;
+	}
+}
+
+static void
+cluster_metrics(eb__prom *w, void *arg)
+{
+	const eb__cluster_view *v = arg;
+	cluster_vals            cv;
+
+	cluster_vals_get(v, &cv);
+	{
+		const char *info[] = { "node_id", v->self.node_id, "address",
+			v->self.address, "version", EB_VERSION_STRING, "mode",
+			strcmp(cv.s.zk_state, "standalone") == 0 ? "standalone"
+			                                         : "clustered",
+			NULL };
+
+		eb__prom_family(w, "ebnode_info", "gauge",
+		    "Constant 1, labelled with the node's identity and "
+		    "version.");
+		eb__prom_u64(w, "ebnode_info", info, 1);
+	}
+	eb__prom_write(w, families, EB__PROM_LEN(families), &cv);
 }
 
 void
@@ -317,8 +342,7 @@ eb__cluster_admin_errors(eb__prom *w, const eb__cluster_view *v)
 	eb_cluster_stats cs;
 
 	view_stats(v, &cs);
-	eb__admin_error_row(w, "zk_session_expired", cs.zk_expired);
-	eb__admin_error_row(w, "zk_auth_failed", cs.zk_auth_failed);
+	eb__admin_error_rows(w, error_types, EB__PROM_LEN(error_types), &cs);
 }
 
 void

@@ -452,3 +452,28 @@ eb__json_unescape(const char *p, size_t n, char *out)
 	}
 	return (ptrdiff_t) o;
 }
+
+size_t
+eb__json_compact(const char *p, size_t n, char *out)
+{
+	size_t i;
+	size_t o = 0;
+	int    in_str = 0;
+
+	for (i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (in_str) {
+			out[o++] = c;
+			if (c == '\\' && i + 1 < n) {
+				out[o++] = p[++i];
+			} else if (c == '"') {
+				in_str = 0;
+			}
+		} else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			in_str = c == '"';
+			out[o++] = c;
+		}
+	}
+	return o;
+}

@@ -64,4 +64,9 @@ int eb__jscan_fail(eb__jscan *s, const char *why);
  */
 ptrdiff_t eb__json_unescape(const char *p, size_t n, char *out);
 
+/* Copies valid JSON text p[0..n) into out (room for n bytes) without the
+ * whitespace between tokens; every token stays as written (numbers,
+ * escapes). Returns the length written. */
+size_t eb__json_compact(const char *p, size_t n, char *out);
+
 #endif

@@ -307,17 +307,19 @@ route_config(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	json_decref(o);
 }
 
+static const eb__prom_desc config_families[] = {
+	EB__PROM_ONE("ebnode_config_version", "gauge",
+	    "The cluster configuration version applied (0: none).",
+	    EB__PROM_AT(eb__conf_dyn, version)),
+	EB__PROM_ONE("ebnode_config_rejected_total", "counter",
+	    "Configurations refused (cluster versions and local reloads).",
+	    EB__PROM_AT(eb__conf_dyn, rejected)),
+};
+
 static void
 config_metrics(eb__prom *w, void *arg)
 {
-	const eb__conf_dyn *d = arg;
-
-	eb__prom_one(w, "ebnode_config_version", "gauge",
-	    "The cluster configuration version applied (0: none).",
-	    (uint64_t) d->version);
-	eb__prom_one(w, "ebnode_config_rejected_total", "counter",
-	    "Configurations refused (cluster versions and local reloads).",
-	    d->rejected);
+	eb__prom_write(w, config_families, EB__PROM_LEN(config_families), arg);
 }
 
 void

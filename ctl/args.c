@@ -65,6 +65,8 @@ eb__ctl_usage(FILE *out)
 	    "                       listen: stop after DUR, default never)\n"
 	    "  -n, --count N        listen: exit after N messages\n"
 	    "  --json               machine-readable output\n"
+	    "  --raw                listen, request: each frame as the bytes "
+	    "that came\n"
 	    "  --tls                TLS to the bridge\n"
 	    "  --ca FILE            CA certificates to verify the bridge "
 	    "(implies --tls)\n"
@@ -258,6 +260,8 @@ flag_opt(ctl_args *a, const char *name)
 {
 	if (strcmp(name, "--json") == 0) {
 		a->json = 1;
+	} else if (strcmp(name, "--raw") == 0) {
+		a->raw = 1;
 	} else if (strcmp(name, "--tls") == 0) {
 		a->tls = 1;
 	} else if (strcmp(name, "--insecure") == 0) {

@@ -59,6 +59,7 @@ typedef struct ctl_args {
 	const char  *key;
 	const char  *servername; /* TLS name to verify, default: host */
 	int          json;
+	int          raw; /* --raw: frames printed as the bytes that came */
 	int          timeout_ms; /* request/connect/pong wait */
 	int          timeout_set;
 	uint64_t     count; /* listen: exit after N messages (0: no limit) */
@@ -90,12 +91,29 @@ void        eb__ctl_usage(FILE *out);
 
 /* ---- output (out.c): every function writes complete lines to out ------ */
 
-/* A delivered message frame: one line, "address  k=v ...  body" or the
- * compact frame with --json. */
-void eb__ctl_print_message(FILE *out, json_t *frame, int json);
-/* A request's reply: the body (strings raw, other values as indented
- * JSON), or with --json {"address","headers","body"} compactly. */
-void eb__ctl_print_reply(FILE *out, json_t *frame, int json);
+/*
+ * Frames are printed from their payload p[0..n) as it came from the bridge:
+ * bodies keep the tokens they arrived with (0.1 stays 0.1, 1e-07 stays
+ * 1e-07, escapes stay). mode: CTL_OUT_TEXT, CTL_OUT_JSON (--json) or
+ * CTL_OUT_RAW (--raw: the payload's bytes and a newline, nothing else).
+ * A payload that is not a JSON object prints nothing.
+ */
+enum { CTL_OUT_TEXT = 0, CTL_OUT_JSON = 1, CTL_OUT_RAW = 2 };
+/* A delivered message frame: one line, "address  k=v ...  body" (the body
+ * without the whitespace between its tokens), or with --json the frame as
+ * one line, likewise. */
+void eb__ctl_print_message(FILE *out, const char *p, size_t n, int mode);
+/* A request's reply: the body (a string as its text, other values as they
+ * arrived, whitespace and all), or with --json {"address","headers","body"}
+ * on one line. */
+void eb__ctl_print_reply(FILE *out, const char *p, size_t n, int mode);
+/* The output mode of a: CTL_OUT_RAW, CTL_OUT_JSON or CTL_OUT_TEXT. */
+int eb__ctl_out_mode(const ctl_args *a);
+/* frame.c: a frame payload for dispatch: a new json_t (its body as
+ * jansson reads it, null where it cannot), and the body's bytes as they
+ * came in *body (NULL: none or null). NULL when p is not a JSON object. */
+json_t *eb__ctl_frame_read(
+    const char *p, size_t n, const char **body, size_t *blen);
 /* An err frame as one human-readable line (no newline at the end) into
  * buf: "NO_HANDLERS (-1): No handlers for address x" / "access_denied". */
 void eb__ctl_format_err(json_t *frame, char *buf, size_t len);
@@ -133,6 +151,9 @@ int eb__ctl_send_frame(
  */
 int eb__ctl_recv_frame(
     ctl_conn *c, int timeout_ms, json_t **out, char *err, size_t errlen);
+/* The payload of the frame the last eb__ctl_recv_frame() returned, as it
+ * came (what ebctl prints bodies from); valid until the next call. */
+const char *eb__ctl_last_frame(const ctl_conn *c, size_t *len);
 
 /* ---- ebctl config (config_cmd.c) --------------------------------------- */
 

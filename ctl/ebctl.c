@@ -192,7 +192,12 @@ request_wait(const ctl_args *a, ctl_conn *c, const char *reply_to)
 		}
 		if (is_type(f, "message") && addr != NULL &&
 		    strcmp(addr, reply_to) == 0) {
-			eb__ctl_print_reply(stdout, f, a->json);
+			const char *raw;
+			size_t      rlen;
+
+			raw = eb__ctl_last_frame(c, &rlen);
+			eb__ctl_print_reply(
+			    stdout, raw, rlen, eb__ctl_out_mode(a));
 			json_decref(f);
 			return CTL_EXIT_OK;
 		}
@@ -247,6 +252,7 @@ cmd_request(const ctl_args *a)
 
 typedef struct listen_state {
 	const ctl_args *a;
+	ctl_conn       *c;
 	uint64_t        seen;
 } listen_state;
 
@@ -255,12 +261,15 @@ listen_on_msg(json_t *f, void *arg)
 {
 	listen_state *ls = arg;
 	const char   *addr = json_string_value(json_object_get(f, "address"));
+	const char   *raw;
+	size_t        rlen;
 
 	if (addr == NULL || strcmp(addr, ls->a->address) != 0 ||
 	    (ls->a->count > 0 && ls->seen >= ls->a->count)) {
 		return;
 	}
-	eb__ctl_print_message(stdout, f, ls->a->json);
+	raw = eb__ctl_last_frame(ls->c, &rlen);
+	eb__ctl_print_message(stdout, raw, rlen, eb__ctl_out_mode(ls->a));
 	(void) fflush(stdout);
 	ls->seen++;
 }
@@ -335,12 +344,13 @@ cmd_listen(const ctl_args *a)
 	char         err[ERRLEN];
 	json_t      *f;
 	ctl_conn    *c;
-	listen_state ls = { a, 0 };
+	listen_state ls = { a, NULL, 0 };
 	int          rv;
 
 	if ((c = connect_bridge(a)) == NULL) {
 		return CTL_EXIT_FAIL;
 	}
+	ls.c = c;
 	f = json_pack("{s:s,s:s}", "type", "register", "address", a->address);
 	if (json_object_size(a->headers) > 0) {
 		json_object_set(f, "headers", a->headers);

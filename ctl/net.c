@@ -32,6 +32,8 @@ struct ctl_conn {
 	eb__tls_ctx  *ctx; /* owned, NULL: plain */
 	eb__tls      *tls; /* owned, NULL: plain */
 	eb__frame_dec dec;
+	char         *last; /* the frame recv_frame returned last (owned) */
+	size_t        last_len;
 };
 
 /* Milliseconds left until deadline (monotonic ms), or -1 for none. */
@@ -317,6 +319,7 @@ eb__ctl_close(ctl_conn *c)
 		(void) close(c->fd);
 	}
 	eb__frame_dec_free(&c->dec);
+	free(c->last);
 	free(c);
 }
 
@@ -478,15 +481,20 @@ eb__ctl_recv_frame(
 	uint32_t    n;
 	int         rv;
 	json_t     *j;
+	const char *body;
+	size_t      blen;
 
 	for (;;) {
 		while ((rv = eb__frame_dec_next(&c->dec, &p, &n)) == 0) {
-			j = json_loadb(p, n, 0, NULL);
-			if (json_is_object(j)) {
+			j = eb__ctl_frame_read(p, n, &body, &blen);
+			if (j != NULL) {
+				c->last = eb__realloc(c->last, n + 1);
+				memcpy(c->last, p, n);
+				c->last_len = n;
 				*out = j;
 				return 0;
 			}
-			json_decref(j); /* not an object: skipped */
+			/* not a JSON object: skipped */
 		}
 		if (rv != UV_EAGAIN) {
 			(void) snprintf(
@@ -498,4 +506,11 @@ eb__ctl_recv_frame(
 			return rv == 0 ? 1 : -1;
 		}
 	}
+}
+
+const char *
+eb__ctl_last_frame(const ctl_conn *c, size_t *len)
+{
+	*len = c->last_len;
+	return c->last != NULL ? c->last : "";
 }

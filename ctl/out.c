@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/jsonscan.h"
 #include "ctl/ctl.h"
 
 #define MAX_COLS 32
@@ -105,61 +106,128 @@ headers_text(json_t *headers)
 	return s != NULL ? s : eb__strdup("");
 }
 
-void
-eb__ctl_print_message(FILE *out, json_t *frame, int json)
+int
+eb__ctl_out_mode(const ctl_args *a)
 {
-	json_t     *h = json_object_get(frame, "headers");
-	json_t     *body = json_object_get(frame, "body");
-	const char *addr = json_string_value(json_object_get(frame, "address"));
-	char       *ht;
-	char       *bt;
+	return a->raw ? CTL_OUT_RAW : a->json ? CTL_OUT_JSON : CTL_OUT_TEXT;
+}
 
-	if (json) {
-		print_json_line(out, frame);
-		return;
-	}
-	ht = json_is_object(h) ? headers_text(h) : eb__strdup("");
-	bt = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY)
-	                  : NULL;
-	(void) fprintf(out, "%s%s%s  %s%s\n", addr != NULL ? addr : "-",
-	    ht[0] != '\0' ? "  " : "", ht, bt != NULL ? bt : "null",
-	    json_is_false(json_object_get(frame, "send")) ? "  (publish)" : "");
-	free(bt);
-	free(ht);
+/* Writes p[0..n) without the whitespace between its tokens. */
+static void
+put_compact(FILE *out, const char *p, size_t n)
+{
+	char *c = eb__malloc(n + 1);
+
+	(void) fwrite(c, 1, eb__json_compact(p, n, c), out);
+	free(c);
 }
 
 void
-eb__ctl_print_reply(FILE *out, json_t *frame, int json)
+eb__ctl_print_message(FILE *out, const char *p, size_t n, int mode)
 {
-	json_t *body = json_object_get(frame, "body");
-	json_t *o;
-	char   *s;
+	const char *body;
+	size_t      blen;
+	json_t     *frame;
+	json_t     *h;
+	const char *addr;
+	char       *ht;
 
-	if (json) {
-		o = json_object();
-		json_object_set(
-		    o, "address", json_object_get(frame, "address"));
-		json_object_set_new(o, "headers",
-		    json_is_object(json_object_get(frame, "headers"))
-		        ? json_copy(json_object_get(frame, "headers"))
-		        : json_object());
-		json_object_set_new(
-		    o, "body", body != NULL ? json_copy(body) : json_null());
-		print_json_line(out, o);
-		json_decref(o);
+	if (mode == CTL_OUT_RAW) {
+		(void) fwrite(p, 1, n, out);
+		(void) fputc('\n', out);
 		return;
 	}
-	if (body == NULL || json_is_null(body)) {
-		(void) fprintf(out, "null\n");
+	if ((frame = eb__ctl_frame_read(p, n, &body, &blen)) == NULL) {
 		return;
 	}
-	if (json_is_string(body)) {
-		(void) fprintf(out, "%s\n", json_string_value(body));
+	if (mode == CTL_OUT_JSON) {
+		put_compact(out, p, n);
+		(void) fputc('\n', out);
+		json_decref(frame);
 		return;
 	}
-	s = json_dumps(body, JSON_INDENT(2) | JSON_ENCODE_ANY);
-	(void) fprintf(out, "%s\n", s != NULL ? s : "?");
-	free(s);
+	h = json_object_get(frame, "headers");
+	addr = json_string_value(json_object_get(frame, "address"));
+	ht = json_is_object(h) ? headers_text(h) : eb__strdup("");
+	(void) fprintf(out, "%s%s%s  ", addr != NULL ? addr : "-",
+	    ht[0] != '\0' ? "  " : "", ht);
+	if (body != NULL) {
+		put_compact(out, body, blen);
+	} else {
+		(void) fputs("null", out);
+	}
+	(void) fprintf(out, "%s\n",
+	    json_is_false(json_object_get(frame, "send")) ? "  (publish)" : "");
+	free(ht);
+	json_decref(frame);
+}
+
+/* A body that is one string: its text; else NULL. */
+static char *
+body_text(const char *body, size_t blen, size_t *len)
+{
+	char     *t;
+	ptrdiff_t n;
+
+	if (body == NULL || blen < 2 || body[0] != '"') {
+		return NULL;
+	}
+	t = eb__malloc(blen);
+	n = eb__json_unescape(body + 1, blen - 2, t);
+	if (n < 0) {
+		free(t);
+		return NULL; /* no text form: printed as it came */
+	}
+	*len = (size_t) n;
+	return t;
+}
+
+void
+eb__ctl_print_reply(FILE *out, const char *p, size_t n, int mode)
+{
+	const char *body;
+	size_t      blen;
+	size_t      tlen = 0;
+	json_t     *frame;
+	json_t     *h;
+	char       *s;
+
+	if (mode == CTL_OUT_RAW) {
+		eb__ctl_print_message(out, p, n, mode);
+		return;
+	}
+	if ((frame = eb__ctl_frame_read(p, n, &body, &blen)) == NULL) {
+		return;
+	}
+	if (mode == CTL_OUT_JSON) {
+		h = json_object_get(frame, "headers");
+		s = json_dumps(json_object_get(frame, "address"),
+		    JSON_COMPACT | JSON_ENCODE_ANY);
+		(void) fprintf(out,
+		    "{\"address\":%s,\"headers\":", s != NULL ? s : "null");
+		free(s);
+		s = json_is_object(h) ? json_dumps(h, JSON_COMPACT) : NULL;
+		(void) fprintf(out, "%s,\"body\":", s != NULL ? s : "{}");
+		free(s);
+		if (body != NULL) {
+			put_compact(out, body, blen);
+		} else {
+			(void) fputs("null", out);
+		}
+		(void) fputs("}\n", out);
+	} else if ((s = body_text(body, blen, &tlen)) != NULL) {
+		(void) fwrite(s, 1, tlen, out);
+		(void) fputc('\n', out);
+		free(s);
+	} else {
+		if (body != NULL) {
+			(void) fwrite(body, 1, blen, out);
+		} else {
+			(void) fputs("null", out);
+		}
+		(void) fputc('\n', out);
+	}
+	json_decref(frame);
 }
 
 void

@@ -5,6 +5,7 @@
  */
 #include "eventbus/bus_admin.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,85 +97,97 @@ bus_row_cmp(const void *a, const void *b)
 	return strcmp(ra->address, rb->address);
 }
 
-static void
-emit_bus_addresses(eb__prom *w, const bus_top *t)
-{
-	static const char *const kinds[] = { "sent", "published", "received",
-		"replied", "failed", "dropped" };
-	size_t                   i;
-	size_t                   k;
+#define BT(m) EB__PROM_AT(eb_bus_totals, m)
+#define BR(m) EB__PROM_AT(bus_row, m)
 
-	eb__prom_family(w, "ebnode_bus_messages_total", "counter",
+static const eb__prom_field all_kinds[] = {
+	{ "sent", BT(sent) },
+	{ "published", BT(published) },
+	{ "received", BT(received) },
+	{ "replied", BT(replied) },
+	{ "failed", BT(failed) },
+	{ "dropped", BT(dropped) },
+};
+
+static const eb__prom_desc total_families[] = {
+	EB__PROM_SET("ebnode_bus_messages_all_total", "counter",
+	    "Bus messages of every address, by kind.", "kind", all_kinds),
+	EB__PROM_ONE("ebnode_bus_no_handlers_total", "counter",
+	    "Sends and requests that found no handler.", BT(no_handlers)),
+	EB__PROM_ONE("ebnode_bus_addresses", "gauge",
+	    "Address records (local consumers or remote interest).",
+	    BT(addresses)),
+	EB__PROM_ONE("ebnode_bus_pending_requests", "gauge",
+	    "Requests awaiting a reply.", BT(pending_requests)),
+	EB__PROM_ONE("ebnode_bus_requests_refused_total", "counter",
+	    "Requests failed at once (too_many_requests) because "
+	    "bus.max_pending_requests were pending.",
+	    BT(requests_refused)),
+};
+
+static const eb__prom_field row_kinds[] = {
+	{ "sent", BR(st.sent) },
+	{ "published", BR(st.published) },
+	{ "received", BR(st.received) },
+	{ "replied", BR(st.replied) },
+	{ "failed", BR(st.failed) },
+	{ "dropped", BR(st.dropped) },
+};
+
+static const eb__prom_field row_where[] = {
+	{ "local", BR(st.handlers) },
+	{ "remote", BR(st.remote_handlers) },
+};
+
+/* Over the busiest addresses, labelled address="...". */
+static const eb__prom_desc row_families[] = {
+	EB__PROM_SET("ebnode_bus_messages_total", "counter",
 	    "Bus messages per address and kind, for the busiest addresses "
-	    "only (at most 32; see ebnode_bus_addresses).");
-	for (i = 0; i < t->n; i++) {
-		const eb_bus_addr_stats *s = &t->rows[i].st;
-		const uint64_t v[] = { s->sent, s->published, s->received,
-			s->replied, s->failed, s->dropped };
-
-		for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-			const char *l[] = { "address", s->address, "kind",
-				kinds[k], NULL };
-
-			eb__prom_u64(w, "ebnode_bus_messages_total", l, v[k]);
-		}
-	}
-	eb__prom_family(w, "ebnode_bus_handlers", "gauge",
+	    "only (at most 32; see ebnode_bus_addresses).",
+	    "kind", row_kinds),
+	EB__PROM_SET("ebnode_bus_handlers", "gauge",
 	    "Handlers per address (same addresses as "
-	    "ebnode_bus_messages_total), local or on other nodes.");
-	for (i = 0; i < t->n; i++) {
-		const eb_bus_addr_stats *s = &t->rows[i].st;
-		const char *lo[] = { "address", s->address, "where", "local",
-			NULL };
-		const char *re[] = { "address", s->address, "where", "remote",
-			NULL };
+	    "ebnode_bus_messages_total), local or on other nodes.",
+	    "where", row_where),
+};
 
-		eb__prom_u64(w, "ebnode_bus_handlers", lo, s->handlers);
-		eb__prom_u64(w, "ebnode_bus_handlers", re, s->remote_handlers);
+static const eb__prom_field error_types[] = {
+	{ "bus_no_handlers", BT(no_handlers) },
+	{ "bus_failed", BT(failed) },
+	{ "bus_dropped", BT(dropped) },
+};
+
+/* bus's totals, or zeros without a bus. */
+static void
+totals_get(eb_bus *bus, eb_bus_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (bus != NULL) {
+		eb_bus_stats_totals(bus, t);
 	}
 }
 
 static void
 bus_metrics(eb__prom *w, void *arg)
 {
-	static const char *const kinds[] = { "sent", "published", "received",
-		"replied", "failed", "dropped" };
-	eb_bus                  *bus = arg;
-	bus_top                 *t = eb__calloc(1, sizeof(*t));
-	eb_bus_totals            bt;
-	size_t                   i;
+	eb_bus       *bus = arg;
+	bus_top      *t = eb__calloc(1, sizeof(*t));
+	eb_bus_totals bt;
+	eb__prom_rows rows;
+	size_t        i;
 
-	memset(&bt, 0, sizeof(bt));
+	totals_get(bus, &bt);
 	if (bus != NULL) {
-		eb_bus_stats_totals(bus, &bt);
 		eb_bus_stats_foreach(bus, bus_top_cb, t);
 	}
 	qsort(t->rows, t->n, sizeof(t->rows[0]), bus_row_cmp);
-	{
-		const uint64_t v[] = { bt.sent, bt.published, bt.received,
-			bt.replied, bt.failed, bt.dropped };
-
-		eb__prom_family(w, "ebnode_bus_messages_all_total", "counter",
-		    "Bus messages of every address, by kind.");
-		for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-			const char *l[] = { "kind", kinds[i], NULL };
-
-			eb__prom_u64(
-			    w, "ebnode_bus_messages_all_total", l, v[i]);
-		}
-	}
-	eb__prom_one(w, "ebnode_bus_no_handlers_total", "counter",
-	    "Sends and requests that found no handler.", bt.no_handlers);
-	eb__prom_one(w, "ebnode_bus_addresses", "gauge",
-	    "Address records (local consumers or remote interest).",
-	    bt.addresses);
-	eb__prom_one(w, "ebnode_bus_pending_requests", "gauge",
-	    "Requests awaiting a reply.", bt.pending_requests);
-	eb__prom_one(w, "ebnode_bus_requests_refused_total", "counter",
-	    "Requests failed at once (too_many_requests) because "
-	    "bus.max_pending_requests were pending.",
-	    bt.requests_refused);
-	emit_bus_addresses(w, t);
+	eb__prom_write(w, total_families, EB__PROM_LEN(total_families), &bt);
+	rows.label = "address";
+	rows.label_off = offsetof(bus_row, address);
+	rows.base = t->rows;
+	rows.stride = sizeof(t->rows[0]);
+	rows.n = t->n;
+	eb__prom_write_rows(w, row_families, EB__PROM_LEN(row_families), &rows);
 	for (i = 0; i < t->n; i++) {
 		free(t->rows[i].address);
 	}
@@ -351,11 +364,6 @@ eb__bus_admin_errors(eb__prom *w, eb_bus *bus)
 {
 	eb_bus_totals t;
 
-	memset(&t, 0, sizeof(t));
-	if (bus != NULL) {
-		eb_bus_stats_totals(bus, &t);
-	}
-	eb__admin_error_row(w, "bus_no_handlers", t.no_handlers);
-	eb__admin_error_row(w, "bus_failed", t.failed);
-	eb__admin_error_row(w, "bus_dropped", t.dropped);
+	totals_get(bus, &t);
+	eb__admin_error_rows(w, error_types, EB__PROM_LEN(error_types), &t);
 }

@@ -5,6 +5,7 @@
  */
 #include "link/link_admin.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "admin/prom.h"
@@ -27,81 +28,56 @@ link_collect_cb(const eb_link_peer_stats *s, void *arg)
 	r->st.host = NULL; /* borrowed: not kept */
 }
 
-static void
-emit_family(eb__prom *w, const eb__vec *lr, int which)
-{
-	size_t i;
+#define LR(m) EB__PROM_AT(link_row, m)
 
-	for (i = 0; i < lr->len; i++) {
-		const eb_link_peer_stats *s =
-		    &((const link_row *) eb__vec_at(lr, i))->st;
-		const char *l[] = { "peer", s->node_id, NULL };
-		const char *in[] = { "peer", s->node_id, "direction", "in",
-			NULL };
-		const char *out[] = { "peer", s->node_id, "direction", "out",
-			NULL };
+static const eb__prom_field frames_dir[] = {
+	{ "in", LR(st.frames_in) },
+	{ "out", LR(st.frames_out) },
+};
 
-		switch (which) {
-		case 0:
-			eb__prom_u64(w, "ebnode_link_up", l, s->up ? 1 : 0);
-			break;
-		case 1:
-			eb__prom_u64(w, "ebnode_link_ups_total", l, s->ups);
-			break;
-		case 2:
-			eb__prom_u64(
-			    w, "ebnode_link_frames_total", in, s->frames_in);
-			eb__prom_u64(
-			    w, "ebnode_link_frames_total", out, s->frames_out);
-			break;
-		case 3:
-			eb__prom_u64(
-			    w, "ebnode_link_bytes_total", in, s->bytes_in);
-			eb__prom_u64(
-			    w, "ebnode_link_bytes_total", out, s->bytes_out);
-			break;
-		case 4:
-			eb__prom_u64(
-			    w, "ebnode_link_queued_bytes", l, s->queued);
-			break;
-		default:
-			eb__prom_u64(w, "ebnode_link_congestions_total", l,
-			    s->congestions);
-			break;
-		}
-	}
-}
+static const eb__prom_field bytes_dir[] = {
+	{ "in", LR(st.bytes_in) },
+	{ "out", LR(st.bytes_out) },
+};
+
+/* Over the peers, labelled peer="<node id>". */
+static const eb__prom_desc families[] = {
+	EB__PROM_ONE("ebnode_link_up", "gauge",
+	    "1 while the node link to peer is up (hello exchanged).",
+	    LR(st.up)),
+	EB__PROM_ONE("ebnode_link_ups_total", "counter",
+	    "Times the node link to peer came up.", LR(st.ups)),
+	EB__PROM_SET("ebnode_link_frames_total", "counter",
+	    "Node link frames by peer and direction.", "direction", frames_dir),
+	EB__PROM_SET("ebnode_link_bytes_total", "counter",
+	    "Node link bytes by peer and direction.", "direction", bytes_dir),
+	EB__PROM_ONE("ebnode_link_queued_bytes", "gauge",
+	    "Bytes waiting to be written on the node link to peer.",
+	    LR(st.queued)),
+	EB__PROM_ONE("ebnode_link_congestions_total", "counter",
+	    "Times the node link to peer became congested (its "
+	    "addresses busy until it drains).",
+	    LR(st.congestions)),
+};
 
 static void
 link_metrics(eb__prom *w, void *arg)
 {
-	static const char *const fam[][3] = {
-		{ "ebnode_link_up", "gauge",
-		    "1 while the node link to peer is up (hello exchanged)." },
-		{ "ebnode_link_ups_total", "counter",
-		    "Times the node link to peer came up." },
-		{ "ebnode_link_frames_total", "counter",
-		    "Node link frames by peer and direction." },
-		{ "ebnode_link_bytes_total", "counter",
-		    "Node link bytes by peer and direction." },
-		{ "ebnode_link_queued_bytes", "gauge",
-		    "Bytes waiting to be written on the node link to peer." },
-		{ "ebnode_link_congestions_total", "counter",
-		    "Times the node link to peer became congested (its "
-		    "addresses busy until it drains)." },
-	};
-	eb_link_mgr *m = arg;
-	eb__vec      lr;
-	size_t       i;
+	eb_link_mgr  *m = arg;
+	eb__vec       lr;
+	eb__prom_rows rows;
+	size_t        i;
 
 	eb__vec_init(&lr, sizeof(link_row));
 	if (m != NULL) {
 		eb_link_mgr_stats_foreach(m, link_collect_cb, &lr);
 	}
-	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
-		eb__prom_family(w, fam[i][0], fam[i][1], fam[i][2]);
-		emit_family(w, &lr, (int) i);
-	}
+	rows.label = "peer";
+	rows.label_off = offsetof(link_row, node_id);
+	rows.base = lr.data;
+	rows.stride = sizeof(link_row);
+	rows.n = lr.len;
+	eb__prom_write_rows(w, families, EB__PROM_LEN(families), &rows);
 	for (i = 0; i < lr.len; i++) {
 		free(((link_row *) eb__vec_at(&lr, i))->node_id);
 	}

@@ -23,8 +23,7 @@ errors_metrics(eb__prom *w, void *arg)
 {
 	eb__node *n = arg;
 
-	eb__prom_family(w, "ebnode_errors_total", "counter",
-	    "Errors by type (each also counted in its own family).");
+	eb__admin_errors_family(w);
 	eb__bridge_admin_errors(w, n->bridge);
 	eb__bus_admin_errors(w, n->bus);
 	eb__ingress_admin_errors(w, n->ingress);

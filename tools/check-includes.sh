@@ -7,12 +7,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-modules="common admin tls stream link zk member election cluster shared eventbus bridge web ingress conf node"
+modules="common http admin tls stream link zk member election cluster shared eventbus bridge web ingress conf node"
 
 allowed() { # folder -> allowed repo-rooted include prefixes; 1: no rule
 	case "$1" in
 	common)   echo "common" ;;
-	admin)    echo "admin common" ;;
+	http)     echo "http stream tls common" ;;
+	admin)    echo "admin http common" ;;
 	tls)      echo "tls common" ;;
 	stream)   echo "stream tls common" ;;
 	link)     echo "link stream tls admin common" ;;
@@ -24,11 +25,11 @@ allowed() { # folder -> allowed repo-rooted include prefixes; 1: no rule
 	eventbus) echo "eventbus link admin common" ;;
 	bridge)   echo "bridge stream tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
-	web)      echo "web bridge stream tls eventbus admin common" ;;
+	web)      echo "web bridge stream tls eventbus admin http common" ;;
 	conf)     echo "conf admin common" ;;
-	node)     echo "node conf web bridge ingress eventbus cluster shared link admin common" ;;
+	node)     echo "node conf web bridge ingress eventbus cluster shared link admin http common" ;;
 	# Programs and libraries outside the node.
-	ctl)      echo "ctl conf cluster zk tls admin common" ;; # ebctl
+	ctl)      echo "ctl conf cluster zk tls admin http common" ;; # ebctl
 	bench)    echo "bench tls common" ;;
 	examples|lib|include) echo "" ;; # the public headers only
 	# Tests: a module's unit tests may use what the module may use, and

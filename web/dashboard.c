@@ -25,37 +25,44 @@ eb__web_dashboard_register(eb__admin *adm)
 	eb__admin_route_open(adm, "GET", "/dashboard", dashboard_route, NULL);
 }
 
+#define WS(m) EB__PROM_AT(eb_web_stats, m)
+
+static const eb__prom_field transports[] = {
+	{ "sockjs", WS(sockjs_opened) },
+	{ "websocket", WS(raw_opened) },
+	{ "xhr", WS(xhr_opened) },
+};
+
+static const eb__prom_desc families[] = {
+	EB__PROM_ONE("ebnode_web_sessions", "gauge",
+	    "Open browser bridge WebSockets (SockJS and raw).", WS(sessions)),
+	EB__PROM_SET("ebnode_web_sessions_total", "counter",
+	    "Browser bridge sessions opened, by transport.", "transport",
+	    transports),
+	EB__PROM_ONE("ebnode_web_xhr_sessions", "gauge",
+	    "Open SockJS xhr/xhr_streaming sessions.", WS(xhr_sessions)),
+	EB__PROM_ONE("ebnode_web_xhr_evicted_total", "counter",
+	    "SockJS xhr sessions without a receiving request closed at "
+	    "bridge.max_connections to make room for a new session.",
+	    WS(xhr_evicted)),
+	EB__PROM_ONE("ebnode_web_http_requests_total", "counter",
+	    "HTTP request heads parsed on the web port.", WS(http_requests)),
+	EB__PROM_ONE("ebnode_web_http_rejected_total", "counter",
+	    "HTTP requests answered 4xx on the web port.", WS(http_rejected)),
+	EB__PROM_ONE("ebnode_web_messages_in_total", "counter",
+	    "WebSocket messages received from browser clients.",
+	    WS(ws_messages_in)),
+	EB__PROM_ONE("ebnode_web_heartbeats_total", "counter",
+	    "SockJS heartbeats and WebSocket pings sent.", WS(heartbeats)),
+};
+
 static void
 web_metrics(eb__prom *w, void *arg)
 {
 	eb_web_stats st;
-	const char  *sockjs[] = { "transport", "sockjs", NULL };
-	const char  *raw[] = { "transport", "websocket", NULL };
-	const char  *xhr[] = { "transport", "xhr", NULL };
 
 	eb_web_stats_get(arg, &st);
-	eb__prom_one(w, "ebnode_web_sessions", "gauge",
-	    "Open browser bridge WebSockets (SockJS and raw).", st.sessions);
-	eb__prom_family(w, "ebnode_web_sessions_total", "counter",
-	    "Browser bridge sessions opened, by transport.");
-	eb__prom_u64(w, "ebnode_web_sessions_total", sockjs, st.sockjs_opened);
-	eb__prom_u64(w, "ebnode_web_sessions_total", raw, st.raw_opened);
-	eb__prom_u64(w, "ebnode_web_sessions_total", xhr, st.xhr_opened);
-	eb__prom_one(w, "ebnode_web_xhr_sessions", "gauge",
-	    "Open SockJS xhr/xhr_streaming sessions.", st.xhr_sessions);
-	eb__prom_one(w, "ebnode_web_xhr_evicted_total", "counter",
-	    "SockJS xhr sessions without a receiving request closed at "
-	    "bridge.max_connections to make room for a new session.",
-	    st.xhr_evicted);
-	eb__prom_one(w, "ebnode_web_http_requests_total", "counter",
-	    "HTTP request heads parsed on the web port.", st.http_requests);
-	eb__prom_one(w, "ebnode_web_http_rejected_total", "counter",
-	    "HTTP requests answered 4xx on the web port.", st.http_rejected);
-	eb__prom_one(w, "ebnode_web_messages_in_total", "counter",
-	    "WebSocket messages received from browser clients.",
-	    st.ws_messages_in);
-	eb__prom_one(w, "ebnode_web_heartbeats_total", "counter",
-	    "SockJS heartbeats and WebSocket pings sent.", st.heartbeats);
+	eb__prom_write(w, families, EB__PROM_LEN(families), &st);
 }
 
 void

@@ -12,7 +12,6 @@
  * bridge's pong answers are dropped: the Vert.x SockJS bridge sends none,
  * and the browser client would warn about an unhandled message.
  */
-#include <http_parser.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +27,8 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/util.h"
+#include "http/reader.h"
+#include "http/response.h"
 #include "tls/digest.h"
 #include "web/web_int.h"
 
@@ -35,8 +36,6 @@
 /* A scratch buffer bigger than this is given back once empty, so that an
  * idle session keeps little beyond what the accounting counts. */
 #define WEB_BUF_KEEP ((size_t) 16384)
-
-enum { HDR_NONE = 0, HDR_UPGRADE, HDR_KEY, HDR_VERSION, HDR_ORIGIN };
 
 static void sess_send(web_sess *ss);
 
@@ -122,30 +121,21 @@ eb__web_account(web_sess *ss)
 }
 
 static void
-http_reply(web_sess *ss, int code, const char *reason, const char *content_type,
-    const char *extra, const char *body)
+http_reply(web_sess *ss, int code, const char *content_type, const char *extra,
+    const char *body)
 {
-	char   head[1024];
-	size_t blen = strlen(body);
-	int    n;
+	eb__http_resp_head h = {
+		.status = code,
+		.content_type = content_type,
+		.cache_control = "no-store, no-cache, no-transform, "
+		                 "must-revalidate, max-age=0",
+		.extra = extra,
+	};
 
-	n = snprintf(head, sizeof(head),
-	    "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: %s\r\n"
-	    "Content-Length: %zu\r\n"
-	    "Cache-Control: no-store, no-cache, no-transform, "
-	    "must-revalidate, max-age=0\r\n"
-	    "%s"
-	    "\r\n",
-	    code, reason, content_type, blen, extra);
-	EB_ASSERT(n > 0 && (size_t) n < sizeof(head));
-	eb__buf_append(&ss->wsout, head, (size_t) n);
-	if (ss->parser.method != HTTP_HEAD) {
-		/* A HEAD answer has the length but never the body (RFC 9110
-		 * 9.3.2): a keep-alive client would read it as the next
-		 * answer. */
-		eb__buf_append(&ss->wsout, body, blen);
-	}
+	/* A HEAD answer has the length but never the body (RFC 9110 9.3.2):
+	 * a keep-alive client would read it as the next answer. */
+	eb__http_response_write(&ss->wsout, &h, body, strlen(body),
+	    eb__http_reader_method_is(&ss->rd, "HEAD"));
 	if (code >= 400) {
 		ss->w->stats.http_rejected++;
 	}
@@ -158,20 +148,14 @@ http_reply(web_sess *ss, int code, const char *reason, const char *content_type,
 static void
 cors_headers(const web_sess *ss, char *out, size_t n)
 {
-	const char *o = ss->origin[0] != '\0' ? ss->origin : "*";
-
-	(void) snprintf(out, n,
-	    "Access-Control-Allow-Origin: %s\r\n"
-	    "Access-Control-Allow-Credentials: true\r\n"
-	    "Vary: Origin\r\n",
-	    o);
+	eb__http_cors_echo(ss->rd.browser.origin.v, out, n);
 }
 
 void
-eb__web_reply(web_sess *ss, int code, const char *reason,
-    const char *content_type, const char *extra, const char *body)
+eb__web_reply(web_sess *ss, int code, const char *content_type,
+    const char *extra, const char *body)
 {
-	http_reply(ss, code, reason, content_type, extra, body);
+	http_reply(ss, code, content_type, extra, body);
 }
 
 void
@@ -534,163 +518,29 @@ ws_out_frames(web_sess *ss, eb__buf *b)
 
 /* ---- HTTP ---- */
 
-static web_sess *
-sess_of(http_parser *p)
-{
-	return p->data;
-}
-
-static void
-keep(web_sess *ss, char *dst, size_t cap, const char *at, size_t n)
-{
-	size_t have = strlen(dst);
-
-	if (have + n >= cap) {
-		ss->too_long = 1;
-		return;
-	}
-	memcpy(dst + have, at, n);
-	dst[have + n] = '\0';
-}
-
-static int
-head_count(web_sess *ss, size_t n)
-{
-	ss->head_bytes += n;
-	return ss->head_bytes > ss->w->opts.max_header_bytes;
-}
-
-static int
-on_message_begin(http_parser *p)
-{
-	web_sess *ss = sess_of(p);
-
-	ss->req_started_ms = eb__mono_ms();
-	ss->head_bytes = 0;
-	ss->in_value = 0;
-	ss->hdr = HDR_NONE;
-	ss->too_long = 0;
-	ss->have_request = 0;
-	ss->url[0] = '\0';
-	ss->field[0] = '\0';
-	ss->upgrade[0] = '\0';
-	ss->key[0] = '\0';
-	ss->version[0] = '\0';
-	ss->origin[0] = '\0';
-	ss->body.off = 0;
-	ss->body.len = 0;
-	ss->body_over = 0;
-	return 0;
-}
-
-static int
-on_url(http_parser *p, const char *at, size_t n)
-{
-	web_sess *ss = sess_of(p);
-
-	keep(ss, ss->url, sizeof(ss->url), at, n);
-	return head_count(ss, n);
-}
-
-static int
-on_header_field(http_parser *p, const char *at, size_t n)
-{
-	web_sess *ss = sess_of(p);
-	size_t    have;
-
-	if (ss->in_value) {
-		ss->field[0] = '\0';
-		ss->in_value = 0;
-	}
-	have = strlen(ss->field);
-	if (have + n < sizeof(ss->field)) {
-		memcpy(ss->field + have, at, n);
-		ss->field[have + n] = '\0';
-	} else {
-		ss->field[0] = '\0'; /* a name we do not keep */
-	}
-	return head_count(ss, n);
-}
-
-static int
-on_header_value(http_parser *p, const char *at, size_t n)
-{
-	web_sess *ss = sess_of(p);
-
-	if (!ss->in_value) {
-		ss->in_value = 1;
-		ss->hdr = strcasecmp(ss->field, "upgrade") == 0 ? HDR_UPGRADE
-		          : strcasecmp(ss->field, "sec-websocket-key") == 0
-		              ? HDR_KEY
-		          : strcasecmp(ss->field, "sec-websocket-version") == 0
-		              ? HDR_VERSION
-		          : strcasecmp(ss->field, "origin") == 0 ? HDR_ORIGIN
-		                                                 : HDR_NONE;
-	}
-	switch (ss->hdr) {
-	case HDR_UPGRADE:
-		keep(ss, ss->upgrade, sizeof(ss->upgrade), at, n);
-		break;
-	case HDR_KEY:
-		keep(ss, ss->key, sizeof(ss->key), at, n);
-		break;
-	case HDR_VERSION:
-		keep(ss, ss->version, sizeof(ss->version), at, n);
-		break;
-	case HDR_ORIGIN:
-		keep(ss, ss->origin, sizeof(ss->origin), at, n);
-		break;
-	default:
-		break;
-	}
-	return head_count(ss, n);
-}
-
 /* The body is kept up to the SockJS message bound (xhr_send). */
 static int
-on_body(http_parser *p, const char *at, size_t n)
+body_cb(eb__http_reader *r, const char *at, size_t n, void *arg)
 {
-	web_sess *ss = sess_of(p);
+	web_sess *ss = arg;
 	size_t    max = (size_t) ss->w->bridge->opts.max_frame_bytes * 2u + 64u;
 	size_t    have = eb__buf_avail(&ss->body);
+	uint64_t  clen = eb__http_reader_content_length(r);
 
 	if (ss->body_over || have + n > max) {
 		ss->body_over = 1;
 		return 0;
 	}
-	if (have == 0 && (p->flags & F_CHUNKED) == 0 &&
-	    p->content_length != ULLONG_MAX &&
-	    p->content_length <= (uint64_t) (max - n)) {
+	if (have == 0 && clen != UINT64_MAX && clen <= (uint64_t) max) {
 		/* The whole declared body at once: one allocation, counted
 		 * in the budget before the client fills it, no copies of
 		 * growing buffers left behind. */
-		(void) eb__buf_reserve_upto(&ss->body,
-		    n + (size_t) p->content_length,
-		    n + (size_t) p->content_length);
+		(void) eb__buf_reserve_upto(
+		    &ss->body, (size_t) clen, (size_t) clen);
 	}
 	eb__buf_append(&ss->body, at, n);
 	return 0;
 }
-
-static int
-on_message_complete(http_parser *p)
-{
-	web_sess *ss = sess_of(p);
-
-	ss->have_request = 1;
-	/* Stop here: the request is answered before the next is parsed. */
-	http_parser_pause(p, 1);
-	return 0;
-}
-
-static const http_parser_settings web_settings = {
-	.on_message_begin = on_message_begin,
-	.on_url = on_url,
-	.on_header_field = on_header_field,
-	.on_header_value = on_header_value,
-	.on_body = on_body,
-	.on_message_complete = on_message_complete,
-};
 
 /* 1 when seg (not containing '/') is a SockJS server or session id. */
 static int
@@ -713,32 +563,33 @@ sockjs_id(const char *seg, size_t n)
 static int
 ws_accept(web_sess *ss)
 {
-	char          src[sizeof(ss->key) + sizeof(WS_GUID)];
-	unsigned char sha[EB__SHA1_LEN];
-	char          acc[32];
-	char          head[256];
-	int           n;
+	char               src[EB__HTTP_HDR_MAX + sizeof(WS_GUID) + 1];
+	unsigned char      sha[EB__SHA1_LEN];
+	char               acc[32];
+	char               extra[128];
+	int                n;
+	eb__http_resp_head h = {
+		.status = 101,
+		.connection = "Upgrade",
+		.extra = extra,
+	};
 
-	if (ss->parser.method != HTTP_GET ||
-	    strcasecmp(ss->upgrade, "websocket") != 0 || ss->key[0] == '\0' ||
-	    strcmp(ss->version, "13") != 0) {
-		http_reply(ss, 400, "Bad Request", "text/plain", "",
+	if (!eb__http_reader_method_is(&ss->rd, "GET") ||
+	    strcasecmp(ss->rd.upgrade.v, "websocket") != 0 ||
+	    ss->rd.ws_key.v[0] == '\0' ||
+	    strcmp(ss->rd.ws_version.v, "13") != 0) {
+		http_reply(ss, 400, "text/plain", "",
 		    "Can \"Upgrade\" only to \"WebSocket\".");
 		return -1;
 	}
-	n = snprintf(src, sizeof(src), "%s%s", ss->key, WS_GUID);
+	n = snprintf(src, sizeof(src), "%s%s", ss->rd.ws_key.v, WS_GUID);
 	EB_ASSERT(n > 0 && (size_t) n < sizeof(src));
 	eb__sha1(src, (size_t) n, sha);
 	(void) eb__base64(sha, sizeof(sha), acc);
-	n = snprintf(head, sizeof(head),
-	    "HTTP/1.1 101 Switching Protocols\r\n"
-	    "Upgrade: websocket\r\n"
-	    "Connection: Upgrade\r\n"
-	    "Sec-WebSocket-Accept: %s\r\n"
-	    "\r\n",
-	    acc);
-	EB_ASSERT(n > 0 && (size_t) n < sizeof(head));
-	eb__buf_append(&ss->wsout, head, (size_t) n);
+	n = snprintf(extra, sizeof(extra),
+	    "Upgrade: websocket\r\nSec-WebSocket-Accept: %s\r\n", acc);
+	EB_ASSERT(n > 0 && (size_t) n < sizeof(extra));
+	eb__http_head_write(&ss->wsout, &h);
 	(void) sess_write(ss, &ss->wsout);
 	return 0;
 }
@@ -771,7 +622,7 @@ static void
 http_request(web_sess *ss)
 {
 	eb_web     *w = ss->w;
-	const char *u = ss->url;
+	const char *u = eb__http_reader_url(&ss->rd);
 	size_t      plen = strcspn(u, "?#");
 	const char *rest;
 	size_t      rlen;
@@ -780,44 +631,44 @@ http_request(web_sess *ss)
 	char        body[160];
 
 	w->stats.http_requests++;
-	if (ss->too_long) {
-		http_reply(ss, 431, "Request Header Fields Too Large",
-		    "text/plain", "", "");
+	if (ss->rd.upgrade.over || ss->rd.ws_key.over ||
+	    ss->rd.ws_version.over || ss->rd.browser.origin.over) {
+		/* A header the endpoints read does not fit its array. */
+		http_reply(ss, 431, "text/plain", "", "");
 		ss->state = WEB_DONE;
 		return;
 	}
 	if (plen < w->path_len || memcmp(u, w->path, w->path_len) != 0 ||
 	    (plen > w->path_len && u[w->path_len] != '/')) {
-		http_reply(ss, 404, "Not Found", "text/plain", "", "Not found");
+		http_reply(ss, 404, "text/plain", "", "Not found");
 		return;
 	}
 	rest = u + w->path_len;
 	rlen = plen - w->path_len;
 	cors_headers(ss, cors, sizeof(cors));
 	if (rlen <= 1) {
-		http_reply(ss, 200, "OK", "text/plain; charset=UTF-8", cors,
+		http_reply(ss, 200, "text/plain; charset=UTF-8", cors,
 		    "Welcome to SockJS!\n");
 		return;
 	}
 	if (rlen == 5 && memcmp(rest, "/info", 5) == 0) {
 		w->stats.info_requests++;
-		if (ss->parser.method == HTTP_OPTIONS) {
+		if (eb__http_reader_method_is(&ss->rd, "OPTIONS")) {
 			char extra[700];
 
 			(void) snprintf(extra, sizeof(extra),
 			    "%sAccess-Control-Allow-Methods: OPTIONS, GET\r\n"
 			    "Access-Control-Max-Age: 31536000\r\n",
 			    cors);
-			http_reply(
-			    ss, 204, "No Content", "text/plain", extra, "");
+			http_reply(ss, 204, "text/plain", extra, "");
 			return;
 		}
 		(void) snprintf(body, sizeof(body),
 		    "{\"websocket\":true,\"origins\":[\"*:*\"],"
 		    "\"cookie_needed\":false,\"entropy\":%u}",
 		    (unsigned) (eb__mono_ms() * 2654435761u));
-		http_reply(ss, 200, "OK", "application/json; charset=UTF-8",
-		    cors, body);
+		http_reply(
+		    ss, 200, "application/json; charset=UTF-8", cors, body);
 		return;
 	}
 	if (rlen == 10 && memcmp(rest, "/websocket", 10) == 0) {
@@ -855,7 +706,7 @@ http_request(web_sess *ss)
 			return;
 		}
 	}
-	http_reply(ss, 404, "Not Found", "text/plain", cors, "Not found");
+	http_reply(ss, 404, "text/plain", cors, "Not found");
 }
 
 /*
@@ -865,31 +716,28 @@ http_request(web_sess *ss)
 static size_t
 http_parse_one(web_sess *ss, const char *data, size_t n)
 {
-	size_t used = http_parser_execute(&ss->parser, &web_settings, data, n);
-	enum http_errno e = HTTP_PARSER_ERRNO(&ss->parser);
-	int             too_long;
+	size_t          used = 0;
+	eb__http_result res = eb__http_reader_feed(&ss->rd, data, n, &used);
 
-	if (e != HPE_OK && e != HPE_PAUSED) {
-		too_long = e == HPE_CB_url || e == HPE_CB_header_field ||
-		           e == HPE_CB_header_value;
-		http_reply(ss, too_long ? 431 : 400,
-		    too_long ? "Request Header Fields Too Large"
-		             : "Bad Request",
-		    "text/plain", "", "");
+	/* When the request being read began (0: none): the accounting's
+	 * head and body deadline (eb__web_account). */
+	ss->req_started_ms = ss->rd.started_ms;
+	if (res < 0) {
+		http_reply(
+		    ss, eb__http_result_status(res), "text/plain", "", "");
 		ss->state = WEB_DONE;
 		return SIZE_MAX;
 	}
-	if (e == HPE_PAUSED) {
-		http_parser_pause(&ss->parser, 0);
-	}
-	if (!ss->have_request) {
-		EB_ASSERT(used == n); /* the parser keeps a partial head */
+	if (res == EB_HTTP_RMORE) {
+		EB_ASSERT(used == n); /* the reader keeps a partial head */
 		return used;
 	}
-	ss->have_request = 0;
-	ss->req_started_ms = 0;
 	http_request(ss);
-	buf_trim(&ss->body); /* answered: the body is not needed any more */
+	/* Answered: the body is not needed any more. */
+	ss->body.off = 0;
+	ss->body.len = 0;
+	ss->body_over = 0;
+	buf_trim(&ss->body);
 	return used;
 }
 
@@ -970,6 +818,7 @@ layer_closed_cb(eb__stream *s)
 	eb__buf_free(&ss->msg);
 	eb__buf_free(&ss->one);
 	eb__buf_free(&ss->body);
+	eb__http_reader_free(&ss->rd);
 	free(ss);
 	s->layer = NULL;
 	s->ops = ss_inner;
@@ -1041,8 +890,14 @@ static const eb__stream_cbs web_cbs = {
 int
 eb__web_layer(eb__stream *s, void *arg)
 {
-	eb_web   *w = arg;
-	web_sess *ss;
+	eb_web         *w = arg;
+	web_sess       *ss;
+	eb__http_limits lim = {
+		/* A target of up to 1 KiB; the head bound of web.*; the
+		 * body's bound is body_cb's (413 from xhr_send). */
+		.max_url = 1023,
+		.max_head = w->opts.max_header_bytes,
+	};
 
 	EB_ASSERT(s->layer == NULL);
 	if (w->closing) {
@@ -1054,8 +909,7 @@ eb__web_layer(eb__stream *s, void *arg)
 	ss->inner = s->ops;
 	ss->conn_cbs = s->cbs;
 	ss->state = WEB_HTTP;
-	http_parser_init(&ss->parser, HTTP_REQUEST);
-	ss->parser.data = ss;
+	eb__http_reader_init(&ss->rd, &lim, body_cb, ss);
 	eb__buf_init(&ss->wsout);
 	eb__buf_init(&ss->feed);
 	eb__buf_init(&ss->msg);

@@ -1,7 +1,8 @@
 /*
  * Web front internals shared by server.c (options, listener, heartbeat
  * timer, close) and session.c (the per-socket layer over a bridge
- * connection's stream: HTTP request heads, the SockJS endpoints, the
+ * connection's stream: HTTP requests read with http/reader.h and answered
+ * with http/response.h, the SockJS endpoints, the
  * WebSocket upgrade, wslay framing, SockJS message framing).
  *
  * Ownership: the bridge owns each connection and its stream; the layer's
@@ -15,7 +16,6 @@
 #ifndef EB_WEB_WEB_INT_H
 #define EB_WEB_WEB_INT_H
 
-#include <http_parser.h>
 #include <stdint.h>
 #include <wslay/wslay.h>
 
@@ -23,10 +23,11 @@
 
 #include <ebnode/web.h>
 
-#include "bridge/bridge_int.h"
+#include "bridge/bridge_layer.h"
 #include "common/hmap.h"
 #include "common/list.h"
 #include "common/stall.h"
+#include "http/reader.h"
 
 struct eb_web {
 	uv_loop_t  *loop;   /* borrowed */
@@ -74,18 +75,7 @@ typedef struct web_sess {
 	eb__stream_cbs        conn_cbs; /* the bridge connection's */
 	web_state             state;
 
-	http_parser parser;
-	size_t      head_bytes; /* of the current request head */
-	int         in_value;   /* the last header callback was a value */
-	int         hdr;        /* which header the value belongs to */
-	int         too_long;   /* a kept field overflowed its array */
-	int         have_request;
-	char        url[1024];
-	char        field[32];
-	char        upgrade[32];
-	char        key[64];
-	char        version[8];
-	char        origin[256];
+	eb__http_reader rd; /* the request head and body (http/reader.h) */
 
 	wslay_event_context_ptr ctx;
 	/* The socket bytes of the read being handled, borrowed for the
@@ -135,9 +125,10 @@ void eb__web_session_gone(eb_web *w);
 void eb__web_account(web_sess *ss);
 /* Writes ss->wsout to the socket; a failure closes the connection. */
 void eb__web_flush(web_sess *ss);
-/* A complete HTTP answer with Content-Length (extra: header lines). */
-void eb__web_reply(web_sess *ss, int code, const char *reason,
-    const char *content_type, const char *extra, const char *body);
+/* A complete HTTP answer with Content-Length (extra: header lines; the
+ * reason phrase from http/response.h's table). */
+void eb__web_reply(web_sess *ss, int code, const char *content_type,
+    const char *extra, const char *body);
 /* The CORS header lines echoing the request's Origin. */
 void eb__web_cors(const web_sess *ss, char *out, size_t n);
 /* A SockJS client message (a JSON array of strings, or one string) as

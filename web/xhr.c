@@ -29,6 +29,7 @@
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/util.h"
+#include "http/response.h"
 #include "web/web_int.h"
 
 #define WEB_XHR_RESPONSE_LIMIT ((size_t) 131072) /* SockJS response_limit */
@@ -330,33 +331,29 @@ carrier_ping(web_sess *ss)
 static void
 xhr_receive(web_sess *ss, const char *sid, int poll)
 {
-	eb_web  *w = ss->w;
-	web_xhr *xs = xhr_find(w, sid);
-	char     cors[512];
-	char     head[1024];
-	int      n;
+	eb_web            *w = ss->w;
+	web_xhr           *xs = xhr_find(w, sid);
+	char               cors[512];
+	eb__http_resp_head h = {
+		.status = 200,
+		.content_type = "application/javascript; charset=UTF-8",
+		.chunked = 1,
+		.cache_control = "no-store, no-cache, no-transform, "
+		                 "must-revalidate, max-age=0",
+		.extra = cors,
+	};
 
 	if (xs == NULL) {
 		xs = xhr_open(w, sid, strlen(sid));
 		if (xs == NULL) {
 			eb__web_cors(ss, cors, sizeof(cors));
-			eb__web_reply(ss, 503, "Service Unavailable",
-			    "text/plain", cors, "Too many sessions");
+			eb__web_reply(
+			    ss, 503, "text/plain", cors, "Too many sessions");
 			return;
 		}
 	}
 	eb__web_cors(ss, cors, sizeof(cors));
-	n = snprintf(head, sizeof(head),
-	    "HTTP/1.1 200 OK\r\n"
-	    "Content-Type: application/javascript; charset=UTF-8\r\n"
-	    "Transfer-Encoding: chunked\r\n"
-	    "Cache-Control: no-store, no-cache, no-transform, "
-	    "must-revalidate, max-age=0\r\n"
-	    "%s"
-	    "\r\n",
-	    cors);
-	EB_ASSERT(n > 0 && (size_t) n < sizeof(head));
-	eb__buf_append(&ss->wsout, head, (size_t) n);
+	eb__http_head_write(&ss->wsout, &h);
 	ss->state = WEB_XHR;
 	ss->xhr_poll = poll;
 	ss->xhr_sent = 0;
@@ -393,18 +390,16 @@ xhr_send(web_sess *ss, const char *sid)
 
 	eb__web_cors(ss, cors, sizeof(cors));
 	if (xs == NULL) {
-		eb__web_reply(
-		    ss, 404, "Not Found", "text/plain", cors, "Not found");
+		eb__web_reply(ss, 404, "text/plain", cors, "Not found");
 		return;
 	}
 	if (ss->body_over) {
-		eb__web_reply(ss, 413, "Payload Too Large", "text/plain", cors,
-		    "Payload too large.");
+		eb__web_reply(
+		    ss, 413, "text/plain", cors, "Payload too large.");
 		return;
 	}
 	if (eb__buf_avail(&ss->body) == 0) {
-		eb__web_reply(ss, 500, "Internal Server Error", "text/plain",
-		    cors, "Payload expected.");
+		eb__web_reply(ss, 500, "text/plain", cors, "Payload expected.");
 		return;
 	}
 	ss->proto_error = 0;
@@ -416,8 +411,8 @@ xhr_send(web_sess *ss, const char *sid)
 		ss->proto_error = 0;
 		ss->feed.off = 0;
 		ss->feed.len = 0;
-		eb__web_reply(ss, 500, "Internal Server Error", "text/plain",
-		    cors, "Broken JSON encoding.");
+		eb__web_reply(
+		    ss, 500, "text/plain", cors, "Broken JSON encoding.");
 		return;
 	}
 	ss->w->stats.ws_messages_in++;
@@ -425,8 +420,7 @@ xhr_send(web_sess *ss, const char *sid)
 	    xs->c, eb__buf_head(&ss->feed), eb__buf_avail(&ss->feed));
 	ss->feed.off = 0;
 	ss->feed.len = 0;
-	eb__web_reply(
-	    ss, 204, "No Content", "text/plain; charset=UTF-8", cors, "");
+	eb__web_reply(ss, 204, "text/plain; charset=UTF-8", cors, "");
 }
 
 int
@@ -448,7 +442,7 @@ eb__web_xhr_request(web_sess *ss, const char *sid, size_t sid_len,
 	if (sid_len > WEB_XHR_ID_MAX) {
 		return 0;
 	}
-	if (ss->parser.method == HTTP_OPTIONS) {
+	if (eb__http_reader_method_is(&ss->rd, "OPTIONS")) {
 		char cors[512];
 		char extra[700];
 
@@ -457,10 +451,10 @@ eb__web_xhr_request(web_sess *ss, const char *sid, size_t sid_len,
 		    "%sAccess-Control-Allow-Methods: OPTIONS, POST\r\n"
 		    "Access-Control-Max-Age: 31536000\r\n",
 		    cors);
-		eb__web_reply(ss, 204, "No Content", "text/plain", extra, "");
+		eb__web_reply(ss, 204, "text/plain", extra, "");
 		return 1;
 	}
-	if (ss->parser.method != HTTP_POST) {
+	if (!eb__http_reader_method_is(&ss->rd, "POST")) {
 		return 0;
 	}
 	memcpy(id, sid, sid_len);

@@ -146,6 +146,9 @@ int eb__zk_start(eb__zk *zk);
 void eb__zk_close(eb__zk *zk, eb__zk_close_cb cb, void *arg);
 
 eb__zk_state eb__zk_get_state(const eb__zk *zk);
+/* "connecting", "connected", "suspended" or "closed" (anything else):
+ * the state as /health and the metrics name it. Static string. */
+const char *eb__zk_state_name(eb__zk_state s);
 /* The current session id (0 before the first session). */
 int64_t eb__zk_session_id(const eb__zk *zk);
 /* The negotiated session timeout in ms (the requested one before). */

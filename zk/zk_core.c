@@ -169,6 +169,21 @@ eb__zk_get_state(const eb__zk *zk)
 	return zk->state;
 }
 
+const char *
+eb__zk_state_name(eb__zk_state s)
+{
+	switch (s) {
+	case EB_ZK_STATE_CONNECTING:
+		return "connecting";
+	case EB_ZK_STATE_CONNECTED:
+		return "connected";
+	case EB_ZK_STATE_SUSPENDED:
+		return "suspended";
+	default:
+		return "closed";
+	}
+}
+
 int64_t
 eb__zk_session_id(const eb__zk *zk)
 {

@@ -21,26 +21,11 @@
 
 #include "common/jsonstr.h"
 #include "ingress/ingress_int.h"
+#include "tests/harness/field_ref.h"
 
-static const char *
-reference(const json_t *root, const char *key, char *tmp, size_t n)
-{
-	const json_t *v =
-	    json_is_object(root) ? json_object_get(root, key) : NULL;
-
-	if (json_is_string(v)) {
-		return json_string_value(v);
-	}
-	if (json_is_integer(v)) {
-		(void) snprintf(
-		    tmp, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return tmp;
-	}
-	if (json_is_boolean(v)) {
-		return json_is_true(v) ? "true" : "false";
-	}
-	return NULL;
-}
+/* libFuzzer's name and signature. */
+/* NOLINTNEXTLINE(readability-identifier-naming) */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void
 check(const char *p, size_t n, const json_t *root, const char *key)
@@ -49,8 +34,8 @@ check(const char *p, size_t n, const json_t *root, const char *key)
 	char                   t2[64];
 	char                  *heap = NULL;
 	eb__ingress_field_kind kind;
-	const char            *want = reference(root, key, t1, sizeof(t1));
-	const char            *got =
+	const char *want = th_field_reference(root, key, t1, sizeof(t1));
+	const char *got =
 	    eb__ingress_field(p, n, key, &kind, t2, sizeof(t2), &heap);
 
 	if (root != NULL && ((want == NULL) != (got == NULL) ||
@@ -117,6 +102,7 @@ check_reader(const char *p, size_t n)
 	json_decref(want);
 }
 
+/* NOLINTNEXTLINE(readability-identifier-naming) */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -45,6 +45,7 @@
 #include "bridge/bridge_obs.h"
 #include "common/assert.h"
 #include "common/util.h"
+#include "tests/fuzz/fz_node.h"
 #include "web/web_int.h"
 
 /* libFuzzer's names and signatures. */
@@ -60,14 +61,9 @@ typedef struct fz_conn {
 	uint64_t   id;
 } fz_conn;
 
-static uv_loop_t  fz_loop;
-static eb_bus    *fz_bus;
-static eb_bridge *fz_bridge;
-static eb_web    *fz_web;
-static fz_conn    fz_conns[FZ_CONNS];
-static unsigned   fz_split;
-static int        fz_closed;  /* close callbacks seen this run */
-static int        fz_verbose; /* WEB_FUZZ_VERBOSE: output and counters */
+static fz_conn  fz_conns[FZ_CONNS];
+static unsigned fz_split;
+static int      fz_verbose; /* WEB_FUZZ_VERBOSE: output and counters */
 
 /*
  * The carriers' socket: what the web layer writes is checked and dropped
@@ -694,76 +690,24 @@ record(unsigned ctl, const uint8_t *p, size_t n)
 }
 
 static void
-closed_cb(void *x, void *arg)
-{
-	(void) x;
-	(void) arg;
-	fz_closed++;
-}
-
-static void
-web_closed_cb(eb_web *w, void *arg)
-{
-	closed_cb(w, arg);
-}
-
-static void
-bridge_closed_cb(eb_bridge *b, void *arg)
-{
-	closed_cb(b, arg);
-}
-
-static void
-bus_closed_cb(eb_bus *b, void *arg)
-{
-	closed_cb(b, arg);
-}
-
-/* Runs the loop until n close callbacks were seen (bounded). */
-static void
-wait_closed(int n)
-{
-	int k;
-
-	for (k = 0; k < 1000 && fz_closed < n; k++) {
-		(void) uv_run(&fz_loop, UV_RUN_NOWAIT);
-	}
-	if (fz_closed < n) {
-		abort(); /* something never finished closing */
-	}
-}
-
-static void
 setup(void)
 {
-	static const eb_bridge_permitted all[] = { { NULL, NULL } };
-	eb_bus_opts                      bo;
-	eb_bridge_opts                   o;
-	eb_web_opts                      wo;
+	eb_bus_opts    bo;
+	eb_bridge_opts o;
+	eb_web_opts    wo;
 
 	eb_bus_opts_init(&bo);
 	bo.request_timeout_ms = 5;
-	if (eb_bus_new(&fz_loop, &bo, &fz_bus) != 0) {
-		abort();
-	}
-	eb_bridge_opts_init(&o);
+	fz_bridge_opts(&o);
 	o.max_frame_bytes = 1024;
 	o.write_queue_max_bytes = 2048;
 	o.max_connections = 6;
-	o.inbound = all;
-	o.inbound_count = 1;
-	o.outbound = all;
-	o.outbound_count = 1;
-	if (eb_bridge_new(&fz_loop, fz_bus, &o, NULL, &fz_bridge) != 0) {
-		abort();
-	}
+	fz_bus_bridge_new(&bo, &o, 0);
 	eb__bridge_on_conn_closed(fz_bridge, conn_closed_cb, NULL);
 	eb_web_opts_init(&wo);
 	wo.heartbeat_ms = 1000;
 	wo.max_header_bytes = 1024;
-	if (eb_web_new(&fz_loop, fz_bridge, &wo, NULL, &fz_web) != 0) {
-		abort();
-	}
+	fz_web_new(&wo, 0);
 }
 
 static void
@@ -790,21 +734,13 @@ teardown(void)
 		    (unsigned long long) st.conns_total,
 		    (unsigned long long) st.consumers);
 	}
-	fz_closed = 0;
-	eb_web_close(fz_web, web_closed_cb, NULL);
-	wait_closed(1);
+	fz_web_close();
 	eb_bridge_stats_get(fz_bridge, &st);
 	if (st.conns_open != 0 || st.consumers != 0) {
 		abort(); /* the web front closed every connection */
 	}
 	(void) eb__bridge_off_conn_closed(fz_bridge, conn_closed_cb, NULL);
-	eb_bridge_close(fz_bridge, bridge_closed_cb, NULL);
-	wait_closed(2);
-	eb_bus_close(fz_bus, bus_closed_cb, NULL);
-	wait_closed(3);
-	if (uv_loop_alive(&fz_loop)) {
-		abort(); /* a handle outlived its owner */
-	}
+	fz_bus_bridge_close();
 	memset(fz_conns, 0, sizeof(fz_conns));
 	outs_free();
 }

@@ -52,6 +52,7 @@
 
 #include "bridge/bridge_int.h"
 #include "common/assert.h"
+#include "tests/fuzz/fz_node.h"
 #include "web/web_int.h"
 
 /* libFuzzer's names and signatures. */
@@ -73,20 +74,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FZ_SLACK          ((size_t) 256 << 10) /* logs, jansson, libuv */
 #define FZ_BUF_KEEP       ((size_t) 16384)     /* WEB_BUF_KEEP */
 
-static uv_loop_t  fz_loop;
-static eb_bus    *fz_bus;
-static eb_bridge *fz_bridge;
-static eb_web    *fz_web;
-static int        fz_fd = -1;
-static int        fz_closed;
-static int        fz_verbose;
-static size_t     fz_base;   /* allocated bytes after setup */
-static size_t     fz_peak;   /* the most allocated above fz_base */
-static size_t     fz_sent;   /* bytes the client wrote this input */
-static int        fz_gone;   /* the node closed the client */
-static size_t     fz_queued; /* the most queued on one connection */
-static size_t     fz_conns;  /* connections open at the last check */
-static uint64_t   fz_turns;
+static int      fz_fd = -1;
+static int      fz_verbose;
+static size_t   fz_base;   /* allocated bytes after setup */
+static size_t   fz_peak;   /* the most allocated above fz_base */
+static size_t   fz_sent;   /* bytes the client wrote this input */
+static int      fz_gone;   /* the node closed the client */
+static size_t   fz_queued; /* the most queued on one connection */
+static size_t   fz_conns;  /* connections open at the last check */
+static uint64_t fz_turns;
 
 /* NOLINTBEGIN(readability-identifier-naming,readability-non-const-parameter) */
 int
@@ -342,76 +338,22 @@ client_open(unsigned route)
 }
 
 static void
-closed_cb(void *x, void *arg)
-{
-	(void) x;
-	(void) arg;
-	fz_closed++;
-}
-
-static void
-web_closed_cb(eb_web *w, void *arg)
-{
-	closed_cb(w, arg);
-}
-
-static void
-bridge_closed_cb(eb_bridge *b, void *arg)
-{
-	closed_cb(b, arg);
-}
-
-static void
-bus_closed_cb(eb_bus *b, void *arg)
-{
-	closed_cb(b, arg);
-}
-
-/* Runs the loop until n close callbacks were seen (bounded). */
-static void
-wait_closed(int n)
-{
-	int k;
-
-	for (k = 0; k < 1000 && fz_closed < n; k++) {
-		(void) uv_run(&fz_loop, UV_RUN_NOWAIT);
-	}
-	if (fz_closed < n) {
-		abort(); /* something never finished closing */
-	}
-}
-
-static void
 setup(void)
 {
-	static const eb_bridge_permitted all[] = { { NULL, NULL } };
-	eb_bus_opts                      bo;
-	eb_bridge_opts                   o;
-	eb_web_opts                      wo;
+	eb_bus_opts    bo;
+	eb_bridge_opts o;
+	eb_web_opts    wo;
 
 	eb_bus_opts_init(&bo);
-	if (eb_bus_new(&fz_loop, &bo, &fz_bus) != 0) {
-		abort();
-	}
-	eb_bridge_opts_init(&o);
+	fz_bridge_opts(&o);
 	o.max_frame_bytes = FZ_MAX_FRAME;
 	o.write_queue_max_bytes = FZ_WRITE_QUEUE;
 	o.input_budget_bytes = FZ_BUDGET;
 	o.max_connections = 8;
-	o.inbound = all;
-	o.inbound_count = 1;
-	o.outbound = all;
-	o.outbound_count = 1;
-	if (eb_bridge_new(&fz_loop, fz_bus, &o, NULL, &fz_bridge) != 0 ||
-	    eb_bridge_start(fz_bridge, NULL) != 0) {
-		abort();
-	}
+	fz_bus_bridge_new(&bo, &o, 1);
 	eb_web_opts_init(&wo);
 	wo.max_header_bytes = 1024;
-	if (eb_web_new(&fz_loop, fz_bridge, &wo, NULL, &fz_web) != 0 ||
-	    eb_web_start(fz_web, NULL) != 0) {
-		abort();
-	}
+	fz_web_new(&wo, 1);
 	fz_base = __sanitizer_get_current_allocated_bytes();
 	fz_peak = 0;
 	fz_sent = 0;
@@ -443,16 +385,8 @@ teardown(void)
 		    (unsigned long long) st.conns_closed_memory,
 		    (unsigned long long) st.conns_closed_timeout);
 	}
-	fz_closed = 0;
-	eb_web_close(fz_web, web_closed_cb, NULL);
-	wait_closed(1);
-	eb_bridge_close(fz_bridge, bridge_closed_cb, NULL);
-	wait_closed(2);
-	eb_bus_close(fz_bus, bus_closed_cb, NULL);
-	wait_closed(3);
-	if (uv_loop_alive(&fz_loop)) {
-		abort(); /* a handle outlived its owner */
-	}
+	fz_web_close();
+	fz_bus_bridge_close();
 }
 
 /* NOLINTNEXTLINE(readability-identifier-naming) */

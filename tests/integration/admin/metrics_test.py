@@ -226,9 +226,11 @@ class Metrics(unittest.TestCase):
                     "unrouted")
         self.assertEqual(f["type"], "err", f)
         self.assertEqual(f["failureCode"], 404, f)
-        # A malformed frame (skipped), an unknown type (err), a ping
-        # (pong), a send nobody may make (access_denied).
+        # A malformed frame (err saying why), an unknown type (err), a
+        # ping (pong), a send nobody may make (access_denied).
         client.send_frame(b"this is not json")
+        f = client.recv_until(lambda f: f.get("type") == "err", 10)
+        self.assertEqual(f["message"], "invalid_json: not a JSON object")
         client.send_frame({"type": "bogus", "address": "x"})
         f = client.recv_until(lambda f: f.get("type") == "err", 10)
         self.assertEqual(f["message"], "unknown_type")
@@ -278,9 +280,9 @@ class Metrics(unittest.TestCase):
         # Acks plus deliveries to the consumer.
         self.assertEqual(delta("ebnode_bridge_frames_total",
                                direction="out", type="message"), 2 * n)
-        # unrouted failure, unknown_type, access_denied
+        # unrouted failure, invalid_json, unknown_type, access_denied
         self.assertEqual(delta("ebnode_bridge_frames_total",
-                               direction="out", type="err"), 3)
+                               direction="out", type="err"), 4)
         self.assertEqual(m1.value("ebnode_bridge_connections"), 3)
         self.assertEqual(delta("ebnode_bridge_connections_accepted_total"),
                          3)

@@ -178,34 +178,12 @@ class Load:
         self.c.close()
 
 
-class Consumer:
-    def __init__(self, node, address):
-        self.address = address
-        self.c = ebtest.BridgeClient(*node.bridge)
-        self.c.register(address)
-        self.msgs = []
-        self.stop = False
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
-
-    def _run(self):
-        while not self.stop:
-            try:
-                f = self.c.recv_frame(timeout=0.2)
-            except TimeoutError:
-                continue
-            except (ConnectionError, OSError):
-                return
-            if f.get("type") == "message":
-                self.msgs.append((f.get("address"),
-                                  (f.get("headers") or {}).get(
-                                      "ebnode.config"),
-                                  (f.get("body") or {}).get("n")))
-
-    def close(self):
-        self.stop = True
-        self.t.join(5)
-        self.c.close()
+def received(consumer):
+    """(address, ebnode.config header, body n) of every message an
+    ebtest.RecordingConsumer got so far."""
+    return [(f.get("address"),
+             (f.get("headers") or {}).get("ebnode.config"),
+             (f.get("body") or {}).get("n")) for f in list(consumer.msgs)]
 
 
 class ConfigCenter(unittest.TestCase):
@@ -228,7 +206,7 @@ class ConfigCenter(unittest.TestCase):
         # inbound by the local files, then permitted by v1.
         keep = ebtest.BridgeClient(*c.bridge)
         self.addCleanup(keep.close)
-        t3 = Consumer(c, "t3")
+        t3 = ebtest.RecordingConsumer(c, "t3")
         self.addCleanup(t3.close)
         keep.send("t3", {"n": -3})
         f = keep.recv_frame(timeout=5)
@@ -244,7 +222,8 @@ class ConfigCenter(unittest.TestCase):
                           "t3 reached over the connection opened before v1")
         keep.ping()
         self.assertEqual(keep.recv_frame(timeout=5)["type"], "pong")
-        cons = {t: Consumer(c, t) for t in ("t0", "t1", "t2")}
+        cons = {t: ebtest.RecordingConsumer(c, t)
+                for t in ("t0", "t1", "t2")}
         for k in cons.values():
             self.addCleanup(k.close)
         probe = ebtest.BridgeClient(*b.bridge)
@@ -269,13 +248,14 @@ class ConfigCenter(unittest.TestCase):
         rate = load.sent / load.elapsed
         self.assertEqual(load.failed[:3], [])
         ebtest.wait_until(lambda: len({m[2] for k in cons.values()
-                                       for m in k.msgs}) >= load.sent + 1,
+                                       for m in received(k)})
+                          >= load.sent + 1,
                           20, "every message delivered")
         targets = {"1": "t1", "2": "t2"}
         seen = {}
         wrong = []
         for k in cons.values():
-            for addr, ver, n in k.msgs:
+            for addr, ver, n in received(k):
                 if n is None:
                     continue
                 seen.setdefault(n, []).append(ver)

@@ -146,10 +146,44 @@ class EbctlEbnode(unittest.TestCase):
         self.assertTrue(msgs[1]["send"])
         self.assertFalse(msgs[2]["send"])
 
-    def _probe(self, c):
+    def test_listen_prints_bodies_as_they_arrived(self):
+        # Issue 23: a body as Python's client writes it (", " and ": ")
+        # is printed with its tokens as they came: 0.1, not
+        # 0.10000000000000001; --raw prints the frame's bytes untouched.
+        body = (b'{"a": 0.1, "b": 1e-07, "c": 10000000000.0, '
+                b'"e": "\\u00e9", "n": 12345678901234567890}')
+        outs = []
+        for mode in ([], ["--json"], ["--raw"]):
+            addr = "feed.exact%d" % len(outs)
+            p = subprocess.Popen([EBCTL, "listen", addr, "--count", "2",
+                                  "--timeout", "20s"] + mode + self.b,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+            try:
+                c = ebtest.BridgeClient(*self.node.bridge)
+                ebtest.wait_until(lambda: self._probe(c, addr), 10,
+                                  "listener registered")
+                c.send_frame(b'{"type": "publish", "address": "%s", '
+                             b'"body": %s}' % (addr.encode(), body))
+                out, err = p.communicate(timeout=ebtest.scaled(15))
+                c.close()
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            self.assertEqual(p.returncode, 0, err)
+            outs.append(out.splitlines()[1])
+        compact = body.replace(b", ", b",").replace(b": ", b":")
+        self.assertEqual(outs[0], b"feed.exact0  " + compact +
+                         b"  (publish)")
+        self.assertEqual(json.loads(outs[1])["body"]["a"], 0.1)
+        self.assertIn(b'"body":' + compact + b',"send":false', outs[1])
+        self.assertIn(b'"body":' + body + b',"send":false', outs[2])
+
+    def _probe(self, c, address="feed"):
         # NO_HANDLERS until the listener is there; once it is, the listener
         # gets the probe (and never replies: TIMEOUT after 200 ms).
-        c.send("feed", {"probe": True}, headers={"timeout": 200},
+        c.send(address, {"probe": True}, headers={"timeout": 200},
                reply_address="probe")
         f = c.recv_until(lambda f: f.get("address") == "probe", timeout=5)
         return f.get("failureType") != "NO_HANDLERS"

@@ -31,8 +31,6 @@
 #define SERVER_BOUND (SERVER_MAX + 4u)
 #define BIG          600000u
 
-static char *connect_str;
-
 /* The "request-too-big" lines logged (the rest goes to stderr). */
 static char too_big_line[512];
 static int  too_big_lines;
@@ -49,22 +47,6 @@ log_sink(eb_log_level level, const char *line, void *arg)
 	(void) fprintf(stderr, "%s\n", line);
 }
 
-static int
-group_setup(void **state)
-{
-	(void) state;
-	connect_str = zkit_connect();
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void) state;
-	free(connect_str);
-	return 0;
-}
-
 static eb__zk *
 open_bounded(th_loop *t, size_t max_request, zkit_events *e)
 {
@@ -72,7 +54,7 @@ open_bounded(th_loop *t, size_t max_request, zkit_events *e)
 	eb__zk     *zk = NULL;
 
 	eb__zk_opts_init(&o);
-	o.connect = connect_str;
+	o.connect = zkit_connect_str;
 	o.session_timeout_ms = 10000;
 	o.max_request_bytes = max_request;
 	assert_int_equal(eb__zk_new(&t->loop, &o, zkit_on_event, e, &zk), 0);
@@ -392,5 +374,6 @@ main(void)
 		    th_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(
+	    tests, zkit_group_setup, zkit_group_teardown);
 }

@@ -16,24 +16,6 @@
 #include "zk/zk.h"
 #include "zk/zk_int.h"
 
-static char *connect_str;
-
-static int
-group_setup(void **state)
-{
-	(void) state;
-	connect_str = zkit_connect();
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void) state;
-	free(connect_str);
-	return 0;
-}
-
 static void
 path_join(char *out, size_t n, const char *a, const char *b)
 {
@@ -56,7 +38,7 @@ test_basic_ops_and_watches(void **state)
 	path_join(p, sizeof(p), root, "p");
 	path_join(nope, sizeof(nope), root, "nope");
 	path_join(ab, sizeof(ab), root, "a/b");
-	zk = zkit_open(t, connect_str, 10000, &e);
+	zk = zkit_open(t, zkit_connect_str, 10000, &e);
 	assert_true(eb__zk_session_timeout_ms(zk) >= 1000);
 
 	/* ensure_path: parents created, idempotent, null data. */
@@ -118,7 +100,7 @@ test_ephemeral_sequential_children(void **state)
 
 	th_watchdog_ms(t, 60000);
 	zkit_unique_root(root, sizeof(root));
-	zk = zkit_open(t, connect_str, 10000, &e);
+	zk = zkit_open(t, zkit_connect_str, 10000, &e);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 
 	/* Ephemeral: owned by this session. */
@@ -239,7 +221,7 @@ test_multi(void **state)
 	path_join(m1, sizeof(m1), root, "m1");
 	path_join(m2, sizeof(m2), root, "m2");
 	path_join(sq, sizeof(sq), root, "q-");
-	zk = zkit_open(t, connect_str, 10000, &e);
+	zk = zkit_open(t, zkit_connect_str, 10000, &e);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(zkit_create(t, zk, p, "v0", 0, &r), 0);
 
@@ -345,7 +327,7 @@ test_acl_and_auth(void **state)
 	path_join(p, sizeof(p), root, "locked");
 
 	eb__zk_opts_init(&o);
-	o.connect = connect_str;
+	o.connect = zkit_connect_str;
 	o.auth_scheme = "digest";
 	o.auth_credentials = "ebnode:secret";
 	o.acl = EB_ZK_ACL_CREATOR;
@@ -358,7 +340,7 @@ test_acl_and_auth(void **state)
 	assert_int_equal(zkit_set(t, owner, p, "mine", -1, &r), 0);
 
 	/* Without the credentials: world may read, not write. */
-	other = zkit_open(t, connect_str, 10000, &e2);
+	other = zkit_open(t, zkit_connect_str, 10000, &e2);
 	assert_int_equal(zkit_get(t, other, p, NULL, NULL, &r), 0);
 	assert_string_equal(r.data, "mine");
 	assert_int_equal(zkit_set(t, other, p, "theirs", -1, &r), EB_EZKNOAUTH);
@@ -367,7 +349,7 @@ test_acl_and_auth(void **state)
 
 	/* An unknown scheme: the server refuses, the handle is dead. */
 	eb__zk_opts_init(&o);
-	o.connect = connect_str;
+	o.connect = zkit_connect_str;
 	o.auth_scheme = "no-such-scheme";
 	o.auth_credentials = "x";
 	assert_int_equal(
@@ -422,7 +404,7 @@ test_close_cancels_in_flight(void **state)
 	uint64_t          t0, call_ns, done_ns;
 
 	th_watchdog_ms(t, 60000);
-	zk = zkit_open(t, connect_str, 10000, &e);
+	zk = zkit_open(t, zkit_connect_str, 10000, &e);
 	assert_int_equal(eb__zk_get(zk, "/", NULL, NULL, cancel_get_cb, &c), 0);
 	zkit_meter_start(t, &m);
 	t0 = uv_hrtime();
@@ -509,7 +491,7 @@ test_close_from_completion(void **state)
 
 	memset(&c, 0, sizeof(c));
 	th_watchdog_ms(t, 60000);
-	zk = zkit_open(t, connect_str, 10000, &e);
+	zk = zkit_open(t, zkit_connect_str, 10000, &e);
 	assert_int_equal(
 	    eb__zk_get(zk, "/", NULL, NULL, self_close_first_cb, &c), 0);
 	assert_int_equal(
@@ -521,14 +503,6 @@ test_close_from_completion(void **state)
 	assert_int_equal(c.second_status, EB_ECANCELED);
 	assert_int_equal(c.closed, 1);
 	assert_int_equal(e.n, 1);
-}
-
-static int
-port_of(const char *connect)
-{
-	const char *c = strrchr(connect, ':');
-
-	return c != NULL ? (int) strtol(c + 1, NULL, 10) : 0;
 }
 
 /*
@@ -550,8 +524,8 @@ test_close_unresponsive_does_not_block(void **state)
 	uint64_t    t0, call_ns, done_ns;
 
 	th_watchdog_ms(t, 60000);
-	assert_int_equal(
-	    th_proxy_new(&t->loop, 0, "127.0.0.1", port_of(connect_str), &px),
+	assert_int_equal(th_proxy_new(&t->loop, 0, "127.0.0.1",
+	                     zkit_port_of(zkit_connect_str), &px),
 	    0);
 	(void) snprintf(via, sizeof(via), "127.0.0.1:%d", th_proxy_port(px));
 	zk = zkit_open(t, via, 20000, &e);
@@ -600,5 +574,6 @@ main(void)
 		    test_close_from_completion, th_setup, th_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(
+	    tests, zkit_group_setup, zkit_group_teardown);
 }

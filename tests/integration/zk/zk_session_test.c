@@ -25,32 +25,6 @@
 
 #define SESSION_MS 2000u
 
-static char *connect_str;
-
-static int
-group_setup(void **state)
-{
-	(void) state;
-	connect_str = zkit_connect();
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void) state;
-	free(connect_str);
-	return 0;
-}
-
-static int
-port_of(const char *connect)
-{
-	const char *c = strrchr(connect, ':');
-
-	return c != NULL ? (int) strtol(c + 1, NULL, 10) : 0;
-}
-
 struct get_res {
 	int done;
 	int status;
@@ -120,8 +94,8 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	struct get_res g = { 0, 0 };
 
 	th_watchdog_ms(t, 60000);
-	assert_int_equal(
-	    th_proxy_new(&t->loop, 0, "127.0.0.1", port_of(connect_str), &px),
+	assert_int_equal(th_proxy_new(&t->loop, 0, "127.0.0.1",
+	                     zkit_port_of(zkit_connect_str), &px),
 	    0);
 	(void) snprintf(via, sizeof(via), "127.0.0.1:%d", th_proxy_port(px));
 	zkit_unique_root(root, sizeof(root));
@@ -132,7 +106,7 @@ run_partition_longer_than_session(th_loop *t, int silent)
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
 	/* A direct client watches the ephemeral: the server's view. */
-	witness = zkit_open(t, connect_str, 10000, &ew);
+	witness = zkit_open(t, zkit_connect_str, 10000, &ew);
 	assert_int_equal(
 	    zkit_exists(t, witness, eph, zkit_on_watch, &gone, &r), 0);
 	assert_int_equal(r.stat.ephemeral_owner, sid1);
@@ -203,8 +177,8 @@ test_short_cut_resumes_session(void **state)
 	uint64_t    gen;
 
 	th_watchdog_ms(t, 60000);
-	assert_int_equal(
-	    th_proxy_new(&t->loop, 0, "127.0.0.1", port_of(connect_str), &px),
+	assert_int_equal(th_proxy_new(&t->loop, 0, "127.0.0.1",
+	                     zkit_port_of(zkit_connect_str), &px),
 	    0);
 	(void) snprintf(via, sizeof(via), "127.0.0.1:%d", th_proxy_port(px));
 	zkit_unique_root(root, sizeof(root));
@@ -255,8 +229,8 @@ test_server_side_expiry(void **state)
 	uint32_t    timeout;
 
 	th_watchdog_ms(t, 60000);
-	assert_int_equal(
-	    th_proxy_new(&t->loop, 0, "127.0.0.1", port_of(connect_str), &px),
+	assert_int_equal(th_proxy_new(&t->loop, 0, "127.0.0.1",
+	                     zkit_port_of(zkit_connect_str), &px),
 	    0);
 	(void) snprintf(via, sizeof(via), "127.0.0.1:%d", th_proxy_port(px));
 	zkit_unique_root(root, sizeof(root));
@@ -266,7 +240,7 @@ test_server_side_expiry(void **state)
 	sid1 = eb__zk_session_id(zk);
 	assert_int_equal(zkit_ensure(t, zk, root), 0);
 	assert_int_equal(zkit_create(t, zk, eph, NULL, EB_ZK_EPHEMERAL, &r), 0);
-	witness = zkit_open(t, connect_str, 10000, &ew);
+	witness = zkit_open(t, zkit_connect_str, 10000, &ew);
 	assert_int_equal(
 	    zkit_exists(t, witness, eph, zkit_on_watch, &gone, &r), 0);
 
@@ -307,5 +281,6 @@ main(void)
 		    test_server_side_expiry, th_setup, th_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(
+	    tests, zkit_group_setup, zkit_group_teardown);
 }

@@ -85,6 +85,33 @@ zkit_connect(void)
 	return s;
 }
 
+char *zkit_connect_str;
+
+int
+zkit_group_setup(void **state)
+{
+	(void) state;
+	zkit_connect_str = zkit_connect();
+	return 0;
+}
+
+int
+zkit_group_teardown(void **state)
+{
+	(void) state;
+	free(zkit_connect_str);
+	zkit_connect_str = NULL;
+	return 0;
+}
+
+int
+zkit_port_of(const char *connect)
+{
+	const char *c = strrchr(connect, ':');
+
+	return c != NULL ? (int) strtol(c + 1, NULL, 10) : 0;
+}
+
 void
 zkit_unique_root(char *buf, size_t len)
 {

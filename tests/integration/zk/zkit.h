@@ -34,6 +34,13 @@ char *zkit_read_line(const char *path);
 /* The connect string of the fixture (EB_ZK_CONNECT_FILE); fails the test
  * when the fixture is missing. malloc'd. */
 char *zkit_connect(void);
+/* cmocka group hooks: the setup reads the fixture's connect string into
+ * zkit_connect_str (owned here), the teardown frees it. */
+extern char *zkit_connect_str;
+int          zkit_group_setup(void **state);
+int          zkit_group_teardown(void **state);
+/* The port of a connect string's last "host:port" (0: none). */
+int zkit_port_of(const char *connect);
 /* "/ebtest-zk/<uuid>" into buf. */
 void zkit_unique_root(char *buf, size_t len);
 

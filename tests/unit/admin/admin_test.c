@@ -14,143 +14,33 @@
 
 #include "admin/admin.h"
 #include "tests/harness/th.h"
+#include "tests/harness/th_http.h"
 
-/* ---- a one-shot HTTP client on the loop ---- */
-
-typedef struct client {
-	uv_tcp_t     tcp;
-	uv_connect_t conn;
-	uv_write_t   wr;
-	char         req[512];
-	char         resp[8192];
-	size_t       len;
-	int          written; /* the request was handed to the kernel */
-	int          done;    /* the connection is closed */
-} client;
-
-static void
-cl_closed_cb(uv_handle_t *h)
-{
-	((client *) h->data)->done = 1;
-}
-
-static void
-cl_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
-{
-	client *c = h->data;
-
-	(void) suggested;
-	b->base = c->resp + c->len;
-	b->len = sizeof(c->resp) - 1 - c->len;
-}
-
-static void
-cl_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-	client *c = s->data;
-
-	(void) b;
-	if (n > 0) {
-		c->len += (size_t) n;
-		c->resp[c->len] = '\0';
-	} else if (n < 0) {
-		uv_close((uv_handle_t *) &c->tcp, cl_closed_cb);
-	}
-}
-
-static void
-cl_write_cb(uv_write_t *w, int status)
-{
-	assert_int_equal(status, 0);
-	((client *) w->data)->written = 1;
-}
-
-static void
-cl_connect_cb(uv_connect_t *req, int status)
-{
-	client  *c = req->data;
-	uv_buf_t b = uv_buf_init(c->req, (unsigned) strlen(c->req));
-
-	assert_int_equal(status, 0);
-	assert_int_equal(
-	    uv_read_start((uv_stream_t *) &c->tcp, cl_alloc_cb, cl_read_cb), 0);
-	c->wr.data = c;
-	assert_int_equal(
-	    uv_write(&c->wr, (uv_stream_t *) &c->tcp, &b, 1, cl_write_cb), 0);
-}
+/* ---- requests (tests/harness/th_http.h) ---- */
 
 /* Sends "METHOD path" (Connection: close, optional bearer token and extra
  * header lines) and runs the loop until the server closed; the response is
  * in c->resp. */
 static void
 http_x(th_loop *t, int port, const char *method, const char *path,
-    const char *token, const char *extra, client *c)
+    const char *token, const char *extra, th_http *c)
 {
-	struct sockaddr_in sa;
+	char req[512];
 
-	memset(c, 0, sizeof(*c));
-	(void) snprintf(c->req, sizeof(c->req),
+	(void) snprintf(req, sizeof(req),
 	    "%s %s HTTP/1.1\r\nHost: x\r\n%s%s%s%sConnection: close\r\n"
 	    "Content-Length: 0\r\n\r\n",
 	    method, path, token != NULL ? "Authorization: Bearer " : "",
 	    token != NULL ? token : "", token != NULL ? "\r\n" : "",
 	    extra != NULL ? extra : "");
-	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
-	assert_int_equal(uv_tcp_init(&t->loop, &c->tcp), 0);
-	c->tcp.data = c;
-	c->conn.data = c;
-	assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp,
-	                     (const struct sockaddr *) &sa, cl_connect_cb),
-	    0);
-	assert_int_equal(th_run_until(t, th_flag_set, &c->done, 5000), 0);
-}
-
-/* Sends raw bytes (one write) and runs the loop until the server
- * closed. */
-static void
-http_raw(th_loop *t, int port, const char *bytes, client *c)
-{
-	struct sockaddr_in sa;
-
-	memset(c, 0, sizeof(*c));
-	(void) snprintf(c->req, sizeof(c->req), "%s", bytes);
-	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
-	assert_int_equal(uv_tcp_init(&t->loop, &c->tcp), 0);
-	c->tcp.data = c;
-	c->conn.data = c;
-	assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp,
-	                     (const struct sockaddr *) &sa, cl_connect_cb),
-	    0);
-	assert_int_equal(th_run_until(t, th_flag_set, &c->done, 5000), 0);
+	th_http_run(t, port, req, c);
 }
 
 static void
 http(th_loop *t, int port, const char *method, const char *path,
-    const char *token, client *c)
+    const char *token, th_http *c)
 {
 	http_x(t, port, method, path, token, NULL, c);
-}
-
-static int
-status_of(const client *c)
-{
-	static const char pre[] = "HTTP/1.1 ";
-	char             *end = NULL;
-	long              st;
-
-	assert_int_equal(strncmp(c->resp, pre, sizeof(pre) - 1), 0);
-	st = strtol(c->resp + sizeof(pre) - 1, &end, 10);
-	assert_true(end != NULL && *end == ' ');
-	return (int) st;
-}
-
-static const char *
-body_of(const client *c)
-{
-	const char *b = strstr(c->resp, "\r\n\r\n");
-
-	assert_non_null(b);
-	return b + 4;
 }
 
 /* ---- routes and collectors under test ---- */
@@ -228,33 +118,34 @@ test_routes(void **state)
 	th_loop   *t = *state;
 	int        port;
 	eb__admin *adm = server(t, NULL, &port);
-	client     c;
+	th_http    c;
 
 	http(t, port, "GET", "/hello?x=1", NULL, &c);
-	assert_int_equal(status_of(&c), 200);
+	assert_int_equal(th_http_status(&c), 200);
 	assert_non_null(strstr(c.resp, "Content-Type: application/json\r\n"));
 	assert_string_equal(
-	    body_of(&c), "{\"hello\":\"world\",\"query\":\"x=1\"}");
+	    th_http_body(&c), "{\"hello\":\"world\",\"query\":\"x=1\"}");
 	/* A write without a token needs the CSRF header, from no foreign
 	 * origin: refused before the route is looked up. */
 	http(t, port, "POST", "/hello", NULL, &c);
-	assert_int_equal(status_of(&c), 403);
+	assert_int_equal(th_http_status(&c), 403);
 	http_x(t, port, "POST", "/hello", NULL,
 	    "Origin: http://evil.example\r\n" EB_ADMIN_CSRF_HEADER ": 1\r\n",
 	    &c);
-	assert_int_equal(status_of(&c), 403);
+	assert_int_equal(th_http_status(&c), 403);
 	http_x(t, port, "POST", "/hello", NULL, EB_ADMIN_CSRF_HEADER ": 1\r\n",
 	    &c);
-	assert_int_equal(status_of(&c), 405);
+	assert_int_equal(th_http_status(&c), 405);
 	http_x(t, port, "POST", "/hello", NULL,
 	    "Origin: http://x\r\n" EB_ADMIN_CSRF_HEADER ": 1\r\n", &c);
-	assert_int_equal(status_of(&c), 405); /* its own origin (Host: x) */
+	assert_int_equal(
+	    th_http_status(&c), 405); /* its own origin (Host: x) */
 	http(t, port, "GET", "/nope", NULL, &c);
-	assert_int_equal(status_of(&c), 404);
-	assert_string_equal(body_of(&c),
+	assert_int_equal(th_http_status(&c), 404);
+	assert_string_equal(th_http_body(&c),
 	    "{\"error\":\"not_found\",\"message\":\"no such route\"}");
 	http(t, port, "GET", "/silent", NULL, &c);
-	assert_int_equal(status_of(&c), 500);
+	assert_int_equal(th_http_status(&c), 500);
 	close_server(t, adm);
 }
 
@@ -264,15 +155,15 @@ test_token(void **state)
 	th_loop   *t = *state;
 	int        port;
 	eb__admin *adm = server(t, "s3cret", &port);
-	client     c;
+	th_http    c;
 
 	http(t, port, "GET", "/hello", NULL, &c);
-	assert_int_equal(status_of(&c), 401);
+	assert_int_equal(th_http_status(&c), 401);
 	assert_non_null(strstr(c.resp, "WWW-Authenticate: Bearer\r\n"));
 	http(t, port, "GET", "/hello", "wrong!", &c);
-	assert_int_equal(status_of(&c), 401);
+	assert_int_equal(th_http_status(&c), 401);
 	http(t, port, "GET", "/hello", "s3cret", &c);
-	assert_int_equal(status_of(&c), 200);
+	assert_int_equal(th_http_status(&c), 200);
 	close_server(t, adm);
 }
 
@@ -283,20 +174,20 @@ test_metrics_in_order(void **state)
 	int        port;
 	eb__admin *adm = server(t, NULL, &port);
 	uint64_t   v = 7;
-	client     c;
+	th_http    c;
 
 	eb__admin_on_metrics(adm, first_collector, &v);
 	eb__admin_on_metrics(adm, second_collector, NULL);
 	http(t, port, "GET", "/metrics", NULL, &c);
-	assert_int_equal(status_of(&c), 200);
+	assert_int_equal(th_http_status(&c), 200);
 	assert_non_null(strstr(c.resp, "Content-Type: text/plain; "
 	                               "version=0.0.4; charset=utf-8\r\n"));
-	assert_string_equal(body_of(&c), "# HELP first First.\n"
-	                                 "# TYPE first gauge\n"
-	                                 "first 7\n"
-	                                 "# HELP second Second.\n"
-	                                 "# TYPE second counter\n"
-	                                 "second 2\n");
+	assert_string_equal(th_http_body(&c), "# HELP first First.\n"
+	                                      "# TYPE first gauge\n"
+	                                      "first 7\n"
+	                                      "# HELP second Second.\n"
+	                                      "# TYPE second counter\n"
+	                                      "second 2\n");
 	close_server(t, adm);
 }
 
@@ -369,7 +260,7 @@ test_async_routes(void **state)
 	eb__admin_opts o;
 	eb__admin     *adm = NULL;
 	async_ctx      x;
-	client         c;
+	th_http        c;
 	int            port;
 	size_t         len = 0;
 	char          *text;
@@ -387,15 +278,15 @@ test_async_routes(void **state)
 	assert_true(port > 0);
 
 	http(t, port, "GET", "/later", NULL, &c);
-	assert_int_equal(status_of(&c), 200);
-	assert_string_equal(body_of(&c), "later");
+	assert_int_equal(th_http_status(&c), 200);
+	assert_string_equal(th_http_body(&c), "later");
 	assert_int_equal(x.answered, 1000);
 	http(t, port, "GET", "/now", NULL, &c);
-	assert_int_equal(status_of(&c), 200);
-	assert_string_equal(body_of(&c), "now");
+	assert_int_equal(th_http_status(&c), 200);
+	assert_string_equal(th_http_body(&c), "now");
 	/* Two requests in one write (pipelined): the second is held until
 	 * the first's asynchronous answer is written, then served. */
-	http_raw(t, port,
+	th_http_run(t, port,
 	    "GET /later HTTP/1.1\r\nHost: x\r\n\r\n"
 	    "GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
 	    &c);
@@ -422,23 +313,14 @@ test_async_routes(void **state)
 static void
 test_close_with_open_connection(void **state)
 {
-	th_loop           *t = *state;
-	int                port;
-	eb__admin         *adm = server(t, NULL, &port);
-	struct sockaddr_in sa;
-	client             c;
-	int                closed = 0;
+	th_loop   *t = *state;
+	int        port;
+	eb__admin *adm = server(t, NULL, &port);
+	th_http    c;
+	int        closed = 0;
 
 	/* A client that sent half a request: close ends its connection. */
-	memset(&c, 0, sizeof(c));
-	(void) snprintf(c.req, sizeof(c.req), "GET /hello HTTP/1.1\r\n");
-	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
-	assert_int_equal(uv_tcp_init(&t->loop, &c.tcp), 0);
-	c.tcp.data = &c;
-	c.conn.data = &c;
-	assert_int_equal(uv_tcp_connect(&c.conn, &c.tcp,
-	                     (const struct sockaddr *) &sa, cl_connect_cb),
-	    0);
+	th_http_start(t, port, "GET /hello HTTP/1.1\r\n", &c);
 	assert_int_equal(th_run_until(t, th_flag_set, &c.written, 5000), 0);
 	eb__admin_close(adm, closed_cb, &closed);
 	assert_int_equal(th_run_until(t, th_flag_set, &c.done, 5000), 0);

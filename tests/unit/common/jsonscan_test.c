@@ -210,8 +210,9 @@ static void
 test_mutations(void **state)
 {
 	static const char *const seeds[] = {
-		"{\"type\":\"send\",\"address\":\"a\",\"body\":{\"x\":[1,2.5e3,"
-		"\"\\u00e9\"],\"y\":null}}",
+		("{\"type\":\"send\",\"address\":\"a\",\"body\":{\"x\":[1,2."
+		 "5e3,"
+		 "\"\\u00e9\"],\"y\":null}}"),
 		" [ -0.0 , 1E+2 , \"\\ud83d\\ude00\" , { \"\" : false } ] ",
 		"\"\xe2\x82\xac\\t\\\"\"",
 	};

@@ -95,63 +95,88 @@ test_format_err(void **state)
 	json_decref(e3);
 }
 
+#define PR_MSG(c, text, mode) \
+	eb__ctl_print_message((c).f, text, sizeof(text) - 1, mode)
+#define PR_REPLY(c, text, mode) \
+	eb__ctl_print_reply((c).f, text, sizeof(text) - 1, mode)
+
 static void
 test_message_lines(void **state)
 {
-	json_t *m =
-	    jparse("{\"type\":\"message\",\"address\":\"a.b\",\"headers\":"
-	           "{\"k\":\"v\",\"n\":\"2\"},\"body\":{\"x\":[1]},"
-	           "\"send\":true}");
-	json_t *p =
-	    jparse("{\"type\":\"message\",\"address\":\"a.b\",\"headers\":"
-	           "{},\"send\":false}");
+	static const char m[] =
+	    "{\"type\":\"message\",\"address\":\"a.b\",\"headers\":"
+	    "{\"k\":\"v\",\"n\":\"2\"},\"body\":{\"x\":[1]},\"send\":true}";
+	static const char p[] = "{\"type\":\"message\",\"address\":\"a.b\","
+	                        "\"headers\":{},\"send\":false}";
+	/* As Python's client writes a body: tokens stay as they came. */
+	static const char e[] =
+	    "{\"type\":\"message\",\"address\":\"o\",\"headers\":{},\"body\":"
+	    "{\"a\": 0.1, \"b\": 1e-07, \"c\": 10000000000.0, \"e\": "
+	    "\"\\u00e9\", \"n\": 12345678901234567890},\"send\":true}";
 	capture c;
 
 	(void) state;
 	cap_open(&c);
-	eb__ctl_print_message(c.f, m, 0);
-	eb__ctl_print_message(c.f, p, 0);
-	assert_string_equal(cap_text(&c), "a.b  k=v n=2  {\"x\":[1]}\n"
-	                                  "a.b  null  (publish)\n");
+	PR_MSG(c, m, CTL_OUT_TEXT);
+	PR_MSG(c, p, CTL_OUT_TEXT);
+	PR_MSG(c, e, CTL_OUT_TEXT);
+	PR_MSG(c, "not json", CTL_OUT_TEXT);
+	assert_string_equal(cap_text(&c),
+	    "a.b  k=v n=2  {\"x\":[1]}\n"
+	    "a.b  null  (publish)\n"
+	    "o  {\"a\":0.1,\"b\":1e-07,\"c\":10000000000.0,\"e\":\"\\u00e9\","
+	    "\"n\":12345678901234567890}\n");
 	cap_free(&c);
 	cap_open(&c);
-	eb__ctl_print_message(c.f, m, 1);
+	PR_MSG(c, m, CTL_OUT_JSON);
+	PR_MSG(c, e, CTL_OUT_JSON);
 	assert_string_equal(cap_text(&c),
 	    "{\"type\":\"message\",\"address\":\"a.b\",\"headers\":{\"k\":"
-	    "\"v\",\"n\":\"2\"},\"body\":{\"x\":[1]},\"send\":true}\n");
+	    "\"v\",\"n\":\"2\"},\"body\":{\"x\":[1]},\"send\":true}\n"
+	    "{\"type\":\"message\",\"address\":\"o\",\"headers\":{},\"body\":"
+	    "{\"a\":0.1,\"b\":1e-07,\"c\":10000000000.0,\"e\":\"\\u00e9\","
+	    "\"n\":12345678901234567890},\"send\":true}\n");
 	cap_free(&c);
-	json_decref(m);
-	json_decref(p);
+	cap_open(&c);
+	PR_MSG(c, e, CTL_OUT_RAW);
+	assert_string_equal(cap_text(&c),
+	    "" /* the bytes, unchanged */
+	    "{\"type\":\"message\",\"address\":"
+	    "\"o\",\"headers\":{},\"body\":{\"a\": "
+	    "0.1, \"b\": 1e-07, \"c\": "
+	    "10000000000.0, \"e\": \"\\u00e9\", "
+	    "\"n\": 12345678901234567890},"
+	    "\"send\":true}\n");
+	cap_free(&c);
 }
 
 static void
 test_reply(void **state)
 {
-	json_t *obj = jparse("{\"type\":\"message\",\"address\":\"ebctl.1\","
-	                     "\"headers\":{\"h\":\"1\"},\"body\":{\"a\":1}}");
-	json_t *str = jparse("{\"type\":\"message\",\"address\":\"r\",\"body\":"
-	                     "\"hi\"}");
-	json_t *none = jparse("{\"type\":\"message\",\"address\":\"r\"}");
-	capture c;
+	static const char obj[] =
+	    "{\"type\":\"message\",\"address\":\"ebctl.1\","
+	    "\"headers\":{\"h\":\"1\"},\"body\":{\"a\": 0.1,\n \"b\": [1]}}";
+	static const char str[] =
+	    "{\"type\":\"message\",\"address\":\"r\",\"body\":\"h\\u00e9\"}";
+	static const char none[] = "{\"type\":\"message\",\"address\":\"r\"}";
+	capture           c;
 
 	(void) state;
 	cap_open(&c);
-	eb__ctl_print_reply(c.f, obj, 0);
-	eb__ctl_print_reply(c.f, str, 0);
-	eb__ctl_print_reply(c.f, none, 0);
-	assert_string_equal(cap_text(&c), "{\n  \"a\": 1\n}\nhi\nnull\n");
+	PR_REPLY(c, obj, CTL_OUT_TEXT);
+	PR_REPLY(c, str, CTL_OUT_TEXT);
+	PR_REPLY(c, none, CTL_OUT_TEXT);
+	assert_string_equal(
+	    cap_text(&c), "{\"a\": 0.1,\n \"b\": [1]}\nh\xc3\xa9\nnull\n");
 	cap_free(&c);
 	cap_open(&c);
-	eb__ctl_print_reply(c.f, obj, 1);
-	eb__ctl_print_reply(c.f, none, 1);
+	PR_REPLY(c, obj, CTL_OUT_JSON);
+	PR_REPLY(c, none, CTL_OUT_JSON);
 	assert_string_equal(cap_text(&c),
 	    "{\"address\":\"ebctl.1\",\"headers\":{\"h\":\"1\"},\"body\":"
-	    "{\"a\":1}}\n"
+	    "{\"a\":0.1,\"b\":[1]}}\n"
 	    "{\"address\":\"r\",\"headers\":{},\"body\":null}\n");
 	cap_free(&c);
-	json_decref(obj);
-	json_decref(str);
-	json_decref(none);
 }
 
 static void

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ingress/ingress_int.h"
+#include "tests/harness/field_ref.h"
 #include "tests/harness/th.h"
 
 /* The reference: jansson parses the whole body. NULL: no subject. */
@@ -18,23 +19,10 @@ reference(const char *body, size_t len, const char *key, char *tmp, size_t n)
 {
 	static json_t *last; /* keeps the returned string alive */
 	json_error_t   jerr;
-	const json_t  *v;
 
 	json_decref(last);
 	last = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-	v = json_is_object(last) ? json_object_get(last, key) : NULL;
-	if (json_is_string(v)) {
-		return json_string_value(v);
-	}
-	if (json_is_integer(v)) {
-		(void) snprintf(
-		    tmp, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return tmp;
-	}
-	if (json_is_boolean(v)) {
-		return json_is_true(v) ? "true" : "false";
-	}
-	return NULL;
+	return th_field_reference(last, key, tmp, n);
 }
 
 static void

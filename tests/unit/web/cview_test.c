@@ -16,92 +16,25 @@
 #include "admin/admin.h"
 #include "bridge/bridge_obs.h"
 #include "tests/harness/th.h"
+#include "tests/harness/th_http.h"
 #include "web/cview.h"
 
-/* ---- a one-shot HTTP client on the loop ---- */
-
-typedef struct client {
-	uv_tcp_t     tcp;
-	uv_connect_t conn;
-	uv_write_t   wr;
-	char         req[256];
-	char         resp[65536];
-	size_t       len;
-	int          done; /* the connection is closed */
-} client;
-
-static void
-cl_closed_cb(uv_handle_t *h)
-{
-	((client *) h->data)->done = 1;
-}
-
-static void
-cl_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
-{
-	client *c = h->data;
-
-	(void) suggested;
-	b->base = c->resp + c->len;
-	b->len = sizeof(c->resp) - 1 - c->len;
-}
-
-static void
-cl_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-	client *c = s->data;
-
-	(void) b;
-	if (n > 0) {
-		c->len += (size_t) n;
-		c->resp[c->len] = '\0';
-	} else if (n < 0) {
-		uv_close((uv_handle_t *) &c->tcp, cl_closed_cb);
-	}
-}
-
-static void
-cl_write_cb(uv_write_t *w, int status)
-{
-	(void) w;
-	assert_int_equal(status, 0);
-}
-
-static void
-cl_connect_cb(uv_connect_t *req, int status)
-{
-	client  *c = req->data;
-	uv_buf_t b = uv_buf_init(c->req, (unsigned) strlen(c->req));
-
-	assert_int_equal(status, 0);
-	assert_int_equal(
-	    uv_read_start((uv_stream_t *) &c->tcp, cl_alloc_cb, cl_read_cb), 0);
-	c->wr.data = c;
-	assert_int_equal(
-	    uv_write(&c->wr, (uv_stream_t *) &c->tcp, &b, 1, cl_write_cb), 0);
-}
+/* ---- requests (tests/harness/th_http.h) ---- */
 
 /* Starts GET path (Connection: close); c->done once the server closed. */
 static void
-get_start(th_loop *t, int port, const char *path, client *c)
+get_start(th_loop *t, int port, const char *path, th_http *c)
 {
-	struct sockaddr_in sa;
+	char req[256];
 
-	memset(c, 0, sizeof(*c));
-	(void) snprintf(c->req, sizeof(c->req),
+	(void) snprintf(req, sizeof(req),
 	    "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-	assert_int_equal(uv_ip4_addr("127.0.0.1", port, &sa), 0);
-	assert_int_equal(uv_tcp_init(&t->loop, &c->tcp), 0);
-	c->tcp.data = c;
-	c->conn.data = c;
-	assert_int_equal(uv_tcp_connect(&c->conn, &c->tcp,
-	                     (const struct sockaddr *) &sa, cl_connect_cb),
-	    0);
+	th_http_start(t, port, req, c);
 }
 
 /* The JSON body of a 200 answer (the caller decrefs). */
 static json_t *
-body_json(const client *c)
+body_json(const th_http *c)
 {
 	const char  *b = strstr(c->resp, "\r\n\r\n");
 	json_error_t e;
@@ -227,7 +160,7 @@ test_gather(void **state)
 {
 	th_loop      *t = *state;
 	world         w;
-	client        c;
+	th_http       c;
 	json_t       *o;
 	json_t       *nodes;
 	const json_t *n;
@@ -335,8 +268,8 @@ got_all(void *arg)
 static int
 all_done(void *arg)
 {
-	client *cs = arg;
-	int     i;
+	th_http *cs = arg;
+	int      i;
 
 	for (i = 0; i <= EB_WEB_CVIEW_MAX_GATHERS; i++) {
 		if (!cs[i].done) {
@@ -352,7 +285,7 @@ test_busy_and_release_in_flight(void **state)
 	th_loop *t = *state;
 	world    w;
 	silent   s;
-	client  *cs = calloc(EB_WEB_CVIEW_MAX_GATHERS + 1, sizeof(client));
+	th_http *cs = calloc(EB_WEB_CVIEW_MAX_GATHERS + 1, sizeof(th_http));
 	int      ok = 0;
 	int      busy = 0;
 	int      i;

@@ -193,6 +193,20 @@ test_opts_defaults(void **state)
 }
 
 static void
+test_state_names(void **state)
+{
+	(void) state;
+	assert_string_equal(
+	    eb__zk_state_name(EB_ZK_STATE_CONNECTING), "connecting");
+	assert_string_equal(
+	    eb__zk_state_name(EB_ZK_STATE_CONNECTED), "connected");
+	assert_string_equal(
+	    eb__zk_state_name(EB_ZK_STATE_SUSPENDED), "suspended");
+	assert_string_equal(eb__zk_state_name(EB_ZK_STATE_CLOSED), "closed");
+	assert_string_equal(eb__zk_state_name((eb__zk_state) 7), "closed");
+}
+
+static void
 test_session_transitions(void **state)
 {
 	th_loop      *t = *state;
@@ -819,6 +833,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opts_defaults),
+		cmocka_unit_test(test_state_names),
 		cmocka_unit_test_setup_teardown(
 		    test_session_transitions, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(

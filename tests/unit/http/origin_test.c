@@ -7,34 +7,33 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "admin/origin.h"
+#include "http/origin.h"
 #include "tests/harness/th.h"
 
 static void
 test_parse_and_match(void **state)
 {
-	eb__admin_origins o;
-	char              why[160];
+	eb__http_origins o;
+	char             why[160];
 
 	(void) state;
-	assert_int_equal(
-	    eb__admin_origins_parse(NULL, &o, why, sizeof(why)), 0);
+	assert_int_equal(eb__http_origins_parse(NULL, &o, why, sizeof(why)), 0);
 	assert_int_equal(o.n, 0);
 	assert_int_equal(
-	    eb__admin_origins_parse(" ,, ", &o, why, sizeof(why)), 0);
+	    eb__http_origins_parse(" ,, ", &o, why, sizeof(why)), 0);
 	assert_int_equal(o.n, 0);
 	assert_int_equal(
-	    eb__admin_origins_parse("http://a.example, https://b.example:8443\t"
-	                            "http://[::1]:7100,http://127.0.0.1",
+	    eb__http_origins_parse("http://a.example, https://b.example:8443\t"
+	                           "http://[::1]:7100,http://127.0.0.1",
 	        &o, why, sizeof(why)),
 	    0);
 	assert_int_equal(o.n, 4);
-	assert_true(eb__admin_origins_has(&o, "http://a.example", 16));
-	assert_true(eb__admin_origins_has(&o, "http://[::1]:7100", 17));
-	assert_false(eb__admin_origins_has(&o, "http://a.example:80", 19));
-	assert_false(eb__admin_origins_has(&o, "https://a.example", 17));
-	assert_false(eb__admin_origins_has(&o, "http://a.exampl", 15));
-	eb__admin_origins_free(&o);
+	assert_true(eb__http_origins_has(&o, "http://a.example", 16));
+	assert_true(eb__http_origins_has(&o, "http://[::1]:7100", 17));
+	assert_false(eb__http_origins_has(&o, "http://a.example:80", 19));
+	assert_false(eb__http_origins_has(&o, "https://a.example", 17));
+	assert_false(eb__http_origins_has(&o, "http://a.exampl", 15));
+	eb__http_origins_free(&o);
 	assert_int_equal(o.n, 0);
 }
 
@@ -47,7 +46,7 @@ test_refused(void **state)
 		"http://a.example:", "http://a.example:1x",
 		"http://a.example:123456", "http://a_b.example", "http://[::1",
 		"http://*.example", "http://a.example, *" };
-	eb__admin_origins        o;
+	eb__http_origins         o;
 	char                     why[160];
 	char                     many[2048];
 	size_t                   used;
@@ -58,11 +57,11 @@ test_refused(void **state)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why[0] = '\0';
 		assert_int_equal(
-		    eb__admin_origins_check(bad[i], why, sizeof(why)), -1);
+		    eb__http_origins_check(bad[i], why, sizeof(why)), -1);
 		assert_non_null(strstr(why, "not an origin"));
 	}
 	used = 0;
-	for (i = 0; i <= EB_ADMIN_MAX_ORIGINS; i++) {
+	for (i = 0; i <= EB_HTTP_MAX_ORIGINS; i++) {
 		int n = snprintf(
 		    many + used, sizeof(many) - used, "http://h%zu ", i);
 
@@ -70,35 +69,34 @@ test_refused(void **state)
 		used += (size_t) n;
 	}
 	assert_int_equal(
-	    eb__admin_origins_parse(many, &o, why, sizeof(why)), -1);
+	    eb__http_origins_parse(many, &o, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "more than"));
 	assert_int_equal(o.n, 0);
 	memset(longest, 'a', sizeof(longest));
 	memcpy(longest, "http://", 7);
-	longest[EB_ADMIN_ORIGIN_MAX + 1] = '\0';
-	assert_int_equal(
-	    eb__admin_origins_check(longest, why, sizeof(why)), -1);
-	longest[EB_ADMIN_ORIGIN_MAX] = '\0';
-	assert_int_equal(eb__admin_origins_check(longest, why, sizeof(why)), 0);
+	longest[EB_HTTP_ORIGIN_MAX + 1] = '\0';
+	assert_int_equal(eb__http_origins_check(longest, why, sizeof(why)), -1);
+	longest[EB_HTTP_ORIGIN_MAX] = '\0';
+	assert_int_equal(eb__http_origins_check(longest, why, sizeof(why)), 0);
 }
 
 /* A browser header set: NULL leaves a header out. */
 static void
-browser(eb__admin_browser *b, const char *origin, const char *site,
+browser(eb__http_browser *b, const char *origin, const char *site,
     const char *host, const char *csrf)
 {
 	memset(b, 0, sizeof(*b));
 	if (origin != NULL) {
-		eb__admin_hdr_append(&b->origin, origin, strlen(origin));
+		eb__http_hdr_append(&b->origin, origin, strlen(origin));
 	}
 	if (site != NULL) {
-		eb__admin_hdr_append(&b->site, site, strlen(site));
+		eb__http_hdr_append(&b->site, site, strlen(site));
 	}
 	if (host != NULL) {
-		eb__admin_hdr_append(&b->host, host, strlen(host));
+		eb__http_hdr_append(&b->host, host, strlen(host));
 	}
 	if (csrf != NULL) {
-		eb__admin_hdr_append(&b->csrf, csrf, strlen(csrf));
+		eb__http_hdr_append(&b->csrf, csrf, strlen(csrf));
 	}
 }
 
@@ -131,62 +129,62 @@ test_cross_site(void **state)
 		{ "http://good.example", "cross-site", "h:1", NULL, 1, 0 },
 		{ "http://good.example", "cross-site", "h:1", NULL, 0, 1 },
 	};
-	eb__admin_origins o;
-	eb__admin_browser b;
-	char              why[160];
-	size_t            i;
+	eb__http_origins o;
+	eb__http_browser b;
+	char             why[160];
+	size_t           i;
 
 	(void) state;
-	assert_int_equal(eb__admin_origins_parse(
-	                     "http://good.example", &o, why, sizeof(why)),
+	assert_int_equal(
+	    eb__http_origins_parse("http://good.example", &o, why, sizeof(why)),
 	    0);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *r;
 
 		browser(&b, cases[i].origin, cases[i].site, cases[i].host,
 		    cases[i].csrf);
-		r = eb__admin_cross_site(&b, &o, cases[i].token);
+		r = eb__http_cross_site(&b, &o, cases[i].token);
 		if ((r != NULL) != cases[i].refused) {
 			fail_msg("case %zu: %s", i, r != NULL ? r : "allowed");
 		}
 	}
-	eb__admin_origins_free(&o);
+	eb__http_origins_free(&o);
 }
 
 static void
 test_cors_and_pieces(void **state)
 {
-	eb__admin_origins o;
-	eb__admin_browser b;
-	char              out[400];
-	char              why[160];
-	char              big[300];
+	eb__http_origins o;
+	eb__http_browser b;
+	char             out[400];
+	char             why[160];
+	char             big[300];
 
 	(void) state;
-	assert_int_equal(eb__admin_origins_parse(
-	                     "http://good.example", &o, why, sizeof(why)),
+	assert_int_equal(
+	    eb__http_origins_parse("http://good.example", &o, why, sizeof(why)),
 	    0);
 	browser(&b, "http://evil.example", NULL, "h:1", NULL);
-	eb__admin_cors(&b, &o, 0, out, sizeof(out));
+	eb__http_cors(&b, &o, 0, out, sizeof(out));
 	assert_string_equal(out, "");
-	eb__admin_cors(&b, &o, 1, out, sizeof(out));
+	eb__http_cors(&b, &o, 1, out, sizeof(out));
 	assert_string_equal(out, "Access-Control-Allow-Origin: *\r\n");
 	/* The value in two pieces, as it may arrive across reads. */
 	browser(&b, NULL, NULL, "h:1", NULL);
-	eb__admin_hdr_append(&b.origin, "http://good", 11);
-	eb__admin_hdr_append(&b.origin, ".example", 8);
-	eb__admin_cors(&b, &o, 0, out, sizeof(out));
+	eb__http_hdr_append(&b.origin, "http://good", 11);
+	eb__http_hdr_append(&b.origin, ".example", 8);
+	eb__http_cors(&b, &o, 0, out, sizeof(out));
 	assert_string_equal(out, "Access-Control-Allow-Origin: "
 	                         "http://good.example\r\nVary: Origin\r\n");
-	assert_true(eb__admin_origin_configured(&b, &o));
+	assert_true(eb__http_origin_configured(&b, &o));
 	/* Overlong: kept as over, matching nothing, still foreign. */
 	memset(big, 'a', sizeof(big));
 	memset(&b, 0, sizeof(b));
-	eb__admin_hdr_append(&b.origin, big, sizeof(big));
+	eb__http_hdr_append(&b.origin, big, sizeof(big));
 	assert_true(b.origin.seen && b.origin.over);
-	assert_false(eb__admin_origin_configured(&b, &o));
-	assert_non_null(eb__admin_cross_site(&b, &o, 1));
-	eb__admin_origins_free(&o);
+	assert_false(eb__http_origin_configured(&b, &o));
+	assert_non_null(eb__http_cross_site(&b, &o, 1));
+	eb__http_origins_free(&o);
 }
 
 int

@@ -4,10 +4,10 @@
  * CORS and to write to it, parsed once at eb__admin_new (conf checks the
  * same text with eb__admin_origins_check, so that a bad value names its
  * file, line and key); and the cross-site and CORS decisions made from a
- * request's Origin, Sec-Fetch-Site, Host and EB_ADMIN_CSRF_HEADER. Loop
+ * request's Origin, Sec-Fetch-Site, Host and EB_HTTP_CSRF_HEADER. Loop
  * thread only.
  */
-#include "admin/origin.h"
+#include "http/origin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +77,8 @@ is_sep(char ch)
 }
 
 int
-eb__admin_origins_parse(
-    const char *list, eb__admin_origins *o, char *why, size_t why_len)
+eb__http_origins_parse(
+    const char *list, eb__http_origins *o, char *why, size_t why_len)
 {
 	const char *p = list != NULL ? list : "";
 
@@ -95,19 +95,18 @@ eb__admin_origins_parse(
 		if (len == 0) {
 			break;
 		}
-		if (len > EB_ADMIN_ORIGIN_MAX || !origin_valid(p, len)) {
+		if (len > EB_HTTP_ORIGIN_MAX || !origin_valid(p, len)) {
 			(void) snprintf(why, why_len,
 			    "\"%.*s\" is not an origin (scheme://host[:port], "
 			    "no path, at most %d bytes)",
-			    (int) (len > 64 ? 64 : len), p,
-			    EB_ADMIN_ORIGIN_MAX);
-			eb__admin_origins_free(o);
+			    (int) (len > 64 ? 64 : len), p, EB_HTTP_ORIGIN_MAX);
+			eb__http_origins_free(o);
 			return -1;
 		}
-		if (o->n == EB_ADMIN_MAX_ORIGINS) {
+		if (o->n == EB_HTTP_MAX_ORIGINS) {
 			(void) snprintf(why, why_len, "more than %d origins",
-			    EB_ADMIN_MAX_ORIGINS);
-			eb__admin_origins_free(o);
+			    EB_HTTP_MAX_ORIGINS);
+			eb__http_origins_free(o);
 			return -1;
 		}
 		o->v[o->n] = eb__malloc(len + 1);
@@ -120,7 +119,7 @@ eb__admin_origins_parse(
 }
 
 void
-eb__admin_origins_free(eb__admin_origins *o)
+eb__http_origins_free(eb__http_origins *o)
 {
 	size_t i;
 
@@ -131,8 +130,7 @@ eb__admin_origins_free(eb__admin_origins *o)
 }
 
 int
-eb__admin_origins_has(
-    const eb__admin_origins *o, const char *origin, size_t len)
+eb__http_origins_has(const eb__http_origins *o, const char *origin, size_t len)
 {
 	size_t i;
 
@@ -148,24 +146,24 @@ eb__admin_origins_has(
 }
 
 int
-eb__admin_origins_check(const char *list, char *why, size_t why_len)
+eb__http_origins_check(const char *list, char *why, size_t why_len)
 {
-	eb__admin_origins o;
+	eb__http_origins o;
 
-	if (eb__admin_origins_parse(list, &o, why, why_len) != 0) {
+	if (eb__http_origins_parse(list, &o, why, why_len) != 0) {
 		return -1;
 	}
-	eb__admin_origins_free(&o);
+	eb__http_origins_free(&o);
 	return 0;
 }
 
 /* ---- the browser checks ---- */
 
 void
-eb__admin_hdr_append(eb__admin_hdr *h, const char *at, size_t len)
+eb__http_hdr_append(eb__http_hdr *h, const char *at, size_t len)
 {
 	h->seen = 1;
-	if (h->over || h->len + len > EB__ADMIN_BROWSER_HDR_MAX) {
+	if (h->over || h->len + len > EB__HTTP_HDR_MAX) {
 		h->over = 1;
 		return;
 	}
@@ -175,24 +173,23 @@ eb__admin_hdr_append(eb__admin_hdr *h, const char *at, size_t len)
 }
 
 static int
-hdr_is(const eb__admin_hdr *h, const char *v)
+hdr_is(const eb__http_hdr *h, const char *v)
 {
 	return h->seen && !h->over && strlen(v) == h->len &&
 	       strncasecmp(h->v, v, h->len) == 0;
 }
 
 int
-eb__admin_origin_configured(
-    const eb__admin_browser *b, const eb__admin_origins *o)
+eb__http_origin_configured(const eb__http_browser *b, const eb__http_origins *o)
 {
 	return b->origin.seen && !b->origin.over &&
-	       eb__admin_origins_has(o, b->origin.v, b->origin.len);
+	       eb__http_origins_has(o, b->origin.v, b->origin.len);
 }
 
 /* 1 when the request's Origin is the endpoint's own: "http://" + Host
  * (what a page this endpoint served, the dashboard, sends). */
 static int
-origin_own(const eb__admin_browser *b)
+origin_own(const eb__http_browser *b)
 {
 	static const char scheme[] = "http://";
 	const size_t      sl = sizeof(scheme) - 1;
@@ -212,10 +209,10 @@ origin_own(const eb__admin_browser *b)
  * be driven by a form or a simple fetch either.
  */
 const char *
-eb__admin_cross_site(
-    const eb__admin_browser *b, const eb__admin_origins *o, int token_set)
+eb__http_cross_site(
+    const eb__http_browser *b, const eb__http_origins *o, int token_set)
 {
-	int configured = eb__admin_origin_configured(b, o);
+	int configured = eb__http_origin_configured(b, o);
 
 	if (b->origin.seen && !configured && !origin_own(b)) {
 		return "cross-site request refused: foreign Origin";
@@ -226,7 +223,7 @@ eb__admin_cross_site(
 	}
 	if (!token_set && (!b->csrf.seen || b->csrf.len == 0)) {
 		return "without admin.token a write needs the "
-		       "header " EB_ADMIN_CSRF_HEADER;
+		       "header " EB_HTTP_CSRF_HEADER;
 	}
 	return NULL;
 }
@@ -238,10 +235,10 @@ eb__admin_cross_site(
  * another origin cannot read what it makes the browser fetch.
  */
 void
-eb__admin_cors(const eb__admin_browser *b, const eb__admin_origins *o,
+eb__http_cors(const eb__http_browser *b, const eb__http_origins *o,
     int token_set, char *out, size_t n)
 {
-	if (eb__admin_origin_configured(b, o)) {
+	if (eb__http_origin_configured(b, o)) {
 		(void) snprintf(out, n,
 		    "Access-Control-Allow-Origin: %.*s\r\nVary: Origin\r\n",
 		    (int) b->origin.len, b->origin.v);
