@@ -588,7 +588,9 @@ route_pick_node(eb_bus *bus, eb__bus_addr *a, const char *node_id,
 		return EB_ENOHANDLERS;
 	}
 	if (strcmp(node_id, bus->node_id) == 0) {
-		*cp = a->n_local > 0 ? eb__bus_consumer_pick(a, 0) : NULL;
+		/* The consumers other nodes know of (not local-only), as
+		 * eb_bus_handler_nodes counts them. */
+		*cp = eb__bus_consumer_pick(a, 1);
 		return *cp != NULL ? 0 : EB_ENOHANDLERS;
 	}
 	if (!local_only && bus->remote.ops != NULL && a->n_remote > 0) {
@@ -792,7 +794,9 @@ eb_bus_handler_nodes(
 	if (a == NULL) {
 		return 0;
 	}
-	if (a->n_local > 0) {
+	/* Local-only consumers are left out: every node must see the same
+	 * set (the ingress hashes keys over it). */
+	if (a->n_local > a->n_local_only) {
 		if (f.n < max) {
 			ids[f.n] = bus->node_id;
 		}

@@ -118,8 +118,9 @@ typedef struct eb_bus_send_opts {
 	int share_headers;
 	/*
 	 * Confirmed send only: the node id of the one node to deliver to
-	 * (this bus's own id: a local consumer), NULL: any handler (round
-	 * robin). Nobody handles the address there: EB_ENOHANDLERS.
+	 * (this bus's own id: a local consumer that is not local-only), NULL:
+	 * any handler (round robin). Nobody handles the address there:
+	 * EB_ENOHANDLERS.
 	 * Borrowed for the call.
 	 */
 	const char *node;
@@ -351,9 +352,10 @@ EB_API int eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links);
 EB_API uint32_t eb_bus_handler_count(eb_bus *bus, const char *address);
 /*
  * The nodes a sender on this node can reach handlers of address on: up to
- * max node ids into ids (this node's own id when it has a local consumer,
- * then every linked peer with interest), borrowed until the bus changes.
- * Returns how many there are (may exceed max).
+ * max node ids into ids (this node's own id when it has a consumer that is
+ * not local-only, then every linked peer with interest: the same set every
+ * linked node sees), borrowed until the bus changes. Returns how many
+ * there are (may exceed max).
  */
 EB_API size_t eb_bus_handler_nodes(
     eb_bus *bus, const char *address, const char **ids, size_t max);

@@ -26,8 +26,10 @@
  *   with eb_bus_send_confirmed()/eb_bus_publish_confirmed() stamped with the
  *   epoch (fenced at every receiver) and acknowledge only from the receipt:
  *   ok means handed to a consumer (send: one, publish: every target); a
- *   failed send is routed once more to another handler, else failed with
- *   EB_INGRESS_UNCONFIRMED naming the stamp. The gateway refuses an ack
+ *   failed send without a key (EB_INGRESS_HDR_MSGID) is routed once more
+ *   to another handler, else failed with EB_INGRESS_UNCONFIRMED naming the
+ *   stamp; a keyed one is never routed to another node, and its retry is
+ *   deduplicated on the consumer's node. The gateway refuses an ack
  *   whose epoch is below its bus's fence (routes once more, then
  *   EB_INGRESS_FENCED_ACK).
  *

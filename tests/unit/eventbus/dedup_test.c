@@ -278,6 +278,7 @@ test_receipt_trailer_across_link(void **state)
 	cnode       n[2];
 	rec         ra = { 0 };
 	rec         rb = { 0 };
+	rec         rl = { 0 };
 	rcpt_out    o;
 	const char *ids[4];
 
@@ -302,6 +303,16 @@ test_receipt_trailer_across_link(void **state)
 	assert_int_equal(o.r.orig_epoch, 12);
 	assert_int_equal(o.r.orig_seq, 34);
 	assert_int_equal(rb.n, 1);
+	/* A local-only consumer is no handler other nodes know of: not
+	 * listed, and a send named to its node finds nobody. */
+	assert_int_equal(
+	    eb_bus_consumer_new(n[0].bus, "orders", 1, rec_handler, &rl, &rl.c),
+	    0);
+	assert_int_equal(eb_bus_handler_nodes(n[0].bus, "orders", ids, 4), 1);
+	assert_int_equal(
+	    send_keyed(t, n[0].bus, "orders", "z", 13, 2, "node-a", &o),
+	    EB_ENOHANDLERS);
+	assert_int_equal(rl.n, 0);
 	/* A named node: this node's own consumer, or nobody there. */
 	assert_int_equal(
 	    eb_bus_consumer_new(n[0].bus, "orders", 0, rec_handler, &ra, &ra.c),
@@ -318,6 +329,7 @@ test_receipt_trailer_across_link(void **state)
 	    EB_ENOHANDLERS);
 	eb_bus_consumer_close(ra.c);
 	eb_bus_consumer_close(rb.c);
+	eb_bus_consumer_close(rl.c);
 	cluster_close(t, n, 2);
 }
 
