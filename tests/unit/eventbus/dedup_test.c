@@ -333,6 +333,60 @@ test_receipt_trailer_across_link(void **state)
 	cluster_close(t, n, 2);
 }
 
+static void
+test_publish_per_node(void **state)
+{
+	th_loop         *t = *state;
+	cnode            n[2];
+	rec              ra = { 0 };
+	rec              ra2 = { 0 };
+	rec              rb = { 0 };
+	rcpt_out         o;
+	eb_bus_send_opts so;
+	json_t          *h = json_pack("{s:s,s:s}", EB_BUS_DEDUP_HEADER, "pub",
+	             EB_BUS_DEDUP_SEQ_HEADER, "5");
+
+	cluster_open(t, n, 2, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[0].bus, "audit", 0, rec_handler, &ra, &ra.c),
+	    0);
+	assert_int_equal(eb_bus_consumer_new(
+	                     n[0].bus, "audit", 0, rec_handler, &ra2, &ra2.c),
+	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "audit", 0, rec_handler, &rb, &rb.c),
+	    0);
+	wait_remote(t, n[0].bus, "audit", 1);
+	eb_bus_send_opts_init(&so);
+	so.epoch = 3;
+	/* Every consumer gets it once: two local ones and node-b. */
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(eb_bus_publish_confirmed(
+	                     n[0].bus, "audit", NULL, h, &so, rcpt_out_cb, &o),
+	    0);
+	assert_int_equal(th_run_until(t, rcpt_out_pred, &o, 2000), 0);
+	assert_int_equal(o.status, 0);
+	assert_int_equal(o.r.delivered, 3);
+	/* The retry: each node had it (node-a's consumers as one). */
+	memset(&o, 0, sizeof(o));
+	so.epoch = 4;
+	assert_int_equal(eb_bus_publish_confirmed(
+	                     n[0].bus, "audit", NULL, h, &so, rcpt_out_cb, &o),
+	    0);
+	assert_int_equal(th_run_until(t, rcpt_out_pred, &o, 2000), 0);
+	assert_int_equal(o.status, EB_EDUPLICATE);
+	assert_int_equal(o.r.delivered, 0);
+	assert_int_equal(o.r.duplicates, 2);
+	assert_int_equal(o.r.orig_epoch, 3);
+	assert_int_equal(o.r.orig_seq, 5);
+	assert_int_equal(ra.n + ra2.n + rb.n, 3);
+	json_decref(h);
+	eb_bus_consumer_close(ra.c);
+	eb_bus_consumer_close(ra2.c);
+	eb_bus_consumer_close(rb.c);
+	cluster_close(t, n, 2);
+}
+
 int
 main(void)
 {
@@ -347,6 +401,8 @@ main(void)
 		    test_in_progress_and_failed, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_receipt_trailer_across_link, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_publish_per_node, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
