@@ -275,6 +275,9 @@ const eb__conf_entry eb__conf_schema[] = {
 	{ ROW("ingress.hold_ms", ingress.hold_ms, uint64_t, EB__CT_U64),
 	    .max = 3600000, .flags = EB__CF_DYNAMIC },
 	IB("ingress.ack", ingress.relay_replies, EB__CF_NOT | EB__CF_DYNAMIC),
+	/* Safe retries: the consumer's node keeps the keys (the bus). */
+	U64("ingress.dedup_window_ms", bus.dedup_window_ms, 1, 86400000),
+	U32("ingress.dedup_max_keys", bus.dedup_max_keys, 0, 16777216),
 	A("ingress.routes", ingress.routes, ingress.route_count, EB__CF_DYNAMIC,
 	    &route_desc),
 	{ .path = "ingress.default_route",

@@ -54,6 +54,8 @@ eb_bus_opts_init(eb_bus_opts *opts)
 	opts->receipt_timeout_ms = 5000;
 	opts->max_pending_requests = 131072;
 	opts->max_request_timeout_ms = 300000;
+	opts->dedup_window_ms = 600000;
+	opts->dedup_max_keys = 65536;
 }
 
 void
@@ -114,6 +116,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->turn.idle.data = bus;
 	bus->req.timer.data = bus;
 	eb__bus_rcpt_init(bus);
+	eb__bus_dedup_init(bus, opts->dedup_window_ms, opts->dedup_max_keys);
 	*busp = bus;
 	return 0;
 }
@@ -142,6 +145,7 @@ bus_free(eb_bus *bus)
 	json_decref(bus->msg.empty_headers); /* held messages keep their ref */
 	eb__hmap_free(&bus->req.map);
 	eb__bus_rcpt_free_all(bus);
+	eb__bus_dedup_free(bus);
 	eb__obs_free(&bus->addr.watchers);
 	eb__obs_free(&bus->flow.observers);
 	free(bus->node_id);
@@ -506,6 +510,13 @@ eb__bus_deliver_remote(
 	eb__list        *it;
 	int              rv;
 
+	/* A keyed message this node delivered already is not delivered
+	 * again (dedup.c); its receipt says so. */
+	if (a != NULL && rc != NULL &&
+	    (rv = eb__bus_dedup_admit(bus, msg, rc)) != 0) {
+		eb__bus_rcpt_add_done(bus, rc, rv, NULL);
+		return;
+	}
 	if (publish) {
 		if (a == NULL) {
 			return;
@@ -547,15 +558,64 @@ eb__bus_deliver_remote(
 
 /* ---- confirmed send and publish (receipt.c tracks the outcome) ---- */
 
+struct node_find {
+	eb_bus     *bus;
+	const char *name;
+	uint32_t    node;
+};
+
+static void
+node_find_cb(void *fnarg, uint32_t node)
+{
+	struct node_find *f = fnarg;
+	const char       *name =
+	    f->bus->remote.ops->peer_name(f->bus->remote.ctx, node);
+
+	if (f->node == 0 && name != NULL && strcmp(name, f->name) == 0) {
+		f->node = node;
+	}
+}
+
+/* The target on the node named node_id (eb_bus_send_opts.node): a local
+ * consumer or that peer. 0 or EB_ENOHANDLERS. */
+static int
+route_pick_node(eb_bus *bus, eb__bus_addr *a, const char *node_id,
+    int local_only, eb_bus_consumer **cp, uint32_t *nodep)
+{
+	*cp = NULL;
+	*nodep = 0;
+	if (a == NULL) {
+		return EB_ENOHANDLERS;
+	}
+	if (strcmp(node_id, bus->node_id) == 0) {
+		/* The consumers other nodes know of (not local-only), as
+		 * eb_bus_handler_nodes counts them. */
+		*cp = eb__bus_consumer_pick(a, 1);
+		return *cp != NULL ? 0 : EB_ENOHANDLERS;
+	}
+	if (!local_only && bus->remote.ops != NULL && a->n_remote > 0) {
+		struct node_find f = { bus, node_id, 0 };
+
+		bus->remote.ops->each_node(
+		    bus->remote.ctx, a, node_find_cb, &f);
+		*nodep = f.node;
+	}
+	return *nodep != 0 ? 0 : EB_ENOHANDLERS;
+}
+
 static void
 confirmed_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
-    eb__bus_rcpt *rc)
+    const char *node_id, eb__bus_rcpt *rc)
 {
 	eb_bus_consumer *c;
 	uint32_t         node;
 	char             why[300];
+	int              rv;
 
-	if (route_pick(bus, a, local_only, &c, &node) != 0) {
+	rv = node_id != NULL
+	         ? route_pick_node(bus, a, node_id, local_only, &c, &node)
+	         : route_pick(bus, a, local_only, &c, &node);
+	if (rv != 0) {
 		bus->stats.no_handlers++;
 		(void) snprintf(why, sizeof(why), "No handlers for address %s",
 		    msg->address);
@@ -565,6 +625,11 @@ confirmed_send(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 	bus->stats.totals.sent++;
 	a->c.sent++;
 	if (c != NULL) {
+		/* Delivered here: this node dedups it too (dedup.c). */
+		if ((rv = eb__bus_dedup_admit(bus, msg, rc)) != 0) {
+			eb__bus_rcpt_add_done(bus, rc, rv, NULL);
+			return;
+		}
 		(void) eb__bus_consumer_push(c, msg, rc);
 	} else {
 		eb__bus_rcpt_forward(bus, rc, node, msg, EB__BUS_FWD_SEND);
@@ -591,11 +656,17 @@ confirmed_publish(eb_bus *bus, eb__bus_addr *a, eb_bus_msg *msg, int local_only,
 {
 	eb__list *it;
 	char      why[300];
+	int       rv = 0;
 
 	bus->stats.totals.published++;
 	if (a != NULL) {
 		a->c.published++;
-		for (it = a->consumers.next; it != &a->consumers;
+		/* The local consumers are one node: deduplicated together. */
+		if (a->n_local > 0 &&
+		    (rv = eb__bus_dedup_admit(bus, msg, rc)) != 0) {
+			eb__bus_rcpt_add_done(bus, rc, rv, NULL);
+		}
+		for (it = a->consumers.next; rv == 0 && it != &a->consumers;
 		     it = it->next) {
 			(void) eb__bus_consumer_push(
 			    EB_CONTAINER_OF(it, eb_bus_consumer, link), msg,
@@ -643,8 +714,8 @@ bus_confirmed(eb_bus *bus, const char *address, const eb__bus_body *b,
 		confirmed_publish(
 		    bus, eb__bus_addr_find(bus, address), msg, local_only, rc);
 	} else {
-		confirmed_send(
-		    bus, eb__bus_addr_find(bus, address), msg, local_only, rc);
+		confirmed_send(bus, eb__bus_addr_find(bus, address), msg,
+		    local_only, opts != NULL ? opts->node : NULL, rc);
 	}
 	eb_bus_msg_release(msg);
 	eb__bus_rcpt_seal(bus, rc);
@@ -689,4 +760,51 @@ eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address, const char *body,
 	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
+}
+
+struct node_names {
+	eb_bus      *bus;
+	const char **ids;
+	size_t       max;
+	size_t       n;
+};
+
+static void
+node_names_cb(void *fnarg, uint32_t node)
+{
+	struct node_names *f = fnarg;
+	const char        *name =
+	    f->bus->remote.ops->peer_name(f->bus->remote.ctx, node);
+
+	if (name != NULL) {
+		if (f->n < f->max) {
+			f->ids[f->n] = name;
+		}
+		f->n++;
+	}
+}
+
+size_t
+eb_bus_handler_nodes(
+    eb_bus *bus, const char *address, const char **ids, size_t max)
+{
+	eb__bus_addr     *a = eb__bus_addr_find(bus, address);
+	struct node_names f = { bus, ids, max, 0 };
+
+	if (a == NULL) {
+		return 0;
+	}
+	/* Local-only consumers are left out: every node must see the same
+	 * set (the ingress hashes keys over it). */
+	if (a->n_local > a->n_local_only) {
+		if (f.n < max) {
+			ids[f.n] = bus->node_id;
+		}
+		f.n++;
+	}
+	if (bus->remote.ops != NULL && a->n_remote > 0) {
+		bus->remote.ops->each_node(
+		    bus->remote.ctx, a, node_names_cb, &f);
+	}
+	return f.n;
 }

@@ -206,6 +206,13 @@ struct eb__bus_rcpt {
 	uint64_t          timeout_ms; /* for its remote units */
 	int               sealed;
 	int               complete;
+	/* Deduplication (dedup.c): targets that had the key already, the
+	 * first delivery's stamp, and the key this tracker's message made
+	 * pending here (borrowed; NULL once handed over or none). */
+	uint32_t             duplicates;
+	uint64_t             orig_epoch;
+	uint64_t             orig_seq;
+	struct eb__bus_dkey *dkey;
 };
 
 /* A receipt awaited from a peer (sender side), by id, with a deadline. */
@@ -232,9 +239,11 @@ typedef struct eb__bus_remote_ops {
 	 * drops). */
 	int (*forward)(
 	    void *ctx, uint32_t node, eb_bus_msg *msg, int kind, uint64_t rid);
-	/* Sends a receipt (id, status, counts) back to node. */
+	/* Sends a receipt (id, status, counts) back to node; for
+	 * EB_EDUPLICATE with the first delivery's stamp as its trailer. */
 	int (*receipt)(void *ctx, uint32_t node, uint64_t id, int status,
-	    uint32_t delivered, uint32_t targets);
+	    uint32_t delivered, uint32_t targets, uint64_t orig_epoch,
+	    uint64_t orig_seq);
 	/* The node id of a linked peer (borrowed), or NULL. */
 	const char *(*peer_name)(void *ctx, uint32_t node);
 	/* Answers the remote requester of a message with a failure. */
@@ -356,6 +365,18 @@ typedef struct eb__bus_fence {
 	uint64_t rejected; /* stamped messages rejected by it */
 } eb__bus_fence;
 
+/* Deduplication of keyed deliveries (dedup.c). */
+typedef struct eb__bus_dkey eb__bus_dkey;
+typedef struct eb__bus_dedup {
+	eb__hmap map;   /* of eb__bus_dkey, owned */
+	eb__list order; /* the same keys, oldest first */
+	uint64_t window_ms;
+	uint32_t max; /* 0: off */
+	uint64_t duplicates;
+	uint64_t evicted;
+	uint64_t busy;
+} eb__bus_dedup;
+
 struct eb_bus {
 	uv_loop_t     *loop;    /* borrowed */
 	char          *node_id; /* owned */
@@ -369,6 +390,7 @@ struct eb_bus {
 	eb__bus_reqs   req;
 	eb__bus_rcpts  rcpt;
 	eb__bus_fence  fence;
+	eb__bus_dedup  dedup;
 };
 
 /* addr.c */
@@ -492,7 +514,8 @@ void eb__bus_rcpt_unit_done(
     eb_bus *bus, eb__bus_rcpt *rc, int status, const char *reason);
 /* A RECEIPT frame from peer. */
 void eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
-    uint32_t delivered, uint32_t targets);
+    uint32_t delivered, uint32_t targets, uint64_t orig_epoch,
+    uint64_t orig_seq);
 /* peer's link dropped: its awaited receipts fail with EB_ELINKDOWN. */
 void eb__bus_rcpt_peer_down(eb_bus *bus, uint32_t peer, const char *text);
 /* Runs the callbacks of complete trackers (idle handle). */
@@ -505,6 +528,18 @@ void eb__bus_rcpt_free_all(eb_bus *bus); /* bus free: the id map */
 /* 1 (and counted) when epoch is stale: a stamp below the fence. */
 int  eb__bus_fence_stale(eb_bus *bus, uint64_t epoch);
 void eb__bus_rcpt_init(eb_bus *bus);
+
+/* dedup.c */
+void eb__bus_dedup_init(eb_bus *bus, uint64_t window_ms, uint32_t max);
+void eb__bus_dedup_free(eb_bus *bus);
+/* Before msg (stamped, confirmed by rc) is queued for this node's
+ * consumers: 0 to deliver it (its key, if any, is pending on rc now),
+ * EB_EDUPLICATE (rc->orig_* set: not to be delivered) or EB_EKEYBUSY. */
+int eb__bus_dedup_admit(eb_bus *bus, eb_bus_msg *msg, eb__bus_rcpt *rc);
+/* A unit of rc was handed to a consumer: its pending key is done. */
+void eb__bus_dedup_handed(eb_bus *bus, eb__bus_rcpt *rc);
+/* rc is complete: a key still pending on it was never handed over. */
+void eb__bus_dedup_release(eb_bus *bus, eb__bus_rcpt *rc);
 
 /* bus.c */
 void eb__bus_wake(eb_bus *bus); /* makes sure the idle handle runs */

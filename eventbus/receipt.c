@@ -12,6 +12,12 @@
  * consumers and sends its outcome back as the RECEIPT. Nothing is dropped
  * without an outcome: every unit ends exactly once.
  *
+ * A target that had already delivered a message with the same key (dedup.c)
+ * ends its unit with EB_EDUPLICATE: counted in duplicates, not a failure; a
+ * tracker none of whose targets delivered it but some had it already
+ * completes with EB_EDUPLICATE and the first delivery's stamp (a remote
+ * node sends it as the RECEIPT's trailer).
+ *
  * The fence is the highest leader epoch this bus has seen (raised by the
  * node from its member cache and by every stamped message accepted); a
  * stamped message below it never reaches a consumer.
@@ -122,11 +128,14 @@ rcpt_maybe_complete(eb_bus *bus, eb__bus_rcpt *rc)
 	}
 	rc->complete = 1;
 	eb__list_remove(&rc->link);
+	eb__bus_dedup_release(bus, rc);
 	if (rc->status == 0 && rc->delivered == 0) {
-		rcpt_note(rc, EB_ENOHANDLERS, NULL); /* nobody to confirm */
+		/* Every target had it already, or nobody to confirm. */
+		rcpt_note(rc,
+		    rc->duplicates > 0 ? EB_EDUPLICATE : EB_ENOHANDLERS, NULL);
 	}
 	if (rc->cb != NULL) {
-		if (rc->status != 0) {
+		if (rc->status != 0 && rc->status != EB_EDUPLICATE) {
 			bus->rcpt.failures++;
 		}
 		/* Never from inside the call that completed it. */
@@ -137,7 +146,8 @@ rcpt_maybe_complete(eb_bus *bus, eb__bus_rcpt *rc)
 	if (rc->peer != 0 && bus->remote.ops != NULL && !bus->life.shut) {
 		/* A lost receipt is the sender's timeout or link loss. */
 		(void) bus->remote.ops->receipt(bus->remote.ctx, rc->peer,
-		    rc->peer_id, rc->status, rc->delivered, rc->targets);
+		    rc->peer_id, rc->status, rc->delivered, rc->targets,
+		    rc->orig_epoch, rc->orig_seq);
 	}
 	rcpt_free(rc);
 }
@@ -156,6 +166,9 @@ eb__bus_rcpt_unit_done(
 	rc->pending--;
 	if (status == 0) {
 		rc->delivered++;
+		eb__bus_dedup_handed(bus, rc);
+	} else if (status == EB_EDUPLICATE) {
+		rc->duplicates++; /* delivered before: not a failure */
 	} else {
 		rcpt_note(rc, status, reason);
 	}
@@ -268,7 +281,8 @@ eb__bus_rcpt_forward(
 
 void
 eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
-    uint32_t delivered, uint32_t targets)
+    uint32_t delivered, uint32_t targets, uint64_t orig_epoch,
+    uint64_t orig_seq)
 {
 	char           key[24];
 	char           text[200];
@@ -284,15 +298,19 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
 		return;
 	}
 	first = bus->rcpt.runits.next == &u->link;
-	if (status != 0) {
+	if (status == EB_EDUPLICATE && u->rc->orig_epoch == 0) {
+		u->rc->orig_epoch = orig_epoch;
+		u->rc->orig_seq = orig_seq;
+	}
+	if (status != 0 && status != EB_EDUPLICATE) {
 		char tail[120];
 
 		(void) snprintf(tail, sizeof(tail), ": %s (%u of %u consumers)",
 		    eb_strerror(status), delivered, targets);
 		peer_text(bus, peer, "node ", tail, text, sizeof(text));
 	}
-	eb__bus_rcpt_unit_done(
-	    bus, runit_take(bus, u), status, status != 0 ? text : NULL);
+	eb__bus_rcpt_unit_done(bus, runit_take(bus, u), status,
+	    status != 0 && status != EB_EDUPLICATE ? text : NULL);
 	if (first) {
 		rtimer_arm(bus);
 	}
@@ -350,6 +368,9 @@ rcpt_call(eb_bus *bus, eb__bus_rcpt *rc)
 	r.targets = rc->targets;
 	r.delivered = rc->delivered;
 	r.reason = rc->status != 0 ? rc->reason : NULL;
+	r.duplicates = rc->duplicates;
+	r.orig_epoch = rc->orig_epoch;
+	r.orig_seq = rc->orig_seq;
 	bus->rcpt.n_open--;
 	rc->cb(bus, rc->status, &r, rc->arg);
 }
@@ -398,7 +419,7 @@ eb__bus_rcpt_cancel_all(eb_bus *bus)
 		rc->peer = 0;
 		if (rc->cb != NULL) {
 			eb_bus_receipt r = { rc->targets, rc->delivered,
-				"event bus closed" };
+				"event bus closed", rc->duplicates, 0, 0 };
 
 			bus->rcpt.n_open--;
 			rc->cb(bus, EB_ECANCELED, &r, rc->arg);

@@ -21,7 +21,10 @@
  *            as MSG from the address on: a message with a fencing stamp
  *            and/or a receipt request (u64 = two u32, high first)
  *   RECEIPT  u64 id, u32 status (0: handed to every consumer), u32
- *            consumers handed to, u32 consumers tried
+ *            consumers handed to, u32 consumers tried; for status
+ *            EB_EDUPLICATE a trailer u64 epoch, u64 seq: the stamp of the
+ *            first delivery of the same key (older peers ignore trailing
+ *            bytes; one without it reads as stamp 0)
  *   PRESSURE u32 n, n x (str16 address, u8 busy): flow control; the
  *            sender's local consumers of address are over their high
  *            watermark (1) or back under the low one (0). The receiver
@@ -344,7 +347,8 @@ remote_fail(void *ctx, uint32_t node, const char *reply_address, int status,
 
 static int
 remote_receipt(void *ctx, uint32_t node, uint64_t id, int status,
-    uint32_t delivered, uint32_t targets)
+    uint32_t delivered, uint32_t targets, uint64_t orig_epoch,
+    uint64_t orig_seq)
 {
 	bus_remote *st = ctx;
 	eb__buf    *b;
@@ -357,6 +361,10 @@ remote_receipt(void *ctx, uint32_t node, uint64_t id, int status,
 	eb__link_put_u32(b, (uint32_t) status);
 	eb__link_put_u32(b, delivered);
 	eb__link_put_u32(b, targets);
+	if (status == EB_EDUPLICATE) {
+		put_u64(b, orig_epoch);
+		put_u64(b, orig_seq);
+	}
 	return eb__link_frame_end(st->mgr, node);
 }
 
@@ -837,7 +845,8 @@ msg2_deliver(
 			    -1, eb_strerror(EB_EFENCED));
 		}
 		if (rid != 0) {
-			(void) remote_receipt(st, peer, rid, EB_EFENCED, 0, 0);
+			(void) remote_receipt(
+			    st, peer, rid, EB_EFENCED, 0, 0, 0, 0);
 		}
 		return;
 	}
@@ -946,11 +955,18 @@ on_receipt(bus_remote *st, uint32_t peer, eb__link_rd *r)
 	int32_t  status = (int32_t) eb__link_get_u32(r);
 	uint32_t delivered = eb__link_get_u32(r);
 	uint32_t targets = eb__link_get_u32(r);
+	uint64_t orig_epoch = 0;
+	uint64_t orig_seq = 0;
 
 	if (r->bad || id == 0 || status > 0) {
 		return EB_EPROTO;
 	}
-	eb__bus_rcpt_remote(st->bus, peer, id, status, delivered, targets);
+	if (status == EB_EDUPLICATE && r->n >= 16) {
+		orig_epoch = get_u64(r);
+		orig_seq = get_u64(r);
+	}
+	eb__bus_rcpt_remote(st->bus, peer, id, status, delivered, targets,
+	    orig_epoch, orig_seq);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/hist.h"
+#include "ingress/dedup_metrics.h"
 #include "ingress/ingress_int.h"
 
 /* What the metric tables read: the ingress's counters, its router's
@@ -138,6 +139,7 @@ void
 eb__ingress_admin_register(eb__admin *adm, eb__ingress_admin *ctx)
 {
 	eb__admin_on_metrics(adm, ingress_metrics, ctx);
+	eb__admin_on_metrics(adm, eb__ingress_dedup_metrics, ctx);
 }
 
 void

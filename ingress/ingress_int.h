@@ -142,4 +142,13 @@ void     eb__ingress_rules_free(eb_ingress *in);
 int      eb__ingress_rules_copy(
          eb_ingress *in, const eb_ingress_opts *opts, eb_errbuf *err);
 
+/* router.c: rendezvous (highest random weight) hashing of a key over node
+ * ids: the same key and the same set of ids give the same id on every node
+ * and in every order; NULL when n is 0. The weight is a fixed function of
+ * (key, node), independent of the process. */
+uint64_t eb__ingress_rendezvous_weight(
+    const char *key, size_t klen, const char *node);
+const char *eb__ingress_rendezvous(
+    const char *key, size_t klen, const char *const *nodes, size_t n);
+
 #endif

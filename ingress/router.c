@@ -13,6 +13,15 @@
  * for publish, the answer is a failure saying why (and, for publish, how
  * many targets confirmed).
  *
+ * Safe retries (docs/INGRESS.md): a send keyed by the header ebnode.msgid
+ * goes to the node that rendezvous hashing of the key picks among the nodes
+ * with handlers of its target (eb__ingress_rendezvous: every leader picks
+ * the same node while that set is unchanged), is never routed to another
+ * node after a failed receipt (that would deliver twice), and a receipt
+ * that says the node delivered the key before (EB_EDUPLICATE) is answered
+ * as a duplicate with the first delivery's stamp; the consumer's node keeps
+ * the keys (eventbus/dedup.c).
+ *
  * Sequence numbers are taken when a message is routed (its target had a
  * handler), and each taken number is answered exactly once: acknowledged or
  * failed. So the sequences of one epoch have no gaps among routed messages;
@@ -285,6 +294,84 @@ eb_ingress_ack(eb_bus_msg *msg, const eb_ingress_stamp *stamp, const char *to)
 	return rv;
 }
 
+/* The answer to a retry its target's node had delivered already: like the
+ * ack (epoch is this leader's, for the gateway's fence), plus the stamp of
+ * the first delivery. */
+static int
+ack_duplicate(eb_bus_msg *msg, const eb_ingress_stamp *st, const char *to,
+    uint64_t orig_epoch, uint64_t orig_seq)
+{
+	json_t *ack;
+	int     rv;
+
+	if (eb_bus_msg_reply_address(msg) == NULL) {
+		return 0;
+	}
+	ack = json_pack("{s:s,s:I,s:I,s:s,s:I,s:I}", "status", "duplicate",
+	    "epoch", (json_int_t) st->epoch, "seq", (json_int_t) st->seq, "to",
+	    to, "original_epoch", (json_int_t) orig_epoch, "original_seq",
+	    (json_int_t) orig_seq);
+	if (ack == NULL) {
+		return UV_ENOMEM;
+	}
+	rv = eb_bus_msg_reply(msg, ack, NULL, NULL, NULL, NULL);
+	json_decref(ack);
+	return rv;
+}
+
+/* 64-bit FNV-1a over len bytes, continuing from h. */
+static uint64_t
+fnv1a(uint64_t h, const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char) p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* splitmix64's finalizer: every input bit reaches every output bit. */
+static uint64_t
+mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+uint64_t
+eb__ingress_rendezvous_weight(const char *key, size_t klen, const char *node)
+{
+	uint64_t h = fnv1a(0xcbf29ce484222325ULL, key, klen);
+
+	h = fnv1a(h, "\xff", 1); /* never part of UTF-8 text */
+	return mix64(fnv1a(h, node, strlen(node)));
+}
+
+const char *
+eb__ingress_rendezvous(
+    const char *key, size_t klen, const char *const *nodes, size_t n)
+{
+	const char *best = NULL;
+	uint64_t    best_w = 0;
+	size_t      i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t w = eb__ingress_rendezvous_weight(key, klen, nodes[i]);
+
+		/* Ties (never seen in practice) go to the smaller id, so the
+		 * order of nodes does not matter. */
+		if (best == NULL || w > best_w ||
+		    (w == best_w && strcmp(nodes[i], best) < 0)) {
+			best = nodes[i];
+			best_w = w;
+		}
+	}
+	return best;
+}
+
 static json_t *
 stamped_headers(
     const eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st)
@@ -374,8 +461,10 @@ typedef struct route_ctx {
 	char            *entry;   /* owned: st.entry_node points here */
 	char            *to;      /* owned */
 	json_t          *headers; /* owned: the stamped headers */
+	char            *node;    /* owned: a keyed send's node, else NULL */
 	int              publish;
 	int              retried;
+	int              keyed; /* ebnode.msgid: never routed elsewhere */
 } route_ctx;
 
 static void route_receipt_cb(
@@ -391,6 +480,7 @@ route_confirmed(eb_ingress *in, route_ctx *x)
 	eb_bus_send_opts_init(&o);
 	o.epoch = x->st.epoch; /* fenced at every receiver (rule 6) */
 	o.share_headers = 1;   /* x->headers is never modified */
+	o.node = x->node;      /* a keyed send: its one node */
 	/* The bytes that arrived, never re-encoded. */
 	return x->publish ? eb_bus_publish_confirmed_raw(in->bus, x->to, body,
 	                        len, x->headers, &o, route_receipt_cb, x)
@@ -406,6 +496,7 @@ route_ctx_free(route_ctx *x)
 	json_decref(x->headers);
 	free(x->entry);
 	free(x->to);
+	free(x->node);
 	free(x);
 }
 
@@ -426,9 +517,9 @@ static int leading_now(eb_ingress *in);
 static int
 route_retryable(eb_ingress *in, const route_ctx *x, int status)
 {
-	return !x->publish && !x->retried && status != EB_EFENCED &&
-	       status != EB_ECANCELED && leading_now(in) &&
-	       eb_bus_handler_count(in->bus, x->to) > 0;
+	return !x->publish && !x->retried && !x->keyed &&
+	       status != EB_EFENCED && status != EB_ECANCELED &&
+	       leading_now(in) && eb_bus_handler_count(in->bus, x->to) > 0;
 }
 
 /*
@@ -477,6 +568,15 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
 		route_done(in, x);
 		return;
 	}
+	if (status == EB_EDUPLICATE) {
+		/* Its node delivered the key before: success, said so. */
+		in->st.duplicates++;
+		(void) ack_duplicate(x->msg, &x->st, x->to,
+		    rcpt != NULL ? rcpt->orig_epoch : 0,
+		    rcpt != NULL ? rcpt->orig_seq : 0);
+		route_done(in, x);
+		return;
+	}
 	if (route_retryable(in, x, status)) {
 		x->retried = 1;
 		in->st.rerouted++;
@@ -497,8 +597,34 @@ static int
 route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
     const eb_ingress_stamp *st, json_t *headers)
 {
-	route_ctx *x = eb__calloc(1, sizeof(*x));
-	int        rv;
+	const json_t *key =
+	    json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_MSGID);
+	const char *node = NULL;
+	route_ctx  *x;
+	int         rv;
+
+	if (key != NULL && !r->publish) {
+		/* Every leader picks the same node for this key while the
+		 * nodes with handlers are the same (all of them, in any
+		 * order). */
+		const char  *few[16];
+		const char **ids = few;
+		size_t       n = eb_bus_handler_nodes(in->bus, r->to, few, 16);
+
+		if (n > 16) {
+			ids = eb__calloc(n, sizeof(*ids));
+			n = eb_bus_handler_nodes(in->bus, r->to, ids, n);
+		}
+		node = eb__ingress_rendezvous(
+		    json_string_value(key), json_string_length(key), ids, n);
+		if (ids != few) {
+			free(ids); /* node points into the bus, not ids */
+		}
+		if (node == NULL) {
+			return EB_ENOHANDLERS;
+		}
+	}
+	x = eb__calloc(1, sizeof(*x));
 
 	x->in = in;
 	x->msg = eb_bus_msg_hold(msg);
@@ -508,6 +634,8 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 	x->to = eb__strdup(r->to);
 	x->headers = json_incref(headers);
 	x->publish = r->publish;
+	x->keyed = key != NULL;
+	x->node = dup_or_null(node);
 	eb__list_insert_tail(&in->routing, &x->link);
 	if ((rv = route_confirmed(in, x)) != 0) {
 		route_ctx_free(x);
@@ -525,6 +653,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	const eb__ingress_rule *r;
 	eb_ingress_stamp        st;
 	const json_t           *entry;
+	const json_t           *msgid;
 	json_t                 *headers;
 	char                    why[300];
 	int                     rv;
@@ -538,6 +667,17 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		in->next_seq++;
 		in->st.routed++;
 		in->handler(in, msg, &st, in->handler_arg);
+		return 0;
+	}
+	msgid = json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_MSGID);
+	if (msgid != NULL &&
+	    (!json_is_string(msgid) || json_string_length(msgid) == 0 ||
+	        json_string_length(msgid) > EB_INGRESS_MSGID_MAX)) {
+		in->st.unrouted++;
+		(void) eb_bus_msg_fail(msg, EB_INGRESS_BAD_MSGID,
+		    json_is_string(msgid) && json_string_length(msgid) == 0
+		        ? "ebnode: ebnode.msgid is empty"
+		        : "ebnode: ebnode.msgid longer than 128 bytes");
 		return 0;
 	}
 	r = route_pick(in, msg);
@@ -577,6 +717,9 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	/* Routed: the number is taken; the receipt answers the sender. */
 	in->next_seq++;
 	in->st.routed++;
+	if (msgid != NULL) {
+		in->st.keyed++;
+	}
 	return 0;
 }
 

@@ -74,7 +74,27 @@ typedef struct eb_bus_opts {
 	/* Request timeouts (the default and every per-request one) are
 	 * clamped to this, default 300000 ms. */
 	uint64_t max_request_timeout_ms;
+	/*
+	 * Deduplication of keyed, stamped deliveries (docs/INGRESS.md "Safe
+	 * retries"): a message stamped with an epoch (eb_bus_send_opts.epoch),
+	 * delivered with a receipt and carrying the header
+	 * EB_BUS_DEDUP_HEADER (at most EB_BUS_DEDUP_KEY_MAX bytes) is
+	 * remembered by (address, key) once handed to a consumer here, with
+	 * its stamp (the epoch and the EB_BUS_DEDUP_SEQ_HEADER header); a
+	 * second arrival within dedup_window_ms is not delivered and its
+	 * receipt is EB_EDUPLICATE with the first one's stamp. At most
+	 * dedup_max_keys keys (the oldest are evicted first). Defaults
+	 * 600000 ms and 65536; dedup_max_keys 0 turns it off.
+	 */
+	uint64_t dedup_window_ms;
+	uint32_t dedup_max_keys;
 } eb_bus_opts;
+
+/* The header that names a message for deduplication (its idempotency
+ * key), its bound, and the header that holds the stamp's sequence. */
+#define EB_BUS_DEDUP_HEADER     "ebnode.msgid"
+#define EB_BUS_DEDUP_KEY_MAX    128
+#define EB_BUS_DEDUP_SEQ_HEADER "ebnode.seq"
 
 typedef struct eb_bus_send_opts {
 	uint64_t timeout_ms; /* request only; 0: the bus default */
@@ -96,6 +116,14 @@ typedef struct eb_bus_send_opts {
 	 * every forward; the link encoder then reuses its encoding).
 	 */
 	int share_headers;
+	/*
+	 * Confirmed send only: the node id of the one node to deliver to
+	 * (this bus's own id: a local consumer that is not local-only), NULL:
+	 * any handler (round robin). Nobody handles the address there:
+	 * EB_ENOHANDLERS.
+	 * Borrowed for the call.
+	 */
+	const char *node;
 } eb_bus_send_opts;
 
 EB_API void eb_bus_opts_init(eb_bus_opts *opts);
@@ -167,6 +195,12 @@ EB_API int eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
  *   EB_ETIMEOUT     no receipt within receipt_timeout_ms (idem)
  *   EB_EFENCED      rejected by the fence (eb_bus_fence_raise)
  *   EB_ECANCELED    the bus closed first
+ *   EB_EDUPLICATE   no target delivered it because every target had
+ *                   already delivered a message with the same key
+ *                   (eb_bus_opts.dedup_window_ms): not a failure;
+ *                   orig_epoch and orig_seq name the first delivery
+ *   EB_EKEYBUSY     a message with the same key was still on its way to a
+ *                   consumer there (its outcome unknown yet): retry later
  * targets: local consumers plus remote nodes the message went to (a remote
  * node confirms for all of its consumers at once); delivered: how many of
  * them confirmed. reason: a text for the failure (NULL when status is 0).
@@ -176,6 +210,11 @@ typedef struct eb_bus_receipt {
 	uint32_t    targets;
 	uint32_t    delivered;
 	const char *reason;
+	/* Targets that had delivered the same key already (not counted in
+	 * delivered), and the stamp of the first such delivery (0: none). */
+	uint32_t duplicates;
+	uint64_t orig_epoch;
+	uint64_t orig_seq;
 } eb_bus_receipt;
 typedef void (*eb_bus_receipt_cb)(
     eb_bus *bus, int status, const eb_bus_receipt *receipt, void *arg);
@@ -311,6 +350,25 @@ EB_API int eb_bus_cluster_attach(eb_bus *bus, eb_link_mgr *links);
  * consumer plus the handlers advertised by linked peers.
  */
 EB_API uint32_t eb_bus_handler_count(eb_bus *bus, const char *address);
+/*
+ * The nodes a sender on this node can reach handlers of address on: up to
+ * max node ids into ids (this node's own id when it has a consumer that is
+ * not local-only, then every linked peer with interest: the same set every
+ * linked node sees), borrowed until the bus changes. Returns how many
+ * there are (may exceed max).
+ */
+EB_API size_t eb_bus_handler_nodes(
+    eb_bus *bus, const char *address, const char **ids, size_t max);
+
+/* Deduplication counters (eb_bus_opts.dedup_window_ms). */
+typedef struct eb_bus_dedup_stats {
+	uint32_t keys;       /* keys remembered now */
+	uint64_t duplicates; /* arrivals not delivered again */
+	uint64_t evicted;    /* keys evicted at dedup_max_keys */
+	uint64_t busy;       /* arrivals refused while the first was on its
+	                      * way (EB_EKEYBUSY) */
+} eb_bus_dedup_stats;
+EB_API void eb_bus_dedup_stats_get(eb_bus *bus, eb_bus_dedup_stats *out);
 /*
  * Observers of reachable handler counts, any number of them: each fn runs
  * whenever the count of an address changes (local registration, peer

@@ -54,7 +54,10 @@
 	XX(EAUTH, -20035, "authentication failed")                       \
 	XX(ELINKDOWN, -20036, "cluster link down")                       \
 	XX(ENOROUTE, -20037, "no route for message")                     \
-	XX(EFENCED, -20045, "message from a superseded leader epoch")
+	XX(EFENCED, -20045, "message from a superseded leader epoch")    \
+	XX(EDUPLICATE, -20046,                                           \
+	    "duplicate: a message with this key was already delivered")  \
+	XX(EKEYBUSY, -20047, "a delivery with this key is still in progress")
 
 enum eb_err {
 #define XX(name, val, msg) EB_##name = (val),

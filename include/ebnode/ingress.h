@@ -26,8 +26,10 @@
  *   with eb_bus_send_confirmed()/eb_bus_publish_confirmed() stamped with the
  *   epoch (fenced at every receiver) and acknowledge only from the receipt:
  *   ok means handed to a consumer (send: one, publish: every target); a
- *   failed send is routed once more to another handler, else failed with
- *   EB_INGRESS_UNCONFIRMED naming the stamp. The gateway refuses an ack
+ *   failed send without a key (EB_INGRESS_HDR_MSGID) is routed once more
+ *   to another handler, else failed with EB_INGRESS_UNCONFIRMED naming the
+ *   stamp; a keyed one is never routed to another node, and its retry is
+ *   deduplicated on the consumer's node. The gateway refuses an ack
  *   whose epoch is below its bus's fence (routes once more, then
  *   EB_INGRESS_FENCED_ACK).
  *
@@ -52,11 +54,24 @@
 #define EB_INGRESS_HDR_ENTRY      "ebnode.entry"
 /* The configuration version the message was routed by (when non-zero). */
 #define EB_INGRESS_HDR_CONFIG "ebnode.config"
+/*
+ * A client's idempotency key (docs/INGRESS.md "Safe retries"): a string of
+ * at most EB_INGRESS_MSGID_MAX bytes (longer: EB_INGRESS_BAD_MSGID). A
+ * keyed send goes to the node chosen by rendezvous hashing of the key over
+ * the nodes with handlers of its target, is never routed to another node
+ * after a failed receipt, and is delivered there at most once within the
+ * bus's dedup window: a retry of a delivered one is answered
+ * {"status":"duplicate","epoch":E,"seq":S,"to":T,"original_epoch":E0,
+ * "original_seq":S0}.
+ */
+#define EB_INGRESS_HDR_MSGID EB_BUS_DEDUP_HEADER
+#define EB_INGRESS_MSGID_MAX EB_BUS_DEDUP_KEY_MAX
 
 typedef struct eb_ingress eb_ingress; /* opaque */
 
 /* Failure codes the ingress answers with (failureType RECIPIENT_FAILURE). */
 typedef enum eb_ingress_code {
+	EB_INGRESS_BAD_MSGID = 400,    /* ebnode.msgid over its bound */
 	EB_INGRESS_NO_ROUTE = 404,     /* no rule matched, no default route */
 	EB_INGRESS_NO_TARGET = 502,    /* the route's target has no handlers */
 	EB_INGRESS_UNCONFIRMED = 508,  /* routed, delivery not confirmed */
@@ -150,6 +165,10 @@ typedef struct eb_ingress_stats {
 	uint64_t inflight;
 	uint64_t backlog;
 	uint64_t pressed;
+	/* Safe retries: keyed messages routed here, and those answered as
+	 * duplicates (their target's node had delivered the key already). */
+	uint64_t keyed;
+	uint64_t duplicates;
 } eb_ingress_stats;
 
 EB_API void eb_ingress_opts_init(eb_ingress_opts *opts);
