@@ -69,7 +69,8 @@ typedef enum eb__bframe_type {
 } eb__bframe_type;
 
 /* A decoded client frame. Strings point into sbuf or owned blocks; the
- * body into the payload, which must outlive f. */
+ * body into the payload, which must outlive f. A new field must also be
+ * set in proto.c's bframe_reset(), which sets them one by one. */
 typedef struct eb__bframe {
 	json_t         *root; /* owned: the whole frame, for the hook only */
 	eb__bframe_type type;

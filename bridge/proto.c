@@ -51,49 +51,51 @@ typedef struct bspan {
 	int         esc;  /* a string with escapes */
 } bspan;
 
+/* The envelope key k[0..n), or -1 for one the node ignores (by length
+ * first: called for every key of every frame). */
 static int
 env_key(const char *k, size_t n)
 {
-	static const struct {
-		const char *name;
-		size_t      len;
-		int         key;
-	} keys[] = {
-		{ "type", 4, K_TYPE },
-		{ "address", 7, K_ADDRESS },
-		{ "replyAddress", 12, K_REPLY },
-		{ "body", 4, K_BODY },
-		{ "headers", 7, K_HEADERS },
-		{ "failureCode", 11, K_FCODE },
-		{ "message", 7, K_MESSAGE },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (keys[i].len == n && memcmp(keys[i].name, k, n) == 0) {
-			return keys[i].key;
-		}
+#define EB_KEY_IS(lit) (memcmp(k, lit, sizeof(lit) - 1) == 0)
+	switch (n) {
+	case 4:
+		return EB_KEY_IS("type")   ? K_TYPE
+		       : EB_KEY_IS("body") ? K_BODY
+		                           : -1;
+	case 7:
+		return EB_KEY_IS("address")   ? K_ADDRESS
+		       : EB_KEY_IS("headers") ? K_HEADERS
+		       : EB_KEY_IS("message") ? K_MESSAGE
+		                              : -1;
+	case 11:
+		return EB_KEY_IS("failureCode") ? K_FCODE : -1;
+	case 12:
+		return EB_KEY_IS("replyAddress") ? K_REPLY : -1;
+	default:
+		return -1;
 	}
-	return -1;
+#undef EB_KEY_IS
 }
 
 static eb__bframe_type
-frame_type(const char *t)
+frame_type(const char *t, size_t n)
 {
 	static const struct {
 		const char     *name;
+		size_t          len;
 		eb__bframe_type type;
 	} types[] = {
-		{ "send", EB__BF_SEND },
-		{ "publish", EB__BF_PUBLISH },
-		{ "register", EB__BF_REGISTER },
-		{ "unregister", EB__BF_UNREGISTER },
-		{ "ping", EB__BF_PING },
+		{ "send", 4, EB__BF_SEND },
+		{ "publish", 7, EB__BF_PUBLISH },
+		{ "register", 8, EB__BF_REGISTER },
+		{ "unregister", 10, EB__BF_UNREGISTER },
+		{ "ping", 4, EB__BF_PING },
 	};
 	size_t i;
 
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		if (strcmp(t, types[i].name) == 0) {
+		if (types[i].len == n && types[i].name[0] == t[0] &&
+		    memcmp(t, types[i].name, n) == 0) {
 			return types[i].type;
 		}
 	}
@@ -137,23 +139,14 @@ scan_member(eb__jscan *s, int depth, bspan *sp)
 	return 1;
 }
 
-/* A key decoded into k (cap bytes) for matching; 0 when it cannot be one
- * of ours (too long, or an escape without a text form). */
+/* An escaped key decoded into k (cap bytes) for matching; 0 when it
+ * cannot be one of ours (too long, or an escape without a text form). */
 static size_t
-key_text(const char *p, size_t n, int esc, char *k, size_t cap)
+key_text(const char *p, size_t n, char *k, size_t cap)
 {
 	ptrdiff_t len;
 
-	if (n >= cap) {
-		return 0;
-	}
-	if (!esc) {
-		memcpy(k, p, n);
-		k[n] = '\0';
-		return n;
-	}
-	len = eb__json_unescape(p, n, k);
-	if (len < 0) {
+	if (n >= cap || (len = eb__json_unescape(p, n, k)) < 0) {
 		return 0;
 	}
 	k[len] = '\0';
@@ -184,7 +177,9 @@ text_of(eb__bframe *f, size_t *used, const bspan *sp, const char *what)
 		memcpy(dst, sp->p, sp->n);
 		n = (ptrdiff_t) sp->n;
 	}
-	if (n < 0 || memchr(dst, '\0', (size_t) n) != NULL) {
+	/* Unescaped bytes hold no NUL (the scanner refuses control bytes):
+	 * only a decoded \u0000 can. */
+	if (n < 0 || (sp->esc && memchr(dst, '\0', (size_t) n) != NULL)) {
 		(void) refuse(f, "invalid_frame: %s holds %s", what,
 		    n < 0 ? "an unpaired surrogate" : "U+0000");
 		return NULL;
@@ -412,11 +407,13 @@ frame_fill(eb__bframe *f, const bspan *v, int strip_token)
 
 	f->raw = 1;
 	f->type = EB__BF_UNKNOWN;
-	if (v[K_TYPE].kind == '"') {
+	if (v[K_TYPE].kind == '"' && !v[K_TYPE].esc) {
+		f->type = frame_type(v[K_TYPE].p, v[K_TYPE].n); /* no copy */
+	} else if (v[K_TYPE].kind == '"') {
 		if ((t = text_of(f, &used, &v[K_TYPE], "type")) == NULL) {
 			return EB_EFRAME;
 		}
-		f->type = frame_type(t);
+		f->type = frame_type(t, strlen(t));
 	}
 	/* "" is no address: the bus has no empty address. */
 	if (v[K_ADDRESS].kind == '"' && v[K_ADDRESS].n > 0 &&
@@ -449,11 +446,27 @@ frame_fill(eb__bframe *f, const bspan *v, int strip_token)
 	           : 0;
 }
 
+/* Every field before sbuf, one by one (a memset of the whole prefix
+ * costs a rep stos per frame). */
 static void
 bframe_reset(eb__bframe *f)
 {
-	memset(f, 0, offsetof(eb__bframe, sbuf));
+	f->root = NULL;
+	f->type = EB__BF_UNKNOWN;
+	f->address = NULL;
+	f->reply_address = NULL;
+	f->body = NULL;
+	f->raw = 0;
+	f->body_raw = NULL;
+	f->body_raw_len = 0;
+	f->headers = NULL;
+	f->token = NULL;
+	f->timeout_ms = 0;
+	f->local_only = 0;
+	f->has_failure = 0;
+	f->failure_code = 0;
 	f->failure_message = "";
+	f->nowned = 0;
 }
 
 int
@@ -462,6 +475,7 @@ eb__bframe_parse(
 {
 	eb__jscan   s;
 	bspan       v[K_N];
+	size_t      i;
 	bspan       m;
 	const char *k;
 	size_t      kl;
@@ -470,7 +484,10 @@ eb__bframe_parse(
 	char        kb[16];
 
 	bframe_reset(f);
-	memset(v, 0, sizeof(v));
+	for (i = 0; i < K_N; i++) { /* cheaper than a memset's rep stos */
+		v[i].p = NULL;
+		v[i].kind = 0;
+	}
 	eb__jscan_init(&s, p, n, max_depth);
 	eb__jscan_ws(&s);
 	if (!eb__jscan_ch(&s, '{')) {
@@ -483,7 +500,9 @@ eb__bframe_parse(
 			if (!eb__jscan_string(&s, &k, &kl, &esc)) {
 				break;
 			}
-			key = env_key(kb, key_text(k, kl, esc, kb, sizeof(kb)));
+			/* Ours are plain: an escaped key is decoded first. */
+			key = esc ? env_key(kb, key_text(k, kl, kb, sizeof(kb)))
+			          : env_key(k, kl);
 			eb__jscan_ws(&s);
 			if (!eb__jscan_ch(&s, ':')) {
 				(void) eb__jscan_fail(&s, "expected ':'");

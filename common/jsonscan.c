@@ -35,25 +35,6 @@ eb__jscan_offset(const eb__jscan *s)
 	return (size_t) (s->p - s->start);
 }
 
-void
-eb__jscan_ws(eb__jscan *s)
-{
-	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' ||
-	                            *s->p == '\n' || *s->p == '\r')) {
-		s->p++;
-	}
-}
-
-int
-eb__jscan_ch(eb__jscan *s, char c)
-{
-	if (s->p < s->end && *s->p == (unsigned char) c) {
-		s->p++;
-		return 1;
-	}
-	return 0;
-}
-
 /* The length of the UTF-8 sequence at p (lead byte >= 0x80) when it is
  * well formed (no overlong form, no surrogate, <= U+10FFFF), else 0. */
 static size_t

@@ -40,10 +40,27 @@ typedef struct eb__jscan {
 
 /* Scans p[0..n), nesting at most max_depth levels. */
 void eb__jscan_init(eb__jscan *s, const char *p, size_t n, int max_depth);
-/* Skips whitespace (never fails). */
-void eb__jscan_ws(eb__jscan *s);
+/* Skips whitespace (never fails). Inline: called between every two
+ * tokens. */
+static inline void
+eb__jscan_ws(eb__jscan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' ||
+	                            *s->p == '\n' || *s->p == '\r')) {
+		s->p++;
+	}
+}
+
 /* 1 and past it when the next byte is c; else 0 without a failure. */
-int eb__jscan_ch(eb__jscan *s, char c);
+static inline int
+eb__jscan_ch(eb__jscan *s, char c)
+{
+	if (s->p < s->end && *s->p == (unsigned char) c) {
+		s->p++;
+		return 1;
+	}
+	return 0;
+}
 /* Any one value, depth levels already open around it (0 at the top). */
 int eb__jscan_value(eb__jscan *s, int depth);
 /* A string: *str and *len the bytes between the quotes, *esc 1 when they
