@@ -30,7 +30,7 @@ allowed() { # folder -> allowed repo-rooted include prefixes; 1: no rule
 	node)     echo "node conf web bridge ingress eventbus cluster shared link admin http common" ;;
 	# Programs and libraries outside the node.
 	ctl)      echo "ctl conf cluster zk tls admin http common" ;; # ebctl
-	bench)    echo "bench tls common" ;;
+	bench)    echo "bench tls bridge common" ;;
 	examples|lib|include) echo "" ;; # the public headers only
 	# Tests: a module's unit tests may use what the module may use, and
 	# the harness; hmap_test crafts colliding keys with bench/fnv_craft.h.
