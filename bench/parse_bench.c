@@ -49,16 +49,42 @@ cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Times frame k: the median ns per parse of runs runs of n parses. */
+static int
+bench_frame(size_t k, long n, int runs)
+{
+	size_t     len = strlen(frames[k]);
+	double     ns[64];
+	eb__bframe f;
+	long       j;
+	int        r;
+
+	for (r = 0; r < runs; r++) {
+		double t0 = now_ns();
+
+		for (j = 0; j < n; j++) {
+			if (eb__bframe_parse(frames[k], len, 0, 1000, &f) !=
+			    0) {
+				(void) fprintf(stderr, "refused: %s\n", f.err);
+				return 1;
+			}
+			eb__bframe_free(&f);
+		}
+		ns[r] = (now_ns() - t0) / (double) n;
+	}
+	qsort(ns, (size_t) runs, sizeof(ns[0]), cmp_double);
+	(void) printf("%-16s %4zu bytes  median %.1f ns/parse\n", names[k], len,
+	    ns[runs / 2]);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	long       n = 1000000;
-	int        runs = 5;
-	double     ns[64];
-	eb__bframe f;
-	size_t     k;
-	int        r;
-	int        i;
+	long   n = 1000000;
+	int    runs = 5;
+	size_t k;
+	int    i;
 
 	for (i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--n") == 0) {
@@ -73,26 +99,9 @@ main(int argc, char **argv)
 		return 2;
 	}
 	for (k = 0; k < sizeof(frames) / sizeof(frames[0]); k++) {
-		size_t len = strlen(frames[k]);
-
-		for (r = 0; r < runs; r++) {
-			double t0 = now_ns();
-			long   j;
-
-			for (j = 0; j < n; j++) {
-				if (eb__bframe_parse(
-				        frames[k], len, 0, 1000, &f) != 0) {
-					(void) fprintf(
-					    stderr, "refused: %s\n", f.err);
-					return 1;
-				}
-				eb__bframe_free(&f);
-			}
-			ns[r] = (now_ns() - t0) / (double) n;
+		if (bench_frame(k, n, runs) != 0) {
+			return 1;
 		}
-		qsort(ns, (size_t) runs, sizeof(ns[0]), cmp_double);
-		(void) printf("%-16s %4zu bytes  median %.1f ns/parse\n",
-		    names[k], len, ns[runs / 2]);
 	}
 	return 0;
 }
