@@ -291,10 +291,12 @@ header_string(eb__bframe *f, const bspan *sp, const char *key, int *bad)
 	}
 }
 
-/* One header: the option keys are consumed, the rest kept as strings. */
+/* One header: the option keys are consumed, the rest kept as strings;
+ * the token's span goes to *tok (decoded once, after the walk: a frame may
+ * repeat the key any number of times, and the last one wins). */
 static int
-header_one(eb__bframe *f, size_t *used, const char *key, const bspan *sp,
-    int strip_token)
+header_one(eb__bframe *f, const char *key, const bspan *sp, int strip_token,
+    bspan *tok)
 {
 	json_t *s;
 	int     bad = 0;
@@ -313,11 +315,7 @@ header_one(eb__bframe *f, size_t *used, const char *key, const bspan *sp,
 		return 0; /* Vert.x codecs mean nothing here */
 	}
 	if (strcmp(key, "token") == 0) {
-		f->token = NULL;
-		if (sp->kind == '"' && (f->token = text_of(f, used, sp,
-		                            "headers.token")) == NULL) {
-			return EB_EFRAME;
-		}
+		*tok = *sp;
 		if (strip_token) {
 			return 0; /* never forwarded */
 		}
@@ -346,10 +344,12 @@ frame_headers(eb__bframe *f, size_t *used, const bspan *hs, int strip_token)
 	size_t      kl;
 	int         esc;
 	bspan       v;
+	bspan       tok;
 	char       *key;
 	ptrdiff_t   n;
 	int         rv = 0;
 
+	tok.kind = 0;
 	eb__jscan_init(&s, hs->p, hs->n, INT_MAX);
 	(void) eb__jscan_ch(&s, '{');
 	eb__jscan_ws(&s);
@@ -368,12 +368,16 @@ frame_headers(eb__bframe *f, size_t *used, const bspan *hs, int strip_token)
 			    n < 0 ? "an unpaired surrogate" : "U+0000");
 		} else {
 			key[n] = '\0';
-			rv = header_one(f, used, key, &v, strip_token);
+			rv = header_one(f, key, &v, strip_token, &tok);
 		}
 		free(key);
 		eb__jscan_ws(&s);
 		(void) eb__jscan_ch(&s, ',');
 		eb__jscan_ws(&s);
+	}
+	if (rv == 0 && tok.kind == '"' &&
+	    (f->token = text_of(f, used, &tok, "headers.token")) == NULL) {
+		rv = EB_EFRAME;
 	}
 	return rv;
 }

@@ -281,6 +281,40 @@ test_long_address(void **state)
 	eb__bframe_free(&f);
 }
 
+/* A key the parser decodes as text, repeated many times and too long for
+ * the frame's inline buffer: decoded once (the last one), never one block
+ * per repetition. */
+static void
+test_repeated_long_token(void **state)
+{
+	char       buf[8192];
+	char       tok[301];
+	size_t     off;
+	eb__bframe f;
+	int        i;
+
+	(void) state;
+	memset(tok, 't', sizeof(tok) - 1);
+	tok[sizeof(tok) - 1] = '\0';
+	off = (size_t) snprintf(buf, sizeof(buf),
+	    "{\"type\":\"send\",\"address\":\"a\",\"headers\":{");
+	for (i = 0; i < 20; i++) {
+		tok[0] = (char) ('a' + i);
+		off += (size_t) snprintf(buf + off, sizeof(buf) - off,
+		    "%s\"token\":\"%s\"", i > 0 ? "," : "", tok);
+	}
+	off += (size_t) snprintf(buf + off, sizeof(buf) - off, "}}");
+	assert_true(off < sizeof(buf));
+	assert_int_equal(check_same(buf, off, 1), 1);
+	assert_int_equal(
+	    eb__bframe_parse(buf, off, 1, EB_BRIDGE_DEFAULT_JSON_DEPTH, &f), 0);
+	assert_non_null(f.token);
+	assert_int_equal(strlen(f.token), 300);
+	assert_int_equal(f.token[0], 'a' + 19); /* the last one */
+	assert_true(f.nowned <= 1);
+	eb__bframe_free(&f);
+}
+
 /* One special byte at every position of a long string (the scanner skips
  * plain bytes 8 at a time): it agrees with the reference, and a control or
  * a lone >= 0x80 byte is never taken. */
@@ -453,6 +487,7 @@ main(void)
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_long_address),
+		cmocka_unit_test(test_repeated_long_token),
 		cmocka_unit_test(test_positions),
 		cmocka_unit_test(test_message_frames),
 		cmocka_unit_test(test_mutations),
