@@ -17,16 +17,16 @@
 #include "bridge/bridge_int.h"
 
 static const char *const frames[] = {
-	"{\"type\":\"send\",\"address\":\"external.ingress\",\"replyAddress\":"
-	"\"r1\",\"headers\":{\"kind\":\"order\"},\"body\":{\"id\":12345,"
-	"\"name\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\",\"qty\":3,"
-	"\"price\":12.5,\"tags\":[\"a\",\"b\"]}}",
-	"{\"type\":\"publish\",\"address\":\"bench.fire\",\"body\":{\"t\":"
-	"\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	"xx"
-	"xxxxxxxxxxxx\"}}",
-	"{\"type\": \"send\", \"address\": \"orders\", \"body\": {\"a\": 0.1, "
-	"\"b\": 1e-07, \"c\": 10000000000.0, \"e\": \"\\u00e9\"}}",
+	("{\"type\":\"send\",\"address\":\"external.ingress\",\"replyAddress\":"
+	 "\"r1\",\"headers\":{\"kind\":\"order\"},\"body\":{\"id\":12345,"
+	 "\"name\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\",\"qty\":3,"
+	 "\"price\":12.5,\"tags\":[\"a\",\"b\"]}}"),
+	("{\"type\":\"publish\",\"address\":\"bench.fire\",\"body\":{\"t\":"
+	 "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	 "xxx"
+	 "xxxxxxxxxxxx\"}}"),
+	("{\"type\": \"send\", \"address\": \"orders\", \"body\": {\"a\": 0.1, "
+	 "\"b\": 1e-07, \"c\": 10000000000.0, \"e\": \"\\u00e9\"}}"),
 };
 static const char *const names[] = { "compact+headers", "compact",
 	"python-client" };
