@@ -13,7 +13,7 @@
 #   chain    ebbaseline --receipt (consumer's node) <- --next (leader) <-
 #            --next (entry), and a sink reading and discarding: the hops of
 #            ingress, framing and forwarding only.
-# Then, interleaved per run (after one unrecorded 1 s warm-up round, for the
+# Then, interleaved per run (after one unrecorded 2 s warm-up round, for the
 # JIT), each row measured with ebbench for --duration seconds:
 #   {chain,eb,java}-ingress-pipe  ingress through a follower, 64 in flight
 #   {chain,eb,java}-ingress-rr    ingress through a follower, one at a time
@@ -231,8 +231,12 @@ run() {
 	for p in $nodes; do
 		if [ "$p" = - ]; then t0+=(0); else t0+=("$(ticks "$p")"); fi
 	done
-	line="$("$ebbench" --json --label "$label" "$@")" ||
-		{ echo "java.sh: $label failed" >&2; return 0; }
+	# Exit status 3 (some lost) still prints the row: the table shows it.
+	line="$("$ebbench" --json --label "$label" "$@")" || true
+	if [ -z "$line" ]; then
+		echo "java.sh: $label failed" >&2
+		return 0
+	fi
 	for p in $nodes; do
 		if [ "$p" = - ]; then t1+=(0); else t1+=("$(ticks "$p")"); fi
 	done
@@ -275,7 +279,7 @@ echo "java.sh: ebnode leader node$li, follower node$fi_, consumer node$ci;" \
 	"java e1 leader, e2 follower, e3 consumer; $runs runs x ${duration}s" >&2
 : >"$out"
 recording=""
-round 1
+round 2
 recording=1
 for r in $(seq "$runs"); do
 	round "$duration"
