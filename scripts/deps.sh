@@ -19,7 +19,7 @@ PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libj
 
 if [ "$test_deps" = 1 ]; then
 	PKGS+=(chromium)
-	# the Vert.x 4.5.15 fixtures in ../shared/vertx45 (bench/java.sh)
+	# the Java runtime of the Vert.x 4.5.15 fixtures (bench/java.sh)
 	PKGS+=(default-jre-headless libcurator-client-java libcurator-framework-java
 	       libcurator-recipes-java libzookeeper-java libguava-java libslf4j-java)
 fi
