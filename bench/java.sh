@@ -13,8 +13,8 @@
 #   chain    ebbaseline --receipt (consumer's node) <- --next (leader) <-
 #            --next (entry), and a sink reading and discarding: the hops of
 #            ingress, framing and forwarding only.
-# Then, interleaved per run (after one unrecorded 2 s warm-up round, for the
-# JIT), each row measured with ebbench for --duration seconds:
+# Then, interleaved per run (after one unrecorded warm-up round, 6 s per JVM
+# row for the JIT), each row measured with ebbench for --duration seconds:
 #   {chain,eb,java}-ingress-pipe  ingress through a follower, 64 in flight
 #   {chain,eb,java}-ingress-rr    ingress through a follower, one at a time
 #   eb-xnode-pipe, vx-xnode-pipe, vx-xnode-pipe-resp
@@ -253,33 +253,33 @@ chain="$ch_entry_pid $ch_leader_pid $ch_consumer_pid"
 ebn="$eb_follower_pid $eb_leader_pid $eb_consumer_pid"
 jav="$e2_pid $e1_pid $e3_pid"
 vx="$vA_pid - $vB_pid"
-round() {
-	local d=(--duration "$1")
+round() { # SECONDS [JVM-SECONDS]: the Java and Vert.x rows may run longer
+	local d=(--duration "$1") dj=(--duration "${2:-$1}")
 	local p64=(-m pipe --depth 64)
 	run chain-ingress-pipe "$chain" "${p64[@]}" --port "$ch_entry_port" "${d[@]}" -a external.ingress
 	run eb-ingress-pipe "$ebn" "${p64[@]}" --port "$eb_follower_port" "${d[@]}" -a external.ingress
-	run java-ingress-pipe "$jav" "${p64[@]}" --port "$e2b" "${d[@]}" -a EXTERNAL_EVENT_INGRESS
+	run java-ingress-pipe "$jav" "${p64[@]}" --port "$e2b" "${dj[@]}" -a EXTERNAL_EVENT_INGRESS
 	run chain-ingress-rr "$chain" -m rr --port "$ch_entry_port" "${d[@]}" -a external.ingress
 	run eb-ingress-rr "$ebn" -m rr --port "$eb_follower_port" "${d[@]}" -a external.ingress
-	run java-ingress-rr "$jav" -m rr --port "$e2b" "${d[@]}" -a EXTERNAL_EVENT_INGRESS
+	run java-ingress-rr "$jav" -m rr --port "$e2b" "${dj[@]}" -a EXTERNAL_EVENT_INGRESS
 	run eb-xnode-pipe "$ebn" "${p64[@]}" --responder --sink-port "$eb_consumer_port" \
 		--port "$eb_follower_port" "${d[@]}" -a bench.xnode
-	run vx-xnode-pipe "$vx" "${p64[@]}" --port "$vab" "${d[@]}" -a echo
+	run vx-xnode-pipe "$vx" "${p64[@]}" --port "$vab" "${dj[@]}" -a echo
 	run vx-xnode-pipe-resp "$vx" "${p64[@]}" --responder --sink-port "$vbb" \
-		--port "$vab" "${d[@]}" -a bench.xnode
+		--port "$vab" "${dj[@]}" -a bench.xnode
 	run eb-xnode-rr "$ebn" -m rr --responder --sink-port "$eb_consumer_port" \
 		--port "$eb_follower_port" "${d[@]}" -a bench.xnode
-	run vx-xnode-rr "$vx" -m rr --port "$vab" "${d[@]}" -a echo
+	run vx-xnode-rr "$vx" -m rr --port "$vab" "${dj[@]}" -a echo
 	run eb-fire "$ebn" -m fire --port "$eb_follower_port" --sink-port "$eb_consumer_port" \
 		"${d[@]}" -a bench.fire
-	run vx-fire "$vx" -m fire --port "$vab" --sink-port "$vbb" "${d[@]}" -a bench.fire
+	run vx-fire "$vx" -m fire --port "$vab" --sink-port "$vbb" "${dj[@]}" -a bench.fire
 }
 
 echo "java.sh: ebnode leader node$li, follower node$fi_, consumer node$ci;" \
 	"java e1 leader, e2 follower, e3 consumer; $runs runs x ${duration}s" >&2
 : >"$out"
 recording=""
-round 2
+round 1 6 # the JIT: a first measured run was 5x slower after 2 s
 recording=1
 for r in $(seq "$runs"); do
 	round "$duration"
