@@ -22,12 +22,30 @@
  * Rule 3/4 is request/reply through a responder with the same socket hops
  * as a bridge (client -> server -> responder -> server -> client); it
  * assumes one responder answering in order, which ebbench's does.
+ *
+ * The relay chain (issue 25: the physical reference of ingress through a
+ * follower) chains three processes, each started before the one that
+ * connects to it:
+ *   consumer's node  ebbaseline --receipt: rule 4 plus, for every frame
+ *                    relayed to the sinks, a receipt back to the sender,
+ *                    {"type":"send","address":"<replyAddress>"} (the
+ *                    token copied by a substring scan);
+ *   leader, entry    ebbaseline --next H:P: one connection to the next hop
+ *                    (opened before READY); every frame from any other
+ *                    connection goes up it verbatim and its sender is
+ *                    queued (FIFO); every frame coming back down it goes
+ *                    to the oldest queued sender.
+ * client -> entry -> leader -> consumer's node -> consumer (a sink), the
+ * receipt back to the leader, the answer (the receipt, forwarded) back
+ * through the entry to the client: every hop of ingress, framing and
+ * forwarding only. FIFO is exact because every hop is one ordered stream.
  * The output of one read callback is gathered per destination and written
  * with one uv_write. There is no backpressure, no write-queue bound, no
  * permissions, no addressing: it is a floor, not a server.
  *
- * Usage: ebbaseline [--host H] [--port P]; prints "READY bridge=H:P" on
- * stdout once listening and runs until SIGINT/SIGTERM. One thread, one loop.
+ * Usage: ebbaseline [--host H] [--port P] [--next H:P | --receipt];
+ * prints "READY bridge=H:P" on stdout once listening (and, with --next,
+ * connected) and runs until SIGINT/SIGTERM. One thread, one loop.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -46,14 +64,17 @@
 #define BASE_PING      "{\"type\":\"ping\"}"
 #define BASE_PONG      "{\"type\":\"pong\"}"
 #define BASE_REGISTER  "{\"type\":\"register\""
+#define BASE_REPLY_KEY "\"replyAddress\":\""
+#define BASE_TOKEN_MAX 256
 
 typedef struct base_conn {
 	uv_tcp_t          tcp;
 	eb__list          link; /* in base_server.conns */
 	eb__frame_dec     dec;
-	eb__buf           out;    /* gathered output of the current read */
-	int               sink;   /* registered: receives relayed frames */
-	int               queued; /* on the flush list of this read */
+	eb__buf           out;      /* gathered output of the current read */
+	int               sink;     /* registered: receives relayed frames */
+	int               queued;   /* on the flush list of this read */
+	int               upstream; /* --next: the connection to the next hop */
 	struct base_conn *next_flush;
 } base_conn;
 
@@ -79,6 +100,12 @@ typedef struct base_server {
 	size_t       wcap;
 	size_t       whead;
 	size_t       wlen;
+	int          receipt; /* --receipt: the consumer's node */
+	base_conn   *up;      /* --next: the next hop (NULL until connected) */
+	uv_connect_t up_req;
+	const char  *listen_name; /* printed in READY */
+	int          listen_port;
+	int          failed; /* the exit status: 1 if the next hop failed */
 } base_server;
 
 static base_server g_srv;
@@ -101,6 +128,9 @@ conn_close(base_conn *c)
 	}
 	if (c->sink) {
 		g_srv.nsinks--;
+	}
+	if (c == g_srv.up) {
+		g_srv.up = NULL;
 	}
 	/* Replies for a closed requester are dropped, not misdelivered. */
 	for (size_t i = 0; i < g_srv.wlen; i++) {
@@ -196,6 +226,32 @@ waiting_pop(void)
 	return c;
 }
 
+/* --receipt: {"type":"send","address":"<the request's replyAddress>"}
+ * back to the sender (nothing if the request has none). */
+static void
+send_receipt(base_conn *c, const char *p, uint32_t n)
+{
+	const char *ra =
+	    bench_memmem(p, n, BASE_REPLY_KEY, sizeof(BASE_REPLY_KEY) - 1);
+	const char *end = p + n;
+	const char *q;
+	char        r[BASE_TOKEN_MAX + 64];
+	int         k;
+
+	if (ra == NULL) {
+		return;
+	}
+	ra += sizeof(BASE_REPLY_KEY) - 1;
+	for (q = ra; q < end && *q != '"'; q++) {
+	}
+	if (q == end || q - ra > BASE_TOKEN_MAX) {
+		return;
+	}
+	k = snprintf(r, sizeof(r), "{\"type\":\"send\",\"address\":\"%.*s\"}",
+	    (int) (q - ra), ra);
+	out_append(c, r, (uint32_t) k);
+}
+
 static void
 handle_frame(base_conn *c, const char *p, uint32_t n)
 {
@@ -215,11 +271,19 @@ handle_frame(base_conn *c, const char *p, uint32_t n)
 		}
 		return;
 	}
-	if (c->sink) {
+	if (c->sink || c->upstream) {
 		if (g_srv.wlen > 0 && (d = waiting_pop()) != NULL) {
 			out_append(d, p, n);
 		}
 		return;
+	}
+	if (g_srv.up != NULL) {
+		waiting_push(c);
+		out_append(g_srv.up, p, n);
+		return;
+	}
+	if (g_srv.receipt && g_srv.nsinks > 0) {
+		send_receipt(c, p, n);
 	}
 	if (g_srv.nsinks == 0) {
 		out_append(c, p, n);
@@ -273,6 +337,28 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 }
 
+static void close_walk_cb(uv_handle_t *h, void *arg);
+
+static base_conn *
+conn_new(void)
+{
+	base_conn *c = eb__calloc(1, sizeof(*c));
+
+	eb__frame_dec_init(&c->dec, BASE_MAX_FRAME);
+	eb__buf_init(&c->out);
+	uv_tcp_init(g_srv.loop, &c->tcp);
+	c->tcp.data = c;
+	return c;
+}
+
+static void
+conn_start(base_conn *c)
+{
+	(void) uv_tcp_nodelay(&c->tcp, 1);
+	eb__list_insert_tail(&g_srv.conns, &c->link);
+	(void) uv_read_start((uv_stream_t *) &c->tcp, alloc_cb, read_cb);
+}
+
 static void
 connection_cb(uv_stream_t *server, int status)
 {
@@ -281,18 +367,40 @@ connection_cb(uv_stream_t *server, int status)
 	if (status != 0) {
 		return;
 	}
-	c = eb__calloc(1, sizeof(*c));
-	eb__frame_dec_init(&c->dec, BASE_MAX_FRAME);
-	eb__buf_init(&c->out);
-	uv_tcp_init(g_srv.loop, &c->tcp);
-	c->tcp.data = c;
+	c = conn_new();
 	if (uv_accept(server, (uv_stream_t *) &c->tcp) != 0) {
 		uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
 		return;
 	}
-	(void) uv_tcp_nodelay(&c->tcp, 1);
-	eb__list_insert_tail(&g_srv.conns, &c->link);
-	(void) uv_read_start((uv_stream_t *) &c->tcp, alloc_cb, read_cb);
+	conn_start(c);
+}
+
+static void
+print_ready(void)
+{
+	printf("READY bridge=%s:%d\n", g_srv.listen_name, g_srv.listen_port);
+	(void) fflush(stdout);
+}
+
+/* --next: the next hop is connected; READY only now (the chain's
+ * processes start one after the other, each waiting for this line). */
+static void
+up_connect_cb(uv_connect_t *req, int status)
+{
+	base_conn *c = req->data;
+
+	if (status != 0) {
+		(void) fprintf(stderr, "ebbaseline: connect to next hop: %s\n",
+		    uv_strerror(status));
+		g_srv.failed = 1;
+		uv_close((uv_handle_t *) &c->tcp, conn_closed_cb);
+		uv_walk(g_srv.loop, close_walk_cb, NULL);
+		return;
+	}
+	c->upstream = 1;
+	g_srv.up = c;
+	conn_start(c);
+	print_ready();
 }
 
 static void
@@ -317,7 +425,8 @@ signal_cb(uv_signal_t *sig, int signum)
 }
 
 static int
-parse_args(int argc, char **argv, const char **host, int *port)
+parse_args(
+    int argc, char **argv, const char **host, int *port, const char **next)
 {
 	int   i;
 	char *end;
@@ -332,27 +441,61 @@ parse_args(int argc, char **argv, const char **host, int *port)
 				return -1;
 			}
 			*port = (int) v;
+		} else if (strcmp(argv[i], "--next") == 0 && i + 1 < argc) {
+			*next = argv[++i];
+		} else if (strcmp(argv[i], "--receipt") == 0) {
+			g_srv.receipt = 1;
 		} else {
 			return -1;
 		}
 	}
-	return 0;
+	return *next != NULL && g_srv.receipt ? -1 : 0;
+}
+
+/* "H:P" -> an IPv4 address; 0 or a negative uv error. */
+static int
+parse_hostport(const char *hp, struct sockaddr_in *sa)
+{
+	const char *colon = strrchr(hp, ':');
+	char        host[64];
+	char       *end;
+	long        v;
+
+	if (colon == NULL || (size_t) (colon - hp) >= sizeof(host)) {
+		return UV_EINVAL;
+	}
+	memcpy(host, hp, (size_t) (colon - hp));
+	host[colon - hp] = '\0';
+	v = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || v <= 0 || v > 65535) {
+		return UV_EINVAL;
+	}
+	return uv_ip4_addr(host, (int) v, sa);
 }
 
 int
 main(int argc, char **argv)
 {
 	const char        *host = "127.0.0.1";
+	const char        *next = NULL;
 	int                port = 0;
 	struct sockaddr_in sa;
+	struct sockaddr_in nsa;
 	struct sockaddr_in bound;
 	int                len = sizeof(bound);
 	char               name[64];
+	base_conn         *up;
 	int                rv;
 
-	if (parse_args(argc, argv, &host, &port) != 0) {
-		(void) fprintf(
-		    stderr, "usage: ebbaseline [--host H] [--port P]\n");
+	if (parse_args(argc, argv, &host, &port, &next) != 0) {
+		(void) fprintf(stderr,
+		    "usage: ebbaseline [--host H] [--port P] "
+		    "[--next H:P | --receipt]\n");
+		return 2;
+	}
+	if (next != NULL && (rv = parse_hostport(next, &nsa)) != 0) {
+		(void) fprintf(stderr, "ebbaseline: bad --next %s: %s\n", next,
+		    uv_strerror(rv));
 		return 2;
 	}
 	(void) signal(SIGPIPE, SIG_IGN);
@@ -374,14 +517,26 @@ main(int argc, char **argv)
 	}
 	uv_tcp_getsockname(&g_srv.listener, (struct sockaddr *) &bound, &len);
 	uv_ip4_name(&bound, name, sizeof(name));
+	g_srv.listen_name = name;
+	g_srv.listen_port = ntohs(bound.sin_port);
 	uv_signal_init(g_srv.loop, &g_srv.sigint);
 	uv_signal_init(g_srv.loop, &g_srv.sigterm);
 	uv_signal_start(&g_srv.sigint, signal_cb, SIGINT);
 	uv_signal_start(&g_srv.sigterm, signal_cb, SIGTERM);
-	printf("READY bridge=%s:%d\n", name, ntohs(bound.sin_port));
-	(void) fflush(stdout);
+	if (next != NULL) {
+		up = conn_new();
+		g_srv.up_req.data = up;
+		if ((rv = uv_tcp_connect(&g_srv.up_req, &up->tcp,
+		         (const struct sockaddr *) &nsa, up_connect_cb)) != 0) {
+			(void) fprintf(stderr, "ebbaseline: connect %s: %s\n",
+			    next, uv_strerror(rv));
+			return 1;
+		}
+	} else {
+		print_ready();
+	}
 	uv_run(g_srv.loop, UV_RUN_DEFAULT);
 	(void) uv_loop_close(g_srv.loop);
 	free(g_srv.waiting);
-	return 0;
+	return g_srv.failed;
 }

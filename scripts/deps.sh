@@ -19,6 +19,9 @@ PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libj
 
 if [ "$test_deps" = 1 ]; then
 	PKGS+=(chromium)
+	# the Java runtime of the Vert.x 4.5.15 fixtures (bench/java.sh)
+	PKGS+=(default-jre-headless libcurator-client-java libcurator-framework-java
+	       libcurator-recipes-java libzookeeper-java libguava-java libslf4j-java)
 fi
 
 missing=()

@@ -55,9 +55,12 @@ while IFS= read -r hit; do
 done < <(matches '([A-Za-z0-9_.-]*/)*[A-Z][A-Z0-9_-]*\.md')
 
 # ---- 2. nothing outside the repository ----
+# Except the Vert.x 4.5.15 test fixtures (issue 25): a run-time default path
+# of the benchmarks, never a document; the files there must not be copied in.
 while IFS= read -r hit; do
+	case "$hit" in *:../shared/vertx45) continue ;; esac
 	problem "${hit%:*}" "cites ${hit##*:} (outside the repository; use docs/)"
-done < <(matches '\.\./shared|/work/shared')
+done < <(matches '\.\./shared(/vertx45)?|/work/shared')
 
 # ---- 3. rule numbers ----
 design="docs/DESIGN.md"
