@@ -137,6 +137,24 @@ eb__jsonstr_put_object(eb__buf *b, const json_t *obj)
 	return 0;
 }
 
+void
+eb__jsonstr_put_member(
+    eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn)
+{
+	size_t total = encoded_len((const unsigned char *) k, kn) +
+	               encoded_len((const unsigned char *) v, vn) + 6;
+	char *dst = eb__buf_reserve(b, total);
+	char *d = dst;
+
+	if (!first) {
+		*d++ = ',';
+	}
+	d = put_str(d, k, kn);
+	*d++ = ':';
+	d = put_str(d, v, vn);
+	b->len += (size_t) (d - dst);
+}
+
 /* The end of a plain string's body starting at p (after its '"'), at its
  * closing '"'; NULL when a byte outside printable ASCII, a '\\' or the
  * end comes first. */

@@ -39,6 +39,11 @@ eb__json_unconst(const json_t *j)
  * are escaped). */
 int eb__jsonstr_put_object(eb__buf *b, const json_t *obj);
 
+/* Appends one member "k":"v" of such an object, a ',' before it unless
+ * first: the same bytes put_object writes for it. */
+void eb__jsonstr_put_member(
+    eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn);
+
 /* Parses p[0..n) when it is a compact object of strings whose keys and
  * values are printable ASCII without '"' or '\\' and whose keys are
  * distinct, e.g. {"ebnode.epoch":"3","ebnode.seq":"17"}: a new object, the

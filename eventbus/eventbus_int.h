@@ -91,15 +91,17 @@ struct eb_bus_msg {
 	char    *address;       /* owned */
 	char    *reply_address; /* owned; NULL: the sender awaits no reply */
 	uint32_t origin;        /* 0: the requester is local; else its peer */
-	json_t  *headers;       /* owned reference, always an object */
-	char    *body;          /* owned, encoded, NUL-terminated */
-	size_t   body_len;
-	json_t  *body_json; /* owned, parsed lazily */
-	int      body_parsed;
-	int      body_inline; /* body is part of the message's allocation */
-	uint64_t epoch;       /* fencing stamp, 0: none (send opts / frame) */
-	eb_bus  *bus;         /* borrowed; set while a reply is possible */
-	eb__list bus_link;    /* in bus->msg.reply_msgs while bus != NULL */
+	json_t  *headers; /* owned reference; NULL until parsed from hdr_enc */
+	char   *hdr_enc; /* in the allocation: the headers' encoding, or NULL */
+	size_t  hdr_enc_len;
+	char   *body; /* owned, encoded, NUL-terminated */
+	size_t  body_len;
+	json_t *body_json; /* owned, parsed lazily */
+	int     body_parsed;
+	int     body_inline; /* body is part of the message's allocation */
+	uint64_t epoch;      /* fencing stamp, 0: none (send opts / frame) */
+	eb_bus  *bus;        /* borrowed; set while a reply is possible */
+	eb__list bus_link;   /* in bus->msg.reply_msgs while bus != NULL */
 };
 
 /* ---- consumers ---- */
@@ -417,6 +419,8 @@ typedef struct eb__bus_body {
 	const char   *raw;
 	size_t        raw_len;
 	int           share_headers; /* eb_bus_send_opts.share_headers */
+	const char   *hdr_enc;       /* checked encoded headers, or NULL */
+	size_t        hdr_enc_len;
 } eb__bus_body;
 /* A raw body as the *_raw APIs take it: NULL is the JSON null. */
 static inline eb__bus_body
@@ -425,10 +429,13 @@ eb__bus_raw_body(
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
 		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+		opts != NULL && opts->share_headers, NULL, 0 };
 
 	return b;
 }
+/* 0 when p[0..n) is a JSON object of strings with distinct keys (the
+ * encoded headers eb_bus_send_confirmed_enc takes), else UV_EINVAL. */
+int eb__bus_headers_enc_check(const char *p, size_t n);
 /* eb__bus_msg_new for either kind of body. */
 int eb__bus_msg_make(const char *address, const eb__bus_body *body,
     const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);

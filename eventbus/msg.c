@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/jsonscan.h"
 #include "common/jsonstr.h"
 #include "eventbus/eventbus_int.h"
 
@@ -35,6 +36,116 @@ eb__bus_headers_check(const json_t *headers)
 		}
 	}
 	return 0;
+}
+
+/* Small objects have their keys compared pairwise; larger ones and any
+ * escape (two spellings of one key; an unpaired surrogate, valid JSON text
+ * that jansson, and so the receiving node, refuses) go through jansson. */
+#define ENC_KEYS_MAX 16
+
+/* One "key":"value" member; its key in *k, *kn; *esc when either string
+ * has an escape. */
+static int
+enc_member(eb__jscan *s, const char **k, size_t *kn, int *esc)
+{
+	int kesc;
+
+	const char *v;
+	size_t      vn;
+	int         vesc;
+
+	eb__jscan_ws(s);
+	if (!eb__jscan_string(s, k, kn, &kesc)) {
+		return 0;
+	}
+	eb__jscan_ws(s);
+	if (!eb__jscan_ch(s, ':')) {
+		return 0;
+	}
+	eb__jscan_ws(s);
+	if (s->p >= s->end || *s->p != '"') {
+		return 0; /* header values are strings */
+	}
+	if (!eb__jscan_string(s, &v, &vn, &vesc)) {
+		return 0;
+	}
+	*esc = kesc || vesc;
+	eb__jscan_ws(s);
+	return 1;
+}
+
+/* Checked by jansson: escaped keys or many of them. */
+static int
+enc_check_slow(const char *p, size_t n)
+{
+	json_error_t jerr;
+	json_t      *h =
+	    json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	int rv = h != NULL ? eb__bus_headers_check(h) : UV_EINVAL;
+
+	json_decref(h);
+	return rv;
+}
+
+/* 1 when the key k[n] repeats one of k[0..n). */
+static int
+enc_repeated(const char *const *k, const size_t *len, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (len[i] == len[n] && memcmp(k[i], k[n], len[i]) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The members after '{' up to and past '}': 0, UV_EINVAL, or 1 when
+ * jansson must decide. */
+static int
+enc_members(eb__jscan *s)
+{
+	const char *keys[ENC_KEYS_MAX];
+	size_t      lens[ENC_KEYS_MAX];
+	size_t      nk = 0;
+	int         esc;
+
+	eb__jscan_ws(s);
+	if (eb__jscan_ch(s, '}')) {
+		return 0;
+	}
+	do {
+		if (!enc_member(s, &keys[nk], &lens[nk], &esc)) {
+			return UV_EINVAL;
+		}
+		if (esc || nk + 1 == ENC_KEYS_MAX) {
+			return 1;
+		}
+		if (enc_repeated(keys, lens, nk)) {
+			return UV_EINVAL;
+		}
+		nk++;
+	} while (eb__jscan_ch(s, ','));
+	return eb__jscan_ch(s, '}') ? 0 : UV_EINVAL;
+}
+
+int
+eb__bus_headers_enc_check(const char *p, size_t n)
+{
+	eb__jscan s;
+	int       rv;
+
+	eb__jscan_init(&s, p, n, 1);
+	eb__jscan_ws(&s);
+	if (!eb__jscan_ch(&s, '{')) {
+		return UV_EINVAL;
+	}
+	if ((rv = enc_members(&s)) == 1) {
+		return enc_check_slow(p, n);
+	}
+	eb__jscan_ws(&s);
+	return rv == 0 && s.p == s.end ? 0 : UV_EINVAL;
 }
 
 /* The body of every null-bodied message (never written to). */
@@ -142,6 +253,18 @@ eb__bus_msg_make(const char *address, const eb__bus_body *body,
 		raw = null_body;
 		len = 4;
 	}
+	if (body->hdr_enc != NULL) {
+		/* Checked by the caller (eb__bus_headers_enc_check): kept as
+		 * bytes after the body, parsed only if someone reads them. */
+		m = msg_alloc(address, is_send, len + 1 + body->hdr_enc_len);
+		msg_set_body(m, raw, len);
+		m->hdr_enc = m->address + strlen(m->address) + 1 + len + 1;
+		memcpy(m->hdr_enc, body->hdr_enc, body->hdr_enc_len);
+		m->hdr_enc[body->hdr_enc_len] = '\0';
+		m->hdr_enc_len = body->hdr_enc_len;
+		*msgp = m;
+		return 0;
+	}
 	m = msg_alloc(address, is_send, len);
 	msg_set_body(m, raw, len);
 	if (msg_set_headers(m, headers, empty, body->share_headers) != 0) {
@@ -201,7 +324,25 @@ eb_bus_msg_is_send(const eb_bus_msg *msg)
 const json_t *
 eb_bus_msg_headers(const eb_bus_msg *msg)
 {
-	return msg->headers;
+	eb_bus_msg  *m;
+	json_error_t jerr;
+
+	if (msg->headers != NULL) {
+		return msg->headers;
+	}
+	/* Encoded headers, parsed on first use (checked when the message
+	 * was made, so this cannot fail but for memory). The message is
+	 * the caller's to read; only the cache changes. */
+	memcpy(&m, &msg, sizeof(eb_bus_msg *));
+	m->headers = eb__jsonstr_parse_plain_object(m->hdr_enc, m->hdr_enc_len);
+	if (m->headers == NULL) {
+		m->headers = json_loadb(m->hdr_enc, m->hdr_enc_len,
+		    JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	}
+	if (m->headers == NULL) {
+		m->headers = json_object();
+	}
+	return m->headers;
 }
 
 const json_t *

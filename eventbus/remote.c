@@ -240,7 +240,10 @@ put_msg_parts(bus_remote *st, eb__buf *b, const eb_bus_msg *msg)
 	size_t at;
 	size_t n;
 
-	if (json_object_size(msg->headers) == 0) {
+	if (msg->hdr_enc != NULL) {
+		/* Encoded by the sender (the ingress router's stamps). */
+		eb__link_put_bytes32(b, msg->hdr_enc, msg->hdr_enc_len);
+	} else if (json_object_size(msg->headers) == 0) {
 		eb__link_put_bytes32(b, "{}", 2); /* the common case */
 	} else if (msg->headers == st->enc_hdr) {
 		/* Message headers are never modified: the same object, the

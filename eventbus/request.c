@@ -488,7 +488,7 @@ int
 eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_body b = { body, NULL, 0, 0 };
+	eb__bus_body b = { body, NULL, 0, 0, NULL, 0 };
 
 	return msg_reply(msg, &b, headers, opts, cb, arg);
 }

@@ -264,6 +264,22 @@ EB_API int eb_bus_publish_raw(eb_bus *bus, const char *address,
 EB_API int eb_bus_send_confirmed_raw(eb_bus *bus, const char *address,
     const char *body, size_t body_len, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg);
+/*
+ * The confirmed sends with the headers also given as their encoding:
+ * headers_len bytes of a compact JSON object whose values are strings and
+ * whose keys are distinct, e.g. {"ebnode.epoch":"3"}. It is checked (a scan,
+ * nothing built: UV_EINVAL when it is not such an object), kept as these
+ * bytes and written to links as they are; eb_bus_msg_headers() parses it
+ * on first use. The ingress router stamps every routed message this way.
+ */
+EB_API int eb_bus_send_confirmed_enc(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const char *headers_json,
+    size_t headers_len, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
+    void *arg);
+EB_API int eb_bus_publish_confirmed_enc(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const char *headers_json,
+    size_t headers_len, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
+    void *arg);
 EB_API int eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address,
     const char *body, size_t body_len, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg);
