@@ -198,8 +198,8 @@ typedef struct eb__breply {
 typedef struct eb__breq {
 	eb__list   link;
 	eb__bconn *c;      /* NULL once the connection closed */
-	char      *token;  /* owned: the client's replyAddress */
-	char      *source; /* owned: the address it was sent to */
+	char      *token;  /* in the allocation: the client's replyAddress */
+	char      *source; /* in the allocation: the address it was sent to */
 } eb__breq;
 
 /* ---- conn.c: lifecycle and owned state ---- */

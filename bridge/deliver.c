@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <ebnode/err.h>
 
@@ -97,9 +98,7 @@ req_free(eb__breq *r)
 		r->c->b->stats.requests_in_flight--;
 	}
 	eb__list_remove(&r->link);
-	free(r->token);
-	free(r->source);
-	free(r);
+	free(r); /* its strings are in the same allocation */
 }
 
 void
@@ -129,11 +128,17 @@ eb__breq_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 eb__breq *
 eb__breq_new(eb__bconn *c, const char *token, const char *source)
 {
-	eb__breq *r = eb__calloc(1, sizeof(*r));
+	size_t    tn = strlen(token) + 1;
+	size_t    sn = strlen(source) + 1;
+	eb__breq *r = eb__malloc(sizeof(*r) + tn + sn);
 
+	/* One allocation: the request, then its two strings. */
+	memset(r, 0, sizeof(*r));
 	r->c = c;
-	r->token = eb__strdup(token);
-	r->source = eb__strdup(source);
+	r->token = (char *) (r + 1);
+	memcpy(r->token, token, tn);
+	r->source = r->token + tn;
+	memcpy(r->source, source, sn);
 	eb__list_insert_tail(&c->reqs, &r->link);
 	c->n_reqs++;
 	c->b->stats.requests_in_flight++;

@@ -157,7 +157,7 @@ typedef struct eb__bus_req {
 	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
 	eb__bus_turn    turn; /* on bus->turn.fifo while resolved */
 	eb__list        link; /* bus->req.deadlines, then bus->req.resolved */
-	char           *address; /* owned: where the request went */
+	char           *address; /* in the allocation: where it went */
 	uint64_t        timeout_ms;
 	uint64_t        deadline; /* loop time, ms */
 	uint64_t        seq;      /* creation order: ties on deadline */

@@ -134,8 +134,9 @@ eb__bus_reqheap_free(eb__bus_reqheap *h)
 /* ---- requests ---- */
 
 /* Fails r at once: the node already has max_reqs requests pending. r is
- * in neither the map nor the heap, and holds no copies (a flood of refusals
- * costs one small struct each until the idle turn calls them back). */
+ * in neither the map nor the heap, and holds nothing beyond its one
+ * allocation (a flood of refusals costs one small struct each until the
+ * idle turn calls them back). */
 static void
 req_refuse(eb_bus *bus, eb__bus_req *r)
 {
@@ -166,8 +167,14 @@ eb__bus_req *
 eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
     eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_req *r = eb__calloc(1, sizeof(*r));
+	size_t       an = strlen(address) + 1;
+	eb__bus_req *r = eb__malloc(sizeof(*r) + an);
 
+	/* One allocation: the request, then the address (also kept by a
+	 * refused one: it costs nothing more). */
+	memset(r, 0, sizeof(*r));
+	r->address = (char *) (r + 1);
+	memcpy(r->address, address, an);
 	eb__list_init(&r->turn.link);
 	/* Prefix (15) + at most 20 digits fit EB_BUS_REPLY_ADDR_MAX. */
 	memcpy(r->reply_address, EB_BUS_REPLY_PREFIX,
@@ -183,7 +190,6 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 		req_refuse(bus, r);
 		return r;
 	}
-	r->address = eb__strdup(address);
 	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->req.timeout_ms;
 	/* A client's timeout is not a reason to hold memory for ever, nor to
 	 * overflow the deadline below. */
@@ -283,8 +289,7 @@ req_free(eb__bus_req *r)
 	eb__list_remove(&r->turn.link);
 	eb_bus_msg_release(r->reply);
 	free(r->fmsg);
-	free(r->address);
-	free(r);
+	free(r); /* the address is in the same allocation */
 }
 
 void
