@@ -89,8 +89,9 @@ struct eb_bus_msg {
 	int      is_send;
 	int      answered;      /* reply() or fail() was called */
 	char    *address;       /* owned */
-	char    *reply_address; /* owned; NULL: the sender awaits no reply */
-	uint32_t origin;        /* 0: the requester is local; else its peer */
+	char    *reply_address; /* reply_inline or owned; NULL: no reply */
+	char     reply_inline[48];
+	uint32_t origin;  /* 0: the requester is local; else its peer */
 	json_t  *headers; /* owned reference; NULL until parsed from hdr_enc */
 	char   *hdr_enc; /* in the allocation: the headers' encoding, or NULL */
 	size_t  hdr_enc_len;

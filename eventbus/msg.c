@@ -290,7 +290,15 @@ void
 eb__bus_msg_set_reply(
     eb_bus *bus, eb_bus_msg *msg, const char *reply_address, uint32_t origin)
 {
-	msg->reply_address = eb__strdup(reply_address);
+	size_t n = strlen(reply_address) + 1;
+
+	/* The bus's own reply addresses (and most clients') fit inline. */
+	if (n <= sizeof(msg->reply_inline)) {
+		memcpy(msg->reply_inline, reply_address, n);
+		msg->reply_address = msg->reply_inline;
+	} else {
+		msg->reply_address = eb__strdup(reply_address);
+	}
 	msg->origin = origin;
 	msg->bus = bus;
 	eb__list_insert_tail(&bus->msg.reply_msgs, &msg->bus_link);
@@ -393,7 +401,9 @@ eb_bus_msg_release(eb_bus_msg *msg)
 	if (msg->bus != NULL) {
 		eb__bus_msg_detach(msg);
 	}
-	free(msg->reply_address);
+	if (msg->reply_address != msg->reply_inline) {
+		free(msg->reply_address);
+	}
 	json_decref(msg->headers);
 	if (msg->body != null_body && !msg->body_inline) {
 		free(msg->body);

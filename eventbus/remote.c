@@ -774,6 +774,39 @@ rd_strdup(eb__link_rd *r)
 	return r->bad || memchr(p, '\0', n) != NULL ? NULL : eb__strndup(p, n);
 }
 
+/* A string read from a frame, on the stack when it is short (addresses
+ * and reply addresses of the message path, read for every message). */
+typedef struct rd_str {
+	char *s; /* buf, the heap, or NULL: a bad frame or a NUL byte */
+	char  buf[128];
+} rd_str;
+
+static char *
+rd_str_take(eb__link_rd *r, rd_str *out)
+{
+	size_t      n;
+	const char *p = eb__link_get_str16(r, &n);
+
+	if (r->bad || memchr(p, '\0', n) != NULL) {
+		out->s = NULL;
+	} else if (n < sizeof(out->buf)) {
+		memcpy(out->buf, p, n);
+		out->buf[n] = '\0';
+		out->s = out->buf;
+	} else {
+		out->s = eb__strndup(p, n);
+	}
+	return out->s;
+}
+
+static void
+rd_str_free(rd_str *s)
+{
+	if (s->s != s->buf) {
+		free(s->s);
+	}
+}
+
 static json_t *
 rd_headers(bus_remote *st, eb__link_rd *r)
 {
@@ -871,8 +904,10 @@ on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r, int v2)
 	uint8_t     kind = eb__link_get_u8(r);
 	uint64_t    epoch = v2 ? get_u64(r) : 0;
 	uint64_t    rid = v2 ? get_u64(r) : 0;
-	char       *address = rd_strdup(r);
-	char       *reply = rd_strdup(r);
+	rd_str      as;
+	rd_str      rs;
+	char       *address = rd_str_take(r, &as);
+	char       *reply = rd_str_take(r, &rs);
 	eb_bus_msg *m = NULL;
 
 	if (address != NULL && reply != NULL && (kind == 1 || kind == 2)) {
@@ -890,16 +925,18 @@ on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r, int v2)
 		}
 		eb_bus_msg_release(m);
 	}
-	free(address);
-	free(reply);
+	rd_str_free(&as);
+	rd_str_free(&rs);
 	return m != NULL ? 0 : EB_EPROTO;
 }
 
 static int
 on_reply(bus_remote *st, uint32_t peer, eb__link_rd *r)
 {
-	char        *target = rd_strdup(r);
-	char        *own = rd_strdup(r);
+	rd_str       ts;
+	rd_str       os;
+	char        *target = rd_str_take(r, &ts);
+	char        *own = rd_str_take(r, &os);
 	eb_bus_msg  *m = NULL;
 	eb__bus_req *req;
 
@@ -918,8 +955,8 @@ on_reply(bus_remote *st, uint32_t peer, eb__link_rd *r)
 		}
 		eb_bus_msg_release(m);
 	}
-	free(target);
-	free(own);
+	rd_str_free(&ts);
+	rd_str_free(&os);
 	return m != NULL ? 0 : EB_EPROTO;
 }
 
