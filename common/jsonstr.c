@@ -7,29 +7,23 @@
 
 #include <uv.h>
 
-/* The escape of byte c, or 0 when it is written as it is: the two-character
+/* The escape of each byte, 0 when it is written as it is: the two-character
  * escapes jansson uses, 'u' for the other control characters. */
-static char
+static const char esc_tab[256] = {
+	/* clang-format off */
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+	0, 0, '"', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '\\', 0, 0, 0,
+	/* clang-format on */
+};
+
+static inline char
 esc_of(unsigned char c)
 {
-	switch (c) {
-	case '"':
-		return '"';
-	case '\\':
-		return '\\';
-	case '\b':
-		return 'b';
-	case '\f':
-		return 'f';
-	case '\n':
-		return 'n';
-	case '\r':
-		return 'r';
-	case '\t':
-		return 't';
-	default:
-		return c < 0x20 ? 'u' : 0;
-	}
+	return esc_tab[c];
 }
 
 /* The length of s's encoding without the quotes. */
@@ -137,21 +131,33 @@ eb__jsonstr_put_object(eb__buf *b, const json_t *obj)
 	return 0;
 }
 
+/* s quoted at d as it is (its encoding is itself); returns the end. */
+static char *
+put_plain(char *d, const char *s, size_t n)
+{
+	*d++ = '"';
+	memcpy(d, s, n);
+	d += n;
+	*d++ = '"';
+	return d;
+}
+
 void
 eb__jsonstr_put_member(
     eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn)
 {
-	size_t total = encoded_len((const unsigned char *) k, kn) +
-	               encoded_len((const unsigned char *) v, vn) + 6;
-	char *dst = eb__buf_reserve(b, total);
-	char *d = dst;
+	size_t ke = encoded_len((const unsigned char *) k, kn);
+	size_t ve = encoded_len((const unsigned char *) v, vn);
+	char  *dst = eb__buf_reserve(b, ke + ve + 6);
+	char  *d = dst;
 
 	if (!first) {
 		*d++ = ',';
 	}
-	d = put_str(d, k, kn);
+	/* A string whose encoding is as long as it has nothing to escape. */
+	d = ke == kn ? put_plain(d, k, kn) : put_str(d, k, kn);
 	*d++ = ':';
-	d = put_str(d, v, vn);
+	d = ve == vn ? put_plain(d, v, vn) : put_str(d, v, vn);
 	b->len += (size_t) (d - dst);
 }
 

@@ -100,9 +100,10 @@ struct eb_bus_msg {
 	json_t *body_json; /* owned, parsed lazily */
 	int     body_parsed;
 	int     body_inline; /* body is part of the message's allocation */
-	uint64_t epoch;      /* fencing stamp, 0: none (send opts / frame) */
-	eb_bus  *bus;        /* borrowed; set while a reply is possible */
-	eb__list bus_link;   /* in bus->msg.reply_msgs while bus != NULL */
+	int     pooled;    /* a MSG_BLOCK block of the thread's pool (msg.c) */
+	uint64_t epoch;    /* fencing stamp, 0: none (send opts / frame) */
+	eb_bus  *bus;      /* borrowed; set while a reply is possible */
+	eb__list bus_link; /* in bus->msg.reply_msgs while bus != NULL */
 };
 
 /* ---- consumers ---- */

@@ -4,6 +4,7 @@
  * parses it on first use, so a message that is only forwarded is never
  * parsed. Loop thread only.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,15 +152,100 @@ eb__bus_headers_enc_check(const char *p, size_t n)
 /* The body of every null-bodied message (never written to). */
 static char null_body[] = "null";
 
+/*
+ * Freed messages that fit MSG_BLOCK bytes are kept for the next ones, per
+ * thread (a message is made and freed on its bus's loop thread), at most
+ * MSG_POOL_MAX of them (128 KiB): a forwarded ingress message makes and
+ * frees several messages on every node, and the allocator's own per-size
+ * caches are too small for 64 in flight. The blocks of a thread that ends
+ * are freed by the key's destructor.
+ */
+#define MSG_BLOCK 512u
+/* Off under the sanitizers: each message its own allocation, so that a use
+ * after free or an overrun is seen, not hidden by a reused block. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MSG_POOL_MAX 0u
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MSG_POOL_MAX 0u
+#endif
+#endif
+#ifndef MSG_POOL_MAX
+#define MSG_POOL_MAX 256u
+#endif
+
+typedef struct msg_pool {
+	void    *head; /* a free block's first word links the next */
+	unsigned n;
+	int      keyed; /* registered with pool_key in this thread */
+} msg_pool;
+
+static __thread msg_pool tl_pool;
+static pthread_key_t     pool_key;
+static pthread_once_t    pool_once = PTHREAD_ONCE_INIT;
+
+static void
+pool_drain(void *arg)
+{
+	msg_pool *p = arg;
+	void     *next;
+
+	while (p->head != NULL) {
+		memcpy(&next, p->head, sizeof(next));
+		free(p->head);
+		p->head = next;
+	}
+	p->n = 0;
+}
+
+static void
+pool_key_make(void)
+{
+	(void) pthread_key_create(&pool_key, pool_drain);
+}
+
+static void *
+pool_take(void)
+{
+	void *b = tl_pool.head;
+
+	if (b == NULL) {
+		return eb__malloc(MSG_BLOCK);
+	}
+	memcpy(&tl_pool.head, b, sizeof(void *));
+	tl_pool.n--;
+	return b;
+}
+
+static void
+pool_give(void *b)
+{
+	if (tl_pool.n >= MSG_POOL_MAX) {
+		free(b);
+		return;
+	}
+	if (!tl_pool.keyed) {
+		(void) pthread_once(&pool_once, pool_key_make);
+		(void) pthread_setspecific(pool_key, &tl_pool);
+		tl_pool.keyed = 1;
+	}
+	memcpy(b, &tl_pool.head, sizeof(void *));
+	tl_pool.head = b;
+	tl_pool.n++;
+}
+
 /* One allocation: the struct, the address, then body_len + 1 bytes for an
  * inline body. */
 static eb_bus_msg *
 msg_alloc(const char *address, int is_send, size_t body_len)
 {
 	size_t      alen = strlen(address) + 1;
-	eb_bus_msg *m = eb__malloc(sizeof(*m) + alen + body_len + 1);
+	size_t      total = sizeof(eb_bus_msg) + alen + body_len + 1;
+	int         pooled = MSG_POOL_MAX > 0 && total <= MSG_BLOCK;
+	eb_bus_msg *m = pooled ? pool_take() : eb__malloc(total);
 
 	memset(m, 0, sizeof(*m));
+	m->pooled = pooled;
 	m->refs = 1;
 	m->is_send = is_send;
 	m->address = (char *) (m + 1);
@@ -409,5 +495,9 @@ eb_bus_msg_release(eb_bus_msg *msg)
 		free(msg->body);
 	}
 	json_decref(msg->body_json);
-	free(msg);
+	if (msg->pooled) {
+		pool_give(msg);
+	} else {
+		free(msg);
+	}
 }
