@@ -102,7 +102,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->req.max_timeout_ms = opts->max_request_timeout_ms;
 	bus->msg.empty_headers = json_object();
 	eb__hmap_init(&bus->addr.map);
-	eb__hmap_init(&bus->req.map);
+	eb__imap_init(&bus->req.map);
 	eb__list_init(&bus->req.deadlines);
 	eb__list_init(&bus->req.resolved);
 	eb__list_init(&bus->turn.fifo);
@@ -143,7 +143,7 @@ bus_free(eb_bus *bus)
 	eb__bus_remote_free(bus);    /* after the records that point into it */
 	eb__bus_qent_pool_free(bus); /* after the consumers gave theirs back */
 	json_decref(bus->msg.empty_headers); /* held messages keep their ref */
-	eb__hmap_free(&bus->req.map);
+	eb__imap_free(&bus->req.map);
 	eb__bus_rcpt_free_all(bus);
 	eb__bus_dedup_free(bus);
 	eb__obs_free(&bus->addr.watchers);

@@ -39,6 +39,7 @@
 #include <ebnode/bus.h>
 
 #include "common/hmap.h"
+#include "common/imap.h"
 #include "common/list.h"
 #include "common/obs.h"
 
@@ -155,7 +156,7 @@ typedef struct eb__bus_qent {
 /* ---- requests ---- */
 
 typedef struct eb__bus_req {
-	eb__hent        hent;
+	eb__ient        ient; /* in bus->req.map by ient.id, the same as seq */
 	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
 	eb__bus_turn    turn; /* on bus->turn.fifo while resolved */
 	eb__list        link; /* bus->req.deadlines, then bus->req.resolved */
@@ -221,10 +222,8 @@ struct eb__bus_rcpt {
 
 /* A receipt awaited from a peer (sender side), by id, with a deadline. */
 typedef struct eb__bus_runit {
-	eb__hent      hent;
-	char          key[24]; /* the id in decimal: the map key */
-	eb__list      link;    /* bus->rcpt.runits, in deadline order */
-	uint64_t      id;
+	eb__ient      ient;     /* in bus->rcpt.runit_map by ient.id, the id */
+	eb__list      link;     /* bus->rcpt.runits, in deadline order */
 	uint64_t      deadline; /* loop time, ms */
 	uint32_t      peer;
 	eb__bus_rcpt *rc;
@@ -337,15 +336,15 @@ typedef struct eb__bus_msgs {
 
 /* Pending requests (request.c). */
 typedef struct eb__bus_reqs {
-	eb__hmap        map;             /* of eb__bus_req, owned */
-	eb__list        deadlines;       /* pending requests, in no order */
-	eb__bus_reqheap heap;            /* the same requests by deadline */
-	eb__list        resolved;        /* resolved, callback pending */
-	uint64_t        next_id;         /* reply address numbers */
-	uint64_t        timeout_ms;      /* the default request timeout */
-	uint64_t        max_timeout_ms;  /* request timeouts clamp to this */
-	uint32_t        max;             /* cap on map.count */
-	uint64_t        refused;         /* requests refused at max */
+	eb__imap        map;            /* of eb__bus_req, owned, by id (seq) */
+	eb__list        deadlines;      /* pending requests, in no order */
+	eb__bus_reqheap heap;           /* the same requests by deadline */
+	eb__list        resolved;       /* resolved, callback pending */
+	uint64_t        next_id;        /* reply address numbers */
+	uint64_t        timeout_ms;     /* the default request timeout */
+	uint64_t        max_timeout_ms; /* request timeouts clamp to this */
+	uint32_t        max;            /* cap on map.count */
+	uint64_t        refused;        /* requests refused at max */
 	char            refuse_text[80]; /* their failure message */
 	uv_timer_t      timer;           /* the first deadline (heap) */
 } eb__bus_reqs;
@@ -359,7 +358,7 @@ typedef struct eb__bus_rcpts {
 	eb__list   open;      /* incomplete trackers */
 	eb__list   done;      /* complete, callback pending */
 	eb__list   runits;    /* of eb__bus_runit, deadline order */
-	eb__hmap   runit_map; /* of eb__bus_runit, by id */
+	eb__imap   runit_map; /* of eb__bus_runit, by id */
 	uv_timer_t timer;     /* the first runit deadline */
 } eb__bus_rcpts;
 
