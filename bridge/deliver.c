@@ -30,6 +30,8 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	const char *ra = eb_bus_msg_reply_address(msg);
 	const char *body;
 	size_t      body_len = 0;
+	const char *hdr;
+	size_t      hdr_len = 0;
 	size_t      mark;
 	eb__buf    *out;
 
@@ -41,8 +43,14 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 		return -1;
 	}
 	body = eb_bus_msg_body_bytes(msg, &body_len);
-	eb__bout_message_buf(out, address, ra, eb_bus_msg_headers(msg), body,
-	    body_len, eb_bus_msg_is_send(msg));
+	if ((hdr = eb_bus_msg_headers_enc(msg, &hdr_len)) != NULL) {
+		/* Kept as their bytes, copied as they are (not parsed). */
+		eb__bout_message_enc(out, address, ra, hdr, hdr_len, body,
+		    body_len, eb_bus_msg_is_send(msg));
+	} else {
+		eb__bout_message_buf(out, address, ra, eb_bus_msg_headers(msg),
+		    body, body_len, eb_bus_msg_is_send(msg));
+	}
 	return eb__bconn_out_end(c, mark, EB_BRIDGE_OUT_MESSAGE);
 }
 

@@ -238,3 +238,63 @@ eb__jsonstr_parse_plain_object(const char *p, size_t n)
 	json_decref(o);
 	return NULL;
 }
+
+/* At most this many keys are compared pairwise by the check below; an
+ * object with more is not called plain (the caller parses it). */
+#define PLAIN_KEYS_MAX 16
+
+/* The pair at p, as add_plain_pair reads it, without adding it: its key in
+ * *k, *kn; the byte after the value's closing '"', or NULL. */
+static const char *
+plain_pair(const char *p, const char *end, const char **k, size_t *kn)
+{
+	const char *ke;
+	const char *ve;
+
+	if (*p != '"' || (ke = plain_body_end(p + 1, end)) == NULL) {
+		return NULL;
+	}
+	if (end - ke < 4 || ke[1] != ':' || ke[2] != '"' ||
+	    (ve = plain_body_end(ke + 3, end)) == NULL) {
+		return NULL;
+	}
+	*k = p + 1;
+	*kn = (size_t) (ke - *k);
+	return ve + 1;
+}
+
+int
+eb__jsonstr_plain_object_check(const char *p, size_t n)
+{
+	const char *end = p + n;
+	const char *keys[PLAIN_KEYS_MAX];
+	size_t      lens[PLAIN_KEYS_MAX];
+	size_t      nk = 0;
+	size_t      i;
+
+	if (n < 2 || p[0] != '{' || end[-1] != '}') {
+		return 0;
+	}
+	if (n == 2) {
+		return 1;
+	}
+	for (p++; nk < PLAIN_KEYS_MAX; p++) {
+		if ((p = plain_pair(p, end, &keys[nk], &lens[nk])) == NULL) {
+			return 0;
+		}
+		for (i = 0; i < nk; i++) {
+			if (lens[i] == lens[nk] &&
+			    memcmp(keys[i], keys[nk], lens[i]) == 0) {
+				return 0;
+			}
+		}
+		nk++;
+		if (p == end - 1) {
+			return 1;
+		}
+		if (*p != ',') {
+			return 0;
+		}
+	}
+	return 0;
+}

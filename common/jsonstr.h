@@ -51,4 +51,9 @@ void eb__jsonstr_put_member(
  * caller then asks jansson, which also reports what is wrong). */
 json_t *eb__jsonstr_parse_plain_object(const char *p, size_t n);
 
+/* 1 when eb__jsonstr_parse_plain_object(p, n) would succeed, with at most
+ * 16 keys; nothing built. Such bytes are exactly what eb__jsonstr_put_object
+ * writes for the object they hold, so they can travel as they are. */
+int eb__jsonstr_plain_object_check(const char *p, size_t n);
+
 #endif

@@ -118,9 +118,13 @@ dedup_key(
 static const char *
 msg_key(const eb_bus_msg *msg, size_t *klen)
 {
-	const json_t *h =
-	    json_object_get(eb_bus_msg_headers(msg), EB_BUS_DEDUP_HEADER);
-	const char *key;
+	const json_t *h;
+	const char   *key;
+
+	if (!eb__bus_msg_may_have_header(msg, EB_BUS_DEDUP_HEADER)) {
+		return NULL; /* kept as bytes, and surely without one */
+	}
+	h = json_object_get(eb_bus_msg_headers(msg), EB_BUS_DEDUP_HEADER);
 
 	if (!json_is_string(h)) {
 		return NULL;

@@ -102,6 +102,8 @@ struct eb_bus_msg {
 	int     body_parsed;
 	int     body_inline; /* body is part of the message's allocation */
 	int     pooled;    /* a MSG_BLOCK block of the thread's pool (msg.c) */
+	int     hdr_plain; /* hdr_enc plain (eb__jsonstr_plain_object_check):
+	                      1, 0, or -1 not judged yet */
 	uint64_t epoch;    /* fencing stamp, 0: none (send opts / frame) */
 	eb_bus  *bus;      /* borrowed; set while a reply is possible */
 	eb__list bus_link; /* in bus->msg.reply_msgs while bus != NULL */
@@ -444,6 +446,13 @@ int eb__bus_msg_make(const char *address, const eb__bus_body *body,
  * object, not NULL) held. */
 eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,
     size_t body_len, json_t *headers, int is_send);
+/* The same with the headers kept as their bytes, hdr[0..hdr_len) checked
+ * plain by eb__jsonstr_plain_object_check (parsed only if read). */
+eb_bus_msg *eb__bus_msg_from_plain(const char *address, const char *body,
+    size_t body_len, const char *hdr, size_t hdr_len, int is_send);
+/* 0 when msg's headers surely lack key (plain bytes not parsed yet, a
+ * search finds no such key), else 1: read them to know. */
+int eb__bus_msg_may_have_header(const eb_bus_msg *msg, const char *key);
 /* Makes msg answerable on bus (reply_address copied, origin set). */
 void eb__bus_msg_set_reply(
     eb_bus *bus, eb_bus_msg *msg, const char *reply_address, uint32_t origin);

@@ -348,6 +348,7 @@ eb__bus_msg_make(const char *address, const eb__bus_body *body,
 		memcpy(m->hdr_enc, body->hdr_enc, body->hdr_enc_len);
 		m->hdr_enc[body->hdr_enc_len] = '\0';
 		m->hdr_enc_len = body->hdr_enc_len;
+		m->hdr_plain = -1; /* not judged yet */
 		*msgp = m;
 		return 0;
 	}
@@ -370,6 +371,64 @@ eb__bus_msg_from_bytes(const char *address, const char *body, size_t body_len,
 	msg_set_body(m, body, body_len);
 	m->headers = json_incref(headers);
 	return m;
+}
+
+eb_bus_msg *
+eb__bus_msg_from_plain(const char *address, const char *body, size_t body_len,
+    const char *hdr, size_t hdr_len, int is_send)
+{
+	eb_bus_msg *m = msg_alloc(address, is_send, body_len + 1 + hdr_len);
+
+	msg_set_body(m, body, body_len);
+	m->hdr_enc = m->address + strlen(m->address) + 1 + body_len + 1;
+	memcpy(m->hdr_enc, hdr, hdr_len);
+	m->hdr_enc[hdr_len] = '\0';
+	m->hdr_enc_len = hdr_len;
+	m->hdr_plain = 1;
+	return m;
+}
+
+int
+eb__bus_msg_may_have_header(const eb_bus_msg *msg, const char *key)
+{
+	char   pat[160];
+	size_t n = strlen(key);
+
+	if (msg->headers != NULL || msg->hdr_plain != 1 ||
+	    n + 4 > sizeof(pat)) {
+		return 1;
+	}
+	/* In a plain object a '"' only delimits, so "key": appears exactly
+	 * where that key is. */
+	pat[0] = '"';
+	memcpy(pat + 1, key, n);
+	pat[n + 1] = '"';
+	pat[n + 2] = ':';
+	pat[n + 3] = '\0';
+	/* Plain bytes hold no NUL: hdr_enc is one C string. */
+	return strstr(msg->hdr_enc, pat) != NULL;
+}
+
+const char *
+eb_bus_msg_headers_enc(const eb_bus_msg *msg, size_t *len)
+{
+	eb_bus_msg *m;
+
+	if (msg->hdr_enc == NULL) {
+		return NULL;
+	}
+	if (msg->hdr_plain < 0) {
+		/* Given by a sender (eb_bus_send_confirmed_enc): judged once.
+		 */
+		memcpy(&m, &msg, sizeof(eb_bus_msg *));
+		m->hdr_plain =
+		    eb__jsonstr_plain_object_check(m->hdr_enc, m->hdr_enc_len);
+	}
+	if (!msg->hdr_plain) {
+		return NULL;
+	}
+	*len = msg->hdr_enc_len;
+	return msg->hdr_enc;
 }
 
 void

@@ -99,6 +99,12 @@ typedef struct bus_remote {
 	char   *hdr_bytes;
 	size_t  hdr_len;
 	json_t *hdr;
+	/* The last headers that missed that cache: plain headers are kept
+	 * as bytes (parsed only if read: new stamped ingress headers in every
+	 * message), unless they repeat the last miss, which then goes into
+	 * the cache above instead. */
+	char   miss_bytes[HDR_CACHE_MAX];
+	size_t miss_len;
 	/* The last headers object encoded (held) and its encoding: a shared
 	 * object (eb_bus_send_opts.share_headers, e.g. every ingress forward
 	 * of one node) is encoded once. */
@@ -807,17 +813,31 @@ rd_str_free(rd_str *s)
 	}
 }
 
-static json_t *
-rd_headers(bus_remote *st, eb__link_rd *r)
+/* 1 when the headers p[0..n) are kept as bytes (see miss_bytes). */
+static int
+hdr_as_bytes(bus_remote *st, const char *p, size_t n)
 {
-	size_t       n;
-	const char  *p = eb__link_get_bytes32(r, &n);
+	if ((n == 2 && memcmp(p, "{}", 2) == 0) ||
+	    (st->hdr != NULL && n == st->hdr_len &&
+	        memcmp(p, st->hdr_bytes, n) == 0)) {
+		return 0;
+	}
+	if (n <= HDR_CACHE_MAX) {
+		if (n == st->miss_len && memcmp(p, st->miss_bytes, n) == 0) {
+			return 0; /* repeated: parse once and share */
+		}
+		memcpy(st->miss_bytes, p, n);
+		st->miss_len = n;
+	}
+	return eb__jsonstr_plain_object_check(p, n);
+}
+
+static json_t *
+rd_headers(bus_remote *st, const char *p, size_t n)
+{
 	json_error_t jerr;
 	json_t      *h;
 
-	if (r->bad) {
-		return NULL;
-	}
 	if (n == 2 && memcmp(p, "{}", 2) == 0) {
 		return json_incref(st->bus->msg.empty_headers);
 	}
@@ -850,13 +870,21 @@ rd_headers(bus_remote *st, eb__link_rd *r)
 static eb_bus_msg *
 rd_msg(bus_remote *st, eb__link_rd *r, const char *address, int is_send)
 {
-	json_t     *h = rd_headers(st, r);
+	size_t      hn;
+	const char *hp = eb__link_get_bytes32(r, &hn);
 	size_t      blen;
 	const char *body = eb__link_get_bytes32(r, &blen);
+	json_t     *h;
 	eb_bus_msg *m;
 
-	if (h == NULL || r->bad || blen == 0) {
-		json_decref(h);
+	if (r->bad || blen == 0) {
+		return NULL;
+	}
+	if (hdr_as_bytes(st, hp, hn)) {
+		return eb__bus_msg_from_plain(
+		    address, body, blen, hp, hn, is_send);
+	}
+	if ((h = rd_headers(st, hp, hn)) == NULL) {
 		return NULL;
 	}
 	m = eb__bus_msg_from_bytes(address, body, blen, h, is_send);

@@ -292,6 +292,12 @@ EB_API const char   *eb_bus_msg_address(const eb_bus_msg *msg);
 EB_API const char   *eb_bus_msg_reply_address(const eb_bus_msg *msg);
 EB_API int           eb_bus_msg_is_send(const eb_bus_msg *msg);
 EB_API const json_t *eb_bus_msg_headers(const eb_bus_msg *msg); /* object */
+/* The headers' JSON encoding when msg keeps them as bytes (sent with
+ * eb_bus_send_confirmed_enc, or received so from another node) that are
+ * exactly the compact form the object encodes to (printable ASCII, no
+ * escapes), and *len its length; else NULL (eb_bus_msg_headers() always
+ * works). Lets a writer copy them instead of encoding the object. */
+EB_API const char *eb_bus_msg_headers_enc(const eb_bus_msg *msg, size_t *len);
 /* The body parsed (lazily); NULL for a null body. */
 EB_API const json_t *eb_bus_msg_body(eb_bus_msg *msg);
 /* The body as its compact JSON encoding ("null" for none). */
