@@ -36,6 +36,8 @@ eb_link_opts_init(eb_link_opts *o)
 	o->max_frame_bytes = (uint32_t) 16 * 1024 * 1024;
 	o->max_out_bytes = (uint64_t) 64 * 1024 * 1024;
 	o->max_pending_inbound = 64;
+	o->proto_min = EB_LINK_PROTOCOL_MIN;
+	o->proto_max = EB_LINK_PROTOCOL_VERSION;
 }
 
 static uint32_t
@@ -58,7 +60,8 @@ mgr_opts_check(const eb_link_opts *o, eb_errbuf *err)
 	    o->port > 65535 || o->heartbeat_ms == 0 ||
 	    o->dead_ms <= o->heartbeat_ms || o->backoff_min_ms == 0 ||
 	    o->backoff_max_ms < o->backoff_min_ms ||
-	    o->max_frame_bytes < 1024 || o->connect_timeout_ms == 0) {
+	    o->max_frame_bytes < 1024 || o->connect_timeout_ms == 0 ||
+	    o->proto_min == 0 || o->proto_max < o->proto_min) {
 		return eb_errf(err, UV_EINVAL, "link: invalid options");
 	}
 	if (tls != 0 && tls != 3) {
@@ -107,6 +110,8 @@ eb_link_mgr_new(
 	m->max_out = o->max_out_bytes;
 	m->max_pending =
 	    o->max_pending_inbound != 0 ? o->max_pending_inbound : 64;
+	m->proto_min = o->proto_min;
+	m->proto_max = o->proto_max;
 	m->tls_ctx = tls;
 	m->next_peer_id = 1;
 	eb__list_init(&m->peers);
@@ -302,10 +307,37 @@ peer_dial(eb_link_mgr *m, link_peer *p)
 static void
 peer_maybe_dial(eb_link_mgr *m, link_peer *p, uint64_t now)
 {
+	/* No version in common with its record: dialing cannot link (the
+	 * record changes when the peer restarts as another release). */
 	if (p->dialer && p->host != NULL && p->conn == NULL &&
 	    p->dialing == NULL && now >= p->retry_at && !m->closing &&
-	    m->listening) {
+	    m->listening && eb__link_version_for(m, p) != 0) {
 		peer_dial(m, p);
+	}
+}
+
+/* The record's range against ours: version skew is known before any
+ * connection (both sides, dialer or not). */
+static void
+peer_check_range(eb_link_mgr *m, link_peer *p)
+{
+	if (p->conn != NULL) {
+		return;
+	}
+	if (eb__link_version_for(m, p) == 0) {
+		if (p->down != EB_LINK_DOWN_VERSION) {
+			EB_LOG_WARN("link",
+			    "version-skew: node=%s peer=%u..%u self=%u..%u",
+			    p->node_id,
+			    p->rec_min != 0 ? p->rec_min
+			                    : EB_LINK_PROTOCOL_LEGACY,
+			    p->rec_max != 0 ? p->rec_max
+			                    : EB_LINK_PROTOCOL_LEGACY,
+			    m->proto_min, m->proto_max);
+		}
+		eb__link_peer_set_down(m, p, EB_LINK_DOWN_VERSION);
+	} else if (p->down == EB_LINK_DOWN_VERSION) {
+		eb__link_peer_set_down(m, p, EB_LINK_DOWN_NONE);
 	}
 }
 
@@ -324,6 +356,8 @@ eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 	p->conn = c;
 	p->attempts = 0;
 	p->ups++;
+	p->version = c->version;
+	eb__link_peer_set_down(m, p, EB_LINK_DOWN_NONE);
 	/* Fixed buffers (no autotuning): what is in flight to a peer stays
 	 * bounded (link.h). */
 	{
@@ -333,8 +367,8 @@ eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 		sz = EB__LINK_SOCKET_BUFFER;
 		(void) uv_recv_buffer_size((uv_handle_t *) &c->s.tcp, &sz);
 	}
-	EB_LOG_INFO("link", "link-up: node=%s peer=%s dir=%s", p->node_id,
-	    c->peer_addr, c->outbound ? "out" : "in");
+	EB_LOG_INFO("link", "link-up: node=%s peer=%s dir=%s version=%u",
+	    p->node_id, c->peer_addr, c->outbound ? "out" : "in", c->version);
 	if (m->h != NULL) {
 		m->h->up(m->hctx, p->id, p->node_id);
 	}
@@ -362,12 +396,16 @@ eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c)
 {
 	if (p->dialing == c) {
 		p->dialing = NULL;
+		eb__link_peer_set_down(m, p,
+		    c->fail != EB_LINK_DOWN_NONE ? c->fail
+		                                 : EB_LINK_DOWN_UNREACHABLE);
 		p->attempts++;
 		p->retry_at =
 		    uv_now(m->loop) + eb__link_backoff_ms(m, p->attempts);
 	}
 	if (p->conn == c) {
 		p->conn = NULL;
+		p->version = 0;
 		EB_LOG_INFO("link", "link-down: node=%s", p->node_id);
 		if (m->h != NULL) {
 			m->h->down(m->hctx, p->id);
@@ -384,9 +422,18 @@ int
 eb_link_mgr_peer_add(
     eb_link_mgr *m, const char *node_id, const char *host, int port)
 {
+	return eb_link_mgr_peer_add_range(m, node_id, host, port, 0, 0);
+}
+
+int
+eb_link_mgr_peer_add_range(eb_link_mgr *m, const char *node_id,
+    const char *host, int port, int proto_min, int proto_max)
+{
 	link_peer *p;
 
-	if (node_id == NULL || host == NULL || port <= 0 || port > 65535) {
+	if (node_id == NULL || host == NULL || port <= 0 || port > 65535 ||
+	    proto_min < 0 || proto_max < proto_min || proto_max > 65535 ||
+	    (proto_min == 0) != (proto_max == 0)) {
 		return UV_EINVAL;
 	}
 	if (m->closing) {
@@ -404,6 +451,12 @@ eb_link_mgr_peer_add(
 		p->port = port;
 		p->retry_at = 0; /* a new address: try at once */
 	}
+	if (p->rec_min != proto_min || p->rec_max != proto_max) {
+		p->rec_min = (uint16_t) proto_min;
+		p->rec_max = (uint16_t) proto_max;
+		p->retry_at = 0; /* another release: try at once */
+	}
+	peer_check_range(m, p);
 	peer_maybe_dial(m, p, uv_now(m->loop));
 	return 0;
 }
@@ -483,7 +536,8 @@ eb_link_mgr_set_peers(eb_link_mgr *m, const eb_link_peer *peers, size_t n)
 		    p->host == NULL || p->host[0] == '\0' || p->port <= 0) {
 			continue; /* not linkable (e.g. an older version) */
 		}
-		(void) eb_link_mgr_peer_add(m, p->node_id, p->host, p->port);
+		(void) eb_link_mgr_peer_add_range(m, p->node_id, p->host,
+		    p->port, p->proto_min, p->proto_max);
 	}
 	EB_LIST_FOREACH (it, tmp, &m->peers) {
 		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);
@@ -561,6 +615,13 @@ eb_link_mgr_stats_foreach(eb_link_mgr *m, eb_link_stats_fn fn, void *arg)
 		s.bytes_in = p->bytes_in;
 		s.ups = p->ups;
 		s.congestions = p->congestions;
+		s.version = p->conn != NULL ? p->version : 0;
+		s.proto_min = p->rec_min;
+		s.proto_max = p->rec_max;
+		s.down_reason =
+		    eb_link_down_reason_name((eb_link_down_reason) p->down);
+		s.down_since_ms =
+		    p->down != EB_LINK_DOWN_NONE ? p->down_since : 0;
 		if (p->conn != NULL) {
 			s.queued = eb__link_conn_backlog(p->conn) +
 			           eb__buf_avail(&p->conn->out);

@@ -58,6 +58,8 @@ members_cb(eb_cluster *c, const eb_cluster_member *ms, size_t count, void *arg)
 		peers[i].node_id = ms[i].node_id;
 		peers[i].host = ms[i].host;
 		peers[i].port = ms[i].cluster_port;
+		peers[i].proto_min = ms[i].link_min;
+		peers[i].proto_max = ms[i].link_max;
 	}
 	(void) eb_link_mgr_set_peers(n->links, peers, count);
 	free(peers);

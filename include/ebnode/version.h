@@ -15,7 +15,10 @@
  */
 EB_API const char *eb_library_version(void);
 
-/* Version of the node-to-node link protocol (cluster links, hello frame). */
+/* Versions of the node-to-node link protocol (cluster links, hello
+ * frame): this build speaks EB_LINK_PROTOCOL_MIN .. _VERSION (same values
+ * as in link.h). docs/UPGRADING.md says how they change. */
 #define EB_LINK_PROTOCOL_VERSION 3
+#define EB_LINK_PROTOCOL_MIN     3
 
 #endif
