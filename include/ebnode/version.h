@@ -5,9 +5,9 @@
 #include <ebnode/api.h>
 
 #define EB_VERSION_MAJOR  0
-#define EB_VERSION_MINOR  1
+#define EB_VERSION_MINOR  2
 #define EB_VERSION_PATCH  0
-#define EB_VERSION_STRING "0.1.0"
+#define EB_VERSION_STRING "0.2.0"
 
 /*
  * The version of the libebnode shared library in use (EB_VERSION_STRING of
