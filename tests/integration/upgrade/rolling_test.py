@@ -34,9 +34,12 @@ node speaking 3..4 and one speaking only 4. The 3..4 node links with both
 
 EB_UPGRADE_STEP_S sets the steady seconds per step (default 4).
 """
+import json
 import os
-import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -479,6 +482,78 @@ class Rolling(unittest.TestCase):
                                 {"reason": "version"}), 0)
         self.assertEqual(metric(metrics(n2), "ebnode_link_version",
                                 {"peer": "n3"}), 3)
+
+
+class Configs(unittest.TestCase):
+    """Every configuration the previous release accepts (its own example
+    files and fuzz corpus, this tree's, and edge cases) passes this
+    release's --check; the reverse direction is reported (a rollback needs
+    a config the old release reads: docs/UPGRADING.md)."""
+
+    EDGE = {
+        "heartbeat-at-link-timeout": {"cluster": {"heartbeat_ms": 3000}},
+        "link-timeout-below-heartbeat": {
+            "cluster": {"heartbeat_ms": 4000, "link_timeout_ms": 3000}},
+        "optional-section": {"optional": ["vertx"], "vertx": {"x": 1}},
+        "empty": {},
+        "clustered": {"zookeeper": {"connect": "127.0.0.1:2181",
+                                    "root": "/ebnode/x"},
+                      "node": {"id": "a", "address": "a",
+                               "eligible": False}},
+    }
+
+    def test_old_configs_start_on_new(self):
+        version, commit, _ = prev_release.previous_release()
+        old_bin = prev_release.prev_ebnode(commit)
+        old_src = os.path.join(os.path.dirname(os.path.dirname(
+            os.path.dirname(old_bin))), "src")
+        files = []
+        for top in (old_src, prev_release.SOURCE_DIR):
+            for sub in ("etc", os.path.join("tests", "fuzz", "corpus",
+                                            "conf")):
+                d = os.path.join(top, sub)
+                if os.path.isdir(d):
+                    files += [os.path.join(d, f) for f in sorted(os.listdir(d))
+                              if f.endswith((".json", ".jsonc"))]
+        tmp = tempfile.mkdtemp(prefix="ebtest-configs-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        for name, cfg in self.EDGE.items():
+            path = os.path.join(tmp, name + ".json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(cfg, f)
+            files.append(path)
+
+        def check(binary, path):
+            r = subprocess.run([binary, "--check", "-c", path],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=ebtest.scaled(20),
+                               cwd=os.path.dirname(path), check=False)
+            return r.returncode, (r.stdout + r.stderr).strip()
+
+        counts = {}
+        broken = []
+        print("\n| config | %s | %s |" % (version, "new"))
+        print("|---|---|---|")
+        for path in files:
+            (oc, omsg), (nc, nmsg) = check(old_bin, path), check(NEW_BIN, path)
+            short = os.path.relpath(path, os.path.dirname(old_src)) \
+                if path.startswith(old_src) else os.path.basename(path)
+            print("| %s | %s | %s |" % (
+                short, "ok" if oc == 0 else "refused (%d)" % oc,
+                "ok" if nc == 0 else "refused (%d)" % nc))
+            key = ("old ok" if oc == 0 else "old refused",
+                   "new ok" if nc == 0 else "new refused")
+            counts[key] = counts.get(key, 0) + 1
+            if oc == 0 and nc != 0:
+                broken.append((short, nmsg))
+        print("totals: %r" % sorted(counts.items()))
+        self.assertEqual(broken, [], "accepted by %s, refused now" % version)
+        # The edge cases this release accepts with a warning.
+        for name in ("heartbeat-at-link-timeout",
+                     "link-timeout-below-heartbeat", "optional-section"):
+            code, msg = check(NEW_BIN, os.path.join(tmp, name + ".json"))
+            self.assertEqual(code, 0, (name, msg))
+            self.assertIn("WARN config:", msg, name)
 
 
 if __name__ == "__main__":
