@@ -316,31 +316,6 @@ peer_maybe_dial(eb_link_mgr *m, link_peer *p, uint64_t now)
 	}
 }
 
-/* The record's range against ours: version skew is known before any
- * connection (both sides, dialer or not). */
-static void
-peer_check_range(eb_link_mgr *m, link_peer *p)
-{
-	if (p->conn != NULL) {
-		return;
-	}
-	if (eb__link_version_for(m, p) == 0) {
-		if (p->down != EB_LINK_DOWN_VERSION) {
-			EB_LOG_WARN("link",
-			    "version-skew: node=%s peer=%u..%u self=%u..%u",
-			    p->node_id,
-			    p->rec_min != 0 ? p->rec_min
-			                    : EB_LINK_PROTOCOL_LEGACY,
-			    p->rec_max != 0 ? p->rec_max
-			                    : EB_LINK_PROTOCOL_LEGACY,
-			    m->proto_min, m->proto_max);
-		}
-		eb__link_peer_set_down(m, p, EB_LINK_DOWN_VERSION);
-	} else if (p->down == EB_LINK_DOWN_VERSION) {
-		eb__link_peer_set_down(m, p, EB_LINK_DOWN_NONE);
-	}
-}
-
 void
 eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 {
@@ -456,7 +431,7 @@ eb_link_mgr_peer_add_range(eb_link_mgr *m, const char *node_id,
 		p->rec_max = (uint16_t) proto_max;
 		p->retry_at = 0; /* another release: try at once */
 	}
-	peer_check_range(m, p);
+	eb__link_peer_check_range(m, p);
 	peer_maybe_dial(m, p, uv_now(m->loop));
 	return 0;
 }

@@ -174,6 +174,12 @@ uint16_t eb__link_version_pick(
 /* The version to propose to p: the highest in common with its record's
  * range (no range: EB_LINK_PROTOCOL_LEGACY), 0 when there is none. */
 uint16_t eb__link_version_for(const eb_link_mgr *m, const link_peer *p);
+/* p's record range; none: EB_LINK_PROTOCOL_LEGACY..LEGACY. */
+void eb__link_peer_range(const link_peer *p, uint16_t *lo, uint16_t *hi);
+/* p's record range against ours: version skew is known before any
+ * connection (both sides, dialer or not); a record that changed to a
+ * common range clears it. */
+void eb__link_peer_check_range(eb_link_mgr *m, link_peer *p);
 /* p's link is down for reason r (EB_LINK_DOWN_NONE: up again); counts a
  * change into a reason in m->down_total. */
 void eb__link_peer_set_down(eb_link_mgr *m, link_peer *p, int r);

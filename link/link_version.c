@@ -49,12 +49,20 @@ eb__link_version_pick(
 	return hi >= lo ? hi : 0;
 }
 
+void
+eb__link_peer_range(const link_peer *p, uint16_t *lo, uint16_t *hi)
+{
+	*lo = p->rec_min != 0 ? p->rec_min : EB_LINK_PROTOCOL_LEGACY;
+	*hi = p->rec_max != 0 ? p->rec_max : EB_LINK_PROTOCOL_LEGACY;
+}
+
 uint16_t
 eb__link_version_for(const eb_link_mgr *m, const link_peer *p)
 {
-	uint16_t pmin = p->rec_min != 0 ? p->rec_min : EB_LINK_PROTOCOL_LEGACY;
-	uint16_t pmax = p->rec_max != 0 ? p->rec_max : EB_LINK_PROTOCOL_LEGACY;
+	uint16_t pmin;
+	uint16_t pmax;
 
+	eb__link_peer_range(p, &pmin, &pmax);
 	return eb__link_version_pick(m->proto_min, m->proto_max, pmin, pmax);
 }
 
@@ -71,6 +79,30 @@ eb__link_peer_set_down(eb_link_mgr *m, link_peer *p, int r)
 	}
 	p->down = r;
 	p->down_since = uv_now(m->loop);
+}
+
+void
+eb__link_peer_check_range(eb_link_mgr *m, link_peer *p)
+{
+	uint16_t lo;
+	uint16_t hi;
+
+	if (p->conn != NULL) {
+		return;
+	}
+	if (eb__link_version_for(m, p) != 0) {
+		if (p->down == EB_LINK_DOWN_VERSION) {
+			eb__link_peer_set_down(m, p, EB_LINK_DOWN_NONE);
+		}
+		return;
+	}
+	if (p->down == EB_LINK_DOWN_VERSION) {
+		return; /* logged when it began */
+	}
+	eb__link_peer_range(p, &lo, &hi);
+	EB_LOG_WARN("link", "version-skew: node=%s peer=%u..%u self=%u..%u",
+	    p->node_id, lo, hi, m->proto_min, m->proto_max);
+	eb__link_peer_set_down(m, p, EB_LINK_DOWN_VERSION);
 }
 
 static int
@@ -105,14 +137,14 @@ eb_link_mgr_degraded(const eb_link_mgr *m, char *buf, size_t size)
 			continue;
 		}
 		if (n++ == 0 && size > 0) {
+			uint16_t lo;
+			uint16_t hi;
+
+			eb__link_peer_range(p, &lo, &hi);
 			(void) snprintf(buf, size,
 			    "link-down: node=%s reason=%s peer=%u..%u "
 			    "self=%u..%u",
-			    p->node_id, reason_names[p->down],
-			    p->rec_min != 0 ? p->rec_min
-			                    : EB_LINK_PROTOCOL_LEGACY,
-			    p->rec_max != 0 ? p->rec_max
-			                    : EB_LINK_PROTOCOL_LEGACY,
+			    p->node_id, reason_names[p->down], lo, hi,
 			    m->proto_min, m->proto_max);
 		}
 	}
