@@ -553,6 +553,14 @@ eb__link_peer_node_id(eb_link_mgr *m, uint32_t peer)
 	return p != NULL && p->conn != NULL ? p->node_id : NULL;
 }
 
+unsigned
+eb__link_peer_version(eb_link_mgr *m, uint32_t peer)
+{
+	link_peer *p = eb__link_peer_by_id(m, peer);
+
+	return p != NULL && p->conn != NULL ? p->version : 0;
+}
+
 void
 eb__link_foreach_up(
     eb_link_mgr *m, void (*fn)(void *arg, uint32_t peer), void *arg)

@@ -164,6 +164,10 @@ test_highest_common(void **state)
 	assert_int_equal(th_run_until(t, both_up, both, 2000), 0);
 	assert_int_equal(peer_get(&a, "b").version, 4);
 	assert_int_equal(peer_get(&b, "a").version, 4);
+	assert_int_equal(
+	    eb__link_peer_version(a.mgr, eb__link_peer_find(a.mgr, "b")->id),
+	    4);
+	assert_int_equal(eb__link_peer_version(a.mgr, 999), 0);
 	vnode_close(t, &b);
 	/* The dialer (a) speaks more than the acceptor. */
 	a.ups = 0;
