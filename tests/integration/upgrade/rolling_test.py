@@ -53,6 +53,19 @@ STEADY_S = float(os.environ.get("EB_UPGRADE_STEP_S", "4"))
 NEW_BIN = ebtest.ebnode_bin()
 
 
+def _new_version():
+    path = os.path.join(prev_release.SOURCE_DIR, "include", "ebnode",
+                        "version.h")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#define EB_VERSION_STRING"):
+                return line.split('"')[1]
+    return None
+
+
+NEW_VERSION = _new_version()
+
+
 def node_config(root, name, ports, eligible=True):
     cfg = ebtest.cluster_config(
         root, name,
@@ -471,6 +484,26 @@ class Rolling(unittest.TestCase):
         self.assertEqual((byid["n1"]["link_min"], byid["n1"]["link_max"]),
                          (0, 0))
         self.assertEqual(byid["n1"]["version"], self.prev_version)
+        self.assertEqual(byid["n2"]["version"], NEW_VERSION)
+        # ebctl nodes: the same columns in its table.
+        ebctl = os.environ.get("EBCTL_BIN")
+        if ebctl:
+            r = subprocess.run([ebctl, "nodes", "--admin",
+                                "%s:%d" % n2.admin], capture_output=True,
+                               text=True, timeout=ebtest.scaled(10),
+                               check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            print(r.stdout)
+            lines = r.stdout.splitlines()
+            at = [k for k, ln in enumerate(lines) if ln.startswith("NODE")]
+            self.assertEqual(len(at), 1, r.stdout)
+            head = lines[at[0]].split()
+            for col in ("VERSION", "LINK_MIN", "LINK_MAX"):
+                self.assertIn(col, head)
+            rows = {ln.split()[0]: ln.split() for ln in lines[at[0] + 1:]
+                    if ln.strip()}
+            self.assertEqual(rows["n3"][head.index("LINK_MIN")], "4")
+            self.assertEqual(rows["n2"][head.index("VERSION")], NEW_VERSION)
         # n3 back at the default range: every link up, nothing degraded.
         self.restart("n3", new)
         self.all_linked()
