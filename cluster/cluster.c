@@ -40,6 +40,7 @@
 
 #include <ebnode/cluster.h>
 #include <ebnode/log.h>
+#include <ebnode/version.h>
 
 #include "cluster/cluster_int.h"
 #include "common/alloc.h"
@@ -137,6 +138,9 @@ eb_cluster_opts_init(eb_cluster_opts *opts)
 	opts->max_request_bytes = EB_CLUSTER_MAX_REQUEST_DEFAULT;
 	opts->host = "127.0.0.1";
 	eb_election_opts_init(&opts->election);
+	/* What an eb_link_mgr with default options speaks. */
+	opts->link_min = EB_LINK_PROTOCOL_MIN;
+	opts->link_max = EB_LINK_PROTOCOL_VERSION;
 }
 
 int

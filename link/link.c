@@ -393,22 +393,14 @@ eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c)
 	}
 }
 
-int
-eb_link_mgr_peer_add(
-    eb_link_mgr *m, const char *node_id, const char *host, int port)
-{
-	return eb_link_mgr_peer_add_range(m, node_id, host, port, 0, 0);
-}
-
-int
-eb_link_mgr_peer_add_range(eb_link_mgr *m, const char *node_id,
-    const char *host, int port, int proto_min, int proto_max)
+/* keep_range: the caller says nothing about the range (peer_add). */
+static int
+peer_add(eb_link_mgr *m, const char *node_id, const char *host, int port,
+    int keep_range, int proto_min, int proto_max)
 {
 	link_peer *p;
 
-	if (node_id == NULL || host == NULL || port <= 0 || port > 65535 ||
-	    proto_min < 0 || proto_max < proto_min || proto_max > 65535 ||
-	    (proto_min == 0) != (proto_max == 0)) {
+	if (node_id == NULL || host == NULL || port <= 0 || port > 65535) {
 		return UV_EINVAL;
 	}
 	if (m->closing) {
@@ -426,7 +418,8 @@ eb_link_mgr_peer_add_range(eb_link_mgr *m, const char *node_id,
 		p->port = port;
 		p->retry_at = 0; /* a new address: try at once */
 	}
-	if (p->rec_min != proto_min || p->rec_max != proto_max) {
+	if (!keep_range &&
+	    (p->rec_min != proto_min || p->rec_max != proto_max)) {
 		p->rec_min = (uint16_t) proto_min;
 		p->rec_max = (uint16_t) proto_max;
 		p->retry_at = 0; /* another release: try at once */
@@ -434,6 +427,24 @@ eb_link_mgr_peer_add_range(eb_link_mgr *m, const char *node_id,
 	eb__link_peer_check_range(m, p);
 	peer_maybe_dial(m, p, uv_now(m->loop));
 	return 0;
+}
+
+int
+eb_link_mgr_peer_add(
+    eb_link_mgr *m, const char *node_id, const char *host, int port)
+{
+	return peer_add(m, node_id, host, port, 1, 0, 0);
+}
+
+int
+eb_link_mgr_peer_add_range(eb_link_mgr *m, const char *node_id,
+    const char *host, int port, int proto_min, int proto_max)
+{
+	if (proto_min < 0 || proto_max < proto_min || proto_max > 65535 ||
+	    (proto_min == 0) != (proto_max == 0)) {
+		return UV_EINVAL;
+	}
+	return peer_add(m, node_id, host, port, 0, proto_min, proto_max);
 }
 
 static void
@@ -511,8 +522,7 @@ eb_link_mgr_set_peers(eb_link_mgr *m, const eb_link_peer *peers, size_t n)
 		    p->host == NULL || p->host[0] == '\0' || p->port <= 0) {
 			continue; /* not linkable (e.g. an older version) */
 		}
-		(void) eb_link_mgr_peer_add_range(m, p->node_id, p->host,
-		    p->port, p->proto_min, p->proto_max);
+		(void) eb_link_mgr_peer_add(m, p->node_id, p->host, p->port);
 	}
 	EB_LIST_FOREACH (it, tmp, &m->peers) {
 		link_peer *p = EB_CONTAINER_OF(it, link_peer, link);

@@ -188,7 +188,8 @@ member_json(eb__registry *r)
 	char   *s;
 
 	/* Extra keys: releases before versioned links ignore them. */
-	if (r->link_min > 0 && r->link_max >= r->link_min) {
+	if (r->link_min > 0 && r->link_max >= r->link_min &&
+	    r->link_max <= 65535) {
 		(void) json_object_set_new(
 		    o, "link_min", json_integer(r->link_min));
 		(void) json_object_set_new(

@@ -91,12 +91,16 @@ typedef struct eb_cluster_opts {
 	int         bridge_port;  /* 0: no bridge */
 	int         admin_port;   /* 0: no admin endpoint */
 	const char *version;      /* written into the member data */
-	int         link_min;     /* link protocol range written into the */
-	int         link_max;     /* member data; 0, 0: none */
 	/* The election: eligible (may lead) and the lease (ebnode/election.h,
 	 * docs/CLUSTER.md "The lease"). election.zk_tick_ms is the ensemble's
 	 * tickTime (0: unknown). */
 	eb_election_opts election;
+	/* The link protocol range written into the member data (0, 0: none;
+	 * default EB_LINK_PROTOCOL_MIN..EB_LINK_PROTOCOL_VERSION, what an
+	 * eb_link_mgr with default options speaks; at the end: appended in
+	 * 0.2.0). */
+	int link_min;
+	int link_max;
 } eb_cluster_opts;
 
 /* One member as the child cache shows it. */
@@ -109,13 +113,15 @@ typedef struct eb_cluster_member {
 	int         bridge_port;
 	int         admin_port;
 	const char *version;
-	int         link_min;  /* its link protocol range; 0, 0: the record */
-	int         link_max;  /* has none (a release before versioned links) */
 	int64_t     seq;       /* sequence suffix: member order */
 	int64_t     czxid;     /* the epoch it would lead with */
 	uint64_t    joined_ms; /* "started_ms" of the member data; 0: none */
 	int         eligible;
 	int         self; /* this node's own member */
+	/* Its link protocol range; 0, 0: the record has none (a release
+	 * before versioned links). At the end: appended in 0.2.0. */
+	int link_min;
+	int link_max;
 } eb_cluster_member;
 
 typedef struct eb_cluster_leadership {

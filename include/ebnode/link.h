@@ -84,14 +84,18 @@ EB_API void eb_link_mgr_close(
     eb_link_mgr *mgr, eb_link_mgr_close_cb cb, void *arg);
 
 /*
- * A peer to keep a link to (again: updates host/port). Ignored for our own
- * node id. Returns 0, UV_EINVAL, or EB_ECLOSED.
+ * A peer to keep a link to (again: updates host/port; its link protocol
+ * range stays what eb_link_mgr_peer_add_range last said, none for a new
+ * peer). Ignored for our own node id. Returns 0, UV_EINVAL, or EB_ECLOSED.
  */
 EB_API int eb_link_mgr_peer_add(
     eb_link_mgr *mgr, const char *node_id, const char *host, int port);
 /* As eb_link_mgr_peer_add, with the peer's link protocol range from its
- * member record (0, 0: none, see eb_link_peer). A peer with no version in
- * common is not dialed: its link is down for reason "version". */
+ * member record (0, 0: the record has none: a release before versioned
+ * links, which speaks exactly EB_LINK_PROTOCOL_LEGACY). A peer with no
+ * version in common is not dialed: its link is down for reason "version".
+ * With a membership list: this for each member first, then
+ * eb_link_mgr_set_peers (which removes the others). */
 EB_API int eb_link_mgr_peer_add_range(eb_link_mgr *mgr, const char *node_id,
     const char *host, int port, int proto_min, int proto_max);
 /* Drops the peer and its link (the bus forgets its interest at once). */
@@ -101,11 +105,6 @@ typedef struct eb_link_peer {
 	const char *node_id;
 	const char *host;
 	int         port;
-	/* The link protocol range of its member record; 0, 0: the record
-	 * has none (a release before versioned links: it speaks exactly
-	 * EB_LINK_PROTOCOL_LEGACY). */
-	int proto_min;
-	int proto_max;
 } eb_link_peer;
 /*
  * Reconciles the peers with a membership list (the whole list, e.g. every
