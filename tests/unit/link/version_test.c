@@ -3,6 +3,7 @@
  * a peer's record range, version skew known before connecting and what
  * /health reads of it, a release before versioned links (a hello without
  * a range), a stale record. */
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,65 @@ test_skew(void **state)
 	vnode_close(t, &b);
 }
 
+static int
+unreachable_counted(void *arg)
+{
+	vnode *n = arg;
+
+	return eb_link_mgr_degraded(n->mgr, NULL, 0) > 0;
+}
+
+/* A member whose dials fail: down for "unreachable" from the first
+ * failure, but degraded (health) only once that lasted dead_ms; a restart
+ * of the peer is not an outage. */
+static void
+test_unreachable(void **state)
+{
+	th_loop     *t = *state;
+	eb_link_opts o;
+	vnode        a;
+	uv_tcp_t     s;
+	int          port;
+	char         why[160];
+
+	/* A port nobody listens on: bound, never listening. */
+	{
+		struct sockaddr_in      sa;
+		struct sockaddr_storage got;
+		int                     len = sizeof(got);
+
+		(void) uv_ip4_addr("127.0.0.1", 0, &sa);
+		(void) uv_tcp_init(&t->loop, &s);
+		assert_int_equal(
+		    uv_tcp_bind(&s, (const struct sockaddr *) &sa, 0), 0);
+		(void) uv_tcp_getsockname(&s, (struct sockaddr *) &got, &len);
+		port = ntohs(((struct sockaddr_in *) &got)->sin_port);
+	}
+	memset(&a, 0, sizeof(a));
+	eb_link_opts_init(&o);
+	o.node_id = "a";
+	o.heartbeat_ms = 50;
+	o.dead_ms = 300;
+	assert_int_equal(eb_link_mgr_new(&t->loop, &o, &a.mgr, NULL), 0);
+	eb__link_mgr_set_handler(a.mgr, &handler, &a);
+	assert_int_equal(eb_link_mgr_start(a.mgr), 0);
+	assert_int_equal(
+	    eb_link_mgr_peer_add_range(a.mgr, "b", "127.0.0.1", port, 3, 3), 0);
+	assert_int_equal(eb_link_mgr_degraded(a.mgr, NULL, 0), 0);
+	assert_int_equal(th_run_until(t, unreachable_counted, &a, 3000), 0);
+	assert_true(
+	    uv_now(&t->loop) - eb__link_peer_find(a.mgr, "b")->down_since >=
+	    300);
+	assert_string_equal(peer_get(&a, "b").reason, "unreachable");
+	assert_int_equal(eb_link_mgr_degraded(a.mgr, why, sizeof(why)), 1);
+	assert_string_equal(
+	    why, "link-down: node=b reason=unreachable peer=3..3 self=3..3");
+	assert_int_equal(
+	    eb_link_mgr_down_total(a.mgr, EB_LINK_DOWN_UNREACHABLE), 1);
+	uv_close((uv_handle_t *) &s, NULL);
+	vnode_close(t, &a);
+}
+
 /* ---- a release before versioned links, by hand: its hello has no range
  * and it accepts only its own version ---- */
 
@@ -442,6 +502,8 @@ main(void)
 		    test_skew, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_legacy_dialer, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_unreachable, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_bad_ranges, th_setup, th_teardown),
 	};
