@@ -7,7 +7,8 @@ recorded commit (prev_release.py; skipped with a message when the commit
 is not in the clone). Three nodes on fixed ports, one config each that
 both binaries read unchanged: n1 and n2 eligible (n1 leads first), n3 not
 eligible. A client on n2 sends 200 ingress requests/s to external.ingress
-(routed to "orders"); a consumer of "orders" is on n3.
+(routed to "orders"), every 5th keyed with an ebnode.msgid header; a
+consumer of "orders" is on n3.
 
 Steps, each a SIGTERM and a start of the other binary with the same
 config: upgrade n3 (consumer's node), n2 (client's node), n1 (leader; n2
@@ -144,8 +145,11 @@ class Client:
             self.n += 1
             self.sent[i] = time.monotonic()
             pending.add(i)
+            # Every 5th request keyed (ebnode.msgid, issue 23): 0.1.0
+            # passes the header on, this release deduplicates by it.
+            headers = {"ebnode.msgid": "k%d" % i} if i % 5 == 0 else None
             try:
-                conn.send("external.ingress", {"i": i},
+                conn.send("external.ingress", {"i": i}, headers=headers,
                           reply_address="r%d" % i)
             except OSError:
                 pass  # counted as cut when the connection reports it
