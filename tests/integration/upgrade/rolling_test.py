@@ -33,7 +33,9 @@ node speaking 3..4 and one speaking only 4. The 3..4 node links with both
 /health "degraded" with reason version and ebnode_link_down{reason=
 "version"} 1, until it restarts with the default range: then "ok".
 
-EB_UPGRADE_STEP_S sets the steady seconds per step (default 4).
+EB_UPGRADE_STEP_S sets the steady seconds per step (default 4);
+EB_UPGRADE_DRAIN=0 restarts nodes without moving anything off them first
+(informational: see DRAIN below).
 """
 import json
 import os
@@ -51,6 +53,11 @@ import prev_release  # noqa: E402
 
 RATE = 200
 STEADY_S = float(os.environ.get("EB_UPGRADE_STEP_S", "4"))
+# EB_UPGRADE_DRAIN=0: nothing moves off the node that restarts (the
+# consumer's node takes its consumer down with it, the client's node its
+# connection): the table then shows what that costs; only "nothing
+# acknowledged is lost" and "no request answered twice" are asserted.
+DRAIN = os.environ.get("EB_UPGRADE_DRAIN", "1") != "0"
 NEW_BIN = ebtest.ebnode_bin()
 
 
@@ -152,7 +159,8 @@ class Client:
                 conn.send("external.ingress", {"i": i}, headers=headers,
                           reply_address="r%d" % i)
             except OSError:
-                pass  # counted as cut when the connection reports it
+                self.cut[i] = time.monotonic()  # its node is gone
+                pending.discard(i)
 
     def _read(self, conn, pending):
         try:
@@ -346,6 +354,18 @@ class Rolling(unittest.TestCase):
         def step(label, name, binary):
             t0 = time.monotonic()
             moved_consumer = moved_client = False
+            if not DRAIN:
+                t_stop = time.monotonic()
+                self.restart(name, binary)
+                t_back = time.monotonic()
+                self.all_linked()
+                if name == "n3":
+                    consumers.add(self.nodes["n3"])
+                if name == "n2":
+                    client.move_to(self.nodes["n2"])  # reconnects
+                _, _, t1 = steady(label, t0)
+                steps.append((label, t0, t1, t_stop, t_back))
+                return
             if name == "n3":
                 # n1 leads whenever n3 restarts: registered there (the
                 # pong after the register says so), the route has it.
@@ -439,8 +459,10 @@ class Rolling(unittest.TestCase):
                 print("  %s: failures %r" % (r[0], r[8]))
         print("duplicate answers: %d" % client.dup)
         self.assertEqual(client.dup, 0)
-        self.assertEqual(bad, [], "steps with failed, lost, unanswered or "
-                         "cut requests")
+        self.assertEqual(sum(r[4] for r in rows), 0, "acknowledged, lost")
+        if DRAIN:
+            self.assertEqual(bad, [], "steps with failed, lost, unanswered "
+                             "or cut requests")
 
     def test_version_skew_reported_by_health(self):
         """Forced ranges: 3..4 links with the old release at 3 and with a
