@@ -287,6 +287,7 @@ class Rolling(unittest.TestCase):
         root = ebtest.unique_root()
         self.configs = {}
         self.nodes = {}
+        self.binaries = dict(binaries)
         for k, name in enumerate(("n1", "n2", "n3")):
             ports = {p: ebtest.free_port()
                      for p in ("cluster", "bridge", "admin")}
@@ -308,6 +309,7 @@ class Rolling(unittest.TestCase):
         self.assertEqual(code, 0, "%s exit code" % name)
         node.close()
         self.nodes[name] = start(binary, self.configs[name], name, env)
+        self.binaries[name] = binary
 
     def all_linked(self, bound=30):
         names = list(self.nodes)
@@ -389,6 +391,13 @@ class Rolling(unittest.TestCase):
                 st, h = health(node)
                 self.assertEqual((st, h.get("status")), (200, "ok"),
                                  "%s /health after %s: %r" % (n, label, h))
+                # A new node never saw version skew (an old one has no
+                # such metric).
+                self.assertEqual(
+                    metric(metrics(node), "ebnode_link_down_total",
+                           {"reason": "version"}),
+                    0 if self.binaries[n] == new else None,
+                    "%s after %s" % (n, label))
             _, _, t1 = steady(label, t0)
             steps.append((label, t0, t1, t_stop, t_back))
 
