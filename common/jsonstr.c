@@ -3,6 +3,7 @@
  */
 #include "common/jsonstr.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include <uv.h>
@@ -167,6 +168,27 @@ eb__jsonstr_put_member(
 static const char *
 plain_body_end(const char *p, const char *end)
 {
+	const uint64_t ones = 0x0101010101010101ull;
+	const uint64_t highs = 0x8080808080808080ull;
+	uint64_t       w;
+	uint64_t       q;
+	uint64_t       b;
+
+	/* Eight bytes at a time while none is a control, '"', '\\' or
+	 * >= 0x7f (a borrow or carry only follows a byte that matched, so a
+	 * word that has none is never flagged wrongly as having none); the
+	 * byte loop then finds the exact one. */
+	while (end - p >= 8) {
+		memcpy(&w, p, 8);
+		q = w ^ (ones * '"');
+		b = w ^ (ones * '\\');
+		if ((((w - ones * 0x20u) & ~w) | ((q - ones) & ~q) |
+		        ((b - ones) & ~b) | (w + ones) | w) &
+		    highs) {
+			break;
+		}
+		p += 8;
+	}
 	for (; p < end; p++) {
 		unsigned char c = (unsigned char) *p;
 
