@@ -28,7 +28,7 @@ allowed() { # folder -> allowed repo-rooted include prefixes; 1: no rule
 	ingress)  echo "ingress eventbus admin common" ;;
 	web)      echo "web bridge stream tls eventbus admin http common" ;;
 	conf)     echo "conf admin common" ;;
-	node)     echo "node conf web bridge ingress eventbus cluster shared link admin http common" ;;
+	node)     echo "node conf web bridge ingress eventbus cluster shared vertx link admin http common" ;;
 	# Programs and libraries outside the node.
 	ctl)      echo "ctl conf cluster zk tls admin http common" ;; # ebctl
 	bench)    echo "bench tls bridge common" ;;
