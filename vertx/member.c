@@ -74,6 +74,9 @@ struct eb__vx_member {
 	int                    registering;
 	int                    listing_nodes;
 	int                    relist_nodes;
+	int                    watch_all; /* mirror every address (eager) */
+	int                    listing_root;
+	int                    relist_root;
 	int                    started;
 	int                    closing;
 	eb__vx_member_close_cb close_cb;
@@ -673,6 +676,103 @@ addr_list(eb__vx_member *m, addr *a)
 	free(path);
 }
 
+/* ---- every address (eb__vx_member_watch_all) ---- */
+
+static void root_list(eb__vx_member *m);
+
+static void
+root_watch_cb(eb__zk *zk, eb__zk_watch_type type, const char *path, void *arg)
+{
+	eb__vx_member *m = live(zk, eb__zk_live_id(arg));
+
+	(void) type;
+	(void) path;
+	if (m != NULL) {
+		root_list(m);
+	}
+}
+
+static void
+root_exists_cb(eb__zk *zk, int status, const eb__zk_stat *stat, void *arg)
+{
+	eb__vx_member *m = live(zk, eb__zk_live_id(arg));
+
+	(void) stat;
+	if (m != NULL && status == 0) {
+		root_list(m); /* created between the listing and this check */
+	}
+}
+
+/* Addresses no longer listed read as empty from now on. */
+static void
+root_prune(eb__vx_member *m, const char *const *names, size_t count)
+{
+	for (size_t i = 0; i < m->addrs.len; i++) {
+		addr  *a = eb__vec_at(&m->addrs, i);
+		size_t k = 0;
+
+		while (k < count && strcmp(names[k], a->address) != 0) {
+			k++;
+		}
+		if (k == count && a->loaded && a->ids.len > 0) {
+			ids_clear(&a->ids);
+			if (m->cfg.on_ready != NULL) {
+				m->cfg.on_ready(a->address, m->cfg.arg);
+			}
+		}
+	}
+}
+
+static void
+root_children_cb(
+    eb__zk *zk, int status, const char *const *names, size_t count, void *arg)
+{
+	eb__vx_member *m = live(zk, eb__zk_live_id(arg));
+
+	if (m == NULL) {
+		return;
+	}
+	m->listing_root = 0;
+	if (status == EB_EZKNONODE) {
+		(void) eb__zk_exists(zk, m->subs_path, root_watch_cb,
+		    eb__zk_live_arg(m->id), root_exists_cb,
+		    eb__zk_live_arg(m->id));
+		root_prune(m, NULL, 0);
+	} else if (status == 0) {
+		for (size_t k = 0; k < count; k++) {
+			if (addr_find(m, names[k]) == NULL) {
+				addr *a = eb__vec_push(&m->addrs);
+
+				a->address = eb__strdup(names[k]);
+				eb__vec_init(&a->ids, sizeof(char *));
+				addr_list(m, a);
+			}
+		}
+		root_prune(m, names, count);
+	}
+	if (m->relist_root) {
+		m->relist_root = 0;
+		root_list(m);
+	}
+}
+
+static void
+root_list(eb__vx_member *m)
+{
+	if (!m->watch_all) {
+		return;
+	}
+	if (m->listing_root) {
+		m->relist_root = 1;
+		return;
+	}
+	if (eb__zk_get_children(m->zk, m->subs_path, root_watch_cb,
+	        eb__zk_live_arg(m->id), root_children_cb,
+	        eb__zk_live_arg(m->id)) == 0) {
+		m->listing_root = 1;
+	}
+}
+
 /* ---- the API ---- */
 
 /* What vertx-zookeeper can hold as one znode name under __vertx.subs. */
@@ -741,6 +841,7 @@ eb__vx_member_start(eb__vx_member *m)
 	if (eb__zk_get_state(m->zk) == EB_ZK_STATE_CONNECTED) {
 		register_all(m);
 		nodes_list(m);
+		root_list(m);
 	}
 	return 0;
 }
@@ -758,14 +859,17 @@ eb__vx_member_session_event(eb__vx_member *m, eb__zk_event ev)
 		m->registered = 0;
 		m->registering = 0;
 		m->listing_nodes = 0;
+		m->listing_root = 0;
 		for (size_t i = 0; i < m->addrs.len; i++) {
 			((addr *) eb__vec_at(&m->addrs, i))->listing = 0;
 		}
 		break;
 	case EB_ZK_EV_CONNECTED:
 		m->listing_nodes = 0;
+		m->listing_root = 0;
 		register_all(m);
 		nodes_list(m);
+		root_list(m);
 		for (size_t i = 0; i < m->addrs.len; i++) {
 			addr *a = eb__vec_at(&m->addrs, i);
 
@@ -776,9 +880,31 @@ eb__vx_member_session_event(eb__vx_member *m, eb__zk_event ev)
 	case EB_ZK_EV_RECONNECTED:
 		register_all(m); /* when a request was lost meanwhile */
 		nodes_list(m);   /* events may have been missed */
+		root_list(m);
 		break;
 	default:
 		break;
+	}
+}
+
+void
+eb__vx_member_watch_all(eb__vx_member *m)
+{
+	if (m->watch_all) {
+		return;
+	}
+	m->watch_all = 1;
+	if (m->started && eb__zk_get_state(m->zk) == EB_ZK_STATE_CONNECTED) {
+		root_list(m);
+	}
+}
+
+void
+eb__vx_member_each_addr(
+    eb__vx_member *m, void (*fn)(const char *address, void *arg), void *arg)
+{
+	for (size_t i = 0; i < m->addrs.len; i++) {
+		fn(((addr *) eb__vec_at(&m->addrs, i))->address, arg);
 	}
 }
 

@@ -64,6 +64,16 @@ void eb__vx_member_session_event(eb__vx_member *m, eb__zk_event ev);
 void eb__vx_member_close(
     eb__vx_member *m, eb__vx_member_close_cb cb, void *arg);
 
+/* Mirrors every address under __vertx.subs (as a JVM's TreeCache does),
+ * not only those asked for: on_ready(address) after each (re)load, also
+ * when an address disappears (then it reads as empty). The bus needs the
+ * counts before it routes a send. */
+void eb__vx_member_watch_all(eb__vx_member *m);
+
+/* Calls fn for every address known (loaded or being loaded). */
+void eb__vx_member_each_addr(
+    eb__vx_member *m, void (*fn)(const char *address, void *arg), void *arg);
+
 /* 1 when this node's NodeInfo exists in the current session. */
 int eb__vx_member_registered(const eb__vx_member *m);
 
