@@ -346,6 +346,9 @@ dial_cb(eb__stream *s, int status)
 	if (eb__buf_avail(&c->pending) > 0) {
 		(void) conn_write(c, &c->pending);
 	}
+	if (!c->closing && n->cfg.on_up != NULL) {
+		n->cfg.on_up(n, c->node_id, n->cfg.arg);
+	}
 }
 
 int

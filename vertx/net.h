@@ -49,6 +49,9 @@ typedef void (*eb__vx_frame_cb)(eb__vx_net *n, int status,
  * between already opened a new connection. */
 typedef void (*eb__vx_down_cb)(
     eb__vx_net *n, const char *node_id, int err, void *arg);
+/* The outgoing connection to node_id is up (a later turn than the send
+ * that opened it). */
+typedef void (*eb__vx_up_cb)(eb__vx_net *n, const char *node_id, void *arg);
 typedef void (*eb__vx_net_close_cb)(eb__vx_net *n, void *arg);
 
 typedef struct eb__vx_net_cfg {
@@ -62,6 +65,7 @@ typedef struct eb__vx_net_cfg {
 	eb__vx_frame_cb on_frame;
 	eb__vx_down_cb  on_down; /* may be NULL */
 	void           *arg;
+	eb__vx_up_cb    on_up; /* may be NULL */
 } eb__vx_net_cfg;
 
 typedef struct eb__vx_net_stats {

@@ -132,19 +132,38 @@ ready_cb(const char *address, void *arg)
 	report(address, arg);
 }
 
+static int send_to(eb__vx_node *v, const char *node_id, eb__buf *b);
+
+/* Down peers get a ping: a connection that comes up (up_cb) puts the peer
+ * back into routing; one that fails keeps it out, with no request lost on
+ * the way. */
 static void
 retry_cb(uv_timer_t *t)
 {
 	eb__vx_node *v = t->data;
-	int          any = 0;
+	eb__buf      b;
 
+	eb__buf_init(&b);
 	for (size_t i = 0; i < v->peers.len; i++) {
 		vpeer *p = eb__vec_at(&v->peers, i);
 
-		any |= p->down;
-		p->down = 0;
+		if (p->down && eb__vx_encode_ping(&b, p->id) == 0) {
+			(void) send_to(v, p->id, &b);
+		}
+		b.off = b.len = 0;
 	}
-	if (any) {
+	eb__buf_free(&b);
+}
+
+static void
+up_cb(eb__vx_net *n, const char *node_id, void *arg)
+{
+	eb__vx_node *v = arg;
+	vpeer       *p = peer_of(v, node_of(v, node_id));
+
+	(void) n;
+	if (v->attached && p->down) {
+		p->down = 0;
 		eb__vx_member_each_addr(v->m, report, v);
 	}
 }
@@ -512,7 +531,7 @@ eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
 	eb__vx_net_cfg nc = { v->host, v->o.cluster_port, v->o.max_frame_bytes,
 		v->o.write_queue_bytes, v->o.connect_timeout_ms,
 		v->o.ping_interval_ms, v->o.ping_timeout_ms, frame_cb, down_cb,
-		v };
+		v, up_cb };
 	eb__vx_member_cfg mc = { v->root, v->id, v->host, 0, gone_cb, ready_cb,
 		v };
 	int               rv;

@@ -57,7 +57,7 @@ static void
 net_open(th_loop *t, side *s, uint32_t ping_ms, size_t max_out)
 {
 	eb__vx_net_cfg cfg = { "127.0.0.1", 0, 1024, max_out, 2000, ping_ms,
-		200, frame_cb, down_cb, s };
+		200, frame_cb, down_cb, s, NULL };
 
 	(void) t;
 	memset(s, 0, sizeof(*s));
