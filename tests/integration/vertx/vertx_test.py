@@ -276,6 +276,18 @@ class VertxCluster(unittest.TestCase):
             self.assertEqual((pub["send"], pub["body"],
                               pub["headers"].get("x-pub")),
                              (False, {"pub": 1}, "1"))
+            # Java code's plain sends (egress.start: eb.send x 5)
+            n_before = len(served)
+            f = jc.request("egress.start", {"address": "eb.svc", "count": 5,
+                                            "size": 8})
+            self.assertEqual(f["body"], {"sent": 5})
+            ebtest.wait_until(lambda: len(served) >= n_before + 5, 10,
+                              "5 sends from Java")
+            sends = served[n_before:n_before + 5]
+            self.assertEqual(sorted(m["body"]["seq"] for m in sends),
+                             [0, 1, 2, 3, 4])
+            self.assertTrue(all(m["send"] and not m.get("replyAddress")
+                                for m in sends))
             # an ebnode publish reaches Java bridge consumers on both JVMs
             # and the ebnode one
             subs = []
@@ -306,8 +318,8 @@ class VertxCluster(unittest.TestCase):
                 c.close()
             jc.c.close()
             report("java_to_ebnode", "Java bridge requests (JSON, string, "
-                   "headers), ask.client, publish.to; ebnode publish "
-                   "reached both JVMs")
+                   "headers), ask.client, publish.to, 5 eb.send from "
+                   "egress.start; ebnode publish reached both JVMs")
         finally:
             stop.set()
             t.join(5)
