@@ -828,6 +828,16 @@ check_vertx(load_ctx *lc)
 			    v->node_id);
 		}
 	}
+	(void) snprintf(path, sizeof(path), "%s",
+	    v->engine_root != NULL ? v->engine_root : "/");
+	if (v->engine_root != NULL &&
+	    (strlen(v->engine_root) > 200 || zk_path_problem(path) != NULL)) {
+		RULE_FAIL(lc, "vertx.engine_root",
+		    "expected the Java engine's root, a ZooKeeper path that "
+		    "starts with \"/\" (under vertx.root), at most 200 "
+		    "characters, got \"%.60s\"",
+		    v->engine_root);
+	}
 	if (!numeric_ip(v->cluster_host)) {
 		RULE_FAIL(lc, "vertx.cluster_host",
 		    "expected a numeric IPv4 or IPv6 address (the JVMs dial "

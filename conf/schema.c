@@ -308,6 +308,9 @@ const eb__conf_entry eb__conf_schema[] = {
 	U32("vertx.ping_interval_ms", vertx.ping_interval_ms, 0, 3600000),
 	U32("vertx.ping_timeout_ms", vertx.ping_timeout_ms, 1, 3600000),
 	U32("vertx.drain_ms", vertx.drain_ms, 0, 60000),
+	S("vertx.engine_root", vertx.engine_root, EB__CF_NULLSTR),
+	S("vertx.engine_address", vertx.engine_address, EB__CF_NULLSTR),
+	S("vertx.engine_ingress", vertx.engine_ingress, EB__CF_NONEMPTY),
 };
 const size_t eb__conf_schema_len =
     sizeof(eb__conf_schema) / sizeof(eb__conf_schema[0]);

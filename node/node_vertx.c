@@ -16,23 +16,37 @@
 #include "node/node_int.h"
 #include "vertx/vxnode.h"
 
+/* The engine address is taken (the Java engine exits; so does the node,
+ * with exit code 3 as for its own duplicate address). */
+static void
+vertx_fail_cb(eb__vx_node *v, int err, void *arg)
+{
+	(void) v;
+	eb__node_fail(arg, err);
+}
+
 int
 eb__node_vertx_up(eb__node *n)
 {
-	eb__zk_opts zo;
-	eb_errbuf   e = { { 0 } };
-	int         rv;
+	eb__zk_opts   zo;
+	eb_vertx_opts vo = n->conf->vertx;
+	eb_errbuf     e = { { 0 } };
+	int           rv;
 
 	if (!n->conf->vertx_enabled || n->cluster.cluster == NULL) {
 		return 0;
 	}
+	if (vo.engine_address == NULL) {
+		vo.engine_address = n->conf->cluster.address;
+	}
 	eb__cluster_zk_opts(n->cluster.cluster, &zo);
-	rv = eb__vx_node_new(n->loop, n->bus, &n->conf->vertx, &zo, &n->vertx);
+	rv = eb__vx_node_new(n->loop, n->bus, &vo, &zo, &n->vertx);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "vertx-failed: err=%s", eb_err_name(rv));
 		n->vertx = NULL;
 		return rv;
 	}
+	eb__vx_node_on_fail(n->vertx, vertx_fail_cb, n);
 	rv = eb__vx_node_start(n->vertx, &e);
 	if (rv != 0) {
 		EB_LOG_ERR("node", "vertx-failed: err=%s detail=%s",

@@ -20,4 +20,7 @@ eb_vertx_opts_init(eb_vertx_opts *opts)
 	opts->ping_interval_ms = EB_VERTX_PING_MS;
 	opts->ping_timeout_ms = EB_VERTX_PING_MS;
 	opts->drain_ms = EB_VERTX_DRAIN_MS;
+	opts->engine_root = NULL;
+	opts->engine_address = NULL;
+	opts->engine_ingress = EB_VERTX_ENGINE_INGRESS;
 }

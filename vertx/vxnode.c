@@ -24,9 +24,11 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "common/list.h"
 #include "common/util.h"
 #include "common/vec.h"
 #include "eventbus/bus_ext.h"
+#include "vertx/engine.h"
 #include "vertx/member.h"
 #include "vertx/net.h"
 #include "vertx/wire.h"
@@ -35,6 +37,16 @@ typedef struct vpeer {
 	char *id;   /* owned */
 	int   down; /* its connection failed: no traffic until retried */
 } vpeer;
+
+/* A request from a Vert.x node to the engine ingress address, handed to
+ * this node's own bus as a local request (the ingress gateway is a
+ * local-only consumer); the answer goes back to the sender. */
+typedef struct proxy {
+	eb__list            link; /* v->proxies */
+	struct eb__vx_node *v;    /* NULL once the node closed */
+	char               *sender;
+	char               *reply; /* NULL: a plain send */
+} proxy;
 
 typedef struct own {
 	char   *address; /* owned */
@@ -47,6 +59,15 @@ struct eb__vx_node {
 	eb_vertx_opts        o;   /* strings point at the copies below */
 	char                *root;
 	char                *host;
+	char                *engine_path;    /* NULL: not a participant */
+	char                *engine_address; /* owned copies */
+	char                *engine_ingress;
+	eb__vx_engine       *engine;
+	int                  engine_leading;
+	uint64_t             engine_seq; /* its subscription while leading */
+	eb__list             proxies;
+	eb__vx_node_fail_cb  fail_cb;
+	void                *fail_arg;
 	char                 id[EB_UUID_STRLEN + 64];
 	eb__zk_opts          zo; /* strings borrowed until start */
 	eb__zk              *zk;
@@ -333,6 +354,10 @@ static const eb__bus_ext_ops ext_ops = {
 
 /* ---- from Vert.x ---- */
 
+static int engine_ingress(eb__vx_node *v, const eb__vx_frame *f,
+    const char *address, const char *reply, const char *body, size_t len,
+    const json_t *h);
+
 static char *
 span_dup(const eb__vx_span *s)
 {
@@ -424,8 +449,12 @@ on_message(eb__vx_node *v, uint32_t node, const eb__vx_frame *f,
 	eb__buf_init(&js);
 	rv = eb__vx_body_json(f, &js, &fail, &e);
 	if (rv == 0 && (h = eb__vx_headers_json(f, &err)) != NULL) {
-		eb__bus_ext_deliver(v->bus, node, address, reply, f->publish,
-		    eb__buf_head(&js), eb__buf_avail(&js), h);
+		if (!engine_ingress(v, f, address, reply, eb__buf_head(&js),
+		        eb__buf_avail(&js), h)) {
+			eb__bus_ext_deliver(v->bus, node, address, reply,
+			    f->publish, eb__buf_head(&js), eb__buf_avail(&js),
+			    h);
+		}
 	} else if (rv != EB_ERECIPIENT) {
 		/* a body this node cannot map: the sender hears why */
 		EB_LOG_RL_WARN("vertx", "frame-refused: address=%s detail=%s",
@@ -476,6 +505,111 @@ frame_cb(eb__vx_net *n, int status, const eb__vx_frame *f, const char *why,
 	free(reply);
 }
 
+/* ---- the engine's ingress (docs/VERTX.md section 7) ---- */
+
+static void
+proxy_free(proxy *p)
+{
+	eb__list_remove(&p->link);
+	free(p->sender);
+	free(p->reply);
+	free(p);
+}
+
+static void
+proxy_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	proxy       *p = arg;
+	eb__vx_node *v = p->v;
+	eb__buf      b;
+	size_t       len = 0;
+	const char  *body;
+
+	(void) bus;
+	if (v == NULL || p->reply == NULL) {
+		proxy_free(p);
+		return;
+	}
+	eb__buf_init(&b);
+	if (status == 0 && reply != NULL) {
+		eb__vx_out o = { p->reply, eb_bus_msg_reply_address(reply),
+			v->id, 0, eb_bus_msg_headers(reply), NULL, 0 };
+
+		body = eb_bus_msg_body_bytes(reply, &len);
+		o.body = body;
+		o.body_len = len;
+		(void) eb__vx_encode(&b, &o);
+	} else {
+		(void) eb__vx_encode_failure(&b, p->reply, v->id,
+		    failure != NULL ? (int) failure->type : EB_VX_FAIL_ERROR,
+		    failure != NULL ? failure->code : -1,
+		    failure != NULL && failure->message != NULL
+		        ? failure->message
+		        : eb_strerror(status));
+	}
+	if (eb__buf_avail(&b) > 0) {
+		(void) send_to(v, p->sender, &b);
+	}
+	eb__buf_free(&b);
+	proxy_free(p);
+}
+
+/* 1 when f was the engine ingress and was handed to the local bus. */
+static int
+engine_ingress(eb__vx_node *v, const eb__vx_frame *f, const char *address,
+    const char *reply, const char *body, size_t len, const json_t *h)
+{
+	proxy *p;
+	int    rv;
+
+	if (!v->engine_leading || f->publish ||
+	    strcmp(address, v->engine_ingress) != 0) {
+		return 0;
+	}
+	p = eb__calloc(1, sizeof(*p));
+	p->v = v;
+	p->sender = eb__strndup(f->sender.p, f->sender.n);
+	p->reply = reply[0] != '\0' ? eb__strdup(reply) : NULL;
+	eb__list_insert_tail(&v->proxies, &p->link);
+	rv = eb_bus_request_raw(
+	    v->bus, address, body, len, h, NULL, proxy_cb, p);
+	if (rv != 0) {
+		eb_bus_failure fl = { EB_BUS_ERROR, -1, eb_strerror(rv) };
+
+		proxy_cb(v->bus, rv, NULL, &fl, p);
+	}
+	return 1;
+}
+
+static void
+engine_cb(eb__vx_engine_event ev, const char *detail, void *arg)
+{
+	eb__vx_node *v = arg;
+	int          leading = ev == EB_VX_ENGINE_LEADER;
+
+	if (ev == EB_VX_ENGINE_DUPLICATE) {
+		if (v->fail_cb != NULL) {
+			v->fail_cb(v, EB_EDUPADDR, v->fail_arg);
+		}
+		return;
+	}
+	if (ev == EB_VX_ENGINE_REGISTERED || leading == v->engine_leading ||
+	    v->closing) {
+		return;
+	}
+	(void) detail;
+	v->engine_leading = leading;
+	if (leading) {
+		/* Java bridges' ingress reaches this node from here on */
+		(void) eb__vx_member_sub_add(
+		    v->m, v->engine_ingress, &v->engine_seq);
+	} else {
+		(void) eb__vx_member_sub_del(
+		    v->m, v->engine_ingress, v->engine_seq);
+	}
+}
+
 /* ---- lifecycle ---- */
 
 static void
@@ -486,6 +620,9 @@ zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 	(void) zk;
 	if (v->m != NULL && !v->closing) {
 		eb__vx_member_session_event(v->m, ev);
+	}
+	if (v->engine != NULL && !v->closing) {
+		eb__vx_engine_session_event(v->engine, ev);
 	}
 }
 
@@ -517,6 +654,18 @@ eb__vx_node_new(uv_loop_t *loop, eb_bus *bus, const eb_vertx_opts *opts,
 		return UV_EINVAL;
 	}
 	v->o.node_id = v->id;
+	if (opts->engine_root != NULL && opts->engine_address != NULL) {
+		size_t n = strlen(v->root) + strlen(opts->engine_root) + 2;
+
+		v->engine_path = eb__malloc(n);
+		(void) snprintf(
+		    v->engine_path, n, "/%s%s", v->root, opts->engine_root);
+		v->engine_address = eb__strdup(opts->engine_address);
+	}
+	v->engine_ingress =
+	    eb__strdup(opts->engine_ingress != NULL ? opts->engine_ingress
+	                                            : EB_VERTX_ENGINE_INGRESS);
+	eb__list_init(&v->proxies);
 	eb__vec_init(&v->peers, sizeof(vpeer));
 	eb__vec_init(&v->owns, sizeof(own));
 	(void) uv_timer_init(loop, &v->timer);
@@ -559,6 +708,13 @@ eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
 		    eb_strerror(rv));
 	}
 	v->attached = 1;
+	if (v->engine_path != NULL &&
+	    ((rv = eb__vx_engine_new(v->loop, v->zk, v->engine_path,
+	          v->engine_address, engine_cb, v, &v->engine)) != 0 ||
+	        (rv = eb__vx_engine_start(v->engine)) != 0)) {
+		return eb_errf(
+		    e, rv, "vertx: engine election: %s", eb_strerror(rv));
+	}
 	if (v->o.connect_timeout_ms > 0) {
 		(void) uv_timer_start(&v->timer, retry_cb,
 		    v->o.connect_timeout_ms, v->o.connect_timeout_ms);
@@ -573,6 +729,13 @@ const char *
 eb__vx_node_id(const eb__vx_node *v)
 {
 	return v->id;
+}
+
+void
+eb__vx_node_on_fail(eb__vx_node *v, eb__vx_node_fail_cb cb, void *arg)
+{
+	v->fail_cb = cb;
+	v->fail_arg = arg;
 }
 
 int
@@ -595,6 +758,18 @@ node_free(eb__vx_node *v)
 	}
 	eb__vec_free(&v->peers);
 	eb__vec_free(&v->owns);
+	/* proxies still waiting for the bus: their callback frees them */
+	while (!eb__list_empty(&v->proxies)) {
+		proxy *p =
+		    EB_CONTAINER_OF(eb__list_first(&v->proxies), proxy, link);
+
+		p->v = NULL;
+		eb__list_remove(&p->link);
+		eb__list_init(&p->link);
+	}
+	free(v->engine_path);
+	free(v->engine_address);
+	free(v->engine_ingress);
 	free(v->root);
 	free(v->host);
 	free(v);
@@ -615,6 +790,13 @@ static void
 member_closed_cb(eb__vx_member *m, void *arg)
 {
 	(void) m;
+	part_closed(arg);
+}
+
+static void
+engine_closed_cb(eb__vx_engine *e, void *arg)
+{
+	(void) e;
 	part_closed(arg);
 }
 
@@ -652,6 +834,11 @@ drained_cb(uv_timer_t *t)
 		v->attached = 0;
 	}
 	v->pending = 1; /* the timer */
+	if (v->engine != NULL) {
+		v->pending++;
+		eb__vx_engine_close(v->engine, engine_closed_cb, v);
+		v->engine = NULL;
+	}
 	if (v->m != NULL) {
 		v->pending++;
 		eb__vx_member_close(v->m, member_closed_cb, v);
@@ -676,7 +863,12 @@ eb__vx_node_close(eb__vx_node *v, eb__vx_node_close_cb cb, void *arg)
 	v->close_arg = arg;
 	/* The JVMs stop routing here once the subscription znodes are
 	 * gone; what they routed before still arrives during the drain and
-	 * is served. */
+	 * is served. The engine child goes at once (a hand-over). */
+	if (v->engine_leading && v->m != NULL) {
+		(void) eb__vx_member_sub_del(
+		    v->m, v->engine_ingress, v->engine_seq);
+		v->engine_leading = 0;
+	}
 	for (size_t i = 0; v->m != NULL && i < v->owns.len; i++) {
 		own *o = eb__vec_at(&v->owns, i);
 

@@ -27,6 +27,9 @@
 
 typedef struct eb__vx_node eb__vx_node; /* opaque */
 typedef void (*eb__vx_node_close_cb)(eb__vx_node *v, void *arg);
+/* An unrecoverable error while running (EB_EDUPADDR: the engine address is
+ * taken in the Java engine's election). */
+typedef void (*eb__vx_node_fail_cb)(eb__vx_node *v, int err, void *arg);
 
 /* opts and zo are copied (zo's strings borrowed until start). 0 or
  * UV_EINVAL. */
@@ -36,6 +39,8 @@ int eb__vx_node_new(uv_loop_t *loop, eb_bus *bus, const eb_vertx_opts *opts,
  * must be attached: eb_bus_cluster_attach). 0 or an error (detail in e);
  * close it either way. */
 int eb__vx_node_start(eb__vx_node *v, eb_errbuf *e);
+/* Set before start; cb may be NULL. */
+void eb__vx_node_on_fail(eb__vx_node *v, eb__vx_node_fail_cb cb, void *arg);
 /* The Vert.x node id and the bound cluster port (after start). */
 const char *eb__vx_node_id(const eb__vx_node *v);
 int         eb__vx_node_port(const eb__vx_node *v);

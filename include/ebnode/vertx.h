@@ -22,6 +22,7 @@
 #define EB_VERTX_CONNECT_MS        5000u
 #define EB_VERTX_PING_MS           20000u
 #define EB_VERTX_DRAIN_MS          500u
+#define EB_VERTX_ENGINE_INGRESS    "EXTERNAL_EVENT_INGRESS"
 
 typedef struct eb_vertx_opts {
 	/* ZooKeeper namespace of the Vert.x cluster (vertx-zookeeper's
@@ -40,6 +41,13 @@ typedef struct eb_vertx_opts {
 	uint32_t    ping_interval_ms; /* 0: no pings */
 	uint32_t    ping_timeout_ms;
 	uint32_t    drain_ms; /* graceful leave: subs gone, still serving */
+	/* The Java engine's election (docs/VERTX.md section 7): its root
+	 * under `root` ("/engine"; NULL: not a participant), this node's
+	 * engine address (NULL: node.address) and the ingress address the
+	 * leader consumes. */
+	const char *engine_root;
+	const char *engine_address;
+	const char *engine_ingress;
 } eb_vertx_opts;
 
 /* Fills the defaults above (root EB_VERTX_ROOT, host 127.0.0.1, port 0,

@@ -89,6 +89,32 @@ class Anchor:
                 self.proc.wait()
 
 
+class Engine(Anchor):
+    """One engine.sh JVM (the Java engine's node): its election under
+    --engine-root, a TCP bridge."""
+
+    def __init__(self, name, zk, root, address):
+        self.name = name
+        self.bridge_port = ebtest.free_port()
+        self.cluster_port = ebtest.free_port()
+        self.lines = []
+        self.proc = subprocess.Popen(
+            [os.path.join(VERTX45, "bin", "engine.sh"), "--zk", zk,
+             "--engine-root", root, "--engine-address", address,
+             "--bridge-port", str(self.bridge_port),
+             "--bridge-host", "127.0.0.1", "--cluster-host", "127.0.0.1",
+             "--cluster-port", str(self.cluster_port),
+             "--session-ms", "4000"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        ebtest.wait_until(lambda: any("READY" in ln for ln in self.lines),
+                          60, "%s: READY" % name)
+
+    def said(self, text):
+        return any(text in ln for ln in self.lines)
+
+
 class Rq:
     """Requests over one bridge client, one at a time."""
     _n = 0
@@ -489,6 +515,88 @@ class VertxCluster(unittest.TestCase):
                "%s, then NO_HANDLERS after %.1f s (session %d ms)"
                % (sorted(set(seen[:-1])), time.monotonic() - t0,
                   SESSION_MS))
+
+
+class EngineElection(unittest.TestCase):
+    """Part B, started: ebnode in the Java engine's election."""
+
+    def setUp(self):
+        if not os.access(ANCHOR, os.X_OK):
+            skip("no Vert.x fixtures at %s (set EB_VERTX45)" % VERTX45)
+        self.zk = ebtest.zk_connect_string()
+        self.root = "/etest-%s" % uuid.uuid4().hex[:8]
+        self.procs = []
+        self.nodes = []
+        self.clients = []
+
+    def tearDown(self):
+        for c in self.clients:
+            c.close()
+        for n in self.nodes:
+            n.close()
+        for p in self.procs:
+            p.close()
+
+    def ebnode(self, address, wait=True):
+        cfg = ebtest.cluster_config(ebtest.unique_root(), "addr-" + address)
+        cfg = ebtest.merge(cfg, {
+            "zookeeper": {"session_timeout_ms": SESSION_MS},
+            "bridge": {"inbound": [{"addressRegex": ".*"}],
+                       "outbound": [{"addressRegex": ".*"}]},
+            "ingress": {"address": "EXTERNAL_EVENT_INGRESS",
+                        "default_route": {"to": "orders.eb"}},
+            "vertx": {"enabled": True, "cluster_host": "127.0.0.1",
+                      "engine_root": self.root,
+                      "engine_address": address},
+        })
+        if not wait:
+            return cfg
+        n = ebtest.EbNode(cfg, name=address)
+        self.nodes.append(n)
+        return n
+
+    def test_election_and_ingress(self):
+        e1 = Engine("e1", self.zk, self.root, "e1")
+        self.procs.append(e1)
+        ebtest.wait_until(lambda: e1.said("ELECTED"), 30, "e1 ELECTED")
+        n = self.ebnode("eb-e")
+        n.wait_log("engine-follower: address=eb-e leader=e1", 20)
+        # the duplicate check: a second node with e1's address stops
+        code, err = ebtest.start_expect_failure(self.ebnode("e1", False),
+                                                name="dup", timeout=30)
+        self.assertEqual(code, 3, err[-400:])
+        self.assertIn("engine-duplicate: address=e1", err)
+        e2 = Engine("e2", self.zk, self.root, "e2")
+        self.procs.append(e2)
+        consumer = ebtest.BridgeClient(*n.bridge)
+        self.clients.append(consumer)
+        consumer.register("orders.eb")
+        # e1 leaves (SIGTERM): ebnode's child is the lowest now
+        t0 = time.monotonic()
+        e1.close()
+        n.wait_log("engine-elected: address=eb-e", 20)
+        took = time.monotonic() - t0
+        self.assertFalse(e2.said("ELECTED"))
+        # ingress through the Java node's bridge reaches ebnode's router
+        jc = Rq(e2.client())
+        got = []
+
+        def acked():
+            f = jc.request("EXTERNAL_EVENT_INGRESS", {"order": 1},
+                           timeout=10)
+            if f["type"] == "message":
+                got.append(f)
+                return True
+            return False
+        ebtest.wait_until(acked, 20, "ingress through e2", interval=0.1)
+        self.assertEqual(got[0]["body"].get("status"), "ok", got[0])
+        m = consumer.recv_until(lambda f: f.get("address") == "orders.eb",
+                                10)
+        self.assertEqual(m["body"], {"order": 1})
+        jc.c.close()
+        report("engine", "ebnode follower behind e1, duplicate refused "
+               "(exit 3), elected %.1f s after SIGTERM of e1, ingress "
+               "from e2's bridge acked by ebnode %s" % (took, got[0]["body"]))
 
 
 if __name__ == "__main__":

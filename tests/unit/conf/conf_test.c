@@ -369,6 +369,10 @@ test_vertx(void **state)
 	expect_err("{\"vertx\": {\"enabled\": true}}", NULL, NULL, 0,
 	    "ebnode.json:1:23: vertx.enabled: needs zookeeper.connect (a "
 	    "Vert.x cluster lives in ZooKeeper)");
+	expect_err("{\"vertx\": {\"engine_root\": \"engine\"}}", NULL, NULL, 0,
+	    "ebnode.json:1:27: vertx.engine_root: expected the Java engine's "
+	    "root, a ZooKeeper path that starts with \"/\" (under "
+	    "vertx.root), at most 200 characters, got \"engine\"");
 	expect_err("{\"vertx\": {\"max_frame_bytes\": 10}}", NULL, NULL, 0,
 	    "ebnode.json:1:31: vertx.max_frame_bytes: expected an integer in "
 	    "64..2147483647, got 10");

@@ -166,6 +166,8 @@ static const special specials[] = {
 	{ "vertx.root", "t.vertx", { NULL } },
 	{ "vertx.cluster_host", "127.0.0.2", { NULL } },
 	{ "vertx.node_id", "n-1", { NULL } },
+	{ "vertx.engine_root", "/engine", { NULL } },
+	{ "vertx.engine_address", "e-1", { NULL } },
 };
 
 static const special *
