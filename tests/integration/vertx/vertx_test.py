@@ -93,7 +93,7 @@ class Engine(Anchor):
     """One engine.sh JVM (the Java engine's node): its election under
     --engine-root, a TCP bridge."""
 
-    def __init__(self, name, zk, root, address):
+    def __init__(self, name, zk, root, address, route_to=None):
         self.name = name
         self.bridge_port = ebtest.free_port()
         self.cluster_port = ebtest.free_port()
@@ -104,7 +104,8 @@ class Engine(Anchor):
              "--bridge-port", str(self.bridge_port),
              "--bridge-host", "127.0.0.1", "--cluster-host", "127.0.0.1",
              "--cluster-port", str(self.cluster_port),
-             "--session-ms", "4000"],
+             "--session-ms", "4000"] +
+            (["--route-to", route_to] if route_to else []),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._read, daemon=True).start()
