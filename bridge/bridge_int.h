@@ -122,6 +122,11 @@ void eb__bout_failure_buf(eb__buf *out, const char *token, const char *source,
 void eb__bout_message_buf(eb__buf *b, const char *address,
     const char *reply_address, const json_t *headers, const char *body_bytes,
     size_t body_len, int send);
+/* The same with the headers as their compact encoding (e.g. what
+ * eb_bus_msg_headers_enc returns), copied as they are. */
+void eb__bout_message_enc(eb__buf *b, const char *address,
+    const char *reply_address, const char *hdrs, size_t hlen,
+    const char *body_bytes, size_t body_len, int send);
 
 /* ---- connections: the structures (conn.c creates and frees them) ---- */
 
@@ -198,8 +203,8 @@ typedef struct eb__breply {
 typedef struct eb__breq {
 	eb__list   link;
 	eb__bconn *c;      /* NULL once the connection closed */
-	char      *token;  /* owned: the client's replyAddress */
-	char      *source; /* owned: the address it was sent to */
+	char      *token;  /* in the allocation: the client's replyAddress */
+	char      *source; /* in the allocation: the address it was sent to */
 } eb__breq;
 
 /* ---- conn.c: lifecycle and owned state ---- */

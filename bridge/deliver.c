@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <ebnode/err.h>
 
@@ -29,6 +30,8 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 	const char *ra = eb_bus_msg_reply_address(msg);
 	const char *body;
 	size_t      body_len = 0;
+	const char *hdr;
+	size_t      hdr_len = 0;
 	size_t      mark;
 	eb__buf    *out;
 
@@ -40,8 +43,14 @@ conn_message(eb__bconn *c, const char *address, eb_bus_msg *msg)
 		return -1;
 	}
 	body = eb_bus_msg_body_bytes(msg, &body_len);
-	eb__bout_message_buf(out, address, ra, eb_bus_msg_headers(msg), body,
-	    body_len, eb_bus_msg_is_send(msg));
+	if ((hdr = eb_bus_msg_headers_enc(msg, &hdr_len)) != NULL) {
+		/* Kept as their bytes, copied as they are (not parsed). */
+		eb__bout_message_enc(out, address, ra, hdr, hdr_len, body,
+		    body_len, eb_bus_msg_is_send(msg));
+	} else {
+		eb__bout_message_buf(out, address, ra, eb_bus_msg_headers(msg),
+		    body, body_len, eb_bus_msg_is_send(msg));
+	}
 	return eb__bconn_out_end(c, mark, EB_BRIDGE_OUT_MESSAGE);
 }
 
@@ -97,9 +106,7 @@ req_free(eb__breq *r)
 		r->c->b->stats.requests_in_flight--;
 	}
 	eb__list_remove(&r->link);
-	free(r->token);
-	free(r->source);
-	free(r);
+	free(r); /* its strings are in the same allocation */
 }
 
 void
@@ -129,11 +136,17 @@ eb__breq_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 eb__breq *
 eb__breq_new(eb__bconn *c, const char *token, const char *source)
 {
-	eb__breq *r = eb__calloc(1, sizeof(*r));
+	size_t    tn = strlen(token) + 1;
+	size_t    sn = strlen(source) + 1;
+	eb__breq *r = eb__malloc(sizeof(*r) + tn + sn);
 
+	/* One allocation: the request, then its two strings. */
+	memset(r, 0, sizeof(*r));
 	r->c = c;
-	r->token = eb__strdup(token);
-	r->source = eb__strdup(source);
+	r->token = (char *) (r + 1);
+	memcpy(r->token, token, tn);
+	r->source = r->token + tn;
+	memcpy(r->source, source, sn);
 	eb__list_insert_tail(&c->reqs, &r->link);
 	c->n_reqs++;
 	c->b->stats.requests_in_flight++;

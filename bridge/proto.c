@@ -681,16 +681,18 @@ put(char **dst, const char *s, size_t n)
 #define PUT_LIT(dst, lit) put(dst, lit, sizeof(lit) - 1)
 
 /*
- * The common message frame in one reservation: plain ASCII addresses, no
- * headers. 0 when it does not apply (the general path then runs).
+ * The common message frame in one reservation: plain ASCII addresses, the
+ * headers' encoding hdr[0..hlen) ("{}" for none). 0 when it does not apply
+ * (the general path then runs).
  */
 static int
 bout_message_plain(eb__buf *b, const char *address, const char *reply_address,
-    const json_t *headers, const char *body_bytes, size_t body_len, int send)
+    const char *hdrs, size_t hlen, const char *body_bytes, size_t body_len,
+    int send)
 {
 	static const char pre[] = "{\"type\":\"message\",\"address\":\"";
 	static const char mid[] = "\",\"replyAddress\":\"";
-	static const char hdr[] = "\",\"headers\":{}";
+	static const char hdr[] = "\",\"headers\":";
 	static const char bod[] = ",\"body\":";
 	static const char snd[] = ",\"send\":true}";
 	static const char pub[] = ",\"send\":false}";
@@ -699,8 +701,7 @@ bout_message_plain(eb__buf *b, const char *address, const char *reply_address,
 	size_t            total;
 	char             *dst;
 
-	if ((headers != NULL && json_object_size(headers) > 0) ||
-	    !plain_ascii(address, &alen) ||
+	if (!plain_ascii(address, &alen) ||
 	    (reply_address != NULL && !plain_ascii(reply_address, &rlen))) {
 		return 0;
 	}
@@ -710,8 +711,9 @@ bout_message_plain(eb__buf *b, const char *address, const char *reply_address,
 	}
 	total = (sizeof(pre) - 1) + alen +
 	        (reply_address != NULL ? (sizeof(mid) - 1) + rlen : 0) +
-	        (sizeof(hdr) - 1) + (body_len > 0 ? (sizeof(bod) - 1) : 0) +
-	        body_len + (send ? sizeof(snd) : sizeof(pub)) - 1;
+	        (sizeof(hdr) - 1) + hlen +
+	        (body_len > 0 ? (sizeof(bod) - 1) : 0) + body_len +
+	        (send ? sizeof(snd) : sizeof(pub)) - 1;
 	if (total > INT32_MAX) {
 		return 0;
 	}
@@ -726,6 +728,7 @@ bout_message_plain(eb__buf *b, const char *address, const char *reply_address,
 		put(&dst, reply_address, rlen);
 	}
 	PUT_LIT(&dst, hdr);
+	put(&dst, hdrs, hlen);
 	if (body_len > 0) {
 		PUT_LIT(&dst, bod);
 		put(&dst, body_bytes, body_len);
@@ -738,17 +741,16 @@ bout_message_plain(eb__buf *b, const char *address, const char *reply_address,
 	return 1;
 }
 
-void
-eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
-    const json_t *headers, const char *body_bytes, size_t body_len, int send)
+/* The general message frame: headers as an object, or as their encoding
+ * hdrs[0..hlen) when hdrs is not NULL. */
+static void
+bout_message_any(eb__buf *b, const char *address, const char *reply_address,
+    const json_t *headers, const char *hdrs, size_t hlen,
+    const char *body_bytes, size_t body_len, int send)
 {
 	size_t start;
 	size_t payload;
 
-	if (bout_message_plain(b, address, reply_address, headers, body_bytes,
-	        body_len, send)) {
-		return;
-	}
 	/* Offsets from off: a reserve may compact the buffer. */
 	start = b->len - b->off;
 	eb__buf_append(b, "\0\0\0\0", EB_FRAME_HDR);
@@ -758,8 +760,11 @@ eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
 		sb_str(b, ",\"replyAddress\":");
 		sb_string(b, reply_address);
 	}
-	if (headers != NULL && json_is_object(headers) &&
-	    json_object_size(headers) > 0) {
+	if (hdrs != NULL) {
+		sb_str(b, ",\"headers\":");
+		eb__buf_append(b, hdrs, hlen);
+	} else if (headers != NULL && json_is_object(headers) &&
+	           json_object_size(headers) > 0) {
 		sb_str(b, ",\"headers\":");
 		if (eb__jsonstr_put_object(b, headers) != 0) {
 			sb_json(b, headers); /* not all strings */
@@ -776,4 +781,29 @@ eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
 	payload = b->len - b->off - start - EB_FRAME_HDR;
 	eb__frame_put_len(
 	    (unsigned char *) b->data + b->off + start, (uint32_t) payload);
+}
+
+void
+eb__bout_message_buf(eb__buf *b, const char *address, const char *reply_address,
+    const json_t *headers, const char *body_bytes, size_t body_len, int send)
+{
+	if ((headers == NULL || json_object_size(headers) == 0) &&
+	    bout_message_plain(b, address, reply_address, "{}", 2, body_bytes,
+	        body_len, send)) {
+		return;
+	}
+	bout_message_any(b, address, reply_address, headers, NULL, 0,
+	    body_bytes, body_len, send);
+}
+
+void
+eb__bout_message_enc(eb__buf *b, const char *address, const char *reply_address,
+    const char *hdrs, size_t hlen, const char *body_bytes, size_t body_len,
+    int send)
+{
+	if (!bout_message_plain(b, address, reply_address, hdrs, hlen,
+	        body_bytes, body_len, send)) {
+		bout_message_any(b, address, reply_address, NULL, hdrs, hlen,
+		    body_bytes, body_len, send);
+	}
 }

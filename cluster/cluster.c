@@ -40,6 +40,7 @@
 
 #include <ebnode/cluster.h>
 #include <ebnode/log.h>
+#include <ebnode/version.h>
 
 #include "cluster/cluster_int.h"
 #include "common/alloc.h"
@@ -137,6 +138,9 @@ eb_cluster_opts_init(eb_cluster_opts *opts)
 	opts->max_request_bytes = EB_CLUSTER_MAX_REQUEST_DEFAULT;
 	opts->host = "127.0.0.1";
 	eb_election_opts_init(&opts->election);
+	/* What an eb_link_mgr with default options speaks. */
+	opts->link_min = EB_LINK_PROTOCOL_MIN;
+	opts->link_max = EB_LINK_PROTOCOL_VERSION;
 }
 
 int
@@ -319,6 +323,8 @@ eb_cluster_members(eb_cluster *c, size_t *n)
 		c->self.bridge_port = c->o.bridge_port;
 		c->self.admin_port = c->o.admin_port;
 		c->self.version = c->version;
+		c->self.link_min = c->o.link_min;
+		c->self.link_max = c->o.link_max;
 		c->self.czxid = c->epoch;
 		c->self.eligible = c->o.election.eligible;
 		c->self.self = 1;
@@ -343,6 +349,8 @@ eb_cluster_members(eb_cluster *c, size_t *n)
 		o->bridge_port = m->bridge_port;
 		o->admin_port = m->admin_port;
 		o->version = m->version_str;
+		o->link_min = m->link_min;
+		o->link_max = m->link_max;
 		o->seq = m->seq;
 		o->czxid = m->czxid;
 		o->joined_ms = m->started_ms;
@@ -906,6 +914,8 @@ clustered_new(eb_cluster *c)
 	ro.bridge_port = c->o.bridge_port;
 	ro.admin_port = c->o.admin_port;
 	ro.version = c->version;
+	ro.link_min = c->o.link_min;
+	ro.link_max = c->o.link_max;
 	ro.eligible = c->o.election.eligible;
 	if ((rv = eb__registry_new(c->loop, c->zk, &ro, reg_cb, c, &c->reg)) !=
 	    0) {

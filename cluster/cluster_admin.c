@@ -39,11 +39,17 @@ route_health(const eb__admin_req *rq, eb__admin_resp *rs, void *arg)
 	const char       *reason = v->stopping ? "stopping" : "starting";
 	int     ok = v->running ? eb_cluster_health(v->cluster, &reason) : 0;
 	int     degraded = ok && v->degraded != NULL;
+	char    links[256];
 	json_t *o;
 
 	(void) rq;
 	if (degraded) {
 		reason = v->degraded;
+	} else if (ok && v->links_degraded != NULL &&
+	           v->links_degraded(
+	               v->links_degraded_arg, links, sizeof(links)) > 0) {
+		degraded = 1;
+		reason = links;
 	}
 	o = json_pack("{s:s, s:s, s:s, s:b}", "status",
 	    !ok        ? "unhealthy"
@@ -83,14 +89,15 @@ static json_t *
 member_json(const eb_cluster_member *m, const eb_cluster_member *leader)
 {
 	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, "
-	                 "s:I, s:b, s:b, s:b, s:s}",
+	                 "s:I, s:b, s:b, s:b, s:s, s:i, s:i}",
 	    "node_id", m->node_id, "address", m->address, "host", m->host,
 	    "member", m->name, "cluster_port", m->cluster_port, "bridge_port",
 	    m->bridge_port, "admin_port", m->admin_port, "sequence",
 	    (json_int_t) m->seq, "epoch", (json_int_t) m->czxid, "czxid",
 	    (json_int_t) m->czxid, "joined_ms", (json_int_t) m->joined_ms,
 	    "leader", m == leader, "self", m->self, "eligible", m->eligible,
-	    "version", m->version);
+	    "version", m->version, "link_min", m->link_min, "link_max",
+	    m->link_max);
 }
 
 /* {"leader","epoch","self","standalone","nodes":[...]} */
@@ -107,11 +114,14 @@ nodes_json(const eb__cluster_view *v)
 
 	if (v->cluster == NULL || view_standalone(v)) {
 		(void) json_array_append_new(arr,
-		    json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:b, s:b}",
+		    json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:b, s:b, "
+		              "s:s, s:i, s:i}",
 		        "node_id", s->node_id, "address", s->address, "host",
 		        s->host, "cluster_port", s->cluster_port, "bridge_port",
 		        s->bridge_port, "admin_port", s->admin_port, "epoch",
-		        (json_int_t) view_epoch(v), "leader", lead, "self", 1));
+		        (json_int_t) view_epoch(v), "leader", lead, "self", 1,
+		        "version", s->version != NULL ? s->version : "",
+		        "link_min", s->link_min, "link_max", s->link_max));
 		return json_pack("{s:s, s:I, s:s, s:b, s:o}", "leader",
 		    lead ? s->node_id : "", "epoch", (json_int_t) view_epoch(v),
 		    "self", s->node_id, "standalone", 1, "nodes", arr);

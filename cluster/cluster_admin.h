@@ -32,6 +32,11 @@ typedef struct eb__cluster_view {
 	 * /health shows as "shared_zk" (NULL: not shown). */
 	const char *(*shared_zk)(void *arg);
 	void *shared_zk_arg;
+	/* Optional: the number of member peers this node cannot link to
+	 * (version skew, TLS, unreachable), with a line for the first in buf;
+	 * more than 0 makes /health "degraded" with that line (NULL: none). */
+	int (*links_degraded)(void *arg, char *buf, size_t size);
+	void *links_degraded_arg;
 } eb__cluster_view;
 
 /* Leadership now: running and leading (the lease is checked). */

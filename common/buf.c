@@ -63,17 +63,6 @@ eb__buf_reserve_upto(eb__buf *b, size_t n, size_t upto)
 }
 
 void
-eb__buf_append(eb__buf *b, const void *p, size_t n)
-{
-	char *dst = eb__buf_reserve(b, n);
-
-	if (n > 0) {
-		memcpy(dst, p, n);
-	}
-	b->len += n;
-}
-
-void
 eb__buf_consume(eb__buf *b, size_t n)
 {
 	b->off += n;

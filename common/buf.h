@@ -7,6 +7,7 @@
 #define EB_COMMON_BUF_H
 
 #include <stddef.h>
+#include <string.h>
 
 typedef struct eb__buf {
 	char  *data; /* owned */
@@ -22,8 +23,20 @@ char *eb__buf_reserve(eb__buf *b, size_t n);
 /* The same, growing to at most upto bytes in all when that holds n more
  * (upto 0: no hint): for a buffer whose final size is known. */
 char *eb__buf_reserve_upto(eb__buf *b, size_t n, size_t upto);
-void  eb__buf_append(eb__buf *b, const void *p, size_t n);
 void  eb__buf_consume(eb__buf *b, size_t n);
+/* Appends n bytes. Inline: the frame writers append a field at a time,
+ * and the room is usually there already. */
+static inline void
+eb__buf_append(eb__buf *b, const void *p, size_t n)
+{
+	char *dst = b->cap - b->len >= n ? b->data + b->len
+	                                 : eb__buf_reserve_upto(b, n, 0);
+
+	if (n > 0) {
+		memcpy(dst, p, n);
+	}
+	b->len += n;
+}
 static inline size_t
 eb__buf_avail(const eb__buf *b)
 {

@@ -13,43 +13,39 @@
 
 #define HMAP_MIN_BUCKETS 16u
 
-static uint64_t
+static inline uint64_t
 rotl(uint64_t x, unsigned b)
 {
 	return (x << b) | (x >> (64u - b));
 }
 
-static void
-sipround(uint64_t v[4])
+/* One round on the state held in four locals (not an array), inlined so
+ * that the state stays in registers: the map hashes every key several times
+ * per message. */
+static inline __attribute__((always_inline)) void
+sip_round(uint64_t *v0, uint64_t *v1, uint64_t *v2, uint64_t *v3)
 {
-	v[0] += v[1];
-	v[1] = rotl(v[1], 13) ^ v[0];
-	v[0] = rotl(v[0], 32);
-	v[2] += v[3];
-	v[3] = rotl(v[3], 16) ^ v[2];
-	v[0] += v[3];
-	v[3] = rotl(v[3], 21) ^ v[0];
-	v[2] += v[1];
-	v[1] = rotl(v[1], 17) ^ v[2];
-	v[2] = rotl(v[2], 32);
+	*v0 += *v1;
+	*v1 = rotl(*v1, 13) ^ *v0;
+	*v0 = rotl(*v0, 32);
+	*v2 += *v3;
+	*v3 = rotl(*v3, 16) ^ *v2;
+	*v0 += *v3;
+	*v3 = rotl(*v3, 21) ^ *v0;
+	*v2 += *v1;
+	*v1 = rotl(*v1, 17) ^ *v2;
+	*v2 = rotl(*v2, 32);
 }
 
-/* One message word through c compression rounds. */
-static void
-sip_compress(uint64_t v[4], uint64_t m, unsigned c)
-{
-	unsigned r;
-
-	v[3] ^= m;
-	for (r = 0; r < c; r++) {
-		sipround(v);
-	}
-	v[0] ^= m;
-}
-
-static uint64_t
+static inline uint64_t
 le64(const unsigned char *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+#else
 	uint64_t v = 0;
 	unsigned i;
 
@@ -57,36 +53,66 @@ le64(const unsigned char *p)
 		v |= (uint64_t) p[i] << (8 * i);
 	}
 	return v;
+#endif
+}
+
+/* The last block: the len & 7 remaining bytes, the length's low byte on top. */
+static inline uint64_t
+sip_tail(const unsigned char *p, size_t len)
+{
+	uint64_t m = (uint64_t) (len & 0xffu) << 56;
+	unsigned r;
+
+	for (r = 0; r < (len & 7u); r++) {
+		m |= (uint64_t) p[r] << (8 * r);
+	}
+	return m;
+}
+
+static inline __attribute__((always_inline)) uint64_t
+sip_core(uint64_t k0, uint64_t k1, const unsigned char *p, size_t len,
+    unsigned c, unsigned d)
+{
+	uint64_t v0 = 0x736f6d6570736575ull ^ k0;
+	uint64_t v1 = 0x646f72616e646f6dull ^ k1;
+	uint64_t v2 = 0x6c7967656e657261ull ^ k0;
+	uint64_t v3 = 0x7465646279746573ull ^ k1;
+	uint64_t m;
+	size_t   i;
+	unsigned r;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = le64(p + i);
+		v3 ^= m;
+		for (r = 0; r < c; r++) {
+			sip_round(&v0, &v1, &v2, &v3);
+		}
+		v0 ^= m;
+	}
+	m = sip_tail(p + i, len);
+	v3 ^= m;
+	for (r = 0; r < c; r++) {
+		sip_round(&v0, &v1, &v2, &v3);
+	}
+	v0 ^= m;
+	v2 ^= 0xffu;
+	for (r = 0; r < d; r++) {
+		sip_round(&v0, &v1, &v2, &v3);
+	}
+	return v0 ^ v1 ^ v2 ^ v3;
 }
 
 uint64_t
 eb__siphash(const unsigned char key[16], const void *data, size_t len,
     unsigned c, unsigned d)
 {
-	const unsigned char *p = data;
-	uint64_t             k0 = le64(key);
-	uint64_t             k1 = le64(key + 8);
-	uint64_t             v[4] = { 0x736f6d6570736575ull ^ k0,
-		            0x646f72616e646f6dull ^ k1, 0x6c7967656e657261ull ^ k0,
-		            0x7465646279746573ull ^ k1 };
-	uint64_t             m;
-	size_t               i;
-	unsigned             r;
+	return sip_core(le64(key), le64(key + 8), data, len, c, d);
+}
 
-	for (i = 0; i + 8 <= len; i += 8) {
-		sip_compress(v, le64(p + i), c);
-	}
-	/* Last block: the remaining bytes and the length's low byte on top. */
-	m = (uint64_t) (len & 0xffu) << 56;
-	for (r = 0; r < (len & 7u); r++) {
-		m |= (uint64_t) p[i + r] << (8 * r);
-	}
-	sip_compress(v, m, c);
-	v[2] ^= 0xffu;
-	for (r = 0; r < d; r++) {
-		sipround(v);
-	}
-	return v[0] ^ v[1] ^ v[2] ^ v[3];
+uint64_t
+eb__siphash13(const unsigned char key[16], const void *data, size_t len)
+{
+	return sip_core(le64(key), le64(key + 8), data, len, 1, 3);
 }
 
 static unsigned char  hmap_key[16];
@@ -131,7 +157,7 @@ eb__hmap_hash(const char *s)
 	(void) pthread_once(&hmap_once, hmap_seed);
 	/* SipHash-1-3: the rounds Python, Rust and Ruby use for their
 	 * tables; fast on short keys. Bucket index: the low bits. */
-	return (uint32_t) eb__siphash(hmap_key, s, strlen(s), 1, 3);
+	return (uint32_t) eb__siphash13(hmap_key, s, strlen(s));
 }
 
 void

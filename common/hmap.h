@@ -40,6 +40,9 @@ void eb__hmap_del(eb__hmap *m, eb__hent *e);
  */
 uint64_t eb__siphash(const unsigned char key[16], const void *data, size_t len,
     unsigned c, unsigned d);
+/* eb__siphash(key, data, len, 1, 3) with the rounds unrolled: the map's. */
+uint64_t eb__siphash13(
+    const unsigned char key[16], const void *data, size_t len);
 /* The map's hash of s under this process's seed. */
 uint32_t eb__hmap_hash(const char *s);
 

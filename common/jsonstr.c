@@ -7,29 +7,23 @@
 
 #include <uv.h>
 
-/* The escape of byte c, or 0 when it is written as it is: the two-character
+/* The escape of each byte, 0 when it is written as it is: the two-character
  * escapes jansson uses, 'u' for the other control characters. */
-static char
+static const char esc_tab[256] = {
+	/* clang-format off */
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+	0, 0, '"', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, '\\', 0, 0, 0,
+	/* clang-format on */
+};
+
+static inline char
 esc_of(unsigned char c)
 {
-	switch (c) {
-	case '"':
-		return '"';
-	case '\\':
-		return '\\';
-	case '\b':
-		return 'b';
-	case '\f':
-		return 'f';
-	case '\n':
-		return 'n';
-	case '\r':
-		return 'r';
-	case '\t':
-		return 't';
-	default:
-		return c < 0x20 ? 'u' : 0;
-	}
+	return esc_tab[c];
 }
 
 /* The length of s's encoding without the quotes. */
@@ -137,6 +131,36 @@ eb__jsonstr_put_object(eb__buf *b, const json_t *obj)
 	return 0;
 }
 
+/* s quoted at d as it is (its encoding is itself); returns the end. */
+static char *
+put_plain(char *d, const char *s, size_t n)
+{
+	*d++ = '"';
+	memcpy(d, s, n);
+	d += n;
+	*d++ = '"';
+	return d;
+}
+
+void
+eb__jsonstr_put_member(
+    eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn)
+{
+	size_t ke = encoded_len((const unsigned char *) k, kn);
+	size_t ve = encoded_len((const unsigned char *) v, vn);
+	char  *dst = eb__buf_reserve(b, ke + ve + 6);
+	char  *d = dst;
+
+	if (!first) {
+		*d++ = ',';
+	}
+	/* A string whose encoding is as long as it has nothing to escape. */
+	d = ke == kn ? put_plain(d, k, kn) : put_str(d, k, kn);
+	*d++ = ':';
+	d = ve == vn ? put_plain(d, v, vn) : put_str(d, v, vn);
+	b->len += (size_t) (d - dst);
+}
+
 /* The end of a plain string's body starting at p (after its '"'), at its
  * closing '"'; NULL when a byte outside printable ASCII, a '\\' or the
  * end comes first. */
@@ -213,4 +237,64 @@ eb__jsonstr_parse_plain_object(const char *p, size_t n)
 	}
 	json_decref(o);
 	return NULL;
+}
+
+/* At most this many keys are compared pairwise by the check below; an
+ * object with more is not called plain (the caller parses it). */
+#define PLAIN_KEYS_MAX 16
+
+/* The pair at p, as add_plain_pair reads it, without adding it: its key in
+ * *k, *kn; the byte after the value's closing '"', or NULL. */
+static const char *
+plain_pair(const char *p, const char *end, const char **k, size_t *kn)
+{
+	const char *ke;
+	const char *ve;
+
+	if (*p != '"' || (ke = plain_body_end(p + 1, end)) == NULL) {
+		return NULL;
+	}
+	if (end - ke < 4 || ke[1] != ':' || ke[2] != '"' ||
+	    (ve = plain_body_end(ke + 3, end)) == NULL) {
+		return NULL;
+	}
+	*k = p + 1;
+	*kn = (size_t) (ke - *k);
+	return ve + 1;
+}
+
+int
+eb__jsonstr_plain_object_check(const char *p, size_t n)
+{
+	const char *end = p + n;
+	const char *keys[PLAIN_KEYS_MAX];
+	size_t      lens[PLAIN_KEYS_MAX];
+	size_t      nk = 0;
+	size_t      i;
+
+	if (n < 2 || p[0] != '{' || end[-1] != '}') {
+		return 0;
+	}
+	if (n == 2) {
+		return 1;
+	}
+	for (p++; nk < PLAIN_KEYS_MAX; p++) {
+		if ((p = plain_pair(p, end, &keys[nk], &lens[nk])) == NULL) {
+			return 0;
+		}
+		for (i = 0; i < nk; i++) {
+			if (lens[i] == lens[nk] &&
+			    memcmp(keys[i], keys[nk], lens[i]) == 0) {
+				return 0;
+			}
+		}
+		nk++;
+		if (p == end - 1) {
+			return 1;
+		}
+		if (*p != ',') {
+			return 0;
+		}
+	}
+	return 0;
 }

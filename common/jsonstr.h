@@ -39,11 +39,21 @@ eb__json_unconst(const json_t *j)
  * are escaped). */
 int eb__jsonstr_put_object(eb__buf *b, const json_t *obj);
 
+/* Appends one member "k":"v" of such an object, a ',' before it unless
+ * first: the same bytes put_object writes for it. */
+void eb__jsonstr_put_member(
+    eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn);
+
 /* Parses p[0..n) when it is a compact object of strings whose keys and
  * values are printable ASCII without '"' or '\\' and whose keys are
  * distinct, e.g. {"ebnode.epoch":"3","ebnode.seq":"17"}: a new object, the
  * one json_loadb would return. NULL for anything else (not an error: the
  * caller then asks jansson, which also reports what is wrong). */
 json_t *eb__jsonstr_parse_plain_object(const char *p, size_t n);
+
+/* 1 when eb__jsonstr_parse_plain_object(p, n) would succeed, with at most
+ * 16 keys; nothing built. Such bytes are exactly what eb__jsonstr_put_object
+ * writes for the object they hold, so they can travel as they are. */
+int eb__jsonstr_plain_object_check(const char *p, size_t n);
 
 #endif

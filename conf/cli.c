@@ -164,8 +164,11 @@ eb__conf_cli_prepare(int argc, char **argv, eb__conf_cli *c, eb__conf **conf)
 		return 0;
 	}
 	if (c->version) {
-		(void) printf("ebnode %s (link protocol %d)\n",
-		    EB_VERSION_STRING, EB_LINK_PROTOCOL_VERSION);
+		/* The highest link protocol, then the range spoken
+		 * (docs/UPGRADING.md). */
+		(void) printf("ebnode %s (link protocol %d, speaks %d..%d)\n",
+		    EB_VERSION_STRING, EB_LINK_PROTOCOL_VERSION,
+		    EB_LINK_PROTOCOL_MIN, EB_LINK_PROTOCOL_VERSION);
 		return 0;
 	}
 	err.msg[0] = '\0';

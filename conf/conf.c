@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ebnode/log.h>
+
 #include "common/alloc.h"
 #include "common/lease.h"
 #include "common/util.h"
@@ -35,6 +37,7 @@ typedef struct load_ctx {
 	int             layer;   /* the kind walk() records as origin */
 	int            *origin;  /* per schema row: enum eb__conf_src_kind */
 	eb_errbuf      *err;
+	json_t         *optional; /* borrowed: the layer's "optional" list */
 } load_ctx;
 
 /* ---- messages ----------------------------------------------------------- */
@@ -158,6 +161,78 @@ read_file(const char *path, char **textp, size_t *lenp, eb_errbuf *err)
 	return 0;
 }
 
+/*
+ * Forward compatibility (docs/UPGRADING.md, "Configuration"): the
+ * top-level "optional" list names key paths ("web", "ingress.new_key") a
+ * newer release may have added. A key this release does not know, at or
+ * under a listed path, is skipped with a warning instead of refused.
+ */
+#define OPTIONAL_KEY "optional"
+
+static int
+optional_check(load_ctx *lc, json_t *root, const eb__conf_src *src)
+{
+	json_t *list = json_object_get(root, OPTIONAL_KEY);
+	json_t *v;
+	size_t  i;
+
+	lc->optional = NULL;
+	if (list == NULL) {
+		return 0;
+	}
+	if (!json_is_array(list)) {
+		return eb__conf_errf(src, lc->err, OPTIONAL_KEY, true,
+		    "expected an array of key paths");
+	}
+	json_array_foreach(list, i, v)
+	{
+		const char *path = json_string_value(v);
+
+		if (path == NULL || path[0] == '\0' || path[0] == '.') {
+			return eb__conf_errf(src, lc->err, OPTIONAL_KEY, true,
+			    "expected an array of key paths, element %zu is "
+			    "not one",
+			    i);
+		}
+	}
+	lc->optional = list;
+	return 0;
+}
+
+/* path is listed in "optional", or lies under a listed path. */
+static bool
+optional_listed(const load_ctx *lc, const char *path)
+{
+	json_t *v;
+	size_t  i;
+
+	json_array_foreach(lc->optional, i, v)
+	{
+		const char *p = json_string_value(v);
+		size_t      n = strlen(p);
+
+		if (strncmp(path, p, n) == 0 &&
+		    (path[n] == '\0' || path[n] == '.')) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* An unknown key: refused, or skipped with a warning when optional. */
+static int
+walk_unknown(load_ctx *lc, const char *path, const eb__conf_src *src)
+{
+	if (lc->optional != NULL && optional_listed(lc, path)) {
+		EB_LOG_WARN("config",
+		    "ignored: %s: unknown key, listed in \"optional\" (a "
+		    "newer release's?)",
+		    path);
+		return 0;
+	}
+	return eb__conf_errf(src, lc->err, path, true, "unknown key");
+}
+
 /* Applies one object of the file, recursing into sections. */
 static int
 walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
@@ -182,6 +257,9 @@ walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
 			return eb__conf_errf(
 			    src, lc->err, path, true, "unknown key");
 		}
+		if (prefix[0] == '\0' && strcmp(key, OPTIONAL_KEY) == 0) {
+			continue; /* read first (optional_check) */
+		}
 		if ((e = eb__conf_find(path)) != NULL) {
 			if (lc->layer == EB__CONF_SRC_CLUSTER &&
 			    (e->flags & EB__CF_DYNAMIC) == 0) {
@@ -197,9 +275,8 @@ walk(load_ctx *lc, json_t *obj, const char *prefix, const eb__conf_src *src)
 			if (walk(lc, v, path, src) != 0) {
 				return EB_ECONF;
 			}
-		} else {
-			return eb__conf_errf(
-			    src, lc->err, path, true, "unknown key");
+		} else if (walk_unknown(lc, path, src) != 0) {
+			return EB_ECONF;
 		}
 	}
 	return 0;
@@ -245,7 +322,11 @@ load_text(load_ctx *lc, const char *name, char *text, size_t len,
 		goto fail;
 	}
 	src.idx = idx;
-	rv = walk(lc, root, "", &src);
+	rv = json_is_object(root) ? optional_check(lc, root, &src) : 0;
+	if (rv == 0) {
+		rv = walk(lc, root, "", &src);
+	}
+	lc->optional = NULL;
 fail:
 	json_decref(root);
 	free(text);
@@ -747,6 +828,30 @@ check_tls(load_ctx *lc)
 	return 0;
 }
 
+/* A link must outlive a heartbeat (the link manager refuses it).
+ * Releases before 0.1.0 raised such a timeout to 3 heartbeats and started;
+ * 0.1.0 refused the config, a compatibility break. Under the policy
+ * (docs/UPGRADING.md, "Configuration") it starts again, with a warning
+ * naming the key: raised as before. */
+static void
+adjust_link_timeout(load_ctx *lc)
+{
+	eb__conf *c = lc->conf;
+
+	if (c->link.dead_ms <= c->link.heartbeat_ms) {
+		EB_LOG_WARN("config",
+		    "adjusted: %s: cluster.link_timeout_ms (%u) is not greater "
+		    "than cluster.heartbeat_ms (%u): using %u (3 heartbeats)",
+		    origin_of(lc, "cluster.link_timeout_ms") ==
+		            EB__CONF_SRC_DEFAULT
+		        ? "cluster.heartbeat_ms"
+		        : "cluster.link_timeout_ms",
+		    c->link.dead_ms, c->link.heartbeat_ms,
+		    c->link.heartbeat_ms * 3);
+		c->link.dead_ms = c->link.heartbeat_ms * 3;
+	}
+}
+
 static int
 check_ports(load_ctx *lc)
 {
@@ -773,17 +878,6 @@ check_ports(load_ctx *lc)
 	    c->admin_enabled && c->link.port == c->admin.port) {
 		RULE_FAIL(lc, "cluster.port", "same as admin.port (%lld)",
 		    (long long) c->admin.port);
-	}
-	/* A link must outlive a heartbeat (the link manager refuses it). */
-	if (c->link.dead_ms <= c->link.heartbeat_ms) {
-		RULE_FAIL(lc,
-		    origin_of(lc, "cluster.link_timeout_ms") ==
-		            EB__CONF_SRC_DEFAULT
-		        ? "cluster.heartbeat_ms"
-		        : "cluster.link_timeout_ms",
-		    "cluster.link_timeout_ms (%u) must be greater than "
-		    "cluster.heartbeat_ms (%u)",
-		    c->link.dead_ms, c->link.heartbeat_ms);
 	}
 	return 0;
 }
@@ -932,6 +1026,7 @@ eb__conf_load(const eb__conf_sources *src, eb__conf **confp, eb_errbuf *err)
 	}
 	if (rv == 0) {
 		derive(lc.conf, lc.origin);
+		adjust_link_timeout(&lc);
 		if ((rv = check_zookeeper(&lc)) == 0 &&
 		    (rv = check_zk_hosts(&lc)) == 0 &&
 		    (rv = check_zk_paths(&lc)) == 0 &&

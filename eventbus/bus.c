@@ -102,7 +102,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	bus->req.max_timeout_ms = opts->max_request_timeout_ms;
 	bus->msg.empty_headers = json_object();
 	eb__hmap_init(&bus->addr.map);
-	eb__hmap_init(&bus->req.map);
+	eb__imap_init(&bus->req.map);
 	eb__list_init(&bus->req.deadlines);
 	eb__list_init(&bus->req.resolved);
 	eb__list_init(&bus->turn.fifo);
@@ -143,7 +143,7 @@ bus_free(eb_bus *bus)
 	eb__bus_remote_free(bus);    /* after the records that point into it */
 	eb__bus_qent_pool_free(bus); /* after the consumers gave theirs back */
 	json_decref(bus->msg.empty_headers); /* held messages keep their ref */
-	eb__hmap_free(&bus->req.map);
+	eb__imap_free(&bus->req.map);
 	eb__bus_rcpt_free_all(bus);
 	eb__bus_dedup_free(bus);
 	eb__obs_free(&bus->addr.watchers);
@@ -344,7 +344,7 @@ int
 eb_bus_send(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { body, NULL, 0, 0 };
+	eb__bus_body b = { body, NULL, 0, 0, NULL, 0 };
 
 	return bus_send(bus, address, &b, headers, opts);
 }
@@ -418,7 +418,7 @@ int
 eb_bus_publish(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
-	eb__bus_body b = { body, NULL, 0, 0 };
+	eb__bus_body b = { body, NULL, 0, 0, NULL, 0 };
 
 	return bus_publish(bus, address, &b, headers, opts);
 }
@@ -486,7 +486,7 @@ eb_bus_request(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_reply_cb cb,
     void *arg)
 {
-	eb__bus_body b = { body, NULL, 0, 0 };
+	eb__bus_body b = { body, NULL, 0, 0, NULL, 0 };
 
 	return bus_request(bus, address, &b, headers, opts, cb, arg);
 }
@@ -727,7 +727,7 @@ eb_bus_send_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	eb__bus_body b = { body, NULL, 0, 0 };
+	eb__bus_body b = { body, NULL, 0, 0, NULL, 0 };
 
 	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
 }
@@ -737,7 +737,7 @@ eb_bus_publish_confirmed(eb_bus *bus, const char *address, const json_t *body,
     const json_t *headers, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
     void *arg)
 {
-	eb__bus_body b = { body, NULL, 0, 0 };
+	eb__bus_body b = { body, NULL, 0, 0, NULL, 0 };
 
 	return bus_confirmed(bus, address, &b, headers, opts, 1, cb, arg);
 }
@@ -750,6 +750,41 @@ eb_bus_send_confirmed_raw(eb_bus *bus, const char *address, const char *body,
 	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
 
 	return bus_confirmed(bus, address, &b, headers, opts, 0, cb, arg);
+}
+
+/* The _raw body with encoded headers; UV_EINVAL when they are not an object
+ * of strings with distinct keys. */
+static int
+bus_confirmed_enc(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const char *hdr, size_t hdr_len,
+    const eb_bus_send_opts *opts, int publish, eb_bus_receipt_cb cb, void *arg)
+{
+	eb__bus_body b = eb__bus_raw_body(body, body_len, opts);
+
+	if (hdr == NULL || eb__bus_headers_enc_check(hdr, hdr_len) != 0) {
+		return UV_EINVAL;
+	}
+	b.hdr_enc = hdr;
+	b.hdr_enc_len = hdr_len;
+	return bus_confirmed(bus, address, &b, NULL, opts, publish, cb, arg);
+}
+
+int
+eb_bus_send_confirmed_enc(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const char *headers_json, size_t headers_len,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+{
+	return bus_confirmed_enc(bus, address, body, body_len, headers_json,
+	    headers_len, opts, 0, cb, arg);
+}
+
+int
+eb_bus_publish_confirmed_enc(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const char *headers_json, size_t headers_len,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+{
+	return bus_confirmed_enc(bus, address, body, body_len, headers_json,
+	    headers_len, opts, 1, cb, arg);
 }
 
 int

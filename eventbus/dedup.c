@@ -118,8 +118,13 @@ dedup_key(
 static const char *
 msg_key(const eb_bus_msg *msg, size_t *klen)
 {
-	const json_t *h = json_object_get(msg->headers, EB_BUS_DEDUP_HEADER);
+	const json_t *h;
 	const char   *key;
+
+	if (!eb__bus_msg_may_have_header(msg, EB_BUS_DEDUP_HEADER)) {
+		return NULL; /* kept as bytes, and surely without one */
+	}
+	h = json_object_get(eb_bus_msg_headers(msg), EB_BUS_DEDUP_HEADER);
 
 	if (!json_is_string(h)) {
 		return NULL;
@@ -153,7 +158,7 @@ dkey_add(eb_bus *bus, const char *mk, const eb_bus_msg *msg, eb__bus_rcpt *rc,
 	k->hent.key = k->key;
 	k->at_ms = now;
 	k->epoch = msg->epoch;
-	h = json_object_get(msg->headers, EB_BUS_DEDUP_SEQ_HEADER);
+	h = json_object_get(eb_bus_msg_headers(msg), EB_BUS_DEDUP_SEQ_HEADER);
 	k->seq =
 	    json_is_string(h) ? strtoull(json_string_value(h), NULL, 10) : 0;
 	k->rc = rc;

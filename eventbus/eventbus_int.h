@@ -39,6 +39,7 @@
 #include <ebnode/bus.h>
 
 #include "common/hmap.h"
+#include "common/imap.h"
 #include "common/list.h"
 #include "common/obs.h"
 
@@ -89,17 +90,23 @@ struct eb_bus_msg {
 	int      is_send;
 	int      answered;      /* reply() or fail() was called */
 	char    *address;       /* owned */
-	char    *reply_address; /* owned; NULL: the sender awaits no reply */
-	uint32_t origin;        /* 0: the requester is local; else its peer */
-	json_t  *headers;       /* owned reference, always an object */
-	char    *body;          /* owned, encoded, NUL-terminated */
-	size_t   body_len;
-	json_t  *body_json; /* owned, parsed lazily */
-	int      body_parsed;
-	int      body_inline; /* body is part of the message's allocation */
-	uint64_t epoch;       /* fencing stamp, 0: none (send opts / frame) */
-	eb_bus  *bus;         /* borrowed; set while a reply is possible */
-	eb__list bus_link;    /* in bus->msg.reply_msgs while bus != NULL */
+	char    *reply_address; /* reply_inline or owned; NULL: no reply */
+	char     reply_inline[48];
+	uint32_t origin;  /* 0: the requester is local; else its peer */
+	json_t  *headers; /* owned reference; NULL until parsed from hdr_enc */
+	char   *hdr_enc; /* in the allocation: the headers' encoding, or NULL */
+	size_t  hdr_enc_len;
+	char   *body; /* owned, encoded, NUL-terminated */
+	size_t  body_len;
+	json_t *body_json; /* owned, parsed lazily */
+	int     body_parsed;
+	int     body_inline; /* body is part of the message's allocation */
+	int     pooled;    /* a MSG_BLOCK block of the thread's pool (msg.c) */
+	int     hdr_plain; /* hdr_enc plain (eb__jsonstr_plain_object_check):
+	                      1, 0, or -1 not judged yet */
+	uint64_t epoch;    /* fencing stamp, 0: none (send opts / frame) */
+	eb_bus  *bus;      /* borrowed; set while a reply is possible */
+	eb__list bus_link; /* in bus->msg.reply_msgs while bus != NULL */
 };
 
 /* ---- consumers ---- */
@@ -151,11 +158,11 @@ typedef struct eb__bus_qent {
 /* ---- requests ---- */
 
 typedef struct eb__bus_req {
-	eb__hent        hent;
+	eb__ient        ient; /* in bus->req.map by ient.id, the same as seq */
 	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
 	eb__bus_turn    turn; /* on bus->turn.fifo while resolved */
 	eb__list        link; /* bus->req.deadlines, then bus->req.resolved */
-	char           *address; /* owned: where the request went */
+	char           *address; /* in the allocation: where it went */
 	uint64_t        timeout_ms;
 	uint64_t        deadline; /* loop time, ms */
 	uint64_t        seq;      /* creation order: ties on deadline */
@@ -217,10 +224,8 @@ struct eb__bus_rcpt {
 
 /* A receipt awaited from a peer (sender side), by id, with a deadline. */
 typedef struct eb__bus_runit {
-	eb__hent      hent;
-	char          key[24]; /* the id in decimal: the map key */
-	eb__list      link;    /* bus->rcpt.runits, in deadline order */
-	uint64_t      id;
+	eb__ient      ient;     /* in bus->rcpt.runit_map by ient.id, the id */
+	eb__list      link;     /* bus->rcpt.runits, in deadline order */
 	uint64_t      deadline; /* loop time, ms */
 	uint32_t      peer;
 	eb__bus_rcpt *rc;
@@ -334,15 +339,15 @@ typedef struct eb__bus_msgs {
 
 /* Pending requests (request.c). */
 typedef struct eb__bus_reqs {
-	eb__hmap        map;             /* of eb__bus_req, owned */
-	eb__list        deadlines;       /* pending requests, in no order */
-	eb__bus_reqheap heap;            /* the same requests by deadline */
-	eb__list        resolved;        /* resolved, callback pending */
-	uint64_t        next_id;         /* reply address numbers */
-	uint64_t        timeout_ms;      /* the default request timeout */
-	uint64_t        max_timeout_ms;  /* request timeouts clamp to this */
-	uint32_t        max;             /* cap on map.count */
-	uint64_t        refused;         /* requests refused at max */
+	eb__imap        map;            /* of eb__bus_req, owned, by id (seq) */
+	eb__list        deadlines;      /* pending requests, in no order */
+	eb__bus_reqheap heap;           /* the same requests by deadline */
+	eb__list        resolved;       /* resolved, callback pending */
+	uint64_t        next_id;        /* reply address numbers */
+	uint64_t        timeout_ms;     /* the default request timeout */
+	uint64_t        max_timeout_ms; /* request timeouts clamp to this */
+	uint32_t        max;            /* cap on map.count */
+	uint64_t        refused;        /* requests refused at max */
 	char            refuse_text[80]; /* their failure message */
 	uv_timer_t      timer;           /* the first deadline (heap) */
 } eb__bus_reqs;
@@ -356,7 +361,7 @@ typedef struct eb__bus_rcpts {
 	eb__list   open;      /* incomplete trackers */
 	eb__list   done;      /* complete, callback pending */
 	eb__list   runits;    /* of eb__bus_runit, deadline order */
-	eb__hmap   runit_map; /* of eb__bus_runit, by id */
+	eb__imap   runit_map; /* of eb__bus_runit, by id */
 	uv_timer_t timer;     /* the first runit deadline */
 } eb__bus_rcpts;
 
@@ -418,6 +423,8 @@ typedef struct eb__bus_body {
 	const char   *raw;
 	size_t        raw_len;
 	int           share_headers; /* eb_bus_send_opts.share_headers */
+	const char   *hdr_enc;       /* checked encoded headers, or NULL */
+	size_t        hdr_enc_len;
 } eb__bus_body;
 /* A raw body as the *_raw APIs take it: NULL is the JSON null. */
 static inline eb__bus_body
@@ -426,10 +433,13 @@ eb__bus_raw_body(
 {
 	eb__bus_body b = { NULL, body != NULL ? body : "null",
 		body != NULL ? body_len : 4,
-		opts != NULL && opts->share_headers };
+		opts != NULL && opts->share_headers, NULL, 0 };
 
 	return b;
 }
+/* 0 when p[0..n) is a JSON object of strings with distinct keys (the
+ * encoded headers eb_bus_send_confirmed_enc takes), else UV_EINVAL. */
+int eb__bus_headers_enc_check(const char *p, size_t n);
 /* eb__bus_msg_new for either kind of body. */
 int eb__bus_msg_make(const char *address, const eb__bus_body *body,
     const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);
@@ -437,6 +447,13 @@ int eb__bus_msg_make(const char *address, const eb__bus_body *body,
  * object, not NULL) held. */
 eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,
     size_t body_len, json_t *headers, int is_send);
+/* The same with the headers kept as their bytes, hdr[0..hdr_len) checked
+ * plain by eb__jsonstr_plain_object_check (parsed only if read). */
+eb_bus_msg *eb__bus_msg_from_plain(const char *address, const char *body,
+    size_t body_len, const char *hdr, size_t hdr_len, int is_send);
+/* 0 when msg's headers surely lack key (plain bytes not parsed yet, a
+ * search finds no such key), else 1: read them to know. */
+int eb__bus_msg_may_have_header(const eb_bus_msg *msg, const char *key);
 /* Makes msg answerable on bus (reply_address copied, origin set). */
 void eb__bus_msg_set_reply(
     eb_bus *bus, eb_bus_msg *msg, const char *reply_address, uint32_t origin);

@@ -4,10 +4,12 @@
  * parses it on first use, so a message that is only forwarded is never
  * parsed. Loop thread only.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/jsonscan.h"
 #include "common/jsonstr.h"
 #include "eventbus/eventbus_int.h"
 
@@ -37,8 +39,200 @@ eb__bus_headers_check(const json_t *headers)
 	return 0;
 }
 
+/* Small objects have their keys compared pairwise; larger ones and any
+ * escape (two spellings of one key; an unpaired surrogate, valid JSON text
+ * that jansson, and so the receiving node, refuses) go through jansson. */
+#define ENC_KEYS_MAX 16
+
+/* One "key":"value" member; its key in *k, *kn; *esc when either string
+ * has an escape. */
+static int
+enc_member(eb__jscan *s, const char **k, size_t *kn, int *esc)
+{
+	int kesc;
+
+	const char *v;
+	size_t      vn;
+	int         vesc;
+
+	eb__jscan_ws(s);
+	if (!eb__jscan_string(s, k, kn, &kesc)) {
+		return 0;
+	}
+	eb__jscan_ws(s);
+	if (!eb__jscan_ch(s, ':')) {
+		return 0;
+	}
+	eb__jscan_ws(s);
+	if (s->p >= s->end || *s->p != '"') {
+		return 0; /* header values are strings */
+	}
+	if (!eb__jscan_string(s, &v, &vn, &vesc)) {
+		return 0;
+	}
+	*esc = kesc || vesc;
+	eb__jscan_ws(s);
+	return 1;
+}
+
+/* Checked by jansson: escaped keys or many of them. */
+static int
+enc_check_slow(const char *p, size_t n)
+{
+	json_error_t jerr;
+	json_t      *h =
+	    json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	int rv = h != NULL ? eb__bus_headers_check(h) : UV_EINVAL;
+
+	json_decref(h);
+	return rv;
+}
+
+/* 1 when the key k[n] repeats one of k[0..n). */
+static int
+enc_repeated(const char *const *k, const size_t *len, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (len[i] == len[n] && memcmp(k[i], k[n], len[i]) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The members after '{' up to and past '}': 0, UV_EINVAL, or 1 when
+ * jansson must decide. */
+static int
+enc_members(eb__jscan *s)
+{
+	const char *keys[ENC_KEYS_MAX];
+	size_t      lens[ENC_KEYS_MAX];
+	size_t      nk = 0;
+	int         esc;
+
+	eb__jscan_ws(s);
+	if (eb__jscan_ch(s, '}')) {
+		return 0;
+	}
+	do {
+		if (!enc_member(s, &keys[nk], &lens[nk], &esc)) {
+			return UV_EINVAL;
+		}
+		if (esc || nk + 1 == ENC_KEYS_MAX) {
+			return 1;
+		}
+		if (enc_repeated(keys, lens, nk)) {
+			return UV_EINVAL;
+		}
+		nk++;
+	} while (eb__jscan_ch(s, ','));
+	return eb__jscan_ch(s, '}') ? 0 : UV_EINVAL;
+}
+
+int
+eb__bus_headers_enc_check(const char *p, size_t n)
+{
+	eb__jscan s;
+	int       rv;
+
+	eb__jscan_init(&s, p, n, 1);
+	eb__jscan_ws(&s);
+	if (!eb__jscan_ch(&s, '{')) {
+		return UV_EINVAL;
+	}
+	if ((rv = enc_members(&s)) == 1) {
+		return enc_check_slow(p, n);
+	}
+	eb__jscan_ws(&s);
+	return rv == 0 && s.p == s.end ? 0 : UV_EINVAL;
+}
+
 /* The body of every null-bodied message (never written to). */
 static char null_body[] = "null";
+
+/*
+ * Freed messages that fit MSG_BLOCK bytes are kept for the next ones, per
+ * thread (a message is made and freed on its bus's loop thread), at most
+ * MSG_POOL_MAX of them (128 KiB): a forwarded ingress message makes and
+ * frees several messages on every node, and the allocator's own per-size
+ * caches are too small for 64 in flight. The blocks of a thread that ends
+ * are freed by the key's destructor.
+ */
+#define MSG_BLOCK 512u
+/* Off under the sanitizers: each message its own allocation, so that a use
+ * after free or an overrun is seen, not hidden by a reused block. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MSG_POOL_MAX 0u
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MSG_POOL_MAX 0u
+#endif
+#endif
+#ifndef MSG_POOL_MAX
+#define MSG_POOL_MAX 256u
+#endif
+
+typedef struct msg_pool {
+	void    *head; /* a free block's first word links the next */
+	unsigned n;
+	int      keyed; /* registered with pool_key in this thread */
+} msg_pool;
+
+static __thread msg_pool tl_pool;
+static pthread_key_t     pool_key;
+static pthread_once_t    pool_once = PTHREAD_ONCE_INIT;
+
+static void
+pool_drain(void *arg)
+{
+	msg_pool *p = arg;
+	void     *next;
+
+	while (p->head != NULL) {
+		memcpy(&next, p->head, sizeof(next));
+		free(p->head);
+		p->head = next;
+	}
+	p->n = 0;
+}
+
+static void
+pool_key_make(void)
+{
+	(void) pthread_key_create(&pool_key, pool_drain);
+}
+
+static void *
+pool_take(void)
+{
+	void *b = tl_pool.head;
+
+	if (b == NULL) {
+		return eb__malloc(MSG_BLOCK);
+	}
+	memcpy(&tl_pool.head, b, sizeof(void *));
+	tl_pool.n--;
+	return b;
+}
+
+static void
+pool_give(void *b)
+{
+	if (tl_pool.n >= MSG_POOL_MAX) {
+		free(b);
+		return;
+	}
+	if (!tl_pool.keyed) {
+		(void) pthread_once(&pool_once, pool_key_make);
+		(void) pthread_setspecific(pool_key, &tl_pool);
+		tl_pool.keyed = 1;
+	}
+	memcpy(b, &tl_pool.head, sizeof(void *));
+	tl_pool.head = b;
+	tl_pool.n++;
+}
 
 /* One allocation: the struct, the address, then body_len + 1 bytes for an
  * inline body. */
@@ -46,9 +240,12 @@ static eb_bus_msg *
 msg_alloc(const char *address, int is_send, size_t body_len)
 {
 	size_t      alen = strlen(address) + 1;
-	eb_bus_msg *m = eb__malloc(sizeof(*m) + alen + body_len + 1);
+	size_t      total = sizeof(eb_bus_msg) + alen + body_len + 1;
+	int         pooled = MSG_POOL_MAX > 0 && total <= MSG_BLOCK;
+	eb_bus_msg *m = pooled ? pool_take() : eb__malloc(total);
 
 	memset(m, 0, sizeof(*m));
+	m->pooled = pooled;
 	m->refs = 1;
 	m->is_send = is_send;
 	m->address = (char *) (m + 1);
@@ -142,6 +339,19 @@ eb__bus_msg_make(const char *address, const eb__bus_body *body,
 		raw = null_body;
 		len = 4;
 	}
+	if (body->hdr_enc != NULL) {
+		/* Checked by the caller (eb__bus_headers_enc_check): kept as
+		 * bytes after the body, parsed only if someone reads them. */
+		m = msg_alloc(address, is_send, len + 1 + body->hdr_enc_len);
+		msg_set_body(m, raw, len);
+		m->hdr_enc = m->address + strlen(m->address) + 1 + len + 1;
+		memcpy(m->hdr_enc, body->hdr_enc, body->hdr_enc_len);
+		m->hdr_enc[body->hdr_enc_len] = '\0';
+		m->hdr_enc_len = body->hdr_enc_len;
+		m->hdr_plain = -1; /* not judged yet */
+		*msgp = m;
+		return 0;
+	}
 	m = msg_alloc(address, is_send, len);
 	msg_set_body(m, raw, len);
 	if (msg_set_headers(m, headers, empty, body->share_headers) != 0) {
@@ -163,11 +373,77 @@ eb__bus_msg_from_bytes(const char *address, const char *body, size_t body_len,
 	return m;
 }
 
+eb_bus_msg *
+eb__bus_msg_from_plain(const char *address, const char *body, size_t body_len,
+    const char *hdr, size_t hdr_len, int is_send)
+{
+	eb_bus_msg *m = msg_alloc(address, is_send, body_len + 1 + hdr_len);
+
+	msg_set_body(m, body, body_len);
+	m->hdr_enc = m->address + strlen(m->address) + 1 + body_len + 1;
+	memcpy(m->hdr_enc, hdr, hdr_len);
+	m->hdr_enc[hdr_len] = '\0';
+	m->hdr_enc_len = hdr_len;
+	m->hdr_plain = 1;
+	return m;
+}
+
+int
+eb__bus_msg_may_have_header(const eb_bus_msg *msg, const char *key)
+{
+	char   pat[160];
+	size_t n = strlen(key);
+
+	if (msg->headers != NULL || msg->hdr_plain != 1 ||
+	    n + 4 > sizeof(pat)) {
+		return 1;
+	}
+	/* In a plain object a '"' only delimits, so "key": appears exactly
+	 * where that key is. */
+	pat[0] = '"';
+	memcpy(pat + 1, key, n);
+	pat[n + 1] = '"';
+	pat[n + 2] = ':';
+	pat[n + 3] = '\0';
+	/* Plain bytes hold no NUL: hdr_enc is one C string. */
+	return strstr(msg->hdr_enc, pat) != NULL;
+}
+
+const char *
+eb_bus_msg_headers_enc(const eb_bus_msg *msg, size_t *len)
+{
+	eb_bus_msg *m;
+
+	if (msg->hdr_enc == NULL) {
+		return NULL;
+	}
+	if (msg->hdr_plain < 0) {
+		/* Given by a sender (eb_bus_send_confirmed_enc): judged once.
+		 */
+		memcpy(&m, &msg, sizeof(eb_bus_msg *));
+		m->hdr_plain =
+		    eb__jsonstr_plain_object_check(m->hdr_enc, m->hdr_enc_len);
+	}
+	if (!msg->hdr_plain) {
+		return NULL;
+	}
+	*len = msg->hdr_enc_len;
+	return msg->hdr_enc;
+}
+
 void
 eb__bus_msg_set_reply(
     eb_bus *bus, eb_bus_msg *msg, const char *reply_address, uint32_t origin)
 {
-	msg->reply_address = eb__strdup(reply_address);
+	size_t n = strlen(reply_address) + 1;
+
+	/* The bus's own reply addresses (and most clients') fit inline. */
+	if (n <= sizeof(msg->reply_inline)) {
+		memcpy(msg->reply_inline, reply_address, n);
+		msg->reply_address = msg->reply_inline;
+	} else {
+		msg->reply_address = eb__strdup(reply_address);
+	}
 	msg->origin = origin;
 	msg->bus = bus;
 	eb__list_insert_tail(&bus->msg.reply_msgs, &msg->bus_link);
@@ -201,7 +477,25 @@ eb_bus_msg_is_send(const eb_bus_msg *msg)
 const json_t *
 eb_bus_msg_headers(const eb_bus_msg *msg)
 {
-	return msg->headers;
+	eb_bus_msg  *m;
+	json_error_t jerr;
+
+	if (msg->headers != NULL) {
+		return msg->headers;
+	}
+	/* Encoded headers, parsed on first use (checked when the message
+	 * was made, so this cannot fail but for memory). The message is
+	 * the caller's to read; only the cache changes. */
+	memcpy(&m, &msg, sizeof(eb_bus_msg *));
+	m->headers = eb__jsonstr_parse_plain_object(m->hdr_enc, m->hdr_enc_len);
+	if (m->headers == NULL) {
+		m->headers = json_loadb(m->hdr_enc, m->hdr_enc_len,
+		    JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	}
+	if (m->headers == NULL) {
+		m->headers = json_object();
+	}
+	return m->headers;
 }
 
 const json_t *
@@ -252,11 +546,17 @@ eb_bus_msg_release(eb_bus_msg *msg)
 	if (msg->bus != NULL) {
 		eb__bus_msg_detach(msg);
 	}
-	free(msg->reply_address);
+	if (msg->reply_address != msg->reply_inline) {
+		free(msg->reply_address);
+	}
 	json_decref(msg->headers);
 	if (msg->body != null_body && !msg->body_inline) {
 		free(msg->body);
 	}
 	json_decref(msg->body_json);
-	free(msg);
+	if (msg->pooled) {
+		pool_give(msg);
+	} else {
+		free(msg);
+	}
 }

@@ -43,7 +43,7 @@ eb__bus_rcpt_init(eb_bus *bus)
 	eb__list_init(&bus->rcpt.open);
 	eb__list_init(&bus->rcpt.done);
 	eb__list_init(&bus->rcpt.runits);
-	eb__hmap_init(&bus->rcpt.runit_map);
+	eb__imap_init(&bus->rcpt.runit_map);
 	(void) uv_timer_init(bus->loop, &bus->rcpt.timer);
 	bus->rcpt.timer.data = bus;
 }
@@ -215,7 +215,7 @@ runit_insert(eb_bus *bus, eb__bus_runit *u)
 		it = it->prev;
 	}
 	eb__list_insert_head(it, &u->link); /* after it */
-	eb__hmap_put(&bus->rcpt.runit_map, &u->hent);
+	eb__imap_put(&bus->rcpt.runit_map, &u->ient);
 	if (bus->rcpt.runits.next == &u->link) {
 		rtimer_arm(bus);
 	}
@@ -228,7 +228,7 @@ runit_take(eb_bus *bus, eb__bus_runit *u)
 {
 	eb__bus_rcpt *rc = u->rc;
 
-	eb__hmap_del(&bus->rcpt.runit_map, &u->hent);
+	eb__imap_del(&bus->rcpt.runit_map, &u->ient);
 	eb__list_remove(&u->link);
 	free(u);
 	return rc;
@@ -269,9 +269,7 @@ eb__bus_rcpt_forward(
 		return;
 	}
 	u = eb__calloc(1, sizeof(*u));
-	u->id = id;
-	(void) eb__dec_u64(u->key, id);
-	u->hent.key = u->key;
+	u->ient.id = id;
 	u->peer = node;
 	u->rc = rc;
 	u->deadline = uv_now(bus->loop) + rc->timeout_ms;
@@ -284,15 +282,12 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
     uint32_t delivered, uint32_t targets, uint64_t orig_epoch,
     uint64_t orig_seq)
 {
-	char           key[24];
 	char           text[200];
-	eb__hent      *e;
-	eb__bus_runit *u;
-	int            first;
+	eb__ient      *e = eb__imap_get(&bus->rcpt.runit_map, id);
+	eb__bus_runit *u =
+	    e != NULL ? EB_CONTAINER_OF(e, eb__bus_runit, ient) : NULL;
+	int first;
 
-	(void) eb__dec_u64(key, id);
-	e = eb__hmap_get(&bus->rcpt.runit_map, key);
-	u = e != NULL ? EB_CONTAINER_OF(e, eb__bus_runit, hent) : NULL;
 	if (u == NULL || u->peer != peer) {
 		bus->stats.totals.dropped++; /* timed out meanwhile */
 		return;
@@ -431,5 +426,5 @@ eb__bus_rcpt_cancel_all(eb_bus *bus)
 void
 eb__bus_rcpt_free_all(eb_bus *bus)
 {
-	eb__hmap_free(&bus->rcpt.runit_map);
+	eb__imap_free(&bus->rcpt.runit_map);
 }

@@ -99,6 +99,12 @@ typedef struct bus_remote {
 	char   *hdr_bytes;
 	size_t  hdr_len;
 	json_t *hdr;
+	/* The last headers that missed that cache: plain headers are kept
+	 * as bytes (parsed only if read: new stamped ingress headers in every
+	 * message), unless they repeat the last miss, which then goes into
+	 * the cache above instead. */
+	char   miss_bytes[HDR_CACHE_MAX];
+	size_t miss_len;
 	/* The last headers object encoded (held) and its encoding: a shared
 	 * object (eb_bus_send_opts.share_headers, e.g. every ingress forward
 	 * of one node) is encoded once. */
@@ -240,7 +246,10 @@ put_msg_parts(bus_remote *st, eb__buf *b, const eb_bus_msg *msg)
 	size_t at;
 	size_t n;
 
-	if (json_object_size(msg->headers) == 0) {
+	if (msg->hdr_enc != NULL) {
+		/* Encoded by the sender (the ingress router's stamps). */
+		eb__link_put_bytes32(b, msg->hdr_enc, msg->hdr_enc_len);
+	} else if (json_object_size(msg->headers) == 0) {
 		eb__link_put_bytes32(b, "{}", 2); /* the common case */
 	} else if (msg->headers == st->enc_hdr) {
 		/* Message headers are never modified: the same object, the
@@ -771,17 +780,64 @@ rd_strdup(eb__link_rd *r)
 	return r->bad || memchr(p, '\0', n) != NULL ? NULL : eb__strndup(p, n);
 }
 
-static json_t *
-rd_headers(bus_remote *st, eb__link_rd *r)
+/* A string read from a frame, on the stack when it is short (addresses
+ * and reply addresses of the message path, read for every message). */
+typedef struct rd_str {
+	char *s; /* buf, the heap, or NULL: a bad frame or a NUL byte */
+	char  buf[128];
+} rd_str;
+
+static char *
+rd_str_take(eb__link_rd *r, rd_str *out)
 {
-	size_t       n;
-	const char  *p = eb__link_get_bytes32(r, &n);
+	size_t      n;
+	const char *p = eb__link_get_str16(r, &n);
+
+	if (r->bad || memchr(p, '\0', n) != NULL) {
+		out->s = NULL;
+	} else if (n < sizeof(out->buf)) {
+		memcpy(out->buf, p, n);
+		out->buf[n] = '\0';
+		out->s = out->buf;
+	} else {
+		out->s = eb__strndup(p, n);
+	}
+	return out->s;
+}
+
+static void
+rd_str_free(rd_str *s)
+{
+	if (s->s != s->buf) {
+		free(s->s);
+	}
+}
+
+/* 1 when the headers p[0..n) are kept as bytes (see miss_bytes). */
+static int
+hdr_as_bytes(bus_remote *st, const char *p, size_t n)
+{
+	if ((n == 2 && memcmp(p, "{}", 2) == 0) ||
+	    (st->hdr != NULL && n == st->hdr_len &&
+	        memcmp(p, st->hdr_bytes, n) == 0)) {
+		return 0;
+	}
+	if (n <= HDR_CACHE_MAX) {
+		if (n == st->miss_len && memcmp(p, st->miss_bytes, n) == 0) {
+			return 0; /* repeated: parse once and share */
+		}
+		memcpy(st->miss_bytes, p, n);
+		st->miss_len = n;
+	}
+	return eb__jsonstr_plain_object_check(p, n);
+}
+
+static json_t *
+rd_headers(bus_remote *st, const char *p, size_t n)
+{
 	json_error_t jerr;
 	json_t      *h;
 
-	if (r->bad) {
-		return NULL;
-	}
 	if (n == 2 && memcmp(p, "{}", 2) == 0) {
 		return json_incref(st->bus->msg.empty_headers);
 	}
@@ -814,13 +870,21 @@ rd_headers(bus_remote *st, eb__link_rd *r)
 static eb_bus_msg *
 rd_msg(bus_remote *st, eb__link_rd *r, const char *address, int is_send)
 {
-	json_t     *h = rd_headers(st, r);
+	size_t      hn;
+	const char *hp = eb__link_get_bytes32(r, &hn);
 	size_t      blen;
 	const char *body = eb__link_get_bytes32(r, &blen);
+	json_t     *h;
 	eb_bus_msg *m;
 
-	if (h == NULL || r->bad || blen == 0) {
-		json_decref(h);
+	if (r->bad || blen == 0) {
+		return NULL;
+	}
+	if (hdr_as_bytes(st, hp, hn)) {
+		return eb__bus_msg_from_plain(
+		    address, body, blen, hp, hn, is_send);
+	}
+	if ((h = rd_headers(st, hp, hn)) == NULL) {
 		return NULL;
 	}
 	m = eb__bus_msg_from_bytes(address, body, blen, h, is_send);
@@ -868,8 +932,10 @@ on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r, int v2)
 	uint8_t     kind = eb__link_get_u8(r);
 	uint64_t    epoch = v2 ? get_u64(r) : 0;
 	uint64_t    rid = v2 ? get_u64(r) : 0;
-	char       *address = rd_strdup(r);
-	char       *reply = rd_strdup(r);
+	rd_str      as;
+	rd_str      rs;
+	char       *address = rd_str_take(r, &as);
+	char       *reply = rd_str_take(r, &rs);
 	eb_bus_msg *m = NULL;
 
 	if (address != NULL && reply != NULL && (kind == 1 || kind == 2)) {
@@ -887,16 +953,18 @@ on_msg(bus_remote *st, uint32_t peer, eb__link_rd *r, int v2)
 		}
 		eb_bus_msg_release(m);
 	}
-	free(address);
-	free(reply);
+	rd_str_free(&as);
+	rd_str_free(&rs);
 	return m != NULL ? 0 : EB_EPROTO;
 }
 
 static int
 on_reply(bus_remote *st, uint32_t peer, eb__link_rd *r)
 {
-	char        *target = rd_strdup(r);
-	char        *own = rd_strdup(r);
+	rd_str       ts;
+	rd_str       os;
+	char        *target = rd_str_take(r, &ts);
+	char        *own = rd_str_take(r, &os);
 	eb_bus_msg  *m = NULL;
 	eb__bus_req *req;
 
@@ -915,8 +983,8 @@ on_reply(bus_remote *st, uint32_t peer, eb__link_rd *r)
 		}
 		eb_bus_msg_release(m);
 	}
-	free(target);
-	free(own);
+	rd_str_free(&ts);
+	rd_str_free(&os);
 	return m != NULL ? 0 : EB_EPROTO;
 }
 

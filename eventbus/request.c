@@ -134,8 +134,9 @@ eb__bus_reqheap_free(eb__bus_reqheap *h)
 /* ---- requests ---- */
 
 /* Fails r at once: the node already has max_reqs requests pending. r is
- * in neither the map nor the heap, and holds no copies (a flood of refusals
- * costs one small struct each until the idle turn calls them back). */
+ * in neither the map nor the heap, and holds nothing beyond its one
+ * allocation (a flood of refusals costs one small struct each until the
+ * idle turn calls them back). */
 static void
 req_refuse(eb_bus *bus, eb__bus_req *r)
 {
@@ -166,8 +167,14 @@ eb__bus_req *
 eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
     eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_req *r = eb__calloc(1, sizeof(*r));
+	size_t       an = strlen(address) + 1;
+	eb__bus_req *r = eb__malloc(sizeof(*r) + an);
 
+	/* One allocation: the request, then the address (also kept by a
+	 * refused one: it costs nothing more). */
+	memset(r, 0, sizeof(*r));
+	r->address = (char *) (r + 1);
+	memcpy(r->address, address, an);
 	eb__list_init(&r->turn.link);
 	/* Prefix (15) + at most 20 digits fit EB_BUS_REPLY_ADDR_MAX. */
 	memcpy(r->reply_address, EB_BUS_REPLY_PREFIX,
@@ -175,7 +182,7 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 	(void) eb__dec_u64(r->reply_address + sizeof(EB_BUS_REPLY_PREFIX) - 1,
 	    ++bus->req.next_id);
 	r->seq = bus->req.next_id;
-	r->hent.key = r->reply_address;
+	r->ient.id = r->seq;
 	r->cb = cb;
 	r->arg = arg;
 	if (bus->req.map.count >= bus->req.max) {
@@ -183,7 +190,6 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 		req_refuse(bus, r);
 		return r;
 	}
-	r->address = eb__strdup(address);
 	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->req.timeout_ms;
 	/* A client's timeout is not a reason to hold memory for ever, nor to
 	 * overflow the deadline below. */
@@ -194,7 +200,7 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 	 * the request was made. */
 	uv_update_time(bus->loop);
 	r->deadline = uv_now(bus->loop) + r->timeout_ms;
-	eb__hmap_put(&bus->req.map, &r->hent);
+	eb__imap_put(&bus->req.map, &r->ient);
 	eb__list_insert_tail(&bus->req.deadlines, &r->link);
 	eb__bus_reqheap_push(&bus->req.heap, r);
 	if (eb__bus_reqheap_min(&bus->req.heap) == r) {
@@ -206,9 +212,29 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 eb__bus_req *
 eb__bus_req_find(eb_bus *bus, const char *reply_address)
 {
-	eb__hent *e = eb__hmap_get(&bus->req.map, reply_address);
+	static const size_t plen = sizeof(EB_BUS_REPLY_PREFIX) - 1;
+	const char         *p = reply_address;
+	uint64_t            id = 0;
+	eb__ient           *e;
+	eb__bus_req        *r;
 
-	return e == NULL ? NULL : EB_CONTAINER_OF(e, eb__bus_req, hent);
+	/* The bus's reply addresses are the prefix and the id in decimal
+	 * (eb__bus_req_new): the id is the key, and the whole address must
+	 * match (a leading zero or a sign spells no request). */
+	if (strncmp(p, EB_BUS_REPLY_PREFIX, plen) != 0) {
+		return NULL;
+	}
+	for (p += plen; *p >= '0' && *p <= '9'; p++) {
+		if (id > (UINT64_MAX - 9) / 10) {
+			return NULL; /* more digits than any id has */
+		}
+		id = id * 10 + (uint64_t) (*p - '0');
+	}
+	if (*p != '\0' || (e = eb__imap_get(&bus->req.map, id)) == NULL) {
+		return NULL;
+	}
+	r = EB_CONTAINER_OF(e, eb__bus_req, ient);
+	return strcmp(r->reply_address, reply_address) == 0 ? r : NULL;
 }
 
 static void
@@ -217,7 +243,7 @@ req_resolve(eb_bus *bus, eb__bus_req *r)
 	int was_first = eb__bus_reqheap_min(&bus->req.heap) == r;
 
 	r->resolved = 1;
-	eb__hmap_del(&bus->req.map, &r->hent);
+	eb__imap_del(&bus->req.map, &r->ient);
 	eb__bus_reqheap_remove(&bus->req.heap, r);
 	eb__list_remove(&r->link);
 	eb__list_insert_tail(&bus->req.resolved, &r->link);
@@ -283,8 +309,7 @@ req_free(eb__bus_req *r)
 	eb__list_remove(&r->turn.link);
 	eb_bus_msg_release(r->reply);
 	free(r->fmsg);
-	free(r->address);
-	free(r);
+	free(r); /* the address is in the same allocation */
 }
 
 void
@@ -310,7 +335,7 @@ eb__bus_req_cancel_all(eb_bus *bus)
 		eb__bus_req *r = EB_CONTAINER_OF(it, eb__bus_req, link);
 
 		eb__list_remove(it);
-		eb__hmap_del(&bus->req.map, &r->hent);
+		eb__imap_del(&bus->req.map, &r->ient);
 		eb__list_insert_tail(&bus->req.resolved, it);
 	}
 	eb__bus_reqheap_free(&bus->req.heap);
@@ -488,7 +513,7 @@ int
 eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_body b = { body, NULL, 0, 0 };
+	eb__bus_body b = { body, NULL, 0, 0, NULL, 0 };
 
 	return msg_reply(msg, &b, headers, opts, cb, arg);
 }

@@ -19,6 +19,7 @@
 
 #include <ebnode/ingress.h>
 
+#include "common/buf.h"
 #include "common/hist.h"
 #include "common/list.h"
 
@@ -82,6 +83,7 @@ struct eb_ingress {
 	/* {entry: this node}, made once: the headers of every forward whose
 	 * message came without headers (most), instead of a copy each. */
 	json_t *entry_headers;
+	eb__buf stamp_buf; /* the router's scratch: stamped headers */
 	/* Gateway receipt to the answer (ack or failure), every message. */
 	eb__hist latency;
 };

@@ -372,32 +372,86 @@ eb__ingress_rendezvous(
 	return best;
 }
 
-static json_t *
-stamped_headers(
-    const eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st)
-{
-	/* A shallow copy: the string values are shared with the message's
-	 * headers, which are never modified, and the stamps replace keys of
-	 * the copy only. The stamps are ASCII digits: jansson need not check
-	 * their UTF-8. */
-	json_t *h = json_copy(eb__json_unconst(eb_bus_msg_headers(msg)));
-	char    num[24];
+/* The stamp header keys, in the order a stamp appends them. */
+enum { STAMP_EPOCH, STAMP_SEQ, STAMP_ENTRY, STAMP_CONFIG, STAMP_N };
 
-	if (h == NULL) {
-		h = json_object();
+static int
+stamp_key(const char *k)
+{
+	static const char *const keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
+		EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY,
+		EB_INGRESS_HDR_CONFIG };
+	int                      i;
+
+	if (strncmp(k, "ebnode.", 7) != 0) {
+		return -1;
 	}
-	(void) json_object_set_new(h, EB_INGRESS_HDR_EPOCH,
-	    json_stringn_nocheck(num, eb__dec_u64(num, st->epoch)));
-	(void) json_object_set_new(h, EB_INGRESS_HDR_SEQ,
-	    json_stringn_nocheck(num, eb__dec_u64(num, st->seq)));
-	(void) json_object_set_new(
-	    h, EB_INGRESS_HDR_ENTRY, json_string(st->entry_node));
-	if (in->config_version != 0) {
-		(void) json_object_set_new(h, EB_INGRESS_HDR_CONFIG,
-		    json_stringn_nocheck(
-		        num, eb__dec_u64(num, in->config_version)));
+	for (i = 0; i < STAMP_N; i++) {
+		if (strcmp(k, keys[i]) == 0) {
+			return i;
+		}
 	}
-	return h;
+	return -1;
+}
+
+/*
+ * The stamped headers, encoded into out (emptied first): the message's own
+ * headers in their order, a stamp key among them taking the stamp's value
+ * in place, then the stamps not yet written (epoch, sequence, entry node,
+ * config version when there is one). The same bytes as copying the object,
+ * setting the four keys and encoding it, without building the object.
+ */
+static void
+stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
+    const eb_ingress_stamp *st, eb__buf *out)
+{
+	static const char *const keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
+		EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY,
+		EB_INGRESS_HDR_CONFIG };
+	json_t                  *h = eb__json_unconst(eb_bus_msg_headers(msg));
+	char                     num[STAMP_N][24];
+	const char              *val[STAMP_N];
+	size_t                   len[STAMP_N];
+	int   done[STAMP_N] = { 0, 0, 0, in->config_version == 0 };
+	int   first = 1;
+	int   i;
+	void *it;
+
+	len[STAMP_EPOCH] = eb__dec_u64(num[STAMP_EPOCH], st->epoch);
+	len[STAMP_SEQ] = eb__dec_u64(num[STAMP_SEQ], st->seq);
+	len[STAMP_CONFIG] = eb__dec_u64(num[STAMP_CONFIG], in->config_version);
+	val[STAMP_EPOCH] = num[STAMP_EPOCH];
+	val[STAMP_SEQ] = num[STAMP_SEQ];
+	val[STAMP_CONFIG] = num[STAMP_CONFIG];
+	val[STAMP_ENTRY] = st->entry_node;
+	len[STAMP_ENTRY] = strlen(st->entry_node);
+	out->off = out->len = 0;
+	eb__buf_append(out, "{", 1);
+	for (it = json_object_iter(h); it != NULL;
+	     it = json_object_iter_next(h, it)) {
+		const char   *k = json_object_iter_key(it);
+		const json_t *v = json_object_iter_value(it);
+
+		i = stamp_key(k);
+		if (i >= 0 && !done[i]) {
+			eb__jsonstr_put_member(
+			    out, first, k, strlen(k), val[i], len[i]);
+			done[i] = 1;
+		} else {
+			/* Not a stamp (or the config key, no version). */
+			eb__jsonstr_put_member(out, first, k, strlen(k),
+			    json_string_value(v), json_string_length(v));
+		}
+		first = 0;
+	}
+	for (i = 0; i < STAMP_N; i++) {
+		if (!done[i]) {
+			eb__jsonstr_put_member(out, first, keys[i],
+			    strlen(keys[i]), val[i], len[i]);
+			first = 0;
+		}
+	}
+	eb__buf_append(out, "}", 1);
 }
 
 static void
@@ -424,11 +478,14 @@ relay_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 /* Forwards a request to the target and relays its answer. 0 when sent. */
 static int
 relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
-    const json_t *headers)
+    const eb__buf *hdr)
 {
 	eb_bus_send_opts o;
 	char             why[300];
 	int              rv = EB_ENOHANDLERS;
+	json_error_t     jerr;
+	json_t          *headers = json_loadb(
+	             eb__buf_head(hdr), eb__buf_avail(hdr), JSON_ALLOW_NUL, &jerr);
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = in->epoch; /* fenced at the receiver (rule 6) */
@@ -443,6 +500,7 @@ relay(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 			eb_bus_msg_release(msg);
 		}
 	}
+	json_decref(headers);
 	if (rv != 0) {
 		in->st.unrouted++;
 		(void) snprintf(
@@ -458,10 +516,11 @@ typedef struct route_ctx {
 	eb_ingress      *in;  /* borrowed: its close waits for the receipt */
 	eb_bus_msg      *msg; /* held: the gateway's request */
 	eb_ingress_stamp st;
-	char            *entry;   /* owned: st.entry_node points here */
-	char            *to;      /* owned */
-	json_t          *headers; /* owned: the stamped headers */
-	char            *node;    /* owned: a keyed send's node, else NULL */
+	char            *entry; /* in the allocation: st.entry_node */
+	char            *to;    /* in the allocation */
+	char            *hdr;   /* in the allocation: the stamped headers */
+	size_t           hdr_len;
+	char            *node; /* owned: a keyed send's node, else NULL */
 	int              publish;
 	int              retried;
 	int              keyed; /* ebnode.msgid: never routed elsewhere */
@@ -479,13 +538,14 @@ route_confirmed(eb_ingress *in, route_ctx *x)
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = x->st.epoch; /* fenced at every receiver (rule 6) */
-	o.share_headers = 1;   /* x->headers is never modified */
 	o.node = x->node;      /* a keyed send: its one node */
-	/* The bytes that arrived, never re-encoded. */
-	return x->publish ? eb_bus_publish_confirmed_raw(in->bus, x->to, body,
-	                        len, x->headers, &o, route_receipt_cb, x)
-	                  : eb_bus_send_confirmed_raw(in->bus, x->to, body, len,
-	                        x->headers, &o, route_receipt_cb, x);
+	/* The bytes that arrived, never re-encoded; the stamped headers as
+	 * encoded once (a retry sends the same). */
+	return x->publish
+	           ? eb_bus_publish_confirmed_enc(in->bus, x->to, body, len,
+	                 x->hdr, x->hdr_len, &o, route_receipt_cb, x)
+	           : eb_bus_send_confirmed_enc(in->bus, x->to, body, len,
+	                 x->hdr, x->hdr_len, &o, route_receipt_cb, x);
 }
 
 static void
@@ -493,9 +553,6 @@ route_ctx_free(route_ctx *x)
 {
 	eb__list_remove(&x->link);
 	eb_bus_msg_release(x->msg);
-	json_decref(x->headers);
-	free(x->entry);
-	free(x->to);
 	free(x->node);
 	free(x);
 }
@@ -595,8 +652,11 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
  * answer comes from route_receipt_cb. 0, or an error (not routed). */
 static int
 route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
-    const eb_ingress_stamp *st, json_t *headers)
+    const eb_ingress_stamp *st, const eb__buf *hdr)
 {
+	size_t        ent = strlen(st->entry_node) + 1;
+	size_t        to = strlen(r->to) + 1;
+	size_t        hn = eb__buf_avail(hdr);
 	const json_t *key =
 	    json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_MSGID);
 	const char *node = NULL;
@@ -624,15 +684,21 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 			return EB_ENOHANDLERS;
 		}
 	}
-	x = eb__calloc(1, sizeof(*x));
-
+	/* One allocation: the context, then its three strings. */
+	x = eb__malloc(sizeof(*x) + ent + to + hn + 1);
+	memset(x, 0, sizeof(*x));
 	x->in = in;
 	x->msg = eb_bus_msg_hold(msg);
 	x->st = *st;
-	x->entry = eb__strdup(st->entry_node);
+	x->entry = (char *) (x + 1);
+	memcpy(x->entry, st->entry_node, ent);
 	x->st.entry_node = x->entry;
-	x->to = eb__strdup(r->to);
-	x->headers = json_incref(headers);
+	x->to = x->entry + ent;
+	memcpy(x->to, r->to, to);
+	x->hdr = x->to + to;
+	memcpy(x->hdr, eb__buf_head(hdr), hn);
+	x->hdr[hn] = '\0';
+	x->hdr_len = hn;
 	x->publish = r->publish;
 	x->keyed = key != NULL;
 	x->node = dup_or_null(node);
@@ -654,7 +720,6 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	eb_ingress_stamp        st;
 	const json_t           *entry;
 	const json_t           *msgid;
-	json_t                 *headers;
 	char                    why[300];
 	int                     rv;
 
@@ -691,11 +756,10 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	    eb_bus_handler_count(in->bus, r->to) == 0) {
 		return 1;
 	}
-	headers = stamped_headers(in, msg, &st);
+	stamped_headers(in, msg, &st, &in->stamp_buf);
 	if (in->relay_replies && !r->publish &&
 	    eb_bus_msg_reply_address(msg) != NULL) {
-		rv = relay(in, r, msg, headers);
-		json_decref(headers);
+		rv = relay(in, r, msg, &in->stamp_buf);
 		if (rv == 0) {
 			in->next_seq++;
 			in->st.routed++;
@@ -703,9 +767,11 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		return 0;
 	}
 	rv = eb_bus_handler_count(in->bus, r->to) > 0
-	         ? route_start(in, r, msg, &st, headers)
+	         ? route_start(in, r, msg, &st, &in->stamp_buf)
 	         : EB_ENOHANDLERS;
-	json_decref(headers);
+	if (in->stamp_buf.cap > 65536) {
+		eb__buf_free(&in->stamp_buf); /* a rare big one: not kept */
+	}
 	if (rv != 0) {
 		/* Not routed: the sequence number is not used. */
 		in->st.unrouted++;

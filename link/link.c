@@ -36,6 +36,8 @@ eb_link_opts_init(eb_link_opts *o)
 	o->max_frame_bytes = (uint32_t) 16 * 1024 * 1024;
 	o->max_out_bytes = (uint64_t) 64 * 1024 * 1024;
 	o->max_pending_inbound = 64;
+	o->proto_min = EB_LINK_PROTOCOL_MIN;
+	o->proto_max = EB_LINK_PROTOCOL_VERSION;
 }
 
 static uint32_t
@@ -58,7 +60,8 @@ mgr_opts_check(const eb_link_opts *o, eb_errbuf *err)
 	    o->port > 65535 || o->heartbeat_ms == 0 ||
 	    o->dead_ms <= o->heartbeat_ms || o->backoff_min_ms == 0 ||
 	    o->backoff_max_ms < o->backoff_min_ms ||
-	    o->max_frame_bytes < 1024 || o->connect_timeout_ms == 0) {
+	    o->max_frame_bytes < 1024 || o->connect_timeout_ms == 0 ||
+	    o->proto_min == 0 || o->proto_max < o->proto_min) {
 		return eb_errf(err, UV_EINVAL, "link: invalid options");
 	}
 	if (tls != 0 && tls != 3) {
@@ -107,6 +110,8 @@ eb_link_mgr_new(
 	m->max_out = o->max_out_bytes;
 	m->max_pending =
 	    o->max_pending_inbound != 0 ? o->max_pending_inbound : 64;
+	m->proto_min = o->proto_min;
+	m->proto_max = o->proto_max;
 	m->tls_ctx = tls;
 	m->next_peer_id = 1;
 	eb__list_init(&m->peers);
@@ -302,9 +307,11 @@ peer_dial(eb_link_mgr *m, link_peer *p)
 static void
 peer_maybe_dial(eb_link_mgr *m, link_peer *p, uint64_t now)
 {
+	/* No version in common with its record: dialing cannot link (the
+	 * record changes when the peer restarts as another release). */
 	if (p->dialer && p->host != NULL && p->conn == NULL &&
 	    p->dialing == NULL && now >= p->retry_at && !m->closing &&
-	    m->listening) {
+	    m->listening && eb__link_version_for(m, p) != 0) {
 		peer_dial(m, p);
 	}
 }
@@ -324,6 +331,8 @@ eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 	p->conn = c;
 	p->attempts = 0;
 	p->ups++;
+	p->version = c->version;
+	eb__link_peer_set_down(m, p, EB_LINK_DOWN_NONE);
 	/* Fixed buffers (no autotuning): what is in flight to a peer stays
 	 * bounded (link.h). */
 	{
@@ -333,8 +342,8 @@ eb__link_peer_up(eb_link_mgr *m, link_peer *p, link_conn *c)
 		sz = EB__LINK_SOCKET_BUFFER;
 		(void) uv_recv_buffer_size((uv_handle_t *) &c->s.tcp, &sz);
 	}
-	EB_LOG_INFO("link", "link-up: node=%s peer=%s dir=%s", p->node_id,
-	    c->peer_addr, c->outbound ? "out" : "in");
+	EB_LOG_INFO("link", "link-up: node=%s peer=%s dir=%s version=%u",
+	    p->node_id, c->peer_addr, c->outbound ? "out" : "in", c->version);
 	if (m->h != NULL) {
 		m->h->up(m->hctx, p->id, p->node_id);
 	}
@@ -362,12 +371,16 @@ eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c)
 {
 	if (p->dialing == c) {
 		p->dialing = NULL;
+		eb__link_peer_set_down(m, p,
+		    c->fail != EB_LINK_DOWN_NONE ? c->fail
+		                                 : EB_LINK_DOWN_UNREACHABLE);
 		p->attempts++;
 		p->retry_at =
 		    uv_now(m->loop) + eb__link_backoff_ms(m, p->attempts);
 	}
 	if (p->conn == c) {
 		p->conn = NULL;
+		p->version = 0;
 		EB_LOG_INFO("link", "link-down: node=%s", p->node_id);
 		if (m->h != NULL) {
 			m->h->down(m->hctx, p->id);
@@ -380,9 +393,10 @@ eb__link_peer_lost(eb_link_mgr *m, link_peer *p, link_conn *c)
 	}
 }
 
-int
-eb_link_mgr_peer_add(
-    eb_link_mgr *m, const char *node_id, const char *host, int port)
+/* keep_range: the caller says nothing about the range (peer_add). */
+static int
+peer_add(eb_link_mgr *m, const char *node_id, const char *host, int port,
+    int keep_range, int proto_min, int proto_max)
 {
 	link_peer *p;
 
@@ -404,8 +418,33 @@ eb_link_mgr_peer_add(
 		p->port = port;
 		p->retry_at = 0; /* a new address: try at once */
 	}
+	if (!keep_range &&
+	    (p->rec_min != proto_min || p->rec_max != proto_max)) {
+		p->rec_min = (uint16_t) proto_min;
+		p->rec_max = (uint16_t) proto_max;
+		p->retry_at = 0; /* another release: try at once */
+	}
+	eb__link_peer_check_range(m, p);
 	peer_maybe_dial(m, p, uv_now(m->loop));
 	return 0;
+}
+
+int
+eb_link_mgr_peer_add(
+    eb_link_mgr *m, const char *node_id, const char *host, int port)
+{
+	return peer_add(m, node_id, host, port, 1, 0, 0);
+}
+
+int
+eb_link_mgr_peer_add_range(eb_link_mgr *m, const char *node_id,
+    const char *host, int port, int proto_min, int proto_max)
+{
+	if (proto_min < 0 || proto_max < proto_min || proto_max > 65535 ||
+	    (proto_min == 0) != (proto_max == 0)) {
+		return UV_EINVAL;
+	}
+	return peer_add(m, node_id, host, port, 0, proto_min, proto_max);
 }
 
 static void
@@ -524,6 +563,14 @@ eb__link_peer_node_id(eb_link_mgr *m, uint32_t peer)
 	return p != NULL && p->conn != NULL ? p->node_id : NULL;
 }
 
+unsigned
+eb__link_peer_version(eb_link_mgr *m, uint32_t peer)
+{
+	link_peer *p = eb__link_peer_by_id(m, peer);
+
+	return p != NULL && p->conn != NULL ? p->version : 0;
+}
+
 void
 eb__link_foreach_up(
     eb_link_mgr *m, void (*fn)(void *arg, uint32_t peer), void *arg)
@@ -561,6 +608,13 @@ eb_link_mgr_stats_foreach(eb_link_mgr *m, eb_link_stats_fn fn, void *arg)
 		s.bytes_in = p->bytes_in;
 		s.ups = p->ups;
 		s.congestions = p->congestions;
+		s.version = p->conn != NULL ? p->version : 0;
+		s.proto_min = p->rec_min;
+		s.proto_max = p->rec_max;
+		s.down_reason =
+		    eb_link_down_reason_name((eb_link_down_reason) p->down);
+		s.down_since_ms =
+		    p->down != EB_LINK_DOWN_NONE ? p->down_since : 0;
 		if (p->conn != NULL) {
 			s.queued = eb__link_conn_backlog(p->conn) +
 			           eb__buf_avail(&p->conn->out);

@@ -62,6 +62,10 @@ int eb__link_frame_end(eb_link_mgr *m, uint32_t peer);
 
 /* The node id of an up peer, or NULL. */
 const char *eb__link_peer_node_id(eb_link_mgr *m, uint32_t peer);
+/* The link protocol version an up peer's link speaks, or 0. A frame that
+ * a version introduced goes only to peers at that version or later
+ * (docs/UPGRADING.md, "Adding a link protocol version"). */
+unsigned eb__link_peer_version(eb_link_mgr *m, uint32_t peer);
 /* Calls fn for every peer whose link is up. */
 void eb__link_foreach_up(
     eb_link_mgr *m, void (*fn)(void *arg, uint32_t peer), void *arg);

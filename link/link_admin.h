@@ -1,7 +1,8 @@
 /*
  * The node links on the admin server (link_admin.c): the per-peer metric
  * families ebnode_link_up, ebnode_link_ups_total, ebnode_link_frames_total,
- * ebnode_link_bytes_total and ebnode_link_queued_bytes. Kept out of
+ * ebnode_link_bytes_total, ebnode_link_queued_bytes, ebnode_link_version,
+ * and per reason ebnode_link_down and ebnode_link_down_total. Kept out of
  * eb_link (library eb_link_admin) so that libebnode does not carry the
  * HTTP server. Loop thread only.
  */

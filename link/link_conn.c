@@ -5,8 +5,12 @@
  * (stream/stream.h: the socket, TLS when configured, the write queue).
  *
  * Wire: every frame is a big-endian u32 length, then a type byte, then the
- * body. Hello (type 1): u16 version, str16 node id, str16 cluster name.
- * Heartbeat (type 2): empty. Types >= 16 go to the upper layer unread.
+ * body. Hello (type 1): u16 version, str16 node id, str16 cluster name,
+ * then (since versioned links; older nodes ignore trailing bytes) u16 min,
+ * u16 max: the range the sender speaks. The dialer sends its hello first,
+ * proposing a version; the acceptor answers with the version the pair
+ * speaks (link_version.c). Heartbeat (type 2): empty. Types >= 16 go to
+ * the upper layer unread.
  *
  * Threads: loop thread only.
  */
@@ -222,16 +226,19 @@ conn_end_frame(link_conn *c, size_t off)
 	eb__link_conn_mark_dirty(c);
 }
 
+/* version: proposed (dialer) or agreed (acceptor). */
 static void
-conn_send_hello(link_conn *c)
+conn_send_hello(link_conn *c, uint16_t version)
 {
 	eb_link_mgr *m = c->mgr;
 	size_t       off;
 
 	conn_put_frame_hdr(c, LINK_FRAME_HELLO, &off);
-	eb__link_put_u16(&c->out, EB_LINK_PROTOCOL_VERSION);
+	eb__link_put_u16(&c->out, version);
 	(void) eb__link_put_str16(&c->out, m->node_id, strlen(m->node_id));
 	(void) eb__link_put_str16(&c->out, m->cluster, strlen(m->cluster));
+	eb__link_put_u16(&c->out, m->proto_min);
+	eb__link_put_u16(&c->out, m->proto_max);
 	conn_end_frame(c, off);
 }
 
@@ -255,6 +262,7 @@ conn_error_cb(eb__stream *s, int status)
 
 	if (status == EB_ETLS) {
 		eb__link_tls_log(c, c->s.handshake_done ? "read" : "handshake");
+		c->fail = EB_LINK_DOWN_TLS;
 		eb__link_conn_close(c, eb_strerror(status));
 		return;
 	}
@@ -290,6 +298,7 @@ eb__link_conn_start(link_conn *c)
 	}
 	(void) uv_tcp_nodelay(&c->s.tcp, 1);
 	if (c->setup_err != 0) {
+		c->fail = EB_LINK_DOWN_TLS;
 		eb__link_conn_close(c, "TLS setup failed");
 		return;
 	}
@@ -297,6 +306,7 @@ eb__link_conn_start(link_conn *c)
 	rv = c->s.ops->start(&c->s);
 	if (rv == EB_ETLS) {
 		eb__link_tls_log(c, "handshake");
+		c->fail = EB_LINK_DOWN_TLS;
 		eb__link_conn_close(c, "TLS setup failed");
 		return;
 	}
@@ -304,7 +314,14 @@ eb__link_conn_start(link_conn *c)
 		eb__link_conn_close(c, "read failed");
 		return;
 	}
-	conn_send_hello(c);
+	/* The dialer opens; the acceptor answers the hello it reads. */
+	if (c->outbound) {
+		c->version = c->peer != NULL
+		                 ? eb__link_version_for(c->mgr, c->peer)
+		                 : EB_LINK_PROTOCOL_LEGACY;
+		conn_send_hello(
+		    c, c->version != 0 ? c->version : c->mgr->proto_max);
+	}
 }
 
 /* The hello of a peer we dialed must name the peer we meant. */
@@ -344,6 +361,50 @@ hello_inbound(link_conn *c, const char *node_id)
 	return p;
 }
 
+/* The version this side links at after the peer's hello (version, and
+ * its range when it sent one), or 0: none in common. */
+static uint16_t
+hello_version(
+    link_conn *c, uint16_t version, int ranged, uint16_t pmin, uint16_t pmax)
+{
+	eb_link_mgr *m = c->mgr;
+
+	if (!c->outbound && ranged) {
+		return eb__link_version_pick(m->proto_min, m->proto_max, pmin,
+		    pmax); /* ours to choose */
+	}
+	/* The acceptor's answer, or an old dialer's only version. */
+	if (version < m->proto_min || version > m->proto_max ||
+	    (ranged && (version < pmin || version > pmax))) {
+		return 0;
+	}
+	return version;
+}
+
+/* No version in common: the peer (when known) is down for "version". */
+static int
+hello_skew(link_conn *c, const char *nid, size_t nid_len, uint16_t version,
+    uint16_t pmin, uint16_t pmax)
+{
+	eb_link_mgr *m = c->mgr;
+	char        *node_id = eb__strndup(nid, nid_len);
+	link_peer   *p =
+            c->peer != NULL ? c->peer : eb__link_peer_find(m, node_id);
+	char q[EB_LOG_QUOTE_MAX];
+
+	EB_LOG_WARN("link",
+	    "hello-version: peer=%s node=%s version=%u range=%u..%u "
+	    "self=%u..%u",
+	    c->peer_addr, eb_log_quote(q, sizeof(q), node_id), version, pmin,
+	    pmax, m->proto_min, m->proto_max);
+	free(node_id);
+	c->fail = EB_LINK_DOWN_VERSION;
+	if (p != NULL && p->conn == NULL) {
+		eb__link_peer_set_down(m, p, EB_LINK_DOWN_VERSION);
+	}
+	return EB_EPROTO;
+}
+
 static int
 conn_on_hello(link_conn *c, eb__link_rd *r)
 {
@@ -353,16 +414,18 @@ conn_on_hello(link_conn *c, eb__link_rd *r)
 	size_t       cl_len;
 	const char  *nid = eb__link_get_str16(r, &nid_len);
 	const char  *cl = eb__link_get_str16(r, &cl_len);
+	int          ranged = !r->bad && r->n >= 4;
+	uint16_t     pmin = ranged ? eb__link_get_u16(r) : version;
+	uint16_t     pmax = ranged ? eb__link_get_u16(r) : version;
+	uint16_t     agreed;
 	char        *node_id;
 	link_peer   *p;
 
 	if (r->bad || nid_len == 0) {
 		return EB_EPROTO;
 	}
-	if (version != EB_LINK_PROTOCOL_VERSION) {
-		EB_LOG_WARN("link", "hello-version: peer=%s version=%u want=%u",
-		    c->peer_addr, version, EB_LINK_PROTOCOL_VERSION);
-		return EB_EPROTO;
+	if ((agreed = hello_version(c, version, ranged, pmin, pmax)) == 0) {
+		return hello_skew(c, nid, nid_len, version, pmin, pmax);
 	}
 	if (cl_len != strlen(m->cluster) ||
 	    memcmp(cl, m->cluster, cl_len) != 0) {
@@ -379,6 +442,10 @@ conn_on_hello(link_conn *c, eb__link_rd *r)
 	free(node_id);
 	if (p == NULL) {
 		return EB_EPROTO;
+	}
+	c->version = agreed;
+	if (!c->outbound) {
+		conn_send_hello(c, agreed);
 	}
 	c->state = LINK_UP;
 	eb__link_peer_up(m, p, c);

@@ -62,6 +62,10 @@ typedef struct link_peer {
 	int               resolving; /* a host name lookup is in flight */
 	uint64_t          frames_out, frames_in, bytes_out, bytes_in, ups;
 	uint64_t          congestions; /* times its link became congested */
+	uint16_t          rec_min, rec_max; /* member record range; 0: none */
+	uint16_t          version;          /* of the up link, else 0 */
+	int               down;       /* eb_link_down_reason, NONE when up */
+	uint64_t          down_since; /* loop ms down was set */
 } link_peer;
 
 typedef struct link_conn {
@@ -81,6 +85,8 @@ typedef struct link_conn {
 	eb__buf         out;       /* plaintext frames not yet written */
 	size_t          frame_off; /* start of the frame being built */
 	int             congested; /* told the handler: write queue past HI */
+	int             fail;      /* eb_link_down_reason of a failure, 0 */
+	uint16_t        version;   /* the linked (or proposed) version */
 	char            peer_addr[64]; /* for log lines */
 } link_conn;
 
@@ -95,7 +101,9 @@ struct eb_link_mgr {
 	uint32_t                backoff_min_ms, backoff_max_ms, tick_ms;
 	uint32_t                max_frame;
 	uint64_t                max_out;
-	uint32_t                max_pending;  /* inbound conns before hello */
+	uint32_t                max_pending; /* inbound conns before hello */
+	uint16_t                proto_min, proto_max; /* spoken */
+	uint64_t                down_total[EB_LINK_DOWN_REASONS];
 	int                     pending_full; /* logged this episode */
 	eb__tls_ctx            *tls_ctx;      /* owned, NULL: plain TCP */
 	uv_tcp_t                listener;
@@ -158,6 +166,23 @@ int eb__link_conn_input(link_conn *c, const char *p, size_t n);
 /* Bytes written but not taken by the kernel yet, with their requests
  * (eb__stream_backlog). */
 size_t eb__link_conn_backlog(const link_conn *c);
+
+/* link_version.c */
+/* The highest version in both [amin, amax] and [bmin, bmax], else 0. */
+uint16_t eb__link_version_pick(
+    uint16_t amin, uint16_t amax, uint16_t bmin, uint16_t bmax);
+/* The version to propose to p: the highest in common with its record's
+ * range (no range: EB_LINK_PROTOCOL_LEGACY), 0 when there is none. */
+uint16_t eb__link_version_for(const eb_link_mgr *m, const link_peer *p);
+/* p's record range; none: EB_LINK_PROTOCOL_LEGACY..LEGACY. */
+void eb__link_peer_range(const link_peer *p, uint16_t *lo, uint16_t *hi);
+/* p's record range against ours: version skew is known before any
+ * connection (both sides, dialer or not); a record that changed to a
+ * common range clears it. */
+void eb__link_peer_check_range(eb_link_mgr *m, link_peer *p);
+/* p's link is down for reason r (EB_LINK_DOWN_NONE: up again); counts a
+ * change into a reason in m->down_total. */
+void eb__link_peer_set_down(eb_link_mgr *m, link_peer *p, int r);
 
 /* link_tls.c */
 /* The mutual-TLS context of o (CA, certificate and key all given). */

@@ -58,6 +58,24 @@ get_port(json_t *o, const char *key)
 	return (int) json_integer_value(v);
 }
 
+/* "link_min".."link_max", both integers in 1..65535, min <= max; else
+ * none (0, 0): the node predates versioned links. */
+static void
+get_link_range(eb__member *m)
+{
+	json_t *lo = json_object_get(m->data, "link_min");
+	json_t *hi = json_object_get(m->data, "link_max");
+
+	if (!json_is_integer(lo) || !json_is_integer(hi) ||
+	    json_integer_value(lo) < 1 ||
+	    json_integer_value(hi) < json_integer_value(lo) ||
+	    json_integer_value(hi) > 65535) {
+		return;
+	}
+	m->link_min = (int) json_integer_value(lo);
+	m->link_max = (int) json_integer_value(hi);
+}
+
 int
 eb__member_init(eb__member *m, const char *name, const char *data, size_t len,
     int64_t czxid, int64_t owner, int32_t version)
@@ -95,6 +113,7 @@ eb__member_init(eb__member *m, const char *name, const char *data, size_t len,
 	if (json_is_false(json_object_get(m->data, "eligible"))) {
 		m->eligible = 0;
 	}
+	get_link_range(m);
 	return 0;
 }
 

@@ -6,7 +6,8 @@
  *     ordered by the sequence suffix only (correctness rule 3): the uuid
  *     prefix makes full names sort randomly.
  *   - the member data {"address","node_id","host","cluster_port",
- *     "bridge_port","admin_port","version","started_ms","eligible"}
+ *     "bridge_port","admin_port","version","started_ms","eligible",
+ *     "link_min","link_max"}
  *     parsed into eb__member.
  *   - the percent-encoding of an address into one znode name component.
  *
@@ -39,6 +40,8 @@ typedef struct eb__member {
 	int      bridge_port;
 	int      admin_port;
 	char    *version_str; /* owned, "" if absent */
+	int      link_min;    /* "link_min", "link_max": the link protocol */
+	int      link_max;    /* range; 0, 0 if absent or not a valid range */
 	uint64_t started_ms;
 	int      eligible; /* 1 unless the data says "eligible": false */
 	json_t  *data;     /* owned reference: the parsed data (or NULL) */

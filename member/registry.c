@@ -75,6 +75,7 @@ struct eb__registry {
 	char    *node_id;
 	char    *host;
 	char    *version;
+	int      link_min, link_max;
 	int      cluster_port;
 	int      bridge_port;
 	int      admin_port;
@@ -184,7 +185,17 @@ member_json(eb__registry *r)
 	    "cluster_port", r->cluster_port, "bridge_port", r->bridge_port,
 	    "admin_port", r->admin_port, "version", r->version, "started_ms",
 	    (json_int_t) r->started_ms, "eligible", r->eligible);
-	char   *s = json_dumps(o, JSON_COMPACT);
+	char   *s;
+
+	/* Extra keys: releases before versioned links ignore them. */
+	if (r->link_min > 0 && r->link_max >= r->link_min &&
+	    r->link_max <= 65535) {
+		(void) json_object_set_new(
+		    o, "link_min", json_integer(r->link_min));
+		(void) json_object_set_new(
+		    o, "link_max", json_integer(r->link_max));
+	}
+	s = json_dumps(o, JSON_COMPACT);
 
 	json_decref(o);
 	return s;
@@ -1223,6 +1234,8 @@ eb__registry_new(uv_loop_t *loop, eb__zk *zk, const eb__registry_opts *opts,
 	r->node_id = eb__strdup(opts->node_id);
 	r->host = dup_or_empty(opts->host);
 	r->version = dup_or_empty(opts->version);
+	r->link_min = opts->link_min;
+	r->link_max = opts->link_max;
 	r->cluster_port = opts->cluster_port;
 	r->bridge_port = opts->bridge_port;
 	r->admin_port = opts->admin_port;

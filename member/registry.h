@@ -5,7 +5,8 @@
  *   <root>/addresses/<percent-encoded address>  EPHEMERAL {"attempt","node_id"}
  *   <root>/members/m-<attempt-uuid>-<seq10>     EPHEMERAL_SEQUENTIAL
  *       {"address","node_id","host","cluster_port","bridge_port",
- *        "admin_port","version","started_ms","eligible"}
+ *        "admin_port","version","started_ms","eligible",
+ *        "link_min","link_max"}
  *
  * Registration is one eb__zk_multi creating both nodes (after ensuring the
  * parents), so two nodes racing for one address cannot both get in: the
@@ -79,8 +80,12 @@ typedef struct eb__registry_opts {
 	int         bridge_port;
 	int         admin_port;
 	const char *version;
-	int         eligible;    /* may lead (written as "eligible") */
-	uint32_t    dup_wait_ms; /* 0: session timeout + 1000 */
+	/* The link protocol range the node speaks (written as "link_min",
+	 * "link_max"; 0, 0: not written). */
+	int      link_min;
+	int      link_max;
+	int      eligible;    /* may lead (written as "eligible") */
+	uint32_t dup_wait_ms; /* 0: session timeout + 1000 */
 } eb__registry_opts;
 
 typedef void (*eb__registry_cb)(

@@ -30,6 +30,15 @@ errors_metrics(eb__prom *w, void *arg)
 	eb__cluster_admin_errors(w, &n->cluster);
 }
 
+/* For /health: member peers this node cannot link to. */
+static int
+links_degraded(void *arg, char *buf, size_t size)
+{
+	eb__node *n = arg;
+
+	return n->links != NULL ? eb_link_mgr_degraded(n->links, buf, size) : 0;
+}
+
 /* The other members' node ids, for the cluster view (web/cview.h). */
 static size_t
 cview_peers(void *arg, const char **ids, size_t max)
@@ -89,6 +98,8 @@ register_all(eb__node *n, eb__admin *adm)
 	n->ingress_admin.bus = n->bus;
 	n->cluster.shared_zk = eb__shared_admin_zk_state;
 	n->cluster.shared_zk_arg = &n->shared;
+	n->cluster.links_degraded = links_degraded;
+	n->cluster.links_degraded_arg = n;
 	eb__cluster_admin_register(adm, &n->cluster);
 	eb__web_dashboard_register(adm);
 	eb__bridge_admin_register(adm, &n->bridge_admin);

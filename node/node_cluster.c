@@ -52,12 +52,19 @@ members_cb(eb_cluster *c, const eb_cluster_member *ms, size_t count, void *arg)
 	if (n->links == NULL) {
 		return;
 	}
-	/* In sequence order: for one node id the newest member wins. */
+	/* In sequence order: for one node id the newest member wins. Each
+	 * with the range of its record first, then the rest removed. */
 	peers = eb__calloc(count + 1, sizeof(*peers));
 	for (i = 0; i < count; i++) {
 		peers[i].node_id = ms[i].node_id;
 		peers[i].host = ms[i].host;
 		peers[i].port = ms[i].cluster_port;
+		if (ms[i].node_id[0] != '\0' && ms[i].host[0] != '\0' &&
+		    ms[i].cluster_port > 0) {
+			(void) eb_link_mgr_peer_add_range(n->links,
+			    ms[i].node_id, ms[i].host, ms[i].cluster_port,
+			    ms[i].link_min, ms[i].link_max);
+		}
 	}
 	(void) eb_link_mgr_set_peers(n->links, peers, count);
 	free(peers);

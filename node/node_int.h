@@ -107,6 +107,11 @@ void eb__node_shutdown(eb__node *n);
  * section as it is). */
 void eb__node_bus_opts(const eb__conf *c, eb_bus_opts *o);
 void eb__node_link_opts(const eb__conf *c, eb_link_opts *o);
+/* The link protocol range this node announces and speaks: the build's
+ * (EB_LINK_PROTOCOL_MIN..EB_LINK_PROTOCOL_VERSION), unless the test-only
+ * environment variable EBNODE_TEST_LINK_PROTOCOLS="min..max" names
+ * another (tests of the negotiation and of /health; docs/UPGRADING.md). */
+void eb__node_link_range(int *proto_min, int *proto_max);
 void eb__node_cluster_opts(const eb__conf *c, eb_cluster_opts *o);
 
 /* The steps, in start order (node.c). */

@@ -264,6 +264,22 @@ EB_API int eb_bus_publish_raw(eb_bus *bus, const char *address,
 EB_API int eb_bus_send_confirmed_raw(eb_bus *bus, const char *address,
     const char *body, size_t body_len, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg);
+/*
+ * The confirmed sends with the headers also given as their encoding:
+ * headers_len bytes of a compact JSON object whose values are strings and
+ * whose keys are distinct, e.g. {"ebnode.epoch":"3"}. It is checked (a scan,
+ * nothing built: UV_EINVAL when it is not such an object), kept as these
+ * bytes and written to links as they are; eb_bus_msg_headers() parses it
+ * on first use. The ingress router stamps every routed message this way.
+ */
+EB_API int eb_bus_send_confirmed_enc(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const char *headers_json,
+    size_t headers_len, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
+    void *arg);
+EB_API int eb_bus_publish_confirmed_enc(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const char *headers_json,
+    size_t headers_len, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
+    void *arg);
 EB_API int eb_bus_publish_confirmed_raw(eb_bus *bus, const char *address,
     const char *body, size_t body_len, const json_t *headers,
     const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg);
@@ -276,6 +292,12 @@ EB_API const char   *eb_bus_msg_address(const eb_bus_msg *msg);
 EB_API const char   *eb_bus_msg_reply_address(const eb_bus_msg *msg);
 EB_API int           eb_bus_msg_is_send(const eb_bus_msg *msg);
 EB_API const json_t *eb_bus_msg_headers(const eb_bus_msg *msg); /* object */
+/* The headers' JSON encoding when msg keeps them as bytes (sent with
+ * eb_bus_send_confirmed_enc, or received so from another node) that are
+ * exactly the compact form the object encodes to (printable ASCII, no
+ * escapes), and *len its length; else NULL (eb_bus_msg_headers() always
+ * works). Lets a writer copy them instead of encoding the object. */
+EB_API const char *eb_bus_msg_headers_enc(const eb_bus_msg *msg, size_t *len);
 /* The body parsed (lazily); NULL for a null body. */
 EB_API const json_t *eb_bus_msg_body(eb_bus_msg *msg);
 /* The body as its compact JSON encoding ("null" for none). */

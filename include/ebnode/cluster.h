@@ -95,6 +95,12 @@ typedef struct eb_cluster_opts {
 	 * docs/CLUSTER.md "The lease"). election.zk_tick_ms is the ensemble's
 	 * tickTime (0: unknown). */
 	eb_election_opts election;
+	/* The link protocol range written into the member data (0, 0: none;
+	 * default EB_LINK_PROTOCOL_MIN..EB_LINK_PROTOCOL_VERSION, what an
+	 * eb_link_mgr with default options speaks; at the end: appended in
+	 * 0.2.0). */
+	int link_min;
+	int link_max;
 } eb_cluster_opts;
 
 /* One member as the child cache shows it. */
@@ -112,6 +118,10 @@ typedef struct eb_cluster_member {
 	uint64_t    joined_ms; /* "started_ms" of the member data; 0: none */
 	int         eligible;
 	int         self; /* this node's own member */
+	/* Its link protocol range; 0, 0: the record has none (a release
+	 * before versioned links). At the end: appended in 0.2.0. */
+	int link_min;
+	int link_max;
 } eb_cluster_member;
 
 typedef struct eb_cluster_leadership {

@@ -8,8 +8,12 @@
  * One link per node pair: only the node with the lower node id (strcmp)
  * dials; the other accepts. So simultaneous connects cannot happen, and a
  * new inbound connection from a peer replaces an older one (the dialer only
- * dials when it has no link). Each side opens with a hello (node id,
- * cluster name, EB_LINK_PROTOCOL_VERSION); a mismatch closes the connection.
+ * dials when it has no link). Each side opens with a hello (protocol
+ * version, node id, cluster name, and since versioned links the range of
+ * protocol versions it speaks); the pair links at the highest version both
+ * speak, and a pair with none in common (version skew) or another cluster
+ * name does not link. Member records carry the range too
+ * (eb_link_peer.proto_min/max), so the dialer knows it before connecting.
  * Heartbeats every heartbeat_ms; a link with no input for dead_ms is closed.
  * The dialer reconnects with capped, jittered exponential back-off.
  *
@@ -26,7 +30,13 @@
 #include <ebnode/api.h>
 #include <ebnode/err.h>
 
+/* The link protocol versions this build speaks: EB_LINK_PROTOCOL_MIN ..
+ * EB_LINK_PROTOCOL_VERSION (the highest). docs/UPGRADING.md says when
+ * they change. A node whose member record shows no range (a release before
+ * versioned links) speaks exactly EB_LINK_PROTOCOL_LEGACY. */
 #define EB_LINK_PROTOCOL_VERSION 3
+#define EB_LINK_PROTOCOL_MIN     3
+#define EB_LINK_PROTOCOL_LEGACY  3
 
 typedef struct eb_link_mgr eb_link_mgr; /* opaque */
 
@@ -48,6 +58,12 @@ typedef struct eb_link_opts {
 	const char *tls_ca_file;
 	const char *tls_cert_file;
 	const char *tls_key_file;
+	/* The range of link protocol versions announced and accepted:
+	 * default EB_LINK_PROTOCOL_MIN .. EB_LINK_PROTOCOL_VERSION. A
+	 * narrower or other range is for tests of the negotiation (a node
+	 * that pretends to be another release); 1 <= min <= max. */
+	uint16_t proto_min;
+	uint16_t proto_max;
 } eb_link_opts;
 
 typedef void (*eb_link_mgr_close_cb)(eb_link_mgr *mgr, void *arg);
@@ -68,11 +84,20 @@ EB_API void eb_link_mgr_close(
     eb_link_mgr *mgr, eb_link_mgr_close_cb cb, void *arg);
 
 /*
- * A peer to keep a link to (again: updates host/port). Ignored for our own
- * node id. Returns 0, UV_EINVAL, or EB_ECLOSED.
+ * A peer to keep a link to (again: updates host/port; its link protocol
+ * range stays what eb_link_mgr_peer_add_range last said, none for a new
+ * peer). Ignored for our own node id. Returns 0, UV_EINVAL, or EB_ECLOSED.
  */
 EB_API int eb_link_mgr_peer_add(
     eb_link_mgr *mgr, const char *node_id, const char *host, int port);
+/* As eb_link_mgr_peer_add, with the peer's link protocol range from its
+ * member record (0, 0: the record has none: a release before versioned
+ * links, which speaks exactly EB_LINK_PROTOCOL_LEGACY). A peer with no
+ * version in common is not dialed: its link is down for reason "version".
+ * With a membership list: this for each member first, then
+ * eb_link_mgr_set_peers (which removes the others). */
+EB_API int eb_link_mgr_peer_add_range(eb_link_mgr *mgr, const char *node_id,
+    const char *host, int port, int proto_min, int proto_max);
 /* Drops the peer and its link (the bus forgets its interest at once). */
 EB_API int eb_link_mgr_peer_remove(eb_link_mgr *mgr, const char *node_id);
 /* One peer of eb_link_mgr_set_peers. */
@@ -105,10 +130,45 @@ typedef struct eb_link_peer_stats {
 	uint64_t    ups;         /* times the link came up */
 	uint64_t    queued;      /* bytes waiting to be written */
 	uint64_t    congestions; /* times the link became congested */
+	int         version;     /* the protocol version of the up link, 0 */
+	int         proto_min;   /* the range of its member record; 0, 0: */
+	int         proto_max;   /* none (or not known from a record) */
+	/* Why its link is down, when this node knows (NULL: up, or no
+	 * reason yet): "version" (no protocol version in common), "tls"
+	 * (the TLS handshake failed), "unreachable" (dials fail). */
+	const char *down_reason;
+	uint64_t    down_since_ms; /* loop ms the reason was set, 0 */
 } eb_link_peer_stats;
 
 typedef void (*eb_link_stats_fn)(const eb_link_peer_stats *s, void *arg);
 EB_API void eb_link_mgr_stats_foreach(
     eb_link_mgr *mgr, eb_link_stats_fn fn, void *arg);
+
+/* The reasons a link can be down (eb_link_peer_stats.down_reason). */
+typedef enum eb_link_down_reason {
+	EB_LINK_DOWN_NONE = 0,
+	EB_LINK_DOWN_VERSION = 1,
+	EB_LINK_DOWN_TLS = 2,
+	EB_LINK_DOWN_UNREACHABLE = 3,
+	EB_LINK_DOWN_REASONS = 4
+} eb_link_down_reason;
+/* "version", "tls", "unreachable", or NULL for EB_LINK_DOWN_NONE. */
+EB_API const char *eb_link_down_reason_name(eb_link_down_reason r);
+
+/*
+ * Whether every member peer is linked, for /health: 0 when it is, else
+ * the number of member peers whose link is down for a reason that counts
+ * (version skew or TLS at once; unreachable once it lasted dead_ms: a
+ * restart of the peer is not an outage), with a line naming the first in
+ * buf ("link-down: node=n3 reason=version peer=3..3 self=4..4").
+ */
+EB_API int eb_link_mgr_degraded(const eb_link_mgr *mgr, char *buf, size_t size);
+/* Times a member peer's link went down for reason r (r <
+ * EB_LINK_DOWN_REASONS, else 0). */
+EB_API uint64_t eb_link_mgr_down_total(
+    const eb_link_mgr *mgr, eb_link_down_reason r);
+/* The range this manager speaks. */
+EB_API void eb_link_mgr_protocols(
+    const eb_link_mgr *mgr, int *proto_min, int *proto_max);
 
 #endif

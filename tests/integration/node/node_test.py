@@ -47,7 +47,8 @@ class CliTest(unittest.TestCase):
         r = run(["--version"])
         self.assertEqual(r.code, 0, r)
         self.assertRegex(r.stdout,
-                         r"^ebnode \d+\.\d+\.\d+ \(link protocol \d+\)\n$")
+                         r"^ebnode \d+\.\d+\.\d+ \(link protocol \d+, "
+                         r"speaks \d+\.\.\d+\)\n$")
         self.assertIn("ebnode %s " % source_version(), r.stdout)
         self.assertEqual(r.stderr, "")
         self.assertEqual(run(["-V"]).stdout, r.stdout)

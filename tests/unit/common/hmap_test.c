@@ -96,6 +96,95 @@ test_siphash_vectors(void **state)
 	assert_true(eb__siphash(key, msg, 63, 2, 4) == 0x958a324ceb064572ull);
 }
 
+/* SipHash as the paper writes it (state as an array, bytes loaded one by
+ * one), independent of the unrolled code the map uses. */
+static uint64_t
+ref_rotl(uint64_t x, unsigned b)
+{
+	return (x << b) | (x >> (64u - b));
+}
+
+static void
+ref_round(uint64_t v[4])
+{
+	v[0] += v[1];
+	v[1] = ref_rotl(v[1], 13) ^ v[0];
+	v[0] = ref_rotl(v[0], 32);
+	v[2] += v[3];
+	v[3] = ref_rotl(v[3], 16) ^ v[2];
+	v[0] += v[3];
+	v[3] = ref_rotl(v[3], 21) ^ v[0];
+	v[2] += v[1];
+	v[1] = ref_rotl(v[1], 17) ^ v[2];
+	v[2] = ref_rotl(v[2], 32);
+}
+
+static uint64_t
+ref_word(const unsigned char *p, size_t n)
+{
+	uint64_t w = 0;
+	size_t   i;
+
+	for (i = 0; i < n; i++) {
+		w |= (uint64_t) p[i] << (8 * i);
+	}
+	return w;
+}
+
+static uint64_t
+ref_sip13(const unsigned char key[16], const unsigned char *p, size_t len)
+{
+	uint64_t k0 = ref_word(key, 8), k1 = ref_word(key + 8, 8);
+	uint64_t v[4] = { 0x736f6d6570736575ull ^ k0,
+		0x646f72616e646f6dull ^ k1, 0x6c7967656e657261ull ^ k0,
+		0x7465646279746573ull ^ k1 };
+	size_t   i;
+	uint64_t m;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = ref_word(p + i, 8);
+		v[3] ^= m;
+		ref_round(v);
+		v[0] ^= m;
+	}
+	m = ref_word(p + i, len - i) | ((uint64_t) (len & 0xffu) << 56);
+	v[3] ^= m;
+	ref_round(v);
+	v[0] ^= m;
+	v[2] ^= 0xffu;
+	ref_round(v);
+	ref_round(v);
+	ref_round(v);
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
+/* The map's unrolled SipHash-1-3 against the reference, every length and
+ * alignment up to 64 bytes. */
+static void
+test_siphash13_matches_reference(void **state)
+{
+	unsigned char key[16];
+	unsigned char msg[72];
+	size_t        len;
+	size_t        off;
+
+	(void) state;
+	for (len = 0; len < sizeof(key); len++) {
+		key[len] = (unsigned char) (len * 7 + 3);
+	}
+	for (len = 0; len < sizeof(msg); len++) {
+		msg[len] = (unsigned char) (len * 13 + 1);
+	}
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len + off <= 64; len++) {
+			assert_true(eb__siphash13(key, msg + off, len) ==
+			            ref_sip13(key, msg + off, len));
+			assert_true(eb__siphash(key, msg + off, len, 1, 3) ==
+			            ref_sip13(key, msg + off, len));
+		}
+	}
+}
+
 /*
  * 100 000 addresses crafted to share one FNV-1a hash (one bucket chain of
  * 100 000 under the old unkeyed hash): under the keyed hash they spread
@@ -161,6 +250,7 @@ main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_put_get_del_many),
 		cmocka_unit_test(test_siphash_vectors),
+		cmocka_unit_test(test_siphash13_matches_reference),
 		cmocka_unit_test(test_crafted_fnv_collisions_spread),
 	};
 

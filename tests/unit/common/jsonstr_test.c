@@ -1,6 +1,7 @@
 /* Unit tests for common/jsonstr.h: the writer gives the same bytes as
  * jansson's compact encoding, for chosen and random keys and values; the plain
  * reader gives the object json_loadb gives, or declines. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,7 +178,7 @@ test_random_against_jansson(void **state)
 }
 
 /* The plain reader on s: declines (want_null), or returns what jansson
- * returns, in the same key order. */
+ * returns, in the same key order; the plain check agrees with it. */
 static void
 check_parse(const char *s, int want_null)
 {
@@ -187,6 +188,8 @@ check_parse(const char *s, int want_null)
 	char        *a;
 	char        *b;
 
+	assert_int_equal(
+	    eb__jsonstr_plain_object_check(s, strlen(s)), !want_null);
 	if (want_null) {
 		assert_null(got);
 		return;
@@ -235,6 +238,26 @@ test_plain_reader(void **state)
 	check_parse("{\"a\":\"b\"\"c\":\"d\"}", 1);
 }
 
+/* The plain check compares at most 16 keys: a plain object with more is
+ * left to the parsers (declined, never wrongly accepted). */
+static void
+test_plain_check_many_keys(void **state)
+{
+	char   s[512];
+	size_t n = 0;
+	int    i;
+
+	(void) state;
+	s[n++] = '{';
+	for (i = 0; i < 17; i++) {
+		n += (size_t) snprintf(
+		    s + n, sizeof(s) - n, "%s\"k%d\":\"v\"", i ? "," : "", i);
+		s[n] = '}';
+		assert_int_equal(
+		    eb__jsonstr_plain_object_check(s, n + 1), i < 16);
+	}
+}
+
 /* Whatever the writer writes for random printable ASCII is read back by
  * the plain reader as the same object. */
 static void
@@ -270,6 +293,9 @@ test_plain_round_trip(void **state)
 		assert_int_equal(eb__jsonstr_put_object(&b, o), 0);
 		back = eb__jsonstr_parse_plain_object(
 		    eb__buf_head(&b), eb__buf_avail(&b));
+		assert_int_equal(eb__jsonstr_plain_object_check(
+		                     eb__buf_head(&b), eb__buf_avail(&b)),
+		    back != NULL);
 		if (memchr(eb__buf_head(&b), '\\', eb__buf_avail(&b)) != NULL) {
 			assert_null(back); /* '"' or '\\' needed an escape */
 		} else {
@@ -291,6 +317,7 @@ main(void)
 		cmocka_unit_test(test_random_against_jansson),
 		cmocka_unit_test(test_plain_reader),
 		cmocka_unit_test(test_plain_round_trip),
+		cmocka_unit_test(test_plain_check_many_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * Unit tests for the raw-body bus API (eb_bus_send_raw, publish_raw,
  * request_raw, msg_reply_raw): the body bytes reach consumers verbatim,
  * parse lazily like any body, a NULL or "null" body is a null body, headers
- * are checked and kept; and the queue-entry pool survives overflow, consumer
+ * are checked and kept (also given as their encoding, to the confirmed
+ * sends); and the queue-entry pool survives overflow, consumer
  * close and bus close with messages queued (ASan/leak-checked builds judge
  * the ownership).
  */
@@ -197,6 +198,68 @@ test_request_and_reply_raw(void **state)
 	bus_shut(t, bus);
 }
 
+static void
+rcpt_count_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
+{
+	int *n = arg;
+
+	(void) bus;
+	(void) rcpt;
+	if (status == 0) {
+		(*n)++;
+	}
+}
+
+/*
+ * eb_bus_send_confirmed_enc: headers given as their encoding reach the
+ * consumer (parsed on first read); anything but a JSON object of strings
+ * with distinct keys is refused before a message exists.
+ */
+static void
+test_confirmed_enc_headers(void **state)
+{
+	static const char *const bad[] = { "", "[]", "\"k\"", "{\"k\":1}",
+		"{\"k\":\"v\",\"k\":\"w\"}", "{\"k\":\"v\"} x",
+		"{\"k\":\"v\",}", "{\"k\":\"v\"", "{\"k\" \"v\"}",
+		"{\"\\u006b\":\"v\",\"k\":\"w\"}", "{\"k\":\"\\ud800\"}",
+		"{\"k\":\"\xff\"}", "{\"k\":{}}" };
+	th_loop                 *t = *state;
+	eb_bus                  *bus = bus_open(t, 0, 0);
+	raw_rec                  r = { 0 };
+	int                      ok = 0;
+	size_t                   i;
+
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "svc", 0, raw_handler, &r, &r.c), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(
+		    eb_bus_send_confirmed_enc(bus, "svc", "1", 1, bad[i],
+		        strlen(bad[i]), NULL, rcpt_count_cb, &ok),
+		    UV_EINVAL);
+	}
+	assert_int_equal(eb_bus_send_confirmed_enc(bus, "svc", "1", 1, NULL, 0,
+	                     NULL, rcpt_count_cb, &ok),
+	    UV_EINVAL);
+	assert_int_equal(eb_bus_send_confirmed_enc(bus, "svc", "2", 1,
+	                     " { \"x\" : \"y\" , \"k\":\"v\" } ", 25, NULL,
+	                     rcpt_count_cb, &ok),
+	    0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.header_k, "v");
+	/* An escaped key that repeats no other: jansson decides, accepted. */
+	assert_int_equal(
+	    eb_bus_publish_confirmed_enc(bus, "svc", "3", 1,
+	        "{\"\\u006b\":\"w\"}", 14, NULL, rcpt_count_cb, &ok),
+	    0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.header_k, "w");
+	assert_string_equal(r.body, "3");
+	assert_int_equal(ok, 2);
+	bus_shut(t, bus);
+}
+
 /* Overflow, a consumer closed with a full queue and a bus closed with
  * messages queued: every queue entry is reused or freed exactly once. */
 static void
@@ -250,6 +313,8 @@ main(void)
 		    test_request_and_reply_raw, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_queue_pool, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_confirmed_enc_headers, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,13 +1,16 @@
 /* Unit test of the pending requests' deadline heap (request.c): random
  * insert, remove and expire order against a reference (a linear scan for
  * the smallest (deadline, seq)), with the heap property and every index
- * back-pointer checked as it goes. */
+ * back-pointer checked as it goes; and the pending table's lookup by reply
+ * address (only the exact address finds its request). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eventbus/eventbus_int.h"
 #include "tests/harness/th.h"
+#include "tests/unit/eventbus/bus_th.h"
 
 #define N_REQS 512
 #define N_OPS  50000
@@ -185,12 +188,80 @@ test_heap_sorted_and_reversed(void **state)
 	free(reqs);
 }
 
+/* The reply address a consumer saw, for test_req_find_exact. */
+static char seen_reply[64];
+
+static void
+keep_reply_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(void) arg;
+	(void) snprintf(seen_reply, sizeof(seen_reply), "%s",
+	    eb_bus_msg_reply_address(msg));
+}
+
+static void
+ignore_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	(void) bus;
+	(void) status;
+	(void) reply;
+	(void) failure;
+	(*(int *) arg)++;
+}
+
+static int
+seen_set(void *arg)
+{
+	(void) arg;
+	return seen_reply[0] != '\0';
+}
+
+/* The table is keyed by the id in the address; any other spelling of that
+ * id (a leading zero, a suffix, a sign, too many digits) finds nothing. */
+static void
+test_req_find_exact(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 60000, 0);
+	eb_bus_consumer *c;
+	char             alt[96];
+	const char      *id;
+	int              calls = 0;
+
+	seen_reply[0] = '\0';
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "svc", 0, keep_reply_cb, NULL, &c), 0);
+	assert_int_equal(
+	    eb_bus_request(bus, "svc", NULL, NULL, NULL, ignore_cb, &calls), 0);
+	assert_int_equal(th_run_until(t, seen_set, NULL, 2000), 0);
+	assert_non_null(eb__bus_req_find(bus, seen_reply));
+	id = seen_reply + sizeof(EB_BUS_REPLY_PREFIX) - 1;
+	(void) snprintf(alt, sizeof(alt), "%s0%s", EB_BUS_REPLY_PREFIX, id);
+	assert_null(eb__bus_req_find(bus, alt));
+	(void) snprintf(alt, sizeof(alt), "%sx", seen_reply);
+	assert_null(eb__bus_req_find(bus, alt));
+	(void) snprintf(alt, sizeof(alt), "%s-%s", EB_BUS_REPLY_PREFIX, id);
+	assert_null(eb__bus_req_find(bus, alt));
+	(void) snprintf(alt, sizeof(alt), "%s184467440737095516170%s",
+	    EB_BUS_REPLY_PREFIX, id);
+	assert_null(eb__bus_req_find(bus, alt));
+	assert_null(eb__bus_req_find(bus, EB_BUS_REPLY_PREFIX));
+	assert_null(eb__bus_req_find(bus, id));
+	assert_null(eb__bus_req_find(bus, ""));
+	bus_shut(t, bus);
+	assert_int_equal(calls, 1); /* canceled at close */
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_heap_random),
 		cmocka_unit_test(test_heap_sorted_and_reversed),
+		cmocka_unit_test_setup_teardown(
+		    test_req_find_exact, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,7 +28,8 @@ typedef struct fx {
 	int  n_target;
 	char target_seq[64][24];
 	char target_entry[64][64];
-	char target_config[64][24]; /* "" when the header is absent */
+	char target_config[64][24];   /* "" when the header is absent */
+	char target_headers[64][256]; /* all of them, compact, in order */
 	char target_addr[64][24];
 	char target_body[64][64];
 } fx;
@@ -82,6 +83,13 @@ target_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	        : "");
 	(void) snprintf(g_fx.target_addr[i], sizeof(g_fx.target_addr[i]), "%s",
 	    arg != NULL ? (const char *) arg : "orders");
+	{
+		char *all = json_dumps(h, JSON_COMPACT);
+
+		(void) snprintf(g_fx.target_headers[i],
+		    sizeof(g_fx.target_headers[i]), "%s", all);
+		free(all);
+	}
 }
 
 static int
@@ -184,6 +192,53 @@ wait_replies(int n)
 }
 
 static const eb_ingress_route def_route = { .to = "orders" };
+
+/* A request with these headers (compact JSON, key order kept). */
+static void
+request_h(const char *headers_json)
+{
+	json_t *h = json_loads(headers_json, JSON_PRESERVE_ORDER, NULL);
+	int    *slot = &g_fx.slot[g_fx.n_requests];
+
+	assert_non_null(h);
+	*slot = g_fx.n_requests++;
+	assert_int_equal(eb_bus_request(g_fx.bus, "external.ingress", NULL, h,
+	                     NULL, reply_cb, slot),
+	    0);
+	json_decref(h);
+}
+
+/*
+ * The stamped headers as the target sees them: the client's own keys in
+ * their order (then the gateway's ebnode.entry), a stamp key the client set
+ * (here ebnode.seq, with escapes elsewhere) overwritten in place, the other
+ * stamps after them; a client's ebnode.config kept while no config version
+ * is in force. The same bytes the jansson copy-and-set of before gave.
+ */
+static void
+test_stamped_header_encoding(void **state)
+{
+	eb_bus_consumer *tc;
+
+	(void) state;
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb, NULL, &tc),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 9), 0);
+	request_h("{\"a\":\"q\\\"\\u0001\",\"ebnode.seq\":\"forged\","
+	          "\"ebnode.config\":\"c\"}");
+	request_h("{}");
+	wait_replies(2);
+	assert_int_equal(g_fx.n_target, 2);
+	assert_string_equal(g_fx.target_headers[0],
+	    "{\"a\":\"q\\\"\\u0001\",\"ebnode.seq\":\"1\","
+	    "\"ebnode.config\":\"c\",\"ebnode.entry\":\"n1\","
+	    "\"ebnode.epoch\":\"9\"}");
+	assert_string_equal(g_fx.target_headers[1],
+	    "{\"ebnode.entry\":\"n1\",\"ebnode.epoch\":\"9\","
+	    "\"ebnode.seq\":\"2\"}");
+}
 static char addr_orders[] = "orders", addr_refunds[] = "refunds";
 
 static void
@@ -401,6 +456,52 @@ test_gateway_fences_acks(void **state)
 	assert_int_equal(st.fenced_acks, 2);
 	assert_int_equal(st.retried, 1);
 	assert_int_equal(st.acked, 1);
+}
+
+/* A custom handler answering with hand-written bodies (not the router's
+ * template): the gateway reads their epoch the general way. */
+static const char *const raw_acks[] = {
+	"{\"epoch\":5,\"status\":\"ok\"}",
+	"{\"status\":\"ok\",\"epoch\":5,\"seq\":1,\"to\":\"a\",\"x\":1}",
+	"{\"status\":\"ok\",\"epoch\":5,\"seq\":1,\"to\":\"a\"}",
+};
+
+static void
+custom_raw_cb(
+    eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st, void *arg)
+{
+	int        *calls = arg;
+	const char *b = raw_acks[(*calls)++ % 3];
+
+	(void) in;
+	(void) st;
+	(void) eb_bus_msg_reply_raw(msg, b, strlen(b), NULL, NULL, NULL, NULL);
+}
+
+/* Acks from an old epoch are fenced whatever their form: reordered, with a
+ * member the template lacks, or exactly the template. */
+static void
+test_gateway_fences_any_ack_form(void **state)
+{
+	int              calls = 0;
+	int              i;
+	eb_ingress_stats st;
+
+	(void) state;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, custom_raw_cb, &calls);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	eb_bus_fence_raise(g_fx.bus, 9);
+	for (i = 0; i < 3; i++) {
+		request("{}", NULL, NULL);
+	}
+	wait_replies(3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(g_fx.fcode[i], EB_INGRESS_FENCED_ACK);
+	}
+	eb_ingress_stats_get(g_fx.in, &st);
+	assert_int_equal(st.fenced_acks, 6); /* each, and its one retry */
+	assert_int_equal(st.acked, 0);
 }
 
 static void
@@ -632,7 +733,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_custom_handler, setup, teardown),
 		cmocka_unit_test_setup_teardown(
+		    test_stamped_header_encoding, setup, teardown),
+		cmocka_unit_test_setup_teardown(
 		    test_gateway_fences_acks, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_gateway_fences_any_ack_form, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_fails_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -1,7 +1,8 @@
 /* Unit tests for mutual TLS on node links (link/link_tls.c): a link
  * between two nodes with certificates of the test CA carries frames; a peer
  * with a certificate of another CA, an expired certificate or no TLS at all
- * never gets a link. Certificates come from the "certs" fixture
+ * never gets a link, and the dialer reports the peer down for "tls"
+ * (/health). Certificates come from the "certs" fixture
  * (tests/certs/gen.sh) in EB_CERTS_DIR. */
 #include <signal.h>
 #include <stdio.h>
@@ -137,12 +138,26 @@ test_mutual_tls_link(void **state)
 	node_close(t, &b);
 }
 
+/* The dialer's reason for a peer whose link is down (link_version.c). */
 static void
-check_refused(th_loop *t, const char *tls_a, const char *tls_b)
+reason_cb(const eb_link_peer_stats *s, void *arg)
 {
-	node       a;
-	node       b;
-	link_peer *p;
+	const char **r = arg;
+
+	if (strcmp(s->node_id, "b") == 0) {
+		*r = s->down_reason;
+	}
+}
+
+/* why: the reason the dialer (a) must report for b ("tls"), or NULL for
+ * any reason (a plain peer may look unreachable: it just hangs up). */
+static void
+check_refused(th_loop *t, const char *tls_a, const char *tls_b, const char *why)
+{
+	node        a;
+	node        b;
+	link_peer  *p;
+	const char *reason = NULL;
 
 	node_open(t, &a, "a", tls_a);
 	node_open(t, &b, "b", tls_b);
@@ -153,6 +168,15 @@ check_refused(th_loop *t, const char *tls_a, const char *tls_b)
 	assert_non_null(p);
 	assert_int_equal(th_run_until(t, attempts_ge2, p, 5000), 0);
 	assert_int_equal(a.ups + b.ups, 0);
+	eb_link_mgr_stats_foreach(a.mgr, reason_cb, &reason);
+	assert_non_null(reason);
+	if (why != NULL) {
+		assert_string_equal(reason, why);
+		assert_int_equal(
+		    eb_link_mgr_down_total(a.mgr, EB_LINK_DOWN_TLS), 1);
+		/* TLS counts for /health at once. */
+		assert_int_equal(eb_link_mgr_degraded(a.mgr, NULL, 0), 1);
+	}
 	node_close(t, &a);
 	node_close(t, &b);
 }
@@ -160,21 +184,21 @@ check_refused(th_loop *t, const char *tls_a, const char *tls_b)
 static void
 test_wrong_ca_refused(void **state)
 {
-	check_refused(*state, "good", "wrongca");
-	check_refused(*state, "wrongca", "good");
+	check_refused(*state, "good", "wrongca", "tls");
+	check_refused(*state, "wrongca", "good", "tls");
 }
 
 static void
 test_expired_refused(void **state)
 {
-	check_refused(*state, "good", "expired");
+	check_refused(*state, "good", "expired", "tls");
 }
 
 static void
 test_plain_peer_refused(void **state)
 {
-	check_refused(*state, NULL, "good");
-	check_refused(*state, "good", NULL);
+	check_refused(*state, NULL, "good", NULL);
+	check_refused(*state, "good", NULL, NULL);
 }
 
 int
