@@ -882,6 +882,70 @@ check_ports(load_ctx *lc)
 	return 0;
 }
 
+/* The vertx section (docs/VERTX.md): the root is a ZooKeeper path without
+ * its leading '/', the node id a znode name (no '/', printable ASCII: Java
+ * writes its length in UTF-16 units), the host one the JVMs can dial, and
+ * membership needs ZooKeeper. Checked whether or not it is enabled, so a
+ * file that turns it on later is already valid. */
+#define VERTX_ID_MAX 128u
+
+static int
+check_vertx(load_ctx *lc)
+{
+	const eb__conf      *c = lc->conf;
+	const eb_vertx_opts *v = &c->vertx;
+	char                 path[300];
+
+	(void) snprintf(path, sizeof(path), "/%s", v->root);
+	if (v->root[0] == '/' || strlen(v->root) > 200 ||
+	    zk_path_problem(path) != NULL) {
+		RULE_FAIL(lc, "vertx.root",
+		    "expected a ZooKeeper path without the leading \"/\" "
+		    "(vertx-zookeeper's rootPath, e.g. \"io.vertx\"), at most "
+		    "200 characters, got \"%.60s\"",
+		    v->root);
+	}
+	/* An unset node id is drawn (a UUID) by the vertx module when it
+	 * starts: here, every reload would see a changed static key. */
+	if (v->node_id != NULL && (strlen(v->node_id) > VERTX_ID_MAX ||
+	                              strchr(v->node_id, '/') != NULL)) {
+		RULE_FAIL(lc, "vertx.node_id",
+		    "expected at most %u printable ASCII characters without "
+		    "\"/\" (a UUID, as Vert.x uses), got \"%.60s\"",
+		    VERTX_ID_MAX, v->node_id);
+	}
+	for (const char *p = v->node_id; p != NULL && *p != '\0'; p++) {
+		if ((unsigned char) *p <= 0x20 || (unsigned char) *p > 0x7e) {
+			RULE_FAIL(lc, "vertx.node_id",
+			    "expected printable ASCII without spaces, got "
+			    "\"%.60s\"",
+			    v->node_id);
+		}
+	}
+	(void) snprintf(path, sizeof(path), "%s",
+	    v->engine_root != NULL ? v->engine_root : "/");
+	if (v->engine_root != NULL &&
+	    (strlen(v->engine_root) > 200 || zk_path_problem(path) != NULL)) {
+		RULE_FAIL(lc, "vertx.engine_root",
+		    "expected the Java engine's root, a ZooKeeper path that "
+		    "starts with \"/\" (under vertx.root), at most 200 "
+		    "characters, got \"%.60s\"",
+		    v->engine_root);
+	}
+	if (!numeric_ip(v->cluster_host)) {
+		RULE_FAIL(lc, "vertx.cluster_host",
+		    "expected a numeric IPv4 or IPv6 address (the JVMs dial "
+		    "it), got \"%.60s\"",
+		    v->cluster_host);
+	}
+	if (c->vertx_enabled && !set(c->cluster.connect)) {
+		RULE_FAIL(lc, "vertx.enabled",
+		    "needs zookeeper.connect (a Vert.x cluster lives in "
+		    "ZooKeeper)");
+	}
+	return 0;
+}
+
 /* A route to the ingress address itself would loop forever. */
 static int
 check_ingress(load_ctx *lc)
@@ -969,8 +1033,9 @@ eb__conf_load(const eb__conf_sources *src, eb__conf **confp, eb_errbuf *err)
 		    (rv = check_addresses(&lc)) == 0 &&
 		    (rv = check_lease(&lc)) == 0 &&
 		    (rv = check_tls(&lc)) == 0 &&
-		    (rv = check_ports(&lc)) == 0) {
-			rv = check_ingress(&lc);
+		    (rv = check_ports(&lc)) == 0 &&
+		    (rv = check_ingress(&lc)) == 0) {
+			rv = check_vertx(&lc);
 		}
 	}
 	eb__conf_posidx_free(&lc.idx);

@@ -38,6 +38,7 @@
 #include <ebnode/link.h>
 #include <ebnode/log.h>
 #include <ebnode/shared.h>
+#include <ebnode/vertx.h>
 #include <ebnode/web.h>
 
 #include "admin/admin.h"
@@ -80,6 +81,8 @@ typedef struct eb__conf {
 	eb__admin_opts  admin;
 	bool            admin_enabled; /* admin.enabled: node's choice */
 	eb_shared_opts  shared;        /* shared.*: caps of shared data */
+	eb_vertx_opts   vertx;         /* vertx.*: Vert.x cluster member */
+	bool            vertx_enabled; /* vertx.enabled: node's choice */
 	/* Where each key's value came from (per schema row; owned; read it
 	 * through eb__conf_dynamic_to_json). */
 	int *origin;

@@ -295,6 +295,22 @@ const eb__conf_entry eb__conf_schema[] = {
 	    EB__CT_U32, EB_SHARED_MAX_WAITS_PER_NODE, 0, 1000000),
 	ND("shared.max_counters", shared.max_counters, uint32_t, EB__CT_U32,
 	    EB_SHARED_MAX_COUNTERS, 0, 100000000),
+	/* Membership in a Vert.x 4.5 cluster (docs/VERTX.md); an empty
+	 * vertx.node_id: the vertx module draws a random UUID at start. */
+	BD("vertx.enabled", vertx_enabled, 0), /* the node's choice */
+	S("vertx.root", vertx.root, EB__CF_NONEMPTY),
+	S("vertx.cluster_host", vertx.cluster_host, EB__CF_NONEMPTY),
+	IN("vertx.cluster_port", vertx.cluster_port, 0, 65535),
+	S("vertx.node_id", vertx.node_id, EB__CF_NULLSTR),
+	U32("vertx.max_frame_bytes", vertx.max_frame_bytes, 64, 2147483647),
+	SZ("vertx.write_queue_bytes", vertx.write_queue_bytes, 1024, INT64_MAX),
+	U32("vertx.connect_timeout_ms", vertx.connect_timeout_ms, 1, 600000),
+	U32("vertx.ping_interval_ms", vertx.ping_interval_ms, 0, 3600000),
+	U32("vertx.ping_timeout_ms", vertx.ping_timeout_ms, 1, 3600000),
+	U32("vertx.drain_ms", vertx.drain_ms, 0, 60000),
+	S("vertx.engine_root", vertx.engine_root, EB__CF_NULLSTR),
+	S("vertx.engine_address", vertx.engine_address, EB__CF_NULLSTR),
+	S("vertx.engine_ingress", vertx.engine_ingress, EB__CF_NONEMPTY),
 };
 const size_t eb__conf_schema_len =
     sizeof(eb__conf_schema) / sizeof(eb__conf_schema[0]);
@@ -510,6 +526,7 @@ eb__conf_defaults(eb__conf *c)
 	eb_web_opts_init(&c->web);
 	eb_ingress_opts_init(&c->ingress);
 	eb__admin_opts_init(&c->admin);
+	eb_vertx_opts_init(&c->vertx);
 	for (k = 0; k < eb__conf_schema_len; k++) {
 		const eb__conf_entry *e = &eb__conf_schema[k];
 		const char           *def;

@@ -312,6 +312,7 @@ typedef struct eb__bus_turns {
 typedef struct eb__bus_remote {
 	const eb__bus_remote_ops *ops; /* NULL: standalone */
 	void                     *ctx; /* borrowed */
+	void *ext; /* vertx_route.c's state while ext nodes are attached */
 } eb__bus_remote;
 
 /* Bus-wide counters (counted where it happens; addr.c reports them). */
@@ -510,6 +511,11 @@ void eb__bus_answer_fail(eb_bus *bus, eb_bus_msg *msg, int status,
     eb_bus_failure_type type, int code, const char *message);
 
 /* remote.c */
+/* For vertx_route.c (bus_ext.h): the bus of a remote seam context, and a
+ * node's handler count of a (interest_set, for the ext nodes). */
+eb_bus *eb__bus_remote_bus(void *ctx);
+void    eb__bus_remote_interest(
+       eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count);
 /* The bus is shutting down: stop hearing from the links. */
 void eb__bus_remote_detach(eb_bus *bus);
 /* Frees the remote state (after every address record is gone). */

@@ -1141,6 +1141,21 @@ static const eb__link_handler link_handler = {
 	.congested = link_congested_cb,
 };
 
+/* ---- for vertx_route.c (bus_ext.h) ---- */
+
+eb_bus *
+eb__bus_remote_bus(void *ctx)
+{
+	return ((bus_remote *) ctx)->bus;
+}
+
+void
+eb__bus_remote_interest(
+    eb_bus *bus, eb__bus_addr *a, uint32_t peer, uint32_t count)
+{
+	interest_set(bus, a, peer, count);
+}
+
 /* ---- attach / detach ---- */
 
 int

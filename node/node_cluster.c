@@ -146,6 +146,12 @@ close_with(eb__node *n, eb__steps_done_cb cb, int status)
 }
 
 static void
+vertx_failed_cb(eb__node *n, int status)
+{
+	close_with(n, n->cluster_cb, status);
+}
+
+static void
 started_cb(eb_cluster *c, int status, void *arg)
 {
 	eb__node *n = arg;
@@ -157,6 +163,12 @@ started_cb(eb_cluster *c, int status, void *arg)
 		return;
 	}
 	n->cluster.running = true;
+	/* Vert.x membership (issue 26) once the bus's links are attached */
+	if ((status = eb__node_vertx_up(n)) != 0) {
+		n->cluster.running = false;
+		eb__node_vertx_down(n, vertx_failed_cb, status);
+		return;
+	}
 	eb__conf_dyn_start(eb__node_config(n), n->loop, n->cluster.cluster);
 	n->cluster_cb(&n->steps, 0);
 }
@@ -213,6 +225,13 @@ stopped_cb(eb_cluster *c, void *arg)
 	close_with(n, n->cluster_cb, 0);
 }
 
+static void
+vertx_down_cb(eb__node *n, int status)
+{
+	(void) status;
+	eb_cluster_stop(n->cluster.cluster, stopped_cb, n);
+}
+
 void
 eb__node_cluster_stop(eb__steps *s, eb__steps_done_cb cb)
 {
@@ -223,5 +242,7 @@ eb__node_cluster_stop(eb__steps *s, eb__steps_done_cb cb)
 	n->cluster.running = false;
 	n->cluster.stopping = true;
 	n->cluster_cb = cb;
-	eb_cluster_stop(n->cluster.cluster, stopped_cb, n);
+	/* The Vert.x part leaves (and drains) first: its session is not the
+	 * cluster's, but it must be gone before the bus closes. */
+	eb__node_vertx_down(n, vertx_down_cb, 0);
 }

@@ -65,12 +65,13 @@ struct eb__node {
 	 * read (cluster/cluster_admin.h). cluster.self holds the ports the
 	 * start steps bound, which the member data advertises (0: disabled;
 	 * READY shows -). */
-	eb__cluster_view  cluster;
-	bool              cluster_starting; /* eb_cluster_start pending */
-	bool              cluster_leader;   /* as last told to the ingress */
-	eb__steps_done_cb cluster_cb;       /* the start or stop step */
-	eb__conf_dyn     *config;           /* node_config.c */
-	eb__shared_host  *shared;           /* node_cluster.c */
+	eb__cluster_view    cluster;
+	bool                cluster_starting; /* eb_cluster_start pending */
+	bool                cluster_leader;   /* as last told to the ingress */
+	eb__steps_done_cb   cluster_cb;       /* the start or stop step */
+	eb__conf_dyn       *config;           /* node_config.c */
+	eb__shared_host    *shared;           /* node_cluster.c */
+	struct eb__vx_node *vertx;            /* node_vertx.c (issue 26) */
 	/* The local sources conf was loaded from (main.c; NULL: none), for
 	 * the dynamic configuration's rebuilds (node_config.c). */
 	const eb__conf_sources *src;
@@ -124,6 +125,14 @@ int  eb__node_admin_start(eb__steps *s, eb__steps_done_cb cb);
 void eb__node_admin_stop(eb__steps *s, eb__steps_done_cb cb);
 int  eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb);
 void eb__node_cluster_stop(eb__steps *s, eb__steps_done_cb cb);
+/* node_vertx.c (issue 26), run by the cluster step: joins the Vert.x
+ * cluster once this node's cluster runs (vertx.enabled; 0 otherwise);
+ * on an error n->vertx may be set, and eb__node_vertx_down closes it.
+ * down closes it (the drain included) and then calls done(n, status),
+ * at once when there is nothing to close. */
+int  eb__node_vertx_up(eb__node *n);
+void eb__node_vertx_down(
+    eb__node *n, void (*done)(eb__node *n, int status), int status);
 /* A stop requested while the cluster step starts (ZooKeeper may be
  * unreachable for its whole bound) completes that start at once with
  * EB_ECANCELED, through the same path as its timeout. */

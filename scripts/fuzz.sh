@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ "${#targets[@]}" -gt 0 ] || targets=(frame_fuzz handle_fuzz conf_fuzz field_fuzz web_fuzz web_sock_fuzz http_fuzz jsonscan_fuzz)
+[ "${#targets[@]}" -gt 0 ] || targets=(frame_fuzz handle_fuzz conf_fuzz field_fuzz web_fuzz web_sock_fuzz http_fuzz jsonscan_fuzz vertx_fuzz)
 
 build="$here/build/fuzz"
 cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER=clang -DEB_FUZZ=ON \

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-modules="common http admin tls stream link zk member election cluster shared eventbus bridge web ingress conf node"
+modules="common http admin tls stream link zk member election cluster shared eventbus vertx bridge web ingress conf node"
 
 allowed() { # folder -> allowed repo-rooted include prefixes; 1: no rule
 	case "$1" in
@@ -23,11 +23,12 @@ allowed() { # folder -> allowed repo-rooted include prefixes; 1: no rule
 	cluster)  echo "cluster election member zk admin common" ;;
 	shared)   echo "shared cluster zk admin common" ;;
 	eventbus) echo "eventbus link admin common" ;;
+	vertx)    echo "vertx stream tls zk member eventbus admin common" ;;
 	bridge)   echo "bridge stream tls eventbus admin common" ;;
 	ingress)  echo "ingress eventbus admin common" ;;
 	web)      echo "web bridge stream tls eventbus admin http common" ;;
 	conf)     echo "conf admin common" ;;
-	node)     echo "node conf web bridge ingress eventbus cluster shared link admin http common" ;;
+	node)     echo "node conf web bridge ingress eventbus cluster shared vertx link admin http common" ;;
 	# Programs and libraries outside the node.
 	ctl)      echo "ctl conf cluster zk tls admin http common" ;; # ebctl
 	bench)    echo "bench tls bridge common" ;;

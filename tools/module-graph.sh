@@ -14,7 +14,7 @@ python3 - "$@" <<'PY'
 import os, re, sys
 mods = ["common", "tls", "zk", "stream", "member", "http", "election",
         "admin", "link", "cluster", "conf", "bridge", "ingress", "eventbus",
-        "shared", "web", "node", "ctl"]
+        "shared", "vertx", "web", "node", "ctl"]
 inc = re.compile(r'^#include "([a-z_]+)/', re.M)
 edges = {}
 for m in mods:

@@ -371,6 +371,63 @@ test_optional_keys(void **state)
 	eb__conf_free(c);
 }
 
+/* The vertx section (docs/VERTX.md): defaults, a generated UUID node id,
+ * and its rules, each naming the place and the key. */
+static void
+test_vertx(void **state)
+{
+	eb__conf   *c = expect_ok(NULL, NULL, NULL, 0);
+	eb__conf   *d;
+	char        keys[100];
+	const char *on[] = { "zookeeper.connect=127.0.0.1:2181",
+		"vertx.enabled=true", "vertx.node_id=n1" };
+
+	(void) state;
+	assert_false(c->vertx_enabled);
+	assert_string_equal(c->vertx.root, "io.vertx");
+	assert_string_equal(c->vertx.cluster_host, "127.0.0.1");
+	assert_int_equal(c->vertx.cluster_port, 0);
+	assert_int_equal(c->vertx.max_frame_bytes, 16777216);
+	assert_int_equal(c->vertx.drain_ms, 500);
+	/* unset: drawn by the vertx module at start, so that a reload sees
+	 * no changed static key */
+	assert_null(c->vertx.node_id);
+	d = expect_ok(NULL, NULL, NULL, 0);
+	assert_int_equal(eb__conf_static_changes(c, d, keys, sizeof(keys)), 0);
+	eb__conf_free(d);
+	eb__conf_free(c);
+	c = expect_ok(NULL, NULL, on, 3);
+	assert_true(c->vertx_enabled);
+	assert_string_equal(c->vertx.node_id, "n1");
+	eb__conf_free(c);
+	expect_err("{\"vertx\": {\"root\": \"/io.vertx\"}}", NULL, NULL, 0,
+	    "ebnode.json:1:20: vertx.root: expected a ZooKeeper path without "
+	    "the leading \"/\" (vertx-zookeeper's rootPath, e.g. "
+	    "\"io.vertx\"), at most 200 characters, got \"/io.vertx\"");
+	expect_err("{\"vertx\": {\"root\": \"a/../b\"}}", NULL, NULL, 0,
+	    "ebnode.json:1:20: vertx.root: expected a ZooKeeper path without "
+	    "the leading \"/\" (vertx-zookeeper's rootPath, e.g. "
+	    "\"io.vertx\"), at most 200 characters, got \"a/../b\"");
+	expect_err("{\"vertx\": {\"node_id\": \"a/b\"}}", NULL, NULL, 0,
+	    "ebnode.json:1:23: vertx.node_id: expected at most 128 printable "
+	    "ASCII characters without \"/\" (a UUID, as Vert.x uses), got "
+	    "\"a/b\"");
+	expect_err("{\"vertx\": {\"cluster_host\": \"localhost\"}}", NULL, NULL,
+	    0,
+	    "ebnode.json:1:28: vertx.cluster_host: expected a numeric IPv4 or "
+	    "IPv6 address (the JVMs dial it), got \"localhost\"");
+	expect_err("{\"vertx\": {\"enabled\": true}}", NULL, NULL, 0,
+	    "ebnode.json:1:23: vertx.enabled: needs zookeeper.connect (a "
+	    "Vert.x cluster lives in ZooKeeper)");
+	expect_err("{\"vertx\": {\"engine_root\": \"engine\"}}", NULL, NULL, 0,
+	    "ebnode.json:1:27: vertx.engine_root: expected the Java engine's "
+	    "root, a ZooKeeper path that starts with \"/\" (under "
+	    "vertx.root), at most 200 characters, got \"engine\"");
+	expect_err("{\"vertx\": {\"max_frame_bytes\": 10}}", NULL, NULL, 0,
+	    "ebnode.json:1:31: vertx.max_frame_bytes: expected an integer in "
+	    "64..2147483647, got 10");
+}
+
 /* zookeeper.connect as the ZooKeeper C client takes it (conf/zkhosts.c):
  * each value below passed --check before and failed at start or never
  * connected. */
@@ -950,6 +1007,7 @@ main(void)
 		cmocka_unit_test(test_err_bad_regex),
 		cmocka_unit_test(test_err_route_shape),
 		cmocka_unit_test(test_err_combos),
+		cmocka_unit_test(test_vertx),
 		cmocka_unit_test(test_err_lease),
 		cmocka_unit_test(test_link_timeout_raised),
 		cmocka_unit_test(test_optional_keys),

@@ -1,0 +1,884 @@
+/*
+ * This node in a Vert.x cluster: the glue between the membership
+ * (member.c), the transport (net.c) and the bus (eventbus/bus_ext.h); see
+ * vxnode.h. Invariants:
+ *   - Vert.x node i of `peers` is the bus's ext node EB__BUS_EXT_NODE |
+ *     (i + 1); entries are never removed while the node lives (ids stay
+ *     valid for the bus's pending requests);
+ *   - the bus's counts for an address are recomputed from the member's
+ *     registrations whenever they change (report()): this node excluded
+ *     (its own consumers are local to the bus), a node whose connection
+ *     failed counted as 0 until the retry timer or a frame from it says
+ *     otherwise;
+ *   - this node's subscription znodes for an address follow the bus's
+ *     clustered handler count for it (interest), one znode per handler.
+ * Loop thread only; everything here is owned by the node.
+ */
+#include "vertx/vxnode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebnode/log.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "common/list.h"
+#include "common/util.h"
+#include "common/vec.h"
+#include "eventbus/bus_ext.h"
+#include "vertx/engine.h"
+#include "vertx/member.h"
+#include "vertx/net.h"
+#include "vertx/wire.h"
+
+typedef struct vpeer {
+	char *id;   /* owned */
+	int   down; /* its connection failed: no traffic until retried */
+} vpeer;
+
+/* A request from a Vert.x node to the engine ingress address, handed to
+ * this node's own bus as a local request (the ingress gateway is a
+ * local-only consumer); the answer goes back to the sender. */
+typedef struct proxy {
+	eb__list            link; /* v->proxies */
+	struct eb__vx_node *v;    /* NULL once the node closed */
+	char               *sender;
+	char               *reply; /* NULL: a plain send */
+} proxy;
+
+typedef struct own {
+	char   *address; /* owned */
+	eb__vec seqs;    /* uint64_t: one subscription znode each */
+} own;
+
+struct eb__vx_node {
+	uv_loop_t           *loop;
+	eb_bus              *bus; /* borrowed */
+	eb_vertx_opts        o;   /* strings point at the copies below */
+	char                *root;
+	char                *host;
+	char                *engine_path;    /* NULL: not a participant */
+	char                *engine_address; /* owned copies */
+	char                *engine_ingress;
+	eb__vx_engine       *engine;
+	int                  engine_leading;
+	uint64_t             engine_seq; /* its subscription while leading */
+	eb__list             proxies;
+	eb__vx_node_fail_cb  fail_cb;
+	void                *fail_arg;
+	char                 id[EB_UUID_STRLEN + 64];
+	eb__zk_opts          zo; /* strings borrowed until start */
+	eb__zk              *zk;
+	eb__vx_member       *m;
+	eb__vx_net          *net;
+	eb__vec              peers; /* vpeer */
+	eb__vec              owns;  /* own */
+	uv_timer_t           timer; /* retry of down peers, then the drain */
+	int                  attached;
+	int                  started;
+	int                  closing;
+	int                  pending; /* closes awaited */
+	eb__vx_node_close_cb close_cb;
+	void                *close_arg;
+};
+
+/* ---- node ids ---- */
+
+static uint32_t
+node_of(eb__vx_node *v, const char *id)
+{
+	vpeer *p;
+
+	for (size_t i = 0; i < v->peers.len; i++) {
+		p = eb__vec_at(&v->peers, i);
+		if (strcmp(p->id, id) == 0) {
+			return EB__BUS_EXT_NODE | (uint32_t) (i + 1);
+		}
+	}
+	p = eb__vec_push(&v->peers);
+	p->id = eb__strdup(id);
+	return EB__BUS_EXT_NODE | (uint32_t) v->peers.len;
+}
+
+static vpeer *
+peer_of(const eb__vx_node *v, uint32_t node)
+{
+	uint32_t i = node & ~EB__BUS_EXT_NODE;
+
+	if ((node & EB__BUS_EXT_NODE) == 0 || i == 0 || i > v->peers.len) {
+		return NULL;
+	}
+	return eb__vec_at(&v->peers, i - 1);
+}
+
+/* ---- the bus's counts ---- */
+
+static void
+report(const char *address, void *arg)
+{
+	eb__vx_node       *v = arg;
+	const char *const *ids;
+	size_t             n = 0;
+	uint32_t          *counts;
+
+	if (!v->attached || eb__vx_member_subs(v->m, address, &ids, &n) != 0) {
+		return;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(ids[k], v->id) != 0) {
+			(void) node_of(v, ids[k]); /* known from here on */
+		}
+	}
+	counts = eb__calloc(v->peers.len + 1, sizeof(*counts));
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(ids[k], v->id) != 0) {
+			counts[node_of(v, ids[k]) & ~EB__BUS_EXT_NODE]++;
+		}
+	}
+	for (size_t i = 0; i < v->peers.len; i++) {
+		vpeer *p = eb__vec_at(&v->peers, i);
+
+		eb__bus_ext_interest(v->bus, address,
+		    EB__BUS_EXT_NODE | (uint32_t) (i + 1),
+		    p->down ? 0 : counts[i + 1]);
+	}
+	free(counts);
+}
+
+static void
+ready_cb(const char *address, void *arg)
+{
+	report(address, arg);
+}
+
+static int send_to(eb__vx_node *v, const char *node_id, eb__buf *b);
+
+/* Down peers get a ping: a connection that comes up (up_cb) puts the peer
+ * back into routing; one that fails keeps it out, with no request lost on
+ * the way. */
+static void
+retry_cb(uv_timer_t *t)
+{
+	eb__vx_node *v = t->data;
+	eb__buf      b;
+
+	eb__buf_init(&b);
+	for (size_t i = 0; i < v->peers.len; i++) {
+		vpeer *p = eb__vec_at(&v->peers, i);
+
+		if (p->down && eb__vx_encode_ping(&b, p->id) == 0) {
+			(void) send_to(v, p->id, &b);
+		}
+		b.off = b.len = 0;
+	}
+	eb__buf_free(&b);
+}
+
+static void
+up_cb(eb__vx_net *n, const char *node_id, void *arg)
+{
+	eb__vx_node *v = arg;
+	vpeer       *p = peer_of(v, node_of(v, node_id));
+
+	(void) n;
+	if (v->attached && p->down) {
+		p->down = 0;
+		eb__vx_member_each_addr(v->m, report, v);
+	}
+}
+
+static void
+peer_down(eb__vx_node *v, const char *id, const char *text)
+{
+	uint32_t node = node_of(v, id);
+	vpeer   *p = peer_of(v, node);
+
+	p->down = 1;
+	eb__bus_ext_node_down(v->bus, node, text);
+}
+
+static void
+gone_cb(const char *node_id, void *arg)
+{
+	eb__vx_node *v = arg;
+	char         text[200];
+
+	if (!v->attached) {
+		return;
+	}
+	eb__vx_net_drop(v->net, node_id);
+	(void) snprintf(text, sizeof(text), "Vert.x node %.64s left", node_id);
+	peer_down(v, node_id, text);
+}
+
+static void
+down_cb(eb__vx_net *n, const char *node_id, int err, void *arg)
+{
+	eb__vx_node *v = arg;
+	char         text[200];
+
+	(void) n;
+	if (!v->attached) {
+		return;
+	}
+	(void) snprintf(text, sizeof(text),
+	    "Connection to Vert.x node %.64s lost: %s", node_id,
+	    eb_strerror(err));
+	peer_down(v, node_id, text);
+}
+
+/* ---- to Vert.x ---- */
+
+/* Sends one whole frame in b to node_id. */
+static int
+send_to(eb__vx_node *v, const char *node_id, eb__buf *b)
+{
+	const char *host;
+	int         port;
+	int         rv = eb__vx_member_peer(v->m, node_id, &host, &port);
+
+	if (rv != 0) {
+		b->off = b->len = 0;
+		return EB_ELINKDOWN;
+	}
+	return eb__vx_net_send(v->net, node_id, host, port, b);
+}
+
+static int
+x_forward(void *ctx, uint32_t node, eb_bus_msg *msg, int kind)
+{
+	eb__vx_node *v = ctx;
+	vpeer       *p = peer_of(v, node);
+	size_t       len = 0;
+	const char  *body = eb_bus_msg_body_bytes(msg, &len);
+	eb__vx_out o = { eb_bus_msg_address(msg), eb_bus_msg_reply_address(msg),
+		v->id, kind == EB__BUS_EXT_PUBLISH, eb_bus_msg_headers(msg),
+		body, len };
+	eb__buf    b;
+	int        rv;
+
+	if (p == NULL || p->down) {
+		return EB_ELINKDOWN;
+	}
+	eb__buf_init(&b);
+	rv = eb__vx_encode(&b, &o);
+	if (rv == 0) {
+		rv = send_to(v, p->id, &b);
+	}
+	eb__buf_free(&b);
+	return rv;
+}
+
+static int
+x_fail(void *ctx, uint32_t node, const char *reply_address, int status,
+    eb_bus_failure_type type, int code, const char *message)
+{
+	eb__vx_node *v = ctx;
+	vpeer       *p = peer_of(v, node);
+	eb__buf      b;
+	int          rv;
+
+	(void) status;
+	if (p == NULL) {
+		return EB_ELINKDOWN;
+	}
+	eb__buf_init(&b);
+	rv = eb__vx_encode_failure(
+	    &b, reply_address, v->id, (int) type, code, message);
+	if (rv == 0) {
+		rv = send_to(v, p->id, &b);
+	}
+	eb__buf_free(&b);
+	return rv;
+}
+
+static const char *
+x_peer_name(void *ctx, uint32_t node)
+{
+	const vpeer *p = peer_of(ctx, node);
+
+	return p != NULL ? p->id : NULL;
+}
+
+static own *
+own_find(eb__vx_node *v, const char *address)
+{
+	for (size_t i = 0; i < v->owns.len; i++) {
+		own *o = eb__vec_at(&v->owns, i);
+
+		if (strcmp(o->address, address) == 0) {
+			return o;
+		}
+	}
+	return NULL;
+}
+
+/* This node's handlers of address: one znode each. */
+static void
+x_interest(void *ctx, const char *address, uint32_t count)
+{
+	eb__vx_node *v = ctx;
+	own         *o = own_find(v, address);
+	uint64_t     seq;
+
+	if (v->closing) {
+		return; /* leaving: the znodes are being deleted */
+	}
+	if (o == NULL) {
+		if (count == 0) {
+			return;
+		}
+		o = eb__vec_push(&v->owns);
+		o->address = eb__strdup(address);
+		eb__vec_init(&o->seqs, sizeof(uint64_t));
+	}
+	while (o->seqs.len < count &&
+	       eb__vx_member_sub_add(v->m, address, &seq) == 0) {
+		*(uint64_t *) eb__vec_push(&o->seqs) = seq;
+	}
+	while (o->seqs.len > count) {
+		seq = *(uint64_t *) eb__vec_at(&o->seqs, o->seqs.len - 1);
+		(void) eb__vx_member_sub_del(v->m, address, seq);
+		o->seqs.len--;
+	}
+}
+
+static const eb__bus_ext_ops ext_ops = {
+	.forward = x_forward,
+	.fail = x_fail,
+	.peer_name = x_peer_name,
+	.interest = x_interest,
+};
+
+/* ---- from Vert.x ---- */
+
+static int engine_ingress(eb__vx_node *v, const eb__vx_frame *f,
+    const char *address, const char *reply, const char *body, size_t len,
+    const json_t *h);
+
+static char *
+span_dup(const eb__vx_span *s)
+{
+	return eb__strndup(s->p, s->n);
+}
+
+/* An ERROR failure back to the sender of f, as a JVM answers a frame it
+ * cannot read. */
+static void
+answer_error(eb__vx_node *v, const eb__vx_frame *f, const char *why)
+{
+	char   *reply = span_dup(&f->reply);
+	char   *sender = span_dup(&f->sender);
+	eb__buf b;
+
+	eb__buf_init(&b);
+	if (f->reply.n > 0 && eb__vx_encode_failure(&b, reply, v->id,
+	                          EB_VX_FAIL_ERROR, -1, why) == 0) {
+		(void) send_to(v, sender, &b);
+	}
+	eb__buf_free(&b);
+	free(reply);
+	free(sender);
+}
+
+static int
+failure_status(int type)
+{
+	switch (type) {
+	case EB_VX_FAIL_TIMEOUT:
+		return EB_ETIMEOUT;
+	case EB_VX_FAIL_NO_HANDLERS:
+		return EB_ENOHANDLERS;
+	case EB_VX_FAIL_RECIPIENT:
+		return EB_ERECIPIENT;
+	default:
+		return EB_EPROTO;
+	}
+}
+
+/* A reply or failure for a request of this node (address is its reply
+ * address). */
+static void
+on_reply(eb__vx_node *v, uint32_t node, const eb__vx_frame *f,
+    const char *address, const char *own_reply)
+{
+	eb__vx_failure fail;
+	eb_errbuf      e = { { 0 } };
+	eb__buf        js;
+	json_t        *h = NULL;
+	int            err = 0;
+	int            rv;
+	char          *msg;
+
+	eb__buf_init(&js);
+	rv = eb__vx_body_json(f, &js, &fail, &e);
+	if (rv == EB_ERECIPIENT) {
+		msg = fail.has_message ? span_dup(&fail.message) : NULL;
+		(void) eb__bus_ext_failed(v->bus, address,
+		    failure_status(fail.type),
+		    fail.type <= EB_VX_FAIL_ERROR
+		        ? (eb_bus_failure_type) fail.type
+		        : EB_BUS_ERROR,
+		    fail.code, msg);
+		free(msg);
+	} else if (rv != 0 || (h = eb__vx_headers_json(f, &err)) == NULL) {
+		(void) eb__bus_ext_failed(v->bus, address, EB_EPROTO,
+		    EB_BUS_ERROR, -1, rv != 0 ? e.msg : "bad reply headers");
+	} else {
+		(void) eb__bus_ext_reply(v->bus, node, address, own_reply,
+		    eb__buf_head(&js), eb__buf_avail(&js), h);
+	}
+	json_decref(h);
+	eb__buf_free(&js);
+}
+
+static void
+on_message(eb__vx_node *v, uint32_t node, const eb__vx_frame *f,
+    const char *address, const char *reply)
+{
+	eb__vx_failure fail;
+	eb_errbuf      e = { { 0 } };
+	eb__buf        js;
+	json_t        *h = NULL;
+	int            err = 0;
+	int            rv;
+	char           q[128];
+
+	eb__buf_init(&js);
+	rv = eb__vx_body_json(f, &js, &fail, &e);
+	if (rv == 0 && (h = eb__vx_headers_json(f, &err)) != NULL) {
+		if (!engine_ingress(v, f, address, reply, eb__buf_head(&js),
+		        eb__buf_avail(&js), h)) {
+			eb__bus_ext_deliver(v->bus, node, address, reply,
+			    f->publish, eb__buf_head(&js), eb__buf_avail(&js),
+			    h);
+		}
+	} else if (rv != EB_ERECIPIENT) {
+		/* a body this node cannot map: the sender hears why */
+		EB_LOG_RL_WARN("vertx", "frame-refused: address=%s detail=%s",
+		    eb_log_quote(q, sizeof(q), address),
+		    rv != 0 ? e.msg : "bad headers");
+		answer_error(v, f, rv != 0 ? e.msg : "bad headers");
+	} /* else: a failure for a request that gave up meanwhile */
+	json_decref(h);
+	eb__buf_free(&js);
+}
+
+static void
+frame_cb(eb__vx_net *n, int status, const eb__vx_frame *f, const char *why,
+    void *arg)
+{
+	eb__vx_node *v = arg;
+	char        *sender;
+	char        *address;
+	char        *reply;
+	uint32_t     node;
+	vpeer       *p;
+
+	(void) n;
+	if (!v->attached) {
+		return; /* still served during the drain */
+	}
+	if (status != 0) {
+		answer_error(v, f, why);
+		return;
+	}
+	sender = span_dup(&f->sender);
+	address = span_dup(&f->address);
+	reply = span_dup(&f->reply);
+	node = node_of(v, sender);
+	p = peer_of(v, node);
+	if (p->down) {
+		/* it talks to us: worth trying again */
+		p->down = 0;
+		eb__vx_member_each_addr(v->m, report, v);
+	}
+	if (!f->publish && eb__bus_ext_pending(v->bus, address)) {
+		on_reply(v, node, f, address, reply);
+	} else {
+		on_message(v, node, f, address, reply);
+	}
+	free(sender);
+	free(address);
+	free(reply);
+}
+
+/* ---- the engine's ingress (docs/VERTX.md section 7) ---- */
+
+static void
+proxy_free(proxy *p)
+{
+	eb__list_remove(&p->link);
+	free(p->sender);
+	free(p->reply);
+	free(p);
+}
+
+static void
+proxy_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	proxy       *p = arg;
+	eb__vx_node *v = p->v;
+	eb__buf      b;
+	size_t       len = 0;
+	const char  *body;
+
+	(void) bus;
+	if (v == NULL || p->reply == NULL) {
+		proxy_free(p);
+		return;
+	}
+	eb__buf_init(&b);
+	if (status == 0 && reply != NULL) {
+		eb__vx_out o = { p->reply, eb_bus_msg_reply_address(reply),
+			v->id, 0, eb_bus_msg_headers(reply), NULL, 0 };
+
+		body = eb_bus_msg_body_bytes(reply, &len);
+		o.body = body;
+		o.body_len = len;
+		(void) eb__vx_encode(&b, &o);
+	} else {
+		(void) eb__vx_encode_failure(&b, p->reply, v->id,
+		    failure != NULL ? (int) failure->type : EB_VX_FAIL_ERROR,
+		    failure != NULL ? failure->code : -1,
+		    failure != NULL && failure->message != NULL
+		        ? failure->message
+		        : eb_strerror(status));
+	}
+	if (eb__buf_avail(&b) > 0) {
+		(void) send_to(v, p->sender, &b);
+	}
+	eb__buf_free(&b);
+	proxy_free(p);
+}
+
+/* 1 when f was the engine ingress and was handed to the local bus. */
+static int
+engine_ingress(eb__vx_node *v, const eb__vx_frame *f, const char *address,
+    const char *reply, const char *body, size_t len, const json_t *h)
+{
+	proxy *p;
+	int    rv;
+
+	if (!v->engine_leading || f->publish ||
+	    strcmp(address, v->engine_ingress) != 0) {
+		return 0;
+	}
+	p = eb__calloc(1, sizeof(*p));
+	p->v = v;
+	p->sender = eb__strndup(f->sender.p, f->sender.n);
+	p->reply = reply[0] != '\0' ? eb__strdup(reply) : NULL;
+	eb__list_insert_tail(&v->proxies, &p->link);
+	rv = eb_bus_request_raw(
+	    v->bus, address, body, len, h, NULL, proxy_cb, p);
+	if (rv != 0) {
+		eb_bus_failure fl = { EB_BUS_ERROR, -1, eb_strerror(rv) };
+
+		proxy_cb(v->bus, rv, NULL, &fl, p);
+	}
+	return 1;
+}
+
+static void
+engine_cb(eb__vx_engine_event ev, const char *detail, void *arg)
+{
+	eb__vx_node *v = arg;
+	int          leading = ev == EB_VX_ENGINE_LEADER;
+
+	if (ev == EB_VX_ENGINE_DUPLICATE) {
+		if (v->fail_cb != NULL) {
+			v->fail_cb(v, EB_EDUPADDR, v->fail_arg);
+		}
+		return;
+	}
+	if (ev == EB_VX_ENGINE_REGISTERED || leading == v->engine_leading ||
+	    v->closing) {
+		return;
+	}
+	(void) detail;
+	v->engine_leading = leading;
+	if (leading) {
+		/* Java bridges' ingress reaches this node from here on */
+		(void) eb__vx_member_sub_add(
+		    v->m, v->engine_ingress, &v->engine_seq);
+	} else {
+		(void) eb__vx_member_sub_del(
+		    v->m, v->engine_ingress, v->engine_seq);
+	}
+}
+
+/* ---- lifecycle ---- */
+
+static void
+zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
+{
+	eb__vx_node *v = arg;
+
+	(void) zk;
+	if (v->m != NULL && !v->closing) {
+		eb__vx_member_session_event(v->m, ev);
+	}
+	if (v->engine != NULL && !v->closing) {
+		eb__vx_engine_session_event(v->engine, ev);
+	}
+}
+
+int
+eb__vx_node_new(uv_loop_t *loop, eb_bus *bus, const eb_vertx_opts *opts,
+    const eb__zk_opts *zo, eb__vx_node **vp)
+{
+	eb__vx_node *v;
+
+	if (loop == NULL || bus == NULL || opts == NULL || zo == NULL ||
+	    opts->root == NULL || opts->cluster_host == NULL) {
+		return UV_EINVAL;
+	}
+	v = eb__calloc(1, sizeof(*v));
+	v->loop = loop;
+	v->bus = bus;
+	v->o = *opts;
+	v->root = eb__strdup(opts->root);
+	v->host = eb__strdup(opts->cluster_host);
+	v->o.root = v->root;
+	v->o.cluster_host = v->host;
+	v->zo = *zo;
+	if (opts->node_id != NULL) {
+		(void) snprintf(v->id, sizeof(v->id), "%s", opts->node_id);
+	} else if (eb__uuid(v->id) != 0) {
+		free(v->root);
+		free(v->host);
+		free(v);
+		return UV_EINVAL;
+	}
+	v->o.node_id = v->id;
+	if (opts->engine_root != NULL && opts->engine_address != NULL) {
+		size_t n = strlen(v->root) + strlen(opts->engine_root) + 2;
+
+		v->engine_path = eb__malloc(n);
+		(void) snprintf(
+		    v->engine_path, n, "/%s%s", v->root, opts->engine_root);
+		v->engine_address = eb__strdup(opts->engine_address);
+	}
+	v->engine_ingress =
+	    eb__strdup(opts->engine_ingress != NULL ? opts->engine_ingress
+	                                            : EB_VERTX_ENGINE_INGRESS);
+	eb__list_init(&v->proxies);
+	eb__vec_init(&v->peers, sizeof(vpeer));
+	eb__vec_init(&v->owns, sizeof(own));
+	(void) uv_timer_init(loop, &v->timer);
+	v->timer.data = v;
+	*vp = v;
+	return 0;
+}
+
+int
+eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
+{
+	eb__vx_net_cfg nc = { v->host, v->o.cluster_port, v->o.max_frame_bytes,
+		v->o.write_queue_bytes, v->o.connect_timeout_ms,
+		v->o.ping_interval_ms, v->o.ping_timeout_ms, frame_cb, down_cb,
+		v, up_cb };
+	eb__vx_member_cfg mc = { v->root, v->id, v->host, 0, gone_cb, ready_cb,
+		v };
+	int               rv;
+
+	EB_ASSERT(!v->closing && !v->started);
+	v->started = 1;
+	if ((rv = eb__vx_net_new(v->loop, &nc, &v->net)) != 0 ||
+	    (rv = eb__vx_net_start(v->net, e)) != 0) {
+		return rv;
+	}
+	mc.port = eb__vx_net_port(v->net);
+	if ((rv = eb__zk_new(v->loop, &v->zo, zk_event_cb, v, &v->zk)) != 0) {
+		return eb_errf(
+		    e, rv, "vertx: ZooKeeper session: %s", eb_strerror(rv));
+	}
+	if ((rv = eb__vx_member_new(v->loop, v->zk, &mc, &v->m)) != 0 ||
+	    (rv = eb__zk_start(v->zk)) != 0 ||
+	    (rv = eb__vx_member_start(v->m)) != 0) {
+		return eb_errf(e, rv, "vertx: membership: %s", eb_strerror(rv));
+	}
+	eb__vx_member_watch_all(v->m);
+	if ((rv = eb__bus_ext_attach(v->bus, &ext_ops, v)) != 0) {
+		return eb_errf(e, rv,
+		    "vertx: the bus has no cluster links to extend (%s)",
+		    eb_strerror(rv));
+	}
+	v->attached = 1;
+	if (v->engine_path != NULL &&
+	    ((rv = eb__vx_engine_new(v->loop, v->zk, v->engine_path,
+	          v->engine_address, engine_cb, v, &v->engine)) != 0 ||
+	        (rv = eb__vx_engine_start(v->engine)) != 0)) {
+		return eb_errf(
+		    e, rv, "vertx: engine election: %s", eb_strerror(rv));
+	}
+	if (v->o.connect_timeout_ms > 0) {
+		(void) uv_timer_start(&v->timer, retry_cb,
+		    v->o.connect_timeout_ms, v->o.connect_timeout_ms);
+	}
+	EB_LOG_NOTICE("vertx",
+	    "vertx-started: node_id=%s host=%s port=%d root=/%s", v->id,
+	    v->host, mc.port, v->root);
+	return 0;
+}
+
+const char *
+eb__vx_node_id(const eb__vx_node *v)
+{
+	return v->id;
+}
+
+void
+eb__vx_node_on_fail(eb__vx_node *v, eb__vx_node_fail_cb cb, void *arg)
+{
+	v->fail_cb = cb;
+	v->fail_arg = arg;
+}
+
+int
+eb__vx_node_port(const eb__vx_node *v)
+{
+	return v->net != NULL ? eb__vx_net_port(v->net) : 0;
+}
+
+static void
+node_free(eb__vx_node *v)
+{
+	for (size_t i = 0; i < v->peers.len; i++) {
+		free(((vpeer *) eb__vec_at(&v->peers, i))->id);
+	}
+	for (size_t i = 0; i < v->owns.len; i++) {
+		own *o = eb__vec_at(&v->owns, i);
+
+		free(o->address);
+		eb__vec_free(&o->seqs);
+	}
+	eb__vec_free(&v->peers);
+	eb__vec_free(&v->owns);
+	/* proxies still waiting for the bus: their callback frees them */
+	while (!eb__list_empty(&v->proxies)) {
+		proxy *p =
+		    EB_CONTAINER_OF(eb__list_first(&v->proxies), proxy, link);
+
+		p->v = NULL;
+		eb__list_remove(&p->link);
+		eb__list_init(&p->link);
+	}
+	free(v->engine_path);
+	free(v->engine_address);
+	free(v->engine_ingress);
+	free(v->root);
+	free(v->host);
+	free(v);
+}
+
+static void
+part_closed(eb__vx_node *v)
+{
+	if (--v->pending == 0) {
+		if (v->close_cb != NULL) {
+			v->close_cb(v, v->close_arg);
+		}
+		node_free(v);
+	}
+}
+
+static void
+member_closed_cb(eb__vx_member *m, void *arg)
+{
+	(void) m;
+	part_closed(arg);
+}
+
+static void
+engine_closed_cb(eb__vx_engine *e, void *arg)
+{
+	(void) e;
+	part_closed(arg);
+}
+
+static void
+zk_closed_cb(eb__zk *zk, void *arg)
+{
+	(void) zk;
+	part_closed(arg);
+}
+
+static void
+net_closed_cb(eb__vx_net *n, void *arg)
+{
+	(void) n;
+	part_closed(arg);
+}
+
+static void
+timer_closed_cb(uv_handle_t *h)
+{
+	part_closed(h->data);
+}
+
+/* After the drain: the session (the NodeInfo goes at once), then the
+ * sockets. */
+static void
+drained_cb(uv_timer_t *t)
+{
+	eb__vx_node *v = t->data;
+
+	if (v->attached) {
+		/* The bus forgets the Vert.x nodes (their pending requests
+		 * fail with EB_ELINKDOWN). */
+		eb__bus_ext_detach(v->bus);
+		v->attached = 0;
+	}
+	v->pending = 1; /* the timer */
+	if (v->engine != NULL) {
+		v->pending++;
+		eb__vx_engine_close(v->engine, engine_closed_cb, v);
+		v->engine = NULL;
+	}
+	if (v->m != NULL) {
+		v->pending++;
+		eb__vx_member_close(v->m, member_closed_cb, v);
+	}
+	if (v->zk != NULL) {
+		v->pending++;
+		eb__zk_close(v->zk, zk_closed_cb, v);
+	}
+	if (v->net != NULL) {
+		v->pending++;
+		eb__vx_net_close(v->net, net_closed_cb, v);
+	}
+	uv_close((uv_handle_t *) &v->timer, timer_closed_cb);
+}
+
+void
+eb__vx_node_close(eb__vx_node *v, eb__vx_node_close_cb cb, void *arg)
+{
+	EB_ASSERT(!v->closing); /* close is exactly once */
+	v->closing = 1;
+	v->close_cb = cb;
+	v->close_arg = arg;
+	/* The JVMs stop routing here once the subscription znodes are
+	 * gone; what they routed before still arrives during the drain and
+	 * is served. The engine child goes at once (a hand-over). */
+	if (v->engine_leading && v->m != NULL) {
+		(void) eb__vx_member_sub_del(
+		    v->m, v->engine_ingress, v->engine_seq);
+		v->engine_leading = 0;
+	}
+	for (size_t i = 0; v->m != NULL && i < v->owns.len; i++) {
+		own *o = eb__vec_at(&v->owns, i);
+
+		for (size_t k = 0; k < o->seqs.len; k++) {
+			(void) eb__vx_member_sub_del(v->m, o->address,
+			    *(uint64_t *) eb__vec_at(&o->seqs, k));
+		}
+		o->seqs.len = 0;
+	}
+	(void) uv_timer_stop(&v->timer);
+	(void) uv_timer_start(&v->timer, drained_cb,
+	    v->started && v->m != NULL ? v->o.drain_ms : 0, 0);
+}

@@ -1,0 +1,50 @@
+/*
+ * This ebnode node as one node of a Vert.x 4.5 cluster (docs/VERTX.md): a
+ * ZooKeeper session of its own (the cluster's settings), the membership
+ * (member.c), the transport (net.c) and the routing between them and the
+ * bus (eventbus/bus_ext.h): Vert.x nodes are ext nodes of the bus, so a
+ * bridge client's send, request or publish reaches Java consumers as it
+ * reaches other ebnode nodes, and frames from Java reach the bus's
+ * consumers (bridge clients included); replies and failures go back to the
+ * sender node, NO_HANDLERS included.
+ *
+ * Lifecycle: new (no I/O) -> start -> close(cb). close leaves gracefully:
+ * the subscriptions are deleted, the node keeps serving for drain_ms, then
+ * the session closes (the NodeInfo disappears at once) and the sockets
+ * close. The bus must outlive the node (close it first).
+ * Loop thread only.
+ */
+#ifndef EB_VERTX_VXNODE_H
+#define EB_VERTX_VXNODE_H
+
+#include <uv.h>
+
+#include <ebnode/bus.h>
+#include <ebnode/err.h>
+#include <ebnode/vertx.h>
+
+#include "zk/zk.h"
+
+typedef struct eb__vx_node eb__vx_node; /* opaque */
+typedef void (*eb__vx_node_close_cb)(eb__vx_node *v, void *arg);
+/* An unrecoverable error while running (EB_EDUPADDR: the engine address is
+ * taken in the Java engine's election). */
+typedef void (*eb__vx_node_fail_cb)(eb__vx_node *v, int err, void *arg);
+
+/* opts and zo are copied (zo's strings borrowed until start). 0 or
+ * UV_EINVAL. */
+int eb__vx_node_new(uv_loop_t *loop, eb_bus *bus, const eb_vertx_opts *opts,
+    const eb__zk_opts *zo, eb__vx_node **vp);
+/* Listens, opens the session, registers, attaches to the bus (the links
+ * must be attached: eb_bus_cluster_attach). 0 or an error (detail in e);
+ * close it either way. */
+int eb__vx_node_start(eb__vx_node *v, eb_errbuf *e);
+/* Set before start; cb may be NULL. */
+void eb__vx_node_on_fail(eb__vx_node *v, eb__vx_node_fail_cb cb, void *arg);
+/* The Vert.x node id and the bound cluster port (after start). */
+const char *eb__vx_node_id(const eb__vx_node *v);
+int         eb__vx_node_port(const eb__vx_node *v);
+/* Exactly once; cb on a later turn, after the drain. */
+void eb__vx_node_close(eb__vx_node *v, eb__vx_node_close_cb cb, void *arg);
+
+#endif
