@@ -77,23 +77,30 @@ utf8_len(const unsigned char *p, const unsigned char *end)
 #define JS_HIGHS 0x8080808080808080u
 
 /* Skips 8 bytes at a time while none is '"', '\\', a control or >= 0x80
- * (word-at-a-time; the byte loop finds the exact stop). */
+ * (word-at-a-time). In the first word that has one, the lowest flagged
+ * byte is exactly the first such byte (a borrow only follows a byte that
+ * matched): on a little-endian machine the run ends there; elsewhere the
+ * caller's byte loop finds it. */
 static const unsigned char *
 plain_run(const unsigned char *p, const unsigned char *end)
 {
 	uint64_t w;
 	uint64_t q;
 	uint64_t b;
+	uint64_t m;
 
 	while (end - p >= 8) {
 		memcpy(&w, p, 8);
 		q = w ^ (JS_ONES * '"');
 		b = w ^ (JS_ONES * '\\');
-		/* Per byte: < 0x20, == '"', == '\\', >= 0x80 (exact as a
-		 * whole: a borrow only follows a byte that matched). */
-		if ((((w - JS_ONES * 0x20u) & ~w) | ((q - JS_ONES) & ~q) |
+		/* Per byte: < 0x20, == '"', == '\\', >= 0x80. */
+		m = (((w - JS_ONES * 0x20u) & ~w) | ((q - JS_ONES) & ~q) |
 		        ((b - JS_ONES) & ~b) | w) &
-		    JS_HIGHS) {
+		    JS_HIGHS;
+		if (m != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			p += (unsigned) __builtin_ctzll(m) >> 3;
+#endif
 			break;
 		}
 		p += 8;

@@ -174,17 +174,23 @@ plain_body_end(const char *p, const char *end)
 	uint64_t       q;
 	uint64_t       b;
 
+	uint64_t m;
+
 	/* Eight bytes at a time while none is a control, '"', '\\' or
-	 * >= 0x7f (a borrow or carry only follows a byte that matched, so a
-	 * word that has none is never flagged wrongly as having none); the
-	 * byte loop then finds the exact one. */
+	 * >= 0x7f. A borrow or carry only follows a byte that matched, so
+	 * the lowest flagged byte is exactly the first one: on a little-endian
+	 * machine the scan jumps there, elsewhere the byte loop finds it. */
 	while (end - p >= 8) {
 		memcpy(&w, p, 8);
 		q = w ^ (ones * '"');
 		b = w ^ (ones * '\\');
-		if ((((w - ones * 0x20u) & ~w) | ((q - ones) & ~q) |
+		m = (((w - ones * 0x20u) & ~w) | ((q - ones) & ~q) |
 		        ((b - ones) & ~b) | (w + ones) | w) &
-		    highs) {
+		    highs;
+		if (m != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			p += (unsigned) __builtin_ctzll(m) >> 3;
+#endif
 			break;
 		}
 		p += 8;
