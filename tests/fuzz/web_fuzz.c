@@ -161,6 +161,17 @@ out_body_cb(http_parser *hp, const char *at, size_t n)
 	return 0;
 }
 
+/* 1 when the answer being written on s is to a HEAD request: it has the
+ * length of the body it does not carry (RFC 9110 9.3.2). The web session
+ * hangs off the stream, its reader still holding the request answered. */
+static int
+answering_head(const eb__stream *s)
+{
+	const web_sess *ss = s->layer;
+
+	return ss != NULL && eb__http_reader_method_is(&ss->rd, "HEAD");
+}
+
 static int
 out_headers_cb(http_parser *hp)
 {
@@ -169,7 +180,8 @@ out_headers_cb(http_parser *hp)
 	o->chunked = (hp->flags & F_CHUNKED) != 0;
 	o->body.off = 0;
 	o->body.len = 0;
-	return 0;
+	/* 1: the parser expects no body for this answer. */
+	return answering_head(o->s);
 }
 
 /* The chunked answers' data: '\n'-ended SockJS frames (the prelude is
