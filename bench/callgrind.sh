@@ -35,7 +35,7 @@ command -v valgrind >/dev/null || { echo "callgrind.sh: skipped: no valgrind"; e
 tmp="$(mktemp -d)"
 cleanup() {
 	local p
-	for p in $(cat "$tmp"/*/state/node*.pid 2>/dev/null); do
+	for p in $(cat "$tmp"/*/state/node*.pid 2>/dev/null || true); do
 		kill "$p" 2>/dev/null || true
 	done
 	[ -n "${sink:-}" ] && kill "$sink" 2>/dev/null || true
@@ -62,10 +62,18 @@ for b in "${builds[@]}"; do
 	out="$tmp/$bi"
 	mkdir -p "$out"
 	export EB_CLUSTER_BUILD="$b" EB_CLUSTER_STATE="$out/state"
-	base=$((10000 + (RANDOM % 700) * 10))
-	export EB_BRIDGE_BASE=$base EB_ADMIN_BASE=$((base + 7000))
-	export EB_CLUSTER_BASE=$((base + 14000))
-	bash "$here/scripts/cluster" up -n 3 >"$out/up.log" 2>&1
+	up=0
+	for _ in 1 2 3; do # random port bases, retried if taken
+		base=$((10000 + (RANDOM % 700) * 10))
+		export EB_BRIDGE_BASE=$base EB_ADMIN_BASE=$((base + 7000))
+		export EB_CLUSTER_BASE=$((base + 14000))
+		if bash "$here/scripts/cluster" up -n 3 >"$out/up.log" 2>&1; then
+			up=1
+			break
+		fi
+		bash "$here/scripts/cluster" down >/dev/null 2>&1 || true
+	done
+	[ "$up" = 1 ] || { cat "$out/up.log" >&2; exit 1; }
 	st="$out/state"
 	# Restarted under callgrind, node1 first (the oldest member leads);
 	# the old sessions end before the new members register.
@@ -107,19 +115,22 @@ while s.recv(1 << 20):
 	kill "$sink"
 	wait "$sink" 2>/dev/null || true
 	sink=""
+	pids=()
 	for i in 1 2 3; do
-		kill "$(cat "$st/node$i.pid")"
+		pids+=("$(cat "$st/node$i.pid")")
+		kill "${pids[$((i - 1))]}"
 	done
 	wait 2>/dev/null || true
+	# (down removes the state directory: the pids were read before)
 	bash "$here/scripts/cluster" down >/dev/null 2>&1 || true
 	for i in 1 2 3; do
-		pid="$(cat "$st/node$i.pid")"
+		pid="${pids[$((i - 1))]}"
 		ir="$(callgrind_annotate "$out/cg.$pid" 2>/dev/null |
 			awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"
 		role=leader
 		[ "$i" = 2 ] && role=follower
 		[ "$i" = 3 ] && role=consumer
-		echo "$label $role $ir $count" >>"$results"
+		printf '%s\t%s\t%s\t%s\n' "$label" "$role" "$ir" "$count" >>"$results"
 	done
 	bi=$((bi + 1))
 done
@@ -127,7 +138,7 @@ done
 python3 - "$results" "$svg" <<'PY'
 import sys
 from xml.sax.saxutils import escape
-rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 print("%-28s %-9s %14s %12s" % ("build", "node", "instructions", "per message"))
 data = {}
 for label, role, ir, n in rows:
