@@ -111,7 +111,11 @@ eb__jsonref_check(const char *p, size_t n, int max_depth, int *accepted,
 		return rv;
 	}
 	if (eb__jsonref_depth(v) > max_depth) {
-		if (ok || strcmp(s.why, "nested too deep") != 0) {
+		/* Refused for the depth, or first at a NUL byte outside a
+		 * string (jansson's reader, see below, skips what the scanner
+		 * refuses there; the depth it then sees is past that byte). */
+		if (ok || (strcmp(s.why, "nested too deep") != 0 &&
+		              !(s.p < s.end && *s.p == '\0'))) {
 			(void) snprintf(why, why_len,
 			    "depth %d > %d not refused as too deep",
 			    eb__jsonref_depth(v), max_depth);
