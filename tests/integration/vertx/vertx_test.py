@@ -204,11 +204,17 @@ class VertxCluster(unittest.TestCase):
     def wait_reply(self, rq, address, body, what, timeout=30):
         """Requests until one is answered with a message (propagation
         through ZooKeeper): NO_HANDLERS answers come at once, so this
-        waits for the event, bounded."""
+        waits for the event, bounded. A request not answered within 3 s
+        counts as not yet routable and is sent again: a JVM can take the
+        new node's request before it can answer it (once in CI, the first
+        request after a node joined went unanswered for 10 s)."""
         got = []
 
         def ok():
-            f = rq.request(address, body)
+            try:
+                f = rq.request(address, body, timeout=3)
+            except TimeoutError:
+                return False
             if f["type"] == "message":
                 got.append(f)
                 return True
