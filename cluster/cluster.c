@@ -53,6 +53,7 @@
 #include "zk/zk.h"
 
 #define CL_LEAVE_TIMEOUT_MS 3000u
+#define CL_DRAIN_TICK_MS    5u
 #define CL_START_MARGIN_MS  15000u
 
 typedef enum cl_state {
@@ -106,6 +107,11 @@ struct eb_cluster {
 	char               *rec_path;
 	char               *members_path;
 	eb__cluster_config *config; /* <root>/config (config.c) */
+	/* The leave drain (eb_cluster_set_drain). */
+	eb_cluster_pending_cb drain_cb;
+	void                 *drain_arg;
+	uint32_t              drain_max_ms;
+	uint64_t              drain_start;
 };
 
 static void rec_read(eb_cluster *c);
@@ -1000,9 +1006,55 @@ leave_timeout_cb(uv_timer_t *t)
 	leave_done(c);
 }
 
+/* The member leaves the list: reg_cb(LEFT) or the leave timeout goes on
+ * to close the parts. */
+static void
+leave(eb_cluster *c)
+{
+	if (c->reg != NULL && eb__registry_leave(c->reg) == 0) {
+		(void) uv_timer_start(
+		    &c->timer, leave_timeout_cb, CL_LEAVE_TIMEOUT_MS, 0);
+		return; /* reg_cb(LEFT) continues */
+	}
+	parts_close(c);
+}
+
+static void
+drain_tick_cb(uv_timer_t *t)
+{
+	eb_cluster *c = t->data;
+	uint32_t    pending = c->drain_cb(c->drain_arg);
+	uint64_t    took = uv_now(c->loop) - c->drain_start;
+
+	if (pending > 0 && took < c->drain_max_ms) {
+		return;
+	}
+	(void) uv_timer_stop(&c->timer);
+	if (pending > 0) {
+		EB_LOG_WARN("node",
+		    "leave-drain-timeout: pending=%u after_ms=%llu", pending,
+		    (unsigned long long) took);
+	} else {
+		EB_LOG_NOTICE("node", "leave-drained: after_ms=%llu",
+		    (unsigned long long) took);
+	}
+	leave(c);
+}
+
+void
+eb_cluster_set_drain(
+    eb_cluster *c, eb_cluster_pending_cb pending, void *arg, uint32_t max_ms)
+{
+	c->drain_cb = pending;
+	c->drain_arg = arg;
+	c->drain_max_ms = max_ms;
+}
+
 void
 eb_cluster_stop(eb_cluster *c, eb_cluster_stop_cb cb, void *arg)
 {
+	uint32_t pending;
+
 	EB_ASSERT(!c->closing); /* stop after close */
 	EB_ASSERT(c->stop_cb == NULL && c->state != CL_STOPPING); /* once */
 	c->stop_cb = cb;
@@ -1024,12 +1076,18 @@ eb_cluster_stop(eb_cluster *c, eb_cluster_stop_cb cb, void *arg)
 	if (c->el != NULL) {
 		eb_election_stop(c->el);
 	}
-	if (c->reg != NULL && eb__registry_leave(c->reg) == 0) {
-		(void) uv_timer_start(
-		    &c->timer, leave_timeout_cb, CL_LEAVE_TIMEOUT_MS, 0);
-		return; /* reg_cb(LEFT) continues */
+	/* Receipts still to come for what this node sent: stay a member
+	 * (and linked) until they are in, bounded. */
+	if (c->drain_cb != NULL && c->reg != NULL &&
+	    (pending = c->drain_cb(c->drain_arg)) > 0) {
+		EB_LOG_NOTICE("node", "leave-drain: pending=%u max_ms=%u",
+		    pending, c->drain_max_ms);
+		c->drain_start = uv_now(c->loop);
+		(void) uv_timer_start(&c->timer, drain_tick_cb,
+		    CL_DRAIN_TICK_MS, CL_DRAIN_TICK_MS);
+		return;
 	}
-	parts_close(c);
+	leave(c);
 }
 
 /* ---- close ---- */

@@ -173,6 +173,23 @@ started_cb(eb_cluster *c, int status, void *arg)
 	n->cluster_cb(&n->steps, 0);
 }
 
+/* The leave drain's bound: a receipt fails by itself after the bus's
+ * receipt timeout, so waiting longer gains nothing. */
+#define NODE_DRAIN_MAX_MS 10000u
+
+static uint32_t
+pending_receipts(void *arg)
+{
+	eb__node     *n = arg;
+	eb_bus_totals t;
+
+	if (n->bus == NULL) {
+		return 0;
+	}
+	eb_bus_stats_totals(n->bus, &t);
+	return t.pending_receipts;
+}
+
 int
 eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb)
 {
@@ -190,6 +207,10 @@ eb__node_cluster_start(eb__steps *s, eb__steps_done_cb cb)
 	eb_cluster_on_leadership(n->cluster.cluster, leadership_cb, n);
 	eb_cluster_on_members(n->cluster.cluster, members_cb, n);
 	eb_cluster_on_fail(n->cluster.cluster, fail_cb, n);
+	eb_cluster_set_drain(n->cluster.cluster, pending_receipts, n,
+	    n->conf->bus.receipt_timeout_ms < NODE_DRAIN_MAX_MS
+	        ? (uint32_t) n->conf->bus.receipt_timeout_ms + 100u
+	        : NODE_DRAIN_MAX_MS);
 	/* Its own session connects while the cluster's registers, so that
 	 * it is up by the time the node is READY. */
 	shared_start(n);

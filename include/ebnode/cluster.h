@@ -164,6 +164,19 @@ EB_API void eb_cluster_stop(eb_cluster *c, eb_cluster_stop_cb cb, void *arg);
 /* Exactly once; cb on a later turn; nothing else is called after it. */
 EB_API void eb_cluster_close(eb_cluster *c, eb_cluster_close_cb cb, void *arg);
 
+/*
+ * The leave drain: a graceful stop stops the election first (the revoke
+ * reaches the observers), then, while pending(arg) > 0 and for at most
+ * max_ms, keeps the member registered before it leaves. Peers cut their
+ * links to a member that left, so what this node sent with a receipt
+ * still to come (a leader's routed ingress) would fail as "link lost"
+ * although it was delivered. pending is polled every few milliseconds;
+ * one hook, NULL removes it. docs/CLUSTER.md "The cluster object".
+ */
+typedef uint32_t (*eb_cluster_pending_cb)(void *arg);
+EB_API void eb_cluster_set_drain(
+    eb_cluster *c, eb_cluster_pending_cb pending, void *arg, uint32_t max_ms);
+
 /* Observers: any number; remove returns 0 or -1 when not found. */
 EB_API void eb_cluster_on_members(
     eb_cluster *c, eb_cluster_members_cb cb, void *arg);
