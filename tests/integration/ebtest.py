@@ -38,6 +38,7 @@ import http.client
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -761,6 +762,15 @@ class RecordingConsumer:
         self.stop = True
         self.t.join(5)
         self.c.close()
+
+
+def metric(node, name):
+    """The value of the unlabelled metric name in node's /metrics."""
+    st, text = admin_request(*node.admin, "GET", "/metrics")
+    assert st == 200, st
+    m = re.search(r"^%s (\d+)$" % re.escape(name), text, re.M)
+    assert m is not None, "no %s in /metrics" % name
+    return int(m.group(1))
 
 
 def admin_request(host, port, method, path, token=None, body=None,

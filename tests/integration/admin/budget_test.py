@@ -11,7 +11,6 @@ input budget (bridge.input_budget_bytes, issue 22), over real sockets:
   client's parked partial frame leaves less room for admin bodies.
 """
 import os
-import re
 import socket
 import sys
 import unittest
@@ -25,11 +24,7 @@ BODY = 60000  # under the admin's 64 KiB body bound
 
 
 def input_bytes(node):
-    st, text = ebtest.admin_request(*node.admin, "GET", "/metrics")
-    assert st == 200, st
-    m = re.search(r"^ebnode_bridge_input_bytes (\d+)$", text, re.M)
-    assert m is not None, "no ebnode_bridge_input_bytes"
-    return int(m.group(1))
+    return ebtest.metric(node, "ebnode_bridge_input_bytes")
 
 
 def unfinished_post(node, sent):

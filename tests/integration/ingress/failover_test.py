@@ -15,7 +15,6 @@ ebnode processes and a real ZooKeeper.
   hold bound is failed at once (code 507).
 """
 import os
-import re
 import signal
 import sys
 import time
@@ -45,16 +44,11 @@ def ingress_ready(node, consumers=1):
     return st == 200
 
 
-def pending_receipts(node):
-    st, text = ebtest.admin_request(*node.admin, "GET", "/metrics")
-    assert st == 200, st
-    m = re.search(r"^ebnode_bus_pending_receipts (\d+)$", text, re.M)
-    assert m is not None, "no ebnode_bus_pending_receipts"
-    return int(m.group(1))
-
-
 class Failover(unittest.TestCase):
-    def run_failover(self, sig):
+    def three_nodes(self):
+        """a leads, the client is on b, the consumer of "orders" on c;
+        returns (a, c, consumer, client) once ingress is routed end to
+        end."""
         root = ebtest.unique_root()
         a = ebtest.EbNode(node_config(root, "a"), name="a")
         self.addCleanup(a.close)
@@ -77,7 +71,10 @@ class Failover(unittest.TestCase):
             f = client.recv_frame(timeout=5)
             return f.get("type") == "message"
         ebtest.wait_until(probe, 20, "ingress routed end to end")
+        return a, c, consumer, client
 
+    def run_failover(self, sig):
+        a, _, consumer, client = self.three_nodes()
         answers = {}
         ack_epochs = []
         sent = 0
@@ -154,31 +151,15 @@ class Failover(unittest.TestCase):
         once that node resumes, not failed as "link lost" when the peers
         see the leader leave (once in CI, 34 of 20000 failed so)."""
         n = 50
-        root = ebtest.unique_root()
-        a = ebtest.EbNode(node_config(root, "a"), name="a")
-        self.addCleanup(a.close)
-        ebtest.wait_until(lambda: ingress_ready(a), 20, "a leads")
-        b = ebtest.EbNode(node_config(root, "b"), name="b")
-        self.addCleanup(b.close)
-        c = ebtest.EbNode(node_config(root, "c"), name="c")
-        self.addCleanup(c.close)
-        consumer = ebtest.RecordingConsumer(c, "orders")
-        self.addCleanup(consumer.close)
-        client = ebtest.BridgeClient(*b.bridge)
-        self.addCleanup(client.close)
-
-        def probe():
-            client.send("external.ingress", {"probe": True},
-                        reply_address="probe")
-            return client.recv_frame(timeout=5).get("type") == "message"
-        ebtest.wait_until(probe, 20, "ingress routed end to end")
+        a, c, consumer, client = self.three_nodes()
         base = len(consumer.msgs)
         c.send_signal(signal.SIGSTOP)
         try:
             for i in range(n):
                 client.send("external.ingress", {"w": i},
                             reply_address="w%d" % i)
-            ebtest.wait_until(lambda: pending_receipts(a) >= n, 10,
+            ebtest.wait_until(lambda: ebtest.metric(
+                a, "ebnode_bus_pending_receipts") >= n, 10,
                               "a routed the requests to the paused c")
             a.send_signal(signal.SIGTERM)
             # Either a waits for the receipts (it logs so) or it leaves
