@@ -11,7 +11,13 @@
  *     failed counted as 0 until the retry timer or a frame from it says
  *     otherwise;
  *   - this node's subscription znodes for an address follow the bus's
- *     clustered handler count for it (interest), one znode per handler.
+ *     clustered handler count for it (interest), one znode per handler;
+ *   - with ingress_local, the bus's count of the engine ingress address is
+ *     0 for every Vert.x node: the local gateway is its only consumer
+ *     here, and it forwards to the engine leader (ingress_route());
+ *   - on_route is called whenever an input of ingress_route() changed:
+ *     the engine leader, the registrations of the engine ingress address,
+ *     a member's NodeInfo, a peer's connection.
  * Loop thread only; everything here is owned by the node.
  */
 #include "vertx/vxnode.h"
@@ -54,17 +60,23 @@ typedef struct own {
 } own;
 
 struct eb__vx_node {
-	uv_loop_t           *loop;
-	eb_bus              *bus; /* borrowed */
-	eb_vertx_opts        o;   /* strings point at the copies below */
-	char                *root;
-	char                *host;
-	char                *engine_path;    /* NULL: not a participant */
-	char                *engine_address; /* owned copies */
-	char                *engine_ingress;
-	eb__vx_engine       *engine;
-	int                  engine_leading;
-	uint64_t             engine_seq; /* its subscription while leading */
+	uv_loop_t     *loop;
+	eb_bus        *bus; /* borrowed */
+	eb_vertx_opts  o;   /* strings point at the copies below */
+	char          *root;
+	char          *host;
+	char          *engine_path;    /* NULL: not a participant */
+	char          *engine_address; /* owned copies */
+	char          *engine_ingress;
+	eb__vx_engine *engine;
+	int            engine_leading;
+	uint64_t       engine_seq;    /* its subscription while leading */
+	char          *engine_leader; /* owned; NULL: not known */
+	int            ingress_local;
+	int            last_route; /* logged when it changes */
+	char           last_jvm[EB_UUID_STRLEN + 64];
+	void (*route_cb)(void *arg);
+	void                *route_arg;
 	eb__list             proxies;
 	eb__vx_node_fail_cb  fail_cb;
 	void                *fail_arg;
@@ -113,6 +125,110 @@ peer_of(const eb__vx_node *v, uint32_t node)
 	return eb__vec_at(&v->peers, i - 1);
 }
 
+static void route_changed(eb__vx_node *v);
+
+/* ---- the engine ingress route (docs/VERTX.md section 7) ---- */
+
+static int
+ingress_route(eb__vx_node *v, uint32_t *node)
+{
+	const char *const *ids;
+	size_t             n = 0;
+	const char        *jvm = NULL;
+	vpeer             *p;
+
+	if (v->engine == NULL || !v->attached || v->engine_leading) {
+		return EB_VX_ROUTE_OWN;
+	}
+	if (v->engine_leader == NULL) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	if (eb__vx_member_engine_is_ebnode(v->m, v->engine_leader)) {
+		return EB_VX_ROUTE_OWN;
+	}
+	if (eb__vx_member_subs(v->m, v->engine_ingress, &ids, &n) != 0) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(ids[k], v->id) == 0 ||
+		    eb__vx_member_peer_kind(v->m, ids[k]) != EB_VX_PEER_JVM) {
+			continue;
+		}
+		if (jvm != NULL && strcmp(jvm, ids[k]) != 0) {
+			return EB_VX_ROUTE_WAIT; /* two JVMs consume it */
+		}
+		jvm = ids[k];
+	}
+	if (jvm == NULL) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	*node = node_of(v, jvm);
+	p = peer_of(v, *node);
+	return p->down ? EB_VX_ROUTE_WAIT : EB_VX_ROUTE_JVM;
+}
+
+/* An input of ingress_route() changed: log a new route, tell the owner. */
+static void
+route_changed(eb__vx_node *v)
+{
+	static const char *const names[] = { "own", "jvm", "wait" };
+	uint32_t                 node = 0;
+	int                      r;
+	const char              *jvm = "-";
+
+	if (v->engine == NULL) {
+		return;
+	}
+	r = ingress_route(v, &node);
+	if (r == EB_VX_ROUTE_JVM) {
+		jvm = peer_of(v, node)->id;
+	}
+	if (r != v->last_route || strcmp(jvm, v->last_jvm) != 0) {
+		v->last_route = r;
+		(void) snprintf(v->last_jvm, sizeof(v->last_jvm), "%s", jvm);
+		EB_LOG_NOTICE("vertx",
+		    "engine-ingress-route: via=%s leader=%s node_id=%s",
+		    names[r], v->engine_leader != NULL ? v->engine_leader : "-",
+		    jvm);
+	}
+	if (v->route_cb != NULL) {
+		v->route_cb(v->route_arg);
+	}
+}
+
+int
+eb__vx_node_ingress_route(eb__vx_node *v, uint32_t *node)
+{
+	return ingress_route(v, node);
+}
+
+int
+eb__vx_node_ingress_forward(eb__vx_node *v, const char *body, size_t len,
+    const json_t *headers, uint64_t timeout_ms, eb_bus_reply_cb cb, void *arg)
+{
+	uint32_t node = 0;
+
+	if (ingress_route(v, &node) != EB_VX_ROUTE_JVM) {
+		return EB_ENOHANDLERS;
+	}
+	return eb__bus_ext_request(v->bus, node, v->engine_ingress, body, len,
+	    headers, timeout_ms, cb, arg);
+}
+
+void
+eb__vx_node_on_route(eb__vx_node *v, void (*cb)(void *arg), void *arg)
+{
+	v->route_cb = cb;
+	v->route_arg = arg;
+}
+
+void
+eb__vx_node_ingress_local(eb__vx_node *v, int on)
+{
+	EB_ASSERT(!v->started);
+	v->ingress_local = on != 0;
+}
+
 /* ---- the bus's counts ---- */
 
 static void
@@ -122,6 +238,8 @@ report(const char *address, void *arg)
 	const char *const *ids;
 	size_t             n = 0;
 	uint32_t          *counts;
+	int                engine = strcmp(address, v->engine_ingress) == 0;
+	int                local = engine && v->ingress_local;
 
 	if (!v->attached || eb__vx_member_subs(v->m, address, &ids, &n) != 0) {
 		return;
@@ -133,7 +251,7 @@ report(const char *address, void *arg)
 	}
 	counts = eb__calloc(v->peers.len + 1, sizeof(*counts));
 	for (size_t k = 0; k < n; k++) {
-		if (strcmp(ids[k], v->id) != 0) {
+		if (strcmp(ids[k], v->id) != 0 && !local) {
 			counts[node_of(v, ids[k]) & ~EB__BUS_EXT_NODE]++;
 		}
 	}
@@ -145,12 +263,27 @@ report(const char *address, void *arg)
 		    p->down ? 0 : counts[i + 1]);
 	}
 	free(counts);
+	if (engine) {
+		route_changed(v);
+	}
 }
 
 static void
 ready_cb(const char *address, void *arg)
 {
 	report(address, arg);
+}
+
+/* A member's NodeInfo (its metadata) was read. */
+static void
+seen_cb(const char *node_id, void *arg)
+{
+	eb__vx_node *v = arg;
+
+	(void) node_id;
+	if (v->attached) {
+		route_changed(v);
+	}
 }
 
 static int send_to(eb__vx_node *v, const char *node_id, eb__buf *b);
@@ -186,6 +319,7 @@ up_cb(eb__vx_net *n, const char *node_id, void *arg)
 	if (v->attached && p->down) {
 		p->down = 0;
 		eb__vx_member_each_addr(v->m, report, v);
+		route_changed(v);
 	}
 }
 
@@ -197,6 +331,7 @@ peer_down(eb__vx_node *v, const char *id, const char *text)
 
 	p->down = 1;
 	eb__bus_ext_node_down(v->bus, node, text);
+	route_changed(v);
 }
 
 static void
@@ -494,6 +629,7 @@ frame_cb(eb__vx_net *n, int status, const eb__vx_frame *f, const char *why,
 		/* it talks to us: worth trying again */
 		p->down = 0;
 		eb__vx_member_each_addr(v->m, report, v);
+		route_changed(v);
 	}
 	if (!f->publish && eb__bus_ext_pending(v->bus, address)) {
 		on_reply(v, node, f, address, reply);
@@ -594,11 +730,15 @@ engine_cb(eb__vx_engine_event ev, const char *detail, void *arg)
 		}
 		return;
 	}
-	if (ev == EB_VX_ENGINE_REGISTERED || leading == v->engine_leading ||
-	    v->closing) {
+	if (ev == EB_VX_ENGINE_REGISTERED || v->closing) {
 		return;
 	}
-	(void) detail;
+	free(v->engine_leader);
+	v->engine_leader = strcmp(detail, "-") != 0 ? eb__strdup(detail) : NULL;
+	if (leading == v->engine_leading) {
+		route_changed(v);
+		return;
+	}
 	v->engine_leading = leading;
 	if (leading) {
 		/* Java bridges' ingress reaches this node from here on */
@@ -608,6 +748,7 @@ engine_cb(eb__vx_engine_event ev, const char *detail, void *arg)
 		(void) eb__vx_member_sub_del(
 		    v->m, v->engine_ingress, v->engine_seq);
 	}
+	route_changed(v);
 }
 
 /* ---- lifecycle ---- */
@@ -682,7 +823,9 @@ eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
 		v->o.ping_interval_ms, v->o.ping_timeout_ms, frame_cb, down_cb,
 		v, up_cb };
 	eb__vx_member_cfg mc = { v->root, v->id, v->host, 0, gone_cb, ready_cb,
-		v };
+		v, NULL, seen_cb };
+	json_t           *meta;
+	char             *meta_text;
 	int               rv;
 
 	EB_ASSERT(!v->closing && !v->started);
@@ -692,12 +835,24 @@ eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
 		return rv;
 	}
 	mc.port = eb__vx_net_port(v->net);
+	/* The marker that tells ebnode nodes from JVMs (NodeInfo metadata,
+	 * which Vert.x keeps for applications): the gateways of the other
+	 * ebnode nodes read who leads the engine from it. */
+	meta = json_pack("{s:{}}", "ebnode");
+	if (v->engine_address != NULL) {
+		(void) json_object_set_new(json_object_get(meta, "ebnode"),
+		    "engine_address", json_string(v->engine_address));
+	}
+	meta_text = json_dumps(meta, JSON_COMPACT);
+	json_decref(meta);
+	mc.metadata = meta_text;
 	if ((rv = eb__zk_new(v->loop, &v->zo, zk_event_cb, v, &v->zk)) != 0) {
 		return eb_errf(
 		    e, rv, "vertx: ZooKeeper session: %s", eb_strerror(rv));
 	}
-	if ((rv = eb__vx_member_new(v->loop, v->zk, &mc, &v->m)) != 0 ||
-	    (rv = eb__zk_start(v->zk)) != 0 ||
+	rv = eb__vx_member_new(v->loop, v->zk, &mc, &v->m);
+	free(meta_text); /* copied */
+	if (rv != 0 || (rv = eb__zk_start(v->zk)) != 0 ||
 	    (rv = eb__vx_member_start(v->m)) != 0) {
 		return eb_errf(e, rv, "vertx: membership: %s", eb_strerror(rv));
 	}
@@ -768,6 +923,7 @@ node_free(eb__vx_node *v)
 		eb__list_init(&p->link);
 	}
 	free(v->engine_path);
+	free(v->engine_leader);
 	free(v->engine_address);
 	free(v->engine_ingress);
 	free(v->root);

@@ -14,6 +14,7 @@ cannot reach Vert.x consumers, which have no receipts), default route to
 echo. Skips (exit 77) without java or the fixtures."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -155,6 +156,91 @@ class Migration(unittest.TestCase):
         n = ebtest.EbNode(cfg, name=address)
         self.nodes.append(n)
         return n
+
+    def routed(self, node):
+        """ebnode_ingress_routed_total of node (its router's count)."""
+        st, text = ebtest.admin_request(*node.admin, "GET", "/metrics")
+        self.assertEqual(st, 200)
+        m = re.search(r"^ebnode_ingress_routed_total(?:\{[^}]*\})? (\d+)",
+                      text, re.M)
+        self.assertIsNotNone(m, "ebnode_ingress_routed_total in /metrics")
+        return int(m.group(1))
+
+    def ask(self, client, n, tag):
+        """n ingress requests, one at a time; counts the answers by who
+        routed them: the Java leader's consumer answers
+        {"status":"ok","by":E}, ebnode's router (ack false) relays the
+        target's reply (echo: the body)."""
+        out = {}
+        for i in range(n):
+            token = "%s-%d" % (tag, i)
+            client.send("EXTERNAL_EVENT_INGRESS", {"id": token},
+                        reply_address=token)
+            f = client.recv_until(lambda f: f.get("address") == token,
+                                  timeout=ANSWER_S)
+            if f.get("type") != "message":
+                key = "failed"
+            elif "by" in (f.get("body") or {}):
+                key = "java:" + f["body"]["by"]
+            elif (f.get("body") or {}).get("id") == token:
+                key = "ebnode-router"
+            else:
+                key = "other"
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def test_forward_to_java_leader(self):
+        """While a JVM leads the engine, ingress on an ebnode bridge goes
+        through the ebnode gateway to that JVM's ingress consumer (never
+        ebnode's router, never round robin); once the JVM stops and the
+        ebnode node leads, it goes through ebnode's router."""
+        n_req = int(os.environ.get("EB_FORWARD_N", "300"))
+        target = Anchor("target", self.zk)
+        self.procs.append(target)
+        e1 = Engine("e1", self.zk, self.engine_root, "e1", route_to="echo")
+        self.procs.append(e1)
+        ebtest.wait_until(lambda: e1.said("ELECTED"), 30, "e1 ELECTED")
+        # the ebnode node's child comes second: it leads once e1 stops
+        node = self.ebnode("e3")
+        node.wait_log("engine-follower", timeout=30)
+        e2 = Engine("e2", self.zk, self.engine_root, "e2", route_to="echo")
+        self.procs.append(e2)
+        node.wait_log("engine-ingress-route: via=jvm", timeout=30)
+        client = ebtest.BridgeClient(*node.bridge)
+        before = self.routed(node)
+        java = self.ask(client, n_req, "j")
+        routed_java = self.routed(node) - before
+        report("forward while e1 (Java) leads", "%d requests on the ebnode "
+               "bridge: %s; routed by ebnode's router %d"
+               % (n_req, java, routed_java))
+        self.assertEqual(java, {"java:e1": n_req})
+        self.assertEqual(routed_java, 0)
+        # the hand-over under load: SIGTERM of e1, the ebnode node leads
+        load = Load("h", node.bridge[1])
+        load.kind = "ebnode"
+        with load.lock:
+            load.step = "handover"
+        load.thread.start()
+        ebtest.wait_until(lambda: load.n >= 20, 30, "load running")
+        e1.close()
+        node.wait_log("engine-elected", timeout=30)
+        ebtest.wait_until(lambda: load.n >= 200 + 20, 60, "load after")
+        load.stop.set()
+        load.thread.join(ANSWER_S + 5)
+        row = load.counts.get(("handover", "ebnode"), {})
+        report("forward hand-over (SIGTERM e1) via the ebnode bridge",
+               "%s; failures seen: %s" % (row, sorted(load.errors)))
+        self.assertEqual(row.get("lost", 0), 0)
+        self.assertEqual(row.get("duplicated", 0), 0)
+        before = self.routed(node)
+        own = self.ask(client, n_req, "o")
+        routed_own = self.routed(node) - before
+        report("forward after e3 (ebnode) leads", "%d requests on the "
+               "ebnode bridge: %s; routed by ebnode's router %d"
+               % (n_req, own, routed_own))
+        client.close()
+        self.assertEqual(own, {"ebnode-router": n_req})
+        self.assertEqual(routed_own, n_req)
 
     def test_replace_one_by_one(self):
         target = Anchor("target", self.zk)  # the Java consumer of echo
