@@ -2,7 +2,10 @@
 ../shared/vertx45) with ingress load on every node's bridge and a Java
 consumer of the routed address (an anchor.sh node's `echo`) are replaced
 one by one with ebnode nodes (SIGTERM the Java node, start ebnode with the
-same engine address), then the last engine leader is killed (SIGKILL).
+same engine address), then the last engine leader is killed (SIGKILL),
+then the way back: engine.sh nodes replace the ebnode nodes one by one
+(the killed one's address first, then SIGTERM of each ebnode node and
+engine.sh with its address).
 
 Per step the test reports requests sent, answered ok, failed (each failure
 an explicit err frame), lost (no answer within the client's deadline) and
@@ -51,6 +54,7 @@ class Load:
         self.n = 0
         self.on = None  # the port the thread talks to now
         self.errors = set()
+        self.why = {}  # (step, kind, failure text) -> count
 
     def bump(self, key, step, kind):
         """Counts an outcome for the step and node kind of its send."""
@@ -108,8 +112,11 @@ class Load:
             self.bump("ok" if f.get("type") == "message" else "failed",
                       step, kind)
             if f.get("type") != "message":
+                why = f.get("message", "")[:60]
                 with self.lock:
-                    self.errors.add(f.get("message", "")[:60])
+                    self.errors.add(why)
+                    k = (step, kind, why)
+                    self.why[k] = self.why.get(k, 0) + 1
             try:
                 extra = client.recv_until(
                     lambda f: f.get("address") == token, timeout=0.001)
@@ -282,6 +289,7 @@ class Migration(unittest.TestCase):
             loads[i].switch(n.bridge[1], "ebnode")
             time.sleep(STEP_S)
         step("kill-leader")
+        back = []  # the engine.sh nodes of the way back
         leader = None
         for n in self.nodes:
             if any("engine-elected" in ln for ln in n.log_lines()):
@@ -291,7 +299,28 @@ class Migration(unittest.TestCase):
         survivors = [k for k in range(3) if k != idx]
         loads[idx].switch(self.nodes[survivors[0]].bridge[1], "ebnode")
         leader.kill()
-        time.sleep(STEP_S + SESSION_MS / 1000.0)
+        # a survivor leads once the killed node's session has expired
+        ebtest.wait_until(
+            lambda: any(any("engine-elected" in ln for ln in
+                            self.nodes[k].log_lines()) for k in survivors),
+            SESSION_MS / 1000.0 + 30, "a surviving ebnode node elected")
+        time.sleep(STEP_S)  # a measurement window
+        # The way back: engine.sh nodes replace the ebnode nodes one by
+        # one under the same load, the killed one's address first.
+        for k in [idx] + survivors:
+            address = "e%d" % (k + 1)
+            step("back-" + address)
+            if k != idx:
+                # the load leaves the node, which stops with SIGTERM
+                # (its child goes at once), Java takes its address
+                loads[k].switch(back[0].bridge_port, "java")
+                self.nodes[k].stop()
+            e = Engine(address, self.zk, self.engine_root, address,
+                       route_to="echo")
+            self.procs.append(e)
+            back.append(e)
+            loads[k].switch(e.bridge_port, "java")
+            time.sleep(STEP_S)
         step("end")
         for ld in loads:
             ld.stop.set()
@@ -314,6 +343,14 @@ class Migration(unittest.TestCase):
                        "sent %(sent)d ok %(ok)d failed %(failed)d lost "
                        "%(lost)d duplicated %(duplicated)d "
                        "connection-closed %(conn_closed)d" % row)
+                why = {}
+                for ld in loads:
+                    for (s2, k2, w), v in ld.why.items():
+                        if s2 == s and k2 == kind:
+                            why[w] = why.get(w, 0) + v
+                if why:
+                    report("migration %s via %s bridges" % (s, kind),
+                           "failures %s" % sorted(why.items()))
         errors = set()
         for ld in loads:
             errors |= ld.errors
