@@ -158,6 +158,14 @@ eb__node_vertx_down(
 		done(n, status);
 		return;
 	}
+	/* The node no longer counts as the leader (the cluster step has
+	 * stopped running), so its ingress router would answer every forward
+	 * "not the leader" until the cluster stops after the drain, and the
+	 * gateways' one retry would meet the same router: it goes now, and
+	 * the gateways hold until the next leader (as for a leader lost). */
+	if (n->ingress != NULL && eb_ingress_is_leading(n->ingress)) {
+		eb_ingress_unlead(n->ingress);
+	}
 	d = eb__malloc(sizeof(*d));
 	d->n = n;
 	d->done = done;

@@ -54,6 +54,10 @@ typedef struct proxy {
 	char               *reply; /* NULL: a plain send */
 } proxy;
 
+/* The failure code of an abandoned engine ingress request (the ingress's
+ * own code for a node that shuts down). */
+#define EB_VX_CLOSING_CODE 599
+
 typedef struct own {
 	char   *address; /* owned */
 	eb__vec seqs;    /* uint64_t: one subscription znode each */
@@ -70,11 +74,15 @@ struct eb__vx_node {
 	char          *engine_ingress;
 	eb__vx_engine *engine;
 	int            engine_leading;
-	uint64_t       engine_seq;    /* its subscription while leading */
-	char          *engine_leader; /* owned; NULL: not known */
-	int            ingress_local;
-	int            last_route; /* logged when it changes */
-	char           last_jvm[EB_UUID_STRLEN + 64];
+	/* Closing after leading: the election child is gone, the ingress
+	 * subscription (engine_seq) stays until a successor registers or the
+	 * drain ends, and what still arrives is forwarded to the successor. */
+	int      engine_handover;
+	uint64_t engine_seq;    /* its subscription while leading */
+	char    *engine_leader; /* owned; NULL: not known */
+	int      ingress_local;
+	int      last_route; /* logged when it changes */
+	char     last_jvm[EB_UUID_STRLEN + 64];
 	void (*route_cb)(void *arg);
 	void                *route_arg;
 	eb__list             proxies;
@@ -129,42 +137,67 @@ static void route_changed(eb__vx_node *v);
 
 /* ---- the engine ingress route (docs/VERTX.md section 7) ---- */
 
+/* Who registered the engine ingress address, this node aside: *ebnode
+ * set when an ebnode node did, *jvm the one JVM that did (NULL: none).
+ * -1 while the registrations are loading or when two JVMs did. */
 static int
-ingress_route(eb__vx_node *v, uint32_t *node)
+ingress_registrants(eb__vx_node *v, int *ebnode, const char **jvm)
 {
 	const char *const *ids;
 	size_t             n = 0;
-	const char        *jvm = NULL;
-	vpeer             *p;
+	int                kind;
 
-	if (v->engine == NULL || !v->attached || v->engine_leading) {
-		return EB_VX_ROUTE_OWN;
-	}
-	if (v->engine_leader == NULL) {
-		return EB_VX_ROUTE_WAIT;
-	}
-	if (eb__vx_member_engine_is_ebnode(v->m, v->engine_leader)) {
-		return EB_VX_ROUTE_OWN;
-	}
+	*ebnode = 0;
+	*jvm = NULL;
 	if (eb__vx_member_subs(v->m, v->engine_ingress, &ids, &n) != 0) {
-		return EB_VX_ROUTE_WAIT;
+		return -1;
 	}
 	for (size_t k = 0; k < n; k++) {
-		if (strcmp(ids[k], v->id) == 0 ||
-		    eb__vx_member_peer_kind(v->m, ids[k]) != EB_VX_PEER_JVM) {
+		if (strcmp(ids[k], v->id) == 0) {
 			continue;
 		}
-		if (jvm != NULL && strcmp(jvm, ids[k]) != 0) {
-			return EB_VX_ROUTE_WAIT; /* two JVMs consume it */
+		kind = eb__vx_member_peer_kind(v->m, ids[k]);
+		if (kind == EB_VX_PEER_EBNODE) {
+			*ebnode = 1;
+		} else if (kind == EB_VX_PEER_JVM && *jvm != NULL &&
+		           strcmp(*jvm, ids[k]) != 0) {
+			return -1; /* two JVMs consume it */
+		} else if (kind == EB_VX_PEER_JVM) {
+			*jvm = ids[k];
 		}
-		jvm = ids[k];
+	}
+	return 0;
+}
+
+static int
+ingress_route(eb__vx_node *v, uint32_t *node)
+{
+	const char *jvm = NULL;
+	int         ebnode = 0;
+
+	if (v->engine_path == NULL || !v->attached || v->engine_leading) {
+		return EB_VX_ROUTE_OWN;
+	}
+	if (!v->closing && v->engine_leader == NULL) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	if (!v->closing &&
+	    eb__vx_member_engine_is_ebnode(v->m, v->engine_leader)) {
+		return EB_VX_ROUTE_OWN;
+	}
+	if (ingress_registrants(v, &ebnode, &jvm) != 0) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	/* Closing, the election is left: the successor is whoever
+	 * registers the ingress address (an ebnode node: its router). */
+	if (v->closing && ebnode) {
+		return EB_VX_ROUTE_OWN;
 	}
 	if (jvm == NULL) {
 		return EB_VX_ROUTE_WAIT;
 	}
 	*node = node_of(v, jvm);
-	p = peer_of(v, *node);
-	return p->down ? EB_VX_ROUTE_WAIT : EB_VX_ROUTE_JVM;
+	return peer_of(v, *node)->down ? EB_VX_ROUTE_WAIT : EB_VX_ROUTE_JVM;
 }
 
 /* An input of ingress_route() changed: log a new route, tell the owner. */
@@ -175,8 +208,7 @@ route_changed(eb__vx_node *v)
 	uint32_t                 node = 0;
 	int                      r;
 	const char              *jvm = "-";
-
-	if (v->engine == NULL) {
+	if (v->engine_path == NULL) {
 		return;
 	}
 	r = ingress_route(v, &node);
@@ -229,8 +261,29 @@ eb__vx_node_ingress_local(eb__vx_node *v, int on)
 	v->ingress_local = on != 0;
 }
 
-/* ---- the bus's counts ---- */
+/* A successor registered the engine ingress address: this closing
+ * node's subscription goes (what the JVMs still route here is forwarded
+ * to the successor until the drain ends). */
+static void
+handover_check(eb__vx_node *v, const char *const *ids, size_t n)
+{
+	size_t k = 0;
 
+	if (!v->closing || !v->engine_handover) {
+		return;
+	}
+	while (k < n && strcmp(ids[k], v->id) == 0) {
+		k++;
+	}
+	if (k == n) {
+		return; /* nobody else yet */
+	}
+	v->engine_handover = 0;
+	(void) eb__vx_member_sub_del(v->m, v->engine_ingress, v->engine_seq);
+	EB_LOG_NOTICE("vertx", "engine-handover: successor=%s", ids[k]);
+}
+
+/* ---- the bus's counts ---- */
 static void
 report(const char *address, void *arg)
 {
@@ -264,6 +317,7 @@ report(const char *address, void *arg)
 	}
 	free(counts);
 	if (engine) {
+		handover_check(v, ids, n);
 		route_changed(v);
 	}
 }
@@ -698,8 +752,7 @@ engine_ingress(eb__vx_node *v, const eb__vx_frame *f, const char *address,
 {
 	proxy *p;
 	int    rv;
-
-	if (!v->engine_leading || f->publish ||
+	if ((!v->engine_leading && !v->engine_handover) || f->publish ||
 	    strcmp(address, v->engine_ingress) != 0) {
 		return 0;
 	}
@@ -976,6 +1029,34 @@ timer_closed_cb(uv_handle_t *h)
 	part_closed(h->data);
 }
 
+/* Engine ingress requests from JVMs still waiting for the bus at the
+ * end of the drain (e.g. held for the next ebnode leader): their senders
+ * get a failure now instead of waiting for their timeout; the bus's
+ * callback only frees them later. */
+static void
+proxies_abandon(eb__vx_node *v)
+{
+	eb__buf b;
+
+	eb__buf_init(&b);
+	while (!eb__list_empty(&v->proxies)) {
+		proxy *p =
+		    EB_CONTAINER_OF(eb__list_first(&v->proxies), proxy, link);
+
+		if (p->reply != NULL &&
+		    eb__vx_encode_failure(&b, p->reply, v->id,
+		        EB_VX_FAIL_RECIPIENT, EB_VX_CLOSING_CODE,
+		        "ebnode: node shutting down") == 0) {
+			(void) send_to(v, p->sender, &b);
+		}
+		b.off = b.len = 0;
+		p->v = NULL;
+		eb__list_remove(&p->link);
+		eb__list_init(&p->link);
+	}
+	eb__buf_free(&b);
+}
+
 /* After the drain: the session (the NodeInfo goes at once), then the
  * sockets. */
 static void
@@ -983,18 +1064,14 @@ drained_cb(uv_timer_t *t)
 {
 	eb__vx_node *v = t->data;
 
+	proxies_abandon(v);
 	if (v->attached) {
 		/* The bus forgets the Vert.x nodes (their pending requests
 		 * fail with EB_ELINKDOWN). */
 		eb__bus_ext_detach(v->bus);
 		v->attached = 0;
-	}
-	v->pending = 1; /* the timer */
-	if (v->engine != NULL) {
-		v->pending++;
-		eb__vx_engine_close(v->engine, engine_closed_cb, v);
-		v->engine = NULL;
-	}
+	} /* v->pending counts the timer (from close on) and the engine, which
+	   * closed at the start */
 	if (v->m != NULL) {
 		v->pending++;
 		eb__vx_member_close(v->m, member_closed_cb, v);
@@ -1016,14 +1093,23 @@ eb__vx_node_close(eb__vx_node *v, eb__vx_node_close_cb cb, void *arg)
 	EB_ASSERT(!v->closing); /* close is exactly once */
 	v->closing = 1;
 	v->close_cb = cb;
-	v->close_arg = arg;
-	/* The JVMs stop routing here once the subscription znodes are
-	 * gone; what they routed before still arrives during the drain and
-	 * is served. The engine child goes at once (a hand-over). */
+	v->close_arg =
+	    arg; /* The JVMs stop routing here once the subscription znodes are
+	          * gone; what they routed before still arrives during the drain
+	          * and is served. The engine child goes at once (a hand-over):
+	          * the successor is elected during the drain, and the ingress
+	          * subscription of a leader stays until that successor
+	          * registers (handover_check), so the JVMs always find a
+	          * consumer. */
 	if (v->engine_leading && v->m != NULL) {
-		(void) eb__vx_member_sub_del(
-		    v->m, v->engine_ingress, v->engine_seq);
+		v->engine_handover = 1;
 		v->engine_leading = 0;
+	}
+	v->pending = 1; /* the timer, closed after the drain */
+	if (v->engine != NULL) {
+		v->pending++;
+		eb__vx_engine_close(v->engine, engine_closed_cb, v);
+		v->engine = NULL;
 	}
 	for (size_t i = 0; v->m != NULL && i < v->owns.len; i++) {
 		own *o = eb__vec_at(&v->owns, i);

@@ -1,6 +1,7 @@
 """The migration (issue 26, part B): 3 engine.sh nodes (the Java engine,
 ../shared/vertx45) with ingress load on every node's bridge and a Java
-consumer of the routed address (an anchor.sh node's `echo`) are replaced
+consumer of the routed address (an engine.sh node in an election of its
+own with a `--consumer` of the test's own address) are replaced
 one by one with ebnode nodes (SIGTERM the Java node, start ebnode with the
 same engine address), then the last engine leader is killed (SIGKILL),
 then the way back: engine.sh nodes replace the ebnode nodes one by one
@@ -14,7 +15,7 @@ duplicated (a second answer to one request). Goal: 0 lost, 0 duplicated.
 ebnode's side: ingress.address = EXTERNAL_EVENT_INGRESS, ingress.ack =
 false (the router relays the target's reply: ebnode's confirmed sends
 cannot reach Vert.x consumers, which have no receipts), default route to
-echo. Skips (exit 77) without java or the fixtures."""
+the test's address. Skips (exit 77) without java or the fixtures."""
 
 import os
 import re
@@ -30,11 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 import ebtest  # noqa: E402
-from vertx_test import (ANCHOR, VERTX45, Anchor, Engine,  # noqa: E402
+from vertx_test import (ANCHOR, VERTX45, Engine,  # noqa: E402
                         report, skip)
 
 SESSION_MS = 3000
-STEP_S = float(os.environ.get("EB_MIGRATION_STEP_S", "4"))
+STEP_S = float(os.environ.get("EB_MIGRATION_STEP_S", "3"))
 ANSWER_S = 10.0  # a request unanswered after this is lost
 
 
@@ -147,7 +148,7 @@ class Migration(unittest.TestCase):
         for p in self.procs:
             p.close()
 
-    def ebnode(self, address):
+    def ebnode(self, address, route_to):
         cfg = ebtest.cluster_config(self.eb_root, "addr-" + address)
         cfg = ebtest.merge(cfg, {
             "node": {"id": address},
@@ -155,7 +156,7 @@ class Migration(unittest.TestCase):
             "bridge": {"inbound": [{"addressRegex": ".*"}],
                        "outbound": [{"addressRegex": ".*"}]},
             "ingress": {"address": "EXTERNAL_EVENT_INGRESS", "ack": False,
-                        "default_route": {"to": "echo"}},
+                        "default_route": {"to": route_to}},
             "vertx": {"enabled": True, "cluster_host": "127.0.0.1",
                       "engine_root": self.engine_root,
                       "engine_address": address},
@@ -175,9 +176,9 @@ class Migration(unittest.TestCase):
 
     def ask(self, client, n, tag):
         """n ingress requests, one at a time; counts the answers by who
-        routed them: the Java leader's consumer answers
+        routed them: the Java leader's ingress consumer answers
         {"status":"ok","by":E}, ebnode's router (ack false) relays the
-        target's reply (echo: the body)."""
+        target's reply (an engine consumer: {"ok":true,"by":E,"n":N})."""
         out = {}
         for i in range(n):
             token = "%s-%d" % (tag, i)
@@ -185,12 +186,13 @@ class Migration(unittest.TestCase):
                         reply_address=token)
             f = client.recv_until(lambda f: f.get("address") == token,
                                   timeout=ANSWER_S)
+            body = f.get("body") or {}
             if f.get("type") != "message":
                 key = "failed"
-            elif "by" in (f.get("body") or {}):
-                key = "java:" + f["body"]["by"]
-            elif (f.get("body") or {}).get("id") == token:
-                key = "ebnode-router"
+            elif body.get("status") == "ok" and "by" in body:
+                key = "java:" + body["by"]  # the engine leader's answer
+            elif body.get("ok") is True and "n" in body:
+                key = "ebnode-router"  # the consumer's reply, relayed
             else:
                 key = "other"
             out[key] = out.get(key, 0) + 1
@@ -202,15 +204,21 @@ class Migration(unittest.TestCase):
         ebnode's router, never round robin); once the JVM stops and the
         ebnode node leads, it goes through ebnode's router."""
         n_req = int(os.environ.get("EB_FORWARD_N", "300"))
-        target = Anchor("target", self.zk)
-        self.procs.append(target)
-        e1 = Engine("e1", self.zk, self.engine_root, "e1", route_to="echo")
+        # The routed address is this test's own, consumed by the engines
+        # (--consumer): a JVM stopped by an earlier test (anchor.sh does
+        # not leave the cluster on SIGTERM) keeps its registrations of a
+        # shared name such as echo until its session expires, and the
+        # JVMs drop what they route to it (no answer, no error).
+        orders = "orders-%s" % uuid.uuid4().hex[:8]
+        e1 = Engine("e1", self.zk, self.engine_root, "e1", route_to=orders,
+                    consumers=[orders])
         self.procs.append(e1)
         ebtest.wait_until(lambda: e1.said("ELECTED"), 30, "e1 ELECTED")
         # the ebnode node's child comes second: it leads once e1 stops
-        node = self.ebnode("e3")
+        node = self.ebnode("e3", route_to=orders)
         node.wait_log("engine-follower", timeout=30)
-        e2 = Engine("e2", self.zk, self.engine_root, "e2", route_to="echo")
+        e2 = Engine("e2", self.zk, self.engine_root, "e2", route_to=orders,
+                    consumers=[orders])
         self.procs.append(e2)
         node.wait_log("engine-ingress-route: via=jvm", timeout=30)
         client = ebtest.BridgeClient(*node.bridge)
@@ -250,12 +258,18 @@ class Migration(unittest.TestCase):
         self.assertEqual(routed_own, n_req)
 
     def test_replace_one_by_one(self):
-        target = Anchor("target", self.zk)  # the Java consumer of echo
+        # The Java consumer of the routed address: an engine.sh node in an
+        # election of its own (its ingress address unused) with a consumer
+        # of this test's own address (see test_forward_to_java_leader).
+        orders = "orders-%s" % uuid.uuid4().hex[:8]
+        target = Engine("target", self.zk, self.engine_root + "-target",
+                        "target", consumers=[orders],
+                        ingress="unused-" + orders)
         self.procs.append(target)
         engines = []
         for i in (1, 2, 3):
             e = Engine("e%d" % i, self.zk, self.engine_root, "e%d" % i,
-                       route_to="echo")
+                       route_to=orders)
             self.procs.append(e)
             engines.append(e)
             if i == 1:
@@ -285,7 +299,7 @@ class Migration(unittest.TestCase):
             else:
                 loads[i].switch(self.nodes[0].bridge[1], "ebnode")
             e.close()
-            n = self.ebnode("e%d" % (i + 1))
+            n = self.ebnode("e%d" % (i + 1), route_to=orders)
             loads[i].switch(n.bridge[1], "ebnode")
             time.sleep(STEP_S)
         step("kill-leader")
@@ -316,7 +330,7 @@ class Migration(unittest.TestCase):
                 loads[k].switch(back[0].bridge_port, "java")
                 self.nodes[k].stop()
             e = Engine(address, self.zk, self.engine_root, address,
-                       route_to="echo")
+                       route_to=orders)
             self.procs.append(e)
             back.append(e)
             loads[k].switch(e.bridge_port, "java")

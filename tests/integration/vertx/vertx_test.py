@@ -96,7 +96,8 @@ class Engine(Anchor):
     """One engine.sh JVM (the Java engine's node): its election under
     --engine-root, a TCP bridge."""
 
-    def __init__(self, name, zk, root, address, route_to=None):
+    def __init__(self, name, zk, root, address, route_to=None,
+                 consumers=(), ingress=None):
         self.name = name
         self.bridge_port = ebtest.free_port()
         self.cluster_port = ebtest.free_port()
@@ -108,7 +109,9 @@ class Engine(Anchor):
              "--bridge-host", "127.0.0.1", "--cluster-host", "127.0.0.1",
              "--cluster-port", str(self.cluster_port),
              "--session-ms", "4000"] +
-            (["--route-to", route_to] if route_to else []),
+            (["--route-to", route_to] if route_to else []) +
+            [x for c in consumers for x in ("--consumer", c)] +
+            (["--ingress", ingress] if ingress else []),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._read, daemon=True).start()
