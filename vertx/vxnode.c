@@ -40,9 +40,20 @@
 #include "vertx/wire.h"
 
 typedef struct vpeer {
-	char *id;   /* owned */
-	int   down; /* its connection failed: no traffic until retried */
+	char *id;    /* owned */
+	int   down;  /* its connection failed: no traffic until retried */
+	int   knows; /* it sent us a frame: it can answer us */
 } vpeer;
+
+/*
+ * A JVM answers a node only once its membership cache holds that node's
+ * NodeInfo ("Not a member of the cluster" otherwise), and it drops the
+ * answer silently: a request sent right after this node registered can
+ * be lost. So the JVMs are offered to the bus (and to the engine ingress
+ * route) only when they can answer: a JVM that has sent us a frame, or
+ * every member once our NodeInfo has existed this long.
+ */
+#define EB__VX_JOIN_GRACE_MS 1000u
 
 /* A request from a Vert.x node to the engine ingress address, handed to
  * this node's own bus as a local request (the ingress gateway is a
@@ -96,6 +107,9 @@ struct eb__vx_node {
 	eb__vec              peers; /* vpeer */
 	eb__vec              owns;  /* own */
 	uv_timer_t           timer; /* retry of down peers, then the drain */
+	uv_timer_t           grace; /* EB__VX_JOIN_GRACE_MS after registering */
+	int                  known; /* the grace after our NodeInfo passed */
+	int                  registered_seen; /* our NodeInfo read back */
 	int                  attached;
 	int                  started;
 	int                  closing;
@@ -135,6 +149,12 @@ peer_of(const eb__vx_node *v, uint32_t node)
 
 static void route_changed(eb__vx_node *v);
 
+/* 1 when p may be addressed (see EB__VX_JOIN_GRACE_MS). */
+static int
+routable(const eb__vx_node *v, const vpeer *p)
+{
+	return !p->down && (v->known || p->knows);
+}
 /* ---- the engine ingress route (docs/VERTX.md section 7) ---- */
 
 /* Who registered the engine ingress address, this node aside: *ebnode
@@ -197,7 +217,8 @@ ingress_route(eb__vx_node *v, uint32_t *node)
 		return EB_VX_ROUTE_WAIT;
 	}
 	*node = node_of(v, jvm);
-	return peer_of(v, *node)->down ? EB_VX_ROUTE_WAIT : EB_VX_ROUTE_JVM;
+	return routable(v, peer_of(v, *node)) ? EB_VX_ROUTE_JVM
+	                                      : EB_VX_ROUTE_WAIT;
 }
 
 /* An input of ingress_route() changed: log a new route, tell the owner. */
@@ -313,7 +334,7 @@ report(const char *address, void *arg)
 
 		eb__bus_ext_interest(v->bus, address,
 		    EB__BUS_EXT_NODE | (uint32_t) (i + 1),
-		    p->down ? 0 : counts[i + 1]);
+		    routable(v, p) ? counts[i + 1] : 0);
 	}
 	free(counts);
 	if (engine) {
@@ -328,13 +349,31 @@ ready_cb(const char *address, void *arg)
 	report(address, arg);
 }
 
+/* The JVMs have had time to learn our NodeInfo. */
+static void
+grace_cb(uv_timer_t *t)
+{
+	eb__vx_node *v = t->data;
+
+	v->known = 1;
+	if (v->attached) {
+		eb__vx_member_each_addr(v->m, report, v);
+		route_changed(v);
+	}
+}
+
 /* A member's NodeInfo (its metadata) was read. */
 static void
 seen_cb(const char *node_id, void *arg)
 {
 	eb__vx_node *v = arg;
-
-	(void) node_id;
+	if (v->attached && !v->closing && strcmp(node_id, v->id) == 0 &&
+	    !v->registered_seen) {
+		/* our NodeInfo is there: the JVMs' caches follow */
+		v->registered_seen = 1;
+		(void) uv_timer_start(
+		    &v->grace, grace_cb, EB__VX_JOIN_GRACE_MS, 0);
+	}
 	if (v->attached) {
 		route_changed(v);
 	}
@@ -679,6 +718,14 @@ frame_cb(eb__vx_net *n, int status, const eb__vx_frame *f, const char *why,
 	reply = span_dup(&f->reply);
 	node = node_of(v, sender);
 	p = peer_of(v, node);
+	if (!p->knows) {
+		/* it reached us, so it knows our NodeInfo */
+		p->knows = 1;
+		if (!v->known) {
+			eb__vx_member_each_addr(v->m, report, v);
+			route_changed(v);
+		}
+	}
 	if (p->down) {
 		/* it talks to us: worth trying again */
 		p->down = 0;
@@ -810,8 +857,20 @@ static void
 zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	eb__vx_node *v = arg;
-
 	(void) zk;
+	if (ev == EB_ZK_EV_EXPIRED && !v->closing) {
+		/* our NodeInfo went: the JVMs forget us, and learn us again
+		 * after the new session's registration */
+		v->known = 0;
+		v->registered_seen = 0;
+		(void) uv_timer_stop(&v->grace);
+		for (size_t i = 0; i < v->peers.len; i++) {
+			((vpeer *) eb__vec_at(&v->peers, i))->knows = 0;
+		}
+		if (v->attached) {
+			eb__vx_member_each_addr(v->m, report, v);
+		}
+	}
 	if (v->m != NULL && !v->closing) {
 		eb__vx_member_session_event(v->m, ev);
 	}
@@ -864,6 +923,8 @@ eb__vx_node_new(uv_loop_t *loop, eb_bus *bus, const eb_vertx_opts *opts,
 	eb__vec_init(&v->owns, sizeof(own));
 	(void) uv_timer_init(loop, &v->timer);
 	v->timer.data = v;
+	(void) uv_timer_init(loop, &v->grace);
+	v->grace.data = v;
 	*vp = v;
 	return 0;
 }
@@ -1084,6 +1145,8 @@ drained_cb(uv_timer_t *t)
 		v->pending++;
 		eb__vx_net_close(v->net, net_closed_cb, v);
 	}
+	v->pending++;
+	uv_close((uv_handle_t *) &v->grace, timer_closed_cb);
 	uv_close((uv_handle_t *) &v->timer, timer_closed_cb);
 }
 
