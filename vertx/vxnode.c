@@ -9,7 +9,8 @@
  *     registrations whenever they change (report()): this node excluded
  *     (its own consumers are local to the bus), a node whose connection
  *     failed counted as 0 until the retry timer or a frame from it says
- *     otherwise;
+ *     otherwise, and every node counted as 0 until it can answer us
+ *     (routable(): it sent us a frame, or the join grace passed);
  *   - this node's subscription znodes for an address follow the bus's
  *     clustered handler count for it (interest), one znode per handler;
  *   - with ingress_local, the bus's count of the engine ingress address is

@@ -8,10 +8,16 @@
  * consumers (bridge clients included); replies and failures go back to the
  * sender node, NO_HANDLERS included.
  *
+ * A Vert.x node is offered to the bus only once it can answer this node
+ * (it sent us a frame, or our NodeInfo has existed for a grace period: a
+ * JVM drops its answers to a node its membership cache does not hold yet).
+ *
  * Lifecycle: new (no I/O) -> start -> close(cb). close leaves gracefully:
- * the subscriptions are deleted, the node keeps serving for drain_ms, then
- * the session closes (the NodeInfo disappears at once) and the sockets
- * close. The bus must outlive the node (close it first).
+ * the subscriptions are deleted (an engine leader's election child at
+ * once, its ingress subscription when a successor has registered), the
+ * node keeps serving for drain_ms, then the session closes (the NodeInfo
+ * disappears at once) and the sockets close. The bus must outlive the
+ * node (close it first).
  * Loop thread only.
  */
 #ifndef EB_VERTX_VXNODE_H
