@@ -35,7 +35,7 @@ from vertx_test import (ANCHOR, VERTX45, Engine,  # noqa: E402
                         report, skip)
 
 SESSION_MS = 3000
-STEP_S = float(os.environ.get("EB_MIGRATION_STEP_S", "3"))
+STEP_S = float(os.environ.get("EB_MIGRATION_STEP_S", "2.5"))
 ANSWER_S = 10.0  # a request unanswered after this is lost
 
 
@@ -198,55 +198,81 @@ class Migration(unittest.TestCase):
             out[key] = out.get(key, 0) + 1
         return out
 
+    def handover(self, node, stop, until, tag):
+        """Load on node's bridge while stop() runs, until until() holds
+        and 100 more requests went; returns the load's counts."""
+        load = Load(tag, node.bridge[1])
+        load.kind = "ebnode"
+        with load.lock:
+            load.step = tag
+        load.thread.start()
+        ebtest.wait_until(lambda: load.n >= 20, 30, "load running")
+        stop()
+        ebtest.wait_until(until, 30, "%s: the next leader" % tag)
+        n0 = load.n
+        ebtest.wait_until(lambda: load.n >= n0 + 100, 60, "load after")
+        load.stop.set()
+        load.thread.join(ANSWER_S + 5)
+        row = load.counts.get((tag, "ebnode"), {})
+        report("forward %s via the ebnode bridge" % tag,
+               "%s; failures seen: %s" % (row, sorted(load.errors)))
+        return row
+
     def test_forward_to_java_leader(self):
         """While a JVM leads the engine, ingress on an ebnode bridge goes
         through the ebnode gateway to that JVM's ingress consumer (never
-        ebnode's router, never round robin); once the JVM stops and the
-        ebnode node leads, it goes through ebnode's router."""
-        n_req = int(os.environ.get("EB_FORWARD_N", "300"))
-        # The routed address is this test's own, consumed by the engines
-        # (--consumer): a JVM stopped by an earlier test (anchor.sh does
-        # not leave the cluster on SIGTERM) keeps its registrations of a
-        # shared name such as echo until its session expires, and the
-        # JVMs drop what they route to it (no answer, no error).
+        ebnode's router, never round robin), also after a hand-over from
+        one JVM to another; once the last JVM stops and the ebnode node
+        leads, it goes through ebnode's router."""
+        n_req = int(os.environ.get("EB_FORWARD_N", "200"))
+        # The routed address is this test's own: a JVM stopped by an
+        # earlier test (anchor.sh does not leave the cluster on SIGTERM)
+        # keeps its registrations of a shared name such as echo until its
+        # session expires, and the JVMs drop what they route to it (no
+        # answer, no error). Its consumer: an engine.sh node in an
+        # election of its own (its ingress address unused), up for the
+        # whole test.
         orders = "orders-%s" % uuid.uuid4().hex[:8]
-        e1 = Engine("e1", self.zk, self.engine_root, "e1", route_to=orders,
-                    consumers=[orders])
+        target = Engine("target", self.zk, self.engine_root + "-target",
+                        "target", consumers=[orders],
+                        ingress="unused-" + orders)
+        self.procs.append(target)
+        e1 = Engine("e1", self.zk, self.engine_root, "e1", route_to=orders)
         self.procs.append(e1)
         ebtest.wait_until(lambda: e1.said("ELECTED"), 30, "e1 ELECTED")
-        # the ebnode node's child comes second: it leads once e1 stops
-        node = self.ebnode("e3", route_to=orders)
-        node.wait_log("engine-follower", timeout=30)
-        e2 = Engine("e2", self.zk, self.engine_root, "e2", route_to=orders,
-                    consumers=[orders])
+        e2 = Engine("e2", self.zk, self.engine_root, "e2", route_to=orders)
         self.procs.append(e2)
-        node.wait_log("engine-ingress-route: via=jvm", timeout=30)
+        # the ebnode node's child comes third: it leads once both stop
+        node = self.ebnode("e3", route_to=orders)
+        node.wait_log("engine-ingress-route: via=jvm leader=e1", timeout=30)
         client = ebtest.BridgeClient(*node.bridge)
-        before = self.routed(node)
-        java = self.ask(client, n_req, "j")
-        routed_java = self.routed(node) - before
-        report("forward while e1 (Java) leads", "%d requests on the ebnode "
-               "bridge: %s; routed by ebnode's router %d"
-               % (n_req, java, routed_java))
-        self.assertEqual(java, {"java:e1": n_req})
-        self.assertEqual(routed_java, 0)
-        # the hand-over under load: SIGTERM of e1, the ebnode node leads
-        load = Load("h", node.bridge[1])
-        load.kind = "ebnode"
-        with load.lock:
-            load.step = "handover"
-        load.thread.start()
-        ebtest.wait_until(lambda: load.n >= 20, 30, "load running")
-        e1.close()
-        node.wait_log("engine-elected", timeout=30)
-        ebtest.wait_until(lambda: load.n >= 200 + 20, 60, "load after")
-        load.stop.set()
-        load.thread.join(ANSWER_S + 5)
-        row = load.counts.get(("handover", "ebnode"), {})
-        report("forward hand-over (SIGTERM e1) via the ebnode bridge",
-               "%s; failures seen: %s" % (row, sorted(load.errors)))
-        self.assertEqual(row.get("lost", 0), 0)
-        self.assertEqual(row.get("duplicated", 0), 0)
+        for leader, nxt, tag in ((e1, e2, "e1"), (e2, None, "e2")):
+            before = self.routed(node)
+            got = self.ask(client, n_req, tag)
+            routed = self.routed(node) - before
+            report("forward while %s (Java) leads" % tag, "%d requests on "
+                   "the ebnode bridge: %s; routed by ebnode's router %d"
+                   % (n_req, got, routed))
+            self.assertEqual(got, {"java:" + tag: n_req})
+            self.assertEqual(routed, 0)
+            # the hand-over under load: SIGTERM of the leader; the next
+            # JVM leads (Java to Java), or the ebnode node does
+            if nxt is not None:
+                def until():
+                    return any("via=jvm leader=e2" in ln
+                               for ln in node.log_lines())
+            else:
+                def until():
+                    return any("engine-elected" in ln
+                               for ln in node.log_lines())
+            row = self.handover(node, leader.close, until,
+                                "handover-from-" + tag)
+            self.assertEqual(row.get("lost", 0), 0)
+            self.assertEqual(row.get("duplicated", 0), 0)
+        waited = sum("engine-ingress-route: via=wait" in ln
+                     for ln in node.log_lines())
+        report("forward", "the gateway held (route 'wait') %d times"
+               % waited)
         before = self.routed(node)
         own = self.ask(client, n_req, "o")
         routed_own = self.routed(node) - before
