@@ -70,6 +70,15 @@ int eb__bus_ext_reply(eb_bus *bus, uint32_t node, const char *reply_address,
 /* A failure for this node's request reply_address. 0 or UV_ENOENT. */
 int eb__bus_ext_failed(eb_bus *bus, const char *reply_address, int status,
     eb_bus_failure_type type, int code, const char *message);
+/* A request from this node to one ext node (not round robin): the bus's
+ * pending-request bookkeeping applies (timeout_ms, 0: the bus default;
+ * the node's reply or failure resolves it; eb__bus_ext_node_down fails
+ * it). body is JSON text, headers an object or NULL. cb runs exactly once,
+ * from the bus, also when the forward fails at once. 0, or UV_EINVAL (no
+ * ext ops, not an ext node, no cb). */
+int eb__bus_ext_request(eb_bus *bus, uint32_t node, const char *address,
+    const char *body, size_t body_len, const json_t *headers,
+    uint64_t timeout_ms, eb_bus_reply_cb cb, void *arg);
 /* 1 when reply_address is a request of this node still waiting. */
 int eb__bus_ext_pending(eb_bus *bus, const char *reply_address);
 

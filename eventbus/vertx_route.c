@@ -289,6 +289,38 @@ eb__bus_ext_failed(eb_bus *bus, const char *reply_address, int status,
 }
 
 int
+eb__bus_ext_request(eb_bus *bus, uint32_t node, const char *address,
+    const char *body, size_t body_len, const json_t *headers,
+    uint64_t timeout_ms, eb_bus_reply_cb cb, void *arg)
+{
+	ext_state   *st = bus->remote.ext;
+	json_t      *h;
+	eb_bus_msg  *m;
+	eb__bus_req *r;
+	int          rv;
+
+	if (st == NULL || (node & EB__BUS_EXT_NODE) == 0 || cb == NULL ||
+	    bus->life.closing) {
+		return UV_EINVAL;
+	}
+	r = eb__bus_req_new(bus, address, timeout_ms, cb, arg);
+	if (r->resolved) {
+		return 0; /* refused at the cap: failed, nothing sent */
+	}
+	h = headers != NULL ? json_deep_copy(headers) : json_object();
+	m = eb__bus_msg_from_bytes(address, body, body_len, h, 1);
+	json_decref(h);
+	eb__bus_msg_set_reply(bus, m, r->reply_address, 0);
+	r->node = node; /* fails at once if that node goes down */
+	rv = st->ops->forward(st->ctx, node, m, EB__BUS_EXT_SEND);
+	eb_bus_msg_release(m);
+	if (rv != 0) {
+		eb__bus_req_fail(bus, r, rv, EB_BUS_ERROR, -1, eb_strerror(rv));
+	}
+	return 0;
+}
+
+int
 eb__bus_ext_pending(eb_bus *bus, const char *reply_address)
 {
 	return eb__bus_req_find(bus, reply_address) != NULL;

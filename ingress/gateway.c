@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "ingress/ingress_ext.h"
 #include "ingress/ingress_int.h"
 
 static void flush(eb_ingress *in);
@@ -92,19 +93,47 @@ static void forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 static void forward_done(eb_ingress *in, eb__ingress_held *h, int status,
     eb_bus_msg *reply, const eb_bus_failure *failure);
 
+/* Who routes now: ebnode's router unless the external ops say
+ * otherwise (ingress_ext.h). */
+static eb__ingress_route
+route_now(const eb_ingress *in)
+{
+	return in->ext != NULL ? in->ext->route(in->ext_ctx)
+	                       : EB__INGRESS_ROUTE_OWN;
+}
+
+/* 1 when a forward would find a router now. */
+static int
+reachable(const eb_ingress *in)
+{
+	switch (route_now(in)) {
+	case EB__INGRESS_ROUTE_EXT:
+		return 1;
+	case EB__INGRESS_ROUTE_WAIT:
+		return 0;
+	default:
+		return eb_bus_handler_count(
+		           in->bus, EB_INGRESS_LEADER_ADDRESS) > 0;
+	}
+}
+
 /* 0: in flight; EB_ENOHANDLERS: no leader reachable; else an error. */
 static int
 try_forward(eb_ingress *in, eb__ingress_held *h)
 {
-	eb_bus_send_opts o;
-	json_t          *headers;
-	const char      *body;
-	size_t           len;
-	int              rv;
+	eb_bus_send_opts  o;
+	json_t           *headers;
+	const char       *body;
+	size_t            len;
+	int               rv;
+	eb__ingress_route route = route_now(in);
 
 	/* The bus answers a request without handlers asynchronously; ask
 	 * first so that the message is held instead of failed. */
-	if (eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) == 0) {
+	if (route == EB__INGRESS_ROUTE_WAIT ||
+	    (route == EB__INGRESS_ROUTE_OWN &&
+	        eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) ==
+	            0)) {
 		return EB_ENOHANDLERS;
 	}
 	if (json_object_size(eb_bus_msg_headers(h->msg)) == 0) {
@@ -121,11 +150,22 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 			    json_string(eb_bus_node_id(in->bus)));
 		}
 	}
+	/* The body goes on as the bytes that arrived, never parsed here. */
+	body = eb_bus_msg_body_bytes(h->msg, &len);
+	if (route == EB__INGRESS_ROUTE_EXT) {
+		rv = in->ext->forward(in->ext_ctx, body, len, headers,
+		    in->timeout_ms, forward_cb, h);
+		json_decref(headers);
+		if (rv == 0) {
+			eb__list_insert_tail(&in->inflight, &h->link);
+			in->n_inflight++;
+			in->st.forwarded++;
+		}
+		return rv;
+	}
 	eb_bus_send_opts_init(&o);
 	o.timeout_ms = in->timeout_ms;
 	o.share_headers = 1; /* never modified after this call */
-	/* The body goes on as the bytes that arrived, never parsed here. */
-	body = eb_bus_msg_body_bytes(h->msg, &len);
 	rv = eb_bus_request_raw(in->bus, EB_INGRESS_LEADER_ADDRESS, body, len,
 	    headers, &o, forward_cb, h);
 	json_decref(headers);
@@ -437,8 +477,7 @@ hold_timer_cb(uv_timer_t *t)
 	EB_ASSERT(!in->closing); /* close stops the timer */
 	in->timer_armed = 0;
 	eb__ingress_router_drain(in);
-	if (!eb__list_empty(&in->held) &&
-	    eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) > 0) {
+	if (!eb__list_empty(&in->held) && reachable(in)) {
 		flush(in);
 	}
 	(void) snprintf(why, sizeof(why),

@@ -7,6 +7,7 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "ingress/ingress_ext.h"
 #include "ingress/ingress_int.h"
 
 void
@@ -68,6 +69,14 @@ eb_ingress_set_leader_check(eb_ingress *in, eb_ingress_leader_fn fn, void *arg)
 	EB_ASSERT(!in->closing);
 	in->is_leader = fn;
 	in->is_leader_arg = arg;
+}
+
+void
+eb__ingress_set_ext(eb_ingress *in, const eb__ingress_ext_ops *ops, void *ctx)
+{
+	EB_ASSERT(!in->closing);
+	in->ext = ops;
+	in->ext_ctx = ctx;
 }
 
 static void

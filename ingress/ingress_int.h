@@ -61,6 +61,9 @@ struct eb_ingress {
 	void                 *handler_arg;
 	eb_ingress_leader_fn  is_leader;
 	void                 *is_leader_arg;
+	/* ingress_ext.h: the external router (NULL: none) */
+	const struct eb__ingress_ext_ops *ext;
+	void                             *ext_ctx;
 
 	eb__list   held; /* of struct eb__ingress_held, owned */
 	uint32_t   n_held;

@@ -8,9 +8,10 @@
  * (duplicate). This node plays by the same rules: the duplicate check, its
  * child, and the leader computed on every child change.
  *
- * What it does not do (yet): consume EXTERNAL_EVENT_INGRESS while leading,
- * or forward ebnode's ingress to a Java leader; the owner gets the
- * leadership through on_change. A new session (after expiry) registers
+ * It only elects: the owner (vxnode.c) gets the leadership and the
+ * leader's address through the callback, and consumes
+ * EXTERNAL_EVENT_INGRESS while leading or forwards to a leading JVM
+ * (docs/VERTX.md section 7). A new session (after expiry) registers
  * again (the Java engine does not; docs/VERTX.md says so).
  *
  * Session events must be forwarded by the zk's owner. Loop thread only;

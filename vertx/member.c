@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include <ebnode/err.h>
 #include <ebnode/log.h>
 
@@ -41,8 +43,10 @@ typedef struct peer {
 	char *id; /* owned */
 	char  host[HOST_MAX];
 	int   port;
-	int   ready; /* NodeInfo parsed */
-	int   seen;  /* in the latest listing */
+	int   ready;  /* NodeInfo parsed */
+	int   seen;   /* in the latest listing */
+	int   ebnode; /* its NodeInfo metadata marks an ebnode node */
+	char *engine; /* owned: the engine address it advertises, or NULL */
 } peer;
 
 typedef struct addr {
@@ -60,6 +64,7 @@ struct eb__vx_member {
 	char                  *root_name; /* owned copies of cfg's strings */
 	char                  *node_id;
 	char                  *host;
+	char                  *metadata;   /* NULL: none */
 	char                  *root;       /* "/io.vertx" (owned) */
 	char                  *nodes_path; /* <root>/cluster/nodes */
 	char                  *self_path;  /* <nodes_path>/<id> */
@@ -135,10 +140,52 @@ put_be32(eb__buf *out, uint32_t v)
 void
 eb__vx_nodeinfo_put(eb__buf *out, const char *host, int port)
 {
+	eb__vx_nodeinfo_put_meta(out, host, port, NULL);
+}
+
+void
+eb__vx_nodeinfo_put_meta(
+    eb__buf *out, const char *host, int port, const char *meta)
+{
 	put_be32(out, (uint32_t) strlen(host));
 	eb__buf_append(out, host, strlen(host));
 	put_be32(out, (uint32_t) port);
-	put_be32(out, 0xffffffffu); /* no metadata */
+	if (meta == NULL) {
+		put_be32(out, 0xffffffffu); /* no metadata */
+		return;
+	}
+	put_be32(out, (uint32_t) strlen(meta));
+	eb__buf_append(out, meta, strlen(meta));
+}
+
+static uint32_t get_be32(const unsigned char *p);
+
+/* The ebnode marker of a parsed NodeInfo's metadata (the bytes after
+ * host and port): {"ebnode":{"engine_address":A}}, A optional. 1 and
+ * *engine (allocated, or NULL) when it is there; else 0. */
+static int
+nodeinfo_ebnode(const char *p, size_t n, char **engine)
+{
+	const unsigned char *u = (const unsigned char *) p;
+	uint32_t             hl = get_be32(u);
+	json_t              *meta;
+	json_t              *eb;
+	const char          *a;
+	int                  yes;
+
+	*engine = NULL;
+	if (n <= 12u + hl) {
+		return 0; /* no metadata */
+	}
+	meta = json_loadb(p + 12 + hl, n - 12 - hl, 0, NULL);
+	eb = json_object_get(meta, "ebnode");
+	yes = json_is_object(eb);
+	a = json_string_value(json_object_get(eb, "engine_address"));
+	if (yes && a != NULL && a[0] != '\0') {
+		*engine = eb__strdup(a);
+	}
+	json_decref(meta);
+	return yes;
 }
 
 void
@@ -385,7 +432,8 @@ self_parent_cb(eb__zk *zk, int status, void *arg)
 		return;
 	}
 	eb__buf_init(&data);
-	eb__vx_nodeinfo_put(&data, m->cfg.host, m->cfg.port);
+	eb__vx_nodeinfo_put_meta(
+	    &data, m->cfg.host, m->cfg.port, m->cfg.metadata);
 	if (eb__zk_create(zk, m->self_path, eb__buf_head(&data),
 	        eb__buf_avail(&data), EB_ZK_EPHEMERAL, self_created_cb,
 	        r) != 0) {
@@ -442,10 +490,18 @@ peer_data_cb(eb__zk *zk, int status, const char *data, size_t len,
 	if (p != NULL && status == 0) {
 		p->ready = eb__vx_nodeinfo_parse(data, len, p->host,
 		               sizeof(p->host), &p->port) == 0;
+		free(p->engine);
+		p->engine = NULL;
+		p->ebnode = p->ready && nodeinfo_ebnode(data, len, &p->engine);
 		EB_LOG_INFO("vertx",
-		    "member-seen: node_id=%s ready=%d host=%s port=%d",
+		    "member-seen: node_id=%s ready=%d host=%s port=%d "
+		    "ebnode=%d",
 		    eb_log_quote(q, sizeof(q), p->id), p->ready,
-		    p->ready ? p->host : "-", p->ready ? p->port : 0);
+		    p->ready ? p->host : "-", p->ready ? p->port : 0,
+		    p->ebnode);
+		if (p->ready && m->cfg.on_seen != NULL) {
+			m->cfg.on_seen(p->id, m->cfg.arg);
+		}
 	}
 	req_free(r);
 }
@@ -472,6 +528,7 @@ peer_drop(eb__vx_member *m, size_t i)
 	peer *p = eb__vec_at(&m->peers, i);
 	char *id = p->id;
 
+	free(p->engine);
 	eb__vec_swap_remove(&m->peers, i);
 	EB_LOG_INFO(
 	    "vertx", "member-gone: node_id=%s", eb_log_quote(q, sizeof(q), id));
@@ -814,6 +871,8 @@ eb__vx_member_new(uv_loop_t *loop, eb__zk *zk, const eb__vx_member_cfg *cfg,
 	m->root_name = eb__strdup(cfg->root);
 	m->node_id = eb__strdup(cfg->node_id);
 	m->host = eb__strdup(cfg->host);
+	m->metadata = cfg->metadata != NULL ? eb__strdup(cfg->metadata) : NULL;
+	m->cfg.metadata = m->metadata;
 	m->cfg.root = m->root_name;
 	m->cfg.node_id = m->node_id;
 	m->cfg.host = m->host;
@@ -1029,6 +1088,31 @@ eb__vx_member_peer_count(const eb__vx_member *m)
 	return m->peers.len;
 }
 
+int
+eb__vx_member_peer_kind(const eb__vx_member *m, const char *node_id)
+{
+	const peer *p = peer_find(m, node_id, NULL);
+
+	if (p == NULL || !p->ready) {
+		return EB_VX_PEER_UNKNOWN;
+	}
+	return p->ebnode ? EB_VX_PEER_EBNODE : EB_VX_PEER_JVM;
+}
+
+int
+eb__vx_member_engine_is_ebnode(const eb__vx_member *m, const char *engine)
+{
+	for (size_t i = 0; i < m->peers.len; i++) {
+		const peer *p = eb__vec_at(&m->peers, i);
+
+		if (p->ready && p->ebnode && p->engine != NULL &&
+		    strcmp(p->engine, engine) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static void
 member_free(eb__vx_member *m)
 {
@@ -1037,6 +1121,7 @@ member_free(eb__vx_member *m)
 	}
 	for (size_t i = 0; i < m->peers.len; i++) {
 		free(((peer *) eb__vec_at(&m->peers, i))->id);
+		free(((peer *) eb__vec_at(&m->peers, i))->engine);
 	}
 	for (size_t i = 0; i < m->addrs.len; i++) {
 		addr *a = eb__vec_at(&m->addrs, i);
@@ -1051,6 +1136,7 @@ member_free(eb__vx_member *m)
 	free(m->root_name);
 	free(m->node_id);
 	free(m->host);
+	free(m->metadata);
 	free(m->root);
 	free(m->nodes_path);
 	free(m->self_path);

@@ -5,7 +5,8 @@
  *   <root>/cluster/nodes/<nodeId>                  EPHEMERAL  NodeInfo
  *   <root>/__vertx.subs/<address>/<nodeId>-<seq>   EPHEMERAL  RegistrationInfo
  *
- * The member writes its NodeInfo (host, port, no metadata) and one
+ * The member writes its NodeInfo (host, port, and the metadata given in
+ * the cfg: ebnode marks its nodes {"ebnode":{"engine_address":A}}) and one
  * subscription znode per local consumer (eb__vx_member_sub_add; one per
  * registration, so a node with two consumers of an address gets twice the
  * share of sends, as a JVM does), deletes it on unregister, and keeps two
@@ -41,6 +42,8 @@ typedef struct eb__vx_member eb__vx_member; /* opaque */
 typedef void (*eb__vx_member_gone_cb)(const char *node_id, void *arg);
 /* The registrations of an address were (re)loaded; ask again. */
 typedef void (*eb__vx_member_ready_cb)(const char *address, void *arg);
+/* A member's NodeInfo was read (it is ready). node_id borrowed. */
+typedef void (*eb__vx_member_seen_cb)(const char *node_id, void *arg);
 typedef void (*eb__vx_member_close_cb)(eb__vx_member *m, void *arg);
 
 typedef struct eb__vx_member_cfg {
@@ -51,6 +54,9 @@ typedef struct eb__vx_member_cfg {
 	eb__vx_member_gone_cb  on_gone; /* may be NULL */
 	eb__vx_member_ready_cb on_ready;
 	void                  *arg;
+	/* The NodeInfo metadata, a JSON object's text; NULL: none. */
+	const char           *metadata;
+	eb__vx_member_seen_cb on_seen; /* may be NULL */
 } eb__vx_member_cfg;
 
 /* No I/O until start. 0 or UV_EINVAL (a missing field, '/' in the id). */
@@ -104,8 +110,22 @@ int eb__vx_member_peer(
 /* Members known now (this node included once registered). */
 size_t eb__vx_member_peer_count(const eb__vx_member *m);
 
+/* What a member is, by its NodeInfo metadata (this node included). */
+enum {
+	EB_VX_PEER_UNKNOWN = 0, /* not a member, or NodeInfo not read yet */
+	EB_VX_PEER_JVM = 1,     /* no ebnode marker: a JVM */
+	EB_VX_PEER_EBNODE = 2
+};
+int eb__vx_member_peer_kind(const eb__vx_member *m, const char *node_id);
+/* 1 when a member's metadata marks it an ebnode node that advertises
+ * engine as its engine address (this node included). */
+int eb__vx_member_engine_is_ebnode(const eb__vx_member *m, const char *engine);
+
 /* The binary forms (docs/VERTX.md "Membership"), appended to out. */
 void eb__vx_nodeinfo_put(eb__buf *out, const char *host, int port);
+/* With metadata (a JSON object's text; NULL: none). */
+void eb__vx_nodeinfo_put_meta(
+    eb__buf *out, const char *host, int port, const char *meta);
 void eb__vx_reginfo_put(eb__buf *out, const char *node_id, uint64_t seq);
 /* Parses a NodeInfo: 0 with host copied into host[cap] and *port, or
  * EB_EFRAME (e.g. a JVM's transient nodeId-as-data). */

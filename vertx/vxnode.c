@@ -9,9 +9,16 @@
  *     registrations whenever they change (report()): this node excluded
  *     (its own consumers are local to the bus), a node whose connection
  *     failed counted as 0 until the retry timer or a frame from it says
- *     otherwise;
+ *     otherwise, and every node counted as 0 until it can answer us
+ *     (routable(): it sent us a frame, or the join grace passed);
  *   - this node's subscription znodes for an address follow the bus's
- *     clustered handler count for it (interest), one znode per handler.
+ *     clustered handler count for it (interest), one znode per handler;
+ *   - with ingress_local, the bus's count of the engine ingress address is
+ *     0 for every Vert.x node: the local gateway is its only consumer
+ *     here, and it forwards to the engine leader (ingress_route());
+ *   - on_route is called whenever an input of ingress_route() changed:
+ *     the engine leader, the registrations of the engine ingress address,
+ *     a member's NodeInfo, a peer's connection.
  * Loop thread only; everything here is owned by the node.
  */
 #include "vertx/vxnode.h"
@@ -34,9 +41,20 @@
 #include "vertx/wire.h"
 
 typedef struct vpeer {
-	char *id;   /* owned */
-	int   down; /* its connection failed: no traffic until retried */
+	char *id;    /* owned */
+	int   down;  /* its connection failed: no traffic until retried */
+	int   knows; /* it sent us a frame: it can answer us */
 } vpeer;
+
+/*
+ * A JVM answers a node only once its membership cache holds that node's
+ * NodeInfo ("Not a member of the cluster" otherwise), and it drops the
+ * answer silently: a request sent right after this node registered can
+ * be lost. So the JVMs are offered to the bus (and to the engine ingress
+ * route) only when they can answer: a JVM that has sent us a frame, or
+ * every member once our NodeInfo has existed this long.
+ */
+#define EB__VX_JOIN_GRACE_MS 1000u
 
 /* A request from a Vert.x node to the engine ingress address, handed to
  * this node's own bus as a local request (the ingress gateway is a
@@ -48,23 +66,37 @@ typedef struct proxy {
 	char               *reply; /* NULL: a plain send */
 } proxy;
 
+/* The failure code of an abandoned engine ingress request (the ingress's
+ * own code for a node that shuts down). */
+#define EB_VX_CLOSING_CODE 599
+
 typedef struct own {
 	char   *address; /* owned */
 	eb__vec seqs;    /* uint64_t: one subscription znode each */
 } own;
 
 struct eb__vx_node {
-	uv_loop_t           *loop;
-	eb_bus              *bus; /* borrowed */
-	eb_vertx_opts        o;   /* strings point at the copies below */
-	char                *root;
-	char                *host;
-	char                *engine_path;    /* NULL: not a participant */
-	char                *engine_address; /* owned copies */
-	char                *engine_ingress;
-	eb__vx_engine       *engine;
-	int                  engine_leading;
-	uint64_t             engine_seq; /* its subscription while leading */
+	uv_loop_t     *loop;
+	eb_bus        *bus; /* borrowed */
+	eb_vertx_opts  o;   /* strings point at the copies below */
+	char          *root;
+	char          *host;
+	char          *engine_path;    /* NULL: not a participant */
+	char          *engine_address; /* owned copies */
+	char          *engine_ingress;
+	eb__vx_engine *engine;
+	int            engine_leading;
+	/* Closing after leading: the election child is gone, the ingress
+	 * subscription (engine_seq) stays until a successor registers or the
+	 * drain ends, and what still arrives is forwarded to the successor. */
+	int      engine_handover;
+	uint64_t engine_seq;    /* its subscription while leading */
+	char    *engine_leader; /* owned; NULL: not known */
+	int      ingress_local;
+	int      last_route; /* logged when it changes */
+	char     last_jvm[EB_UUID_STRLEN + 64];
+	void (*route_cb)(void *arg);
+	void                *route_arg;
 	eb__list             proxies;
 	eb__vx_node_fail_cb  fail_cb;
 	void                *fail_arg;
@@ -76,6 +108,9 @@ struct eb__vx_node {
 	eb__vec              peers; /* vpeer */
 	eb__vec              owns;  /* own */
 	uv_timer_t           timer; /* retry of down peers, then the drain */
+	uv_timer_t           grace; /* EB__VX_JOIN_GRACE_MS after registering */
+	int                  known; /* the grace after our NodeInfo passed */
+	int                  registered_seen; /* our NodeInfo read back */
 	int                  attached;
 	int                  started;
 	int                  closing;
@@ -113,8 +148,164 @@ peer_of(const eb__vx_node *v, uint32_t node)
 	return eb__vec_at(&v->peers, i - 1);
 }
 
-/* ---- the bus's counts ---- */
+static void route_changed(eb__vx_node *v);
 
+/* 1 when p may be addressed (see EB__VX_JOIN_GRACE_MS). */
+static int
+routable(const eb__vx_node *v, const vpeer *p)
+{
+	return !p->down && (v->known || p->knows);
+}
+/* ---- the engine ingress route (docs/VERTX.md section 7) ---- */
+
+/* Who registered the engine ingress address, this node aside: *ebnode
+ * set when an ebnode node did, *jvm the one JVM that did (NULL: none).
+ * -1 while the registrations are loading or when two JVMs did. */
+static int
+ingress_registrants(eb__vx_node *v, int *ebnode, const char **jvm)
+{
+	const char *const *ids;
+	size_t             n = 0;
+	int                kind;
+
+	*ebnode = 0;
+	*jvm = NULL;
+	if (eb__vx_member_subs(v->m, v->engine_ingress, &ids, &n) != 0) {
+		return -1;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(ids[k], v->id) == 0) {
+			continue;
+		}
+		kind = eb__vx_member_peer_kind(v->m, ids[k]);
+		if (kind == EB_VX_PEER_EBNODE) {
+			*ebnode = 1;
+		} else if (kind == EB_VX_PEER_JVM && *jvm != NULL &&
+		           strcmp(*jvm, ids[k]) != 0) {
+			return -1; /* two JVMs consume it */
+		} else if (kind == EB_VX_PEER_JVM) {
+			*jvm = ids[k];
+		}
+	}
+	return 0;
+}
+
+static int
+ingress_route(eb__vx_node *v, uint32_t *node)
+{
+	const char *jvm = NULL;
+	int         ebnode = 0;
+
+	if (v->engine_path == NULL || !v->attached || v->engine_leading) {
+		return EB_VX_ROUTE_OWN;
+	}
+	if (!v->closing && v->engine_leader == NULL) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	if (!v->closing &&
+	    eb__vx_member_engine_is_ebnode(v->m, v->engine_leader)) {
+		return EB_VX_ROUTE_OWN;
+	}
+	if (ingress_registrants(v, &ebnode, &jvm) != 0) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	/* Closing, the election is left: the successor is whoever
+	 * registers the ingress address (an ebnode node: its router). */
+	if (v->closing && ebnode) {
+		return EB_VX_ROUTE_OWN;
+	}
+	if (jvm == NULL) {
+		return EB_VX_ROUTE_WAIT;
+	}
+	*node = node_of(v, jvm);
+	return routable(v, peer_of(v, *node)) ? EB_VX_ROUTE_JVM
+	                                      : EB_VX_ROUTE_WAIT;
+}
+
+/* An input of ingress_route() changed: log a new route, tell the owner. */
+static void
+route_changed(eb__vx_node *v)
+{
+	static const char *const names[] = { "own", "jvm", "wait" };
+	uint32_t                 node = 0;
+	int                      r;
+	const char              *jvm = "-";
+	if (v->engine_path == NULL) {
+		return;
+	}
+	r = ingress_route(v, &node);
+	if (r == EB_VX_ROUTE_JVM) {
+		jvm = peer_of(v, node)->id;
+	}
+	if (r != v->last_route || strcmp(jvm, v->last_jvm) != 0) {
+		v->last_route = r;
+		(void) snprintf(v->last_jvm, sizeof(v->last_jvm), "%s", jvm);
+		EB_LOG_NOTICE("vertx",
+		    "engine-ingress-route: via=%s leader=%s node_id=%s",
+		    names[r], v->engine_leader != NULL ? v->engine_leader : "-",
+		    jvm);
+	}
+	if (v->route_cb != NULL) {
+		v->route_cb(v->route_arg);
+	}
+}
+
+int
+eb__vx_node_ingress_route(eb__vx_node *v, uint32_t *node)
+{
+	return ingress_route(v, node);
+}
+
+int
+eb__vx_node_ingress_forward(eb__vx_node *v, const char *body, size_t len,
+    const json_t *headers, uint64_t timeout_ms, eb_bus_reply_cb cb, void *arg)
+{
+	uint32_t node = 0;
+
+	if (ingress_route(v, &node) != EB_VX_ROUTE_JVM) {
+		return EB_ENOHANDLERS;
+	}
+	return eb__bus_ext_request(v->bus, node, v->engine_ingress, body, len,
+	    headers, timeout_ms, cb, arg);
+}
+
+void
+eb__vx_node_on_route(eb__vx_node *v, void (*cb)(void *arg), void *arg)
+{
+	v->route_cb = cb;
+	v->route_arg = arg;
+}
+
+void
+eb__vx_node_ingress_local(eb__vx_node *v, int on)
+{
+	EB_ASSERT(!v->started);
+	v->ingress_local = on != 0;
+}
+
+/* A successor registered the engine ingress address: this closing
+ * node's subscription goes (what the JVMs still route here is forwarded
+ * to the successor until the drain ends). */
+static void
+handover_check(eb__vx_node *v, const char *const *ids, size_t n)
+{
+	size_t k = 0;
+
+	if (!v->closing || !v->engine_handover) {
+		return;
+	}
+	while (k < n && strcmp(ids[k], v->id) == 0) {
+		k++;
+	}
+	if (k == n) {
+		return; /* nobody else yet */
+	}
+	v->engine_handover = 0;
+	(void) eb__vx_member_sub_del(v->m, v->engine_ingress, v->engine_seq);
+	EB_LOG_NOTICE("vertx", "engine-handover: successor=%s", ids[k]);
+}
+
+/* ---- the bus's counts ---- */
 static void
 report(const char *address, void *arg)
 {
@@ -122,6 +313,8 @@ report(const char *address, void *arg)
 	const char *const *ids;
 	size_t             n = 0;
 	uint32_t          *counts;
+	int                engine = strcmp(address, v->engine_ingress) == 0;
+	int                local = engine && v->ingress_local;
 
 	if (!v->attached || eb__vx_member_subs(v->m, address, &ids, &n) != 0) {
 		return;
@@ -133,7 +326,7 @@ report(const char *address, void *arg)
 	}
 	counts = eb__calloc(v->peers.len + 1, sizeof(*counts));
 	for (size_t k = 0; k < n; k++) {
-		if (strcmp(ids[k], v->id) != 0) {
+		if (strcmp(ids[k], v->id) != 0 && !local) {
 			counts[node_of(v, ids[k]) & ~EB__BUS_EXT_NODE]++;
 		}
 	}
@@ -142,15 +335,49 @@ report(const char *address, void *arg)
 
 		eb__bus_ext_interest(v->bus, address,
 		    EB__BUS_EXT_NODE | (uint32_t) (i + 1),
-		    p->down ? 0 : counts[i + 1]);
+		    routable(v, p) ? counts[i + 1] : 0);
 	}
 	free(counts);
+	if (engine) {
+		handover_check(v, ids, n);
+		route_changed(v);
+	}
 }
 
 static void
 ready_cb(const char *address, void *arg)
 {
 	report(address, arg);
+}
+
+/* The JVMs have had time to learn our NodeInfo. */
+static void
+grace_cb(uv_timer_t *t)
+{
+	eb__vx_node *v = t->data;
+
+	v->known = 1;
+	if (v->attached) {
+		eb__vx_member_each_addr(v->m, report, v);
+		route_changed(v);
+	}
+}
+
+/* A member's NodeInfo (its metadata) was read. */
+static void
+seen_cb(const char *node_id, void *arg)
+{
+	eb__vx_node *v = arg;
+	if (v->attached && !v->closing && strcmp(node_id, v->id) == 0 &&
+	    !v->registered_seen) {
+		/* our NodeInfo is there: the JVMs' caches follow */
+		v->registered_seen = 1;
+		(void) uv_timer_start(
+		    &v->grace, grace_cb, EB__VX_JOIN_GRACE_MS, 0);
+	}
+	if (v->attached) {
+		route_changed(v);
+	}
 }
 
 static int send_to(eb__vx_node *v, const char *node_id, eb__buf *b);
@@ -186,6 +413,7 @@ up_cb(eb__vx_net *n, const char *node_id, void *arg)
 	if (v->attached && p->down) {
 		p->down = 0;
 		eb__vx_member_each_addr(v->m, report, v);
+		route_changed(v);
 	}
 }
 
@@ -197,6 +425,7 @@ peer_down(eb__vx_node *v, const char *id, const char *text)
 
 	p->down = 1;
 	eb__bus_ext_node_down(v->bus, node, text);
+	route_changed(v);
 }
 
 static void
@@ -490,10 +719,19 @@ frame_cb(eb__vx_net *n, int status, const eb__vx_frame *f, const char *why,
 	reply = span_dup(&f->reply);
 	node = node_of(v, sender);
 	p = peer_of(v, node);
+	if (!p->knows) {
+		/* it reached us, so it knows our NodeInfo */
+		p->knows = 1;
+		if (!v->known) {
+			eb__vx_member_each_addr(v->m, report, v);
+			route_changed(v);
+		}
+	}
 	if (p->down) {
 		/* it talks to us: worth trying again */
 		p->down = 0;
 		eb__vx_member_each_addr(v->m, report, v);
+		route_changed(v);
 	}
 	if (!f->publish && eb__bus_ext_pending(v->bus, address)) {
 		on_reply(v, node, f, address, reply);
@@ -562,8 +800,7 @@ engine_ingress(eb__vx_node *v, const eb__vx_frame *f, const char *address,
 {
 	proxy *p;
 	int    rv;
-
-	if (!v->engine_leading || f->publish ||
+	if ((!v->engine_leading && !v->engine_handover) || f->publish ||
 	    strcmp(address, v->engine_ingress) != 0) {
 		return 0;
 	}
@@ -594,11 +831,15 @@ engine_cb(eb__vx_engine_event ev, const char *detail, void *arg)
 		}
 		return;
 	}
-	if (ev == EB_VX_ENGINE_REGISTERED || leading == v->engine_leading ||
-	    v->closing) {
+	if (ev == EB_VX_ENGINE_REGISTERED || v->closing) {
 		return;
 	}
-	(void) detail;
+	free(v->engine_leader);
+	v->engine_leader = strcmp(detail, "-") != 0 ? eb__strdup(detail) : NULL;
+	if (leading == v->engine_leading) {
+		route_changed(v);
+		return;
+	}
 	v->engine_leading = leading;
 	if (leading) {
 		/* Java bridges' ingress reaches this node from here on */
@@ -608,6 +849,7 @@ engine_cb(eb__vx_engine_event ev, const char *detail, void *arg)
 		(void) eb__vx_member_sub_del(
 		    v->m, v->engine_ingress, v->engine_seq);
 	}
+	route_changed(v);
 }
 
 /* ---- lifecycle ---- */
@@ -616,8 +858,20 @@ static void
 zk_event_cb(eb__zk *zk, eb__zk_event ev, void *arg)
 {
 	eb__vx_node *v = arg;
-
 	(void) zk;
+	if (ev == EB_ZK_EV_EXPIRED && !v->closing) {
+		/* our NodeInfo went: the JVMs forget us, and learn us again
+		 * after the new session's registration */
+		v->known = 0;
+		v->registered_seen = 0;
+		(void) uv_timer_stop(&v->grace);
+		for (size_t i = 0; i < v->peers.len; i++) {
+			((vpeer *) eb__vec_at(&v->peers, i))->knows = 0;
+		}
+		if (v->attached) {
+			eb__vx_member_each_addr(v->m, report, v);
+		}
+	}
 	if (v->m != NULL && !v->closing) {
 		eb__vx_member_session_event(v->m, ev);
 	}
@@ -670,6 +924,8 @@ eb__vx_node_new(uv_loop_t *loop, eb_bus *bus, const eb_vertx_opts *opts,
 	eb__vec_init(&v->owns, sizeof(own));
 	(void) uv_timer_init(loop, &v->timer);
 	v->timer.data = v;
+	(void) uv_timer_init(loop, &v->grace);
+	v->grace.data = v;
 	*vp = v;
 	return 0;
 }
@@ -682,7 +938,9 @@ eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
 		v->o.ping_interval_ms, v->o.ping_timeout_ms, frame_cb, down_cb,
 		v, up_cb };
 	eb__vx_member_cfg mc = { v->root, v->id, v->host, 0, gone_cb, ready_cb,
-		v };
+		v, NULL, seen_cb };
+	json_t           *meta;
+	char             *meta_text;
 	int               rv;
 
 	EB_ASSERT(!v->closing && !v->started);
@@ -692,12 +950,24 @@ eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
 		return rv;
 	}
 	mc.port = eb__vx_net_port(v->net);
+	/* The marker that tells ebnode nodes from JVMs (NodeInfo metadata,
+	 * which Vert.x keeps for applications): the gateways of the other
+	 * ebnode nodes read who leads the engine from it. */
+	meta = json_pack("{s:{}}", "ebnode");
+	if (v->engine_address != NULL) {
+		(void) json_object_set_new(json_object_get(meta, "ebnode"),
+		    "engine_address", json_string(v->engine_address));
+	}
+	meta_text = json_dumps(meta, JSON_COMPACT);
+	json_decref(meta);
+	mc.metadata = meta_text;
 	if ((rv = eb__zk_new(v->loop, &v->zo, zk_event_cb, v, &v->zk)) != 0) {
 		return eb_errf(
 		    e, rv, "vertx: ZooKeeper session: %s", eb_strerror(rv));
 	}
-	if ((rv = eb__vx_member_new(v->loop, v->zk, &mc, &v->m)) != 0 ||
-	    (rv = eb__zk_start(v->zk)) != 0 ||
+	rv = eb__vx_member_new(v->loop, v->zk, &mc, &v->m);
+	free(meta_text); /* copied */
+	if (rv != 0 || (rv = eb__zk_start(v->zk)) != 0 ||
 	    (rv = eb__vx_member_start(v->m)) != 0) {
 		return eb_errf(e, rv, "vertx: membership: %s", eb_strerror(rv));
 	}
@@ -768,6 +1038,7 @@ node_free(eb__vx_node *v)
 		eb__list_init(&p->link);
 	}
 	free(v->engine_path);
+	free(v->engine_leader);
 	free(v->engine_address);
 	free(v->engine_ingress);
 	free(v->root);
@@ -820,6 +1091,34 @@ timer_closed_cb(uv_handle_t *h)
 	part_closed(h->data);
 }
 
+/* Engine ingress requests from JVMs still waiting for the bus at the
+ * end of the drain (e.g. held for the next ebnode leader): their senders
+ * get a failure now instead of waiting for their timeout; the bus's
+ * callback only frees them later. */
+static void
+proxies_abandon(eb__vx_node *v)
+{
+	eb__buf b;
+
+	eb__buf_init(&b);
+	while (!eb__list_empty(&v->proxies)) {
+		proxy *p =
+		    EB_CONTAINER_OF(eb__list_first(&v->proxies), proxy, link);
+
+		if (p->reply != NULL &&
+		    eb__vx_encode_failure(&b, p->reply, v->id,
+		        EB_VX_FAIL_RECIPIENT, EB_VX_CLOSING_CODE,
+		        "ebnode: node shutting down") == 0) {
+			(void) send_to(v, p->sender, &b);
+		}
+		b.off = b.len = 0;
+		p->v = NULL;
+		eb__list_remove(&p->link);
+		eb__list_init(&p->link);
+	}
+	eb__buf_free(&b);
+}
+
 /* After the drain: the session (the NodeInfo goes at once), then the
  * sockets. */
 static void
@@ -827,18 +1126,14 @@ drained_cb(uv_timer_t *t)
 {
 	eb__vx_node *v = t->data;
 
+	proxies_abandon(v);
 	if (v->attached) {
 		/* The bus forgets the Vert.x nodes (their pending requests
 		 * fail with EB_ELINKDOWN). */
 		eb__bus_ext_detach(v->bus);
 		v->attached = 0;
-	}
-	v->pending = 1; /* the timer */
-	if (v->engine != NULL) {
-		v->pending++;
-		eb__vx_engine_close(v->engine, engine_closed_cb, v);
-		v->engine = NULL;
-	}
+	} /* v->pending counts the timer (from close on) and the engine, which
+	   * closed at the start */
 	if (v->m != NULL) {
 		v->pending++;
 		eb__vx_member_close(v->m, member_closed_cb, v);
@@ -851,6 +1146,8 @@ drained_cb(uv_timer_t *t)
 		v->pending++;
 		eb__vx_net_close(v->net, net_closed_cb, v);
 	}
+	v->pending++;
+	uv_close((uv_handle_t *) &v->grace, timer_closed_cb);
 	uv_close((uv_handle_t *) &v->timer, timer_closed_cb);
 }
 
@@ -860,14 +1157,23 @@ eb__vx_node_close(eb__vx_node *v, eb__vx_node_close_cb cb, void *arg)
 	EB_ASSERT(!v->closing); /* close is exactly once */
 	v->closing = 1;
 	v->close_cb = cb;
-	v->close_arg = arg;
-	/* The JVMs stop routing here once the subscription znodes are
-	 * gone; what they routed before still arrives during the drain and
-	 * is served. The engine child goes at once (a hand-over). */
+	v->close_arg =
+	    arg; /* The JVMs stop routing here once the subscription znodes are
+	          * gone; what they routed before still arrives during the drain
+	          * and is served. The engine child goes at once (a hand-over):
+	          * the successor is elected during the drain, and the ingress
+	          * subscription of a leader stays until that successor
+	          * registers (handover_check), so the JVMs always find a
+	          * consumer. */
 	if (v->engine_leading && v->m != NULL) {
-		(void) eb__vx_member_sub_del(
-		    v->m, v->engine_ingress, v->engine_seq);
+		v->engine_handover = 1;
 		v->engine_leading = 0;
+	}
+	v->pending = 1; /* the timer, closed after the drain */
+	if (v->engine != NULL) {
+		v->pending++;
+		eb__vx_engine_close(v->engine, engine_closed_cb, v);
+		v->engine = NULL;
 	}
 	for (size_t i = 0; v->m != NULL && i < v->owns.len; i++) {
 		own *o = eb__vec_at(&v->owns, i);

@@ -80,7 +80,7 @@ static void
 open_ctx(th_loop *t, ctx *c)
 {
 	eb__vx_member_cfg cfg = { "io.vertx", SELF, "127.0.0.1", 23543, gone_cb,
-		ready_cb, c };
+		ready_cb, c, NULL, NULL };
 
 	memset(c, 0, sizeof(*c));
 	assert_int_equal(fakezk_client_new(srv, 400, event_cb, c, &c->zk), 0);
@@ -335,6 +335,81 @@ test_jvm_peer(void **state)
 	close_ctx(t, &c);
 }
 
+typedef struct kind_q {
+	ctx        *c;
+	const char *id;
+	int         want;
+} kind_q;
+
+static int
+kind_pred(void *arg)
+{
+	kind_q *q = arg;
+
+	return eb__vx_member_peer_kind(q->c->m, q->id) == q->want;
+}
+
+/* The NodeInfo metadata tells an ebnode node (and its engine address)
+ * from a JVM; this node's own metadata is written as given. */
+static void
+test_peer_kind(void **state)
+{
+	th_loop *t = *state;
+	ctx      c;
+	eb__buf  ni;
+	kind_q   q = { &c, JVM, EB_VX_PEER_JVM };
+
+	open_ctx(t, &c);
+	jvm_open(t, &c);
+	assert_int_equal(eb__vx_member_peer_kind(c.m, JVM), EB_VX_PEER_UNKNOWN);
+	eb__buf_init(&ni);
+	eb__vx_nodeinfo_put(&ni, "127.0.0.2", 4711);
+	jvm_put(t, &c, NODES "/" JVM, eb__buf_head(&ni), eb__buf_avail(&ni));
+	ni.off = ni.len = 0;
+	eb__vx_nodeinfo_put_meta(
+	    &ni, "127.0.0.3", 4712, "{\"ebnode\":{\"engine_address\":\"e2\"}}");
+	jvm_put(t, &c, NODES "/eb-2", eb__buf_head(&ni), eb__buf_avail(&ni));
+	ni.off = ni.len = 0;
+	/* other metadata is no marker */
+	eb__vx_nodeinfo_put_meta(&ni, "127.0.0.4", 4713, "{\"zone\":\"a\"}");
+	jvm_put(t, &c, NODES "/jvm-2", eb__buf_head(&ni), eb__buf_avail(&ni));
+	eb__buf_free(&ni);
+	assert_int_equal(th_run_until(t, kind_pred, &q, 2000), 0);
+	q.id = "eb-2";
+	q.want = EB_VX_PEER_EBNODE;
+	assert_int_equal(th_run_until(t, kind_pred, &q, 2000), 0);
+	q.id = "jvm-2";
+	q.want = EB_VX_PEER_JVM;
+	assert_int_equal(th_run_until(t, kind_pred, &q, 2000), 0);
+	assert_true(eb__vx_member_engine_is_ebnode(c.m, "e2"));
+	assert_false(eb__vx_member_engine_is_ebnode(c.m, "e1"));
+	assert_int_equal(
+	    eb__vx_member_peer_kind(c.m, "nobody"), EB_VX_PEER_UNKNOWN);
+	close_ctx(t, &c);
+}
+
+static void
+test_nodeinfo_meta_bytes(void **state)
+{
+	eb__buf b;
+	char    host[64];
+	int     port = 0;
+	/* as Vert.x writes clusterNodeMetadata: length, then the JSON */
+	static const char want[] = "\x00\x00\x00\x01"
+	                           "h"
+	                           "\x00\x00\x00\x05\x00\x00\x00\x02{}";
+
+	(void) state;
+	eb__buf_init(&b);
+	eb__vx_nodeinfo_put_meta(&b, "h", 5, "{}");
+	assert_int_equal(eb__buf_avail(&b), sizeof(want) - 1);
+	assert_memory_equal(eb__buf_head(&b), want, sizeof(want) - 1);
+	assert_int_equal(eb__vx_nodeinfo_parse(eb__buf_head(&b),
+	                     eb__buf_avail(&b), host, sizeof(host), &port),
+	    0);
+	eb__buf_free(&b);
+}
+
 typedef struct subs_q {
 	ctx        *c;
 	const char *address;
@@ -476,6 +551,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_new_session_recreates, setup, teardown),
 		cmocka_unit_test(test_nodeinfo_parse),
+		cmocka_unit_test_setup_teardown(
+		    test_peer_kind, setup, teardown),
+		cmocka_unit_test(test_nodeinfo_meta_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,50 @@
+/*
+ * A second router for the gateway (issue 26, docs/VERTX.md section 7):
+ * while the Java engine's election is led by a JVM, ingress that enters on
+ * an ebnode node is forwarded to that JVM's ingress consumer instead of
+ * ebnode's own router. The ingress knows nothing about Vert.x: the owner
+ * (node/node_vertx.c) installs these ops, and the gateway asks route()
+ * before each forward:
+ *   OWN  - ebnode's router, as without the ops (held while no ebnode
+ *          leader is reachable);
+ *   EXT  - forward() to the external router;
+ *   WAIT - nobody known to route: held (hold_ms, hold_max, the usual
+ *          explicit failures), flushed by eb_ingress_kick() once route()
+ *          says otherwise.
+ * A forward that fails because its router went away (link down, no
+ * handlers) is retried once through whatever route() says then, as for
+ * ebnode's router. Loop thread only; ops and ctx outlive the ingress.
+ */
+#ifndef EB_INGRESS_INGRESS_EXT_H
+#define EB_INGRESS_INGRESS_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <ebnode/bus.h>
+#include <ebnode/ingress.h>
+
+typedef enum eb__ingress_route {
+	EB__INGRESS_ROUTE_OWN = 0,
+	EB__INGRESS_ROUTE_EXT = 1,
+	EB__INGRESS_ROUTE_WAIT = 2
+} eb__ingress_route;
+
+typedef struct eb__ingress_ext_ops {
+	eb__ingress_route (*route)(void *ctx);
+	/* A request with body (JSON text) and headers (borrowed) to the
+	 * external router: 0 and cb exactly once later (from the bus), or
+	 * a negative error and no cb. */
+	int (*forward)(void *ctx, const char *body, size_t len,
+	    const json_t *headers, uint64_t timeout_ms, eb_bus_reply_cb cb,
+	    void *arg);
+} eb__ingress_ext_ops;
+
+/* Installs ops (NULL: none, ebnode's router only), at any time before
+ * close; forwards in flight keep their callbacks. */
+void eb__ingress_set_ext(
+    eb_ingress *in, const eb__ingress_ext_ops *ops, void *ctx);
+
+#endif
