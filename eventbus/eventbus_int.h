@@ -62,7 +62,8 @@ typedef struct eb__bus_counters {
 
 typedef struct eb__bus_addr {
 	eb__hent         hent;
-	char            *address;   /* owned */
+	char            *address;     /* owned */
+	size_t           address_len; /* strlen(address) */
 	eb__list         consumers; /* of eb_bus_consumer, local, in RR order */
 	uint32_t         n_local;   /* local consumers */
 	uint32_t         n_local_only;
@@ -290,10 +291,18 @@ typedef struct eb__bus_life {
 	void           *close_arg;
 } eb__bus_life;
 
+/* The records eb__bus_addr_find found last (addr.c): one message's path
+ * looks the same few addresses up several times (bridge, bus, gateway,
+ * router: issue 25), and a hit costs a length and a memcmp instead of the
+ * map's keyed hash. A slot is cleared when its record is freed. */
+#define EB__BUS_ADDR_MEMO 4u
+
 /* Addresses (addr.c; watch.c owns the observers). */
 typedef struct eb__bus_addrs {
-	eb__hmap map;      /* of eb__bus_addr, owned */
-	eb__obs  watchers; /* of eb_bus_watch_fn (watch.c) */
+	eb__hmap      map;      /* of eb__bus_addr, owned */
+	eb__obs       watchers; /* of eb_bus_watch_fn (watch.c) */
+	eb__bus_addr *memo[EB__BUS_ADDR_MEMO]; /* borrowed from map */
+	uint32_t      memo_next; /* the slot the next miss fills */
 } eb__bus_addrs;
 
 /* The arrival-ordered turn queue and its idle handle (consumer.c runs it,
