@@ -162,6 +162,22 @@ eb__jsonstr_put_member(
 	b->len += (size_t) (d - dst);
 }
 
+void
+eb__jsonstr_put_plain_member(
+    eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn)
+{
+	char *dst = eb__buf_reserve(b, kn + vn + 6);
+	char *d = dst;
+
+	if (!first) {
+		*d++ = ',';
+	}
+	d = put_plain(d, k, kn);
+	*d++ = ':';
+	d = put_plain(d, v, vn);
+	b->len += (size_t) (d - dst);
+}
+
 /* The end of a plain string's body starting at p (after its '"'), at its
  * closing '"'; NULL when a byte outside printable ASCII, a '\\' or the
  * end comes first. */

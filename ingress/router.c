@@ -375,23 +375,44 @@ eb__ingress_rendezvous(
 /* The stamp header keys, in the order a stamp appends them. */
 enum { STAMP_EPOCH, STAMP_SEQ, STAMP_ENTRY, STAMP_CONFIG, STAMP_N };
 
+static const char *const stamp_keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
+	EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY, EB_INGRESS_HDR_CONFIG };
+
 static int
 stamp_key(const char *k)
 {
-	static const char *const keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
-		EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY,
-		EB_INGRESS_HDR_CONFIG };
-	int                      i;
+	int i;
 
 	if (strncmp(k, "ebnode.", 7) != 0) {
 		return -1;
 	}
 	for (i = 0; i < STAMP_N; i++) {
-		if (strcmp(k, keys[i]) == 0) {
+		if (strcmp(k, stamp_keys[i]) == 0) {
 			return i;
 		}
 	}
 	return -1;
+}
+
+/* One stamp member, its key the constant of stamp i (the key the message
+ * had is equal to it). The keys and the numbers (epoch, sequence, config
+ * version) need no escape, so they skip the check of every byte; the
+ * entry node came with the message and is checked (issue 25). */
+static void
+stamp_put(eb__buf *out, int first, int i, const char *v, size_t vn)
+{
+	static const size_t klen[STAMP_N] = { sizeof(EB_INGRESS_HDR_EPOCH) - 1,
+		sizeof(EB_INGRESS_HDR_SEQ) - 1,
+		sizeof(EB_INGRESS_HDR_ENTRY) - 1,
+		sizeof(EB_INGRESS_HDR_CONFIG) - 1 };
+
+	if (i == STAMP_ENTRY) {
+		eb__jsonstr_put_member(
+		    out, first, stamp_keys[i], klen[i], v, vn);
+	} else {
+		eb__jsonstr_put_plain_member(
+		    out, first, stamp_keys[i], klen[i], v, vn);
+	}
 }
 
 /*
@@ -405,17 +426,14 @@ static void
 stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
     const eb_ingress_stamp *st, eb__buf *out)
 {
-	static const char *const keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
-		EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY,
-		EB_INGRESS_HDR_CONFIG };
-	json_t                  *h = eb__json_unconst(eb_bus_msg_headers(msg));
-	char                     num[STAMP_N][24];
-	const char              *val[STAMP_N];
-	size_t                   len[STAMP_N];
-	int   done[STAMP_N] = { 0, 0, 0, in->config_version == 0 };
-	int   first = 1;
-	int   i;
-	void *it;
+	json_t     *h = eb__json_unconst(eb_bus_msg_headers(msg));
+	char        num[STAMP_N][24];
+	const char *val[STAMP_N];
+	size_t      len[STAMP_N];
+	int         done[STAMP_N] = { 0, 0, 0, in->config_version == 0 };
+	int         first = 1;
+	int         i;
+	void       *it;
 
 	len[STAMP_EPOCH] = eb__dec_u64(num[STAMP_EPOCH], st->epoch);
 	len[STAMP_SEQ] = eb__dec_u64(num[STAMP_SEQ], st->seq);
@@ -434,8 +452,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 
 		i = stamp_key(k);
 		if (i >= 0 && !done[i]) {
-			eb__jsonstr_put_member(
-			    out, first, k, strlen(k), val[i], len[i]);
+			stamp_put(out, first, i, val[i], len[i]);
 			done[i] = 1;
 		} else {
 			/* Not a stamp (or the config key, no version). */
@@ -446,8 +463,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 	}
 	for (i = 0; i < STAMP_N; i++) {
 		if (!done[i]) {
-			eb__jsonstr_put_member(out, first, keys[i],
-			    strlen(keys[i]), val[i], len[i]);
+			stamp_put(out, first, i, val[i], len[i]);
 			first = 0;
 		}
 	}
