@@ -306,7 +306,10 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
 	}
 	eb__bus_rcpt_unit_done(bus, runit_take(bus, u), status,
 	    status != 0 && status != EB_EDUPLICATE ? text : NULL);
-	if (first) {
+	/* As for requests (request.c req_resolve): the timer stays armed for
+	 * u's deadline while later ones wait, fires early once and re-arms
+	 * (rtimer_cb), instead of a stop and start per receipt in order. */
+	if (first && eb__list_first(&bus->rcpt.runits) == NULL) {
 		rtimer_arm(bus);
 	}
 }

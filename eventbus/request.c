@@ -248,7 +248,12 @@ req_resolve(eb_bus *bus, eb__bus_req *r)
 	eb__list_remove(&r->link);
 	eb__list_insert_tail(&bus->req.resolved, &r->link);
 	eb__list_insert_tail(&bus->turn.fifo, &r->turn.link);
-	if (was_first) {
+	/* The timer stays armed for r's deadline when others wait: theirs
+	 * are later, so it fires early, finds nothing due and re-arms
+	 * (timer_cb). Re-arming for every answer in order cost a libuv
+	 * timer stop and start per request (issue 25). Stopped when nothing
+	 * waits, so that an idle bus does not keep the loop alive. */
+	if (was_first && eb__bus_reqheap_min(&bus->req.heap) == NULL) {
 		eb__bus_timer_update(bus);
 	}
 	eb__bus_wake(bus);

@@ -122,6 +122,54 @@ test_timeout_and_late_reply(void **state)
 	bus_shut(t, bus);
 }
 
+/* Answers the first message at once and holds the second. */
+static void
+first_answered_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	if ((*(int *) arg)++ == 0) {
+		assert_int_equal(
+		    eb_bus_msg_reply(msg, NULL, NULL, NULL, NULL, NULL), 0);
+	} else {
+		held = eb_bus_msg_hold(msg);
+	}
+}
+
+/* The timer stays armed for the first request's deadline after it is
+ * answered (issue 25): it fires early for the second, which still times
+ * out after its own 80 ms, not the first's 20; the loop then ends (the
+ * timer stops when nothing waits). */
+static void
+test_timeout_after_first_answered(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 60000, 0);
+	eb_bus_consumer *c;
+	int              calls = 0;
+	outcome          a = { 0 };
+	outcome          b = { 0 };
+	uint64_t         t0;
+	uint64_t         dt;
+
+	held = NULL;
+	assert_int_equal(eb_bus_consumer_new(bus, "half", 0,
+	                     first_answered_handler, &calls, &c),
+	    0);
+	t0 = uv_hrtime();
+	assert_int_equal(request_int(bus, "half", 1, 20, &a), 0);
+	assert_int_equal(request_int(bus, "half", 2, 80, &b), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	dt = (uv_hrtime() - t0) / 1000000u;
+	assert_int_equal(calls, 2);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(a.status, 0);
+	assert_int_equal(b.calls, 1);
+	assert_int_equal(b.status, EB_ETIMEOUT);
+	assert_true(dt >= 79 && dt < 1000 * th_timeout_multiplier());
+	eb_bus_msg_release(held);
+	bus_shut(t, bus);
+}
+
 /* The requester answers the reply (reply-to-reply), three legs deep. */
 static int     rtr_legs;
 static int     rtr_canceled;
@@ -534,6 +582,8 @@ main(void)
 		    test_recipient_failure, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_timeout_and_late_reply, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_timeout_after_first_answered, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reply_to_reply, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
