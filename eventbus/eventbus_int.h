@@ -178,6 +178,15 @@ typedef struct eb__bus_req {
 	eb_bus_msg     *reply;   /* held */
 } eb__bus_req;
 
+/* Freed requests whose address fits EB__BUS_REQ_ADDR bytes are kept per bus
+ * for the next ones, at most EB__BUS_REQ_SPARE (about 40 KiB): an ingress
+ * message makes and frees two requests on the follower (issue 25). */
+#define EB__BUS_REQ_ADDR  64u
+#define EB__BUS_REQ_SPARE 256u
+
+/* Frees the kept requests (bus close, after the last request is freed). */
+void eb__bus_req_pool_free(eb_bus *bus);
+
 /*
  * The deadline min-heap of the pending requests (request.c): a growable
  * array ordered by (deadline, seq), each request knowing its slot (hidx), so
@@ -359,6 +368,9 @@ typedef struct eb__bus_reqs {
 	uint64_t        refused;        /* requests refused at max */
 	char            refuse_text[80]; /* their failure message */
 	uv_timer_t      timer;           /* the first deadline (heap) */
+	void *spare;     /* freed requests kept for the next (request.c): a
+	                  * block's first word links the next; owned */
+	uint32_t nspare; /* blocks on spare, at most EB__BUS_REQ_SPARE */
 } eb__bus_reqs;
 
 /* Delivery receipts (receipt.c). */

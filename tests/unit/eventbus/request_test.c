@@ -170,6 +170,95 @@ test_timeout_after_first_answered(void **state)
 	bus_shut(t, bus);
 }
 
+/* Requests are kept for the next ones when their address fits a kept
+ * block (request.c req_alloc): rounds of more requests than are kept, to
+ * addresses on both sides of the block's room, each answered with its own
+ * value; then timeouts whose text names each address whole. */
+enum { POOL_NA = 6, POOL_N = 300 };
+
+static void
+pool_addresses(char names[POOL_NA][128])
+{
+	static const size_t lens[POOL_NA] = { 1, 62, 63, 64, 65, 100 };
+	int                 i;
+
+	for (i = 0; i < POOL_NA; i++) {
+		memset(names[i], 'a' + i, lens[i]);
+		names[i][lens[i]] = '\0';
+	}
+}
+
+static void
+test_request_pool(void **state)
+{
+	th_loop *t = *state;
+	eb_bus  *bus = bus_open(t, 60000, 0);
+	char     names[POOL_NA][128];
+	rec     *r = calloc(POOL_NA, sizeof(*r));
+	outcome *o = calloc(POOL_N, sizeof(*o));
+	int      round;
+	int      i;
+
+	pool_addresses(names);
+	for (i = 0; i < POOL_NA; i++) {
+		r[i].reply = 1;
+		assert_int_equal(eb_bus_consumer_new(bus, names[i], 0,
+		                     rec_handler, &r[i], &r[i].c),
+		    0);
+	}
+	for (round = 0; round < 3; round++) {
+		memset(o, 0, POOL_N * sizeof(*o));
+		for (i = 0; i < POOL_N; i++) {
+			assert_int_equal(
+			    request_int(bus, names[i % POOL_NA], i, 0, &o[i]),
+			    0);
+		}
+		assert_int_equal(th_loop_run(t), 0);
+		for (i = 0; i < POOL_N; i++) {
+			assert_int_equal(o[i].calls, 1);
+			assert_int_equal(o[i].status, 0);
+			assert_int_equal(o[i].val, i + 1000);
+		}
+	}
+	for (i = 0; i < POOL_NA; i++) {
+		assert_int_equal(r[i].n, 3 * POOL_N / POOL_NA);
+		eb_bus_consumer_close(r[i].c);
+	}
+	free(r);
+	free(o);
+	bus_shut(t, bus);
+}
+
+static void
+test_request_pool_timeouts(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 60000, 0);
+	char             names[POOL_NA][128];
+	eb_bus_consumer *c[POOL_NA];
+	outcome          o[POOL_NA];
+	int              calls = 0;
+	int              i;
+
+	pool_addresses(names);
+	memset(o, 0, sizeof(o));
+	for (i = 0; i < POOL_NA; i++) {
+		assert_int_equal(eb_bus_consumer_new(bus, names[i], 0,
+		                     hold_handler, &calls, &c[i]),
+		    0);
+		held = NULL;
+		assert_int_equal(request_int(bus, names[i], i, 5, &o[i]), 0);
+		assert_int_equal(th_loop_run(t), 0);
+		assert_int_equal(o[i].status, EB_ETIMEOUT);
+		assert_non_null(strstr(o[i].message, names[i]));
+		assert_string_equal(
+		    strstr(o[i].message, "repliedAddress: ") + 16, names[i]);
+		eb_bus_msg_release(held);
+		eb_bus_consumer_close(c[i]);
+	}
+	bus_shut(t, bus);
+}
+
 /* The requester answers the reply (reply-to-reply), three legs deep. */
 static int     rtr_legs;
 static int     rtr_canceled;
@@ -584,6 +673,10 @@ main(void)
 		    test_timeout_and_late_reply, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_timeout_after_first_answered, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_request_pool, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_request_pool_timeouts, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reply_to_reply, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
