@@ -42,6 +42,7 @@
 #include "common/imap.h"
 #include "common/list.h"
 #include "common/obs.h"
+#include "common/spare.h"
 
 #define EB_BUS_REPLY_PREFIX "__vertx.reply."
 /* "__vertx.reply." plus a 64-bit decimal and NUL. */
@@ -368,9 +369,7 @@ typedef struct eb__bus_reqs {
 	uint64_t        refused;        /* requests refused at max */
 	char            refuse_text[80]; /* their failure message */
 	uv_timer_t      timer;           /* the first deadline (heap) */
-	void *spare;     /* freed requests kept for the next (request.c): a
-	                  * block's first word links the next; owned */
-	uint32_t nspare; /* blocks on spare, at most EB__BUS_REQ_SPARE */
+	eb__spare spare; /* freed requests kept for the next (request.c) */
 } eb__bus_reqs;
 
 /* Delivery receipts (receipt.c). */
@@ -384,7 +383,14 @@ typedef struct eb__bus_rcpts {
 	eb__list   runits;    /* of eb__bus_runit, deadline order */
 	eb__imap   runit_map; /* of eb__bus_runit, by id */
 	uv_timer_t timer;     /* the first runit deadline */
+	/* Freed trackers and remote units kept for the next ones (at most
+	 * EB__BUS_RCPT_SPARE each): a confirmed send to another node makes
+	 * and frees one of each (issue 25). */
+	eb__spare spare_rc;
+	eb__spare spare_unit;
 } eb__bus_rcpts;
+
+#define EB__BUS_RCPT_SPARE 256u
 
 /* Fencing (receipt.c, eb__bus_fence_stale; rule 6). */
 typedef struct eb__bus_fence {

@@ -163,60 +163,37 @@ req_refuse(eb_bus *bus, eb__bus_req *r)
 	eb__bus_wake(bus);
 }
 
-/* Off under the sanitizers (as msg.c's pool): each request its own
- * allocation, so that a use after free is seen. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define REQ_SPARE_MAX 0u
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define REQ_SPARE_MAX 0u
-#endif
-#endif
-#ifndef REQ_SPARE_MAX
-#define REQ_SPARE_MAX EB__BUS_REQ_SPARE
-#endif
-
 /* A request with room for an address of an bytes (its NUL included): a
  * kept block when it fits one. */
 static eb__bus_req *
 req_alloc(eb_bus *bus, size_t an)
 {
-	void *b = bus->req.spare;
+	void *b =
+	    an <= EB__BUS_REQ_ADDR ? eb__spare_take(&bus->req.spare) : NULL;
 
-	if (an > EB__BUS_REQ_ADDR || b == NULL) {
-		return eb__malloc(
-		    sizeof(eb__bus_req) +
-		    (an > EB__BUS_REQ_ADDR ? an : EB__BUS_REQ_ADDR));
+	if (b == NULL) {
+		b = eb__malloc(sizeof(eb__bus_req) +
+		               (an > EB__BUS_REQ_ADDR ? an : EB__BUS_REQ_ADDR));
 	}
-	memcpy(&bus->req.spare, b, sizeof(void *));
-	bus->req.nspare--;
 	return b;
 }
 
-/* Frees r's allocation, or keeps it for the next request. */
+/* Frees r's allocation (the address is in it), or keeps it for the next
+ * request when it has the kept blocks' size. */
 static void
 req_release(eb_bus *bus, eb__bus_req *r)
 {
-	if (strlen(r->address) >= EB__BUS_REQ_ADDR ||
-	    bus->req.nspare >= REQ_SPARE_MAX || bus->life.shut) {
-		free(r); /* the address is in the same allocation */
+	if (strlen(r->address) >= EB__BUS_REQ_ADDR || bus->life.shut) {
+		free(r);
 		return;
 	}
-	memcpy(r, &bus->req.spare, sizeof(void *));
-	bus->req.spare = r;
-	bus->req.nspare++;
+	eb__spare_put(&bus->req.spare, r, EB__BUS_REQ_SPARE);
 }
 
 void
 eb__bus_req_pool_free(eb_bus *bus)
 {
-	void *b;
-
-	while ((b = bus->req.spare) != NULL) {
-		memcpy(&bus->req.spare, b, sizeof(void *));
-		free(b);
-	}
-	bus->req.nspare = 0;
+	eb__spare_free(&bus->req.spare);
 }
 
 eb__bus_req *
