@@ -665,16 +665,16 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
 }
 
 /* Routes msg (stamped headers) by send or publish with a receipt; the
- * answer comes from route_receipt_cb. 0, or an error (not routed). */
+ * answer comes from route_receipt_cb. key: msg's ebnode.msgid header (a
+ * checked string) or NULL, as route_one read it. 0, or an error (not
+ * routed). */
 static int
 route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
-    const eb_ingress_stamp *st, const eb__buf *hdr)
+    const eb_ingress_stamp *st, const eb__buf *hdr, const json_t *key)
 {
-	size_t        ent = strlen(st->entry_node) + 1;
-	size_t        to = strlen(r->to) + 1;
-	size_t        hn = eb__buf_avail(hdr);
-	const json_t *key =
-	    json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_MSGID);
+	size_t      ent = strlen(st->entry_node) + 1;
+	size_t      to = strlen(r->to) + 1;
+	size_t      hn = eb__buf_avail(hdr);
 	const char *node = NULL;
 	route_ctx  *x;
 	int         rv;
@@ -783,7 +783,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		return 0;
 	}
 	rv = eb_bus_handler_count(in->bus, r->to) > 0
-	         ? route_start(in, r, msg, &st, &in->stamp_buf)
+	         ? route_start(in, r, msg, &st, &in->stamp_buf, msgid)
 	         : EB_ENOHANDLERS;
 	if (in->stamp_buf.cap > 65536) {
 		eb__buf_free(&in->stamp_buf); /* a rare big one: not kept */
