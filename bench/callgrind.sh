@@ -10,21 +10,26 @@
 # the totals of the three processes divided by COUNT (start-up and the
 # shutdown included: a few percent at 20 000).
 #
-#   bench/callgrind.sh [--count N] [--svg OUT.svg] [--label L]... BUILD_DIR...
-# Prints one line per build and node; --svg draws them as grouped bars.
-# Needs valgrind; each build takes about a minute at 20 000.
+#   bench/callgrind.sh [--count N] [--svg OUT.svg] [--keep DIR]
+#                      [--label L]... BUILD_DIR...
+# Prints one line per build and node; --svg draws them as grouped bars;
+# --keep copies the callgrind outputs to DIR/<label>.<node>.cg (for
+# callgrind_annotate). Needs valgrind; each build takes about a minute at
+# 20 000.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 count=20000
 svg=""
+keep=""
 labels=()
 builds=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--count) count="$2"; shift ;;
 	--svg) svg="$2"; shift ;;
+	--keep) keep="$2"; shift ;;
 	--label) labels+=("$2"); shift ;;
-	-h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
 	*) builds+=("$1") ;;
 	esac
 	shift
@@ -131,6 +136,10 @@ while s.recv(1 << 20):
 		[ "$i" = 2 ] && role=follower
 		[ "$i" = 3 ] && role=consumer
 		printf '%s\t%s\t%s\t%s\n' "$label" "$role" "$ir" "$count" >>"$results"
+		if [ -n "$keep" ]; then
+			mkdir -p "$keep"
+			cp "$out/cg.$pid" "$keep/$(printf '%s' "$label" | tr -c 'A-Za-z0-9_.-' _).$role.cg"
+		fi
 	done
 	bi=$((bi + 1))
 done

@@ -205,7 +205,14 @@ typedef struct eb__breq {
 	eb__bconn *c;      /* NULL once the connection closed */
 	char      *token;  /* in the allocation: the client's replyAddress */
 	char      *source; /* in the allocation: the address it was sent to */
+	int        kept;   /* its block has room for EB__BREQ_STRS bytes */
 } eb__breq;
+
+/* A request's strings (with their NULs) that fit this many bytes get a
+ * block of one size, kept by the bridge for the next request when freed,
+ * at most EB__BREQ_SPARE of them (deliver.c). */
+#define EB__BREQ_STRS  128u
+#define EB__BREQ_SPARE 256u
 
 /* ---- conn.c: lifecycle and owned state ---- */
 

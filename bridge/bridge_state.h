@@ -26,6 +26,7 @@
 #include "common/budget.h"
 #include "common/list.h"
 #include "common/obs.h"
+#include "common/spare.h"
 #include "common/stall.h"
 #include "stream/stream.h"
 
@@ -68,6 +69,10 @@ struct eb_bridge {
 	 * connection's input buffer and what a layer holds for it
 	 * (eb__bconn_layer_hold), plus other servers' charges (budget.h). */
 	eb__budget input;
+
+	/* Freed requests (eb__breq) whose two strings fit EB__BREQ_STRS bytes,
+	 * kept for the next ones (deliver.c; issue 25). */
+	eb__spare breq_spare;
 
 	eb__list conns; /* of eb__bconn (open, not closing) */
 	eb__list

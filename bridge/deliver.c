@@ -101,12 +101,20 @@ eb__bconsumer_add(eb__bconn *c, const char *address)
 static void
 req_free(eb__breq *r)
 {
-	if (r->c != NULL) {
-		r->c->n_reqs--;
-		r->c->b->stats.requests_in_flight--;
-	}
 	eb__list_remove(&r->link);
-	free(r); /* its strings are in the same allocation */
+	if (r->c == NULL) {
+		free(r); /* its strings are in the same allocation */
+		return;
+	}
+	r->c->n_reqs--;
+	r->c->b->stats.requests_in_flight--;
+	/* Only while its connection is open: the bridge is still there, and
+	 * frees the kept blocks after its last connection. */
+	if (r->kept) {
+		eb__spare_put(&r->c->b->breq_spare, r, EB__BREQ_SPARE);
+	} else {
+		free(r);
+	}
 }
 
 void
@@ -138,10 +146,15 @@ eb__breq_new(eb__bconn *c, const char *token, const char *source)
 {
 	size_t    tn = strlen(token) + 1;
 	size_t    sn = strlen(source) + 1;
-	eb__breq *r = eb__malloc(sizeof(*r) + tn + sn);
+	int       kept = tn + sn <= EB__BREQ_STRS;
+	eb__breq *r = kept ? eb__spare_take(&c->b->breq_spare) : NULL;
 
 	/* One allocation: the request, then its two strings. */
+	if (r == NULL) {
+		r = eb__malloc(sizeof(*r) + (kept ? EB__BREQ_STRS : tn + sn));
+	}
 	memset(r, 0, sizeof(*r));
+	r->kept = kept;
 	r->c = c;
 	r->token = (char *) (r + 1);
 	memcpy(r->token, token, tn);

@@ -199,6 +199,7 @@ fail:
 static void
 bridge_free(eb_bridge *b)
 {
+	eb__spare_free(&b->breq_spare); /* after the last connection */
 	eb__obs_free(&b->closed_obs);
 	eb__perm_free(&b->outbound);
 	eb__perm_free(&b->inbound);

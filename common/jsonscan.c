@@ -1,12 +1,13 @@
 /*
  * The RFC 8259 scanner (jsonscan.h). Strings are the hot part: runs of
- * plain bytes are skipped 8 at a time, and only a quote, a backslash, a
- * control byte or a UTF-8 lead byte stops the run.
+ * plain bytes are skipped 16 or 8 at a time (common/jsonrun.h), and only a
+ * quote, a backslash, a control byte or a UTF-8 lead byte stops the run.
  */
 #include "common/jsonscan.h"
 
 #include <string.h>
 
+#include "common/jsonrun.h"
 #include "common/util.h"
 
 void
@@ -71,41 +72,6 @@ utf8_len(const unsigned char *p, const unsigned char *end)
 		return 0;
 	}
 	return n;
-}
-
-#define JS_ONES  0x0101010101010101u
-#define JS_HIGHS 0x8080808080808080u
-
-/* Skips 8 bytes at a time while none is '"', '\\', a control or >= 0x80
- * (word-at-a-time). In the first word that has one, the lowest flagged
- * byte is exactly the first such byte (a borrow only follows a byte that
- * matched): on a little-endian machine the run ends there; elsewhere the
- * caller's byte loop finds it. */
-static const unsigned char *
-plain_run(const unsigned char *p, const unsigned char *end)
-{
-	uint64_t w;
-	uint64_t q;
-	uint64_t b;
-	uint64_t m;
-
-	while (end - p >= 8) {
-		memcpy(&w, p, 8);
-		q = w ^ (JS_ONES * '"');
-		b = w ^ (JS_ONES * '\\');
-		/* Per byte: < 0x20, == '"', == '\\', >= 0x80. */
-		m = (((w - JS_ONES * 0x20u) & ~w) | ((q - JS_ONES) & ~q) |
-		        ((b - JS_ONES) & ~b) | w) &
-		    JS_HIGHS;
-		if (m != 0) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			p += (unsigned) __builtin_ctzll(m) >> 3;
-#endif
-			break;
-		}
-		p += 8;
-	}
-	return p;
 }
 
 /* 1: a byte that ends a plain run ('"', '\\', controls, >= 0x80). */
@@ -176,7 +142,7 @@ eb__jscan_string(eb__jscan *s, const char **str, size_t *len, int *esc)
 	start = ++s->p;
 	*esc = 0;
 	for (;;) {
-		p = plain_run(s->p, s->end);
+		p = eb__json_plain_run(s->p, s->end, 0);
 		while (p < s->end && !js_stop[*p]) {
 			p++;
 		}

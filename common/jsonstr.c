@@ -8,6 +8,8 @@
 
 #include <uv.h>
 
+#include "common/jsonrun.h"
+
 /* The escape of each byte, 0 when it is written as it is: the two-character
  * escapes jansson uses, 'u' for the other control characters. */
 static const char esc_tab[256] = {
@@ -162,39 +164,32 @@ eb__jsonstr_put_member(
 	b->len += (size_t) (d - dst);
 }
 
+void
+eb__jsonstr_put_plain_member(
+    eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn)
+{
+	char *dst = eb__buf_reserve(b, kn + vn + 6);
+	char *d = dst;
+
+	if (!first) {
+		*d++ = ',';
+	}
+	d = put_plain(d, k, kn);
+	*d++ = ':';
+	d = put_plain(d, v, vn);
+	b->len += (size_t) (d - dst);
+}
+
 /* The end of a plain string's body starting at p (after its '"'), at its
  * closing '"'; NULL when a byte outside printable ASCII, a '\\' or the
  * end comes first. */
 static const char *
 plain_body_end(const char *p, const char *end)
 {
-	const uint64_t ones = 0x0101010101010101ull;
-	const uint64_t highs = 0x8080808080808080ull;
-	uint64_t       w;
-	uint64_t       q;
-	uint64_t       b;
-
-	uint64_t m;
-
-	/* Eight bytes at a time while none is a control, '"', '\\' or
-	 * >= 0x7f. A borrow or carry only follows a byte that matched, so
-	 * the lowest flagged byte is exactly the first one: on a little-endian
-	 * machine the scan jumps there, elsewhere the byte loop finds it. */
-	while (end - p >= 8) {
-		memcpy(&w, p, 8);
-		q = w ^ (ones * '"');
-		b = w ^ (ones * '\\');
-		m = (((w - ones * 0x20u) & ~w) | ((q - ones) & ~q) |
-		        ((b - ones) & ~b) | (w + ones) | w) &
-		    highs;
-		if (m != 0) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			p += (unsigned) __builtin_ctzll(m) >> 3;
-#endif
-			break;
-		}
-		p += 8;
-	}
+	/* Past the run of bytes that are surely plain (common/jsonrun.h;
+	 * 0x7f stops it too), then byte by byte. */
+	p = (const char *) eb__json_plain_run(
+	    (const unsigned char *) p, (const unsigned char *) end, 1);
 	for (; p < end; p++) {
 		unsigned char c = (unsigned char) *p;
 

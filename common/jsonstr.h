@@ -44,6 +44,11 @@ int eb__jsonstr_put_object(eb__buf *b, const json_t *obj);
 void eb__jsonstr_put_member(
     eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn);
 
+/* The same for a key and a value the caller knows need no escape (a
+ * constant name, decimal digits): written as they are, unchecked. */
+void eb__jsonstr_put_plain_member(
+    eb__buf *b, int first, const char *k, size_t kn, const char *v, size_t vn);
+
 /* Parses p[0..n) when it is a compact object of strings whose keys and
  * values are printable ASCII without '"' or '\\' and whose keys are
  * distinct, e.g. {"ebnode.epoch":"3","ebnode.seq":"17"}: a new object, the

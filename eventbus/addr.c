@@ -1,7 +1,10 @@
 /*
  * The address table: a string-keyed intrusive hash map and the per-address
  * records (local consumers, remote interest, counters), plus the statistics
- * iteration of the public API. Loop thread only.
+ * iteration of the public API. A memo of the last few records found
+ * (eb__bus_addrs.memo) answers repeated lookups of one message's path
+ * without hashing; it only ever holds records of the map, and a record
+ * leaves it before it is freed. Loop thread only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +15,29 @@
 eb__bus_addr *
 eb__bus_addr_find(eb_bus *bus, const char *address)
 {
-	eb__hent *e = eb__hmap_get(&bus->addr.map, address);
+	eb__bus_addrs *t = &bus->addr;
+	size_t         n = strlen(address);
+	eb__bus_addr  *a;
+	eb__hent      *e;
+	uint32_t       i;
 
-	return e == NULL ? NULL : EB_CONTAINER_OF(e, eb__bus_addr, hent);
+	/* The memo first: it holds only records of the map, compared whole,
+	 * so a hit is what the map would return. A miss costs a few length
+	 * compares, whatever the address (peer-chosen ones included). */
+	for (i = 0; i < EB__BUS_ADDR_MEMO; i++) {
+		a = t->memo[i];
+		if (a != NULL && a->address_len == n &&
+		    memcmp(a->address, address, n) == 0) {
+			return a;
+		}
+	}
+	e = eb__hmap_get(&t->map, address);
+	if (e == NULL) {
+		return NULL;
+	}
+	a = EB_CONTAINER_OF(e, eb__bus_addr, hent);
+	t->memo[t->memo_next++ % EB__BUS_ADDR_MEMO] = a;
+	return a;
 }
 
 eb__bus_addr *
@@ -27,6 +50,7 @@ eb__bus_addr_get(eb_bus *bus, const char *address)
 	}
 	a = eb__calloc(1, sizeof(*a));
 	a->address = eb__strdup(address);
+	a->address_len = strlen(address);
 	a->hent.key = a->address;
 	eb__list_init(&a->consumers);
 	eb__hmap_put(&bus->addr.map, &a->hent);
@@ -36,6 +60,13 @@ eb__bus_addr_get(eb_bus *bus, const char *address)
 static void
 addr_free(eb_bus *bus, eb__bus_addr *a)
 {
+	uint32_t i;
+
+	for (i = 0; i < EB__BUS_ADDR_MEMO; i++) {
+		if (bus->addr.memo[i] == a) {
+			bus->addr.memo[i] = NULL;
+		}
+	}
 	if (bus->remote.ops != NULL && a->remote != NULL) {
 		bus->remote.ops->addr_free(bus->remote.ctx, a);
 	}

@@ -142,6 +142,7 @@ bus_free(eb_bus *bus)
 	eb__bus_addr_free_all(bus);
 	eb__bus_remote_free(bus);    /* after the records that point into it */
 	eb__bus_qent_pool_free(bus); /* after the consumers gave theirs back */
+	eb__bus_req_pool_free(bus);  /* after the last request was freed */
 	json_decref(bus->msg.empty_headers); /* held messages keep their ref */
 	eb__imap_free(&bus->req.map);
 	eb__bus_rcpt_free_all(bus);

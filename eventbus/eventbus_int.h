@@ -42,6 +42,7 @@
 #include "common/imap.h"
 #include "common/list.h"
 #include "common/obs.h"
+#include "common/spare.h"
 
 #define EB_BUS_REPLY_PREFIX "__vertx.reply."
 /* "__vertx.reply." plus a 64-bit decimal and NUL. */
@@ -62,7 +63,8 @@ typedef struct eb__bus_counters {
 
 typedef struct eb__bus_addr {
 	eb__hent         hent;
-	char            *address;   /* owned */
+	char            *address;     /* owned */
+	size_t           address_len; /* strlen(address) */
 	eb__list         consumers; /* of eb_bus_consumer, local, in RR order */
 	uint32_t         n_local;   /* local consumers */
 	uint32_t         n_local_only;
@@ -177,6 +179,15 @@ typedef struct eb__bus_req {
 	eb_bus_msg     *reply;   /* held */
 } eb__bus_req;
 
+/* Freed requests whose address fits EB__BUS_REQ_ADDR bytes are kept per bus
+ * for the next ones, at most EB__BUS_REQ_SPARE (about 40 KiB): an ingress
+ * message makes and frees two requests on the follower (issue 25). */
+#define EB__BUS_REQ_ADDR  64u
+#define EB__BUS_REQ_SPARE 256u
+
+/* Frees the kept requests (bus close, after the last request is freed). */
+void eb__bus_req_pool_free(eb_bus *bus);
+
 /*
  * The deadline min-heap of the pending requests (request.c): a growable
  * array ordered by (deadline, seq), each request knowing its slot (hidx), so
@@ -290,10 +301,18 @@ typedef struct eb__bus_life {
 	void           *close_arg;
 } eb__bus_life;
 
+/* The records eb__bus_addr_find found last (addr.c): one message's path
+ * looks the same few addresses up several times (bridge, bus, gateway,
+ * router: issue 25), and a hit costs a length and a memcmp instead of the
+ * map's keyed hash. A slot is cleared when its record is freed. */
+#define EB__BUS_ADDR_MEMO 4u
+
 /* Addresses (addr.c; watch.c owns the observers). */
 typedef struct eb__bus_addrs {
-	eb__hmap map;      /* of eb__bus_addr, owned */
-	eb__obs  watchers; /* of eb_bus_watch_fn (watch.c) */
+	eb__hmap      map;      /* of eb__bus_addr, owned */
+	eb__obs       watchers; /* of eb_bus_watch_fn (watch.c) */
+	eb__bus_addr *memo[EB__BUS_ADDR_MEMO]; /* borrowed from map */
+	uint32_t      memo_next; /* the slot the next miss fills */
 } eb__bus_addrs;
 
 /* The arrival-ordered turn queue and its idle handle (consumer.c runs it,
@@ -350,6 +369,7 @@ typedef struct eb__bus_reqs {
 	uint64_t        refused;        /* requests refused at max */
 	char            refuse_text[80]; /* their failure message */
 	uv_timer_t      timer;           /* the first deadline (heap) */
+	eb__spare spare; /* freed requests kept for the next (request.c) */
 } eb__bus_reqs;
 
 /* Delivery receipts (receipt.c). */
@@ -363,7 +383,14 @@ typedef struct eb__bus_rcpts {
 	eb__list   runits;    /* of eb__bus_runit, deadline order */
 	eb__imap   runit_map; /* of eb__bus_runit, by id */
 	uv_timer_t timer;     /* the first runit deadline */
+	/* Freed trackers and remote units kept for the next ones (at most
+	 * EB__BUS_RCPT_SPARE each): a confirmed send to another node makes
+	 * and frees one of each (issue 25). */
+	eb__spare spare_rc;
+	eb__spare spare_unit;
 } eb__bus_rcpts;
+
+#define EB__BUS_RCPT_SPARE 256u
 
 /* Fencing (receipt.c, eb__bus_fence_stale; rule 6). */
 typedef struct eb__bus_fence {

@@ -84,8 +84,12 @@ eb__bus_fence_stale(eb_bus *bus, uint64_t epoch)
 eb__bus_rcpt *
 eb__bus_rcpt_new(eb_bus *bus, eb_bus_receipt_cb cb, void *arg)
 {
-	eb__bus_rcpt *rc = eb__calloc(1, sizeof(*rc));
+	eb__bus_rcpt *rc = eb__spare_take(&bus->rcpt.spare_rc);
 
+	if (rc == NULL) {
+		rc = eb__malloc(sizeof(*rc));
+	}
+	memset(rc, 0, sizeof(*rc));
 	rc->cb = cb;
 	rc->arg = arg;
 	rc->timeout_ms = bus->rcpt.timeout_ms;
@@ -97,10 +101,14 @@ eb__bus_rcpt_new(eb_bus *bus, eb_bus_receipt_cb cb, void *arg)
 }
 
 static void
-rcpt_free(eb__bus_rcpt *rc)
+rcpt_free(eb_bus *bus, eb__bus_rcpt *rc)
 {
 	free(rc->reason);
-	free(rc);
+	if (bus->life.shut) {
+		free(rc);
+	} else {
+		eb__spare_put(&bus->rcpt.spare_rc, rc, EB__BUS_RCPT_SPARE);
+	}
 }
 
 /* Records the first failure (later ones only count as undelivered). */
@@ -149,7 +157,7 @@ rcpt_maybe_complete(eb_bus *bus, eb__bus_rcpt *rc)
 		    rc->peer_id, rc->status, rc->delivered, rc->targets,
 		    rc->orig_epoch, rc->orig_seq);
 	}
-	rcpt_free(rc);
+	rcpt_free(bus, rc);
 }
 
 void
@@ -230,7 +238,11 @@ runit_take(eb_bus *bus, eb__bus_runit *u)
 
 	eb__imap_del(&bus->rcpt.runit_map, &u->ient);
 	eb__list_remove(&u->link);
-	free(u);
+	if (bus->life.shut) {
+		free(u);
+	} else {
+		eb__spare_put(&bus->rcpt.spare_unit, u, EB__BUS_RCPT_SPARE);
+	}
 	return rc;
 }
 
@@ -268,7 +280,10 @@ eb__bus_rcpt_forward(
 		rcpt_note(rc, rv, rv == EB_ELINKDOWN ? text : NULL);
 		return;
 	}
-	u = eb__calloc(1, sizeof(*u));
+	if ((u = eb__spare_take(&bus->rcpt.spare_unit)) == NULL) {
+		u = eb__malloc(sizeof(*u));
+	}
+	memset(u, 0, sizeof(*u));
 	u->ient.id = id;
 	u->peer = node;
 	u->rc = rc;
@@ -306,7 +321,10 @@ eb__bus_rcpt_remote(eb_bus *bus, uint32_t peer, uint64_t id, int status,
 	}
 	eb__bus_rcpt_unit_done(bus, runit_take(bus, u), status,
 	    status != 0 && status != EB_EDUPLICATE ? text : NULL);
-	if (first) {
+	/* As for requests (request.c req_resolve): the timer stays armed for
+	 * u's deadline while later ones wait, fires early once and re-arms
+	 * (rtimer_cb), instead of a stop and start per receipt in order. */
+	if (first && eb__list_first(&bus->rcpt.runits) == NULL) {
 		rtimer_arm(bus);
 	}
 }
@@ -381,7 +399,7 @@ eb__bus_rcpt_run_done(eb_bus *bus)
 
 		eb__list_remove(it);
 		rcpt_call(bus, rc);
-		rcpt_free(rc);
+		rcpt_free(bus, rc);
 	}
 }
 
@@ -403,7 +421,7 @@ eb__bus_rcpt_cancel_all(eb_bus *bus)
 
 		eb__list_remove(it);
 		rcpt_call(bus, rc);
-		rcpt_free(rc);
+		rcpt_free(bus, rc);
 	}
 	/* Trackers still waiting for queued deliveries: their senders hear
 	 * EB_ECANCELED now; the trackers are freed (orphaned) when the
@@ -427,4 +445,6 @@ void
 eb__bus_rcpt_free_all(eb_bus *bus)
 {
 	eb__imap_free(&bus->rcpt.runit_map);
+	eb__spare_free(&bus->rcpt.spare_rc);
+	eb__spare_free(&bus->rcpt.spare_unit);
 }

@@ -163,12 +163,45 @@ req_refuse(eb_bus *bus, eb__bus_req *r)
 	eb__bus_wake(bus);
 }
 
+/* A request with room for an address of an bytes (its NUL included): a
+ * kept block when it fits one. */
+static eb__bus_req *
+req_alloc(eb_bus *bus, size_t an)
+{
+	void *b =
+	    an <= EB__BUS_REQ_ADDR ? eb__spare_take(&bus->req.spare) : NULL;
+
+	if (b == NULL) {
+		b = eb__malloc(sizeof(eb__bus_req) +
+		               (an > EB__BUS_REQ_ADDR ? an : EB__BUS_REQ_ADDR));
+	}
+	return b;
+}
+
+/* Frees r's allocation (the address is in it), or keeps it for the next
+ * request when it has the kept blocks' size. */
+static void
+req_release(eb_bus *bus, eb__bus_req *r)
+{
+	if (strlen(r->address) >= EB__BUS_REQ_ADDR || bus->life.shut) {
+		free(r);
+		return;
+	}
+	eb__spare_put(&bus->req.spare, r, EB__BUS_REQ_SPARE);
+}
+
+void
+eb__bus_req_pool_free(eb_bus *bus)
+{
+	eb__spare_free(&bus->req.spare);
+}
+
 eb__bus_req *
 eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
     eb_bus_reply_cb cb, void *arg)
 {
 	size_t       an = strlen(address) + 1;
-	eb__bus_req *r = eb__malloc(sizeof(*r) + an);
+	eb__bus_req *r = req_alloc(bus, an);
 
 	/* One allocation: the request, then the address (also kept by a
 	 * refused one: it costs nothing more). */
@@ -248,7 +281,12 @@ req_resolve(eb_bus *bus, eb__bus_req *r)
 	eb__list_remove(&r->link);
 	eb__list_insert_tail(&bus->req.resolved, &r->link);
 	eb__list_insert_tail(&bus->turn.fifo, &r->turn.link);
-	if (was_first) {
+	/* The timer stays armed for r's deadline when others wait: theirs
+	 * are later, so it fires early, finds nothing due and re-arms
+	 * (timer_cb). Re-arming for every answer in order cost a libuv
+	 * timer stop and start per request (issue 25). Stopped when nothing
+	 * waits, so that an idle bus does not keep the loop alive. */
+	if (was_first && eb__bus_reqheap_min(&bus->req.heap) == NULL) {
 		eb__bus_timer_update(bus);
 	}
 	eb__bus_wake(bus);
@@ -304,12 +342,12 @@ eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r)
 }
 
 static void
-req_free(eb__bus_req *r)
+req_free(eb_bus *bus, eb__bus_req *r)
 {
 	eb__list_remove(&r->turn.link);
 	eb_bus_msg_release(r->reply);
 	free(r->fmsg);
-	free(r); /* the address is in the same allocation */
+	req_release(bus, r);
 }
 
 void
@@ -319,7 +357,7 @@ eb__bus_req_run(eb_bus *bus, eb__bus_req *r)
 	eb__list_remove(&r->turn.link);
 	r->cb(bus, r->status, r->reply, r->status == 0 ? NULL : &r->failure,
 	    r->arg);
-	req_free(r);
+	req_free(bus, r);
 }
 
 void
@@ -344,7 +382,7 @@ eb__bus_req_cancel_all(eb_bus *bus)
 
 		eb__list_remove(it);
 		r->cb(bus, EB_ECANCELED, NULL, &canceled, r->arg);
-		req_free(r);
+		req_free(bus, r);
 	}
 }
 

@@ -375,23 +375,44 @@ eb__ingress_rendezvous(
 /* The stamp header keys, in the order a stamp appends them. */
 enum { STAMP_EPOCH, STAMP_SEQ, STAMP_ENTRY, STAMP_CONFIG, STAMP_N };
 
+static const char *const stamp_keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
+	EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY, EB_INGRESS_HDR_CONFIG };
+
 static int
 stamp_key(const char *k)
 {
-	static const char *const keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
-		EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY,
-		EB_INGRESS_HDR_CONFIG };
-	int                      i;
+	int i;
 
 	if (strncmp(k, "ebnode.", 7) != 0) {
 		return -1;
 	}
 	for (i = 0; i < STAMP_N; i++) {
-		if (strcmp(k, keys[i]) == 0) {
+		if (strcmp(k, stamp_keys[i]) == 0) {
 			return i;
 		}
 	}
 	return -1;
+}
+
+/* One stamp member, its key the constant of stamp i (the key the message
+ * had is equal to it). The keys and the numbers (epoch, sequence, config
+ * version) need no escape, so they skip the check of every byte; the
+ * entry node came with the message and is checked (issue 25). */
+static void
+stamp_put(eb__buf *out, int first, int i, const char *v, size_t vn)
+{
+	static const size_t klen[STAMP_N] = { sizeof(EB_INGRESS_HDR_EPOCH) - 1,
+		sizeof(EB_INGRESS_HDR_SEQ) - 1,
+		sizeof(EB_INGRESS_HDR_ENTRY) - 1,
+		sizeof(EB_INGRESS_HDR_CONFIG) - 1 };
+
+	if (i == STAMP_ENTRY) {
+		eb__jsonstr_put_member(
+		    out, first, stamp_keys[i], klen[i], v, vn);
+	} else {
+		eb__jsonstr_put_plain_member(
+		    out, first, stamp_keys[i], klen[i], v, vn);
+	}
 }
 
 /*
@@ -405,17 +426,14 @@ static void
 stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
     const eb_ingress_stamp *st, eb__buf *out)
 {
-	static const char *const keys[STAMP_N] = { EB_INGRESS_HDR_EPOCH,
-		EB_INGRESS_HDR_SEQ, EB_INGRESS_HDR_ENTRY,
-		EB_INGRESS_HDR_CONFIG };
-	json_t                  *h = eb__json_unconst(eb_bus_msg_headers(msg));
-	char                     num[STAMP_N][24];
-	const char              *val[STAMP_N];
-	size_t                   len[STAMP_N];
-	int   done[STAMP_N] = { 0, 0, 0, in->config_version == 0 };
-	int   first = 1;
-	int   i;
-	void *it;
+	json_t     *h = eb__json_unconst(eb_bus_msg_headers(msg));
+	char        num[STAMP_N][24];
+	const char *val[STAMP_N];
+	size_t      len[STAMP_N];
+	int         done[STAMP_N] = { 0, 0, 0, in->config_version == 0 };
+	int         first = 1;
+	int         i;
+	void       *it;
 
 	len[STAMP_EPOCH] = eb__dec_u64(num[STAMP_EPOCH], st->epoch);
 	len[STAMP_SEQ] = eb__dec_u64(num[STAMP_SEQ], st->seq);
@@ -434,8 +452,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 
 		i = stamp_key(k);
 		if (i >= 0 && !done[i]) {
-			eb__jsonstr_put_member(
-			    out, first, k, strlen(k), val[i], len[i]);
+			stamp_put(out, first, i, val[i], len[i]);
 			done[i] = 1;
 		} else {
 			/* Not a stamp (or the config key, no version). */
@@ -446,8 +463,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 	}
 	for (i = 0; i < STAMP_N; i++) {
 		if (!done[i]) {
-			eb__jsonstr_put_member(out, first, keys[i],
-			    strlen(keys[i]), val[i], len[i]);
+			stamp_put(out, first, i, val[i], len[i]);
 			first = 0;
 		}
 	}
@@ -649,16 +665,16 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
 }
 
 /* Routes msg (stamped headers) by send or publish with a receipt; the
- * answer comes from route_receipt_cb. 0, or an error (not routed). */
+ * answer comes from route_receipt_cb. key: msg's ebnode.msgid header (a
+ * checked string) or NULL, as route_one read it. 0, or an error (not
+ * routed). */
 static int
 route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
-    const eb_ingress_stamp *st, const eb__buf *hdr)
+    const eb_ingress_stamp *st, const eb__buf *hdr, const json_t *key)
 {
-	size_t        ent = strlen(st->entry_node) + 1;
-	size_t        to = strlen(r->to) + 1;
-	size_t        hn = eb__buf_avail(hdr);
-	const json_t *key =
-	    json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_MSGID);
+	size_t      ent = strlen(st->entry_node) + 1;
+	size_t      to = strlen(r->to) + 1;
+	size_t      hn = eb__buf_avail(hdr);
 	const char *node = NULL;
 	route_ctx  *x;
 	int         rv;
@@ -767,7 +783,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		return 0;
 	}
 	rv = eb_bus_handler_count(in->bus, r->to) > 0
-	         ? route_start(in, r, msg, &st, &in->stamp_buf)
+	         ? route_start(in, r, msg, &st, &in->stamp_buf, msgid)
 	         : EB_ENOHANDLERS;
 	if (in->stamp_buf.cap > 65536) {
 		eb__buf_free(&in->stamp_buf); /* a rare big one: not kept */

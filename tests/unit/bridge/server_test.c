@@ -4,6 +4,7 @@
  * (ping/pong, register/publish, request to nobody, connection limit,
  * oversize length, consumers removed on close, stats and the iterator).
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +371,103 @@ test_protocol(void **state)
 	}
 	assert_int_equal(
 	    eb_bus_send(f->bus, "a", NULL, NULL, NULL), EB_ENOHANDLERS);
+	fixture_free(f);
+}
+
+/* A bus consumer that answers every request with its own body. */
+static void
+echo_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(void) arg;
+	assert_int_equal(
+	    eb_bus_msg_reply(msg, eb_bus_msg_body(msg), NULL, NULL, NULL, NULL),
+	    0);
+}
+
+/* Every kept request block has room for EB__BREQ_STRS bytes of strings
+ * (none is kept under the sanitizers). */
+static void
+check_kept_blocks(eb_bridge *b)
+{
+	void    *p = b->breq_spare.head;
+	uint32_t n = 0;
+
+	while (p != NULL) {
+		assert_true(
+		    malloc_usable_size(p) >= sizeof(eb__breq) + EB__BREQ_STRS);
+		memcpy(&p, p, sizeof(p));
+		n++;
+	}
+	assert_int_equal(n, b->breq_spare.n);
+	assert_true(n <= EB__BREQ_SPARE);
+#ifndef EB__SPARE_OFF
+	assert_true(n > 0);
+#endif
+}
+
+/* Bridge requests are kept for the next ones when their replyAddress and
+ * address fit a kept block (deliver.c, EB__BREQ_STRS = 128 with the NULs):
+ * rounds of requests whose strings take 7, 127, 128, 129 and 205 bytes,
+ * each answered to its own replyAddress with its own body. */
+static void
+test_request_blocks(void **state)
+{
+	th_loop                  *t = *state;
+	const eb_bridge_permitted all[] = { { NULL, NULL } };
+	static const size_t       lens[] = { 1, 121, 122, 123, 199 };
+	enum { NL = sizeof(lens) / sizeof(lens[0]) };
+	eb_bridge_opts   o;
+	eb_bus_consumer *ec;
+	fixture         *f;
+	tclient          c;
+	char             token[200];
+	char             frame[400];
+	char             want_addr[220];
+	int              round;
+	size_t           i;
+
+	eb_bridge_opts_init(&o);
+	o.inbound = all;
+	o.inbound_count = 1;
+	o.outbound = all;
+	o.outbound_count = 1;
+	f = fixture_new(t, &o);
+	assert_int_equal(
+	    eb_bus_consumer_new(f->bus, "echo", 0, echo_handler, NULL, &ec), 0);
+	tclient_connect(f, &c);
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < NL; i++) {
+			memset(token, 'a' + (int) i, lens[i]);
+			token[lens[i]] = '\0';
+			(void) snprintf(frame, sizeof(frame),
+			    "{\"type\":\"send\",\"address\":\"echo\","
+			    "\"replyAddress\":\"%s\",\"body\":%d}",
+			    token, round * 10 + (int) i);
+			tclient_frame(&c, frame);
+		}
+		for (i = 0; i < NL; i++) {
+			int   idx = round * (int) NL + (int) i;
+			want  w = { &c, idx + 1 };
+			char *body;
+
+			assert_int_equal(
+			    th_run_until(f->t, have_frames, &w, 2000), 0);
+			memset(token, 'a' + (int) i, lens[i]);
+			token[lens[i]] = '\0';
+			(void) snprintf(want_addr, sizeof(want_addr),
+			    "\"address\":\"%s\"", token);
+			assert_non_null(strstr(c.frames[idx], want_addr));
+			body = strstr(c.frames[idx], "\"body\":");
+			assert_non_null(body);
+			assert_int_equal(
+			    strtol(body + 7, NULL, 10), round * 10 + (int) i);
+		}
+	}
+	assert_int_equal(c.nframes, 3 * (int) NL);
+	check_kept_blocks(f->b);
+	eb_bus_consumer_close(ec);
+	tclient_close(f, &c);
 	fixture_free(f);
 }
 
@@ -752,6 +850,8 @@ main(void)
 		    test_port_in_use, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_protocol, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_request_blocks, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_limits, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(

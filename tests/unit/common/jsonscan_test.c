@@ -1,10 +1,12 @@
 /* Unit tests for common/jsonscan.h: chosen texts with the decision RFC 8259
  * makes, the same texts and random mutations of valid ones against jansson
- * (tests/harness/jsonref.h), spans, the depth bound and unescaping. */
+ * (tests/harness/jsonref.h), spans, the depth bound and unescaping; the
+ * plain run both scanners share (common/jsonrun.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonrun.h"
 #include "common/jsonscan.h"
 #include "tests/harness/jsonref.h"
 #include "tests/harness/th.h"
@@ -269,6 +271,79 @@ test_mutations(void **state)
 	assert_true(taken > 10000 && taken < 190000);
 }
 
+/* 1 when c stops a plain run (common/jsonrun.h). */
+static int
+run_stop(unsigned char c, int del)
+{
+	return c == '"' || c == '\\' || c < 0x20 || c >= 0x80 ||
+	       (del && c == 0x7f);
+}
+
+/* One case: n bytes at buf + off, the byte at `at` set to c (when n > 0),
+ * a '"' just past the end that the scan must not see. */
+static void
+plain_run_case(size_t off, size_t n, size_t at, unsigned char c, int del)
+{
+	unsigned char        buf[8 + 48 + 1];
+	const unsigned char *p = buf + off;
+	const unsigned char *r;
+	size_t               want;
+	size_t               i;
+
+	memset(buf, 'a', sizeof(buf));
+	if (n > 0) {
+		buf[off + at] = c;
+	}
+	buf[off + n] = '"';
+	want = n > 0 && run_stop(c, del) ? at : n;
+	r = eb__json_plain_run(p, p + n, del);
+	assert_true(r >= p && r <= p + n);
+	for (i = 0; i < (size_t) (r - p); i++) {
+		assert_false(run_stop(p[i], del));
+	}
+	assert_true((size_t) (r - p) <= want);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* In a whole word (or 16-byte block) the stop is found exactly. */
+	if (want < n && want / 8 < n / 8) {
+		assert_int_equal(r - p, want);
+	}
+#endif
+}
+
+/* Every position of byte c in n bytes at offset off, both stop sets. */
+static void
+plain_run_len(size_t off, size_t n, unsigned char c)
+{
+	size_t at;
+
+	for (at = 0; at < n || at == 0; at++) {
+		plain_run_case(off, n, at, c, 0);
+		plain_run_case(off, n, at, c, 1);
+	}
+}
+
+/* eb__json_plain_run at every offset and length up to 48 bytes, with one
+ * byte of each kind at every position: no stop byte is skipped, nothing
+ * past the end is read, and in whole words the stop is found exactly. */
+static void
+test_plain_run(void **state)
+{
+	static const unsigned char bytes[] = { '"', '\\', 0x00, 0x1f, 0x7f,
+		0x80, 0xc3, 0xff, 0x20, 'z' };
+	size_t                     off;
+	size_t                     n;
+	size_t                     k;
+
+	(void) state;
+	for (k = 0; k < sizeof(bytes); k++) {
+		for (off = 0; off < 8; off++) {
+			for (n = 0; n <= 48; n++) {
+				plain_run_len(off, n, bytes[k]);
+			}
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -278,6 +353,7 @@ main(void)
 		cmocka_unit_test(test_spans),
 		cmocka_unit_test(test_unescape),
 		cmocka_unit_test(test_mutations),
+		cmocka_unit_test(test_plain_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -308,6 +308,41 @@ test_plain_round_trip(void **state)
 	}
 }
 
+/* put_plain_member writes what put_member writes for strings that need no
+ * escape (the router's stamp keys and numbers). */
+static void
+test_plain_member(void **state)
+{
+	static const char *kv[][2] = {
+		{ "ebnode.epoch", "9" },
+		{ "ebnode.seq", "18446744073709551615" },
+		{ "ebnode.config", "" },
+		{ "", "0" },
+	};
+	eb__buf a;
+	eb__buf b;
+	size_t  i;
+
+	(void) state;
+	eb__buf_init(&a);
+	eb__buf_init(&b);
+	for (i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
+		eb__jsonstr_put_member(&a, i == 0, kv[i][0], strlen(kv[i][0]),
+		    kv[i][1], strlen(kv[i][1]));
+		eb__jsonstr_put_plain_member(&b, i == 0, kv[i][0],
+		    strlen(kv[i][0]), kv[i][1], strlen(kv[i][1]));
+	}
+	assert_int_equal(eb__buf_avail(&a), eb__buf_avail(&b));
+	assert_memory_equal(
+	    eb__buf_head(&a), eb__buf_head(&b), eb__buf_avail(&a));
+	assert_memory_equal(eb__buf_head(&b),
+	    "\"ebnode.epoch\":\"9\",\"ebnode.seq\":\"18446744073709551615\","
+	    "\"ebnode.config\":\"\",\"\":\"0\"",
+	    eb__buf_avail(&b));
+	eb__buf_free(&a);
+	eb__buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -318,6 +353,7 @@ main(void)
 		cmocka_unit_test(test_plain_reader),
 		cmocka_unit_test(test_plain_round_trip),
 		cmocka_unit_test(test_plain_check_many_keys),
+		cmocka_unit_test(test_plain_member),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

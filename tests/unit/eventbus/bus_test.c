@@ -324,6 +324,83 @@ test_handler_count_watch(void **state)
 	bus_shut(t, bus);
 }
 
+/* eb__bus_addr_find's memo of the last records found (addr.c): names of
+ * one length, a prefix and a longer name; memo_names[i] gets i + 1
+ * consumers, so a wrong record shows as a count. */
+static const char *const memo_names[] = { "m1", "m2", "m3", "m4", "m5", "m6",
+	"m10" };
+enum { MEMO_NA = 7, MEMO_NC = 1 + 2 + 3 + 4 + 5 + 6 + 7 };
+
+static void
+memo_lookups(eb_bus *bus)
+{
+	int i;
+	int round;
+
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < MEMO_NA; i++) {
+			assert_int_equal(
+			    eb_bus_handler_count(bus, memo_names[i]), i + 1);
+			assert_int_equal(
+			    eb_bus_handler_count(bus, memo_names[i]), i + 1);
+		}
+		assert_int_equal(eb_bus_handler_count(bus, "m"), 0);
+		assert_int_equal(eb_bus_handler_count(bus, "m100"), 0);
+		assert_int_equal(eb_bus_handler_count(bus, "m7"), 0);
+	}
+}
+
+/* Repeated lookups find each name's own record, and a record freed while
+ * in the memo is not found again (a re-registration gets its own). */
+static void
+test_addr_memo(void **state)
+{
+	th_loop      *t = *state;
+	eb_bus       *bus = bus_open(t, 0, 0);
+	rec          *r = calloc(MEMO_NC, sizeof(*r));
+	rec           again = { 0 };
+	eb_bus_totals tot;
+	int           i;
+	int           k;
+	int           n = 0;
+
+	for (i = 0; i < MEMO_NA; i++) {
+		for (k = 0; k <= i; k++, n++) {
+			assert_int_equal(eb_bus_consumer_new(bus, memo_names[i],
+			                     0, rec_handler, &r[n], &r[n].c),
+			    0);
+		}
+	}
+	memo_lookups(bus);
+	/* "m3" (consumers 3..5) was just found: it is in the memo. */
+	assert_int_equal(eb_bus_handler_count(bus, "m3"), 3);
+	for (n = 3; n < 6; n++) {
+		eb_bus_consumer_close(r[n].c);
+	}
+	eb_bus_stats_totals(bus, &tot);
+	assert_int_equal(tot.addresses, MEMO_NA - 1);
+	assert_int_equal(eb_bus_handler_count(bus, "m3"), 0);
+	assert_int_equal(eb_bus_handler_count(bus, "m4"), 4);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "m3", 0, rec_handler, &again, &again.c),
+	    0);
+	assert_int_equal(eb_bus_handler_count(bus, "m3"), 1);
+	assert_int_equal(eb_bus_handler_count(bus, "m10"), 7);
+	assert_int_equal(send_int(bus, "m3", 42), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(again.n, 1);
+	eb_bus_consumer_close(again.c);
+	for (n = 0; n < MEMO_NC; n++) {
+		if (n < 3 || n >= 6) {
+			eb_bus_consumer_close(r[n].c);
+		}
+	}
+	eb_bus_stats_totals(bus, &tot);
+	assert_int_equal(tot.addresses, 0);
+	bus_shut(t, bus);
+	free(r);
+}
+
 int
 main(void)
 {
@@ -348,6 +425,8 @@ main(void)
 		    test_stats, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_handler_count_watch, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_addr_memo, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -122,6 +122,143 @@ test_timeout_and_late_reply(void **state)
 	bus_shut(t, bus);
 }
 
+/* Answers the first message at once and holds the second. */
+static void
+first_answered_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	if ((*(int *) arg)++ == 0) {
+		assert_int_equal(
+		    eb_bus_msg_reply(msg, NULL, NULL, NULL, NULL, NULL), 0);
+	} else {
+		held = eb_bus_msg_hold(msg);
+	}
+}
+
+/* The timer stays armed for the first request's deadline after it is
+ * answered (issue 25): it fires early for the second, which still times
+ * out after its own 80 ms, not the first's 20; the loop then ends (the
+ * timer stops when nothing waits). */
+static void
+test_timeout_after_first_answered(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 60000, 0);
+	eb_bus_consumer *c;
+	int              calls = 0;
+	outcome          a = { 0 };
+	outcome          b = { 0 };
+	uint64_t         t0;
+	uint64_t         dt;
+
+	held = NULL;
+	assert_int_equal(eb_bus_consumer_new(bus, "half", 0,
+	                     first_answered_handler, &calls, &c),
+	    0);
+	t0 = uv_hrtime();
+	assert_int_equal(request_int(bus, "half", 1, 20, &a), 0);
+	assert_int_equal(request_int(bus, "half", 2, 80, &b), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	dt = (uv_hrtime() - t0) / 1000000u;
+	assert_int_equal(calls, 2);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(a.status, 0);
+	assert_int_equal(b.calls, 1);
+	assert_int_equal(b.status, EB_ETIMEOUT);
+	assert_true(dt >= 79 && dt < 1000 * th_timeout_multiplier());
+	eb_bus_msg_release(held);
+	bus_shut(t, bus);
+}
+
+/* Requests are kept for the next ones when their address fits a kept
+ * block (request.c req_alloc): rounds of more requests than are kept, to
+ * addresses on both sides of the block's room, each answered with its own
+ * value; then timeouts whose text names each address whole. */
+enum { POOL_NA = 6, POOL_N = 300 };
+
+static void
+pool_addresses(char names[POOL_NA][128])
+{
+	static const size_t lens[POOL_NA] = { 1, 62, 63, 64, 65, 100 };
+	int                 i;
+
+	for (i = 0; i < POOL_NA; i++) {
+		memset(names[i], 'a' + i, lens[i]);
+		names[i][lens[i]] = '\0';
+	}
+}
+
+static void
+test_request_pool(void **state)
+{
+	th_loop *t = *state;
+	eb_bus  *bus = bus_open(t, 60000, 0);
+	char     names[POOL_NA][128];
+	rec     *r = calloc(POOL_NA, sizeof(*r));
+	outcome *o = calloc(POOL_N, sizeof(*o));
+	int      round;
+	int      i;
+
+	pool_addresses(names);
+	for (i = 0; i < POOL_NA; i++) {
+		r[i].reply = 1;
+		assert_int_equal(eb_bus_consumer_new(bus, names[i], 0,
+		                     rec_handler, &r[i], &r[i].c),
+		    0);
+	}
+	for (round = 0; round < 3; round++) {
+		memset(o, 0, POOL_N * sizeof(*o));
+		for (i = 0; i < POOL_N; i++) {
+			assert_int_equal(
+			    request_int(bus, names[i % POOL_NA], i, 0, &o[i]),
+			    0);
+		}
+		assert_int_equal(th_loop_run(t), 0);
+		for (i = 0; i < POOL_N; i++) {
+			assert_int_equal(o[i].calls, 1);
+			assert_int_equal(o[i].status, 0);
+			assert_int_equal(o[i].val, i + 1000);
+		}
+	}
+	for (i = 0; i < POOL_NA; i++) {
+		assert_int_equal(r[i].n, 3 * POOL_N / POOL_NA);
+		eb_bus_consumer_close(r[i].c);
+	}
+	free(r);
+	free(o);
+	bus_shut(t, bus);
+}
+
+static void
+test_request_pool_timeouts(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 60000, 0);
+	char             names[POOL_NA][128];
+	eb_bus_consumer *c[POOL_NA];
+	outcome          o[POOL_NA];
+	int              calls = 0;
+	int              i;
+
+	pool_addresses(names);
+	memset(o, 0, sizeof(o));
+	for (i = 0; i < POOL_NA; i++) {
+		assert_int_equal(eb_bus_consumer_new(bus, names[i], 0,
+		                     hold_handler, &calls, &c[i]),
+		    0);
+		held = NULL;
+		assert_int_equal(request_int(bus, names[i], i, 5, &o[i]), 0);
+		assert_int_equal(th_loop_run(t), 0);
+		assert_int_equal(o[i].status, EB_ETIMEOUT);
+		assert_non_null(strstr(o[i].message, names[i]));
+		assert_string_equal(
+		    strstr(o[i].message, "repliedAddress: ") + 16, names[i]);
+		eb_bus_msg_release(held);
+		eb_bus_consumer_close(c[i]);
+	}
+	bus_shut(t, bus);
+}
+
 /* The requester answers the reply (reply-to-reply), three legs deep. */
 static int     rtr_legs;
 static int     rtr_canceled;
@@ -534,6 +671,12 @@ main(void)
 		    test_recipient_failure, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_timeout_and_late_reply, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_timeout_after_first_answered, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_request_pool, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_request_pool_timeouts, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reply_to_reply, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
