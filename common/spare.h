@@ -48,6 +48,7 @@ static inline void
 eb__spare_put(eb__spare *s, void *b, uint32_t max)
 {
 #ifdef EB__SPARE_OFF
+	(void) s;
 	(void) max;
 	free(b);
 #else
