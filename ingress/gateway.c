@@ -102,11 +102,11 @@ route_now(const eb_ingress *in)
 	                       : EB__INGRESS_ROUTE_OWN;
 }
 
-/* 1 when a forward would find a router now. */
+/* 1 when a forward by route would find a router now. */
 static int
-reachable(const eb_ingress *in)
+route_reachable(const eb_ingress *in, eb__ingress_route route)
 {
-	switch (route_now(in)) {
+	switch (route) {
 	case EB__INGRESS_ROUTE_EXT:
 		return 1;
 	case EB__INGRESS_ROUTE_WAIT:
@@ -130,10 +130,7 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 
 	/* The bus answers a request without handlers asynchronously; ask
 	 * first so that the message is held instead of failed. */
-	if (route == EB__INGRESS_ROUTE_WAIT ||
-	    (route == EB__INGRESS_ROUTE_OWN &&
-	        eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS) ==
-	            0)) {
+	if (!route_reachable(in, route)) {
 		return EB_ENOHANDLERS;
 	}
 	if (json_object_size(eb_bus_msg_headers(h->msg)) == 0) {
@@ -155,19 +152,13 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	if (route == EB__INGRESS_ROUTE_EXT) {
 		rv = in->ext->forward(in->ext_ctx, body, len, headers,
 		    in->timeout_ms, forward_cb, h);
-		json_decref(headers);
-		if (rv == 0) {
-			eb__list_insert_tail(&in->inflight, &h->link);
-			in->n_inflight++;
-			in->st.forwarded++;
-		}
-		return rv;
+	} else {
+		eb_bus_send_opts_init(&o);
+		o.timeout_ms = in->timeout_ms;
+		o.share_headers = 1; /* never modified after this call */
+		rv = eb_bus_request_raw(in->bus, EB_INGRESS_LEADER_ADDRESS,
+		    body, len, headers, &o, forward_cb, h);
 	}
-	eb_bus_send_opts_init(&o);
-	o.timeout_ms = in->timeout_ms;
-	o.share_headers = 1; /* never modified after this call */
-	rv = eb_bus_request_raw(in->bus, EB_INGRESS_LEADER_ADDRESS, body, len,
-	    headers, &o, forward_cb, h);
 	json_decref(headers);
 	if (rv == 0) {
 		eb__list_insert_tail(&in->inflight, &h->link);
@@ -477,7 +468,7 @@ hold_timer_cb(uv_timer_t *t)
 	EB_ASSERT(!in->closing); /* close stops the timer */
 	in->timer_armed = 0;
 	eb__ingress_router_drain(in);
-	if (!eb__list_empty(&in->held) && reachable(in)) {
+	if (!eb__list_empty(&in->held) && route_reachable(in, route_now(in))) {
 		flush(in);
 	}
 	(void) snprintf(why, sizeof(why),
