@@ -24,6 +24,14 @@
 /* Set in every ext node id; the low bits are the ext module's. */
 #define EB__BUS_EXT_NODE 0x80000000u
 
+/* ebnode's own addresses (EB_INGRESS_LEADER_ADDRESS): they belong to one
+ * ebnode cluster and never cross to ext nodes, which may be another
+ * cluster's nodes. Their interest is not reported to the ext ops, an ext
+ * node's interest in them is ignored, and an ext node's message to one
+ * is answered NO_HANDLERS. */
+#define EB__BUS_OWN_PREFIX     "__ebnode."
+#define EB__BUS_OWN_PREFIX_LEN 9u
+
 enum { EB__BUS_EXT_SEND = 1, EB__BUS_EXT_PUBLISH = 2, EB__BUS_EXT_REPLY = 3 };
 
 typedef struct eb__bus_ext_ops {

@@ -16,6 +16,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <uv.h>
 
@@ -32,6 +33,14 @@ typedef struct ext_state {
 	const eb__bus_remote_ops *inner; /* the links' */
 	eb__bus_remote_ops        wrap;
 } ext_state;
+
+/* 1 for ebnode's own addresses (EB__BUS_OWN_PREFIX). */
+static int
+own_address(const char *address)
+{
+	return strncmp(address, EB__BUS_OWN_PREFIX, EB__BUS_OWN_PREFIX_LEN) ==
+	       0;
+}
 
 static ext_state *
 ext_of(void *remote_ctx)
@@ -84,7 +93,9 @@ w_interest(void *ctx, const char *address, uint32_t count)
 	ext_state *st = ext_of(ctx);
 
 	st->inner->interest(ctx, address, count);
-	st->ops->interest(st->ctx, address, count);
+	if (!own_address(address)) {
+		st->ops->interest(st->ctx, address, count);
+	}
 }
 
 int
@@ -116,7 +127,8 @@ eb__bus_ext_attach(eb_bus *bus, const eb__bus_ext_ops *ops, void *ctx)
 			eb__bus_addr *a =
 			    EB_CONTAINER_OF(e, eb__bus_addr, hent);
 
-			if (a->n_local > a->n_local_only) {
+			if (a->n_local > a->n_local_only &&
+			    !own_address(a->address)) {
 				ops->interest(ctx, a->address,
 				    a->n_local - a->n_local_only);
 			}
@@ -225,7 +237,7 @@ eb__bus_ext_interest(
 	eb__bus_addr *a;
 
 	if (bus->remote.ext == NULL || (node & EB__BUS_EXT_NODE) == 0 ||
-	    bus->life.closing) {
+	    bus->life.closing || own_address(address)) {
 		return;
 	}
 	a = count > 0 ? eb__bus_addr_get(bus, address)
@@ -249,7 +261,17 @@ eb__bus_ext_deliver(eb_bus *bus, uint32_t node, const char *address,
 	if (!publish && reply != NULL && reply[0] != '\0') {
 		eb__bus_msg_set_reply(bus, m, reply, node);
 	}
-	eb__bus_deliver_remote(bus, m, publish, NULL);
+	if (own_address(address)) {
+		/* not to be taken from outside the cluster: nobody here */
+		if (!publish && eb_bus_msg_reply_address(m) != NULL) {
+			eb__bus_answer_fail(bus, m, EB_ENOHANDLERS,
+			    EB_BUS_NO_HANDLERS, -1, NULL);
+		} else {
+			bus->stats.totals.dropped++;
+		}
+	} else {
+		eb__bus_deliver_remote(bus, m, publish, NULL);
+	}
 	eb_bus_msg_release(m);
 	eb__bus_wake(bus);
 }

@@ -104,6 +104,9 @@ eb__node_vertx_up(eb__node *n)
 	if (vo.engine_address == NULL) {
 		vo.engine_address = n->conf->cluster.address;
 	}
+	/* Our ebnode peers are reached over ebnode's links, not Vert.x (the
+	 * same ZooKeeper: the root names the cluster). */
+	vo.ebnode_cluster = n->conf->cluster.root;
 	eb__cluster_zk_opts(n->cluster.cluster, &zo);
 	rv = eb__vx_node_new(n->loop, n->bus, &vo, &zo, &n->vertx);
 	if (rv != 0) {

@@ -43,10 +43,11 @@ typedef struct peer {
 	char *id; /* owned */
 	char  host[HOST_MAX];
 	int   port;
-	int   ready;  /* NodeInfo parsed */
-	int   seen;   /* in the latest listing */
-	int   ebnode; /* its NodeInfo metadata marks an ebnode node */
-	char *engine; /* owned: the engine address it advertises, or NULL */
+	int   ready;   /* NodeInfo parsed */
+	int   seen;    /* in the latest listing */
+	int   ebnode;  /* its NodeInfo metadata marks an ebnode node */
+	char *engine;  /* owned: the engine address it advertises, or NULL */
+	char *cluster; /* owned: the ebnode cluster it names, or NULL */
 } peer;
 
 typedef struct addr {
@@ -161,19 +162,22 @@ eb__vx_nodeinfo_put_meta(
 static uint32_t get_be32(const unsigned char *p);
 
 /* The ebnode marker of a parsed NodeInfo's metadata (the bytes after
- * host and port): {"ebnode":{"engine_address":A}}, A optional. 1 and
- * *engine (allocated, or NULL) when it is there; else 0. */
+ * host and port): {"ebnode":{"engine_address":A,"cluster":C}}, A and C
+ * optional. 1 and *engine, *cluster (allocated, or NULL) when it is
+ * there; else 0. */
 static int
-nodeinfo_ebnode(const char *p, size_t n, char **engine)
+nodeinfo_ebnode(const char *p, size_t n, char **engine, char **cluster)
 {
 	const unsigned char *u = (const unsigned char *) p;
 	uint32_t             hl = get_be32(u);
 	json_t              *meta;
 	json_t              *eb;
 	const char          *a;
+	const char          *c;
 	int                  yes;
 
 	*engine = NULL;
+	*cluster = NULL;
 	if (n <= 12u + hl) {
 		return 0; /* no metadata */
 	}
@@ -181,8 +185,12 @@ nodeinfo_ebnode(const char *p, size_t n, char **engine)
 	eb = json_object_get(meta, "ebnode");
 	yes = json_is_object(eb);
 	a = json_string_value(json_object_get(eb, "engine_address"));
+	c = json_string_value(json_object_get(eb, "cluster"));
 	if (yes && a != NULL && a[0] != '\0') {
 		*engine = eb__strdup(a);
+	}
+	if (yes && c != NULL && c[0] != '\0') {
+		*cluster = eb__strdup(c);
 	}
 	json_decref(meta);
 	return yes;
@@ -491,8 +499,11 @@ peer_data_cb(eb__zk *zk, int status, const char *data, size_t len,
 		p->ready = eb__vx_nodeinfo_parse(data, len, p->host,
 		               sizeof(p->host), &p->port) == 0;
 		free(p->engine);
+		free(p->cluster);
 		p->engine = NULL;
-		p->ebnode = p->ready && nodeinfo_ebnode(data, len, &p->engine);
+		p->cluster = NULL;
+		p->ebnode = p->ready &&
+		            nodeinfo_ebnode(data, len, &p->engine, &p->cluster);
 		EB_LOG_INFO("vertx",
 		    "member-seen: node_id=%s ready=%d host=%s port=%d "
 		    "ebnode=%d",
@@ -529,6 +540,7 @@ peer_drop(eb__vx_member *m, size_t i)
 	char *id = p->id;
 
 	free(p->engine);
+	free(p->cluster);
 	eb__vec_swap_remove(&m->peers, i);
 	EB_LOG_INFO(
 	    "vertx", "member-gone: node_id=%s", eb_log_quote(q, sizeof(q), id));
@@ -1100,6 +1112,16 @@ eb__vx_member_peer_kind(const eb__vx_member *m, const char *node_id)
 }
 
 int
+eb__vx_member_peer_in_cluster(
+    const eb__vx_member *m, const char *node_id, const char *cluster)
+{
+	const peer *p = peer_find(m, node_id, NULL);
+
+	return cluster != NULL && p != NULL && p->ready && p->ebnode &&
+	       p->cluster != NULL && strcmp(p->cluster, cluster) == 0;
+}
+
+int
 eb__vx_member_engine_is_ebnode(const eb__vx_member *m, const char *engine)
 {
 	for (size_t i = 0; i < m->peers.len; i++) {
@@ -1122,6 +1144,7 @@ member_free(eb__vx_member *m)
 	for (size_t i = 0; i < m->peers.len; i++) {
 		free(((peer *) eb__vec_at(&m->peers, i))->id);
 		free(((peer *) eb__vec_at(&m->peers, i))->engine);
+		free(((peer *) eb__vec_at(&m->peers, i))->cluster);
 	}
 	for (size_t i = 0; i < m->addrs.len; i++) {
 		addr *a = eb__vec_at(&m->addrs, i);

@@ -117,6 +117,10 @@ enum {
 	EB_VX_PEER_EBNODE = 2
 };
 int eb__vx_member_peer_kind(const eb__vx_member *m, const char *node_id);
+/* 1 when a member's metadata marks it an ebnode node of the ebnode
+ * cluster named cluster (NULL: never). */
+int eb__vx_member_peer_in_cluster(
+    const eb__vx_member *m, const char *node_id, const char *cluster);
 /* 1 when a member's metadata marks it an ebnode node that advertises
  * engine as its engine address (this node included). */
 int eb__vx_member_engine_is_ebnode(const eb__vx_member *m, const char *engine);

@@ -84,6 +84,7 @@ struct eb__vx_node {
 	char          *engine_path;    /* NULL: not a participant */
 	char          *engine_address; /* owned copies */
 	char          *engine_ingress;
+	char          *cluster; /* owned: our ebnode cluster, or NULL */
 	eb__vx_engine *engine;
 	int            engine_leading;
 	/* Closing after leading: the election child is gone, the ingress
@@ -150,11 +151,16 @@ peer_of(const eb__vx_node *v, uint32_t node)
 
 static void route_changed(eb__vx_node *v);
 
-/* 1 when p may be addressed (see EB__VX_JOIN_GRACE_MS). */
+/* 1 when p may be addressed: its NodeInfo was read (it says where it
+ * listens), it is not one of our ebnode cluster's nodes (reached over
+ * ebnode's links: over both, a publish would arrive twice), its
+ * connection is not down, and it can answer us (EB__VX_JOIN_GRACE_MS). */
 static int
 routable(const eb__vx_node *v, const vpeer *p)
 {
-	return !p->down && (v->known || p->knows);
+	return !p->down && (v->known || p->knows) &&
+	       eb__vx_member_peer_kind(v->m, p->id) != EB_VX_PEER_UNKNOWN &&
+	       !eb__vx_member_peer_in_cluster(v->m, p->id, v->cluster);
 }
 /* ---- the engine ingress route (docs/VERTX.md section 7) ---- */
 
@@ -357,6 +363,8 @@ grace_cb(uv_timer_t *t)
 	eb__vx_node *v = t->data;
 
 	v->known = 1;
+	EB_LOG_INFO("vertx", "vertx-join-grace-passed: after_ms=%u",
+	    EB__VX_JOIN_GRACE_MS);
 	if (v->attached) {
 		eb__vx_member_each_addr(v->m, report, v);
 		route_changed(v);
@@ -368,12 +376,17 @@ static void
 seen_cb(const char *node_id, void *arg)
 {
 	eb__vx_node *v = arg;
-	if (v->attached && !v->closing && strcmp(node_id, v->id) == 0 &&
-	    !v->registered_seen) {
+	int          self = strcmp(node_id, v->id) == 0;
+
+	if (v->attached && !v->closing && self && !v->registered_seen) {
 		/* our NodeInfo is there: the JVMs' caches follow */
 		v->registered_seen = 1;
 		(void) uv_timer_start(
 		    &v->grace, grace_cb, EB__VX_JOIN_GRACE_MS, 0);
+	}
+	if (v->attached && !self) {
+		/* where it listens and what it is: routable() may change */
+		eb__vx_member_each_addr(v->m, report, v);
 	}
 	if (v->attached) {
 		route_changed(v);
@@ -919,6 +932,10 @@ eb__vx_node_new(uv_loop_t *loop, eb_bus *bus, const eb_vertx_opts *opts,
 	v->engine_ingress =
 	    eb__strdup(opts->engine_ingress != NULL ? opts->engine_ingress
 	                                            : EB_VERTX_ENGINE_INGRESS);
+	v->cluster = opts->ebnode_cluster != NULL
+	                 ? eb__strdup(opts->ebnode_cluster)
+	                 : NULL;
+	v->o.ebnode_cluster = v->cluster;
 	eb__list_init(&v->proxies);
 	eb__vec_init(&v->peers, sizeof(vpeer));
 	eb__vec_init(&v->owns, sizeof(own));
@@ -952,11 +969,16 @@ eb__vx_node_start(eb__vx_node *v, eb_errbuf *e)
 	mc.port = eb__vx_net_port(v->net);
 	/* The marker that tells ebnode nodes from JVMs (NodeInfo metadata,
 	 * which Vert.x keeps for applications): the gateways of the other
-	 * ebnode nodes read who leads the engine from it. */
+	 * ebnode nodes read who leads the engine from it, and the nodes of
+	 * our own ebnode cluster that they reach us over ebnode's links. */
 	meta = json_pack("{s:{}}", "ebnode");
 	if (v->engine_address != NULL) {
 		(void) json_object_set_new(json_object_get(meta, "ebnode"),
 		    "engine_address", json_string(v->engine_address));
+	}
+	if (v->cluster != NULL) {
+		(void) json_object_set_new(json_object_get(meta, "ebnode"),
+		    "cluster", json_string(v->cluster));
 	}
 	meta_text = json_dumps(meta, JSON_COMPACT);
 	json_decref(meta);
@@ -1040,6 +1062,7 @@ node_free(eb__vx_node *v)
 	free(v->engine_path);
 	free(v->engine_leader);
 	free(v->engine_address);
+	free(v->cluster);
 	free(v->engine_ingress);
 	free(v->root);
 	free(v->host);

@@ -48,6 +48,12 @@ typedef struct eb_vertx_opts {
 	const char *engine_root;
 	const char *engine_address;
 	const char *engine_ingress;
+	/* The ebnode cluster this node belongs to (its ZooKeeper root;
+	 * NULL: none), announced in NodeInfo metadata. The Vert.x nodes
+	 * that announce the same one are this node's ebnode peers, reached
+	 * over ebnode's own links: their registrations are not routed to
+	 * over Vert.x (docs/VERTX.md section 6). */
+	const char *ebnode_cluster;
 } eb_vertx_opts;
 
 /* Fills the defaults above (root EB_VERTX_ROOT, host 127.0.0.1, port 0,

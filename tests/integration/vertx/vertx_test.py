@@ -179,8 +179,11 @@ class VertxCluster(unittest.TestCase):
             self.anchors.append(Anchor("jB", self.zk))
         return self.anchors
 
-    def ebnode(self, name="eb", **vertx):
-        cfg = ebtest.cluster_config(ebtest.unique_root(), "addr-" + name)
+    def ebnode(self, name="eb", root=None, ingress=None, **vertx):
+        cfg = ebtest.cluster_config(root or ebtest.unique_root(),
+                                    "addr-" + name)
+        if ingress is not None:
+            cfg = ebtest.merge(cfg, {"ingress": ingress})
         cfg = ebtest.merge(cfg, {
             "zookeeper": {"session_timeout_ms": SESSION_MS},
             "bridge": {"inbound": [{"addressRegex": ".*"}],
@@ -558,6 +561,128 @@ class VertxCluster(unittest.TestCase):
                "%s, then NO_HANDLERS after %.1f s (session %d ms)"
                % (sorted(set(seen[:-1])), time.monotonic() - t0,
                   SESSION_MS))
+
+    # 3a, 3b: before the tests that stop or kill a JVM (the shared JVMs
+    # route to a killed one until its ZooKeeper session expires)
+
+    def test_3a_one_ebnode_cluster(self):
+        """Two ebnode nodes of one ebnode cluster, both Vert.x members:
+        they reach each other over ebnode's links only (their NodeInfo
+        names the same ebnode cluster), so a publish from one reaches the
+        other's consumer once, not once per transport; the JVMs still
+        reach that consumer over Vert.x, once per publish."""
+        self.anchor_pair()
+        root = ebtest.unique_root()
+        s1 = self.ebnode("sib1", root=root)
+        s2 = self.ebnode("sib2", root=root)
+        addr = "dup-%s" % uuid.uuid4().hex[:8]
+        c2 = self.client(s2.bridge)
+        c2.register(addr)
+        c1 = self.client(s1.bridge)
+        j = Rq(self.anchors[0].client())
+
+        def arrives(send, key):
+            send()
+            try:
+                c2.recv_until(lambda f: key in (f.get("body") or {}),
+                              timeout=0.5)
+                return True
+            except TimeoutError:
+                return False
+        # s2's registration is in ZooKeeper (a JVM reaches it), s1 has
+        # read s2's NodeInfo and its own join grace passed: a Vert.x
+        # route from s1 to s2 would be taken now, were it offered
+        ebtest.wait_until(lambda: arrives(lambda: j.request(
+            "publish.to", {"address": addr, "body": {"jw": 1}}), "jw"),
+            30, "a JVM's publish reaches s2's consumer")
+        s1.wait_log('member-seen: node_id="%s" ready=1' % s2.vertx_id, 20)
+        s1.wait_log("vertx-join-grace-passed:", 20)
+        # over ebnode's links: s1 has s2's interest
+        ebtest.wait_until(lambda: arrives(lambda: c1.publish(
+            addr, {"probe": 1}), "probe"), 30, "s1 reaches s2's consumer")
+        n_pub = 50
+        for i in range(n_pub):
+            c1.publish(addr, {"i": i})
+        j.request("publish.to", {"address": addr, "body": {"j": 1}})
+        c1.publish(addr, {"end": 1})
+        seen = {}
+        jvm = [0]
+
+        def count(f):
+            body = f.get("body") or {}
+            if "i" in body:
+                seen[body["i"]] = seen.get(body["i"], 0) + 1
+            if "j" in body:
+                jvm[0] += 1
+            return False
+        c2.recv_until(lambda f: count(f) or "end" in (f.get("body") or {}),
+                      timeout=20)
+        # a second copy over another path would come within this time
+        try:
+            c2.recv_until(count, timeout=1.0)
+        except TimeoutError:
+            pass
+        dups = sum(v - 1 for v in seen.values())
+        report("one_ebnode_cluster", "%d publishes between two nodes of "
+               "one ebnode cluster: %d received, %d duplicated; a JVM's "
+               "publish received %d time(s)" % (n_pub, sum(seen.values()),
+                                                dups, jvm[0]))
+        self.assertEqual(sorted(seen), list(range(n_pub)))
+        self.assertEqual(dups, 0)
+        self.assertEqual(jvm[0], 1)
+
+    def test_3b_other_ebnode_clusters_ingress(self):
+        """ebnode's own addresses (__ebnode.*) stay inside one ebnode
+        cluster: two ebnode clusters in one Vert.x cluster each route
+        their own ingress with their own leader. Before, the ingress
+        leader's address was registered in Vert.x and a gateway's
+        forwards went round robin to the other cluster's router too."""
+        self.anchor_pair()
+        rt = "rt-%s" % uuid.uuid4().hex[:8]
+        x = self.ebnode("ingx", ingress={"default_route": {"to": rt}})
+        y = self.ebnode("ingy")  # ingress leader, no route at all
+        x.wait_log("leading: epoch=", 20)
+        y.wait_log("leading: epoch=", 20)
+        cx = self.client(x.bridge)
+        cx.register(rt)
+        # y's leader registered before this marker: once x reaches the
+        # marker over Vert.x, it has read y's earlier registrations
+        mark = "mark-%s" % uuid.uuid4().hex[:8]
+        cy = self.client(y.bridge)
+        cy.register(mark)
+        rx = Rq(self.client(x.bridge))
+        ebtest.wait_until(lambda: self._reached(rx, cy, mark), 30,
+                          "y's consumer reached from x over Vert.x")
+        n_req = 40
+        ok = 0
+        failures = {}
+        for i in range(n_req):
+            f = rx.request("external.ingress", {"i": i}, timeout=10)
+            if f["type"] == "message":
+                ok += 1
+            else:
+                failures[f.get("message")] = failures.get(
+                    f.get("message"), 0) + 1
+        report("other_ebnode_clusters", "%d ingress requests on x: %d "
+               "routed by x's own leader, failures %s"
+               % (n_req, ok, failures))
+        self.assertEqual((ok, failures), (n_req, {}))
+        # and a Vert.x frame to an ebnode address is refused
+        j = Rq(self.anchors[0].client())
+        f = j.request("ask.client", {"address": "__ebnode.ingress.leader",
+                                     "body": {}, "timeout": 3000})
+        self.assertIn("NO_HANDLERS", str(f.get("body")), f)
+        j.c.close()
+
+    def _reached(self, rq, consumer, address):
+        """One request from rq to address; True when consumer got it."""
+        rq.c.send(address, {"probe": 1})
+        try:
+            consumer.recv_until(lambda f: f.get("address") == address,
+                                timeout=0.5)
+            return True
+        except TimeoutError:
+            return False
 
 
 class EngineElection(unittest.TestCase):

@@ -366,9 +366,13 @@ test_peer_kind(void **state)
 	eb__vx_nodeinfo_put(&ni, "127.0.0.2", 4711);
 	jvm_put(t, &c, NODES "/" JVM, eb__buf_head(&ni), eb__buf_avail(&ni));
 	ni.off = ni.len = 0;
-	eb__vx_nodeinfo_put_meta(
-	    &ni, "127.0.0.3", 4712, "{\"ebnode\":{\"engine_address\":\"e2\"}}");
+	eb__vx_nodeinfo_put_meta(&ni, "127.0.0.3", 4712,
+	    "{\"ebnode\":{\"engine_address\":\"e2\",\"cluster\":\"/eb/a\"}}");
 	jvm_put(t, &c, NODES "/eb-2", eb__buf_head(&ni), eb__buf_avail(&ni));
+	ni.off = ni.len = 0;
+	/* an ebnode node that names no cluster */
+	eb__vx_nodeinfo_put_meta(&ni, "127.0.0.5", 4714, "{\"ebnode\":{}}");
+	jvm_put(t, &c, NODES "/eb-3", eb__buf_head(&ni), eb__buf_avail(&ni));
 	ni.off = ni.len = 0;
 	/* other metadata is no marker */
 	eb__vx_nodeinfo_put_meta(&ni, "127.0.0.4", 4713, "{\"zone\":\"a\"}");
@@ -381,10 +385,21 @@ test_peer_kind(void **state)
 	q.id = "jvm-2";
 	q.want = EB_VX_PEER_JVM;
 	assert_int_equal(th_run_until(t, kind_pred, &q, 2000), 0);
+	q.id = "eb-3";
+	q.want = EB_VX_PEER_EBNODE;
+	assert_int_equal(th_run_until(t, kind_pred, &q, 2000), 0);
 	assert_true(eb__vx_member_engine_is_ebnode(c.m, "e2"));
 	assert_false(eb__vx_member_engine_is_ebnode(c.m, "e1"));
 	assert_int_equal(
 	    eb__vx_member_peer_kind(c.m, "nobody"), EB_VX_PEER_UNKNOWN);
+	/* the ebnode cluster it names: only an exact match is a sibling */
+	assert_true(eb__vx_member_peer_in_cluster(c.m, "eb-2", "/eb/a"));
+	assert_false(eb__vx_member_peer_in_cluster(c.m, "eb-2", "/eb/ab"));
+	assert_false(eb__vx_member_peer_in_cluster(c.m, "eb-2", "/eb"));
+	assert_false(eb__vx_member_peer_in_cluster(c.m, "eb-2", NULL));
+	assert_false(eb__vx_member_peer_in_cluster(c.m, "eb-3", "/eb/a"));
+	assert_false(eb__vx_member_peer_in_cluster(c.m, "jvm-2", "/eb/a"));
+	assert_false(eb__vx_member_peer_in_cluster(c.m, "nobody", "/eb/a"));
 	close_ctx(t, &c);
 }
 
