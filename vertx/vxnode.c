@@ -40,10 +40,14 @@
 #include "vertx/net.h"
 #include "vertx/wire.h"
 
+/* What a member's NodeInfo said (seen_cb). */
+enum { VP_UNREAD = 0, VP_PEER = 1, VP_SIBLING = 2 };
+
 typedef struct vpeer {
 	char *id;    /* owned */
 	int   down;  /* its connection failed: no traffic until retried */
 	int   knows; /* it sent us a frame: it can answer us */
+	int   info;  /* VP_*: unread, a Vert.x peer, a node of our cluster */
 } vpeer;
 
 /*
@@ -158,9 +162,7 @@ static void route_changed(eb__vx_node *v);
 static int
 routable(const eb__vx_node *v, const vpeer *p)
 {
-	return !p->down && (v->known || p->knows) &&
-	       eb__vx_member_peer_kind(v->m, p->id) != EB_VX_PEER_UNKNOWN &&
-	       !eb__vx_member_peer_in_cluster(v->m, p->id, v->cluster);
+	return !p->down && (v->known || p->knows) && p->info == VP_PEER;
 }
 /* ---- the engine ingress route (docs/VERTX.md section 7) ---- */
 
@@ -386,6 +388,12 @@ seen_cb(const char *node_id, void *arg)
 	}
 	if (v->attached && !self) {
 		/* where it listens and what it is: routable() may change */
+		vpeer *p = peer_of(v, node_of(v, node_id));
+
+		p->info =
+		    eb__vx_member_peer_in_cluster(v->m, node_id, v->cluster)
+		        ? VP_SIBLING
+		        : VP_PEER;
 		eb__vx_member_each_addr(v->m, report, v);
 	}
 	if (v->attached) {
@@ -451,6 +459,7 @@ gone_cb(const char *node_id, void *arg)
 		return;
 	}
 	eb__vx_net_drop(v->net, node_id);
+	peer_of(v, node_of(v, node_id))->info = VP_UNREAD;
 	(void) snprintf(text, sizeof(text), "Vert.x node %.64s left", node_id);
 	peer_down(v, node_id, text);
 }
