@@ -50,11 +50,27 @@ answer_failure(eb_ingress *in, eb__ingress_held *h, int code, const char *why)
 	}
 }
 
-static void
-held_free(eb__ingress_held *h)
+eb__ingress_held *
+eb__ingress_held_new(eb_ingress *in)
+{
+	eb__ingress_held *h = eb__spare_take(&in->held_spare);
+
+	if (h == NULL) {
+		return eb__calloc(1, sizeof(*h));
+	}
+	memset(h, 0, sizeof(*h));
+	return h;
+}
+
+void
+eb__ingress_held_free(eb_ingress *in, eb__ingress_held *h)
 {
 	eb_bus_msg_release(h->msg);
-	free(h);
+	if (in == NULL) {
+		free(h); /* the ingress may be gone */
+		return;
+	}
+	eb__spare_put(&in->held_spare, h, EB__INGRESS_HELD_SPARE);
 }
 
 static void arm_timer(eb_ingress *in);
@@ -70,7 +86,7 @@ hold(eb_ingress *in, eb__ingress_held *h, int at_head)
 		    "leader reachable",
 		    in->hold_max);
 		answer_failure(in, h, EB_INGRESS_HOLD_FULL, why);
-		held_free(h);
+		eb__ingress_held_free(in, h);
 		return;
 	}
 	h->since_ms = uv_now(in->loop);
@@ -231,7 +247,7 @@ submit_now(eb_ingress *in, eb__ingress_held *h, int at_head)
 		hold(in, h, at_head);
 	} else if (rv != 0) {
 		answer_failure(in, h, -1, eb_strerror(rv));
-		held_free(h);
+		eb__ingress_held_free(in, h);
 	}
 }
 
@@ -374,7 +390,8 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 	(void) bus;
 	eb__list_remove(&h->link);
 	if (in == NULL) {
-		held_free(h); /* the ingress closed and answered it already */
+		/* The ingress closed (and answered it): not kept. */
+		eb__ingress_held_free(NULL, h);
 		return;
 	}
 	in->n_inflight--;
@@ -398,7 +415,7 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 			return;
 		}
 		answer_failure(in, h, EB_INGRESS_FENCED_ACK, in->fenced_why);
-		held_free(h);
+		eb__ingress_held_free(in, h);
 		return;
 	}
 	if (status == 0) {
@@ -411,7 +428,7 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 			(void) eb_bus_msg_reply_raw(h->msg, body, len,
 			    eb_bus_msg_headers(reply), NULL, NULL, NULL);
 		}
-		held_free(h);
+		eb__ingress_held_free(in, h);
 		return;
 	}
 	if (!h->retried && retryable(status, failure)) {
@@ -424,7 +441,7 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 	}
 	answer_failure(in, h, failure != NULL ? failure->code : -1,
 	    failure != NULL ? failure->message : eb_strerror(status));
-	held_free(h);
+	eb__ingress_held_free(in, h);
 }
 
 static void
@@ -448,7 +465,7 @@ flush(eb_ingress *in)
 		}
 		if (rv != 0) {
 			answer_failure(in, h, -1, eb_strerror(rv));
-			held_free(h);
+			eb__ingress_held_free(in, h);
 		}
 	}
 	EB_LOG_NOTICE("ingress", "flushed: reason=leader-reachable");
@@ -482,7 +499,7 @@ hold_timer_cb(uv_timer_t *t)
 			eb__list_remove(it);
 			in->n_held--;
 			answer_failure(in, h, EB_INGRESS_HOLD_TIMEOUT, why);
-			held_free(h);
+			eb__ingress_held_free(in, h);
 			expired++;
 		}
 	}
@@ -536,7 +553,7 @@ eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	(void) c;
 	EB_ASSERT(!in->closing); /* the gateway consumer closed with it */
 	in->st.received++;
-	h = eb__calloc(1, sizeof(*h));
+	h = eb__ingress_held_new(in);
 	h->msg = eb_bus_msg_hold(msg);
 	h->in = in;
 	h->recv_ns = uv_hrtime();
@@ -573,7 +590,7 @@ eb__ingress_fail_all(eb_ingress *in)
 		in->n_backlog--;
 		answer_failure(
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
-		held_free(h);
+		eb__ingress_held_free(in, h);
 	}
 	if (in->pressing) {
 		in->pressing = 0;
@@ -587,7 +604,7 @@ eb__ingress_fail_all(eb_ingress *in)
 		in->n_held--;
 		answer_failure(
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
-		held_free(h);
+		eb__ingress_held_free(in, h);
 	}
 	/* In-flight forwards stay with the bus until their callback; answer
 	 * their senders now and let the callback only free them. */

@@ -178,6 +178,7 @@ timer_closed_cb(uv_handle_t *h)
 	eb__ingress_rules_free(in);
 	json_decref(in->entry_headers);
 	eb__buf_free(&in->stamp_buf);
+	eb__spare_free(&in->held_spare);
 	free(in->address);
 	free(in);
 }

@@ -22,6 +22,7 @@
 #include "common/buf.h"
 #include "common/hist.h"
 #include "common/list.h"
+#include "common/spare.h"
 
 typedef struct eb__ingress_rule {
 	char            *header; /* owned; NULL for a body field rule */
@@ -87,6 +88,9 @@ struct eb_ingress {
 	 * message came without headers (most), instead of a copy each. */
 	json_t *entry_headers;
 	eb__buf stamp_buf; /* the router's scratch: stamped headers */
+	/* Freed eb__ingress_held blocks kept for the next messages (the
+	 * gateway makes one per message), at most EB__INGRESS_HELD_SPARE. */
+	eb__spare held_spare;
 	/* Gateway receipt to the answer (ack or failure), every message. */
 	eb__hist latency;
 };
@@ -121,6 +125,13 @@ typedef struct eb__ingress_held {
 } eb__ingress_held;
 
 /* gateway.c */
+/* Spare eb__ingress_held blocks an ingress keeps (about 16 KiB). */
+#define EB__INGRESS_HELD_SPARE 256u
+/* A zeroed eb__ingress_held, from in's spare blocks when there is one. */
+eb__ingress_held *eb__ingress_held_new(eb_ingress *in);
+/* Releases h's message and keeps h for the next one (or frees it: in is
+ * NULL once the ingress closed). */
+void eb__ingress_held_free(eb_ingress *in, eb__ingress_held *h);
 /* Forwards in flight per gateway: the leader acknowledges only what the
  * target's node confirmed, so acknowledgements are the credits of an
  * end-to-end window, and a target queue holds at most the sum of the

@@ -815,7 +815,7 @@ leading_now(eb_ingress *in)
 static void
 wait_push(eb_ingress *in, eb_bus_msg *msg)
 {
-	eb__ingress_held *w = eb__calloc(1, sizeof(*w));
+	eb__ingress_held *w = eb__ingress_held_new(in);
 
 	EB_ASSERT(!in->closing);
 	w->msg = eb_bus_msg_hold(msg);
@@ -830,8 +830,7 @@ wait_pop(eb_ingress *in, eb__ingress_held *w)
 {
 	eb__list_remove(&w->link);
 	in->n_waiting--;
-	eb_bus_msg_release(w->msg);
-	free(w);
+	eb__ingress_held_free(in, w);
 }
 
 void
