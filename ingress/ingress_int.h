@@ -23,6 +23,7 @@
 #include "common/hist.h"
 #include "common/list.h"
 #include "common/spare.h"
+#include "ingress/ingress_ext.h"
 
 typedef struct eb__ingress_rule {
 	char            *header; /* owned; NULL for a body field rule */
@@ -88,6 +89,10 @@ struct eb_ingress {
 	 * message came without headers (most), instead of a copy each. */
 	json_t *entry_headers;
 	eb__buf stamp_buf; /* the router's scratch: stamped headers */
+	/* The router's sends of stamped headers it wrote (ingress_ext.h,
+	 * eb__ingress_set_enc_sends); the public checked calls by default. */
+	eb__ingress_enc_send_fn send_enc;
+	eb__ingress_enc_send_fn publish_enc;
 	/* Freed eb__ingress_held blocks kept for the next messages (the
 	 * gateway makes one per message), at most EB__INGRESS_HELD_SPARE. */
 	eb__spare held_spare;

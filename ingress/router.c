@@ -421,8 +421,11 @@ stamp_put(eb__buf *out, int first, int i, const char *v, size_t vn)
  * in place, then the stamps not yet written (epoch, sequence, entry node,
  * config version when there is one). The same bytes as copying the object,
  * setting the four keys and encoding it, without building the object.
+ * Returns 1 when they are surely an object of strings with distinct keys
+ * (the send need not check them: in->send_enc), 0 when a key holds a NUL
+ * byte, where its encoding is cut and may repeat another key.
  */
-static void
+static int
 stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
     const eb_ingress_stamp *st, eb__buf *out)
 {
@@ -432,6 +435,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 	size_t      len[STAMP_N];
 	int         done[STAMP_N] = { 0, 0, 0, in->config_version == 0 };
 	int         first = 1;
+	int         trusted = 1;
 	int         i;
 	void       *it;
 
@@ -449,14 +453,18 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 	     it = json_object_iter_next(h, it)) {
 		const char   *k = json_object_iter_key(it);
 		const json_t *v = json_object_iter_value(it);
+		size_t        kn = strlen(k);
 
+		if (kn != json_object_iter_key_len(it)) {
+			trusted = 0; /* a NUL byte in the key */
+		}
 		i = stamp_key(k);
 		if (i >= 0 && !done[i]) {
 			stamp_put(out, first, i, val[i], len[i]);
 			done[i] = 1;
 		} else {
 			/* Not a stamp (or the config key, no version). */
-			eb__jsonstr_put_member(out, first, k, strlen(k),
+			eb__jsonstr_put_member(out, first, k, kn,
 			    json_string_value(v), json_string_length(v));
 		}
 		first = 0;
@@ -468,6 +476,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 		}
 	}
 	eb__buf_append(out, "}", 1);
+	return trusted;
 }
 
 static void
@@ -539,7 +548,8 @@ typedef struct route_ctx {
 	char            *node; /* owned: a keyed send's node, else NULL */
 	int              publish;
 	int              retried;
-	int              keyed; /* ebnode.msgid: never routed elsewhere */
+	int              keyed;   /* ebnode.msgid: never routed elsewhere */
+	int              trusted; /* hdr needs no check (stamped_headers) */
 } route_ctx;
 
 static void route_receipt_cb(
@@ -548,20 +558,25 @@ static void route_receipt_cb(
 static int
 route_confirmed(eb_ingress *in, route_ctx *x)
 {
-	eb_bus_send_opts o;
-	size_t           len;
-	const char      *body = eb_bus_msg_body_bytes(x->msg, &len);
+	eb_bus_send_opts        o;
+	size_t                  len;
+	const char             *body = eb_bus_msg_body_bytes(x->msg, &len);
+	eb__ingress_enc_send_fn send;
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = x->st.epoch; /* fenced at every receiver (rule 6) */
 	o.node = x->node;      /* a keyed send: its one node */
 	/* The bytes that arrived, never re-encoded; the stamped headers as
-	 * encoded once (a retry sends the same). */
-	return x->publish
-	           ? eb_bus_publish_confirmed_enc(in->bus, x->to, body, len,
-	                 x->hdr, x->hdr_len, &o, route_receipt_cb, x)
-	           : eb_bus_send_confirmed_enc(in->bus, x->to, body, len,
-	                 x->hdr, x->hdr_len, &o, route_receipt_cb, x);
+	 * encoded once (a retry sends the same), checked by the bus unless
+	 * stamped_headers vouched for them. */
+	if (x->publish) {
+		send =
+		    x->trusted ? in->publish_enc : eb_bus_publish_confirmed_enc;
+	} else {
+		send = x->trusted ? in->send_enc : eb_bus_send_confirmed_enc;
+	}
+	return send(in->bus, x->to, body, len, x->hdr, x->hdr_len, &o,
+	    route_receipt_cb, x);
 }
 
 static void
@@ -665,12 +680,13 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
 }
 
 /* Routes msg (stamped headers) by send or publish with a receipt; the
- * answer comes from route_receipt_cb. key: msg's ebnode.msgid header (a
- * checked string) or NULL, as route_one read it. 0, or an error (not
- * routed). */
+ * answer comes from route_receipt_cb. trusted: what stamped_headers said of
+ * hdr. key: msg's ebnode.msgid header (a checked string) or NULL, as
+ * route_one read it. 0, or an error (not routed). */
 static int
 route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
-    const eb_ingress_stamp *st, const eb__buf *hdr, const json_t *key)
+    const eb_ingress_stamp *st, const eb__buf *hdr, int trusted,
+    const json_t *key)
 {
 	size_t      ent = strlen(st->entry_node) + 1;
 	size_t      to = strlen(r->to) + 1;
@@ -717,6 +733,7 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 	x->hdr_len = hn;
 	x->publish = r->publish;
 	x->keyed = key != NULL;
+	x->trusted = trusted;
 	x->node = dup_or_null(node);
 	eb__list_insert_tail(&in->routing, &x->link);
 	if ((rv = route_confirmed(in, x)) != 0) {
@@ -737,6 +754,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	const json_t           *entry;
 	const json_t           *msgid;
 	char                    why[300];
+	int                     trusted;
 	int                     rv;
 
 	entry = json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_ENTRY);
@@ -772,7 +790,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	    eb_bus_handler_count(in->bus, r->to) == 0) {
 		return 1;
 	}
-	stamped_headers(in, msg, &st, &in->stamp_buf);
+	trusted = stamped_headers(in, msg, &st, &in->stamp_buf);
 	if (in->relay_replies && !r->publish &&
 	    eb_bus_msg_reply_address(msg) != NULL) {
 		rv = relay(in, r, msg, &in->stamp_buf);
@@ -783,7 +801,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		return 0;
 	}
 	rv = eb_bus_handler_count(in->bus, r->to) > 0
-	         ? route_start(in, r, msg, &st, &in->stamp_buf, msgid)
+	         ? route_start(in, r, msg, &st, &in->stamp_buf, trusted, msgid)
 	         : EB_ENOHANDLERS;
 	if (in->stamp_buf.cap > 65536) {
 		eb__buf_free(&in->stamp_buf); /* a rare big one: not kept */

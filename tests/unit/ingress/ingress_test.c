@@ -8,6 +8,7 @@
 #include <ebnode/bus.h>
 #include <ebnode/ingress.h>
 
+#include "eventbus/bus_trusted.h"
 #include "ingress/ingress_int.h"
 #include "tests/harness/th.h"
 
@@ -306,6 +307,111 @@ test_held_blocks_reused(void **state)
 		(void) snprintf(want, sizeof(want), "{\"n\":%d}", i + 1);
 		assert_string_equal(g_fx.target_body[i], want);
 	}
+	eb_bus_consumer_close(tc);
+}
+
+/* The router's unchecked sends, counted (test_trusted_stamp_sends). */
+static int n_trusted;
+
+static int
+counting_send(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const char *hdr, size_t hdr_len,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+{
+	n_trusted++;
+	return eb__bus_send_confirmed_enc_trusted(
+	    bus, address, body, body_len, hdr, hdr_len, opts, cb, arg);
+}
+
+static int
+counting_publish(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const char *hdr, size_t hdr_len,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+{
+	n_trusted++;
+	return eb__bus_publish_confirmed_enc_trusted(
+	    bus, address, body, body_len, hdr, hdr_len, opts, cb, arg);
+}
+
+static char enc_seen[4][200];
+static int  n_enc_seen;
+
+static void
+enc_target_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	size_t      n = 0;
+	const char *h = eb_bus_msg_headers_enc(msg, &n);
+
+	(void) c;
+	(void) arg;
+	if (h == NULL) {
+		h = "(not encoded)";
+		n = strlen(h);
+	}
+	assert_true(n_enc_seen < 4);
+	(void) snprintf(
+	    enc_seen[n_enc_seen++], sizeof(enc_seen[0]), "%.*s", (int) n, h);
+}
+
+/*
+ * The router's stamped headers go through the sends the node installs
+ * (eb__ingress_set_enc_sends: the bus's unchecked ones) and reach the
+ * target as the exact bytes the checked path gave; a key with a NUL byte
+ * (cut by the encoding, so it may repeat another) goes through the public
+ * checked call instead, which refuses the repeated key as before: the
+ * sender gets the same failure.
+ */
+static void
+test_trusted_stamp_sends(void **state)
+{
+	eb_bus_consumer *tc;
+	eb_bus_send_opts o;
+	json_t          *h;
+	int             *slot;
+
+	(void) state;
+	n_trusted = 0;
+	n_enc_seen = 0;
+	make(NULL, 0, &def_route, 0, 0);
+	eb__ingress_set_enc_sends(g_fx.in, counting_send, counting_publish);
+	assert_int_equal(eb_bus_consumer_new(
+	                     g_fx.bus, "orders", 0, enc_target_cb, NULL, &tc),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 3), 0);
+	request_h("{\"a\":\"b\"}");
+	request_h("{\"q\":\"\\\"x\",\"ebnode.seq\":\"forged\"}");
+	wait_replies(2);
+	assert_int_equal(g_fx.status[0], 0);
+	assert_int_equal(g_fx.status[1], 0);
+	assert_int_equal(n_trusted, 2);
+	assert_int_equal(n_enc_seen, 2);
+	assert_string_equal(enc_seen[0],
+	    "{\"a\":\"b\",\"ebnode.entry\":\"n1\",\"ebnode.epoch\":\"3\","
+	    "\"ebnode.seq\":\"1\"}");
+	/* An escape: not the plain form eb_bus_msg_headers_enc gives. */
+	assert_string_equal(enc_seen[1], "(not encoded)");
+	/* "a\0x" is written as "a", next to "a": the checked call refuses
+	 * the repeated key, and the router answers as it always did. Sent
+	 * to the router's address as a link delivers it (the gateway's
+	 * json_deep_copy, jansson 2.14, would merge the two keys). */
+	h = json_object();
+	assert_int_equal(
+	    json_object_setn_new(h, "a\0x", 3, json_string("1")), 0);
+	assert_int_equal(json_object_set_new(h, "a", json_string("2")), 0);
+	slot = &g_fx.slot[g_fx.n_requests];
+	*slot = g_fx.n_requests++;
+	eb_bus_send_opts_init(&o);
+	o.share_headers = 1; /* not copied (a copy merges the keys) */
+	assert_int_equal(eb_bus_request_raw(g_fx.bus, EB_INGRESS_LEADER_ADDRESS,
+	                     "1", 1, h, &o, reply_cb, slot),
+	    0);
+	json_decref(h);
+	wait_replies(3);
+	assert_int_equal(n_trusted, 2);
+	assert_int_equal(n_enc_seen, 2);
+	assert_int_not_equal(g_fx.status[2], 0);
+	assert_int_equal(g_fx.fcode[2], EB_INGRESS_NO_TARGET);
+	assert_string_equal(g_fx.fmsg[2], "No handlers for address orders");
 	eb_bus_consumer_close(tc);
 }
 
@@ -769,6 +875,8 @@ main(void)
 		    test_held_until_leader_then_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_held_blocks_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_trusted_stamp_sends, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_hold_overflow_and_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
