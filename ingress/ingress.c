@@ -190,6 +190,7 @@ timer_closed_cb(uv_handle_t *h)
 	json_decref(in->entry_headers);
 	eb__buf_free(&in->stamp_buf);
 	eb__spare_free(&in->held_spare);
+	eb__spare_free(&in->route_spare);
 	free(in->address);
 	free(in);
 }

@@ -96,6 +96,9 @@ struct eb_ingress {
 	/* Freed eb__ingress_held blocks kept for the next messages (the
 	 * gateway makes one per message), at most EB__INGRESS_HELD_SPARE. */
 	eb__spare held_spare;
+	/* The router's freed contexts of a routed message, kept likewise
+	 * (router.c: those whose strings fit EB__INGRESS_ROUTE_STRS). */
+	eb__spare route_spare;
 	/* Gateway receipt to the answer (ack or failure), every message. */
 	eb__hist latency;
 };
@@ -150,6 +153,11 @@ void eb__ingress_fail_all(eb_ingress *in);
 /* The gateway latency histogram (read by ingress_admin.c); borrowed. */
 const eb__hist *eb__ingress_latency(const eb_ingress *in);
 /* router.c */
+/* A kept router context has room for this many bytes of strings (entry
+ * node, target address, stamped headers: ~110 for a message without
+ * headers of its own); at most EB__INGRESS_ROUTE_SPARE (~100 KiB) kept. */
+#define EB__INGRESS_ROUTE_STRS  320u
+#define EB__INGRESS_ROUTE_SPARE 256u
 void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 /* Routes what waits for its target (warm-up); fails what waited too long. */
 void eb__ingress_router_drain(eb_ingress *in);

@@ -550,6 +550,7 @@ typedef struct route_ctx {
 	int              retried;
 	int              keyed;   /* ebnode.msgid: never routed elsewhere */
 	int              trusted; /* hdr needs no check (stamped_headers) */
+	int              kept;    /* EB__INGRESS_ROUTE_STRS of strings: spare */
 } route_ctx;
 
 static void route_receipt_cb(
@@ -580,19 +581,23 @@ route_confirmed(eb_ingress *in, route_ctx *x)
 }
 
 static void
-route_ctx_free(route_ctx *x)
+route_ctx_free(eb_ingress *in, route_ctx *x)
 {
 	eb__list_remove(&x->link);
 	eb_bus_msg_release(x->msg);
 	free(x->node);
-	free(x);
+	if (x->kept) {
+		eb__spare_put(&in->route_spare, x, EB__INGRESS_ROUTE_SPARE);
+	} else {
+		free(x);
+	}
 }
 
 /* x is answered: free it; a closing ingress finishes with the last one. */
 static void
 route_done(eb_ingress *in, route_ctx *x)
 {
-	route_ctx_free(x);
+	route_ctx_free(in, x);
 	if (in->closing && eb__list_empty(&in->routing)) {
 		eb__ingress_close_finish(in);
 	}
@@ -716,9 +721,19 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 			return EB_ENOHANDLERS;
 		}
 	}
-	/* One allocation: the context, then its three strings. */
-	x = eb__malloc(sizeof(*x) + ent + to + hn + 1);
-	memset(x, 0, sizeof(*x));
+	/* One allocation: the context, then its three strings; one of the
+	 * kept blocks when they fit. */
+	if (ent + to + hn + 1 <= EB__INGRESS_ROUTE_STRS) {
+		x = eb__spare_take(&in->route_spare);
+		if (x == NULL) {
+			x = eb__malloc(sizeof(*x) + EB__INGRESS_ROUTE_STRS);
+		}
+		memset(x, 0, sizeof(*x));
+		x->kept = 1;
+	} else {
+		x = eb__malloc(sizeof(*x) + ent + to + hn + 1);
+		memset(x, 0, sizeof(*x));
+	}
 	x->in = in;
 	x->msg = eb_bus_msg_hold(msg);
 	x->st = *st;
@@ -737,7 +752,7 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 	x->node = dup_or_null(node);
 	eb__list_insert_tail(&in->routing, &x->link);
 	if ((rv = route_confirmed(in, x)) != 0) {
-		route_ctx_free(x);
+		route_ctx_free(in, x);
 	}
 	return rv;
 }

@@ -310,6 +310,54 @@ test_held_blocks_reused(void **state)
 	eb_bus_consumer_close(tc);
 }
 
+/*
+ * The router's contexts (one per routed message) are kept for the next
+ * ones when their strings fit EB__INGRESS_ROUTE_STRS (none kept under the
+ * sanitizers): 3 routed messages leave 3, 2 more reuse 2 of them; a message
+ * whose stamped headers do not fit gets a block of its own, freed, not
+ * kept; each target gets its own stamp, headers and body.
+ */
+static void
+test_route_blocks_reused(void **state)
+{
+	eb_bus_consumer *tc;
+	uint32_t         kept = 3;
+	char             big[400];
+	char             want[64];
+
+	(void) state;
+#ifdef EB__SPARE_OFF
+	kept = 0;
+#endif
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb, NULL, &tc),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 4), 0);
+	request("{\"n\":1}", NULL, NULL);
+	request("{\"n\":2}", NULL, NULL);
+	request("{\"n\":3}", NULL, NULL);
+	wait_replies(3);
+	assert_int_equal(g_fx.in->route_spare.n, kept);
+	request("{\"n\":4}", NULL, NULL);
+	memset(big, 'h', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	request("{\"n\":5}", "big", big); /* ~500 bytes of headers */
+	request("{\"n\":6}", NULL, NULL);
+	wait_replies(6);
+	assert_int_equal(g_fx.in->route_spare.n, kept);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(g_fx.status[i], 0);
+		assert_int_equal(g_fx.seq[i], i + 1);
+		(void) snprintf(want, sizeof(want), "{\"n\":%d}", i + 1);
+		assert_string_equal(g_fx.target_body[i], want);
+		(void) snprintf(want, sizeof(want), "%d", i + 1);
+		assert_string_equal(g_fx.target_seq[i], want);
+		assert_string_equal(g_fx.target_entry[i], "n1");
+	}
+	eb_bus_consumer_close(tc);
+}
+
 /* The router's unchecked sends, counted (test_trusted_stamp_sends). */
 static int n_trusted;
 
@@ -877,6 +925,8 @@ main(void)
 		    test_held_blocks_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_trusted_stamp_sends, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_route_blocks_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_hold_overflow_and_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
