@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "common/jsonrun.h"
 #include "ingress/ingress_ext.h"
 #include "ingress/ingress_int.h"
 
@@ -271,17 +272,25 @@ static int
 tmpl_number(const char **p, const char *end, uint64_t *v)
 {
 	const char *q = *p;
+	const char *sure = end - q > 18 ? q + 18 : end;
+	uint64_t    x = 0;
 
 	*v = 0;
 	if (q >= end || *q < '1' || *q > '9') {
 		return 0;
 	}
+	/* 18 digits stay below INT64_MAX: only the ones past them are
+	 * checked (issue 25: a check per digit cost as much as the rest). */
+	for (; q < sure && *q >= '0' && *q <= '9'; q++) {
+		x = x * 10 + (uint64_t) (*q - '0');
+	}
 	for (; q < end && *q >= '0' && *q <= '9'; q++) {
-		if (*v > ((uint64_t) INT64_MAX - (uint64_t) (*q - '0')) / 10) {
+		if (x > ((uint64_t) INT64_MAX - (uint64_t) (*q - '0')) / 10) {
 			return 0;
 		}
-		*v = *v * 10 + (uint64_t) (*q - '0');
+		x = x * 10 + (uint64_t) (*q - '0');
 	}
+	*v = x;
 	*p = q;
 	return 1;
 }
@@ -321,6 +330,9 @@ ack_template_epoch(const char *b, size_t len, uint64_t *epoch)
 		return 0;
 	}
 	if (tmpl_lit(&p, end, h3, sizeof(h3) - 1)) {
+		/* Its plain characters a run at a time, then byte by byte. */
+		p = (const char *) eb__json_plain_run(
+		    (const unsigned char *) p, (const unsigned char *) end, 0);
 		while (p < end && *p != '"' && *p != '\\' &&
 		       (unsigned char) *p >= 0x20 &&
 		       (unsigned char) *p < 0x80) {

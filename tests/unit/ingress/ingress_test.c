@@ -701,6 +701,62 @@ test_gateway_fences_any_ack_form(void **state)
 	assert_int_equal(st.acked, 0);
 }
 
+/* Acks in the router's template form at the edges of its reader: 18 and
+ * 19 digits (INT64_MAX), one past INT64_MAX (not a template epoch, nor one
+ * the field reader takes: not fenced), long plain and escaped "to". */
+static const char *const edge_acks[] = {
+	"{\"status\":\"ok\",\"epoch\":999999999999999999,\"seq\":1,"
+	"\"to\":\"a.long.plain.target.address.of.forty.chars\"}",
+	"{\"status\":\"ok\",\"epoch\":9223372036854775807,\"seq\":"
+	"9223372036854775807,\"to\":\"x\\\"y\"}",
+	"{\"status\":\"ok\",\"epoch\":9223372036854775808,\"seq\":3}",
+	"{\"status\":\"ok\",\"epoch\":5,\"seq\":4,\"to\":"
+	"\"0123456789abcdef0123456789abcdef\xc3\xa9\"}",
+};
+
+static void
+custom_edge_cb(
+    eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st, void *arg)
+{
+	int        *calls = arg;
+	const char *b = edge_acks[(*calls)++ % 4];
+
+	(void) in;
+	(void) st;
+	(void) eb_bus_msg_reply_raw(msg, b, strlen(b), NULL, NULL, NULL, NULL);
+}
+
+static void
+test_gateway_ack_template_edges(void **state)
+{
+	int              calls = 0;
+	eb_ingress_stats st;
+
+	(void) state;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, custom_edge_cb, &calls);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	request("{}", NULL, NULL);
+	wait_replies(1);
+	assert_int_equal(g_fx.status[0], 0);
+	assert_true(eb_bus_fence(g_fx.bus) == 999999999999999999ull);
+	request("{}", NULL, NULL);
+	wait_replies(2);
+	assert_int_equal(g_fx.status[1], 0);
+	assert_true(eb_bus_fence(g_fx.bus) == 9223372036854775807ull);
+	request("{}", NULL, NULL);
+	wait_replies(3);
+	assert_int_equal(g_fx.status[2], 0); /* no epoch it can read */
+	assert_true(eb_bus_fence(g_fx.bus) == 9223372036854775807ull);
+	request("{}", NULL, NULL); /* epoch 5: fenced, retried, fenced */
+	wait_replies(4);
+	assert_int_equal(g_fx.fcode[3], EB_INGRESS_FENCED_ACK);
+	eb_ingress_stats_get(g_fx.in, &st);
+	assert_int_equal(st.acked, 3);
+	assert_int_equal(st.fenced_acks, 2);
+	assert_int_equal(calls, 5);
+}
+
 static void
 test_close_fails_held(void **state)
 {
@@ -941,6 +997,8 @@ main(void)
 		    test_gateway_fences_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_gateway_fences_any_ack_form, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_gateway_ack_template_edges, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_fails_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(
