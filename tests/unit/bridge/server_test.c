@@ -810,7 +810,9 @@ put_frame_at(char *out, size_t *len, const char *payload)
 	size_t n = strlen(payload);
 
 	eb__frame_put_len((unsigned char *) out + *len, (uint32_t) n);
-	memcpy(out + *len + 4, payload, n);
+	for (size_t i = 0; i < n; i++) {
+		out[*len + 4 + i] = payload[i];
+	}
 	*len += 4 + n;
 }
 

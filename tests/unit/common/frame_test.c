@@ -226,7 +226,9 @@ add_frame(char *buf, size_t *len, const char *payload)
 	size_t n = strlen(payload);
 
 	eb__frame_put_len((unsigned char *) buf + *len, (uint32_t) n);
-	memcpy(buf + *len + 4, payload, n);
+	for (size_t i = 0; i < n; i++) {
+		buf[*len + 4 + i] = payload[i];
+	}
 	*len += 4 + n;
 }
 
