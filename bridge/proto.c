@@ -125,7 +125,7 @@ scan_member(eb__jscan *s, int depth, bspan *sp)
 
 	if (s->p < s->end && *s->p == '"') {
 		sp->kind = '"';
-		return eb__jscan_string(s, &sp->p, &sp->n, &sp->esc);
+		return eb__jscan_string_quick(s, &sp->p, &sp->n, &sp->esc);
 	}
 	if (!eb__jscan_value(s, depth)) {
 		return 0;
@@ -501,7 +501,7 @@ eb__bframe_parse(
 	eb__jscan_ws(&s);
 	if (!eb__jscan_ch(&s, '}')) {
 		for (;;) {
-			if (!eb__jscan_string(&s, &k, &kl, &esc)) {
+			if (!eb__jscan_string_quick(&s, &k, &kl, &esc)) {
 				break;
 			}
 			/* Ours are plain: an escaped key is decoded first. */

@@ -177,9 +177,29 @@ conn_process_done(eb__bconn *c, unsigned handled)
 	}
 }
 
-/* Handles up to BCONN_FRAME_BUDGET buffered frames. */
+/* The next frame: from the input *in[0..*n) where it is while nothing
+ * is buffered (no copy, issue 25); once that stops, the rest of the input
+ * is buffered (*in NULL) and frames come from the decoder. */
+static int
+conn_next(
+    eb__bconn *c, const char **in, size_t *n, const char **p, uint32_t *len)
+{
+	if (*in != NULL) {
+		if (eb__frame_dec_next_in(&c->dec, in, n, p, len) == 0) {
+			return 0;
+		}
+		eb__frame_dec_feed(&c->dec, *in, *n);
+		*in = NULL;
+		*n = 0;
+	}
+	return eb__frame_dec_next(&c->dec, p, len);
+}
+
+/* Handles up to BCONN_FRAME_BUDGET frames: those of the input in[0..n)
+ * (NULL: none) and the buffered ones, in order; what is not handled is
+ * buffered, unless c closed. */
 static void
-conn_process(eb__bconn *c)
+conn_process(eb__bconn *c, const char *in, size_t n)
 {
 	unsigned    budget = BCONN_FRAME_BUDGET;
 	unsigned    handled = 0;
@@ -191,10 +211,13 @@ conn_process(eb__bconn *c)
 	while (!c->closing && !c->blocked) {
 		if (budget-- == 0) {
 			c->processing = 0;
+			if (in != NULL) {
+				eb__frame_dec_feed(&c->dec, in, n);
+			}
 			conn_pause(c);
 			return;
 		}
-		rv = eb__frame_dec_next(&c->dec, &p, &len);
+		rv = conn_next(c, &in, &n, &p, &len);
 		if (rv == UV_EAGAIN) {
 			break;
 		}
@@ -209,6 +232,9 @@ conn_process(eb__bconn *c)
 		handled++;
 	}
 	c->processing = 0;
+	if (in != NULL && !c->closing) {
+		eb__frame_dec_feed(&c->dec, in, n); /* blocked */
+	}
 	if (c->closing) {
 		eb__frame_dec_free(&c->dec); /* see eb__bconn_close */
 		return;
@@ -243,7 +269,7 @@ conn_drain(eb__bconn *c)
 {
 	uint64_t before = c->frames_in;
 
-	conn_process(c);
+	conn_process(c, NULL, 0);
 	conn_input_done(c, before);
 }
 
@@ -254,9 +280,10 @@ eb__bconn_read_cb(eb__stream *s, const char *data, size_t n)
 	uint64_t   before = c->frames_in;
 
 	c->active_ms = eb__mono_ms();
-	eb__frame_dec_feed(&c->dec, data, n);
 	if (!c->paused) {
-		conn_process(c); /* else the drain handle continues */
+		conn_process(c, data, n);
+	} else {
+		eb__frame_dec_feed(&c->dec, data, n); /* the drain continues */
 	}
 	conn_input_done(c, before);
 }

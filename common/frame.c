@@ -89,6 +89,30 @@ eb__frame_dec_next(eb__frame_dec *d, const char **payload, uint32_t *len)
 	return 0;
 }
 
+int
+eb__frame_dec_next_in(eb__frame_dec *d, const char **p, size_t *n,
+    const char **payload, uint32_t *len)
+{
+	uint32_t m;
+
+	if (d->pending > 0) {
+		eb__buf_consume(&d->in, d->pending);
+		d->pending = 0;
+	}
+	if (eb__buf_avail(&d->in) > 0 || *n < EB_FRAME_HDR) {
+		return UV_EAGAIN;
+	}
+	m = eb__frame_get_len((const unsigned char *) *p);
+	if (m > FRAME_MAX_SIGNED || m > d->max_frame || *n - EB_FRAME_HDR < m) {
+		return UV_EAGAIN;
+	}
+	*payload = *p + EB_FRAME_HDR;
+	*len = m;
+	*p += EB_FRAME_HDR + (size_t) m;
+	*n -= EB_FRAME_HDR + (size_t) m;
+	return 0;
+}
+
 size_t
 eb__frame_dec_buffered(const eb__frame_dec *d)
 {

@@ -41,6 +41,17 @@ void eb__frame_dec_feed(eb__frame_dec *d, const void *p, size_t n);
 int eb__frame_dec_next(eb__frame_dec *d, const char **payload, uint32_t *len);
 /* Bytes buffered and not yet returned as frames. */
 size_t eb__frame_dec_buffered(const eb__frame_dec *d);
+/*
+ * The frames of the input p[0..n) read where they are, without the copy
+ * of feed (issue 25: a node link's reads), for a caller that is done with
+ * each payload before the input goes away: while nothing is buffered
+ * (the frame of the last next() is consumed here), returns 0 and the next
+ * whole frame at *p (payload borrowed from the input), moving *p and *n
+ * past it. Else UV_EAGAIN, leaving *p and *n: the caller feeds the rest
+ * and goes on with next(), which also reports a bad length.
+ */
+int eb__frame_dec_next_in(eb__frame_dec *d, const char **p, size_t *n,
+    const char **payload, uint32_t *len);
 
 static inline void
 eb__frame_put_len(unsigned char *hdr, uint32_t n)

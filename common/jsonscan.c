@@ -251,7 +251,7 @@ scan_container(eb__jscan *s, int depth, int object)
 	}
 	for (;;) {
 		if (object) {
-			if (!eb__jscan_string(s, &k, &kl, &esc)) {
+			if (!eb__jscan_string_quick(s, &k, &kl, &esc)) {
 				return 0;
 			}
 			eb__jscan_ws(s);
@@ -288,7 +288,7 @@ eb__jscan_value(eb__jscan *s, int depth)
 	}
 	switch (*s->p) {
 	case '"':
-		return eb__jscan_string(s, &str, &len, &esc);
+		return eb__jscan_string_quick(s, &str, &len, &esc);
 	case '{':
 	case '[':
 		s->p++;

@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "common/jsonrun.h"
 #include "ingress/ingress_ext.h"
 #include "ingress/ingress_int.h"
 
@@ -50,11 +51,27 @@ answer_failure(eb_ingress *in, eb__ingress_held *h, int code, const char *why)
 	}
 }
 
-static void
-held_free(eb__ingress_held *h)
+eb__ingress_held *
+eb__ingress_held_new(eb_ingress *in)
+{
+	eb__ingress_held *h = eb__spare_take(&in->held_spare);
+
+	if (h == NULL) {
+		return eb__calloc(1, sizeof(*h));
+	}
+	memset(h, 0, sizeof(*h));
+	return h;
+}
+
+void
+eb__ingress_held_free(eb_ingress *in, eb__ingress_held *h)
 {
 	eb_bus_msg_release(h->msg);
-	free(h);
+	if (in == NULL) {
+		free(h); /* the ingress may be gone */
+		return;
+	}
+	eb__spare_put(&in->held_spare, h, EB__INGRESS_HELD_SPARE);
 }
 
 static void arm_timer(eb_ingress *in);
@@ -70,7 +87,7 @@ hold(eb_ingress *in, eb__ingress_held *h, int at_head)
 		    "leader reachable",
 		    in->hold_max);
 		answer_failure(in, h, EB_INGRESS_HOLD_FULL, why);
-		held_free(h);
+		eb__ingress_held_free(in, h);
 		return;
 	}
 	h->since_ms = uv_now(in->loop);
@@ -231,7 +248,7 @@ submit_now(eb_ingress *in, eb__ingress_held *h, int at_head)
 		hold(in, h, at_head);
 	} else if (rv != 0) {
 		answer_failure(in, h, -1, eb_strerror(rv));
-		held_free(h);
+		eb__ingress_held_free(in, h);
 	}
 }
 
@@ -255,17 +272,25 @@ static int
 tmpl_number(const char **p, const char *end, uint64_t *v)
 {
 	const char *q = *p;
+	const char *sure = end - q > 18 ? q + 18 : end;
+	uint64_t    x = 0;
 
 	*v = 0;
 	if (q >= end || *q < '1' || *q > '9') {
 		return 0;
 	}
+	/* 18 digits stay below INT64_MAX: only the ones past them are
+	 * checked (issue 25: a check per digit cost as much as the rest). */
+	for (; q < sure && *q >= '0' && *q <= '9'; q++) {
+		x = x * 10 + (uint64_t) (*q - '0');
+	}
 	for (; q < end && *q >= '0' && *q <= '9'; q++) {
-		if (*v > ((uint64_t) INT64_MAX - (uint64_t) (*q - '0')) / 10) {
+		if (x > ((uint64_t) INT64_MAX - (uint64_t) (*q - '0')) / 10) {
 			return 0;
 		}
-		*v = *v * 10 + (uint64_t) (*q - '0');
+		x = x * 10 + (uint64_t) (*q - '0');
 	}
+	*v = x;
 	*p = q;
 	return 1;
 }
@@ -305,6 +330,9 @@ ack_template_epoch(const char *b, size_t len, uint64_t *epoch)
 		return 0;
 	}
 	if (tmpl_lit(&p, end, h3, sizeof(h3) - 1)) {
+		/* Its plain characters a run at a time, then byte by byte. */
+		p = (const char *) eb__json_plain_run(
+		    (const unsigned char *) p, (const unsigned char *) end, 0);
 		while (p < end && *p != '"' && *p != '\\' &&
 		       (unsigned char) *p >= 0x20 &&
 		       (unsigned char) *p < 0x80) {
@@ -374,7 +402,8 @@ forward_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 	(void) bus;
 	eb__list_remove(&h->link);
 	if (in == NULL) {
-		held_free(h); /* the ingress closed and answered it already */
+		/* The ingress closed (and answered it): not kept. */
+		eb__ingress_held_free(NULL, h);
 		return;
 	}
 	in->n_inflight--;
@@ -398,7 +427,7 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 			return;
 		}
 		answer_failure(in, h, EB_INGRESS_FENCED_ACK, in->fenced_why);
-		held_free(h);
+		eb__ingress_held_free(in, h);
 		return;
 	}
 	if (status == 0) {
@@ -411,7 +440,7 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 			(void) eb_bus_msg_reply_raw(h->msg, body, len,
 			    eb_bus_msg_headers(reply), NULL, NULL, NULL);
 		}
-		held_free(h);
+		eb__ingress_held_free(in, h);
 		return;
 	}
 	if (!h->retried && retryable(status, failure)) {
@@ -424,7 +453,7 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 	}
 	answer_failure(in, h, failure != NULL ? failure->code : -1,
 	    failure != NULL ? failure->message : eb_strerror(status));
-	held_free(h);
+	eb__ingress_held_free(in, h);
 }
 
 static void
@@ -448,7 +477,7 @@ flush(eb_ingress *in)
 		}
 		if (rv != 0) {
 			answer_failure(in, h, -1, eb_strerror(rv));
-			held_free(h);
+			eb__ingress_held_free(in, h);
 		}
 	}
 	EB_LOG_NOTICE("ingress", "flushed: reason=leader-reachable");
@@ -482,7 +511,7 @@ hold_timer_cb(uv_timer_t *t)
 			eb__list_remove(it);
 			in->n_held--;
 			answer_failure(in, h, EB_INGRESS_HOLD_TIMEOUT, why);
-			held_free(h);
+			eb__ingress_held_free(in, h);
 			expired++;
 		}
 	}
@@ -536,7 +565,7 @@ eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	(void) c;
 	EB_ASSERT(!in->closing); /* the gateway consumer closed with it */
 	in->st.received++;
-	h = eb__calloc(1, sizeof(*h));
+	h = eb__ingress_held_new(in);
 	h->msg = eb_bus_msg_hold(msg);
 	h->in = in;
 	h->recv_ns = uv_hrtime();
@@ -573,7 +602,7 @@ eb__ingress_fail_all(eb_ingress *in)
 		in->n_backlog--;
 		answer_failure(
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
-		held_free(h);
+		eb__ingress_held_free(in, h);
 	}
 	if (in->pressing) {
 		in->pressing = 0;
@@ -587,7 +616,7 @@ eb__ingress_fail_all(eb_ingress *in)
 		in->n_held--;
 		answer_failure(
 		    in, h, EB_INGRESS_CLOSING, "ebnode: node shutting down");
-		held_free(h);
+		eb__ingress_held_free(in, h);
 	}
 	/* In-flight forwards stay with the bus until their callback; answer
 	 * their senders now and let the callback only free them. */

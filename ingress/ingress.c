@@ -44,6 +44,7 @@ eb_ingress_new(uv_loop_t *loop, eb_bus *bus, const eb_ingress_opts *opts,
 	in->timeout_ms = opts->timeout_ms;
 	in->relay_replies = opts->relay_replies != 0;
 	in->warmup_ms = opts->warmup_ms;
+	eb__ingress_set_enc_sends(in, NULL, NULL);
 	eb__list_init(&in->waiting);
 	eb__list_init(&in->routing);
 	eb__list_init(&in->held);
@@ -77,6 +78,16 @@ eb__ingress_set_ext(eb_ingress *in, const eb__ingress_ext_ops *ops, void *ctx)
 	EB_ASSERT(!in->closing);
 	in->ext = ops;
 	in->ext_ctx = ctx;
+}
+
+void
+eb__ingress_set_enc_sends(eb_ingress *in, eb__ingress_enc_send_fn send,
+    eb__ingress_enc_send_fn publish)
+{
+	EB_ASSERT(!in->closing);
+	in->send_enc = send != NULL ? send : eb_bus_send_confirmed_enc;
+	in->publish_enc =
+	    publish != NULL ? publish : eb_bus_publish_confirmed_enc;
 }
 
 static void
@@ -178,6 +189,8 @@ timer_closed_cb(uv_handle_t *h)
 	eb__ingress_rules_free(in);
 	json_decref(in->entry_headers);
 	eb__buf_free(&in->stamp_buf);
+	eb__spare_free(&in->held_spare);
+	eb__spare_free(&in->route_spare);
 	free(in->address);
 	free(in);
 }

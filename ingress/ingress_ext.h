@@ -47,4 +47,20 @@ typedef struct eb__ingress_ext_ops {
 void eb__ingress_set_ext(
     eb_ingress *in, const eb__ingress_ext_ops *ops, void *ctx);
 
+/*
+ * The router's confirmed sends with encoded headers: the signature of
+ * eb_bus_send_confirmed_enc and eb_bus_publish_confirmed_enc (the calls it
+ * uses unless told otherwise). The node installs the bus's unchecked ones
+ * (eventbus/bus_trusted.h) for the stamped headers the router writes
+ * itself; headers it cannot vouch for (a key with a NUL byte, which its
+ * encoding would cut) still go through the public, checked calls. At any
+ * time before close; NULL: the public calls.
+ */
+typedef int (*eb__ingress_enc_send_fn)(eb_bus *bus, const char *address,
+    const char *body, size_t body_len, const char *headers_json,
+    size_t headers_len, const eb_bus_send_opts *opts, eb_bus_receipt_cb cb,
+    void *arg);
+void eb__ingress_set_enc_sends(eb_ingress *in, eb__ingress_enc_send_fn send,
+    eb__ingress_enc_send_fn publish);
+
 #endif

@@ -22,6 +22,8 @@
 #include "common/buf.h"
 #include "common/hist.h"
 #include "common/list.h"
+#include "common/spare.h"
+#include "ingress/ingress_ext.h"
 
 typedef struct eb__ingress_rule {
 	char            *header; /* owned; NULL for a body field rule */
@@ -87,6 +89,16 @@ struct eb_ingress {
 	 * message came without headers (most), instead of a copy each. */
 	json_t *entry_headers;
 	eb__buf stamp_buf; /* the router's scratch: stamped headers */
+	/* The router's sends of stamped headers it wrote (ingress_ext.h,
+	 * eb__ingress_set_enc_sends); the public checked calls by default. */
+	eb__ingress_enc_send_fn send_enc;
+	eb__ingress_enc_send_fn publish_enc;
+	/* Freed eb__ingress_held blocks kept for the next messages (the
+	 * gateway makes one per message), at most EB__INGRESS_HELD_SPARE. */
+	eb__spare held_spare;
+	/* The router's freed contexts of a routed message, kept likewise
+	 * (router.c: those whose strings fit EB__INGRESS_ROUTE_STRS). */
+	eb__spare route_spare;
 	/* Gateway receipt to the answer (ack or failure), every message. */
 	eb__hist latency;
 };
@@ -121,6 +133,13 @@ typedef struct eb__ingress_held {
 } eb__ingress_held;
 
 /* gateway.c */
+/* Spare eb__ingress_held blocks an ingress keeps (about 16 KiB). */
+#define EB__INGRESS_HELD_SPARE 256u
+/* A zeroed eb__ingress_held, from in's spare blocks when there is one. */
+eb__ingress_held *eb__ingress_held_new(eb_ingress *in);
+/* Releases h's message and keeps h for the next one (or frees it: in is
+ * NULL once the ingress closed). */
+void eb__ingress_held_free(eb_ingress *in, eb__ingress_held *h);
 /* Forwards in flight per gateway: the leader acknowledges only what the
  * target's node confirmed, so acknowledgements are the credits of an
  * end-to-end window, and a target queue holds at most the sum of the
@@ -134,6 +153,11 @@ void eb__ingress_fail_all(eb_ingress *in);
 /* The gateway latency histogram (read by ingress_admin.c); borrowed. */
 const eb__hist *eb__ingress_latency(const eb_ingress *in);
 /* router.c */
+/* A kept router context has room for this many bytes of strings (entry
+ * node, target address, stamped headers: ~110 for a message without
+ * headers of its own); at most EB__INGRESS_ROUTE_SPARE (~100 KiB) kept. */
+#define EB__INGRESS_ROUTE_STRS  320u
+#define EB__INGRESS_ROUTE_SPARE 256u
 void eb__ingress_router_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg);
 /* Routes what waits for its target (warm-up); fails what waited too long. */
 void eb__ingress_router_drain(eb_ingress *in);

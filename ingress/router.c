@@ -421,8 +421,11 @@ stamp_put(eb__buf *out, int first, int i, const char *v, size_t vn)
  * in place, then the stamps not yet written (epoch, sequence, entry node,
  * config version when there is one). The same bytes as copying the object,
  * setting the four keys and encoding it, without building the object.
+ * Returns 1 when they are surely an object of strings with distinct keys
+ * (the send need not check them: in->send_enc), 0 when a key holds a NUL
+ * byte, where its encoding is cut and may repeat another key.
  */
-static void
+static int
 stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
     const eb_ingress_stamp *st, eb__buf *out)
 {
@@ -432,6 +435,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 	size_t      len[STAMP_N];
 	int         done[STAMP_N] = { 0, 0, 0, in->config_version == 0 };
 	int         first = 1;
+	int         trusted = 1;
 	int         i;
 	void       *it;
 
@@ -449,14 +453,18 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 	     it = json_object_iter_next(h, it)) {
 		const char   *k = json_object_iter_key(it);
 		const json_t *v = json_object_iter_value(it);
+		size_t        kn = strlen(k);
 
+		if (kn != json_object_iter_key_len(it)) {
+			trusted = 0; /* a NUL byte in the key */
+		}
 		i = stamp_key(k);
 		if (i >= 0 && !done[i]) {
 			stamp_put(out, first, i, val[i], len[i]);
 			done[i] = 1;
 		} else {
 			/* Not a stamp (or the config key, no version). */
-			eb__jsonstr_put_member(out, first, k, strlen(k),
+			eb__jsonstr_put_member(out, first, k, kn,
 			    json_string_value(v), json_string_length(v));
 		}
 		first = 0;
@@ -468,6 +476,7 @@ stamped_headers(const eb_ingress *in, eb_bus_msg *msg,
 		}
 	}
 	eb__buf_append(out, "}", 1);
+	return trusted;
 }
 
 static void
@@ -539,7 +548,9 @@ typedef struct route_ctx {
 	char            *node; /* owned: a keyed send's node, else NULL */
 	int              publish;
 	int              retried;
-	int              keyed; /* ebnode.msgid: never routed elsewhere */
+	int              keyed;   /* ebnode.msgid: never routed elsewhere */
+	int              trusted; /* hdr needs no check (stamped_headers) */
+	int              kept;    /* EB__INGRESS_ROUTE_STRS of strings: spare */
 } route_ctx;
 
 static void route_receipt_cb(
@@ -548,36 +559,45 @@ static void route_receipt_cb(
 static int
 route_confirmed(eb_ingress *in, route_ctx *x)
 {
-	eb_bus_send_opts o;
-	size_t           len;
-	const char      *body = eb_bus_msg_body_bytes(x->msg, &len);
+	eb_bus_send_opts        o;
+	size_t                  len;
+	const char             *body = eb_bus_msg_body_bytes(x->msg, &len);
+	eb__ingress_enc_send_fn send;
 
 	eb_bus_send_opts_init(&o);
 	o.epoch = x->st.epoch; /* fenced at every receiver (rule 6) */
 	o.node = x->node;      /* a keyed send: its one node */
 	/* The bytes that arrived, never re-encoded; the stamped headers as
-	 * encoded once (a retry sends the same). */
-	return x->publish
-	           ? eb_bus_publish_confirmed_enc(in->bus, x->to, body, len,
-	                 x->hdr, x->hdr_len, &o, route_receipt_cb, x)
-	           : eb_bus_send_confirmed_enc(in->bus, x->to, body, len,
-	                 x->hdr, x->hdr_len, &o, route_receipt_cb, x);
+	 * encoded once (a retry sends the same), checked by the bus unless
+	 * stamped_headers vouched for them. */
+	if (x->publish) {
+		send =
+		    x->trusted ? in->publish_enc : eb_bus_publish_confirmed_enc;
+	} else {
+		send = x->trusted ? in->send_enc : eb_bus_send_confirmed_enc;
+	}
+	return send(in->bus, x->to, body, len, x->hdr, x->hdr_len, &o,
+	    route_receipt_cb, x);
 }
 
 static void
-route_ctx_free(route_ctx *x)
+route_ctx_free(eb_ingress *in, route_ctx *x)
 {
 	eb__list_remove(&x->link);
 	eb_bus_msg_release(x->msg);
 	free(x->node);
-	free(x);
+	if (x->kept) {
+		eb__spare_put(&in->route_spare, x, EB__INGRESS_ROUTE_SPARE);
+	} else {
+		free(x);
+	}
 }
 
 /* x is answered: free it; a closing ingress finishes with the last one. */
 static void
 route_done(eb_ingress *in, route_ctx *x)
 {
-	route_ctx_free(x);
+	route_ctx_free(in, x);
 	if (in->closing && eb__list_empty(&in->routing)) {
 		eb__ingress_close_finish(in);
 	}
@@ -665,12 +685,13 @@ route_receipt_cb(eb_bus *bus, int status, const eb_bus_receipt *rcpt, void *arg)
 }
 
 /* Routes msg (stamped headers) by send or publish with a receipt; the
- * answer comes from route_receipt_cb. key: msg's ebnode.msgid header (a
- * checked string) or NULL, as route_one read it. 0, or an error (not
- * routed). */
+ * answer comes from route_receipt_cb. trusted: what stamped_headers said of
+ * hdr. key: msg's ebnode.msgid header (a checked string) or NULL, as
+ * route_one read it. 0, or an error (not routed). */
 static int
 route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
-    const eb_ingress_stamp *st, const eb__buf *hdr, const json_t *key)
+    const eb_ingress_stamp *st, const eb__buf *hdr, int trusted,
+    const json_t *key)
 {
 	size_t      ent = strlen(st->entry_node) + 1;
 	size_t      to = strlen(r->to) + 1;
@@ -700,9 +721,19 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 			return EB_ENOHANDLERS;
 		}
 	}
-	/* One allocation: the context, then its three strings. */
-	x = eb__malloc(sizeof(*x) + ent + to + hn + 1);
-	memset(x, 0, sizeof(*x));
+	/* One allocation: the context, then its three strings; one of the
+	 * kept blocks when they fit. */
+	if (ent + to + hn + 1 <= EB__INGRESS_ROUTE_STRS) {
+		x = eb__spare_take(&in->route_spare);
+		if (x == NULL) {
+			x = eb__malloc(sizeof(*x) + EB__INGRESS_ROUTE_STRS);
+		}
+		memset(x, 0, sizeof(*x));
+		x->kept = 1;
+	} else {
+		x = eb__malloc(sizeof(*x) + ent + to + hn + 1);
+		memset(x, 0, sizeof(*x));
+	}
 	x->in = in;
 	x->msg = eb_bus_msg_hold(msg);
 	x->st = *st;
@@ -717,10 +748,11 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 	x->hdr_len = hn;
 	x->publish = r->publish;
 	x->keyed = key != NULL;
+	x->trusted = trusted;
 	x->node = dup_or_null(node);
 	eb__list_insert_tail(&in->routing, &x->link);
 	if ((rv = route_confirmed(in, x)) != 0) {
-		route_ctx_free(x);
+		route_ctx_free(in, x);
 	}
 	return rv;
 }
@@ -737,6 +769,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	const json_t           *entry;
 	const json_t           *msgid;
 	char                    why[300];
+	int                     trusted;
 	int                     rv;
 
 	entry = json_object_get(eb_bus_msg_headers(msg), EB_INGRESS_HDR_ENTRY);
@@ -772,7 +805,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 	    eb_bus_handler_count(in->bus, r->to) == 0) {
 		return 1;
 	}
-	stamped_headers(in, msg, &st, &in->stamp_buf);
+	trusted = stamped_headers(in, msg, &st, &in->stamp_buf);
 	if (in->relay_replies && !r->publish &&
 	    eb_bus_msg_reply_address(msg) != NULL) {
 		rv = relay(in, r, msg, &in->stamp_buf);
@@ -783,7 +816,7 @@ route_one(eb_ingress *in, eb_bus_msg *msg, int may_wait)
 		return 0;
 	}
 	rv = eb_bus_handler_count(in->bus, r->to) > 0
-	         ? route_start(in, r, msg, &st, &in->stamp_buf, msgid)
+	         ? route_start(in, r, msg, &st, &in->stamp_buf, trusted, msgid)
 	         : EB_ENOHANDLERS;
 	if (in->stamp_buf.cap > 65536) {
 		eb__buf_free(&in->stamp_buf); /* a rare big one: not kept */
@@ -815,7 +848,7 @@ leading_now(eb_ingress *in)
 static void
 wait_push(eb_ingress *in, eb_bus_msg *msg)
 {
-	eb__ingress_held *w = eb__calloc(1, sizeof(*w));
+	eb__ingress_held *w = eb__ingress_held_new(in);
 
 	EB_ASSERT(!in->closing);
 	w->msg = eb_bus_msg_hold(msg);
@@ -830,8 +863,7 @@ wait_pop(eb_ingress *in, eb__ingress_held *w)
 {
 	eb__list_remove(&w->link);
 	in->n_waiting--;
-	eb_bus_msg_release(w->msg);
-	free(w);
+	eb__ingress_held_free(in, w);
 }
 
 void

@@ -504,6 +504,16 @@ eb__link_conn_input(link_conn *c, const char *p, size_t n)
 	uint32_t    len;
 	int         rv;
 
+	/* Whole frames where they arrived (each is handled before this
+	 * returns); the rest is copied and waits for more input. */
+	while (eb__frame_dec_next_in(&c->dec, &p, &n, &payload, &len) == 0) {
+		if ((rv = conn_on_frame(c, payload, len)) != 0) {
+			return rv;
+		}
+		if (c->state == LINK_CLOSING) {
+			return 0; /* the upper layer closed us */
+		}
+	}
 	eb__frame_dec_feed(&c->dec, p, n);
 	for (;;) {
 		rv = eb__frame_dec_next(&c->dec, &payload, &len);

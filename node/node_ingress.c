@@ -8,6 +8,8 @@
 #include <ebnode/ingress.h>
 #include <ebnode/log.h>
 
+#include "eventbus/bus_trusted.h"
+#include "ingress/ingress_ext.h"
 #include "node/node_int.h"
 
 static int
@@ -50,6 +52,9 @@ eb__node_ingress_start(eb__steps *s, eb__steps_done_cb cb)
 		return rv;
 	}
 	eb_ingress_set_leader_check(in, leader_check_cb, &n->cluster);
+	/* The router's own stamped headers go unchecked (issue 25). */
+	eb__ingress_set_enc_sends(in, eb__bus_send_confirmed_enc_trusted,
+	    eb__bus_publish_confirmed_enc_trusted);
 	if ((rv = eb_ingress_start(in)) != 0) {
 		eb_ingress_close(in, NULL, NULL);
 		return rv;

@@ -803,6 +803,99 @@ test_input_budget(void **state)
 	fixture_free(f);
 }
 
+/* Appends a frame of payload to out at *len (room assumed). */
+static void
+put_frame_at(char *out, size_t *len, const char *payload)
+{
+	size_t n = strlen(payload);
+
+	eb__frame_put_len((unsigned char *) out + *len, (uint32_t) n);
+	for (size_t i = 0; i < n; i++) {
+		out[*len + 4 + i] = payload[i];
+	}
+	*len += 4 + n;
+}
+
+static int
+conn_unpaused(void *arg)
+{
+	return !((eb__bconn *) arg)->paused;
+}
+
+/*
+ * Frames that arrive whole are handled where they are read (read.c,
+ * eb__frame_dec_next_in), the rest is buffered, in order: one read with 3
+ * whole frames and half a fourth handles 3 and keeps the half; the next
+ * read completes it (from the buffer) and brings 2 more. One read of 300
+ * pings handles the frame budget (256) and buffers the other 44, which the
+ * drain handles on a later turn; a frame that blocks the connection (a
+ * busy address) leaves the rest of its read buffered, not handled.
+ */
+static void
+test_frames_in_place(void **state)
+{
+	th_loop        *t = *state;
+	eb_bridge_opts  o;
+	eb_bridge_stats st;
+	fixture        *f;
+	eb__bconn      *c;
+	static char     in[300 * 20];
+	size_t          len = 0;
+	size_t          cut;
+	int             i;
+
+	eb_bridge_opts_init(&o);
+	f = fixture_new(t, &o);
+	c = eb__bconn_open_detached(f->b);
+	put_frame_at(in, &len, "{\"type\":\"register\",\"address\":\"a\"}");
+	put_frame_at(in, &len, "{\"type\":\"register\",\"address\":\"b\"}");
+	put_frame_at(in, &len, "{\"type\":\"register\",\"address\":\"c\"}");
+	cut = len + 20;
+	put_frame_at(in, &len, "{\"type\":\"register\",\"address\":\"d\"}");
+	put_frame_at(in, &len, "{\"type\":\"ping\"}");
+	put_frame_at(in, &len, "{\"type\":\"register\",\"address\":\"e\"}");
+	eb__bconn_feed(c, in, cut);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_REGISTER], 3);
+	assert_int_equal(eb__frame_dec_buffered(&c->dec), 20);
+	eb__bconn_feed(c, in + cut, len - cut);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_REGISTER], 5);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_PING], 1);
+	assert_int_equal(eb__frame_dec_buffered(&c->dec), 0);
+	/* Over the frame budget in one read. */
+	len = 0;
+	for (i = 0; i < 300; i++) {
+		put_frame_at(in, &len, "{\"type\":\"ping\"}");
+	}
+	eb__bconn_feed(c, in, len);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_PING], 1 + 256);
+	assert_int_equal(eb__frame_dec_buffered(&c->dec), 44 * 19);
+	assert_true(c->paused);
+	assert_int_equal(th_run_until(t, conn_unpaused, c, 2000), 0);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_PING], 1 + 300);
+	assert_int_equal(eb__frame_dec_buffered(&c->dec), 0);
+	/* Blocked by a busy address: the rest of the read waits. */
+	eb_bus_pressure_set(f->bus, "a", 1);
+	len = 0;
+	put_frame_at(in, &len, "{\"type\":\"send\",\"address\":\"a\"}");
+	put_frame_at(in, &len, "{\"type\":\"ping\"}");
+	eb__bconn_feed(c, in, len);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_SEND], 1);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_PING], 1 + 300);
+	assert_true(c->blocked);
+	assert_int_equal(eb__frame_dec_buffered(&c->dec), 19);
+	eb_bus_pressure_set(f->bus, "a", 0);
+	assert_int_equal(th_run_until(t, conn_unpaused, c, 2000), 0);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(st.frames_in[EB_BRIDGE_IN_PING], 1 + 301);
+	eb__bconn_close(c, "test");
+	fixture_free(f);
+}
+
 /* Lifecycle misuse aborts (EB_ASSERT), in a child on its own loop. */
 static void
 bridge_misuse(const void *arg)
@@ -858,6 +951,8 @@ main(void)
 		    test_hook, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_hook_closes_others, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_frames_in_place, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_input_budget, th_setup, th_teardown),
 		cmocka_unit_test(test_lifecycle_asserts),

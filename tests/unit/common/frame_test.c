@@ -219,6 +219,87 @@ test_borrowed_payload_survives_feed(void **state)
 	eb__frame_dec_free(&d);
 }
 
+/* Appends a frame of payload to buf at *len. */
+static void
+add_frame(char *buf, size_t *len, const char *payload)
+{
+	size_t n = strlen(payload);
+
+	eb__frame_put_len((unsigned char *) buf + *len, (uint32_t) n);
+	for (size_t i = 0; i < n; i++) {
+		buf[*len + 4 + i] = payload[i];
+	}
+	*len += 4 + n;
+}
+
+/*
+ * eb__frame_dec_next_in: whole frames are read where they are (payload
+ * pointers into the input, nothing copied), a partial one is left for
+ * feed and next; nothing is read in place while bytes are buffered; a bad
+ * length is left to next, which reports it; the frame of the last next()
+ * is consumed first.
+ */
+static void
+test_next_in_place(void **state)
+{
+	eb__frame_dec d;
+	char          in[256];
+	size_t        len = 0;
+	const char   *p = in;
+	size_t        n;
+	const char   *pl;
+	uint32_t      m;
+
+	(void) state;
+	eb__frame_dec_init(&d, 64);
+	add_frame(in, &len, "one");
+	add_frame(in, &len, "");
+	add_frame(in, &len, "three");
+	add_frame(in, &len, "four!"); /* cut below: 2 of its 5 bytes */
+	n = len - 3;
+	assert_int_equal(eb__frame_dec_next_in(&d, &p, &n, &pl, &m), 0);
+	assert_ptr_equal(pl, in + 4);
+	assert_int_equal(m, 3);
+	assert_int_equal(eb__frame_dec_next_in(&d, &p, &n, &pl, &m), 0);
+	assert_int_equal(m, 0);
+	assert_int_equal(eb__frame_dec_next_in(&d, &p, &n, &pl, &m), 0);
+	assert_ptr_equal(pl, in + 15);
+	assert_memory_equal(pl, "three", 5);
+	assert_int_equal(eb__frame_dec_next_in(&d, &p, &n, &pl, &m), UV_EAGAIN);
+	assert_ptr_equal(p, in + 20);
+	assert_int_equal(n, 6);
+	assert_int_equal(eb__frame_dec_buffered(&d), 0);
+	/* The rest is fed; in place is refused while it is buffered. */
+	eb__frame_dec_feed(&d, p, n);
+	assert_int_equal(eb__frame_dec_next(&d, &pl, &m), UV_EAGAIN);
+	p = in + len - 3;
+	n = 3;
+	assert_int_equal(eb__frame_dec_next_in(&d, &p, &n, &pl, &m), UV_EAGAIN);
+	assert_ptr_equal(p, in + len - 3);
+	eb__frame_dec_feed(&d, p, n);
+	assert_int_equal(eb__frame_dec_next(&d, &pl, &m), 0);
+	assert_memory_equal(pl, "four!", 5);
+	/* The frame of that next() is consumed by next_in. */
+	len = 0;
+	add_frame(in, &len, "five");
+	p = in;
+	n = len;
+	assert_int_equal(eb__frame_dec_next_in(&d, &p, &n, &pl, &m), 0);
+	assert_ptr_equal(pl, in + 4);
+	assert_int_equal(n, 0);
+	assert_int_equal(eb__frame_dec_buffered(&d), 0);
+	/* Over max_frame: left to next, which rejects it. */
+	eb__frame_put_len((unsigned char *) in, 65);
+	p = in;
+	n = 80;
+	assert_int_equal(eb__frame_dec_next_in(&d, &p, &n, &pl, &m), UV_EAGAIN);
+	assert_int_equal(n, 80);
+	eb__frame_dec_feed(&d, p, n);
+	assert_int_equal(eb__frame_dec_next(&d, &pl, &m), EB_EFRAME);
+	assert_int_equal(d.bad_len, 65);
+	eb__frame_dec_free(&d);
+}
+
 static void
 test_encode_json(void **state)
 {
@@ -251,6 +332,7 @@ main(void)
 		cmocka_unit_test(test_split_byte_by_byte),
 		cmocka_unit_test(test_many_frames_one_feed),
 		cmocka_unit_test(test_borrowed_payload_survives_feed),
+		cmocka_unit_test(test_next_in_place),
 		cmocka_unit_test(test_encode_json),
 	};
 

@@ -186,6 +186,89 @@ test_spans(void **state)
 	assert_string_equal(s.why, "expected ',' or ']'");
 }
 
+/* eb__jscan_string_quick and eb__jscan_string on text[0..len): the same
+ * result, span, esc, position and failure; plain_at >= 0: a plain string
+ * of that length, taken. */
+static void
+check_quick(const char *text, size_t len, long plain_at)
+{
+	eb__jscan   a;
+	eb__jscan   b;
+	const char *sa = NULL;
+	const char *sb = NULL;
+	size_t      la = 0;
+	size_t      lb = 0;
+	int         ea = -1;
+	int         eb = -1;
+	int         ra;
+	int         rb;
+
+	eb__jscan_init(&a, text, len, 8);
+	eb__jscan_init(&b, text, len, 8);
+	ra = eb__jscan_string_quick(&a, &sa, &la, &ea);
+	rb = eb__jscan_string(&b, &sb, &lb, &eb);
+	assert_int_equal(ra, rb);
+	assert_ptr_equal(a.p, b.p);
+	assert_ptr_equal(a.why, b.why);
+	if (ra) {
+		assert_ptr_equal(sa, sb);
+		assert_int_equal(la, lb);
+		assert_int_equal(ea, eb);
+	}
+	if (plain_at >= 0) {
+		assert_true(ra);
+		assert_int_equal(la, (size_t) plain_at);
+		assert_int_equal(ea, 0);
+	}
+}
+
+/* Every offset of the stop (check_quick) for one string length n, stop
+ * and tail. */
+static void
+check_quick_offsets(size_t n, const char *stop, int plain, size_t tail)
+{
+	char   text[128];
+	size_t at;
+	size_t len;
+
+	for (at = 0; at <= n; at++) {
+		text[0] = '"';
+		memset(text + 1, 'a', n);
+		(void) snprintf(text + 1 + at, sizeof(text) - 1 - at, "%s%.*s",
+		    stop, (int) tail, "zzzzzzzzzzzzzzzzzzzz");
+		len = stop[0] == '\0' ? 1 + at : 1 + at + strlen(stop) + tail;
+		check_quick(text, len, plain ? (long) at : -1);
+	}
+}
+
+/*
+ * eb__jscan_string_quick takes a plain string inline and leaves every other
+ * case to eb__jscan_string: at every length from 0 to 40 (around the 8- and
+ * 16-byte steps of the run), with the stop byte (a quote, an escape, a
+ * control, UTF-8, a bad byte, a DEL, the end) at every offset and 0 to 20
+ * bytes after the string, both give the same result, span, esc, position
+ * and failure. A plain string is taken by the quick path with esc 0.
+ */
+static void
+test_string_quick(void **state)
+{
+	static const char *const stops[] = { "\"", "\\n\"", "\\u00e9\"",
+		"\x01\"", "\xc3\xa9\"", "\xff\"", "\x7f\"",
+		"" /* unterminated */ };
+	size_t                   n;
+	size_t                   i;
+	size_t                   tail;
+
+	(void) state;
+	for (n = 0; n <= 40; n++) {
+		for (i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+			for (tail = 0; tail <= 20; tail += 5) {
+				check_quick_offsets(n, stops[i], i == 0, tail);
+			}
+		}
+	}
+}
+
 static void
 test_unescape(void **state)
 {
@@ -351,6 +434,7 @@ main(void)
 		cmocka_unit_test(test_chosen),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_spans),
+		cmocka_unit_test(test_string_quick),
 		cmocka_unit_test(test_unescape),
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_plain_run),

@@ -11,6 +11,7 @@
 
 #include <ebnode/bus.h>
 
+#include "eventbus/bus_trusted.h"
 #include "tests/unit/eventbus/bus_th.h"
 
 /* What a raw consumer saw: the last body bytes and counts. */
@@ -260,6 +261,87 @@ test_confirmed_enc_headers(void **state)
 	bus_shut(t, bus);
 }
 
+/* The encoded headers of the last message a consumer got. */
+typedef struct enc_rec {
+	int  n;
+	char hdr[128];
+	int  is_send;
+} enc_rec;
+
+static void
+enc_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	enc_rec    *r = arg;
+	size_t      n = 0;
+	const char *h = eb_bus_msg_headers_enc(msg, &n);
+
+	(void) c;
+	r->n++;
+	r->is_send = eb_bus_msg_is_send(msg);
+	(void) snprintf(
+	    r->hdr, sizeof(r->hdr), "%.*s", (int) n, h != NULL ? h : "");
+}
+
+/*
+ * The unchecked variants (eventbus/bus_trusted.h, the ingress router's):
+ * the headers reach the consumer as the same bytes the public calls give,
+ * with a receipt; and they are not checked: headers the public call
+ * refuses (a repeated key) are taken (the trusted caller never writes
+ * such; this only shows that the check, ~880 instructions, is skipped).
+ */
+static void
+test_confirmed_enc_trusted(void **state)
+{
+	static const char hdr[] =
+	    "{\"ebnode.epoch\":\"3\",\"ebnode.seq\":\"7\"}";
+	static const char dup[] = "{\"k\":\"v\",\"k\":\"w\"}";
+	th_loop          *t = *state;
+	eb_bus           *bus = bus_open(t, 0, 0);
+	eb_bus_consumer  *c;
+	enc_rec           r = { 0 };
+	int               ok = 0;
+
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "svc", 0, enc_handler, &r, &c), 0);
+	assert_int_equal(eb__bus_send_confirmed_enc_trusted(bus, "svc", "1", 1,
+	                     hdr, strlen(hdr), NULL, rcpt_count_cb, &ok),
+	    0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(r.n, 1);
+	assert_true(r.is_send);
+	assert_string_equal(r.hdr, hdr);
+	assert_int_equal(eb__bus_publish_confirmed_enc_trusted(bus, "svc", "2",
+	                     1, hdr, strlen(hdr), NULL, rcpt_count_cb, &ok),
+	    0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(r.n, 2);
+	assert_false(r.is_send);
+	assert_string_equal(r.hdr, hdr);
+	/* The public calls give the same bytes. */
+	assert_int_equal(eb_bus_send_confirmed_enc(bus, "svc", "3", 1, hdr,
+	                     strlen(hdr), NULL, rcpt_count_cb, &ok),
+	    0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(r.n, 3);
+	assert_string_equal(r.hdr, hdr);
+	assert_int_equal(ok, 3);
+	/* A repeated key: the public call refuses it, the unchecked one
+	 * takes it; NULL headers are refused by both. */
+	assert_int_equal(eb_bus_send_confirmed_enc(bus, "svc", "4", 1, dup,
+	                     strlen(dup), NULL, rcpt_count_cb, &ok),
+	    UV_EINVAL);
+	assert_int_equal(eb__bus_send_confirmed_enc_trusted(bus, "svc", "4", 1,
+	                     dup, strlen(dup), NULL, rcpt_count_cb, &ok),
+	    0);
+	assert_int_equal(eb__bus_send_confirmed_enc_trusted(bus, "svc", "5", 1,
+	                     NULL, 0, NULL, rcpt_count_cb, &ok),
+	    UV_EINVAL);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(r.n, 4);
+	assert_int_equal(ok, 4);
+	bus_shut(t, bus);
+}
+
 /* Overflow, a consumer closed with a full queue and a bus closed with
  * messages queued: every queue entry is reused or freed exactly once. */
 static void
@@ -305,6 +387,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_confirmed_enc_trusted, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_send_publish_raw, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(

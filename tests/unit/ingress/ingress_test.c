@@ -8,6 +8,8 @@
 #include <ebnode/bus.h>
 #include <ebnode/ingress.h>
 
+#include "eventbus/bus_trusted.h"
+#include "ingress/ingress_int.h"
 #include "tests/harness/th.h"
 
 typedef struct fx {
@@ -266,6 +268,201 @@ test_routes_stamps_and_acks(void **state)
 	eb_bus_consumer_close(tc);
 }
 
+/*
+ * The gateway's per-message blocks (eb__ingress_held) are kept for the next
+ * messages (common/spare.h; none under the sanitizers): after 3 answered
+ * requests 3 are kept, and 2 more take 2 of them and put them back, so
+ * still 3, each answered with its own stamp and delivered with its own body.
+ */
+static void
+test_held_blocks_reused(void **state)
+{
+	eb_bus_consumer *tc;
+	uint32_t         kept = 3;
+
+	(void) state;
+#ifdef EB__SPARE_OFF
+	kept = 0;
+#endif
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb, NULL, &tc),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	assert_int_equal(g_fx.in->held_spare.n, 0);
+	request("{\"n\":1}", NULL, NULL);
+	request("{\"n\":2}", NULL, NULL);
+	request("{\"n\":3}", NULL, NULL);
+	wait_replies(3);
+	assert_int_equal(g_fx.in->held_spare.n, kept);
+	request("{\"n\":4}", NULL, NULL);
+	request("{\"n\":5}", NULL, NULL);
+	wait_replies(5);
+	assert_int_equal(g_fx.in->held_spare.n, kept);
+	for (int i = 0; i < 5; i++) {
+		char want[24];
+
+		assert_int_equal(g_fx.status[i], 0);
+		assert_int_equal(g_fx.seq[i], i + 1);
+		(void) snprintf(want, sizeof(want), "{\"n\":%d}", i + 1);
+		assert_string_equal(g_fx.target_body[i], want);
+	}
+	eb_bus_consumer_close(tc);
+}
+
+/*
+ * The router's contexts (one per routed message) are kept for the next
+ * ones when their strings fit EB__INGRESS_ROUTE_STRS (none kept under the
+ * sanitizers): 3 routed messages leave 3, 2 more reuse 2 of them; a message
+ * whose stamped headers do not fit gets a block of its own, freed, not
+ * kept; each target gets its own stamp, headers and body.
+ */
+static void
+test_route_blocks_reused(void **state)
+{
+	eb_bus_consumer *tc;
+	uint32_t         kept = 3;
+	char             big[400];
+	char             want[64];
+
+	(void) state;
+#ifdef EB__SPARE_OFF
+	kept = 0;
+#endif
+	make(NULL, 0, &def_route, 0, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(g_fx.bus, "orders", 0, target_cb, NULL, &tc),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 4), 0);
+	request("{\"n\":1}", NULL, NULL);
+	request("{\"n\":2}", NULL, NULL);
+	request("{\"n\":3}", NULL, NULL);
+	wait_replies(3);
+	assert_int_equal(g_fx.in->route_spare.n, kept);
+	request("{\"n\":4}", NULL, NULL);
+	memset(big, 'h', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	request("{\"n\":5}", "big", big); /* ~500 bytes of headers */
+	request("{\"n\":6}", NULL, NULL);
+	wait_replies(6);
+	assert_int_equal(g_fx.in->route_spare.n, kept);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(g_fx.status[i], 0);
+		assert_int_equal(g_fx.seq[i], i + 1);
+		(void) snprintf(want, sizeof(want), "{\"n\":%d}", i + 1);
+		assert_string_equal(g_fx.target_body[i], want);
+		(void) snprintf(want, sizeof(want), "%d", i + 1);
+		assert_string_equal(g_fx.target_seq[i], want);
+		assert_string_equal(g_fx.target_entry[i], "n1");
+	}
+	eb_bus_consumer_close(tc);
+}
+
+/* The router's unchecked sends, counted (test_trusted_stamp_sends). */
+static int n_trusted;
+
+static int
+counting_send(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const char *hdr, size_t hdr_len,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+{
+	n_trusted++;
+	return eb__bus_send_confirmed_enc_trusted(
+	    bus, address, body, body_len, hdr, hdr_len, opts, cb, arg);
+}
+
+static int
+counting_publish(eb_bus *bus, const char *address, const char *body,
+    size_t body_len, const char *hdr, size_t hdr_len,
+    const eb_bus_send_opts *opts, eb_bus_receipt_cb cb, void *arg)
+{
+	n_trusted++;
+	return eb__bus_publish_confirmed_enc_trusted(
+	    bus, address, body, body_len, hdr, hdr_len, opts, cb, arg);
+}
+
+static char enc_seen[4][200];
+static int  n_enc_seen;
+
+static void
+enc_target_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	size_t      n = 0;
+	const char *h = eb_bus_msg_headers_enc(msg, &n);
+
+	(void) c;
+	(void) arg;
+	if (h == NULL) {
+		h = "(not encoded)";
+		n = strlen(h);
+	}
+	assert_true(n_enc_seen < 4);
+	(void) snprintf(
+	    enc_seen[n_enc_seen++], sizeof(enc_seen[0]), "%.*s", (int) n, h);
+}
+
+/*
+ * The router's stamped headers go through the sends the node installs
+ * (eb__ingress_set_enc_sends: the bus's unchecked ones) and reach the
+ * target as the exact bytes the checked path gave; a key with a NUL byte
+ * (cut by the encoding, so it may repeat another) goes through the public
+ * checked call instead, which refuses the repeated key as before: the
+ * sender gets the same failure.
+ */
+static void
+test_trusted_stamp_sends(void **state)
+{
+	eb_bus_consumer *tc;
+	eb_bus_send_opts o;
+	json_t          *h;
+	int             *slot;
+
+	(void) state;
+	n_trusted = 0;
+	n_enc_seen = 0;
+	make(NULL, 0, &def_route, 0, 0);
+	eb__ingress_set_enc_sends(g_fx.in, counting_send, counting_publish);
+	assert_int_equal(eb_bus_consumer_new(
+	                     g_fx.bus, "orders", 0, enc_target_cb, NULL, &tc),
+	    0);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 3), 0);
+	request_h("{\"a\":\"b\"}");
+	request_h("{\"q\":\"\\\"x\",\"ebnode.seq\":\"forged\"}");
+	wait_replies(2);
+	assert_int_equal(g_fx.status[0], 0);
+	assert_int_equal(g_fx.status[1], 0);
+	assert_int_equal(n_trusted, 2);
+	assert_int_equal(n_enc_seen, 2);
+	assert_string_equal(enc_seen[0],
+	    "{\"a\":\"b\",\"ebnode.entry\":\"n1\",\"ebnode.epoch\":\"3\","
+	    "\"ebnode.seq\":\"1\"}");
+	/* An escape: not the plain form eb_bus_msg_headers_enc gives. */
+	assert_string_equal(enc_seen[1], "(not encoded)");
+	/* "a\0x" is written as "a", next to "a": the checked call refuses
+	 * the repeated key, and the router answers as it always did. Sent
+	 * to the router's address as a link delivers it (the gateway's
+	 * json_deep_copy, jansson 2.14, would merge the two keys). */
+	h = json_object();
+	assert_int_equal(
+	    json_object_setn_new(h, "a\0x", 3, json_string("1")), 0);
+	assert_int_equal(json_object_set_new(h, "a", json_string("2")), 0);
+	slot = &g_fx.slot[g_fx.n_requests];
+	*slot = g_fx.n_requests++;
+	eb_bus_send_opts_init(&o);
+	o.share_headers = 1; /* not copied (a copy merges the keys) */
+	assert_int_equal(eb_bus_request_raw(g_fx.bus, EB_INGRESS_LEADER_ADDRESS,
+	                     "1", 1, h, &o, reply_cb, slot),
+	    0);
+	json_decref(h);
+	wait_replies(3);
+	assert_int_equal(n_trusted, 2);
+	assert_int_equal(n_enc_seen, 2);
+	assert_int_not_equal(g_fx.status[2], 0);
+	assert_int_equal(g_fx.fcode[2], EB_INGRESS_NO_TARGET);
+	assert_string_equal(g_fx.fmsg[2], "No handlers for address orders");
+	eb_bus_consumer_close(tc);
+}
+
 static void
 test_held_until_leader_then_in_order(void **state)
 {
@@ -504,6 +701,62 @@ test_gateway_fences_any_ack_form(void **state)
 	assert_int_equal(st.acked, 0);
 }
 
+/* Acks in the router's template form at the edges of its reader: 18 and
+ * 19 digits (INT64_MAX), one past INT64_MAX (not a template epoch, nor one
+ * the field reader takes: not fenced), long plain and escaped "to". */
+static const char *const edge_acks[] = {
+	"{\"status\":\"ok\",\"epoch\":999999999999999999,\"seq\":1,"
+	"\"to\":\"a.long.plain.target.address.of.forty.chars\"}",
+	"{\"status\":\"ok\",\"epoch\":9223372036854775807,\"seq\":"
+	"9223372036854775807,\"to\":\"x\\\"y\"}",
+	"{\"status\":\"ok\",\"epoch\":9223372036854775808,\"seq\":3}",
+	"{\"status\":\"ok\",\"epoch\":5,\"seq\":4,\"to\":"
+	"\"0123456789abcdef0123456789abcdef\xc3\xa9\"}",
+};
+
+static void
+custom_edge_cb(
+    eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st, void *arg)
+{
+	int        *calls = arg;
+	const char *b = edge_acks[(*calls)++ % 4];
+
+	(void) in;
+	(void) st;
+	(void) eb_bus_msg_reply_raw(msg, b, strlen(b), NULL, NULL, NULL, NULL);
+}
+
+static void
+test_gateway_ack_template_edges(void **state)
+{
+	int              calls = 0;
+	eb_ingress_stats st;
+
+	(void) state;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, custom_edge_cb, &calls);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	request("{}", NULL, NULL);
+	wait_replies(1);
+	assert_int_equal(g_fx.status[0], 0);
+	assert_true(eb_bus_fence(g_fx.bus) == 999999999999999999ull);
+	request("{}", NULL, NULL);
+	wait_replies(2);
+	assert_int_equal(g_fx.status[1], 0);
+	assert_true(eb_bus_fence(g_fx.bus) == 9223372036854775807ull);
+	request("{}", NULL, NULL);
+	wait_replies(3);
+	assert_int_equal(g_fx.status[2], 0); /* no epoch it can read */
+	assert_true(eb_bus_fence(g_fx.bus) == 9223372036854775807ull);
+	request("{}", NULL, NULL); /* epoch 5: fenced, retried, fenced */
+	wait_replies(4);
+	assert_int_equal(g_fx.fcode[3], EB_INGRESS_FENCED_ACK);
+	eb_ingress_stats_get(g_fx.in, &st);
+	assert_int_equal(st.acked, 3);
+	assert_int_equal(st.fenced_acks, 2);
+	assert_int_equal(calls, 5);
+}
+
 static void
 test_close_fails_held(void **state)
 {
@@ -725,6 +978,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_held_until_leader_then_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(
+		    test_held_blocks_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_trusted_stamp_sends, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_route_blocks_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
 		    test_hold_overflow_and_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(
@@ -738,6 +997,8 @@ main(void)
 		    test_gateway_fences_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_gateway_fences_any_ack_form, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_gateway_ack_template_edges, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_close_fails_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(
