@@ -655,20 +655,27 @@ test_gateway_fences_acks(void **state)
 	assert_int_equal(st.acked, 1);
 }
 
-/* A custom handler answering with hand-written bodies (not the router's
- * template): the gateway reads their epoch the general way. */
+/* Acks not in the router's template form: the gateway reads their epoch
+ * the general way. */
 static const char *const raw_acks[] = {
 	"{\"epoch\":5,\"status\":\"ok\"}",
 	"{\"status\":\"ok\",\"epoch\":5,\"seq\":1,\"to\":\"a\",\"x\":1}",
 	"{\"status\":\"ok\",\"epoch\":5,\"seq\":1,\"to\":\"a\"}",
 };
 
+/* A custom handler answering with bodies[calls % n], written by hand. */
+typedef struct raw_replies {
+	const char *const *bodies;
+	int                n;
+	int                calls;
+} raw_replies;
+
 static void
 custom_raw_cb(
     eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st, void *arg)
 {
-	int        *calls = arg;
-	const char *b = raw_acks[(*calls)++ % 3];
+	raw_replies *r = arg;
+	const char  *b = r->bodies[r->calls++ % r->n];
 
 	(void) in;
 	(void) st;
@@ -680,13 +687,13 @@ custom_raw_cb(
 static void
 test_gateway_fences_any_ack_form(void **state)
 {
-	int              calls = 0;
+	raw_replies      r = { raw_acks, 3, 0 };
 	int              i;
 	eb_ingress_stats st;
 
 	(void) state;
 	make(NULL, 0, NULL, 0, 0);
-	eb_ingress_set_handler(g_fx.in, custom_raw_cb, &calls);
+	eb_ingress_set_handler(g_fx.in, custom_raw_cb, &r);
 	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
 	eb_bus_fence_raise(g_fx.bus, 9);
 	for (i = 0; i < 3; i++) {
@@ -715,26 +722,14 @@ static const char *const edge_acks[] = {
 };
 
 static void
-custom_edge_cb(
-    eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *st, void *arg)
-{
-	int        *calls = arg;
-	const char *b = edge_acks[(*calls)++ % 4];
-
-	(void) in;
-	(void) st;
-	(void) eb_bus_msg_reply_raw(msg, b, strlen(b), NULL, NULL, NULL, NULL);
-}
-
-static void
 test_gateway_ack_template_edges(void **state)
 {
-	int              calls = 0;
+	raw_replies      r = { edge_acks, 4, 0 };
 	eb_ingress_stats st;
 
 	(void) state;
 	make(NULL, 0, NULL, 0, 0);
-	eb_ingress_set_handler(g_fx.in, custom_edge_cb, &calls);
+	eb_ingress_set_handler(g_fx.in, custom_raw_cb, &r);
 	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
 	request("{}", NULL, NULL);
 	wait_replies(1);
@@ -754,7 +749,7 @@ test_gateway_ack_template_edges(void **state)
 	eb_ingress_stats_get(g_fx.in, &st);
 	assert_int_equal(st.acked, 3);
 	assert_int_equal(st.fenced_acks, 2);
-	assert_int_equal(calls, 5);
+	assert_int_equal(r.calls, 5);
 }
 
 static void
