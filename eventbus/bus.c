@@ -108,7 +108,6 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	eb__list_init(&bus->req.resolved);
 	eb__list_init(&bus->turn.fifo);
 	eb__list_init(&bus->msg.reply_msgs);
-	eb__list_init(&bus->turn.qfree);
 	eb__obs_init(&bus->addr.watchers);
 	eb__obs_init(&bus->flow.observers);
 	/* Both inits cannot fail on a live loop; they are the last steps. */

@@ -34,18 +34,13 @@
 static eb__bus_qent *
 qent_get(eb_bus *bus)
 {
-	eb__list *it = eb__list_first(&bus->turn.qfree);
+	eb__bus_qent *q = eb__spare_take(&bus->turn.qspare);
 
-	eb__bus_qent *q;
-
-	if (it == NULL) {
+	if (q == NULL) {
 		q = eb__malloc(sizeof(eb__bus_qent));
-		eb__list_init(&q->turn.link);
-		return q;
 	}
-	eb__list_remove(it);
-	bus->turn.nqfree--;
-	return EB_CONTAINER_OF(it, eb__bus_qent, link);
+	eb__list_init(&q->turn.link);
+	return q;
 }
 
 /* q must be off any queue (or on one that is being discarded). */
@@ -53,24 +48,17 @@ static void
 qent_put(eb_bus *bus, eb__bus_qent *q)
 {
 	eb__list_remove(&q->turn.link); /* off bus->turn.fifo */
-	if (bus->turn.nqfree >= EB__BUS_QFREE || bus->life.shut) {
+	if (bus->life.shut) {
 		free(q);
 		return;
 	}
-	eb__list_insert_tail(&bus->turn.qfree, &q->link);
-	bus->turn.nqfree++;
+	eb__spare_put(&bus->turn.qspare, q, EB__BUS_QFREE);
 }
 
 void
 eb__bus_qent_pool_free(eb_bus *bus)
 {
-	eb__list *it;
-
-	while ((it = eb__list_first(&bus->turn.qfree)) != NULL) {
-		eb__list_remove(it);
-		free(EB_CONTAINER_OF(it, eb__bus_qent, link));
-	}
-	bus->turn.nqfree = 0;
+	eb__spare_free(&bus->turn.qspare);
 }
 
 int

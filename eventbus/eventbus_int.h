@@ -321,8 +321,7 @@ typedef struct eb__bus_addrs {
 typedef struct eb__bus_turns {
 	eb__list     fifo;   /* of eb__bus_turn: due, in arrival order */
 	eb__bus_turn mark;   /* on fifo during a turn: where it ends */
-	eb__list     qfree;  /* spare eb__bus_qent (a per-message pool) */
-	uint32_t     nqfree; /* entries on qfree, at most EB__BUS_QFREE */
+	eb__spare    qspare; /* freed eb__bus_qent, at most EB__BUS_QFREE */
 	int          idle_active;
 	uv_idle_t    idle;
 } eb__bus_turns;
