@@ -144,15 +144,14 @@ eb__breq_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 eb__breq *
 eb__breq_new(eb__bconn *c, const char *token, const char *source)
 {
+	/* One allocation: the request, then its two strings. */
 	size_t    tn = strlen(token) + 1;
 	size_t    sn = strlen(source) + 1;
 	int       kept = tn + sn <= EB__BREQ_STRS;
-	eb__breq *r = kept ? eb__spare_take(&c->b->breq_spare) : NULL;
+	eb__breq *r =
+	    kept ? eb__spare_get(&c->b->breq_spare, sizeof(*r) + EB__BREQ_STRS)
+	         : eb__malloc(sizeof(*r) + tn + sn);
 
-	/* One allocation: the request, then its two strings. */
-	if (r == NULL) {
-		r = eb__malloc(sizeof(*r) + (kept ? EB__BREQ_STRS : tn + sn));
-	}
 	memset(r, 0, sizeof(*r));
 	r->kept = kept;
 	r->c = c;

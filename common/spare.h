@@ -12,9 +12,12 @@
 #ifndef EB_COMMON_SPARE_H
 #define EB_COMMON_SPARE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/alloc.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define EB__SPARE_OFF 1
@@ -40,6 +43,16 @@ eb__spare_take(eb__spare *s)
 		s->n--;
 	}
 	return b;
+}
+
+/* A kept block, else a new one of size bytes (the list's block size):
+ * its bytes undefined either way. */
+static inline void *
+eb__spare_get(eb__spare *s, size_t size)
+{
+	void *b = eb__spare_take(s);
+
+	return b != NULL ? b : eb__malloc(size);
 }
 
 /* Keeps b (a block of the list's size, at least a pointer wide) when fewer

@@ -34,11 +34,9 @@
 static eb__bus_qent *
 qent_get(eb_bus *bus)
 {
-	eb__bus_qent *q = eb__spare_take(&bus->turn.qspare);
+	eb__bus_qent *q =
+	    eb__spare_get(&bus->turn.qspare, sizeof(eb__bus_qent));
 
-	if (q == NULL) {
-		q = eb__malloc(sizeof(eb__bus_qent));
-	}
 	eb__list_init(&q->turn.link);
 	return q;
 }

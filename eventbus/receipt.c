@@ -84,11 +84,8 @@ eb__bus_fence_stale(eb_bus *bus, uint64_t epoch)
 eb__bus_rcpt *
 eb__bus_rcpt_new(eb_bus *bus, eb_bus_receipt_cb cb, void *arg)
 {
-	eb__bus_rcpt *rc = eb__spare_take(&bus->rcpt.spare_rc);
+	eb__bus_rcpt *rc = eb__spare_get(&bus->rcpt.spare_rc, sizeof(*rc));
 
-	if (rc == NULL) {
-		rc = eb__malloc(sizeof(*rc));
-	}
 	memset(rc, 0, sizeof(*rc));
 	rc->cb = cb;
 	rc->arg = arg;
@@ -280,9 +277,7 @@ eb__bus_rcpt_forward(
 		rcpt_note(rc, rv, rv == EB_ELINKDOWN ? text : NULL);
 		return;
 	}
-	if ((u = eb__spare_take(&bus->rcpt.spare_unit)) == NULL) {
-		u = eb__malloc(sizeof(*u));
-	}
+	u = eb__spare_get(&bus->rcpt.spare_unit, sizeof(*u));
 	memset(u, 0, sizeof(*u));
 	u->ient.id = id;
 	u->peer = node;

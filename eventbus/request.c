@@ -168,14 +168,11 @@ req_refuse(eb_bus *bus, eb__bus_req *r)
 static eb__bus_req *
 req_alloc(eb_bus *bus, size_t an)
 {
-	void *b =
-	    an <= EB__BUS_REQ_ADDR ? eb__spare_take(&bus->req.spare) : NULL;
-
-	if (b == NULL) {
-		b = eb__malloc(sizeof(eb__bus_req) +
-		               (an > EB__BUS_REQ_ADDR ? an : EB__BUS_REQ_ADDR));
+	if (an > EB__BUS_REQ_ADDR) {
+		return eb__malloc(sizeof(eb__bus_req) + an);
 	}
-	return b;
+	return eb__spare_get(
+	    &bus->req.spare, sizeof(eb__bus_req) + EB__BUS_REQ_ADDR);
 }
 
 /* Frees r's allocation (the address is in it), or keeps it for the next

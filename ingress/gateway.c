@@ -54,11 +54,8 @@ answer_failure(eb_ingress *in, eb__ingress_held *h, int code, const char *why)
 eb__ingress_held *
 eb__ingress_held_new(eb_ingress *in)
 {
-	eb__ingress_held *h = eb__spare_take(&in->held_spare);
+	eb__ingress_held *h = eb__spare_get(&in->held_spare, sizeof(*h));
 
-	if (h == NULL) {
-		return eb__calloc(1, sizeof(*h));
-	}
 	memset(h, 0, sizeof(*h));
 	return h;
 }

@@ -724,10 +724,8 @@ route_start(eb_ingress *in, const eb__ingress_rule *r, eb_bus_msg *msg,
 	/* One allocation: the context, then its three strings; one of the
 	 * kept blocks when they fit. */
 	if (ent + to + hn + 1 <= EB__INGRESS_ROUTE_STRS) {
-		x = eb__spare_take(&in->route_spare);
-		if (x == NULL) {
-			x = eb__malloc(sizeof(*x) + EB__INGRESS_ROUTE_STRS);
-		}
+		x = eb__spare_get(
+		    &in->route_spare, sizeof(*x) + EB__INGRESS_ROUTE_STRS);
 		memset(x, 0, sizeof(*x));
 		x->kept = 1;
 	} else {
