@@ -217,6 +217,21 @@ fixture_new(th_loop *t, eb_bridge_opts *o)
 	return f;
 }
 
+/* A fixture whose bridge permits every address both ways. */
+static fixture *
+fixture_open_all(th_loop *t)
+{
+	const eb_bridge_permitted all[] = { { NULL, NULL } };
+	eb_bridge_opts            o;
+
+	eb_bridge_opts_init(&o);
+	o.inbound = all;
+	o.inbound_count = 1;
+	o.outbound = all;
+	o.outbound_count = 1;
+	return fixture_new(t, &o);
+}
+
 static void
 fixture_free(fixture *f)
 {
@@ -313,20 +328,13 @@ count_conn(const eb_bridge_conn_info *info, void *arg)
 static void
 test_protocol(void **state)
 {
-	th_loop                  *t = *state;
-	const eb_bridge_permitted all[] = { { NULL, NULL } };
-	eb_bridge_opts            o;
-	eb_bridge_stats           st;
-	fixture                  *f;
-	tclient                   c;
-	int                       n = 0;
+	th_loop        *t = *state;
+	eb_bridge_stats st;
+	fixture        *f;
+	tclient         c;
+	int             n = 0;
 
-	eb_bridge_opts_init(&o);
-	o.inbound = all;
-	o.inbound_count = 1;
-	o.outbound = all;
-	o.outbound_count = 1;
-	f = fixture_new(t, &o);
+	f = fixture_open_all(t);
 	tclient_connect(f, &c);
 	tclient_frame(&c, "{\"type\":\"ping\"}");
 	expect_frame(f, &c, 0, "{\"type\":\"pong\"}");
@@ -413,11 +421,9 @@ check_kept_blocks(eb_bridge *b)
 static void
 test_request_blocks(void **state)
 {
-	th_loop                  *t = *state;
-	const eb_bridge_permitted all[] = { { NULL, NULL } };
-	static const size_t       lens[] = { 1, 121, 122, 123, 199 };
+	th_loop            *t = *state;
+	static const size_t lens[] = { 1, 121, 122, 123, 199 };
 	enum { NL = sizeof(lens) / sizeof(lens[0]) };
-	eb_bridge_opts   o;
 	eb_bus_consumer *ec;
 	fixture         *f;
 	tclient          c;
@@ -427,12 +433,7 @@ test_request_blocks(void **state)
 	int              round;
 	size_t           i;
 
-	eb_bridge_opts_init(&o);
-	o.inbound = all;
-	o.inbound_count = 1;
-	o.outbound = all;
-	o.outbound_count = 1;
-	f = fixture_new(t, &o);
+	f = fixture_open_all(t);
 	assert_int_equal(
 	    eb_bus_consumer_new(f->bus, "echo", 0, echo_handler, NULL, &ec), 0);
 	tclient_connect(f, &c);
@@ -591,25 +592,18 @@ record_hook(const eb_bridge_event *ev, void *arg)
 static void
 test_hook(void **state)
 {
-	th_loop                  *t = *state;
-	const eb_bridge_permitted all[] = { { NULL, NULL } };
-	eb_bridge_opts            o;
-	fixture                  *f;
-	tclient                   c;
-	hook_rec                  h;
-	static const int          order[] = { EB_BRIDGE_EV_SOCKET_CREATED,
-		         EB_BRIDGE_EV_REGISTER, EB_BRIDGE_EV_REGISTERED,
-		         EB_BRIDGE_EV_PUBLISH, EB_BRIDGE_EV_SOCKET_PING,
-		         EB_BRIDGE_EV_SOCKET_CLOSED };
-	int                       i;
+	th_loop         *t = *state;
+	fixture         *f;
+	tclient          c;
+	hook_rec         h;
+	static const int order[] = { EB_BRIDGE_EV_SOCKET_CREATED,
+		EB_BRIDGE_EV_REGISTER, EB_BRIDGE_EV_REGISTERED,
+		EB_BRIDGE_EV_PUBLISH, EB_BRIDGE_EV_SOCKET_PING,
+		EB_BRIDGE_EV_SOCKET_CLOSED };
+	int              i;
 
 	memset(&h, 0, sizeof(h));
-	eb_bridge_opts_init(&o);
-	o.inbound = all;
-	o.inbound_count = 1;
-	o.outbound = all;
-	o.outbound_count = 1;
-	f = fixture_new(t, &o);
+	f = fixture_open_all(t);
 	h.f = f;
 	eb_bridge_set_hook(f->b, record_hook, &h);
 	tclient_connect(f, &c);
