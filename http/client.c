@@ -81,6 +81,11 @@ headers_done_cb(http_parser *hp)
 {
 	eb__http_resp_parser *p = hp->data;
 
+	/* A status code is three digits (RFC 9112 section 4); http-parser
+	 * takes fewer ("HTTP/1.1 20 O"). */
+	if (hp->status_code < 100) {
+		return stop(p, EB_HTTP_RBAD);
+	}
 	if (hp->content_length != ULLONG_MAX &&
 	    hp->content_length > p->max_body) {
 		return stop(p, EB_HTTP_RBODY);

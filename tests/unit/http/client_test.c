@@ -143,6 +143,19 @@ test_eof_and_garbage(void **state)
 	assert_int_equal(
 	    eb__http_resp_parser_feed(&p, "garbage\r\n\r\n", 11), EB_HTTP_RBAD);
 	eb__http_resp_parser_free(&p);
+	/* A status code of two digits (http_fuzz found it complete at EOF
+	 * with status 20), and one of four. */
+	eb__http_resp_parser_init(&p, 1024, 1024);
+	assert_int_equal(
+	    eb__http_resp_parser_feed(&p, "HTTP/1.1 20 O\r\n\r\nx", 20),
+	    EB_HTTP_RBAD);
+	assert_int_equal(eb__http_resp_parser_eof(&p), EB_HTTP_RBAD);
+	eb__http_resp_parser_free(&p);
+	eb__http_resp_parser_init(&p, 1024, 1024);
+	assert_int_equal(
+	    eb__http_resp_parser_feed(&p, "HTTP/1.1 2000 O\r\n\r\n", 21),
+	    EB_HTTP_RBAD);
+	eb__http_resp_parser_free(&p);
 }
 
 int
