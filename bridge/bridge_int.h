@@ -130,6 +130,21 @@ void eb__bout_message_enc(eb__buf *b, const char *address,
 
 /* ---- connections: the structures (conn.c creates and frees them) ---- */
 
+/*
+ * Frames handled per connection per loop turn (read.c). Beyond them the
+ * connection stops reading and goes on next turn, after the bus ran what
+ * these frames queued and their output (node links, other connections)
+ * was written. A client that pipelines a batch thus has it passed on in
+ * pieces: the next node starts on the first frames while this one handles
+ * the rest, and the two run at once instead of one after the other
+ * (docs/PERFORMANCE.md, issue 25 round 4: 16 against 256 raised pipelined
+ * ingress through a follower by a fifth to a third). It also keeps one busy
+ * connection from starving the others, and stays far below the 256
+ * messages the bus delivers per consumer per turn, so one sender cannot
+ * outrun one consumer's queue.
+ */
+#define EB__BCONN_FRAME_BUDGET 16u
+
 /* A parked connection whose client read nothing for this long is closed
  * (out.c parks, the sweep in server.c closes). */
 #define EB__BCONN_PARK_STALL_MS 2000u

@@ -10,7 +10,7 @@
  * on b->blocked while blocked (then also paused: not reading); the drain
  * handle runs while b->paused is non-empty; frame_started_ms is 0 exactly
  * when nothing partial is buffered. A read never handles more than
- * BCONN_FRAME_BUDGET frames of one connection per loop turn.
+ * EB__BCONN_FRAME_BUDGET frames of one connection per loop turn.
  *
  * Threads: loop thread only.
  */
@@ -23,15 +23,6 @@
 #include "common/util.h"
 
 #define CONN_DEC_KEEP ((size_t) 65536)
-/*
- * Frames handled per connection per loop turn. A client that pipelines
- * thousands of frames in one write would otherwise run them all in one
- * turn, ahead of the bus, which delivers at most 256 queued messages per
- * consumer per turn and drops beyond its queue bound; it also keeps one
- * busy connection from starving the others. Beyond the budget the
- * connection stops reading and continues on the next turn.
- */
-#define BCONN_FRAME_BUDGET 256u
 
 static void conn_drain(eb__bconn *c);
 
@@ -195,13 +186,13 @@ conn_next(
 	return eb__frame_dec_next(&c->dec, p, len);
 }
 
-/* Handles up to BCONN_FRAME_BUDGET frames: those of the input in[0..n)
+/* Handles up to EB__BCONN_FRAME_BUDGET frames: those of the input in[0..n)
  * (NULL: none) and the buffered ones, in order; what is not handled is
  * buffered, unless c closed. */
 static void
 conn_process(eb__bconn *c, const char *in, size_t n)
 {
-	unsigned    budget = BCONN_FRAME_BUDGET;
+	unsigned    budget = EB__BCONN_FRAME_BUDGET;
 	unsigned    handled = 0;
 	const char *p;
 	uint32_t    len;

@@ -121,9 +121,11 @@ eb_link_mgr_new(
 	(void) uv_tcp_init(loop, &m->listener);
 	(void) uv_timer_init(loop, &m->timer);
 	(void) uv_idle_init(loop, &m->idle);
+	(void) uv_prepare_init(loop, &m->prep);
 	m->listener.data = m;
 	m->timer.data = m;
 	m->idle.data = m;
+	m->prep.data = m;
 	*mgrp = m;
 	return 0;
 }
@@ -760,11 +762,11 @@ mgr_tick_cb(uv_timer_t *t)
 	}
 }
 
+/* Writes the output of every dirty connection (each in one write). */
 static void
-mgr_idle_cb(uv_idle_t *h)
+mgr_flush(eb_link_mgr *m)
 {
-	eb_link_mgr *m = h->data;
-	eb__list    *it;
+	eb__list *it;
 
 	while ((it = eb__list_first(&m->dirty)) != NULL) {
 		link_conn *c = EB_CONTAINER_OF(it, link_conn, flush_link);
@@ -776,8 +778,21 @@ mgr_idle_cb(uv_idle_t *h)
 			eb__link_conn_flush(c);
 		}
 	}
-	m->idle_active = 0;
+	m->flush_active = 0;
 	(void) uv_idle_stop(&m->idle);
+	(void) uv_prepare_stop(&m->prep);
+}
+
+static void
+mgr_prep_cb(uv_prepare_t *h)
+{
+	mgr_flush(h->data);
+}
+
+static void
+mgr_idle_cb(uv_idle_t *h)
+{
+	mgr_flush(h->data);
 }
 
 void
@@ -788,9 +803,10 @@ eb__link_conn_mark_dirty(link_conn *c)
 	if (eb__list_empty(&c->flush_link)) {
 		eb__list_insert_tail(&m->dirty, &c->flush_link);
 	}
-	if (!m->idle_active && !m->closing) {
-		m->idle_active = 1;
+	if (!m->flush_active && !m->closing) {
+		m->flush_active = 1;
 		(void) uv_idle_start(&m->idle, mgr_idle_cb);
+		(void) uv_prepare_start(&m->prep, mgr_prep_cb);
 	}
 }
 
@@ -879,10 +895,11 @@ eb__link_mgr_conn_gone(eb_link_mgr *m)
 {
 	if (m->closing && eb__list_empty(&m->conns) &&
 	    eb__list_empty(&m->resolving) && m->open_handles == 0) {
-		m->open_handles = 3;
+		m->open_handles = 4;
 		uv_close((uv_handle_t *) &m->listener, mgr_handle_closed_cb);
 		uv_close((uv_handle_t *) &m->timer, mgr_handle_closed_cb);
 		uv_close((uv_handle_t *) &m->idle, mgr_handle_closed_cb);
+		uv_close((uv_handle_t *) &m->prep, mgr_handle_closed_cb);
 	}
 }
 
@@ -898,7 +915,8 @@ eb_link_mgr_close(eb_link_mgr *m, eb_link_mgr_close_cb cb, void *arg)
 	m->close_arg = arg;
 	(void) uv_timer_stop(&m->timer);
 	(void) uv_idle_stop(&m->idle);
-	m->idle_active = 0;
+	(void) uv_prepare_stop(&m->prep);
+	m->flush_active = 0;
 	/* Connections close first (their down reports run from their close
 	 * path), then the manager's own handles. */
 	EB_LIST_FOREACH (it, tmp, &m->conns) {

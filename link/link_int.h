@@ -10,8 +10,12 @@
  *
  * Timing: one manager timer ticks every tick_ms and drives reconnects,
  * heartbeats, dead-link detection and connect/hello timeouts. Output is
- * coalesced per connection and written from the manager's idle handle,
- * which is active only while some connection has output pending.
+ * coalesced per connection and written in the prepare phase of the loop
+ * turn that made it, just before the loop polls (so a bus turn's frames
+ * leave in that turn, not the next: the next node starts on them while
+ * this one goes on); an idle handle backs it up so that output made after
+ * the prepare phase keeps the loop from blocking. Both are active only
+ * while some connection has output pending.
  *
  * Bytes: each connection is an eb__stream (stream/stream.h): its socket,
  * its (mutual) TLS as client or server, its read path and its write queue,
@@ -110,7 +114,8 @@ struct eb_link_mgr {
 	uv_timer_t              timer;
 	eb__stall               stall; /* no silence verdicts after a stall */
 	uv_idle_t               idle;
-	int                     idle_active;
+	uv_prepare_t            prep;
+	int                     flush_active; /* idle and prep started */
 	int                     listening;
 	int                     closing;
 	int                     open_handles;

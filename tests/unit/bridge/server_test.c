@@ -821,9 +821,10 @@ conn_unpaused(void *arg)
  * eb__frame_dec_next_in), the rest is buffered, in order: one read with 3
  * whole frames and half a fourth handles 3 and keeps the half; the next
  * read completes it (from the buffer) and brings 2 more. One read of 300
- * pings handles the frame budget (256) and buffers the other 44, which the
- * drain handles on a later turn; a frame that blocks the connection (a
- * busy address) leaves the rest of its read buffered, not handled.
+ * pings handles the frame budget (EB__BCONN_FRAME_BUDGET) and buffers the
+ * others, which the drain handles on later turns; a frame that blocks the
+ * connection (a busy address) leaves the rest of its read buffered, not
+ * handled.
  */
 static void
 test_frames_in_place(void **state)
@@ -864,8 +865,10 @@ test_frames_in_place(void **state)
 	}
 	eb__bconn_feed(c, in, len);
 	eb_bridge_stats_get(f->b, &st);
-	assert_int_equal(st.frames_in[EB_BRIDGE_IN_PING], 1 + 256);
-	assert_int_equal(eb__frame_dec_buffered(&c->dec), 44 * 19);
+	assert_int_equal(
+	    st.frames_in[EB_BRIDGE_IN_PING], 1 + EB__BCONN_FRAME_BUDGET);
+	assert_int_equal(eb__frame_dec_buffered(&c->dec),
+	    (300 - EB__BCONN_FRAME_BUDGET) * 19);
 	assert_true(c->paused);
 	assert_int_equal(th_run_until(t, conn_unpaused, c, 2000), 0);
 	eb_bridge_stats_get(f->b, &st);

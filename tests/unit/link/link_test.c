@@ -188,6 +188,58 @@ test_link_up_and_frames(void **state)
 	node_close(t, &b);
 }
 
+/* An idle callback that sends one link frame, as a bus turn does. */
+static void
+send_from_idle_cb(uv_idle_t *h)
+{
+	node *n = h->data;
+
+	send_text(n, n->last_peer, "from-idle");
+	(void) uv_idle_stop(h);
+}
+
+/*
+ * Frames made by an idle callback (the bus runs its turns from one) are
+ * written in that loop turn's prepare phase, before the loop polls, not on
+ * the next turn: the next node starts on them while this one goes on with
+ * what it read (issue 25 round 4). One uv_run(NOWAIT) is one turn.
+ */
+static void
+test_idle_turn_frames_leave_that_turn(void **state)
+{
+	th_loop   *t = *state;
+	node       a;
+	node       b;
+	node      *both[2] = { &a, &b };
+	link_peer *p;
+	uv_idle_t  idle;
+
+	node_open(t, &a, "node-a", NULL, 0, 0);
+	node_open(t, &b, "node-b", NULL, 0, 0);
+	assert_int_equal(eb_link_mgr_peer_add(a.mgr, "node-b", "127.0.0.1",
+	                     eb_link_mgr_port(b.mgr)),
+	    0);
+	assert_int_equal(eb_link_mgr_peer_add(b.mgr, "node-a", "127.0.0.1",
+	                     eb_link_mgr_port(a.mgr)),
+	    0);
+	assert_int_equal(th_run_until(t, ge1_ups2, both, 2000), 0);
+	p = eb__link_peer_by_id(a.mgr, a.last_peer);
+	assert_non_null(p);
+	assert_non_null(p->conn);
+	assert_int_equal(eb__buf_avail(&p->conn->out), 0);
+	(void) uv_idle_init(&t->loop, &idle);
+	idle.data = &a;
+	(void) uv_idle_start(&idle, send_from_idle_cb);
+	(void) uv_run(&t->loop, UV_RUN_NOWAIT);
+	assert_false(uv_is_active((uv_handle_t *) &idle)); /* it ran */
+	assert_int_equal(eb__buf_avail(&p->conn->out), 0); /* and left */
+	assert_int_equal(th_run_until(t, frames_ge1, &b, 2000), 0);
+	assert_string_equal(b.last_body, "from-idle");
+	uv_close((uv_handle_t *) &idle, NULL);
+	node_close(t, &a);
+	node_close(t, &b);
+}
+
 static void
 test_reconnect_after_drop(void **state)
 {
@@ -751,6 +803,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_link_up_and_frames, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_idle_turn_frames_leave_that_turn, th_setup,
+		    th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reconnect_after_drop, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
