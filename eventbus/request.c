@@ -564,6 +564,43 @@ eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body, size_t body_len,
 }
 
 int
+eb_bus_msg_reply_with(eb_bus_msg *msg, eb_bus_msg *reply)
+{
+	eb_bus      *bus;
+	eb__bus_req *r;
+	size_t       len;
+	const char  *body;
+	int          rv;
+
+	if (reply == NULL) {
+		return UV_EINVAL;
+	}
+	if ((rv = msg_answer_check(msg)) != 0) {
+		return rv;
+	}
+	if (msg->origin != 0 || reply->reply_address != NULL ||
+	    !reply->is_send) {
+		/* To another node (a frame addressed to msg's requester), or
+		 * a reply that is not a plain one: a copy. */
+		body = eb_bus_msg_body_bytes(reply, &len);
+		return eb_bus_msg_reply_raw(msg, body, len,
+		    eb_bus_msg_headers(reply), NULL, NULL, NULL);
+	}
+	/* The requester is here and only reads the reply (its body,
+	 * headers, that it expects no answer): reply itself will do, held
+	 * by the request, without making another message (issue 25). */
+	bus = msg->bus;
+	msg->answered = 1;
+	count_answer(bus, msg, 0);
+	if ((r = eb__bus_req_find(bus, msg->reply_address)) != NULL) {
+		eb__bus_req_reply(bus, r, reply);
+	} else {
+		bus->stats.totals.dropped++; /* the requester gave up */
+	}
+	return 0;
+}
+
+int
 eb_bus_msg_fail(eb_bus_msg *msg, int code, const char *message)
 {
 	int rv;

@@ -431,11 +431,7 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 		in->st.acked++;
 		record_latency(in, h);
 		if (eb_bus_msg_reply_address(h->msg) != NULL) {
-			size_t      len;
-			const char *body = eb_bus_msg_body_bytes(reply, &len);
-
-			(void) eb_bus_msg_reply_raw(h->msg, body, len,
-			    eb_bus_msg_headers(reply), NULL, NULL, NULL);
+			(void) eb_bus_msg_reply_with(h->msg, reply);
 		}
 		eb__ingress_held_free(in, h);
 		return;

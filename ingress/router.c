@@ -487,11 +487,7 @@ relay_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 
 	(void) bus;
 	if (status == 0) {
-		size_t      len;
-		const char *body = eb_bus_msg_body_bytes(reply, &len);
-
-		(void) eb_bus_msg_reply_raw(msg, body, len,
-		    eb_bus_msg_headers(reply), NULL, NULL, NULL);
+		(void) eb_bus_msg_reply_with(msg, reply);
 	} else {
 		(void) eb_bus_msg_fail(msg,
 		    failure != NULL ? failure->code : -1,

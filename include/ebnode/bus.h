@@ -317,6 +317,14 @@ EB_API int eb_bus_msg_reply(eb_bus_msg *msg, const json_t *body,
 EB_API int eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body,
     size_t body_len, const json_t *headers, const eb_bus_send_opts *opts,
     eb_bus_reply_cb cb, void *arg);
+/*
+ * Answers msg with another message's body and headers, as a reply that
+ * expects no answer (a relay passing on the answer it got). When msg's
+ * requester is on this node and reply expects no answer either, reply
+ * itself goes to the requester (held, not copied); otherwise a copy does.
+ * Returns as eb_bus_msg_reply; UV_EINVAL for a NULL reply.
+ */
+EB_API int eb_bus_msg_reply_with(eb_bus_msg *msg, eb_bus_msg *reply);
 /* Fails the request with RECIPIENT_FAILURE (code, message). */
 EB_API int eb_bus_msg_fail(eb_bus_msg *msg, int code, const char *message);
 

@@ -402,6 +402,116 @@ test_reply_to_reply_chain(void **state)
 	bus_shut(t, bus);
 }
 
+/*
+ * eb_bus_msg_reply_with: the consumer "relay" asks "echo2" and answers its
+ * own requester with echo2's reply. A plain reply is passed on itself (the
+ * same message, held); one that expects an answer goes as a copy that
+ * expects none. Body and headers arrive either way; answering twice is
+ * refused.
+ */
+static eb_bus_msg *rw_orig; /* the relay's request, held */
+static eb_bus_msg *rw_got;  /* the reply the relay got */
+static eb_bus_msg *rw_seen; /* the reply the requester got */
+static int         rw_rtr;  /* echo2's reply expects an answer */
+static outcome     rw_out;
+static char        rw_hdr[32];
+static eb_bus     *rw_bus;
+
+static void
+rw_echo_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	json_t *b = json_integer(8);
+	json_t *h = json_pack("{s:s}", "k", "v");
+
+	(void) c;
+	(void) arg;
+	assert_int_equal(eb_bus_msg_reply(msg, b, h, NULL,
+	                     rw_rtr ? outcome_cb : NULL, &rw_out),
+	    0);
+	json_decref(b);
+	json_decref(h);
+}
+
+static void
+rw_relay_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	(void) bus;
+	(void) failure;
+	(void) arg;
+	assert_int_equal(status, 0);
+	rw_got = reply;
+	assert_int_equal(eb_bus_msg_reply_with(rw_orig, NULL), UV_EINVAL);
+	assert_int_equal(eb_bus_msg_reply_with(rw_orig, reply), 0);
+	assert_int_equal(eb_bus_msg_reply_with(rw_orig, reply), EB_EPROTO);
+	eb_bus_msg_release(rw_orig);
+	rw_orig = NULL;
+}
+
+static void
+rw_relay_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(void) arg;
+	rw_orig = eb_bus_msg_hold(msg);
+	assert_int_equal(eb_bus_request(rw_bus, "echo2", NULL, NULL, NULL,
+	                     rw_relay_cb, NULL),
+	    0);
+}
+
+static void
+rw_requester_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	const json_t *h;
+
+	outcome_cb(bus, status, reply, failure, arg);
+	rw_seen = reply;
+	h = json_object_get(eb_bus_msg_headers(reply), "k");
+	(void) snprintf(rw_hdr, sizeof(rw_hdr), "%s",
+	    json_is_string(h) ? json_string_value(h) : "-");
+}
+
+static void
+test_reply_with(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 0, 0);
+	eb_bus_consumer *c1;
+	eb_bus_consumer *c2;
+	outcome          o;
+
+	rw_bus = bus;
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "relay", 0, rw_relay_handler, NULL, &c1),
+	    0);
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "echo2", 0, rw_echo_handler, NULL, &c2),
+	    0);
+	for (rw_rtr = 0; rw_rtr < 2; rw_rtr++) {
+		memset(&o, 0, sizeof(o));
+		rw_got = rw_seen = NULL;
+		rw_hdr[0] = '\0';
+		assert_int_equal(eb_bus_request(bus, "relay", NULL, NULL, NULL,
+		                     rw_requester_cb, &o),
+		    0);
+		assert_int_equal(
+		    th_run_until(t, th_flag_set, &o.calls, 1000), 0);
+		assert_int_equal(o.calls, 1);
+		assert_int_equal(o.status, 0);
+		assert_int_equal(o.val, 8);
+		assert_string_equal(rw_hdr, "v");
+		assert_string_equal(o.reply_address, ""); /* expects none */
+		assert_non_null(rw_got);
+		if (rw_rtr) {
+			assert_true(rw_seen != rw_got); /* a copy */
+		} else {
+			assert_ptr_equal(rw_seen, rw_got); /* passed on */
+		}
+	}
+	bus_shut(t, bus);
+}
+
 static void
 test_reply_rules(void **state)
 {
@@ -681,6 +791,8 @@ main(void)
 		    test_reply_to_reply, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reply_to_reply_chain, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_reply_with, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reply_rules, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
