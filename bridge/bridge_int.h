@@ -131,19 +131,25 @@ void eb__bout_message_enc(eb__buf *b, const char *address,
 /* ---- connections: the structures (conn.c creates and frees them) ---- */
 
 /*
- * Frames handled per connection per loop turn (read.c). Beyond them the
- * connection stops reading and goes on next turn, after the bus ran what
- * these frames queued and their output (node links, other connections)
- * was written. A client that pipelines a batch thus has it passed on in
- * pieces: the next node starts on the first frames while this one handles
- * the rest, and the two run at once instead of one after the other
- * (docs/PERFORMANCE.md, issue 25 round 4: 16 against 256 raised pipelined
- * ingress through a follower by a fifth to a third). It also keeps one busy
- * connection from starving the others, and stays far below the 256
- * messages the bus delivers per consumer per turn, so one sender cannot
- * outrun one consumer's queue.
+ * Frames handled per connection per loop turn (read.c): the first turn of
+ * a batch takes EB__BCONN_FRAME_BUDGET frames; while the connection still
+ * has more, each next turn takes twice as many, up to
+ * EB__BCONN_FRAME_BUDGET_MAX; once its frames run out it starts small
+ * again. Beyond a turn's share the connection stops reading and goes on
+ * next turn, after the bus ran what these frames queued and their output
+ * (node links, other connections) was written.
+ *
+ * A client that pipelines a batch thus has its first frames passed on at
+ * once: the next node starts on them while this one handles the rest, and
+ * the two run at once instead of one after the other (docs/PERFORMANCE.md,
+ * issue 25 round 4). A flood still goes in big turns, whose fixed costs
+ * (a write, a poll) are spread over many frames. The cap keeps one busy
+ * connection from starving the others, and matches the 256 messages the
+ * bus delivers per consumer per turn, so one sender cannot outrun one
+ * consumer's queue.
  */
-#define EB__BCONN_FRAME_BUDGET 16u
+#define EB__BCONN_FRAME_BUDGET     16u
+#define EB__BCONN_FRAME_BUDGET_MAX 256u
 
 /* A parked connection whose client read nothing for this long is closed
  * (out.c parks, the sweep in server.c closes). */
@@ -183,7 +189,8 @@ struct eb__bconn {
 	eb__buf  out;        /* frames not yet handed to the stream */
 	eb__list out_link;   /* in b->pending_out while out_listed */
 	int      out_listed;
-	int      paused;  /* reading stopped: frames buffered */
+	int      paused; /* reading stopped: frames buffered */
+	unsigned share; /* frames of the next turn, 0: EB__BCONN_FRAME_BUDGET */
 	int      blocked; /* flow control: in b->blocked, not reading */
 	/* owned: the busy address; set by handlers.c after a frame for a busy
 	 * address, then read.c blocks the connection on it */

@@ -9,8 +9,9 @@
  * Invariants: a connection is on b->paused while paused and not blocked,
  * on b->blocked while blocked (then also paused: not reading); the drain
  * handle runs while b->paused is non-empty; frame_started_ms is 0 exactly
- * when nothing partial is buffered. A read never handles more than
- * EB__BCONN_FRAME_BUDGET frames of one connection per loop turn.
+ * when nothing partial is buffered. A turn never handles more than
+ * c->share (EB__BCONN_FRAME_BUDGET ... EB__BCONN_FRAME_BUDGET_MAX) frames of
+ * one connection.
  *
  * Threads: loop thread only.
  */
@@ -192,7 +193,7 @@ conn_next(
 static void
 conn_process(eb__bconn *c, const char *in, size_t n)
 {
-	unsigned    budget = EB__BCONN_FRAME_BUDGET;
+	unsigned    budget = c->share != 0 ? c->share : EB__BCONN_FRAME_BUDGET;
 	unsigned    handled = 0;
 	const char *p;
 	uint32_t    len;
@@ -201,6 +202,11 @@ conn_process(eb__bconn *c, const char *in, size_t n)
 	c->processing = 1;
 	while (!c->closing && !c->blocked) {
 		if (budget-- == 0) {
+			/* More than this turn's share: twice as many next
+			 * turn, up to the cap (bridge_int.h). */
+			c->share = handled * 2 < EB__BCONN_FRAME_BUDGET_MAX
+			               ? handled * 2
+			               : EB__BCONN_FRAME_BUDGET_MAX;
 			c->processing = 0;
 			if (in != NULL) {
 				eb__frame_dec_feed(&c->dec, in, n);
@@ -210,6 +216,8 @@ conn_process(eb__bconn *c, const char *in, size_t n)
 		}
 		rv = conn_next(c, &in, &n, &p, &len);
 		if (rv == UV_EAGAIN) {
+			c->share =
+			    0; /* all handled: the next batch starts small */
 			break;
 		}
 		if (rv != 0) {

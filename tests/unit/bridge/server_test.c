@@ -822,9 +822,9 @@ conn_unpaused(void *arg)
  * whole frames and half a fourth handles 3 and keeps the half; the next
  * read completes it (from the buffer) and brings 2 more. One read of 300
  * pings handles the frame budget (EB__BCONN_FRAME_BUDGET) and buffers the
- * others, which the drain handles on later turns; a frame that blocks the
- * connection (a busy address) leaves the rest of its read buffered, not
- * handled.
+ * others, which the drain handles on later turns, twice as many per turn; a
+ * frame that blocks the connection (a busy address) leaves the rest of its read
+ * buffered, not handled.
  */
 static void
 test_frames_in_place(void **state)
@@ -870,10 +870,17 @@ test_frames_in_place(void **state)
 	assert_int_equal(eb__frame_dec_buffered(&c->dec),
 	    (300 - EB__BCONN_FRAME_BUDGET) * 19);
 	assert_true(c->paused);
+	/* The next turn takes twice as many, and so on up to the cap. */
+	(void) uv_run(&t->loop, UV_RUN_NOWAIT);
+	eb_bridge_stats_get(f->b, &st);
+	assert_int_equal(
+	    st.frames_in[EB_BRIDGE_IN_PING], 1 + 3 * EB__BCONN_FRAME_BUDGET);
+	assert_int_equal(c->share, 4 * EB__BCONN_FRAME_BUDGET);
 	assert_int_equal(th_run_until(t, conn_unpaused, c, 2000), 0);
 	eb_bridge_stats_get(f->b, &st);
 	assert_int_equal(st.frames_in[EB_BRIDGE_IN_PING], 1 + 300);
 	assert_int_equal(eb__frame_dec_buffered(&c->dec), 0);
+	assert_int_equal(c->share, 0); /* the next batch starts small */
 	/* Blocked by a busy address: the rest of the read waits. */
 	eb_bus_pressure_set(f->bus, "a", 1);
 	len = 0;
