@@ -187,9 +187,9 @@ conn_next(
 	return eb__frame_dec_next(&c->dec, p, len);
 }
 
-/* Handles up to EB__BCONN_FRAME_BUDGET frames: those of the input in[0..n)
- * (NULL: none) and the buffered ones, in order; what is not handled is
- * buffered, unless c closed. */
+/* Handles up to c->share frames (EB__BCONN_FRAME_BUDGET when 0): those of
+ * the input in[0..n) (NULL: none) and the buffered ones, in order; what is
+ * not handled is buffered, unless c closed. */
 static void
 conn_process(eb__bconn *c, const char *in, size_t n)
 {
@@ -216,8 +216,8 @@ conn_process(eb__bconn *c, const char *in, size_t n)
 		}
 		rv = conn_next(c, &in, &n, &p, &len);
 		if (rv == UV_EAGAIN) {
-			c->share =
-			    0; /* all handled: the next batch starts small */
+			/* All handled: the next batch starts small. */
+			c->share = 0;
 			break;
 		}
 		if (rv != 0) {
