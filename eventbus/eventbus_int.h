@@ -409,6 +409,14 @@ typedef struct eb__bus_dedup {
 	uint64_t busy;
 } eb__bus_dedup;
 
+/* The taker of one address's requests (bus_direct.h), or none. */
+typedef struct eb__bus_direct {
+	char *address; /* owned; NULL: none */
+	int (*fn)(void *ctx, eb_bus_msg *msg, uint64_t timeout_ms,
+	    eb_bus_reply_cb cb, void *arg);
+	void *ctx;
+} eb__bus_direct;
+
 struct eb_bus {
 	uv_loop_t     *loop;    /* borrowed */
 	char          *node_id; /* owned */
@@ -423,6 +431,7 @@ struct eb_bus {
 	eb__bus_rcpts  rcpt;
 	eb__bus_fence  fence;
 	eb__bus_dedup  dedup;
+	eb__bus_direct direct;
 };
 
 /* addr.c */
@@ -526,6 +535,9 @@ void eb__bus_req_fail_no_handlers(eb_bus *bus, eb__bus_req *r);
 void eb__bus_req_run(eb_bus *bus, eb__bus_req *r);
 void eb__bus_req_cancel_all(eb_bus *bus);
 void eb__bus_timer_update(eb_bus *bus);
+/* A request's timeout as the bus applies it: the default for 0, clamped
+ * to eb_bus_opts.max_request_timeout_ms. */
+uint64_t eb__bus_req_timeout(const eb_bus *bus, uint64_t timeout_ms);
 /* The deadline heap (exposed for its unit test). push: r not in h; remove:
  * r in h; min: NULL when empty; free: drops the array (h empty after). */
 void         eb__bus_reqheap_push(eb__bus_reqheap *h, eb__bus_req *r);

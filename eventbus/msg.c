@@ -498,6 +498,20 @@ eb_bus_msg_headers(const eb_bus_msg *msg)
 	return m->headers;
 }
 
+eb_bus_msg *
+eb_bus_msg_plain(eb_bus_msg *msg)
+{
+	const char *body;
+	size_t      len;
+
+	if (msg->reply_address == NULL && msg->is_send) {
+		return eb_bus_msg_hold(msg);
+	}
+	body = eb_bus_msg_body_bytes(msg, &len);
+	(void) eb_bus_msg_headers(msg); /* parsed if kept as bytes */
+	return eb__bus_msg_from_bytes(msg->address, body, len, msg->headers, 1);
+}
+
 const json_t *
 eb_bus_msg_body(eb_bus_msg *msg)
 {

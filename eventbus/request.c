@@ -193,6 +193,16 @@ eb__bus_req_pool_free(eb_bus *bus)
 	eb__spare_free(&bus->req.spare);
 }
 
+uint64_t
+eb__bus_req_timeout(const eb_bus *bus, uint64_t timeout_ms)
+{
+	uint64_t t = timeout_ms != 0 ? timeout_ms : bus->req.timeout_ms;
+
+	/* A client's timeout is not a reason to hold memory for ever, nor to
+	 * overflow a deadline. */
+	return t < bus->req.max_timeout_ms ? t : bus->req.max_timeout_ms;
+}
+
 eb__bus_req *
 eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
     eb_bus_reply_cb cb, void *arg)
@@ -220,12 +230,7 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 		req_refuse(bus, r);
 		return r;
 	}
-	r->timeout_ms = timeout_ms != 0 ? timeout_ms : bus->req.timeout_ms;
-	/* A client's timeout is not a reason to hold memory for ever, nor to
-	 * overflow the deadline below. */
-	if (r->timeout_ms > bus->req.max_timeout_ms) {
-		r->timeout_ms = bus->req.max_timeout_ms;
-	}
+	r->timeout_ms = eb__bus_req_timeout(bus, timeout_ms);
 	/* The loop time may be a whole turn old: a timeout counts from when
 	 * the request was made. */
 	uv_update_time(bus->loop);

@@ -27,11 +27,53 @@ record_latency(eb_ingress *in, const eb__ingress_held *h)
 	eb__hist_record_ns(&in->latency, uv_hrtime() - h->recv_ns);
 }
 
+/* Answers a request the gateway took from its requester (eb__ingress_take)
+ * through the requester's callback, exactly once. */
+static void
+answer_taken(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure)
+{
+	eb_bus_reply_cb cb = h->cb;
+
+	h->cb = NULL;
+	cb(in->bus, status, reply, failure, h->cb_arg);
+}
+
+/* A taken request's requester gave up: answered as the bus answers a
+ * request that timed out. */
+static void
+answer_timeout(eb_ingress *in, eb__ingress_held *h)
+{
+	char           why[256];
+	eb_bus_failure f;
+
+	record_latency(in, h);
+	(void) snprintf(why, sizeof(why),
+	    "Timed out after waiting %llu(ms) for a reply. address: %s",
+	    (unsigned long long) h->timeout_ms, in->address);
+	f.type = EB_BUS_TIMEOUT;
+	f.code = -1;
+	f.message = why;
+	answer_taken(in, h, EB_ETIMEOUT, NULL, &f);
+	in->st.failed++;
+}
+
 /* Answers the original sender with a failure; counts it either way. */
 static void
 answer_failure(eb_ingress *in, eb__ingress_held *h, int code, const char *why)
 {
+	eb_bus_failure f;
+
 	record_latency(in, h);
+	if (h->cb != NULL) {
+		/* What eb_bus_msg_fail would have made of it. */
+		f.type = EB_BUS_RECIPIENT_FAILURE;
+		f.code = code;
+		f.message = why != NULL ? why : "";
+		answer_taken(in, h, EB_ERECIPIENT, NULL, &f);
+		in->st.failed++;
+		return;
+	}
 	if (eb_bus_msg_reply_address(h->msg) != NULL) {
 		(void) eb_bus_msg_fail(h->msg, code, why);
 		in->st.failed++;
@@ -63,6 +105,7 @@ eb__ingress_held_new(eb_ingress *in)
 void
 eb__ingress_held_free(eb_ingress *in, eb__ingress_held *h)
 {
+	EB_ASSERT(h->cb == NULL); /* a taken request was answered */
 	eb_bus_msg_release(h->msg);
 	if (in == NULL) {
 		free(h); /* the ingress may be gone */
@@ -140,8 +183,21 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	const char       *body;
 	size_t            len;
 	int               rv;
+	uint64_t          timeout = in->timeout_ms;
+	uint64_t          now;
 	eb__ingress_route route = route_now(in);
 
+	/* A taken request's forward ends when its requester gives up (the
+	 * bus's default for the forward is the default of requests). */
+	if (h->deadline_ms != 0) {
+		now = uv_now(in->loop);
+		if (now >= h->deadline_ms) {
+			return EB_ETIMEOUT;
+		}
+		if (timeout == 0 || h->deadline_ms - now < timeout) {
+			timeout = h->deadline_ms - now;
+		}
+	}
 	/* The bus answers a request without handlers asynchronously; ask
 	 * first so that the message is held instead of failed. */
 	if (!route_reachable(in, route)) {
@@ -164,11 +220,11 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	/* The body goes on as the bytes that arrived, never parsed here. */
 	body = eb_bus_msg_body_bytes(h->msg, &len);
 	if (route == EB__INGRESS_ROUTE_EXT) {
-		rv = in->ext->forward(in->ext_ctx, body, len, headers,
-		    in->timeout_ms, forward_cb, h);
+		rv = in->ext->forward(
+		    in->ext_ctx, body, len, headers, timeout, forward_cb, h);
 	} else {
 		eb_bus_send_opts_init(&o);
-		o.timeout_ms = in->timeout_ms;
+		o.timeout_ms = timeout;
 		o.share_headers = 1; /* never modified after this call */
 		rv = eb_bus_request_raw(in->bus, EB_INGRESS_LEADER_ADDRESS,
 		    body, len, headers, &o, forward_cb, h);
@@ -197,6 +253,17 @@ pressure(eb_ingress *in)
 }
 
 static void submit_now(eb_ingress *in, eb__ingress_held *h, int at_head);
+
+/* A forward that could not start (try_forward's error rv). */
+static void
+answer_error(eb_ingress *in, eb__ingress_held *h, int rv)
+{
+	if (rv == EB_ETIMEOUT && h->cb != NULL) {
+		answer_timeout(in, h);
+	} else {
+		answer_failure(in, h, -1, eb_strerror(rv));
+	}
+}
 
 /* Moves backlog into the window, in order, while a leader is reachable
  * (nothing held). */
@@ -244,7 +311,7 @@ submit_now(eb_ingress *in, eb__ingress_held *h, int at_head)
 	if (rv == EB_ENOHANDLERS) {
 		hold(in, h, at_head);
 	} else if (rv != 0) {
-		answer_failure(in, h, -1, eb_strerror(rv));
+		answer_error(in, h, rv);
 		eb__ingress_held_free(in, h);
 	}
 }
@@ -430,9 +497,23 @@ forward_done(eb_ingress *in, eb__ingress_held *h, int status, eb_bus_msg *reply,
 	if (status == 0) {
 		in->st.acked++;
 		record_latency(in, h);
-		if (eb_bus_msg_reply_address(h->msg) != NULL) {
+		if (h->cb != NULL) {
+			/* As the bus hands a reply on (eb_bus_msg_reply_with):
+			 * one that expects no answer. */
+			eb_bus_msg *plain = eb_bus_msg_plain(reply);
+
+			answer_taken(in, h, 0, plain, NULL);
+			eb_bus_msg_release(plain);
+		} else if (eb_bus_msg_reply_address(h->msg) != NULL) {
 			(void) eb_bus_msg_reply_with(h->msg, reply);
 		}
+		eb__ingress_held_free(in, h);
+		return;
+	}
+	if (status == EB_ETIMEOUT && h->cb != NULL &&
+	    uv_now(in->loop) >= h->deadline_ms) {
+		/* The forward ended with its requester's time. */
+		answer_timeout(in, h);
 		eb__ingress_held_free(in, h);
 		return;
 	}
@@ -469,7 +550,7 @@ flush(eb_ingress *in)
 			return;
 		}
 		if (rv != 0) {
-			answer_failure(in, h, -1, eb_strerror(rv));
+			answer_error(in, h, rv);
 			eb__ingress_held_free(in, h);
 		}
 	}
@@ -506,6 +587,11 @@ hold_timer_cb(uv_timer_t *t)
 			answer_failure(in, h, EB_INGRESS_HOLD_TIMEOUT, why);
 			eb__ingress_held_free(in, h);
 			expired++;
+		} else if (h->deadline_ms != 0 && now >= h->deadline_ms) {
+			eb__list_remove(it);
+			in->n_held--;
+			answer_timeout(in, h); /* its requester gave up */
+			eb__ingress_held_free(in, h);
 		}
 	}
 	if (expired > 0) {
@@ -527,16 +613,19 @@ arm_timer(eb_ingress *in)
 	if (in->timer_armed || in->closing) {
 		return;
 	}
+	/* The first held message to give up: at the end of the hold, or
+	 * sooner when its requester's deadline comes first. */
 	EB_LIST_FOREACH (it, tmp, &in->held) {
 		eb__ingress_held *h =
 		    EB_CONTAINER_OF(it, eb__ingress_held, link);
+		uint64_t due = h->since_ms + in->hold_ms;
 
-		if (h->since_ms < oldest) {
-			oldest = h->since_ms;
+		if (h->deadline_ms != 0 && h->deadline_ms < due) {
+			due = h->deadline_ms;
 		}
-	}
-	if (oldest != UINT64_MAX) {
-		oldest += in->hold_ms;
+		if (due < oldest) {
+			oldest = due;
+		}
 	}
 	if (eb__ingress_router_deadline(in) < oldest) {
 		oldest = eb__ingress_router_deadline(in);
@@ -563,6 +652,43 @@ eb__ingress_gateway_cb(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
 	h->in = in;
 	h->recv_ns = uv_hrtime();
 	submit(in, h);
+}
+
+int
+eb__ingress_take(void *ctx, eb_bus_msg *msg, uint64_t timeout_ms,
+    eb_bus_reply_cb cb, void *arg)
+{
+	eb_ingress       *in = ctx;
+	eb__ingress_held *h;
+
+	/* Only what the gateway would forward at once, and in order: nothing
+	 * held or in the backlog before it, room in the window, ebnode's own
+	 * router (an external one may answer with a reply that asks back). */
+	if (in->closing || in->gateway == NULL || in->n_backlog > 0 ||
+	    !eb__list_empty(&in->held) ||
+	    in->n_inflight >= EB__INGRESS_WINDOW ||
+	    route_now(in) != EB__INGRESS_ROUTE_OWN) {
+		return 0;
+	}
+	h = eb__ingress_held_new(in);
+	h->msg = eb_bus_msg_hold(msg);
+	h->in = in;
+	h->recv_ns = uv_hrtime();
+	h->cb = cb;
+	h->cb_arg = arg;
+	h->timeout_ms = timeout_ms;
+	/* Counted from now, as the bus counts a request's timeout. */
+	uv_update_time(in->loop);
+	h->deadline_ms = uv_now(in->loop) + timeout_ms;
+	if (try_forward(in, h) != 0) {
+		/* Not taken: the bus's way, where the gateway meets the same
+		 * error and answers it. */
+		h->cb = NULL;
+		eb__ingress_held_free(in, h);
+		return 0;
+	}
+	in->st.received++;
+	return 1;
 }
 
 const eb__hist *

@@ -63,4 +63,16 @@ typedef int (*eb__ingress_enc_send_fn)(eb_bus *bus, const char *address,
 void eb__ingress_set_enc_sends(eb_ingress *in, eb__ingress_enc_send_fn send,
     eb__ingress_enc_send_fn publish);
 
+/*
+ * The gateway's taker of requests to the ingress address (the signature of
+ * eventbus/bus_direct.h's eb__bus_direct_fn; ctx is the eb_ingress): 1 when
+ * it forwards msg to the router at once and will answer through cb, as the
+ * bus would have answered the requester (within timeout_ms); 0 when it
+ * would not forward it at once (no leader reachable, messages waiting
+ * before it, the window full, another router, closing), and the request
+ * takes the bus's usual way to the gateway. The node installs it.
+ */
+int eb__ingress_take(void *ctx, eb_bus_msg *msg, uint64_t timeout_ms,
+    eb_bus_reply_cb cb, void *arg);
+
 #endif

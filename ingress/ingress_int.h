@@ -6,6 +6,9 @@
  *   reference to the original bus message, and is either waiting (no leader
  *   reachable) or nothing: in-flight forwards are not on the list, they live
  *   in their request's callback argument.
+ * - A message is answered exactly once: through the bus (its reply
+ *   address), or through the requester's callback when the gateway took
+ *   the request from the requester itself (eb__ingress_take).
  * - While in->held is non-empty, new arrivals queue behind it, so messages
  *   from this node reach the leader in the order they entered.
  * - in->leader is non-NULL exactly while this node routes as leader.
@@ -130,6 +133,14 @@ typedef struct eb__ingress_held {
 	int         retried;
 	uint64_t    recv_ns; /* uv_hrtime() at gateway receipt */
 	eb_ingress *in;      /* borrowed; NULL once the ingress closed */
+	/* A request taken from its requester (eb__ingress_take): answered
+	 * through cb, exactly once, then cb is NULL; msg has no reply
+	 * address. The requester gives up at deadline_ms (loop time), after
+	 * timeout_ms; the gateway honours that as the bus would. */
+	eb_bus_reply_cb cb;
+	void           *cb_arg;
+	uint64_t        timeout_ms;
+	uint64_t        deadline_ms;
 } eb__ingress_held;
 
 /* gateway.c */

@@ -2,12 +2,15 @@
  * The ingress step (node_int.h): leader-routed ingress with the lease
  * check as its leader check. eb__node_ingress_leadership starts routing
  * when this node is elected and stops it synchronously on a revoke (rule
- * 5) or a release (rule 8). Stop: held messages are failed back to their
+ * 5) or a release (rule 8). The gateway takes requests to the ingress
+ * address straight from their senders where it can (bus_direct.h). Stop:
+ * the bus stops handing them over, held messages are failed back to their
  * senders, then the ingress closes. Loop thread only.
  */
 #include <ebnode/ingress.h>
 #include <ebnode/log.h>
 
+#include "eventbus/bus_direct.h"
 #include "eventbus/bus_trusted.h"
 #include "ingress/ingress_ext.h"
 #include "node/node_int.h"
@@ -60,6 +63,10 @@ eb__node_ingress_start(eb__steps *s, eb__steps_done_cb cb)
 		return rv;
 	}
 	n->ingress = in;
+	/* Requests of bridge clients (and any local requester) reach the
+	 * gateway without a bus request of their own (issue 25). */
+	eb__bus_direct_set(
+	    n->bus, n->conf->ingress.address, eb__ingress_take, in);
 	eb__steps_complete(&n->steps, cb, 0);
 	return 0;
 }
@@ -78,6 +85,7 @@ eb__node_ingress_stop(eb__steps *s, eb__steps_done_cb cb)
 	eb_ingress *in = n->ingress;
 
 	n->ingress = NULL; /* eb__node_ingress_leadership does nothing now */
+	eb__bus_direct_set(n->bus, NULL, NULL, NULL);
 	eb_ingress_close(
 	    in, ingress_closed_cb, eb__steps_wait_new(&n->steps, cb, 0, 1));
 }

@@ -325,6 +325,14 @@ EB_API int eb_bus_msg_reply_raw(eb_bus_msg *msg, const char *body,
  * Returns as eb_bus_msg_reply; UV_EINVAL for a NULL reply.
  */
 EB_API int eb_bus_msg_reply_with(eb_bus_msg *msg, eb_bus_msg *reply);
+/*
+ * msg as a reply that expects no answer: msg itself, held, when it is one
+ * already (a send without a reply address); else a new message with its
+ * address, body and headers and no reply address. The caller releases the
+ * result. For a module that passes on an answer it got to a requester of
+ * its own (what eb_bus_msg_reply_with does for a message's requester).
+ */
+EB_API eb_bus_msg *eb_bus_msg_plain(eb_bus_msg *msg);
 /* Fails the request with RECIPIENT_FAILURE (code, message). */
 EB_API int eb_bus_msg_fail(eb_bus_msg *msg, int code, const char *message);
 

@@ -1,4 +1,7 @@
-/* Unit tests for leader-routed ingress over the local bus. */
+/* Unit tests for leader-routed ingress over the local bus. Every test runs
+ * twice: with requests reaching the gateway through the bus ("bus"), and
+ * with the gateway taking them from the requester where it can ("direct",
+ * eventbus/bus_direct.h, as the node installs it). */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +11,7 @@
 #include <ebnode/bus.h>
 #include <ebnode/ingress.h>
 
+#include "eventbus/bus_direct.h"
 #include "eventbus/bus_trusted.h"
 #include "ingress/ingress_int.h"
 #include "tests/harness/th.h"
@@ -18,14 +22,15 @@ typedef struct fx {
 	eb_ingress *in;
 	/* replies to the test's requests, by request index (an ack waits
 	 * for the delivery receipt, so answers may overtake each other) */
-	int       n_requests;
-	int       slot[64]; /* slot[i] == i: the callback argument */
-	int       n_replies;
-	int       status[64];
-	long long seq[64];
-	long long epoch[64];
-	int       fcode[64];
-	char      fmsg[64][400];
+	int                 n_requests;
+	int                 slot[64]; /* slot[i] == i: the callback argument */
+	int                 n_replies;
+	int                 status[64];
+	long long           seq[64];
+	long long           epoch[64];
+	int                 fcode[64];
+	eb_bus_failure_type ftype[64];
+	char                fmsg[64][400];
 	/* what the target consumer got */
 	int  n_target;
 	char target_seq[64][24];
@@ -38,6 +43,7 @@ typedef struct fx {
 
 static fx       g_fx;
 static uint64_t warmup_ms; /* 0 unless a test sets it */
+static int      direct;    /* the "direct" group: the gateway takes */
 
 static void
 reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
@@ -57,6 +63,7 @@ reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
 		    (long long) json_integer_value(json_object_get(b, "epoch"));
 	} else {
 		g_fx.fcode[i] = failure->code;
+		g_fx.ftype[i] = failure->type;
 		(void) snprintf(
 		    g_fx.fmsg[i], sizeof(g_fx.fmsg[i]), "%s", failure->message);
 	}
@@ -132,6 +139,7 @@ teardown(void **state)
 	int expect = 1;
 
 	if (g_fx.in != NULL) {
+		eb__bus_direct_set(g_fx.bus, NULL, NULL, NULL);
 		eb_ingress_close(g_fx.in, closed_cb, &closed);
 		g_fx.in = NULL;
 		expect = 2;
@@ -163,6 +171,10 @@ make(const eb_ingress_route *routes, size_t n, const eb_ingress_route *def,
 	assert_int_equal(
 	    eb_ingress_new(&g_fx.t->loop, g_fx.bus, &o, &e, &g_fx.in), 0);
 	assert_int_equal(eb_ingress_start(g_fx.in), 0);
+	if (direct) {
+		eb__bus_direct_set(
+		    g_fx.bus, "external.ingress", eb__ingress_take, g_fx.in);
+	}
 }
 
 static void
@@ -624,6 +636,108 @@ test_custom_handler(void **state)
 	assert_int_equal(g_fx.seq[1], 2);
 }
 
+/* A custom handler that keeps what it is given and answers nothing. */
+static eb_bus_msg *kept[4];
+static int         n_kept;
+
+static void
+keep_cb(
+    eb_ingress *in, eb_bus_msg *msg, const eb_ingress_stamp *stamp, void *arg)
+{
+	(void) in;
+	(void) stamp;
+	(void) arg;
+	assert_true(n_kept < 4);
+	kept[n_kept++] = eb_bus_msg_hold(msg);
+}
+
+/* A request with its own timeout (ms). */
+static void
+request_t(uint64_t timeout_ms)
+{
+	eb_bus_send_opts so;
+	int             *slot = &g_fx.slot[g_fx.n_requests];
+
+	*slot = g_fx.n_requests++;
+	eb_bus_send_opts_init(&so);
+	so.timeout_ms = timeout_ms;
+	assert_int_equal(eb_bus_request_raw(g_fx.bus, "external.ingress", "{}",
+	                     2, NULL, &so, reply_cb, slot),
+	    0);
+}
+
+/*
+ * A requester's timeout holds whichever way its request reached the
+ * gateway: it gets a TIMEOUT failure when it gives up, and the leader's
+ * late answer reaches nobody.
+ */
+static void
+test_requester_timeout(void **state)
+{
+	uint64_t t0;
+
+	(void) state;
+	n_kept = 0;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, keep_cb, NULL);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	t0 = uv_hrtime();
+	request_t(100);
+	wait_replies(1);
+	assert_true(uv_hrtime() - t0 >= 99 * 1000000ull);
+	assert_int_equal(n_kept, 1);
+	assert_int_equal(g_fx.status[0], EB_ETIMEOUT);
+	assert_int_equal(g_fx.ftype[0], EB_BUS_TIMEOUT);
+	assert_int_equal(g_fx.fcode[0], -1);
+	assert_true(
+	    strncmp(g_fx.fmsg[0],
+	        "Timed out after waiting 100(ms) for a reply. address: ", 54) ==
+	    0);
+	/* The leader answers late: nobody hears it. */
+	assert_int_equal(eb_bus_msg_fail(kept[0], 1, "late"), 0);
+	eb_bus_msg_release(kept[0]);
+	assert_int_equal(
+	    th_run_until(g_fx.t, replies_at_least, &(int){ 2 }, 100), -1);
+	assert_int_equal(g_fx.n_replies, 1);
+}
+
+/*
+ * The leader goes away with a request the gateway took: the retry waits
+ * for a leader (held), but no longer than its requester does. It is
+ * answered TIMEOUT at the requester's 300 ms, not at the hold's 5 s, and
+ * the gateway lets go of it then. (A request that came through the bus
+ * times out at the bus the same way; the gateway keeps its message until
+ * the hold ends, as it always did.)
+ */
+static void
+test_requester_deadline_while_held(void **state)
+{
+	eb_ingress_stats st;
+	eb_bus_totals    tot;
+
+	(void) state;
+	n_kept = 0;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, keep_cb, NULL);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	request_t(300);
+	assert_int_equal(th_run_until(g_fx.t, th_flag_set, &n_kept, 1000), 0);
+	/* Taken: the gateway's forward is the one bus request pending. */
+	eb_bus_stats_totals(g_fx.bus, &tot);
+	assert_int_equal(tot.pending_requests, direct ? 1 : 2);
+	eb_ingress_unlead(g_fx.in);
+	assert_int_equal(eb_bus_msg_fail(kept[0], EB_INGRESS_NOT_LEADER,
+	                     EB_INGRESS_NOT_LEADER_TEXT),
+	    0);
+	eb_bus_msg_release(kept[0]);
+	wait_replies(1);
+	assert_int_equal(g_fx.status[0], EB_ETIMEOUT);
+	assert_int_equal(g_fx.ftype[0], EB_BUS_TIMEOUT);
+	eb_ingress_stats_get(g_fx.in, &st);
+	assert_int_equal(st.retried, 1);
+	assert_int_equal(st.holding, direct ? 0 : 1);
+}
+
 /* Rule 6 at the entry node: an ack below the node's fence is refused, the
  * message routed once more, then failed (409); an accepted ack raises the
  * fence. */
@@ -762,6 +876,7 @@ test_close_fails_held(void **state)
 	request("{}", NULL, NULL);
 	assert_int_equal(
 	    th_run_until(g_fx.t, replies_at_least, &(int){ 1 }, 50), -1);
+	eb__bus_direct_set(g_fx.bus, NULL, NULL, NULL);
 	eb_ingress_close(g_fx.in, closed_cb, &closed);
 	g_fx.in = NULL;
 	wait_replies(1);
@@ -1006,7 +1121,14 @@ main(void)
 		    test_lifecycle_misuse_asserts, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reconfigure_swaps_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_requester_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_requester_deadline_while_held, setup, teardown),
 	};
+	int failed = cmocka_run_group_tests_name("bus", tests, NULL, NULL);
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	direct = 1;
+	return failed +
+	       cmocka_run_group_tests_name("direct", tests, NULL, NULL);
 }
