@@ -738,6 +738,30 @@ test_requester_deadline_while_held(void **state)
 	assert_int_equal(st.holding, direct ? 0 : 1);
 }
 
+/*
+ * The gateway counts a taken request's deadline in loop time from its
+ * uv_hrtime() receipt stamp (eb__ingress_take): that holds only while the
+ * loop's time is uv_hrtime's clock in milliseconds, as in libuv on Linux
+ * (its fast clock is the monotonic one, or the coarse monotonic one when
+ * that ticks at least every millisecond).
+ */
+static void
+test_loop_time_base(void **state)
+{
+	int i;
+
+	(void) state;
+	for (i = 0; i < 100; i++) {
+		uint64_t now_ms;
+		uint64_t hr_ms;
+
+		uv_update_time(&g_fx.t->loop);
+		now_ms = uv_now(&g_fx.t->loop);
+		hr_ms = uv_hrtime() / 1000000u;
+		assert_true(hr_ms >= now_ms && hr_ms - now_ms <= 1);
+	}
+}
+
 /* Rule 6 at the entry node: an ack below the node's fence is refused, the
  * message routed once more, then failed (409); an accepted ack raises the
  * fence. */
@@ -1125,6 +1149,8 @@ main(void)
 		    test_requester_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_requester_deadline_while_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_loop_time_base, setup, teardown),
 	};
 	int failed = cmocka_run_group_tests_name("bus", tests, NULL, NULL);
 
