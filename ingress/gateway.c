@@ -190,7 +190,14 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	/* A taken request's forward ends when its requester gives up (the
 	 * bus's default for the forward is the default of requests). */
 	if (h->deadline_ms != 0) {
-		now = uv_now(in->loop);
+		/* The time now, not the loop's (up to a turn old): the receipt
+		 * stamp on the first forward, the clock again on a retry. */
+		if (h->retried) {
+			uv_update_time(in->loop);
+			now = uv_now(in->loop);
+		} else {
+			now = h->recv_ns / 1000000u;
+		}
 		if (now >= h->deadline_ms) {
 			return EB_ETIMEOUT;
 		}

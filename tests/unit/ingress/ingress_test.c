@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ebnode/bus.h>
@@ -681,10 +682,16 @@ test_requester_timeout(void **state)
 	make(NULL, 0, NULL, 0, 0);
 	eb_ingress_set_handler(g_fx.in, keep_cb, NULL);
 	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	/* The loop's time is 400 ms old when the request is made (no loop
+	 * turn since): its 100 ms count from the request, not from the
+	 * loop's last look at the clock, nor 400 ms later. */
+	assert_int_equal(
+	    nanosleep(&(struct timespec){ 0, 400000000 }, NULL), 0);
 	t0 = uv_hrtime();
 	request_t(100);
 	wait_replies(1);
 	assert_true(uv_hrtime() - t0 >= 99 * 1000000ull);
+	assert_true(uv_hrtime() - t0 < 400 * 1000000ull);
 	assert_int_equal(n_kept, 1);
 	assert_int_equal(g_fx.status[0], EB_ETIMEOUT);
 	assert_int_equal(g_fx.ftype[0], EB_BUS_TIMEOUT);
