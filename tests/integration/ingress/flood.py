@@ -198,15 +198,23 @@ def rss_mb(pid):
     return 0.0
 
 
-def metric(node, name, label=None):
+def series(text, name, label=None):
+    """The values of name's series in a /metrics text, in order (those
+    whose line has label, when given)."""
+    for line in text.splitlines():
+        if line.startswith(name) and line[len(name):][:1] in (" ", "{") \
+                and (label is None or label in line):
+            yield float(line.rsplit(" ", 1)[1])
+
+
+def metrics_text(node):
     st, text = ebtest.admin_request(*node.admin, "GET", "/metrics")
     assert st == 200, st
-    for line in text.splitlines():
-        if line.startswith(name) and (label is None or label in line):
-            rest = line[len(name):]
-            if rest[:1] in (" ", "{"):
-                return float(line.rsplit(" ", 1)[1])
-    return 0.0
+    return text
+
+
+def metric(node, name, label=None):
+    return next(series(metrics_text(node), name, label), 0.0)
 
 
 def intake(node):
@@ -221,18 +229,14 @@ def flow_counts(nodes):
     failed by any node): one /metrics scrape per node."""
     off_links = lost = 0.0
     for k, n in nodes.items():
-        st, text = ebtest.admin_request(*n.admin, "GET", "/metrics")
-        assert st == 200, st
-        for line in text.splitlines():
-            series, _, value = line.rpartition(" ")
-            if k == "c" and series.startswith(
-                    "ebnode_link_frames_total{") and \
-                    'direction="in"' in series:
-                off_links += float(value)
-            if series in ('ebnode_bus_messages_all_total{kind="dropped"}',
-                          "ebnode_ingress_dropped_total",
-                          "ebnode_ingress_failed_total"):
-                lost += float(value)
+        text = metrics_text(n)
+        if k == "c":
+            off_links += sum(series(text, "ebnode_link_frames_total",
+                                    'direction="in"'))
+        lost += sum(series(text, "ebnode_bus_messages_all_total",
+                           'kind="dropped"'))
+        lost += sum(series(text, "ebnode_ingress_dropped_total"))
+        lost += sum(series(text, "ebnode_ingress_failed_total"))
     return off_links, lost
 
 
