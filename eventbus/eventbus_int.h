@@ -486,6 +486,13 @@ eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,
  * plain by eb__jsonstr_plain_object_check (parsed only if read). */
 eb_bus_msg *eb__bus_msg_from_plain(const char *address, const char *body,
     size_t body_len, const char *hdr, size_t hdr_len, int is_send);
+/* 1 when m is a plain reply: a send that expects no answer, handed to a
+ * requester as it is (eb_bus_msg_reply_with, eb_bus_msg_plain). */
+static inline int
+eb__bus_msg_is_plain(const eb_bus_msg *m)
+{
+	return m->reply_address == NULL && m->is_send;
+}
 /* 0 when msg's headers surely lack key (plain bytes not parsed yet, a
  * search finds no such key), else 1: read them to know. */
 int eb__bus_msg_may_have_header(const eb_bus_msg *msg, const char *key);

@@ -504,7 +504,7 @@ eb_bus_msg_plain(eb_bus_msg *msg)
 	const char *body;
 	size_t      len;
 
-	if (msg->reply_address == NULL && msg->is_send) {
+	if (eb__bus_msg_is_plain(msg)) {
 		return eb_bus_msg_hold(msg);
 	}
 	body = eb_bus_msg_body_bytes(msg, &len);

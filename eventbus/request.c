@@ -583,8 +583,7 @@ eb_bus_msg_reply_with(eb_bus_msg *msg, eb_bus_msg *reply)
 	if ((rv = msg_answer_check(msg)) != 0) {
 		return rv;
 	}
-	if (msg->origin != 0 || reply->reply_address != NULL ||
-	    !reply->is_send) {
+	if (msg->origin != 0 || !eb__bus_msg_is_plain(reply)) {
 		/* To another node (a frame addressed to msg's requester), or
 		 * a reply that is not a plain one: a copy. */
 		body = eb_bus_msg_body_bytes(reply, &len);
