@@ -652,6 +652,16 @@ keep_cb(
 	kept[n_kept++] = eb_bus_msg_hold(msg);
 }
 
+/* An ingress leading with keep_cb as its router's handler. */
+static void
+lead_keeping(void)
+{
+	n_kept = 0;
+	make(NULL, 0, NULL, 0, 0);
+	eb_ingress_set_handler(g_fx.in, keep_cb, NULL);
+	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+}
+
 /* A request with its own timeout (ms). */
 static void
 request_t(uint64_t timeout_ms)
@@ -678,10 +688,7 @@ test_requester_timeout(void **state)
 	uint64_t t0;
 
 	(void) state;
-	n_kept = 0;
-	make(NULL, 0, NULL, 0, 0);
-	eb_ingress_set_handler(g_fx.in, keep_cb, NULL);
-	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	lead_keeping();
 	/* The loop's time is 400 ms old when the request is made (no loop
 	 * turn since): its 100 ms count from the request, not from the
 	 * loop's last look at the clock, nor 400 ms later. */
@@ -723,10 +730,7 @@ test_requester_deadline_while_held(void **state)
 	eb_bus_totals    tot;
 
 	(void) state;
-	n_kept = 0;
-	make(NULL, 0, NULL, 0, 0);
-	eb_ingress_set_handler(g_fx.in, keep_cb, NULL);
-	assert_int_equal(eb_ingress_lead(g_fx.in, 5), 0);
+	lead_keeping();
 	request_t(300);
 	assert_int_equal(th_run_until(g_fx.t, th_flag_set, &n_kept, 1000), 0);
 	/* Taken: the gateway's forward is the one bus request pending. */
