@@ -19,7 +19,11 @@ Checks:
   the gateway's window of 1024 forwards in flight, so that requests change
   from the direct way to the bus's way and back: every one acknowledged
   exactly once, and the consumer gets each connection's in the order they
-  were sent.
+  were sent;
+- the bound: one connection pipelines 1100 requests while the leader is
+  frozen; 1024 wait (the bridge's requests per connection, the gateway's
+  window), the other 76 are refused at once, and the 1024 are
+  acknowledged once each after SIGCONT.
 """
 import os
 import signal
@@ -77,6 +81,7 @@ class Requester(unittest.TestCase):
         self.headers()
         self.timeout()
         self.burst()
+        self.cap()
 
     def headers(self):
         self.client.send("external.ingress", {"h": 1},
@@ -152,6 +157,37 @@ class Requester(unittest.TestCase):
             line for line in text.splitlines()
             if line.startswith(("ebnode_ingress_received",
                                 "ebnode_ingress_acked"))))
+
+    def cap(self):
+        """One connection pipelines 1100 requests while the leader is
+        frozen: the first 1024 wait in b's gateway (its window is 1024),
+        the bridge refuses the other 76 at once with its
+        per-connection cap, and after SIGCONT the 1024 are acknowledged,
+        once each."""
+        cl = ebtest.BridgeClient(*self.b.bridge)
+        self.addCleanup(cl.close)
+        self.a.send_signal(signal.SIGSTOP)
+        cl.send_raw(b"".join(ebtest.BridgeClient.encode({
+            "type": "send", "address": "external.ingress",
+            "replyAddress": "q%d" % i, "body": {"q": i}})
+            for i in range(1100)))
+        refused = set()
+        while len(refused) < 76:
+            f = cl.recv_frame(timeout=5)
+            self.assertEqual(f["type"], "err", f)
+            self.assertIn("too_many_requests: 1024 replies already awaited "
+                          "on this connection", f["message"])
+            refused.add(f["address"])
+        self.a.send_signal(signal.SIGCONT)
+        self.assertEqual(refused, {"q%d" % i for i in range(1024, 1100)})
+        acked = set()
+        while len(acked) < 1024:
+            f = cl.recv_frame(timeout=10)
+            self.assertEqual(f["type"], "message", f)
+            self.assertNotIn(f["address"], acked)
+            acked.add(f["address"])
+        self.assertEqual(acked, {"q%d" % i for i in range(1024)})
+        print("cap: 76 refused at once, 1024 acknowledged after SIGCONT")
 
     @staticmethod
     def frames(client, most):
