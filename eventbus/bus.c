@@ -309,25 +309,54 @@ send_prepare(eb_bus *bus, const char *address, const eb__bus_body *body,
 	    address, body, headers, bus->msg.empty_headers, is_send, msgp);
 }
 
+/*
+ * The message of a send or request to the handlers of a (found by the
+ * caller): where every handler is on another node, the message is only
+ * written to a link before the call returns, so *msgp is view, pointing at
+ * the caller's bytes (issue 25: no allocation and no copy of the body);
+ * else a new message (as send_prepare makes). End it with
+ * eb__bus_msg_done().
+ */
+static int
+point_msg(eb_bus *bus, const char *address, const eb__bus_addr *a,
+    const eb__bus_body *body, const json_t *headers,
+    const eb_bus_send_opts *opts, eb_bus_msg *view, eb_bus_msg **msgp)
+{
+	if (a != NULL && a->n_local == 0 && bus->remote.ops != NULL &&
+	    (opts == NULL || !opts->local_only) &&
+	    eb__bus_body_viewable(body, headers)) {
+		*msgp = view;
+		return eb__bus_msg_view(
+		    view, address, body, headers, bus->msg.empty_headers);
+	}
+	return eb__bus_msg_make(
+	    address, body, headers, bus->msg.empty_headers, 1, msgp);
+}
+
 static int
 bus_send(eb_bus *bus, const char *address, const eb__bus_body *body,
     const json_t *headers, const eb_bus_send_opts *opts)
 {
 	eb_bus_msg   *msg;
+	eb_bus_msg    view;
 	eb__bus_addr *a;
 	int           rv;
 
-	if ((rv = send_prepare(bus, address, body, headers, 1, &msg)) != 0) {
+	if ((rv = route_check(bus, address)) != 0) {
+		return rv;
+	}
+	a = eb__bus_addr_find(bus, address);
+	rv = point_msg(bus, address, a, body, headers, opts, &view, &msg);
+	if (rv != 0) {
 		return rv;
 	}
 	msg->epoch = opts != NULL ? opts->epoch : 0;
 	if (eb__bus_fence_stale(bus, msg->epoch)) {
-		eb_bus_msg_release(msg);
+		eb__bus_msg_done(msg);
 		return EB_EFENCED;
 	}
-	a = eb__bus_addr_find(bus, address);
 	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, NULL);
-	eb_bus_msg_release(msg);
+	eb__bus_msg_done(msg);
 	if (rv == EB_ENOHANDLERS) {
 		bus->stats.no_handlers++;
 		return rv;
@@ -448,17 +477,15 @@ eb__bus_direct_set(
 /* 1 when the taker of the address (bus_direct.h) took the request: only
  * where it changes nothing a requester sees; else 0, nothing done. */
 static int
-direct_take(eb_bus *bus, const char *address, eb_bus_msg *msg,
+direct_take(eb_bus *bus, eb__bus_addr *a, const char *address, eb_bus_msg *msg,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
 {
-	eb__bus_addr    *a;
 	eb_bus_consumer *c;
 
 	if (strcmp(address, bus->direct.address) != 0 ||
 	    (opts != NULL && opts->epoch != 0)) {
 		return 0;
 	}
-	a = eb__bus_addr_find(bus, address);
 	if (a == NULL || a->n_local != 1 || a->n_remote != 0) {
 		return 0;
 	}
@@ -484,6 +511,7 @@ bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
     void *arg)
 {
 	eb_bus_msg   *msg;
+	eb_bus_msg    view;
 	eb__bus_addr *a;
 	eb__bus_req  *r;
 	int           rv;
@@ -491,31 +519,43 @@ bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
 	if (cb == NULL) {
 		return UV_EINVAL;
 	}
-	if ((rv = send_prepare(bus, address, body, headers, 1, &msg)) != 0) {
+	if ((rv = route_check(bus, address)) != 0) {
 		return rv;
 	}
-	if (bus->direct.fn != NULL &&
-	    direct_take(bus, address, msg, opts, cb, arg)) {
-		eb_bus_msg_release(msg);
-		return 0;
+	a = eb__bus_addr_find(bus, address);
+	rv = point_msg(bus, address, a, body, headers, opts, &view, &msg);
+	if (rv != 0) {
+		return rv;
+	}
+	if (bus->direct.fn != NULL && !msg->view) {
+		if (direct_take(bus, a, address, msg, opts, cb, arg)) {
+			eb_bus_msg_release(msg);
+			return 0;
+		}
+		/* The taker may have sent (and so changed the table). */
+		a = eb__bus_addr_find(bus, address);
 	}
 	r = eb__bus_req_new(
 	    bus, address, opts != NULL ? opts->timeout_ms : 0, cb, arg);
 	if (r->resolved) { /* refused at the cap: failed, nothing sent */
-		eb_bus_msg_release(msg);
+		eb__bus_msg_done(msg);
 		return 0;
 	}
-	eb__bus_msg_set_reply(bus, msg, r->reply_address, 0);
+	if (msg->view) {
+		/* Borrowed: r outlives the view (resolved on a later turn). */
+		msg->reply_address = r->reply_address;
+	} else {
+		eb__bus_msg_set_reply(bus, msg, r->reply_address, 0);
+	}
 	msg->epoch = opts != NULL ? opts->epoch : 0;
 	if (eb__bus_fence_stale(bus, msg->epoch)) {
 		eb__bus_answer_fail(bus, msg, EB_EFENCED, EB_BUS_ERROR, -1,
 		    eb_strerror(EB_EFENCED));
-		eb_bus_msg_release(msg);
+		eb__bus_msg_done(msg);
 		return 0;
 	}
-	a = eb__bus_addr_find(bus, address);
 	rv = route_send(bus, a, msg, opts != NULL && opts->local_only, r);
-	eb_bus_msg_release(msg);
+	eb__bus_msg_done(msg);
 	if (rv == EB_ENOHANDLERS) {
 		bus->stats.no_handlers++;
 		eb__bus_req_fail_no_handlers(bus, r);
@@ -743,6 +783,8 @@ bus_confirmed(eb_bus *bus, const char *address, const eb__bus_body *b,
     eb_bus_receipt_cb cb, void *arg)
 {
 	eb_bus_msg   *msg;
+	eb_bus_msg    view;
+	eb__bus_addr *a = NULL;
 	eb__bus_rcpt *rc;
 	int           local_only = opts != NULL && opts->local_only;
 	int           rv;
@@ -750,7 +792,12 @@ bus_confirmed(eb_bus *bus, const char *address, const eb__bus_body *b,
 	if (cb == NULL) {
 		return UV_EINVAL;
 	}
-	rv = send_prepare(bus, address, b, headers, !publish, &msg);
+	if (publish) {
+		rv = send_prepare(bus, address, b, headers, 0, &msg);
+	} else if ((rv = route_check(bus, address)) == 0) {
+		a = eb__bus_addr_find(bus, address);
+		rv = point_msg(bus, address, a, b, headers, opts, &view, &msg);
+	}
 	if (rv != 0) {
 		return rv;
 	}
@@ -765,10 +812,10 @@ bus_confirmed(eb_bus *bus, const char *address, const eb__bus_body *b,
 		confirmed_publish(
 		    bus, eb__bus_addr_find(bus, address), msg, local_only, rc);
 	} else {
-		confirmed_send(bus, eb__bus_addr_find(bus, address), msg,
-		    local_only, opts != NULL ? opts->node : NULL, rc);
+		confirmed_send(bus, a, msg, local_only,
+		    opts != NULL ? opts->node : NULL, rc);
 	}
-	eb_bus_msg_release(msg);
+	eb__bus_msg_done(msg);
 	eb__bus_rcpt_seal(bus, rc);
 	return 0;
 }

@@ -104,6 +104,7 @@ struct eb_bus_msg {
 	int     body_parsed;
 	int     body_inline; /* body is part of the message's allocation */
 	int     pooled;    /* a MSG_BLOCK block of the thread's pool (msg.c) */
+	int     view;      /* eb__bus_msg_view: on a stack, nothing owned */
 	int     hdr_plain; /* hdr_enc plain (eb__jsonstr_plain_object_check):
 	                      1, 0, or -1 not judged yet */
 	uint64_t epoch;    /* fencing stamp, 0: none (send opts / frame) */
@@ -478,6 +479,28 @@ int eb__bus_headers_enc_check(const char *p, size_t n);
 /* eb__bus_msg_new for either kind of body. */
 int eb__bus_msg_make(const char *address, const eb__bus_body *body,
     const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);
+/* 1 when a message of this body and these headers may be a view
+ * (eb__bus_msg_view): a raw body, and headers that stay as they are
+ * (encoded, shared as the caller promised, or none). A copy of anything
+ * else guards against the caller changing it after the call (remote.c's
+ * encoded-headers cache keys on the object). */
+static inline int
+eb__bus_body_viewable(const eb__bus_body *body, const json_t *headers)
+{
+	return body->raw != NULL &&
+	       (body->hdr_enc != NULL || body->share_headers ||
+	           headers == NULL || json_object_size(headers) == 0);
+}
+/* A message on the caller's stack that points at address, the body bytes
+ * and the headers instead of copying them (issue 25): for one that is only
+ * written to a link before the call returns, by an eb__bus_remote_ops
+ * forward, which holds nothing of it. Never held, queued, answered or
+ * released: eb__bus_msg_done() ends it. body must be viewable
+ * (eb__bus_body_viewable). 0, or the headers' check's error. */
+int eb__bus_msg_view(eb_bus_msg *v, const char *address,
+    const eb__bus_body *body, const json_t *headers, json_t *empty);
+/* Ends msg: a view's parts parsed on demand freed, else released. */
+void eb__bus_msg_done(eb_bus_msg *msg);
 /* From already encoded parts (remote); body bytes copied, headers (an
  * object, not NULL) held. */
 eb_bus_msg *eb__bus_msg_from_bytes(const char *address, const char *body,

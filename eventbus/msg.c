@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "common/jsonscan.h"
 #include "common/jsonstr.h"
 #include "eventbus/eventbus_int.h"
@@ -362,6 +363,72 @@ eb__bus_msg_make(const char *address, const eb__bus_body *body,
 	return 0;
 }
 
+/* s without its const, for a view's borrowed strings (never written
+ * through: a view is only read). */
+static char *
+str_unconst(const char *s)
+{
+	char *m;
+
+	memcpy(&m, &s, sizeof(char *));
+	return m;
+}
+
+int
+eb__bus_msg_view(eb_bus_msg *v, const char *address, const eb__bus_body *body,
+    const json_t *headers, json_t *empty)
+{
+	int rv;
+
+	EB_ASSERT(eb__bus_body_viewable(body, headers));
+	if (body->hdr_enc == NULL &&
+	    (rv = eb__bus_headers_check(headers)) != 0) {
+		return rv;
+	}
+	memset(v, 0, sizeof(*v));
+	v->refs = 1;
+	v->view = 1;
+	v->is_send = 1;
+	v->address = str_unconst(address);
+	eb__list_init(&v->bus_link);
+	if (body->raw_len == 0 ||
+	    (body->raw_len == 4 && memcmp(body->raw, "null", 4) == 0)) {
+		v->body = null_body;
+		v->body_len = 4;
+		v->body_parsed = 1; /* body_json stays NULL */
+	} else {
+		v->body = str_unconst(body->raw);
+		v->body_len = body->raw_len;
+	}
+	if (body->hdr_enc != NULL) {
+		/* headers stays NULL until someone reads them (then owned) */
+		v->hdr_enc = str_unconst(body->hdr_enc);
+		v->hdr_enc_len = body->hdr_enc_len;
+		v->hdr_plain = -1;
+	} else {
+		v->headers = headers == NULL || json_object_size(headers) == 0
+		                 ? empty
+		                 : eb__json_unconst(headers);
+	}
+	return 0;
+}
+
+void
+eb__bus_msg_done(eb_bus_msg *msg)
+{
+	if (!msg->view) {
+		eb_bus_msg_release(msg);
+		return;
+	}
+	/* Borrowed: address, body, reply address, headers given as an
+	 * object. Owned: what was parsed on demand. */
+	EB_ASSERT(msg->refs == 1 && msg->bus == NULL);
+	if (msg->hdr_enc != NULL) {
+		json_decref(msg->headers);
+	}
+	json_decref(msg->body_json);
+}
+
 eb_bus_msg *
 eb__bus_msg_from_bytes(const char *address, const char *body, size_t body_len,
     json_t *headers, int is_send)
@@ -547,6 +614,7 @@ eb_bus_msg_body_bytes(const eb_bus_msg *msg, size_t *len)
 eb_bus_msg *
 eb_bus_msg_hold(eb_bus_msg *msg)
 {
+	EB_ASSERT(!msg->view); /* a view is gone when its call returns */
 	msg->refs++;
 	return msg;
 }
@@ -557,6 +625,7 @@ eb_bus_msg_release(eb_bus_msg *msg)
 	if (msg == NULL || --msg->refs > 0) {
 		return;
 	}
+	EB_ASSERT(!msg->view); /* eb__bus_msg_done ends a view */
 	if (msg->bus != NULL) {
 		eb__bus_msg_detach(msg);
 	}

@@ -508,6 +508,7 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 {
 	eb_bus      *bus;
 	eb_bus_msg  *reply;
+	eb_bus_msg   view;
 	eb__bus_req *r;
 	int          rv;
 
@@ -515,8 +516,17 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 		return rv;
 	}
 	bus = msg->bus;
-	rv = eb__bus_msg_make(msg->reply_address, body, headers,
-	    bus->msg.empty_headers, 1, &reply);
+	if (cb == NULL && msg->origin != 0 &&
+	    eb__bus_body_viewable(body, headers)) {
+		/* Only written to the requester's link: the caller's bytes,
+		 * not a copy (issue 25: the leader's acknowledgements). */
+		reply = &view;
+		rv = eb__bus_msg_view(&view, msg->reply_address, body, headers,
+		    bus->msg.empty_headers);
+	} else {
+		rv = eb__bus_msg_make(msg->reply_address, body, headers,
+		    bus->msg.empty_headers, 1, &reply);
+	}
 	if (rv != 0) {
 		return rv;
 	}
@@ -545,7 +555,7 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 	} else {
 		bus->stats.totals.dropped++; /* the requester gave up */
 	}
-	eb_bus_msg_release(reply);
+	eb__bus_msg_done(reply);
 	return 0;
 }
 

@@ -142,6 +142,113 @@ test_request_reply_across_nodes(void **state)
 	cluster_close(t, n, 2);
 }
 
+/* What peek_handler saw: each message's body bytes and header "k". */
+typedef struct peek {
+	eb_bus_consumer *c;
+	int              n;
+	char             body[4][32];
+	char             k[4][16];
+	char             answer[32]; /* raw_reply_cb's "status:body" */
+} peek;
+
+static int
+peek_done(void *arg)
+{
+	const peek *p = arg;
+
+	return p->n >= 4 && p->answer[0] != '\0';
+}
+
+static void
+peek_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	peek         *p = arg;
+	size_t        len;
+	const char   *b = eb_bus_msg_body_bytes(msg, &len);
+	const json_t *k = json_object_get(eb_bus_msg_headers(msg), "k");
+
+	(void) c;
+	assert_true(p->n < 4 && len < sizeof(p->body[0]));
+	memcpy(p->body[p->n], b, len);
+	p->body[p->n][len] = '\0';
+	(void) snprintf(p->k[p->n], sizeof(p->k[0]), "%s",
+	    json_is_string(k) ? json_string_value(k) : "-");
+	p->n++;
+	if (eb_bus_msg_reply_address(msg) != NULL) {
+		/* Raw, no headers, no answer expected: written to the link
+		 * from these bytes (a view), not from a copy. */
+		assert_int_equal(eb_bus_msg_reply_raw(msg, "\"pong\"", 6, NULL,
+		                     NULL, NULL, NULL),
+		    0);
+	}
+}
+
+static void
+raw_reply_cb(eb_bus *bus, int status, eb_bus_msg *reply,
+    const eb_bus_failure *failure, void *arg)
+{
+	char       *out = arg;
+	size_t      len = 0;
+	const char *b = reply != NULL ? eb_bus_msg_body_bytes(reply, &len) : "";
+
+	(void) bus;
+	(void) failure;
+	(void) snprintf(out, 32, "%d:%.*s", status, (int) len, b);
+}
+
+/* Sends, requests and replies whose handlers are all on another node are
+ * written to the link from the caller's bytes (issue 25): what arrives is
+ * what the call was given, though the caller changes its buffers as soon as
+ * the call returns, and headers the caller did not promise to keep as they
+ * are are still copied (a changed object is sent as changed). */
+static void
+test_caller_bytes_across_nodes(void **state)
+{
+	th_loop         *t = *state;
+	cnode            n[2];
+	peek             p;
+	char             body[16];
+	json_t          *shared = json_pack("{s:s}", "k", "shared");
+	json_t          *mine = json_pack("{s:s}", "k", "v1");
+	eb_bus_send_opts o;
+
+	memset(&p, 0, sizeof(p));
+	cluster_open(t, n, 2, 0);
+	assert_int_equal(
+	    eb_bus_consumer_new(n[1].bus, "peek", 0, peek_handler, &p, &p.c),
+	    0);
+	wait_remote(t, n[0].bus, "peek", 1);
+
+	eb_bus_send_opts_init(&o);
+	o.share_headers = 1;
+	(void) snprintf(body, sizeof(body), "{\"a\":1}");
+	assert_int_equal(eb_bus_request_raw(n[0].bus, "peek", body,
+	                     strlen(body), shared, &o, raw_reply_cb, p.answer),
+	    0);
+	memset(body, 'x', sizeof(body) - 1);
+	assert_int_equal(
+	    eb_bus_send_raw(n[0].bus, "peek", "2", 1, mine, NULL), 0);
+	assert_int_equal(json_object_set_new(mine, "k", json_string("v2")), 0);
+	assert_int_equal(
+	    eb_bus_send_raw(n[0].bus, "peek", "3", 1, mine, NULL), 0);
+	assert_int_equal(
+	    eb_bus_send_raw(n[0].bus, "peek", NULL, 0, NULL, NULL), 0);
+
+	assert_int_equal(th_run_until(t, peek_done, &p, 2000), 0);
+	assert_string_equal(p.body[0], "{\"a\":1}");
+	assert_string_equal(p.k[0], "shared");
+	assert_string_equal(p.body[1], "2");
+	assert_string_equal(p.k[1], "v1");
+	assert_string_equal(p.body[2], "3");
+	assert_string_equal(p.k[2], "v2");
+	assert_string_equal(p.body[3], "null");
+	assert_string_equal(p.k[3], "-");
+	assert_string_equal(p.answer, "0:\"pong\"");
+	json_decref(shared);
+	json_decref(mine);
+	cluster_close(t, n, 2);
+}
+
 /* Reply-to-reply across nodes: b's handler answers with a reply that
  * expects an answer; a answers it; b's callback sees a's answer. */
 static outcome rtr_b;
@@ -444,6 +551,8 @@ main(void)
 		    test_request_reply_across_nodes, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_reply_to_reply_across_nodes, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_caller_bytes_across_nodes, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_no_handlers_after_unregister, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
