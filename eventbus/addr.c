@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/assert.h"
 #include "eventbus/eventbus_int.h"
 
 eb__bus_addr *
@@ -70,6 +71,9 @@ addr_free(eb_bus *bus, eb__bus_addr *a)
 	if (bus->remote.ops != NULL && a->remote != NULL) {
 		bus->remote.ops->addr_free(bus->remote.ctx, a);
 	}
+	if (a->busy) {
+		bus->flow.busy_addrs--; /* at close: busy to the end */
+	}
 	free(a->address);
 	free(a);
 }
@@ -112,6 +116,7 @@ eb__bus_addr_free_all(eb_bus *bus)
 			e = next;
 		}
 	}
+	EB_ASSERT(bus->flow.busy_addrs == 0); /* counted exactly */
 	eb__hmap_free(&bus->addr.map);
 }
 

@@ -347,6 +347,7 @@ typedef struct eb__bus_flow {
 	uint32_t q_low;
 	int      push_grace;    /* see EB__BUS_GRACE (pressure.c) */
 	uint64_t busy_episodes; /* address busy transitions */
+	uint32_t busy_addrs;    /* addresses busy now (a->busy set) */
 	eb__obs  observers;     /* of eb_bus_pressure_fn */
 } eb__bus_flow;
 

@@ -38,6 +38,9 @@ eb__bus_pressure_update(eb_bus *bus, eb__bus_addr *a)
 	a->busy = busy;
 	if (busy) {
 		bus->flow.busy_episodes++;
+		bus->flow.busy_addrs++;
+	} else {
+		bus->flow.busy_addrs--;
 	}
 	if (bus->life.closing) {
 		return;
@@ -72,8 +75,14 @@ eb__bus_consumer_level(eb_bus *bus, eb_bus_consumer *c)
 int
 eb_bus_address_busy(eb_bus *bus, const char *address)
 {
-	const eb__bus_addr *a = eb__bus_addr_find(bus, address);
+	const eb__bus_addr *a;
 
+	/* Asked after every frame a bridge client sends: most of the time
+	 * nothing is busy, and then no lookup is needed (issue 25). */
+	if (bus->flow.busy_addrs == 0) {
+		return 0;
+	}
+	a = eb__bus_addr_find(bus, address);
 	return a != NULL && a->busy;
 }
 
