@@ -106,6 +106,7 @@ eb_bus_new(uv_loop_t *loop, const eb_bus_opts *opts, eb_bus **busp)
 	eb__hmap_init(&bus->addr.map);
 	eb__imap_init(&bus->req.map);
 	eb__list_init(&bus->req.deadlines);
+	eb__list_init(&bus->req.ordered);
 	eb__list_init(&bus->req.resolved);
 	eb__list_init(&bus->turn.fifo);
 	eb__list_init(&bus->msg.reply_msgs);

@@ -14,11 +14,13 @@
  *   reply callbacks run only from that idle handle, in bus->turn.fifo
  *   order, never from inside an API call.
  * - A pending request is in bus->req.map (by reply address), on
- *   bus->req.deadlines (a plain list, in no order) and in bus->req.heap
- *   (the deadline min-heap behind the one timer) until it is resolved;
- *   then it is on bus->req.resolved and bus->turn.fifo, out of the map and
- *   the heap (a late reply finds nothing), until its callback ran. A
- *   request refused at the cap is never in the map or the heap.
+ *   bus->req.deadlines (a plain list, in no order) and on either
+ *   bus->req.ordered (deadlines in list order) or bus->req.heap (the
+ *   deadline min-heap), which together are behind the one timer, until it
+ *   is resolved; then it is on bus->req.resolved and bus->turn.fifo, out of
+ *   the map, the list and the heap (a late reply finds nothing), until its
+ *   callback ran. A request refused at the cap is never in the map, the
+ *   ordered list or the heap.
  *   bus->req.map.count <= bus->req.max.
  * - A message that expects a reply (reply_address != NULL) is on
  *   bus->msg.reply_msgs while msg->bus is set; eb_bus_close detaches them,
@@ -161,15 +163,16 @@ typedef struct eb__bus_qent {
 /* ---- requests ---- */
 
 typedef struct eb__bus_req {
-	eb__ient        ient; /* in bus->req.map by ient.id, the same as seq */
-	char            reply_address[EB_BUS_REPLY_ADDR_MAX];
-	eb__bus_turn    turn; /* on bus->turn.fifo while resolved */
-	eb__list        link; /* bus->req.deadlines, then bus->req.resolved */
-	char           *address; /* in the allocation: where it went */
-	uint64_t        timeout_ms;
-	uint64_t        deadline; /* loop time, ms */
-	uint64_t        seq;      /* creation order: ties on deadline */
-	size_t          hidx;     /* slot in bus->req.heap while pending */
+	eb__ient     ient; /* in bus->req.map by ient.id, the same as seq */
+	char         reply_address[EB_BUS_REPLY_ADDR_MAX];
+	eb__bus_turn turn;  /* on bus->turn.fifo while resolved */
+	eb__list     link;  /* bus->req.deadlines, then bus->req.resolved */
+	eb__list     olink; /* bus->req.ordered while hidx is EB__REQ_ORDERED */
+	char        *address; /* in the allocation: where it went */
+	uint64_t     timeout_ms;
+	uint64_t     deadline; /* loop time, ms */
+	uint64_t     seq;      /* creation order: ties on deadline */
+	size_t       hidx;     /* slot in bus->req.heap, or EB__REQ_ORDERED */
 	eb_bus_reply_cb cb;
 	void           *arg;
 	uint32_t        node; /* the peer it went to; 0: local or none */
@@ -188,6 +191,9 @@ typedef struct eb__bus_req {
 
 /* Frees the kept requests (bus close, after the last request is freed). */
 void eb__bus_req_pool_free(eb_bus *bus);
+
+/* hidx of a pending request on bus->req.ordered instead of the heap. */
+#define EB__REQ_ORDERED SIZE_MAX
 
 /*
  * The deadline min-heap of the pending requests (request.c): a growable
@@ -359,15 +365,16 @@ typedef struct eb__bus_msgs {
 
 /* Pending requests (request.c). */
 typedef struct eb__bus_reqs {
-	eb__imap        map;            /* of eb__bus_req, owned, by id (seq) */
-	eb__list        deadlines;      /* pending requests, in no order */
-	eb__bus_reqheap heap;           /* the same requests by deadline */
-	eb__list        resolved;       /* resolved, callback pending */
-	uint64_t        next_id;        /* reply address numbers */
-	uint64_t        timeout_ms;     /* the default request timeout */
-	uint64_t        max_timeout_ms; /* request timeouts clamp to this */
-	uint32_t        max;            /* cap on map.count */
-	uint64_t        refused;        /* requests refused at max */
+	eb__imap        map;       /* of eb__bus_req, owned, by id (seq) */
+	eb__list        deadlines; /* pending requests, in no order */
+	eb__list        ordered;   /* pending, deadlines in order (request.c) */
+	eb__bus_reqheap heap;      /* the other pending requests, by deadline */
+	eb__list        resolved;  /* resolved, callback pending */
+	uint64_t        next_id;   /* reply address numbers */
+	uint64_t        timeout_ms;      /* the default request timeout */
+	uint64_t        max_timeout_ms;  /* request timeouts clamp to this */
+	uint32_t        max;             /* cap on map.count */
+	uint64_t        refused;         /* requests refused at max */
 	char            refuse_text[80]; /* their failure message */
 	uv_timer_t      timer;           /* the first deadline (heap) */
 	eb__spare spare; /* freed requests kept for the next (request.c) */

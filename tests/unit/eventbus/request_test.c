@@ -122,6 +122,88 @@ test_timeout_and_late_reply(void **state)
 	bus_shut(t, bus);
 }
 
+/* Holds every message (up to DL_N) for the test to answer. */
+#define DL_N 8
+static eb_bus_msg *dl_held[DL_N];
+static int         dl_n_held;
+static int         dl_order[DL_N]; /* request index, in callback order */
+static int         dl_n_done;
+static int         dl_status[DL_N];
+
+static void
+dl_hold_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
+{
+	(void) c;
+	(void) arg;
+	assert_true(dl_n_held < DL_N);
+	dl_held[dl_n_held++] = eb_bus_msg_hold(msg);
+}
+
+static void
+dl_cb(eb_bus *bus, int status, eb_bus_msg *reply, const eb_bus_failure *failure,
+    void *arg)
+{
+	int i = (int) (intptr_t) arg;
+
+	(void) bus;
+	(void) reply;
+	(void) failure;
+	dl_status[i] = status;
+	dl_order[dl_n_done++] = i;
+}
+
+static int
+dl_all_held(void *arg)
+{
+	(void) arg;
+	return dl_n_held == DL_N;
+}
+
+/* Requests whose deadlines come in order (the ordered list) and out of it
+ * (the heap) time out in deadline order, and one of each answered first
+ * leaves its structure (issue 25: a list for in-order deadlines, the heap
+ * for the rest). Timeouts in ms by request: 0: 900, 1: 300 (earlier than
+ * 0: heap), 2: 600 (heap), 3: 1200, 4: 450 (heap), 5: 1200 (tie with 3,
+ * made later: list), 6: 1500 (list, answered), 7: 360 (heap, answered). */
+static void
+test_timeouts_in_deadline_order(void **state)
+{
+	static const uint64_t tmo[DL_N] = { 900, 300, 600, 1200, 450, 1200,
+		1500, 360 };
+	static const int      want[DL_N] = { 7, 6, 1, 4, 2, 0, 3, 5 };
+	th_loop              *t = *state;
+	eb_bus               *bus = bus_open(t, 60000, 0);
+	eb_bus_consumer      *c;
+	eb_bus_send_opts      so;
+
+	dl_n_held = 0;
+	dl_n_done = 0;
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "dl", 0, dl_hold_handler, NULL, &c), 0);
+	for (int i = 0; i < DL_N; i++) {
+		eb_bus_send_opts_init(&so);
+		so.timeout_ms = tmo[i];
+		assert_int_equal(eb_bus_request(bus, "dl", NULL, NULL, &so,
+		                     dl_cb, (void *) (intptr_t) i),
+		    0);
+	}
+	assert_int_equal(th_run_until(t, dl_all_held, NULL, 2000), 0);
+	/* 7 from the heap's middle, 6 from the list's end. */
+	assert_int_equal(
+	    eb_bus_msg_reply(dl_held[7], NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(
+	    eb_bus_msg_reply(dl_held[6], NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(th_loop_run(t), 0);
+	assert_int_equal(dl_n_done, DL_N);
+	for (int i = 0; i < DL_N; i++) {
+		assert_int_equal(dl_order[i], want[i]);
+		assert_int_equal(dl_status[want[i]], i < 2 ? 0 : EB_ETIMEOUT);
+		eb_bus_msg_release(dl_held[i]);
+	}
+	eb_bus_consumer_close(c);
+	bus_shut(t, bus);
+}
+
 /* Answers the first message at once and holds the second. */
 static void
 first_answered_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
@@ -783,6 +865,8 @@ main(void)
 		    test_timeout_and_late_reply, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_timeout_after_first_answered, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_timeouts_in_deadline_order, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_request_pool, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
