@@ -251,6 +251,7 @@ msg_alloc(const char *address, int is_send, size_t body_len)
 	m->is_send = is_send;
 	m->address = (char *) (m + 1);
 	memcpy(m->address, address, alen);
+	m->body = m->address + alen; /* the body's place (msg_set_body) */
 	eb__list_init(&m->bus_link);
 	return m;
 }
@@ -263,7 +264,7 @@ msg_set_body(eb_bus_msg *m, const char *body, size_t body_len)
 		m->body = null_body;
 		m->body_parsed = 1; /* body_json stays NULL */
 	} else {
-		m->body = m->address + strlen(m->address) + 1;
+		/* m->body is still its place in m's allocation (msg_alloc). */
 		memcpy(m->body, body, body_len);
 		m->body[body_len] = '\0';
 		m->body_inline = 1;
@@ -344,8 +345,8 @@ eb__bus_msg_make(const char *address, const eb__bus_body *body,
 		/* Checked by the caller (eb__bus_headers_enc_check): kept as
 		 * bytes after the body, parsed only if someone reads them. */
 		m = msg_alloc(address, is_send, len + 1 + body->hdr_enc_len);
+		m->hdr_enc = m->body + len + 1; /* before msg_set_body */
 		msg_set_body(m, raw, len);
-		m->hdr_enc = m->address + strlen(m->address) + 1 + len + 1;
 		memcpy(m->hdr_enc, body->hdr_enc, body->hdr_enc_len);
 		m->hdr_enc[body->hdr_enc_len] = '\0';
 		m->hdr_enc_len = body->hdr_enc_len;
@@ -446,8 +447,8 @@ eb__bus_msg_from_plain(const char *address, const char *body, size_t body_len,
 {
 	eb_bus_msg *m = msg_alloc(address, is_send, body_len + 1 + hdr_len);
 
+	m->hdr_enc = m->body + body_len + 1; /* before msg_set_body */
 	msg_set_body(m, body, body_len);
-	m->hdr_enc = m->address + strlen(m->address) + 1 + body_len + 1;
 	memcpy(m->hdr_enc, hdr, hdr_len);
 	m->hdr_enc[hdr_len] = '\0';
 	m->hdr_enc_len = hdr_len;
