@@ -129,6 +129,7 @@ static int         dl_n_held;
 static int         dl_order[DL_N]; /* request index, in callback order */
 static int         dl_n_done;
 static int         dl_status[DL_N];
+static int         dl_index[DL_N]; /* dl_cb's arg: the request's index */
 
 static void
 dl_hold_handler(eb_bus_consumer *c, eb_bus_msg *msg, void *arg)
@@ -143,7 +144,7 @@ static void
 dl_cb(eb_bus *bus, int status, eb_bus_msg *reply, const eb_bus_failure *failure,
     void *arg)
 {
-	int i = (int) (intptr_t) arg;
+	int i = *(const int *) arg;
 
 	(void) bus;
 	(void) reply;
@@ -183,8 +184,9 @@ test_timeouts_in_deadline_order(void **state)
 	for (int i = 0; i < DL_N; i++) {
 		eb_bus_send_opts_init(&so);
 		so.timeout_ms = tmo[i];
+		dl_index[i] = i;
 		assert_int_equal(eb_bus_request(bus, "dl", NULL, NULL, &so,
-		                     dl_cb, (void *) (intptr_t) i),
+		                     dl_cb, &dl_index[i]),
 		    0);
 	}
 	assert_int_equal(th_run_until(t, dl_all_held, NULL, 2000), 0);
