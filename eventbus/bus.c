@@ -313,7 +313,7 @@ send_prepare(eb_bus *bus, const char *address, const eb__bus_body *body,
 /*
  * The message of a send or request to the handlers of a (found by the
  * caller): where every handler is on another node, the message is only
- * written to a link before the call returns, so *msgp is view, pointing at
+ * written to a link before the call returns, so *msgp is a view, pointing at
  * the caller's bytes (issue 25: no allocation and no copy of the body);
  * else a new message (as send_prepare makes). End it with
  * eb__bus_msg_done().
