@@ -311,27 +311,28 @@ send_prepare(eb_bus *bus, const char *address, const eb__bus_body *body,
 }
 
 /*
- * The message of a send or request to the handlers of a (found by the
- * caller): where every handler is on another node, the message is only
- * written to a link before the call returns, so *msgp is a view, pointing at
- * the caller's bytes (issue 25: no allocation and no copy of the body);
- * else a new message (as send_prepare makes). End it with
- * eb__bus_msg_done().
+ * Like send_prepare for a send or request to one handler, and *ap the
+ * address's record (NULL: none): where every handler is on another node,
+ * the message is only written to a link before the call returns, so *msgp
+ * may be a view of the caller's bytes (eb__bus_msg_point; issue 25: no
+ * allocation and no copy of the body). End it with eb__bus_msg_done().
  */
 static int
-point_msg(eb_bus *bus, const char *address, const eb__bus_addr *a,
-    const eb__bus_body *body, const json_t *headers,
-    const eb_bus_send_opts *opts, eb_bus_msg *view, eb_bus_msg **msgp)
+point_prepare(eb_bus *bus, const char *address, const eb__bus_body *body,
+    const json_t *headers, const eb_bus_send_opts *opts, eb__bus_addr **ap,
+    eb_bus_msg *view, eb_bus_msg **msgp)
 {
-	if (a != NULL && a->n_local == 0 && bus->remote.ops != NULL &&
-	    (opts == NULL || !opts->local_only) &&
-	    eb__bus_body_viewable(body, headers)) {
-		*msgp = view;
-		return eb__bus_msg_view(
-		    view, address, body, headers, bus->msg.empty_headers);
+	eb__bus_addr *a;
+	int           rv;
+
+	if ((rv = route_check(bus, address)) != 0) {
+		return rv;
 	}
-	return eb__bus_msg_make(
-	    address, body, headers, bus->msg.empty_headers, 1, msgp);
+	a = *ap = eb__bus_addr_find(bus, address);
+	return eb__bus_msg_point(view,
+	    a != NULL && a->n_local == 0 && bus->remote.ops != NULL &&
+	        (opts == NULL || !opts->local_only),
+	    address, body, headers, bus->msg.empty_headers, msgp);
 }
 
 static int
@@ -343,11 +344,7 @@ bus_send(eb_bus *bus, const char *address, const eb__bus_body *body,
 	eb__bus_addr *a;
 	int           rv;
 
-	if ((rv = route_check(bus, address)) != 0) {
-		return rv;
-	}
-	a = eb__bus_addr_find(bus, address);
-	rv = point_msg(bus, address, a, body, headers, opts, &view, &msg);
+	rv = point_prepare(bus, address, body, headers, opts, &a, &view, &msg);
 	if (rv != 0) {
 		return rv;
 	}
@@ -520,11 +517,7 @@ bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
 	if (cb == NULL) {
 		return UV_EINVAL;
 	}
-	if ((rv = route_check(bus, address)) != 0) {
-		return rv;
-	}
-	a = eb__bus_addr_find(bus, address);
-	rv = point_msg(bus, address, a, body, headers, opts, &view, &msg);
+	rv = point_prepare(bus, address, body, headers, opts, &a, &view, &msg);
 	if (rv != 0) {
 		return rv;
 	}
@@ -795,9 +788,9 @@ bus_confirmed(eb_bus *bus, const char *address, const eb__bus_body *b,
 	}
 	if (publish) {
 		rv = send_prepare(bus, address, b, headers, 0, &msg);
-	} else if ((rv = route_check(bus, address)) == 0) {
-		a = eb__bus_addr_find(bus, address);
-		rv = point_msg(bus, address, a, b, headers, opts, &view, &msg);
+	} else {
+		rv = point_prepare(
+		    bus, address, b, headers, opts, &a, &view, &msg);
 	}
 	if (rv != 0) {
 		return rv;

@@ -106,7 +106,7 @@ struct eb_bus_msg {
 	int     body_parsed;
 	int     body_inline; /* body is part of the message's allocation */
 	int     pooled;    /* a MSG_BLOCK block of the thread's pool (msg.c) */
-	int     view;      /* eb__bus_msg_view: on a stack, nothing owned */
+	int     view;      /* eb__bus_msg_point: on a stack, nothing owned */
 	int     hdr_plain; /* hdr_enc plain (eb__jsonstr_plain_object_check):
 	                      1, 0, or -1 not judged yet */
 	uint64_t epoch;    /* fencing stamp, 0: none (send opts / frame) */
@@ -376,7 +376,7 @@ typedef struct eb__bus_reqs {
 	uint32_t        max;             /* cap on map.count */
 	uint64_t        refused;         /* requests refused at max */
 	char            refuse_text[80]; /* their failure message */
-	uv_timer_t      timer;           /* the first deadline (heap) */
+	uv_timer_t      timer; /* the first deadline (ordered list or heap) */
 	eb__spare spare; /* freed requests kept for the next (request.c) */
 } eb__bus_reqs;
 
@@ -487,26 +487,20 @@ int eb__bus_headers_enc_check(const char *p, size_t n);
 /* eb__bus_msg_new for either kind of body. */
 int eb__bus_msg_make(const char *address, const eb__bus_body *body,
     const json_t *headers, json_t *empty, int is_send, eb_bus_msg **msgp);
-/* 1 when a message of this body and these headers may be a view
- * (eb__bus_msg_view): a raw body, and headers that stay as they are
- * (encoded, shared as the caller promised, or none). A copy of anything
- * else guards against the caller changing it after the call (remote.c's
- * encoded-headers cache keys on the object). */
-static inline int
-eb__bus_body_viewable(const eb__bus_body *body, const json_t *headers)
-{
-	return body->raw != NULL &&
-	       (body->hdr_enc != NULL || body->share_headers ||
-	           headers == NULL || json_object_size(headers) == 0);
-}
-/* A message on the caller's stack that points at address, the body bytes
- * and the headers instead of copying them (issue 25): for one that is only
- * written to a link before the call returns, by an eb__bus_remote_ops
- * forward, which holds nothing of it. Never held, queued, answered or
- * released: eb__bus_msg_done() ends it. body must be viewable
- * (eb__bus_body_viewable). 0, or the headers' check's error. */
-int eb__bus_msg_view(eb_bus_msg *v, const char *address,
-    const eb__bus_body *body, const json_t *headers, json_t *empty);
+/* The message of a send to one handler or of a reply: when to_peer (it is
+ * only written to a link, by an eb__bus_remote_ops forward that holds
+ * nothing of it, before the caller's call returns) and the body is raw with
+ * headers that stay as they are (encoded, shared as the caller promised, or
+ * none), *msgp is v, a view on the caller's stack that points at address,
+ * the body bytes and the headers instead of copying them (issue 25); it is
+ * never held, queued, answered or released. Else a new message
+ * (eb__bus_msg_make, is_send). Headers given as an object without
+ * share_headers are always copied: remote.c's encoded-headers cache keys
+ * on the object, and a changed one must not pass for the same. 0, or the
+ * headers' check's error. */
+int eb__bus_msg_point(eb_bus_msg *v, int to_peer, const char *address,
+    const eb__bus_body *body, const json_t *headers, json_t *empty,
+    eb_bus_msg **msgp);
 /* Ends msg: a view's parts parsed on demand freed, else released. */
 void eb__bus_msg_done(eb_bus_msg *msg);
 /* From already encoded parts (remote); body bytes copied, headers (an

@@ -375,13 +375,13 @@ str_unconst(const char *s)
 	return m;
 }
 
-int
-eb__bus_msg_view(eb_bus_msg *v, const char *address, const eb__bus_body *body,
+/* A view (eb__bus_msg_point) of the raw body and the headers. */
+static int
+msg_view(eb_bus_msg *v, const char *address, const eb__bus_body *body,
     const json_t *headers, json_t *empty)
 {
 	int rv;
 
-	EB_ASSERT(eb__bus_body_viewable(body, headers));
 	if (body->hdr_enc == NULL &&
 	    (rv = eb__bus_headers_check(headers)) != 0) {
 		return rv;
@@ -412,6 +412,20 @@ eb__bus_msg_view(eb_bus_msg *v, const char *address, const eb__bus_body *body,
 		                 : eb__json_unconst(headers);
 	}
 	return 0;
+}
+
+int
+eb__bus_msg_point(eb_bus_msg *v, int to_peer, const char *address,
+    const eb__bus_body *body, const json_t *headers, json_t *empty,
+    eb_bus_msg **msgp)
+{
+	if (to_peer && body->raw != NULL &&
+	    (body->hdr_enc != NULL || body->share_headers || headers == NULL ||
+	        json_object_size(headers) == 0)) {
+		*msgp = v;
+		return msg_view(v, address, body, headers, empty);
+	}
+	return eb__bus_msg_make(address, body, headers, empty, 1, msgp);
 }
 
 void

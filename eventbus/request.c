@@ -566,17 +566,11 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 		return rv;
 	}
 	bus = msg->bus;
-	if (cb == NULL && msg->origin != 0 &&
-	    eb__bus_body_viewable(body, headers)) {
-		/* Only written to the requester's link: the caller's bytes,
-		 * not a copy (issue 25: the leader's acknowledgements). */
-		reply = &view;
-		rv = eb__bus_msg_view(&view, msg->reply_address, body, headers,
-		    bus->msg.empty_headers);
-	} else {
-		rv = eb__bus_msg_make(msg->reply_address, body, headers,
-		    bus->msg.empty_headers, 1, &reply);
-	}
+	/* Without a callback, to a requester on another node, the reply is
+	 * only written to its link: it may be a view of the caller's bytes
+	 * (issue 25: the leader's acknowledgements). */
+	rv = eb__bus_msg_point(&view, cb == NULL && msg->origin != 0,
+	    msg->reply_address, body, headers, bus->msg.empty_headers, &reply);
 	if (rv != 0) {
 		return rv;
 	}
