@@ -103,12 +103,7 @@ for b in "${builds[@]}"; do
 			done
 		fi
 	done
-	python3 -c 'import json, socket, struct, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-f = json.dumps({"type": "register", "address": "orders"}).encode()
-s.sendall(struct.pack(">I", len(f)) + f)
-while s.recv(1 << 20):
-    pass' "$((EB_BRIDGE_BASE + 3))" &
+	python3 "$here/bench/sink.py" "$((EB_BRIDGE_BASE + 3))" orders >/dev/null &
 	sink=$!
 	for _ in $(seq 100); do
 		"$b/ctl/ebctl" --bridge "127.0.0.1:$((EB_BRIDGE_BASE + 2))" request \

@@ -113,14 +113,10 @@ consumer_port=$((EB_BRIDGE_BASE + ci))
 consumer_pid="$(cat "$EB_CLUSTER_STATE/node$ci.pid")"
 listen_pid=""
 listen_start() {
-	# A consumer that reads and discards (ebctl listen, which prints each
-	# message, falls behind at 100k+/s and the bridge closes it as slow).
-	python3 -c 'import json, socket, struct, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-f = json.dumps({"type": "register", "address": "orders"}).encode()
-s.sendall(struct.pack(">I", len(f)) + f)
-while s.recv(1 << 20):
-    pass' "$consumer_port" &
+	# A consumer that reads and discards, bench/sink.py (ebctl listen, which
+	# prints each message, falls behind at 100k+/s and the bridge closes it
+	# as slow).
+	python3 "$here/bench/sink.py" "$consumer_port" orders >/dev/null &
 	listen_pid=$!
 	pids+=($!)
 	# The consumer is there when a request no longer fails (NO_HANDLERS).

@@ -29,7 +29,9 @@
 #   bench/java.sh [--runs N] [--duration SEC] [--build-dir DIR] [--no-build]
 #                 [--out FILE.jsonl] [--vertx DIR]
 # --vertx (or EB_VERTX45): the Vert.x fixtures, default ../shared/vertx45
-# relative to the repository. Without java or the fixtures: one line, exit 0.
+# relative to the repository. Without the fixtures: one line, exit 0. The
+# Java runtime and the fixtures' jars are installed from Debian when missing
+# (scripts/deps.sh --java).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -47,17 +49,20 @@ while [ $# -gt 0 ]; do
 	--no-build) do_build=0 ;;
 	--out) out="$2"; shift ;;
 	--vertx) vertx="$2"; shift ;;
-	-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
 	*) echo "java.sh: unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
 done
-if ! command -v java >/dev/null 2>&1; then
-	echo "java.sh: skipped: no Java runtime (java not on PATH)"
-	exit 0
-fi
 if [ ! -x "$vertx/bin/engine.sh" ] || [ ! -x "$vertx/bin/anchor.sh" ]; then
 	echo "java.sh: skipped: no Vert.x fixtures in $vertx (--vertx DIR)"
+	exit 0
+fi
+# The Java runtime and the jars the fixtures load (Curator, ZooKeeper's
+# client, Guava, SLF4J), from Debian when missing.
+bash "$here/scripts/deps.sh" --java
+if ! command -v java >/dev/null 2>&1; then
+	echo "java.sh: skipped: no Java runtime (java not on PATH)"
 	exit 0
 fi
 out="${out:-$build/bench-java.jsonl}"
@@ -106,26 +111,11 @@ ss = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
 }
-# A bridge client registered on ADDRESS that reads and discards; returns
-# once the bridge answered a ping sent after the registration (bounded).
+# A bridge client registered on ADDRESS that reads and discards
+# (bench/sink.py); returns once its registration is in place (bounded).
 discard_sink() {
 	local f="$tmp/sink.$1"
-	python3 -c 'import json, socket, struct, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-def frame(m):
-    b = json.dumps(m, separators=(",", ":")).encode()
-    return struct.pack(">I", len(b)) + b
-s.sendall(frame({"type": "register", "address": sys.argv[2]}) +
-          frame({"type": "ping"}))
-buf = b""
-while b"pong" not in buf:
-    d = s.recv(1 << 20)
-    if not d:
-        sys.exit(1)
-    buf += d
-print("REGISTERED", flush=True)
-while s.recv(1 << 20):
-    pass' "$1" "$2" >"$f" &
+	python3 "$here/bench/sink.py" "$1" "$2" >"$f" &
 	pids+=($!)
 	wait_for "$f" '^REGISTERED' 10 "$!"
 }

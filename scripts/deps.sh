@@ -3,11 +3,17 @@
 # iproute2, nftables and ethtool: the network-partition tests (tests/partition).
 # Idempotent: does nothing (and needs no root) when everything is present.
 # --test (scripts/test.sh): also what only the tests need -- chromium and
-# the npm packages of the real-browser tests (tests/browser); scripts/cluster
-# up does not pass it.
+# the npm packages of the real-browser tests (tests/browser), and what --java
+# installs; scripts/cluster up does not pass it.
+# --java (bench/java.sh): also the Java runtime and the jars of the Vert.x
+# 4.5.15 fixtures in ../shared/vertx45 (the Java engine uses Curator).
 set -euo pipefail
 test_deps=0
-[ "${1:-}" = --test ] && test_deps=1
+java_deps=0
+case "${1:-}" in
+--test) test_deps=1 java_deps=1 ;;
+--java) java_deps=1 ;;
+esac
 
 PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libjansson-dev
       libssl-dev libzookeeper-st-dev zookeeper libhttp-parser-dev libcmocka-dev
@@ -19,7 +25,9 @@ PKGS=(cmake gcc clang libclang-rt-14-dev clang-format clang-tidy libuv1-dev libj
 
 if [ "$test_deps" = 1 ]; then
 	PKGS+=(chromium)
-	# the Java runtime of the Vert.x 4.5.15 fixtures (bench/java.sh)
+fi
+if [ "$java_deps" = 1 ]; then
+	# the Java runtime of the Vert.x 4.5.15 fixtures (bench/java.sh, it.vertx.*)
 	PKGS+=(default-jre-headless libcurator-client-java libcurator-framework-java
 	       libcurator-recipes-java libzookeeper-java libguava-java libslf4j-java)
 fi
