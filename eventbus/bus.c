@@ -473,7 +473,9 @@ eb__bus_direct_set(
 }
 
 /* 1 when the taker of the address (bus_direct.h) took the request: only
- * where it changes nothing a requester sees; else 0, nothing done. */
+ * where it changes nothing a requester sees (no fencing stamp, and a
+ * timeout the taker counts itself rather than a deadline); else 0, nothing
+ * done. */
 static int
 direct_take(eb_bus *bus, eb__bus_addr *a, const char *address, eb_bus_msg *msg,
     const eb_bus_send_opts *opts, eb_bus_reply_cb cb, void *arg)
@@ -481,7 +483,7 @@ direct_take(eb_bus *bus, eb__bus_addr *a, const char *address, eb_bus_msg *msg,
 	eb_bus_consumer *c;
 
 	if (strcmp(address, bus->direct.address) != 0 ||
-	    (opts != NULL && opts->epoch != 0)) {
+	    (opts != NULL && (opts->epoch != 0 || opts->deadline_ms != 0))) {
 		return 0;
 	}
 	if (a == NULL || a->n_local != 1 || a->n_remote != 0) {
@@ -529,8 +531,8 @@ bus_request(eb_bus *bus, const char *address, const eb__bus_body *body,
 		/* The taker may have sent (and so changed the table). */
 		a = eb__bus_addr_find(bus, address);
 	}
-	r = eb__bus_req_new(
-	    bus, address, opts != NULL ? opts->timeout_ms : 0, cb, arg);
+	r = eb__bus_req_new(bus, address, opts != NULL ? opts->timeout_ms : 0,
+	    opts != NULL ? opts->deadline_ms : 0, cb, arg);
 	if (r->resolved) { /* refused at the cap: failed, nothing sent */
 		eb__bus_msg_done(msg);
 		return 0;

@@ -554,8 +554,10 @@ void             eb__bus_consumer_free(eb_bus_consumer *c);
 void eb__bus_qent_pool_free(eb_bus *bus);
 
 /* request.c */
+/* A pending request: it times out at deadline_ms (the loop's clock) when
+ * that is not 0, else timeout_ms from now (0: the bus's default). */
 eb__bus_req *eb__bus_req_new(eb_bus *bus, const char *address,
-    uint64_t timeout_ms, eb_bus_reply_cb cb, void *arg);
+    uint64_t timeout_ms, uint64_t deadline_ms, eb_bus_reply_cb cb, void *arg);
 eb__bus_req *eb__bus_req_find(eb_bus *bus, const char *reply_address);
 /* Resolves r (at most once) with a reply (held) or a failure; the callback
  * runs from the idle handle. */

@@ -254,7 +254,7 @@ eb__bus_req_timeout(const eb_bus *bus, uint64_t timeout_ms)
 
 eb__bus_req *
 eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
-    eb_bus_reply_cb cb, void *arg)
+    uint64_t deadline_ms, eb_bus_reply_cb cb, void *arg)
 {
 	size_t       an = strlen(address) + 1;
 	eb__bus_req *r = req_alloc(bus, an);
@@ -279,11 +279,27 @@ eb__bus_req_new(eb_bus *bus, const char *address, uint64_t timeout_ms,
 		req_refuse(bus, r);
 		return r;
 	}
-	r->timeout_ms = eb__bus_req_timeout(bus, timeout_ms);
-	/* The loop time may be a whole turn old: a timeout counts from when
-	 * the request was made. */
-	uv_update_time(bus->loop);
-	r->deadline = uv_now(bus->loop) + r->timeout_ms;
+	if (deadline_ms != 0) {
+		/* The caller read the clock. The loop time, up to a turn
+		 * old, serves only for the clamp (earlier, never later) and
+		 * for the timeout's text when the caller names no timeout. */
+		uint64_t now = uv_now(bus->loop);
+		uint64_t cap = now + bus->req.max_timeout_ms;
+
+		r->deadline = deadline_ms < cap ? deadline_ms : cap;
+		if (timeout_ms != 0) {
+			r->timeout_ms = eb__bus_req_timeout(bus, timeout_ms);
+		} else {
+			r->timeout_ms =
+			    r->deadline > now ? r->deadline - now : 0;
+		}
+	} else {
+		r->timeout_ms = eb__bus_req_timeout(bus, timeout_ms);
+		/* The loop time may be a whole turn old: a timeout counts
+		 * from when the request was made. */
+		uv_update_time(bus->loop);
+		r->deadline = uv_now(bus->loop) + r->timeout_ms;
+	}
 	eb__imap_put(&bus->req.map, &r->ient);
 	eb__list_insert_tail(&bus->req.deadlines, &r->link);
 	deadline_add(bus, r);
@@ -578,7 +594,8 @@ msg_reply(eb_bus_msg *msg, const eb__bus_body *body, const json_t *headers,
 		/* Reply-to-reply: the reply is itself a request, answerable
 		 * by whoever receives it, wherever that is. */
 		r = eb__bus_req_new(bus, msg->reply_address,
-		    opts != NULL ? opts->timeout_ms : 0, cb, arg);
+		    opts != NULL ? opts->timeout_ms : 0,
+		    opts != NULL ? opts->deadline_ms : 0, cb, arg);
 		if (!r->resolved) {
 			eb__bus_msg_set_reply(bus, reply, r->reply_address, 0);
 			r->node = msg->origin;

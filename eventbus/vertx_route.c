@@ -325,7 +325,7 @@ eb__bus_ext_request(eb_bus *bus, uint32_t node, const char *address,
 	    bus->life.closing) {
 		return UV_EINVAL;
 	}
-	r = eb__bus_req_new(bus, address, timeout_ms, cb, arg);
+	r = eb__bus_req_new(bus, address, timeout_ms, 0, cb, arg);
 	if (r->resolved) {
 		return 0; /* refused at the cap: failed, nothing sent */
 	}

@@ -169,8 +169,9 @@ route_reachable(const eb_ingress *in, eb__ingress_route route)
 	case EB__INGRESS_ROUTE_WAIT:
 		return 0;
 	default:
-		return eb_bus_handler_count(
-		           in->bus, EB_INGRESS_LEADER_ADDRESS) > 0;
+		/* The watch's count (ingress.c): eb_bus_handler_count's,
+		 * without a lookup per forward. */
+		return in->leader_handlers > 0;
 	}
 }
 
@@ -184,7 +185,7 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	size_t            len;
 	int               rv;
 	uint64_t          timeout = in->timeout_ms;
-	uint64_t          now;
+	uint64_t          now = 0;
 	eb__ingress_route route = route_now(in);
 
 	/* A taken request's forward ends when its requester gives up (the
@@ -232,6 +233,9 @@ try_forward(eb_ingress *in, eb__ingress_held *h)
 	} else {
 		eb_bus_send_opts_init(&o);
 		o.timeout_ms = timeout;
+		/* A taken request's forward ends at the time read above: the
+		 * bus need not read the clock again. */
+		o.deadline_ms = h->deadline_ms != 0 ? now + timeout : 0;
 		o.share_headers = 1; /* never modified after this call */
 		rv = eb_bus_request_raw(in->bus, EB_INGRESS_LEADER_ADDRESS,
 		    body, len, headers, &o, forward_cb, h);

@@ -94,12 +94,15 @@ static void
 watch_cb(eb_bus *bus, const char *address, uint32_t count, void *arg)
 {
 	eb_ingress *in = arg;
+	int         leader = strcmp(address, EB_INGRESS_LEADER_ADDRESS) == 0;
 
 	(void) bus;
+	if (leader) {
+		in->leader_handlers = count;
+	}
 	/* A reachable leader flushes what the gateway holds; any new handler
 	 * may be the target a warming-up router waits for. */
-	if (count > 0 && (!eb__list_empty(&in->waiting) ||
-	                     strcmp(address, EB_INGRESS_LEADER_ADDRESS) == 0)) {
+	if (count > 0 && (!eb__list_empty(&in->waiting) || leader)) {
 		eb_ingress_kick(in);
 	}
 }
@@ -114,6 +117,8 @@ eb_ingress_start(eb_ingress *in)
 	/* A handler-count observer: a leader that becomes reachable flushes
 	 * the held messages. */
 	eb_bus_watch_add(in->bus, watch_cb, in);
+	in->leader_handlers =
+	    eb_bus_handler_count(in->bus, EB_INGRESS_LEADER_ADDRESS);
 	/* Local-only: the ingress address is served on every node by its own
 	 * gateway and never advertised to peers. */
 	return eb_bus_consumer_new(

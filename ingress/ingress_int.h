@@ -70,6 +70,11 @@ struct eb_ingress {
 	const struct eb__ingress_ext_ops *ext;
 	void                             *ext_ctx;
 
+	/* Handlers of the leader address that the bus can reach: kept by
+	 * the bus watch (ingress.c) from eb_ingress_start on, so that a
+	 * forward does not look the address up twice (gateway.c). */
+	uint32_t leader_handlers;
+
 	eb__list   held; /* of struct eb__ingress_held, owned */
 	uint32_t   n_held;
 	uv_timer_t hold_timer;

@@ -124,6 +124,16 @@ typedef struct eb_bus_send_opts {
 	 * Borrowed for the call.
 	 */
 	const char *node;
+	/*
+	 * Request only: when it times out, in the loop's clock (uv_now's
+	 * base, uv_hrtime in ms), instead of timeout_ms from now; 0: none.
+	 * For a caller that has just read the clock (the ingress gateway's
+	 * receipt stamp): the bus then reads it no more for this request.
+	 * Clamped like a timeout, to max_request_timeout_ms from the loop's
+	 * time; one already past times out on the next turn. A timeout's
+	 * failure text names timeout_ms when it is set.
+	 */
+	uint64_t deadline_ms;
 } eb_bus_send_opts;
 
 EB_API void eb_bus_opts_init(eb_bus_opts *opts);

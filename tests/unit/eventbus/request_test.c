@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <ebnode/bus.h>
 
@@ -853,6 +854,54 @@ test_timeout_clamp(void **state)
 	bus_shut(t, bus);
 }
 
+/*
+ * A request made with a deadline in the loop's clock (eb_bus_send_opts
+ * deadline_ms) times out then, not timeout_ms from now, even while the
+ * loop's time is 300 ms old; the text names its timeout_ms. One whose
+ * deadline has passed times out on the next turn.
+ */
+static void
+test_deadline_in_loop_time(void **state)
+{
+	th_loop         *t = *state;
+	eb_bus          *bus = bus_open(t, 60000, 0);
+	eb_bus_consumer *c;
+	eb_bus_send_opts so;
+	outcome          a = { 0 };
+	outcome          b = { 0 };
+	int              calls = 0;
+	uint64_t         t0;
+
+	assert_int_equal(
+	    eb_bus_consumer_new(bus, "dlt", 0, hold_handler, &calls, &c), 0);
+	uv_update_time(&t->loop);
+	assert_int_equal(
+	    nanosleep(&(struct timespec){ 0, 300000000 }, NULL), 0);
+	t0 = uv_hrtime();
+	eb_bus_send_opts_init(&so);
+	so.deadline_ms = t0 / 1000000u + 100;
+	so.timeout_ms = 20000; /* a deadline overrides it */
+	assert_int_equal(
+	    eb_bus_request(bus, "dlt", NULL, NULL, &so, outcome_cb, &a), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &a.calls, 2000), 0);
+	assert_true(uv_hrtime() - t0 >= 99 * 1000000ull);
+	assert_int_equal(a.status, EB_ETIMEOUT);
+	assert_non_null(strstr(a.message, "Timed out after waiting 20000(ms)"));
+	eb_bus_msg_release(held);
+
+	so.timeout_ms = 0;
+	so.deadline_ms = 1; /* long past */
+	assert_int_equal(
+	    eb_bus_request(bus, "dlt", NULL, NULL, &so, outcome_cb, &b), 0);
+	assert_int_equal(th_run_until(t, th_flag_set, &b.calls, 2000), 0);
+	assert_int_equal(b.status, EB_ETIMEOUT);
+	assert_non_null(strstr(b.message, "Timed out after waiting 0(ms)"));
+	assert_int_equal(calls, 2);
+	eb_bus_msg_release(held);
+	eb_bus_consumer_close(c);
+	bus_shut(t, bus);
+}
+
 int
 main(void)
 {
@@ -889,6 +938,8 @@ main(void)
 		    test_pending_cap_reply_with_reply, th_setup, th_teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_timeout_clamp, th_setup, th_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_deadline_in_loop_time, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
