@@ -11,8 +11,8 @@ It stands in for the application behind the consumer's node, so it must
 cost far less than the nodes it helps to measure: it reads into one buffer
 it reuses. A `recv(1 << 20)` loop allocates a 1 MiB object per read; on the
 2-core machine that cost 5-6 us of CPU per ingress message, more than any
-node, and halved the rate of every row that used it (PERFORMANCE.md,
-"Round 7 of issue 25").
+node, and halved ebnode's ingress rate (PERFORMANCE.md, "Round 7 of issue
+25").
 """
 import json
 import socket
