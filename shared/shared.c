@@ -493,8 +493,14 @@ renew_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
 		return;
 	}
 	if (status == 0) {
+		uint64_t rtt = eb__mono_ms() - q->sent;
+
 		/* Committed by the quorum: the session was alive there after
 		 * `sent` (as the election's renewal, docs/CLUSTER.md). */
+		s->renew_last_ms = rtt;
+		if (rtt > s->renew_max_ms) {
+			s->renew_max_ms = rtt;
+		}
 		if (q->sent > s->renewed_ms) {
 			s->renewed_ms = q->sent;
 		}
@@ -541,7 +547,8 @@ renew_send(eb_shared *s, const eb__zk_op *ops, const uint64_t *lives, size_t n,
 	q->sent = sent;
 	q->n = n;
 	memcpy(q->lives, lives, n * sizeof(lives[0]));
-	if (eb__zk_multi(s->zk, ops, n, renew_cb, q) != 0) {
+	/* Ahead of the window: the lease's margin is this round trip. */
+	if (eb__zk_multi_ahead(s->zk, ops, n, renew_cb, q) != 0) {
 		free(q);
 	}
 }
@@ -1129,6 +1136,7 @@ eb__shared_new_zk(uv_loop_t *loop, eb__zk *zk, const char *root,
 
 	s->zk = zk;
 	s->live = eb__zk_live_add(zk, s);
+	eb__zk_set_window(zk, EB__SHARED_ZK_WINDOW);
 	lease_plan(s);
 	return s;
 }
@@ -1159,6 +1167,7 @@ eb_shared_new(
 	s->own_zk = 1;
 	s->c = c;
 	s->live = eb__zk_live_add(zk, s);
+	eb__zk_set_window(zk, EB__SHARED_ZK_WINDOW);
 	lease_plan(s);
 	if ((rv = eb__zk_start(zk)) != 0) {
 		eb_shared_close(s, NULL, NULL);
@@ -1265,6 +1274,17 @@ eb_shared_stats_get(const eb_shared *s, eb_shared_stats *out)
 	    s->zk != NULL ? (int) eb__zk_get_state(s->zk) : EB_ZK_STATE_CLOSED;
 	out->zk_suspensions = s->zk_events[EB_ZK_EV_SUSPENDED];
 	out->zk_expiries = s->zk_events[EB_ZK_EV_EXPIRED];
+}
+
+void
+eb__shared_window_get(const eb_shared *s, eb__shared_window *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (s->zk != NULL && !s->closing) {
+		eb__zk_window_stats(s->zk, &out->in_flight, &out->held);
+	}
+	out->renew_last_ms = s->renew_last_ms;
+	out->renew_max_ms = s->renew_max_ms;
 }
 
 /* EB_EFULL when one more lock (held or waited for) of owner would pass a

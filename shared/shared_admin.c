@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "admin/prom.h"
+#include "shared/shared_int.h"
 #include "zk/zk.h"
 
 /* What the metric table reads: shared data's stats and whether its own
@@ -14,6 +15,10 @@
 typedef struct shared_vals {
 	eb_shared_stats s;
 	uint64_t        zk_connected;
+	uint64_t        zk_in_flight;
+	uint64_t        zk_held;
+	double          renew_last_s;
+	double          renew_max_s;
 } shared_vals;
 
 #define SV(m) EB__PROM_AT(shared_vals, m)
@@ -46,6 +51,20 @@ static const eb__prom_desc families[] = {
 	EB__PROM_ONE("ebnode_shared_lock_renewals_total", "counter",
 	    "Lock lease renewal multis sent (each under the request limit).",
 	    SV(s.renewals)),
+	EB__PROM_ONE("ebnode_shared_lock_renewal_last_seconds", "gauge",
+	    "Round trip of the last committed lease renewal (the lease's "
+	    "margin is what remains of it).",
+	    EB__PROM_AT_F64(shared_vals, renew_last_s)),
+	EB__PROM_ONE("ebnode_shared_lock_renewal_max_seconds", "gauge",
+	    "The slowest committed lease renewal's round trip since start.",
+	    EB__PROM_AT_F64(shared_vals, renew_max_s)),
+	EB__PROM_ONE("ebnode_shared_zk_requests_in_flight", "gauge",
+	    "Lock and counter requests of the own session's window in flight.",
+	    SV(zk_in_flight)),
+	EB__PROM_ONE("ebnode_shared_zk_requests_held", "gauge",
+	    "Lock and counter requests waiting for the window (renewals "
+	    "never wait).",
+	    SV(zk_held)),
 	EB__PROM_ONE("ebnode_shared_lock_deletes_pending", "gauge",
 	    "Lock nodes still to delete (in flight or retried with back-off).",
 	    SV(s.deletes_pending)),
@@ -70,8 +89,16 @@ shared_metrics(eb__prom *w, void *arg)
 
 	memset(&v, 0, sizeof(v));
 	if (*slot != NULL) {
-		eb_shared_stats_get(eb__shared_host_shared(*slot), &v.s);
+		const eb_shared  *s = eb__shared_host_shared(*slot);
+		eb__shared_window win;
+
+		eb_shared_stats_get(s, &v.s);
+		eb__shared_window_get(s, &win);
 		v.zk_connected = v.s.zk_state == EB_ZK_STATE_CONNECTED ? 1 : 0;
+		v.zk_in_flight = win.in_flight;
+		v.zk_held = win.held;
+		v.renew_last_s = (double) win.renew_last_ms / 1000.0;
+		v.renew_max_s = (double) win.renew_max_ms / 1000.0;
 	}
 	eb__prom_write(w, families, EB__PROM_LEN(families), &v);
 }

@@ -49,11 +49,13 @@ struct eb_shared {
 	uint32_t       lease_ms;     /* 0: no safe lease (locks refused) */
 	uint32_t       heartbeat_ms;
 	uint64_t       renewed_ms; /* send time of the last committed renewal */
-	eb__list       locks;      /* of eb_lock (every state) */
-	eb__list       ops;        /* of eb__counter_op in flight */
-	eb__vec        orphans;    /* of char * "dir\nprefix": nodes to delete,
-	                              retried until gone or the session ends */
-	uint64_t tag;              /* lock node name tags */
+	uint64_t       renew_last_ms; /* its round trip */
+	uint64_t       renew_max_ms;  /* the slowest renewal's round trip */
+	eb__list       locks;         /* of eb_lock (every state) */
+	eb__list       ops;           /* of eb__counter_op in flight */
+	eb__vec        orphans; /* of char * "dir\nprefix": nodes to delete,
+	                           retried until gone or the session ends */
+	uint64_t tag;           /* lock node name tags */
 	/* Ids: the current block [id_next, id_end) and the waiting
 	 * requests (eb__id_req *). */
 	uint64_t           id_next, id_end;
@@ -63,6 +65,25 @@ struct eb_shared {
 	eb_shared_close_cb close_cb;
 	void              *close_arg;
 };
+
+/*
+ * The request window of the own session (docs/SHARED.md "Client work and
+ * the lease"): at most this many lock and counter requests in flight on
+ * it; the rest wait in the session (eb__zk_set_window), and the lease
+ * renewals go ahead of them, so a renewal waits behind at most this many
+ * requests at the server however much the clients ask for.
+ */
+#define EB__SHARED_ZK_WINDOW 32
+
+/* The window and the renewals' round trips, for the metrics. */
+typedef struct eb__shared_window {
+	size_t   in_flight;     /* requests of the window in flight */
+	size_t   held;          /* waiting for the window */
+	uint64_t renew_last_ms; /* the last committed renewal's round trip */
+	uint64_t renew_max_ms;  /* the slowest one's */
+} eb__shared_window;
+
+void eb__shared_window_get(const eb_shared *s, eb__shared_window *out);
 
 typedef struct eb__counter_op eb__counter_op;
 typedef void (*eb__counter_done)(

@@ -206,6 +206,28 @@ int eb__zk_set(eb__zk *zk, const char *path, const char *data, size_t len,
     int32_t version, eb__zk_stat_cb cb, void *arg);
 int eb__zk_multi(eb__zk *zk, const eb__zk_op *ops, size_t count,
     eb__zk_multi_cb cb, void *arg);
+/* As eb__zk_multi, but never held back by the window (below): for the few
+ * requests whose round trip is a lease's margin (a lock renewal). Use it
+ * for nothing a client can make many of. */
+int eb__zk_multi_ahead(eb__zk *zk, const eb__zk_op *ops, size_t count,
+    eb__zk_multi_cb cb, void *arg);
+/*
+ * The request window (docs/ZOOKEEPER.md "The request window"): with window
+ * n > 0, at most n requests of this session are in flight at once; later
+ * ones wait in call order (a copy of each: the arguments stay borrowed for
+ * the call only) and are sent as earlier ones complete, except those of
+ * eb__zk_multi_ahead(), which go at once. The server answers a session's
+ * requests in order, so a request sent ahead waits behind at most n others
+ * instead of behind everything the session's users asked for. A held
+ * request still gets its callback exactly once: with the server's answer,
+ * with the error that kept it from being sent when its turn came, or with
+ * EB_ECANCELED at close. 0 (the default): no window. Changing it sends
+ * what the new window allows.
+ */
+void eb__zk_set_window(eb__zk *zk, size_t window);
+/* Requests of the window in flight, and held back waiting for it. */
+void eb__zk_window_stats(const eb__zk *zk, size_t *in_flight, size_t *held);
+
 /* Creates path and its missing parents as persistent nodes (existing ones
  * are fine). */
 int eb__zk_ensure_path(

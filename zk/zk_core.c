@@ -55,6 +55,7 @@ eb__zk_new_with_ops(uv_loop_t *loop, const eb__zk_ops *ops, void *impl,
 	zk->max_request = EB_ZK_DEFAULT_MAX_REQUEST;
 	zk->chroot_len = 0;
 	eb__vec_init(&zk->live, sizeof(eb__zk_live_slot));
+	eb__list_init(&zk->held);
 	*zkp = zk;
 	return 0;
 }
@@ -131,6 +132,7 @@ eb__zk_closed(eb__zk *zk)
 	void           *arg = zk->close_arg;
 
 	zk->state = EB_ZK_STATE_CLOSED;
+	eb__zkw_cancel_held(zk);
 	if (cb != NULL) {
 		cb(zk, arg);
 	}
@@ -342,16 +344,6 @@ zk_op_size_check(eb__zk *zk, const char *what, eb__zk_op_type t,
 	return zk_size_check(zk, what, path, eb__zk_op_bytes(zk, &op));
 }
 
-/* Counts a dispatched request (rv 0) and passes rv through. */
-static int
-zk_counted(eb__zk *zk, int rv)
-{
-	if (rv == 0) {
-		zk->requests++;
-	}
-	return rv;
-}
-
 /* Common checks of every operation: 0 when it may be dispatched. */
 static int
 zk_op_check(const eb__zk *zk, const char *path, int has_cb)
@@ -384,7 +376,14 @@ int
 eb__zk_create(eb__zk *zk, const char *path, const char *data, size_t len,
     int flags, eb__zk_create_cb cb, void *arg)
 {
-	int rv = zk_op_check(zk, path, cb != NULL);
+	struct eb__zkw_call c = { .kind = EB__ZKW_CREATE,
+		.path = path,
+		.data = data,
+		.len = len,
+		.flags = flags,
+		.cb.create = cb,
+		.arg = arg };
+	int                 rv = zk_op_check(zk, path, cb != NULL);
 
 	if (rv != 0) {
 		return rv;
@@ -396,78 +395,102 @@ eb__zk_create(eb__zk *zk, const char *path, const char *data, size_t len,
 	         zk, "create", EB_ZK_OP_CREATE, path, data, len)) != 0) {
 		return rv;
 	}
-	return zk_counted(
-	    zk, zk->ops->create(zk, path, data, len, flags, cb, arg));
+	return eb__zkw_submit(zk, &c, 0);
 }
 
 int
 eb__zk_delete(
     eb__zk *zk, const char *path, int32_t version, eb__zk_void_cb cb, void *arg)
 {
-	int rv = zk_op_check(zk, path, cb != NULL);
+	struct eb__zkw_call c = { .kind = EB__ZKW_DELETE,
+		.path = path,
+		.version = version,
+		.cb.void_ = cb,
+		.arg = arg };
+	int                 rv = zk_op_check(zk, path, cb != NULL);
 
 	if (rv == 0) {
 		rv = zk_op_size_check(
 		    zk, "delete", EB_ZK_OP_DELETE, path, NULL, 0);
 	}
-	return rv != 0 ? rv
-	               : zk_counted(zk,
-	                     zk->ops->delete_node(zk, path, version, cb, arg));
+	return rv != 0 ? rv : eb__zkw_submit(zk, &c, 0);
 }
 
 int
 eb__zk_exists(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
     void *watch_arg, eb__zk_stat_cb cb, void *arg)
 {
-	int rv = zk_read_check(zk, "exists", path, cb != NULL);
+	struct eb__zkw_call c = { .kind = EB__ZKW_EXISTS,
+		.path = path,
+		.watch = watch,
+		.watch_arg = watch_arg,
+		.cb.stat = cb,
+		.arg = arg };
+	int                 rv = zk_read_check(zk, "exists", path, cb != NULL);
 
-	return rv != 0 ? rv
-	               : zk_counted(zk, zk->ops->exists(zk, path, watch,
-	                                    watch_arg, cb, arg));
+	return rv != 0 ? rv : eb__zkw_submit(zk, &c, 0);
 }
 
 int
 eb__zk_get(eb__zk *zk, const char *path, eb__zk_watch_cb watch, void *watch_arg,
     eb__zk_data_cb cb, void *arg)
 {
-	int rv = zk_read_check(zk, "get", path, cb != NULL);
+	struct eb__zkw_call c = { .kind = EB__ZKW_GET,
+		.path = path,
+		.watch = watch,
+		.watch_arg = watch_arg,
+		.cb.data = cb,
+		.arg = arg };
+	int                 rv = zk_read_check(zk, "get", path, cb != NULL);
 
-	return rv != 0 ? rv
-	               : zk_counted(zk,
-	                     zk->ops->get(zk, path, watch, watch_arg, cb, arg));
+	return rv != 0 ? rv : eb__zkw_submit(zk, &c, 0);
 }
 
 int
 eb__zk_get_children(eb__zk *zk, const char *path, eb__zk_watch_cb watch,
     void *watch_arg, eb__zk_children_cb cb, void *arg)
 {
+	struct eb__zkw_call c = { .kind = EB__ZKW_CHILDREN,
+		.path = path,
+		.watch = watch,
+		.watch_arg = watch_arg,
+		.cb.children = cb,
+		.arg = arg };
 	int rv = zk_read_check(zk, "get_children", path, cb != NULL);
 
-	return rv != 0 ? rv
-	               : zk_counted(zk, zk->ops->get_children(zk, path, watch,
-	                                    watch_arg, cb, arg));
+	return rv != 0 ? rv : eb__zkw_submit(zk, &c, 0);
 }
 
 int
 eb__zk_set(eb__zk *zk, const char *path, const char *data, size_t len,
     int32_t version, eb__zk_stat_cb cb, void *arg)
 {
-	int rv = zk_op_check(zk, path, cb != NULL);
+	struct eb__zkw_call c = { .kind = EB__ZKW_SET,
+		.path = path,
+		.data = data,
+		.len = len,
+		.version = version,
+		.cb.stat = cb,
+		.arg = arg };
+	int                 rv = zk_op_check(zk, path, cb != NULL);
 
 	if (rv == 0) {
 		rv = zk_op_size_check(zk, "set", EB_ZK_OP_SET, path, data, len);
 	}
-	return rv != 0 ? rv
-	               : zk_counted(zk, zk->ops->set(zk, path, data, len,
-	                                    version, cb, arg));
+	return rv != 0 ? rv : eb__zkw_submit(zk, &c, 0);
 }
 
-int
-eb__zk_multi(eb__zk *zk, const eb__zk_op *ops, size_t count, eb__zk_multi_cb cb,
-    void *arg)
+static int
+zk_multi(eb__zk *zk, const eb__zk_op *ops, size_t count, eb__zk_multi_cb cb,
+    void *arg, int ahead)
 {
-	size_t i;
-	int    rv = zk_op_check(zk, "/", cb != NULL);
+	struct eb__zkw_call c = { .kind = EB__ZKW_MULTI,
+		.ops = ops,
+		.count = count,
+		.cb.multi = cb,
+		.arg = arg };
+	size_t              i;
+	int                 rv = zk_op_check(zk, "/", cb != NULL);
 
 	if (rv != 0) {
 		return rv;
@@ -486,7 +509,21 @@ eb__zk_multi(eb__zk *zk, const eb__zk_op *ops, size_t count, eb__zk_multi_cb cb,
 	         eb__zk_multi_bytes(zk, ops, count))) != 0) {
 		return rv;
 	}
-	return zk_counted(zk, zk->ops->multi(zk, ops, count, cb, arg));
+	return eb__zkw_submit(zk, &c, ahead);
+}
+
+int
+eb__zk_multi(eb__zk *zk, const eb__zk_op *ops, size_t count, eb__zk_multi_cb cb,
+    void *arg)
+{
+	return zk_multi(zk, ops, count, cb, arg, 0);
+}
+
+int
+eb__zk_multi_ahead(eb__zk *zk, const eb__zk_op *ops, size_t count,
+    eb__zk_multi_cb cb, void *arg)
+{
+	return zk_multi(zk, ops, count, cb, arg, 1);
 }
 
 /*
@@ -547,15 +584,18 @@ ensure_root_cb(eb__zk *zk, int status, const eb__zk_stat *stat, void *arg)
 static int
 ensure_next(eb__zk *zk, struct ensure_req *r)
 {
-	char  *slash;
-	size_t end;
-	int    rv;
+	struct eb__zkw_call c = { .kind = EB__ZKW_CREATE,
+		.path = r->path,
+		.cb.create = ensure_create_cb,
+		.arg = r };
+	char               *slash;
+	size_t              end;
+	int                 rv;
 
 	slash = strchr(r->path + r->done + 1, '/');
 	end = slash != NULL ? (size_t) (slash - r->path) : strlen(r->path);
 	r->path[end] = '\0';
-	rv = zk_counted(
-	    zk, zk->ops->create(zk, r->path, NULL, 0, 0, ensure_create_cb, r));
+	rv = eb__zkw_submit(zk, &c, 0);
 	if (slash != NULL) {
 		r->path[end] = '/';
 	}
@@ -592,8 +632,12 @@ eb__zk_ensure_path(eb__zk *zk, const char *path, eb__zk_void_cb cb, void *arg)
 	if (n == 1) {
 		/* "/" always exists; an exists() gives the one later callback
 		 * (and a real status if the session is gone). */
-		rv = zk_counted(zk,
-		    zk->ops->exists(zk, "/", NULL, NULL, ensure_root_cb, r));
+		struct eb__zkw_call c = { .kind = EB__ZKW_EXISTS,
+			.path = "/",
+			.cb.stat = ensure_root_cb,
+			.arg = r };
+
+		rv = eb__zkw_submit(zk, &c, 0);
 	} else {
 		rv = ensure_next(zk, r);
 	}

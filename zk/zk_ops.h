@@ -21,6 +21,7 @@
 #ifndef EB_ZK_ZK_OPS_H
 #define EB_ZK_ZK_OPS_H
 
+#include "common/list.h"
 #include "common/vec.h"
 #include "zk/zk.h"
 
@@ -70,7 +71,57 @@ struct eb__zk {
 	void           *close_arg;
 	eb__vec         live;      /* of eb__zk_live_slot (eb__zk_live_add) */
 	uint32_t        live_free; /* first free slot + 1; 0: none */
+	/* The request window (zk_window.c): 0, or the most requests in
+	 * flight; the rest wait in held (zk_window.c). */
+	size_t   window;
+	size_t   in_flight; /* tracked: sent while window != 0 */
+	eb__list held;
+	size_t   n_held;
+	int      pumping;
 };
+
+/* One request as the caller made it (zk_window.c), with borrowed fields
+ * (a held request keeps a copy). */
+typedef enum eb__zkw_kind {
+	EB__ZKW_CREATE,
+	EB__ZKW_DELETE,
+	EB__ZKW_EXISTS,
+	EB__ZKW_GET,
+	EB__ZKW_CHILDREN,
+	EB__ZKW_SET,
+	EB__ZKW_MULTI
+} eb__zkw_kind;
+
+union eb__zkw_cb {
+	eb__zk_create_cb   create;
+	eb__zk_void_cb     void_;
+	eb__zk_stat_cb     stat; /* exists, set */
+	eb__zk_data_cb     data;
+	eb__zk_children_cb children;
+	eb__zk_multi_cb    multi;
+};
+
+struct eb__zkw_call {
+	eb__zkw_kind     kind;
+	const char      *path; /* every kind but multi */
+	const char      *data; /* create, set */
+	size_t           len;
+	int              flags;   /* create */
+	int32_t          version; /* delete, set */
+	eb__zk_watch_cb  watch;   /* exists, get, children */
+	void            *watch_arg;
+	union eb__zkw_cb cb;
+	void            *arg;
+	const eb__zk_op *ops; /* multi */
+	size_t           count;
+};
+
+/* Sends c now, or holds a copy of it until the window has room (ahead: never
+ * held). 0 (the callback will come) or the backend's error (it will not).
+ * Counts what it sends in zk->requests. */
+int eb__zkw_submit(eb__zk *zk, const struct eb__zkw_call *c, int ahead);
+/* At close: every held request completes with EB_ECANCELED. */
+void eb__zkw_cancel_held(eb__zk *zk);
 
 /* Allocates the common part around a backend; used by eb__zk_new() and by
  * the fake. impl is handed over to the backend's close(). */

@@ -7,7 +7,7 @@
  * counters under contention, ids; a lock node whose delete is refused
  * (not a connection problem) retried until gone and the lock's directory
  * removed; the caps on locks and counter names; counter delete; renewal
- * chunks under the request limit.
+ * chunks under the request limit; the renewal ahead of client work.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -638,6 +638,89 @@ test_renewal_chunks(void **state)
 	sn_close(t, &a);
 }
 
+typedef struct many {
+	int done;
+	int failed;
+} many;
+
+static void
+many_cb(eb_shared *s, int status, int64_t value, int ok, void *arg)
+{
+	many *m = arg;
+
+	(void) s;
+	(void) value;
+	(void) ok;
+	m->done++;
+	if (status != 0) {
+		m->failed++;
+	}
+}
+
+static uint64_t renewals0;
+
+static int
+renewal_sent(void *arg)
+{
+	eb_shared_stats st;
+
+	eb_shared_stats_get(arg, &st);
+	return st.renewals > renewals0;
+}
+
+static int
+many_done(void *arg)
+{
+	return ((many *) arg)->done == 400;
+}
+
+/* Client work fills the session's window while the server is slow; the
+ * lease renewal is sent at once, ahead of the 368 requests held back,
+ * so it waits at the server behind 32 at most (docs/SHARED.md "Client work
+ * and the lease"). Then everything completes and the lock was never
+ * revoked. */
+static void
+test_renewal_ahead_of_client_work(void **state)
+{
+	th_loop          *t = *state;
+	snode             a;
+	lk_obs            oa;
+	many              m = { 0, 0 };
+	eb__shared_window w;
+	eb_shared_stats   st;
+	char              name[16];
+	int               i;
+
+	sn_open(t, &a);
+	acquire(&a, "x", -1, &oa);
+	assert_int_equal(th_run_until(t, obs_done, &oa, 5000), 0);
+	assert_int_equal(oa.status, 0);
+	fakezk_stall(a.zk, 1);
+	eb_shared_stats_get(a.s, &st);
+	renewals0 = st.renewals;
+	for (i = 0; i < 400; i++) {
+		(void) snprintf(name, sizeof(name), "n%d", i);
+		assert_int_equal(eb_counter_add(a.s, name, 1, many_cb, &m), 0);
+	}
+	eb__shared_window_get(a.s, &w);
+	assert_int_equal(w.in_flight, EB__SHARED_ZK_WINDOW);
+	assert_int_equal(w.held, 400 - EB__SHARED_ZK_WINDOW);
+	/* The next heartbeat: its renewal is in flight at once. */
+	assert_int_equal(th_run_until(t, renewal_sent, a.s, 5000), 0);
+	eb__shared_window_get(a.s, &w);
+	assert_int_equal(w.in_flight, EB__SHARED_ZK_WINDOW + 1);
+	assert_int_equal(w.held, 400 - EB__SHARED_ZK_WINDOW);
+	fakezk_stall(a.zk, 0);
+	assert_int_equal(th_run_until(t, many_done, &m, 10000), 0);
+	assert_int_equal(m.failed, 0);
+	assert_int_equal(oa.revoked, 0);
+	assert_true(eb_lock_held(oa.lk));
+	eb__shared_window_get(a.s, &w);
+	assert_int_equal(w.held, 0);
+	eb_lock_release(oa.lk);
+	sn_close(t, &a);
+}
+
 int
 main(void)
 {
@@ -660,6 +743,8 @@ main(void)
 		    test_counter_cap_and_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_renewal_chunks, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_renewal_ahead_of_client_work, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
