@@ -73,7 +73,7 @@ struct eb_shared {
  * renewals go ahead of them, so a renewal waits behind at most this many
  * requests at the server however much the clients ask for.
  */
-#define EB__SHARED_ZK_WINDOW 32
+#define EB__SHARED_ZK_WINDOW 16 /* measured against 8 and 32 there */
 
 /* The window and the renewals' round trips, for the metrics. */
 typedef struct eb__shared_window {

@@ -675,10 +675,10 @@ many_done(void *arg)
 }
 
 /* Client work fills the session's window while the server is slow; the
- * lease renewal is sent at once, ahead of the 368 requests held back,
- * so it waits at the server behind 32 at most (docs/SHARED.md "Client work
- * and the lease"). Then everything completes and the lock was never
- * revoked. */
+ * lease renewal is sent at once, ahead of the requests held back, so it
+ * waits at the server behind EB__SHARED_ZK_WINDOW requests at most
+ * (docs/SHARED.md "Client work and the lease"). Then everything completes
+ * and the lock was never revoked. */
 static void
 test_renewal_ahead_of_client_work(void **state)
 {
