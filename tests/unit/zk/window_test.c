@@ -28,6 +28,7 @@ typedef struct wstate {
 } wstate;
 
 static wstate *ws;
+static int     ids[N + 4]; /* ids[i] == i: the callback argument of request i */
 
 static void
 on_event(eb__zk *zk, eb__zk_event ev, void *arg)
@@ -51,7 +52,7 @@ create_cb(eb__zk *zk, int status, const char *path, void *arg)
 {
 	(void) zk;
 	(void) path;
-	done((int) (intptr_t) arg, status);
+	done(*(const int *) arg, status);
 }
 
 static void
@@ -62,7 +63,7 @@ data_cb(eb__zk *zk, int status, const char *data, size_t len,
 	(void) data;
 	(void) len;
 	(void) stat;
-	done((int) (intptr_t) arg, status);
+	done(*(const int *) arg, status);
 }
 
 static void
@@ -72,7 +73,7 @@ multi_cb(eb__zk *zk, int status, const eb__zk_op_result *res, size_t count,
 	(void) zk;
 	assert_int_equal(count, 2); /* one result per op, even when refused */
 	assert_non_null(res);
-	done((int) (intptr_t) arg, status);
+	done(*(const int *) arg, status);
 }
 
 static void
@@ -106,9 +107,13 @@ static eb__zk *
 open_client(th_loop *t, wstate *w, size_t window)
 {
 	eb__zk *zk = NULL;
+	int     i;
 
 	memset(w, 0, sizeof(*w));
 	ws = w;
+	for (i = 0; i < N + 4; i++) {
+		ids[i] = i;
+	}
 	assert_int_equal(fakezk_client_new(srv, 4000, on_event, w, &zk), 0);
 	assert_int_equal(eb__zk_start(zk), 0);
 	assert_int_equal(th_run_until(t, th_flag_set, &w->connected, 2000), 0);
@@ -147,9 +152,8 @@ test_window_bounds_and_order(void **state)
 	fakezk_stall(zk, 1);
 	for (i = 0; i < N; i++) {
 		(void) snprintf(path, sizeof(path), "/w%02d", i);
-		assert_int_equal(eb__zk_create(zk, path, "v", 1, 0, create_cb,
-		                     (void *) (intptr_t) i),
-		    0);
+		assert_int_equal(
+		    eb__zk_create(zk, path, "v", 1, 0, create_cb, &ids[i]), 0);
 	}
 	assert_int_equal(fakezk_requests(zk) - r0, 4);
 	eb__zk_window_stats(zk, &in_flight, &held);
@@ -162,8 +166,7 @@ test_window_bounds_and_order(void **state)
 	ops[0].path = "/w00";
 	ops[0].version = 0;
 	ops[1] = ops[0];
-	assert_int_equal(
-	    eb__zk_multi_ahead(zk, ops, 2, multi_cb, (void *) (intptr_t) N), 0);
+	assert_int_equal(eb__zk_multi_ahead(zk, ops, 2, multi_cb, &ids[N]), 0);
 	assert_int_equal(fakezk_requests(zk) - r0, 5);
 	eb__zk_window_stats(zk, &in_flight, &held);
 	assert_int_equal(in_flight, 5);
@@ -212,7 +215,7 @@ test_held_owns_copies(void **state)
 		(void) snprintf(path, sizeof(path), "/c%02d", i);
 		(void) snprintf(data, sizeof(data), "d%02d", i);
 		assert_int_equal(eb__zk_create(zk, path, data, strlen(data), 0,
-		                     create_cb, (void *) (intptr_t) i),
+		                     create_cb, &ids[i]),
 		    0);
 		memset(path, 'x', sizeof(path) - 1);
 		memset(data, 'y', sizeof(data) - 1);
@@ -227,14 +230,12 @@ test_held_owns_copies(void **state)
 	ops[0].len = 2;
 	ops[1].type = EB_ZK_OP_CREATE;
 	ops[1].path = "/m1";
-	assert_int_equal(
-	    eb__zk_multi(zk, ops, 2, multi_cb, (void *) (intptr_t) (N - 1)), 0);
+	assert_int_equal(eb__zk_multi(zk, ops, 2, multi_cb, &ids[N - 1]), 0);
 	memset(mpath, 'x', sizeof(mpath) - 1);
 	memset(data, 'y', sizeof(data) - 1);
 	/* And a held get. */
 	assert_int_equal(
-	    eb__zk_get(zk, "/c00", NULL, NULL, data_cb, (void *) (intptr_t) N),
-	    0);
+	    eb__zk_get(zk, "/c00", NULL, NULL, data_cb, &ids[N]), 0);
 	fakezk_stall(zk, 0);
 	assert_int_equal(th_run_until(t, all_done, &w, 2000), 0);
 	for (i = 0; i < N - 1; i++) {
@@ -267,9 +268,8 @@ test_close_cancels_held(void **state)
 	fakezk_stall(zk, 1);
 	for (i = 0; i < N + 1; i++) {
 		(void) snprintf(path, sizeof(path), "/k%02d", i);
-		assert_int_equal(eb__zk_create(zk, path, NULL, 0, 0, create_cb,
-		                     (void *) (intptr_t) i),
-		    0);
+		assert_int_equal(
+		    eb__zk_create(zk, path, NULL, 0, 0, create_cb, &ids[i]), 0);
 	}
 	eb__zk_close(zk, closed_cb, &w);
 	assert_int_equal(w.n, 0); /* never from inside the close call */
@@ -297,9 +297,8 @@ test_expiry_completes_held(void **state)
 	fakezk_stall(zk, 1);
 	for (i = 0; i < N + 1; i++) {
 		(void) snprintf(path, sizeof(path), "/e%02d", i);
-		assert_int_equal(eb__zk_get(zk, path, NULL, NULL, data_cb,
-		                     (void *) (intptr_t) i),
-		    0);
+		assert_int_equal(
+		    eb__zk_get(zk, path, NULL, NULL, data_cb, &ids[i]), 0);
 	}
 	fakezk_expire(zk);
 	fakezk_stall(zk, 0);
