@@ -52,14 +52,15 @@ static const eb__prom_desc families[] = {
 	    "Lock lease renewal multis sent (each under the request limit).",
 	    SV(s.renewals)),
 	EB__PROM_ONE("ebnode_shared_lock_renewal_last_seconds", "gauge",
-	    "Round trip of the last committed lease renewal (the lease's "
-	    "margin is what remains of it).",
+	    "Round trip of the last committed lease renewal (held locks "
+	    "lapse if one takes longer than the lease minus the heartbeat).",
 	    EB__PROM_AT_F64(shared_vals, renew_last_s)),
 	EB__PROM_ONE("ebnode_shared_lock_renewal_max_seconds", "gauge",
 	    "The slowest committed lease renewal's round trip since start.",
 	    EB__PROM_AT_F64(shared_vals, renew_max_s)),
 	EB__PROM_ONE("ebnode_shared_zk_requests_in_flight", "gauge",
-	    "Lock and counter requests of the own session's window in flight.",
+	    "Requests of shared data's own session in flight (at most the "
+	    "window, plus renewals sent ahead of it).",
 	    SV(zk_in_flight)),
 	EB__PROM_ONE("ebnode_shared_zk_requests_held", "gauge",
 	    "Lock and counter requests waiting for the window (renewals "
