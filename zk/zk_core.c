@@ -140,6 +140,20 @@ eb__zk_closed(eb__zk *zk)
 	free(zk);
 }
 
+void
+eb__zk_multi_fail(
+    eb__zk *zk, eb__zk_multi_cb cb, void *arg, size_t count, int status)
+{
+	eb__zk_op_result *res = eb__calloc(count, sizeof(*res));
+	size_t            i;
+
+	for (i = 0; i < count; i++) {
+		res[i].status = status;
+	}
+	cb(zk, status, res, count, arg);
+	free(res);
+}
+
 int
 eb__zk_start(eb__zk *zk)
 {

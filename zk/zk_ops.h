@@ -122,6 +122,10 @@ struct eb__zkw_call {
 int eb__zkw_submit(eb__zk *zk, const struct eb__zkw_call *c, int ahead);
 /* At close: every held request completes with EB_ECANCELED. */
 void eb__zkw_cancel_held(eb__zk *zk);
+/* The callback of a multi of count ops that failed as a whole (never
+ * sent, lost, canceled): one result per op, each with status. */
+void eb__zk_multi_fail(
+    eb__zk *zk, eb__zk_multi_cb cb, void *arg, size_t count, int status);
 
 /* Allocates the common part around a backend; used by eb__zk_new() and by
  * the fake. impl is handed over to the backend's close(). */

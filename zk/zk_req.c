@@ -156,17 +156,9 @@ eb__zkr_req_fail(struct zk_req *q, int status)
 	case ZK_REQ_CHILDREN:
 		q->cb.children(zk, status, NULL, 0, q->arg);
 		break;
-	case ZK_REQ_MULTI: {
-		eb__zk_op_result *res = eb__calloc(q->count, sizeof(*res));
-		size_t            i;
-
-		for (i = 0; i < q->count; i++) {
-			res[i].status = status;
-		}
-		q->cb.multi(zk, status, res, q->count, q->arg);
-		free(res);
+	case ZK_REQ_MULTI:
+		eb__zk_multi_fail(zk, q->cb.multi, q->arg, q->count, status);
 		break;
-	}
 	}
 }
 

@@ -248,18 +248,9 @@ call_fail(eb__zk *zk, const struct eb__zkw_call *c, int status)
 	case EB__ZKW_CHILDREN:
 		c->cb.children(zk, status, NULL, 0, c->arg);
 		break;
-	case EB__ZKW_MULTI: {
-		/* One result per op, as the contract of a multi says. */
-		eb__zk_op_result *res = eb__calloc(c->count, sizeof(*res));
-		size_t            i;
-
-		for (i = 0; i < c->count; i++) {
-			res[i].status = status;
-		}
-		c->cb.multi(zk, status, res, c->count, c->arg);
-		free(res);
+	case EB__ZKW_MULTI:
+		eb__zk_multi_fail(zk, c->cb.multi, c->arg, c->count, status);
 		break;
-	}
 	}
 }
 

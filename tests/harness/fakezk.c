@@ -938,9 +938,6 @@ run_request(fz_client *c, fz_item *it, int override)
 static void
 fail_request(fz_client *c, fz_item *it, int status)
 {
-	eb__zk_op_result res[FZ_MULTI_MAX];
-	size_t           i;
-
 	switch (it->kind) {
 	case FZ_CREATE:
 		it->cb.create(c->zk, status, NULL, it->arg);
@@ -959,11 +956,8 @@ fail_request(fz_client *c, fz_item *it, int status)
 		it->cb.children(c->zk, status, NULL, 0, it->arg);
 		break;
 	case FZ_MULTI:
-		for (i = 0; i < it->nops; i++) {
-			res[i].status = status;
-			res[i].path = NULL;
-		}
-		it->cb.multi(c->zk, status, res, it->nops, it->arg);
+		eb__zk_multi_fail(
+		    c->zk, it->cb.multi, it->arg, it->nops, status);
 		break;
 	default:
 		break;
