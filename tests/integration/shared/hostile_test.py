@@ -220,9 +220,14 @@ class Hostile(unittest.TestCase):
             for i in range(FLOOD_LOCKS)], timeout=240)
         c1 = codes(res)
         # 16 more connections, CAP_CONN each: the node's cap.
-        more = [Pipe(node, "flood%d" % k) for k in range(1, 17)]
+        # Each opened just before its turn: one left idle while the others
+        # run would meet bridge.first_frame_timeout_ms (10 s) on a slow
+        # build, and the earlier ones stay open, holding their locks.
+        more = []
         c2 = {}
-        for k, p in enumerate(more, 1):
+        for k in range(1, 17):
+            p = Pipe(node, "flood%d" % k)
+            more.append(p)
             r = p.run("ebnode.lock", [
                 {"op": "try", "name": long_name("fl%d" % k, i)}
                 for i in range(CAP_CONN)], timeout=120)
